@@ -1,0 +1,161 @@
+// The running-sum job, written against the public API only.
+#include "running_sum.h"
+
+#include <charconv>
+#include <random>
+#include <stdexcept>
+
+#include "weir/connectors.h"
+
+namespace weir::examples {
+namespace {
+
+struct Parsed {
+  int64_t line = 0;
+  bool ok = false;
+  std::string key;
+  int64_t value = 0;
+  std::string reason;
+  auto weir_fields() { return std::tie(line, ok, key, value, reason); }
+};
+
+struct KeyValue {
+  std::string key;
+  int64_t value = 0;
+  auto weir_fields() { return std::tie(key, value); }
+};
+
+struct Acc {
+  int64_t sum = 0;
+  int64_t count = 0;
+  auto weir_fields() { return std::tie(sum, count); }
+};
+
+Parsed parse(const TextLine& l) {
+  Parsed p;
+  p.line = l.line_number;
+  size_t comma = l.text.find(',');
+  if (comma == std::string::npos) {
+    p.reason = "missing comma";
+    return p;
+  }
+  if (comma == 0) {
+    p.reason = "empty key";
+    return p;
+  }
+  const char* b = l.text.data() + comma + 1;
+  const char* e = l.text.data() + l.text.size();
+  if (b != e && *b == '+') ++b;
+  auto [ptr, ec] = std::from_chars(b, e, p.value);
+  if (ec == std::errc::result_out_of_range) {
+    p.reason = "value out of range";
+    return p;
+  }
+  if (ec != std::errc() || ptr != e || b == e) {
+    p.reason = "value is not an integer";
+    return p;
+  }
+  p.key = l.text.substr(0, comma);
+  p.ok = true;
+  return p;
+}
+
+class RunningSum final : public KeyedProcessFunction<std::string, KeyValue, std::string> {
+ public:
+  RunningSum(int64_t fail_every, uint64_t seed) : fail_every_(fail_every), seed_(seed) {}
+
+  absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
+    acc_ = &ctx.get_state(ValueStateDescriptor<Acc>{"acc"});
+    const OperatorContext& op = ctx.operator_context();
+    // The first attempt may fail at once; later ones only after progress.
+    armed_ = op.attempt() == 0;
+    rng_.seed(seed_ * 1000003 + op.subtask_index() * 7919 + op.attempt());
+    next_threshold();
+    return absl::OkStatus();
+  }
+
+  void process_element(const KeyValue& kv, Context&, Collector<std::string>& out) override {
+    Acc a = acc_->value_or(Acc{});
+    // Sums wrap around in two's complement rather than overflow.
+    a.sum = static_cast<int64_t>(static_cast<uint64_t>(a.sum) + static_cast<uint64_t>(kv.value));
+    a.count += 1;
+    acc_->update(a);
+    line_.clear();
+    line_.append(kv.key).push_back(',');
+    append_int(a.sum);
+    line_.push_back(',');
+    append_int(a.count);
+    out.collect(line_);
+    if (fail_every_ > 0 && armed_ && ++processed_ >= threshold_) {
+      armed_ = false;
+      throw std::runtime_error("injected failure after " + std::to_string(processed_) +
+                               " records");
+    }
+  }
+
+  void notify_checkpoint_complete(int64_t) override { armed_ = fail_every_ > 0; }
+
+ private:
+  void append_int(int64_t v) {
+    char buf[24];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+    line_.append(buf, p);
+  }
+  void next_threshold() {
+    // Uniform in [fail_every / 2, 3 * fail_every / 2].
+    if (fail_every_ <= 0) return;
+    threshold_ = fail_every_ / 2 + static_cast<int64_t>(rng_() % (fail_every_ + 1));
+    if (threshold_ < 1) threshold_ = 1;
+  }
+
+  const int64_t fail_every_;
+  const uint64_t seed_;
+  ValueState<Acc>* acc_ = nullptr;
+  bool armed_ = false;
+  int64_t processed_ = 0;
+  int64_t threshold_ = 0;
+  std::mt19937_64 rng_;
+  std::string line_;
+};
+
+}  // namespace
+
+void build_running_sum(StreamEnvironment& env, const RunningSumOptions& o) {
+  env.config().default_parallelism = o.parallelism;
+  std::optional<DataStream<TextLine>> lines;
+  for (size_t i = 0; i < o.inputs.size(); ++i) {
+    std::string path = o.inputs[i];
+    auto src = env.from_source<TextLine>([path] { return std::make_unique<FileSource>(path); },
+                                         "source-" + std::to_string(i));
+    src.uid("file-source-" + std::to_string(i)).parallelism(o.parallelism);
+    lines = lines ? lines->union_with(src) : src;
+  }
+  auto parsed = lines->map(parse, "parse").uid("parse");
+  parsed.parallelism(o.parallelism);
+  std::string out_dir = o.output_dir;
+
+  parsed.filter([](const Parsed& p) { return !p.ok; }, "rejected")
+      .map([](const Parsed& p) { return std::to_string(p.line) + "," + p.reason; }, "format-reject")
+      .sink_to([out_dir] { return std::make_unique<ExactlyOnceFileSink>(out_dir, kRejectsPrefix); },
+               "rejects-sink")
+      .uid("rejects-sink")
+      .parallelism(o.parallelism);
+
+  int64_t fail_every = o.fail_every;
+  uint64_t seed = o.seed;
+  auto sums =
+      parsed.filter([](const Parsed& p) { return p.ok; }, "valid")
+          .map([](const Parsed& p) { return KeyValue{p.key, p.value}; }, "to-key-value")
+          .key_by([](const KeyValue& kv) { return kv.key; })
+          .process<std::string>(
+              [fail_every, seed] { return std::make_unique<RunningSum>(fail_every, seed); },
+              "running-sum");
+  sums.uid("running-sum").parallelism(o.parallelism);
+  // Chained to running-sum: forward, same parallelism.
+  sums.sink_to([out_dir] { return std::make_unique<ExactlyOnceFileSink>(out_dir, kOutputPrefix); },
+               "output-sink")
+      .uid("output-sink")
+      .parallelism(o.parallelism);
+}
+
+}  // namespace weir::examples

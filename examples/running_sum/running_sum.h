@@ -1,0 +1,60 @@
+// The running-sum job: per key, the running sum and count of the values
+// read, one output line `key,sum,count` per input record `key,value`.
+// Malformed lines go, with their line number and the reason, to a rejects
+// output in the same directory; they never reach the sums.
+//
+// Also the reference checker that tells whether a committed output is
+// exactly-once (or at least at-least-once) for a given input.
+#ifndef WEIR_EXAMPLES_RUNNING_SUM_H_
+#define WEIR_EXAMPLES_RUNNING_SUM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "weir/weir.h"
+
+namespace weir::examples {
+
+struct RunningSumOptions {
+  std::vector<std::string> inputs;  // one source per file, unioned
+  std::string output_dir;
+  int parallelism = 1;
+  // A running-sum subtask throws after about this many records (0: never),
+  // then again only after a checkpoint has completed in the new attempt, so
+  // the job always progresses.
+  int64_t fail_every = 0;
+  uint64_t seed = 0;
+};
+
+// Output prefixes inside output_dir.
+inline constexpr char kOutputPrefix[] = "part";
+inline constexpr char kRejectsPrefix[] = "rejects";
+
+void build_running_sum(StreamEnvironment& env, const RunningSumOptions& options);
+
+struct RunningSumCheck {
+  int64_t input_lines = 0;
+  int64_t valid_records = 0;
+  int64_t keys = 0;
+  int64_t expected_rejects = 0;
+  int64_t output_lines = 0;
+  int64_t reject_lines = 0;
+  bool exactly_once = false;
+  bool nothing_lost = false;
+  std::vector<std::string> problems;  // the first few differences found
+};
+
+// Compares the committed output in `output_dir` with what `inputs` imply.
+absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>& inputs,
+                                                  const std::string& output_dir);
+
+// Writes `lines` lines of `key,value` over `keys` keys, every
+// `bad_every`-th one malformed (0: none), deterministic for `seed`.
+absl::Status generate_running_sum_input(const std::string& path, int64_t lines, int64_t keys,
+                                        int64_t bad_every, uint64_t seed);
+
+}  // namespace weir::examples
+
+#endif  // WEIR_EXAMPLES_RUNNING_SUM_H_

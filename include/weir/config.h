@@ -1,0 +1,106 @@
+// Job configuration: checkpointing, restart strategy, network and runtime
+// knobs. Plain structs; every field documents its default and unit.
+#ifndef WEIR_CONFIG_H_
+#define WEIR_CONFIG_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace weir {
+
+using Duration = std::chrono::milliseconds;
+
+// Parses "250ms", "2s", "1min", "1h" or a plain number of milliseconds.
+absl::StatusOr<Duration> parse_duration(std::string_view text);
+
+enum class CheckpointingMode : uint8_t {
+  kExactlyOnce = 0,   // barriers are aligned: each record affects state once
+  kAtLeastOnce = 1,   // barriers are tracked, not aligned: replays may double
+  kNone = 2,          // no periodic checkpoints; a restart begins from scratch
+};
+
+absl::StatusOr<CheckpointingMode> parse_checkpointing_mode(std::string_view text);
+std::string_view to_string(CheckpointingMode mode);
+
+struct CheckpointConfig {
+  CheckpointingMode mode = CheckpointingMode::kExactlyOnce;
+  // Time between the start of two periodic checkpoints. Default: 1 s.
+  Duration interval{1000};
+  // A checkpoint not complete after this long is aborted. Default: 10 min.
+  Duration timeout{10 * 60 * 1000};
+  // Least time between the end of one checkpoint and the start of the next.
+  // Default: 0.
+  Duration min_pause{0};
+  // Checkpoints in flight at once. Default: 1.
+  int max_concurrent = 1;
+  // Consecutive failed checkpoints tolerated before the job attempt fails.
+  // Default: 0.
+  int tolerable_failed_checkpoints = 0;
+  // Completed checkpoints kept; older ones are deleted when subsumed.
+  // Default: 3.
+  int retained = 3;
+  // Where checkpoints are written. Empty: in memory (lost with the process).
+  // Default: empty.
+  std::string directory;
+};
+
+enum class RestartStrategyKind : uint8_t {
+  kNone = 0,
+  kFixedDelay = 1,
+  kExponentialDelay = 2,
+  kFailureRate = 3,
+};
+
+struct RestartStrategyConfig {
+  RestartStrategyKind kind = RestartStrategyKind::kFixedDelay;
+  // fixed-delay: restarts before the job fails. Default: unlimited (-1).
+  int max_attempts = -1;
+  // fixed-delay and failure-rate: wait before a restart. Default: 100 ms.
+  Duration delay{100};
+  // exponential-delay: first backoff, its cap, growth factor, the quiet time
+  // after which the backoff resets, and the jitter as a fraction of the
+  // backoff. Defaults: 100 ms, 30 s, 2.0, 60 s, 0.1.
+  Duration initial_backoff{100};
+  Duration max_backoff{30000};
+  double backoff_multiplier = 2.0;
+  Duration reset_backoff_threshold{60000};
+  double jitter_factor = 0.1;
+  // failure-rate: more than max_failures_per_interval failures within
+  // failure_rate_interval fail the job. Defaults: 1 per 60 s.
+  int max_failures_per_interval = 1;
+  Duration failure_rate_interval{60000};
+};
+
+struct NetworkConfig {
+  // Size of one network buffer in bytes. Default: 32 KiB.
+  int buffer_size = 32 * 1024;
+  // Buffers in the process-wide pool; bounds network memory. Default: 2048
+  // (64 MiB with the default buffer size).
+  int total_buffers = 2048;
+  // Full buffers a channel holds before its producer blocks. Default: 4.
+  int buffers_per_channel = 4;
+  // A partly filled buffer is sent after at most this long. Default: 5 ms.
+  Duration buffer_timeout{5};
+};
+
+struct JobConfig {
+  CheckpointConfig checkpoint;
+  RestartStrategyConfig restart;
+  NetworkConfig network;
+  // Parallelism of operators that do not set one. Default: 1.
+  int default_parallelism = 1;
+  // Upper bound of any operator's parallelism; fixes the key groups. Default: 128.
+  int max_parallelism = 128;
+  // Restore from "latest" (newest retained checkpoint under
+  // checkpoint.directory) or from a checkpoint path. Default: empty (fresh).
+  std::string restore;
+  // Skip state of operator uids the job no longer has. Default: false.
+  bool allow_non_restored_state = false;
+};
+
+}  // namespace weir
+
+#endif  // WEIR_CONFIG_H_

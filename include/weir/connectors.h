@@ -1,0 +1,153 @@
+// Ready sources and sinks.
+//
+// FileSource: reads a text file as lines, split among the subtasks by byte
+// range (a line belongs to the split holding its first byte). Its position
+// (byte offset and line number per split) is operator state, so a restored
+// job resumes exactly after the last line the checkpoint covered.
+//
+// GeneratorSource<T>: T = fn(sequence number) for 0..count-1 (count < 0:
+// unbounded); subtask i of p takes numbers i, i+p, ...; the position is the
+// next number.
+//
+// ExactlyOnceFileSink: two-phase commit of lines into part files in a
+// directory. Lines go to a hidden in-progress file; a checkpoint closes it
+// as pending (pre-commit); completion of that checkpoint renames it to its
+// published name. After a restore, the pending files of the restored
+// checkpoint are published and every other unpublished file of the subtask
+// is deleted. Naming, with P the configured prefix:
+//   P-<subtask>-<seq>                 published (committed output)
+//   .P-<subtask>-<seq>.inprogress     being written, not committed
+//   .P-<subtask>-<seq>.pending        pre-committed, awaiting its checkpoint
+// Unpublished files start with a dot; readers take only published ones.
+//
+// PrintSink: writes lines to stdout as they come (at-least-once).
+#ifndef WEIR_CONNECTORS_H_
+#define WEIR_CONNECTORS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "weir/functions.h"
+
+namespace weir {
+
+struct TextLine {
+  int64_t line_number = 0;  // 1-based, in the whole file
+  std::string text;
+  auto weir_fields() { return std::tie(line_number, text); }
+};
+
+// A byte range of a file and the read position in it (FileSource state).
+struct FileSplit {
+  int64_t start = 0;   // first byte of the split
+  int64_t end = 0;     // lines starting before this byte belong to it
+  int64_t offset = 0;  // next byte to read
+  int64_t line = 1;    // number of the line at `offset`
+  auto weir_fields() { return std::tie(start, end, offset, line); }
+};
+
+// A pre-committed part file awaiting its checkpoint (ExactlyOnceFileSink state).
+struct PendingPartFile {
+  int64_t checkpoint_id = 0;
+  int64_t seq = 0;
+  auto weir_fields() { return std::tie(checkpoint_id, seq); }
+};
+
+class FileSource final : public Source<TextLine> {
+ public:
+  explicit FileSource(std::string path);
+  ~FileSource() override;
+
+  absl::Status open(OperatorContext& ctx) override;
+  PollStatus poll(Collector<TextLine>& out, int max_records) override;
+  absl::Status snapshot_state(int64_t checkpoint_id) override;
+  void close() override;
+
+ private:
+  const std::string path_;
+  std::unique_ptr<OperatorListState<FileSplit>> state_;
+  std::vector<FileSplit> splits_;
+  size_t current_ = 0;
+  const char* data_ = nullptr;  // mmap of the file
+  int64_t size_ = 0;
+  TextLine scratch_;
+};
+
+template <Serializable T>
+class GeneratorSource final : public Source<T> {
+ public:
+  GeneratorSource(std::function<T(int64_t)> fn, int64_t count) : fn_(std::move(fn)), count_(count) {}
+
+  absl::Status open(OperatorContext& ctx) override {
+    stride_ = ctx.parallelism();
+    state_ = std::make_unique<OperatorListState<int64_t>>(ctx, "position");
+    auto restored = state_->get();
+    next_ = restored.empty() ? ctx.subtask_index() : restored.front();
+    return absl::OkStatus();
+  }
+  PollStatus poll(Collector<T>& out, int max_records) override {
+    for (int i = 0; i < max_records; ++i) {
+      if (count_ >= 0 && next_ >= count_) return PollStatus::kEndOfInput;
+      out.collect(fn_(next_));
+      next_ += stride_;
+    }
+    return PollStatus::kMore;
+  }
+  absl::Status snapshot_state(int64_t) override {
+    state_->update({next_});
+    return absl::OkStatus();
+  }
+
+ private:
+  std::function<T(int64_t)> fn_;
+  const int64_t count_;
+  int64_t stride_ = 1;
+  int64_t next_ = 0;
+  std::unique_ptr<OperatorListState<int64_t>> state_;
+};
+
+class ExactlyOnceFileSink final : public Sink<std::string> {
+ public:
+  ExactlyOnceFileSink(std::string directory, std::string prefix);
+  ~ExactlyOnceFileSink() override;
+
+  absl::Status open(OperatorContext& ctx) override;
+  absl::Status write(const std::string& line) override;
+  absl::Status snapshot_state(int64_t checkpoint_id) override;
+  void notify_checkpoint_complete(int64_t checkpoint_id) override;
+  void close() override;
+
+ private:
+  std::string name(int64_t seq) const;
+  std::string path(const std::string& file) const;
+  absl::Status flush_buffer();
+  absl::Status publish(int64_t seq);
+
+  const std::string dir_;
+  const std::string prefix_;
+  int subtask_ = 0;
+  int fd_ = -1;                // the in-progress file, when open
+  int64_t seq_ = 0;            // of the in-progress file, or the next one
+  std::string buffer_;
+  std::vector<PendingPartFile> pending_;
+  std::unique_ptr<OperatorListState<PendingPartFile>> pending_state_;
+  std::unique_ptr<OperatorListState<int64_t>> seq_state_;
+};
+
+class PrintSink final : public Sink<std::string> {
+ public:
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  absl::Status write(const std::string& line) override;
+};
+
+// Reads the committed (published) lines of an ExactlyOnceFileSink directory.
+absl::StatusOr<std::vector<std::string>> read_published_lines(const std::string& directory,
+                                                              const std::string& prefix);
+
+}  // namespace weir
+
+#endif  // WEIR_CONNECTORS_H_

@@ -1,0 +1,73 @@
+// What a running operator subtask knows about itself, and its non-keyed
+// (operator) list state. One OperatorContext per operator subtask, owned by
+// the task, confined to the task thread.
+#ifndef WEIR_CONTEXT_H_
+#define WEIR_CONTEXT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weir/detail/operator.h"
+#include "weir/key_group.h"
+#include "weir/serializer.h"
+
+namespace weir {
+
+class OperatorContext {
+ public:
+  virtual ~OperatorContext() = default;
+
+  virtual int subtask_index() const = 0;
+  virtual int parallelism() const = 0;
+  virtual int max_parallelism() const = 0;
+  // Restart count of the job: 0 for the first attempt.
+  virtual int attempt() const = 0;
+  virtual const std::string& operator_uid() const = 0;
+  virtual KeyGroupRange key_group_range() const = 0;
+  // True when state was restored from a checkpoint.
+  virtual bool is_restored() const = 0;
+  // Raw operator state; prefer OperatorListState<T>.
+  virtual detail::OperatorListStateData& raw_list_state(std::string_view name,
+                                                        detail::Redistribution mode) = 0;
+};
+
+// A list of T that survives failures with the operator (for example a
+// source's read positions). Stored serialized; get() decodes, update()
+// replaces. Cheap enough for small lists; not for per-record use.
+template <Serializable T>
+class OperatorListState {
+ public:
+  OperatorListState(OperatorContext& ctx, std::string_view name,
+                    detail::Redistribution mode = detail::Redistribution::kEvenSplit)
+      : data_(&ctx.raw_list_state(name, mode)) {}
+
+  // Entries, or an error message naming the state when one does not decode.
+  std::vector<T> get(bool* corrupt = nullptr) const {
+    std::vector<T> out;
+    out.reserve(data_->entries.size());
+    for (const std::string& e : data_->entries) {
+      auto v = deserialize_from_string<T>(e);
+      if (!v) {
+        if (corrupt) *corrupt = true;
+        continue;
+      }
+      out.push_back(std::move(*v));
+    }
+    return out;
+  }
+  void update(const std::vector<T>& values) {
+    data_->entries.clear();
+    for (const T& v : values) data_->entries.push_back(serialize_to_string(v));
+  }
+  void add(const T& v) { data_->entries.push_back(serialize_to_string(v)); }
+  void clear() { data_->entries.clear(); }
+
+ private:
+  detail::OperatorListStateData* data_;  // owned by the context
+};
+
+}  // namespace weir
+
+#endif  // WEIR_CONTEXT_H_

@@ -1,0 +1,152 @@
+// The seam between typed user code (templates, instantiated in the user's
+// translation unit) and the untyped runtime in src/runtime.
+//
+// Every operator is an OperatorBase. Records move between chained operators
+// as typed `Output<T>::collect(const T&)` calls (no serialization); at a task
+// boundary an Output<T> serializes into a PartitionWriter, and on the other
+// side an InputAdapter deserializes into the next operator's Input<T>.
+//
+// All objects here are confined to one task thread unless said otherwise.
+#ifndef WEIR_DETAIL_OPERATOR_H_
+#define WEIR_DETAIL_OPERATOR_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "weir/key_group.h"
+#include "weir/serializer.h"
+
+namespace weir {
+
+class OperatorContext;
+
+// Receives the records a function emits.
+template <typename T>
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual void collect(const T& record) = 0;
+};
+
+namespace detail {
+
+class OutputBase {
+ public:
+  virtual ~OutputBase() = default;
+};
+
+template <typename T>
+class Output : public OutputBase, public Collector<T> {};
+
+template <typename T>
+class Input {
+ public:
+  virtual ~Input() = default;
+  virtual void process(const T& record) = 0;
+};
+
+// Sends serialized records of one output edge to its channels. Implemented by
+// the runtime (src/network/partition_writer.h).
+class PartitionWriter {
+ public:
+  virtual ~PartitionWriter() = default;
+  virtual int num_channels() const = 0;
+  // Appends one serialized record to `channel`. May block while the channel
+  // is full (backpressure).
+  virtual void emit(int channel, std::string_view record) = 0;
+};
+
+// Deserializes records arriving on one input edge into an operator.
+class InputAdapter {
+ public:
+  virtual ~InputAdapter() = default;
+  // Returns false when `record` cannot be decoded (a corrupt frame).
+  virtual bool process_serialized(std::string_view record) = 0;
+};
+
+// How operator (non-keyed) list state is handed out on restore when the
+// parallelism changed. DO NOT CHANGE values: stored in checkpoints.
+enum class Redistribution : uint8_t {
+  kEvenSplit = 0,  // entries are divided among subtasks
+  kUnion = 1,      // every subtask gets every entry
+  kBroadcast = 2,  // every subtask gets subtask 0's entries (identical copies)
+};
+
+struct OperatorListStateData {
+  Redistribution mode = Redistribution::kEvenSplit;
+  std::vector<std::string> entries;  // serialized elements
+};
+
+// Non-keyed state of one operator subtask: named lists of serialized
+// entries. Small by design (positions, pending files), so it is captured by
+// copy in the synchronous part of a snapshot.
+using OperatorStateMap = std::map<std::string, OperatorListStateData>;
+
+// The keyed part of a snapshot, captured synchronously (copy-on-write views),
+// written asynchronously. Implementations must tolerate being written from a
+// thread other than the task thread while the task keeps running.
+class KeyedStateSnapshot {
+ public:
+  virtual ~KeyedStateSnapshot() = default;
+  virtual KeyGroupRange range() const = 0;
+  // Appends the state of key group `kg` to `out`.
+  virtual void write_key_group(int kg, ByteWriter& out) const = 0;
+};
+
+struct OperatorSnapshot {
+  OperatorStateMap operator_state;
+  std::unique_ptr<KeyedStateSnapshot> keyed;  // null for non-keyed operators
+};
+
+// What an operator gets back on restore.
+struct RestoredKeyGroup {
+  int key_group;
+  std::string_view bytes;  // valid during restore() only
+};
+
+struct OperatorRestore {
+  OperatorStateMap operator_state;
+  std::vector<RestoredKeyGroup> key_groups;
+};
+
+// Lifecycle, all on the task thread: open (downstream operators first),
+// restore happens inside open, records / snapshot / notify as they come,
+// finish at end of input (upstream first), close.
+class OperatorBase {
+ public:
+  virtual ~OperatorBase() = default;
+
+  // `restore` is null on a fresh start.
+  virtual absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) = 0;
+  // The synchronous part of a checkpoint.
+  virtual absl::StatusOr<OperatorSnapshot> snapshot(int64_t checkpoint_id) = 0;
+  virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
+  virtual void notify_checkpoint_aborted(int64_t /*checkpoint_id*/) {}
+  // End of input: flush whatever is buffered downstream.
+  virtual absl::Status finish() { return absl::OkStatus(); }
+  virtual void close() {}
+
+  // Typed plumbing, resolved by the graph's factories.
+  virtual void* input() { return nullptr; }  // Input<In>* or null for sources
+  virtual void set_output(std::unique_ptr<OutputBase> out) = 0;
+};
+
+// A source produces records when polled by its task.
+enum class PollStatus : uint8_t { kMore, kEndOfInput, kIdle };
+
+class SourceOperatorBase : public OperatorBase {
+ public:
+  // Emits up to `max_records` into the output.
+  virtual PollStatus poll(int max_records) = 0;
+};
+
+}  // namespace detail
+}  // namespace weir
+
+#endif  // WEIR_DETAIL_OPERATOR_H_

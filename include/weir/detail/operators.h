@@ -1,0 +1,286 @@
+// Operator templates behind the DataStream API, and the typed outputs that
+// connect them: chained (a direct call), fan-out (several downstream), and
+// partitioned (serialize into a network channel chosen by a partitioner).
+// Confined to the task thread.
+#ifndef WEIR_DETAIL_OPERATORS_H_
+#define WEIR_DETAIL_OPERATORS_H_
+
+#include <functional>
+#include <stdexcept>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "weir/context.h"
+#include "weir/detail/heap_state.h"
+#include "weir/detail/operator.h"
+#include "weir/functions.h"
+
+namespace weir::detail {
+
+// ---- Outputs ---------------------------------------------------------------
+
+template <typename T>
+class ChainedOutput final : public Output<T> {
+ public:
+  explicit ChainedOutput(Input<T>* next) : next_(next) {}
+  void collect(const T& r) override { next_->process(r); }
+
+ private:
+  Input<T>* next_;
+};
+
+template <typename T>
+class FanOutput final : public Output<T> {
+ public:
+  explicit FanOutput(std::vector<std::unique_ptr<OutputBase>> outs) : owned_(std::move(outs)) {
+    for (auto& o : owned_) outs_.push_back(static_cast<Output<T>*>(o.get()));
+  }
+  void collect(const T& r) override {
+    for (Output<T>* o : outs_) o->collect(r);
+  }
+
+ private:
+  std::vector<std::unique_ptr<OutputBase>> owned_;
+  std::vector<Output<T>*> outs_;
+};
+
+// Drops records; the output of an operator nobody consumes.
+template <typename T>
+class DiscardingOutput final : public Output<T> {
+ public:
+  void collect(const T&) override {}
+};
+
+// Picks the channel of a record: (record, num_channels) -> channel, or -1 to
+// send it to every channel.
+template <typename T>
+using ChannelSelector = std::function<int(const T&, int)>;
+
+template <typename T>
+class PartitionOutput final : public Output<T> {
+ public:
+  PartitionOutput(PartitionWriter* writer, ChannelSelector<T> select)
+      : writer_(writer), select_(std::move(select)), channels_(writer->num_channels()) {}
+  void collect(const T& r) override {
+    scratch_.clear();
+    ByteWriter w(&scratch_);
+    Serializer<T>::write(w, r);
+    int ch = channels_ == 1 ? 0 : select_(r, channels_);
+    if (ch >= 0) {
+      writer_->emit(ch, scratch_);
+    } else {
+      for (int c = 0; c < channels_; ++c) writer_->emit(c, scratch_);
+    }
+  }
+
+ private:
+  PartitionWriter* writer_;
+  ChannelSelector<T> select_;
+  const int channels_;
+  std::string scratch_;
+};
+
+template <typename T>
+class TypedInputAdapter final : public InputAdapter {
+ public:
+  explicit TypedInputAdapter(Input<T>* target) : target_(target) {}
+  bool process_serialized(std::string_view bytes) override {
+    ByteReader r(bytes);
+    T v = Serializer<T>::read(r);
+    if (!r.ok() || !r.at_end()) return false;
+    target_->process(v);
+    return true;
+  }
+
+ private:
+  Input<T>* target_;
+};
+
+// ---- Operators --------------------------------------------------------------
+
+// Base for operators with one typed output.
+template <typename Out>
+class OneOutputOperator : public OperatorBase {
+ public:
+  void set_output(std::unique_ptr<OutputBase> out) override {
+    owned_out_ = std::move(out);
+    out_ = owned_out_ ? static_cast<Output<Out>*>(owned_out_.get()) : &discard_;
+  }
+  absl::Status open(OperatorContext&, const OperatorRestore*) override {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override { return OperatorSnapshot{}; }
+
+ protected:
+  Output<Out>* out_ = &discard_;
+
+ private:
+  std::unique_ptr<OutputBase> owned_out_;
+  DiscardingOutput<Out> discard_;
+};
+
+template <typename In, typename Out, typename F>
+class MapOperator final : public OneOutputOperator<Out>, public Input<In> {
+ public:
+  explicit MapOperator(F f) : f_(std::move(f)) {}
+  void* input() override { return static_cast<Input<In>*>(this); }
+  void process(const In& r) override { this->out_->collect(f_(r)); }
+
+ private:
+  F f_;
+};
+
+template <typename T, typename F>
+class FilterOperator final : public OneOutputOperator<T>, public Input<T> {
+ public:
+  explicit FilterOperator(F f) : f_(std::move(f)) {}
+  void* input() override { return static_cast<Input<T>*>(this); }
+  void process(const T& r) override {
+    if (f_(r)) this->out_->collect(r);
+  }
+
+ private:
+  F f_;
+};
+
+template <typename In, typename Out, typename F>
+class FlatMapOperator final : public OneOutputOperator<Out>, public Input<In> {
+ public:
+  explicit FlatMapOperator(F f) : f_(std::move(f)) {}
+  void* input() override { return static_cast<Input<In>*>(this); }
+  void process(const In& r) override { f_(r, *this->out_); }
+
+ private:
+  F f_;
+};
+
+// Copies the operator state the runtime restored into the context's store;
+// shared by every operator that has operator state.
+absl::Status restore_operator_state(OperatorContext& ctx, const OperatorRestore* restore);
+OperatorStateMap capture_operator_state(OperatorContext& ctx);
+
+template <typename T>
+class SourceOperator final : public SourceOperatorBase {
+ public:
+  explicit SourceOperator(std::unique_ptr<Source<T>> source) : source_(std::move(source)) {}
+  void set_output(std::unique_ptr<OutputBase> out) override {
+    owned_out_ = std::move(out);
+    out_ = owned_out_ ? static_cast<Output<T>*>(owned_out_.get()) : &discard_;
+  }
+  absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) override {
+    ctx_ = &ctx;
+    absl::Status s = restore_operator_state(ctx, restore);
+    if (!s.ok()) return s;
+    return source_->open(ctx);
+  }
+  PollStatus poll(int max_records) override { return source_->poll(*out_, max_records); }
+  absl::StatusOr<OperatorSnapshot> snapshot(int64_t id) override {
+    absl::Status s = source_->snapshot_state(id);
+    if (!s.ok()) return s;
+    return OperatorSnapshot{capture_operator_state(*ctx_), nullptr};
+  }
+  void notify_checkpoint_complete(int64_t id) override { source_->notify_checkpoint_complete(id); }
+  void close() override { source_->close(); }
+
+ private:
+  std::unique_ptr<Source<T>> source_;
+  OperatorContext* ctx_ = nullptr;
+  std::unique_ptr<OutputBase> owned_out_;
+  Output<T>* out_ = &discard_;
+  DiscardingOutput<T> discard_;
+};
+
+template <typename T>
+class SinkOperator final : public OperatorBase, public Input<T> {
+ public:
+  explicit SinkOperator(std::unique_ptr<Sink<T>> sink) : sink_(std::move(sink)) {}
+  void* input() override { return static_cast<Input<T>*>(this); }
+  void set_output(std::unique_ptr<OutputBase>) override {}
+  absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) override {
+    ctx_ = &ctx;
+    absl::Status s = restore_operator_state(ctx, restore);
+    if (!s.ok()) return s;
+    return sink_->open(ctx);
+  }
+  void process(const T& r) override {
+    absl::Status s = sink_->write(r);
+    if (!s.ok()) throw std::runtime_error("sink " + ctx_->operator_uid() + ": " + s.ToString());
+  }
+  absl::Status finish() override { return sink_->finish(); }
+  absl::StatusOr<OperatorSnapshot> snapshot(int64_t id) override {
+    absl::Status s = sink_->snapshot_state(id);
+    if (!s.ok()) return s;
+    return OperatorSnapshot{capture_operator_state(*ctx_), nullptr};
+  }
+  void notify_checkpoint_complete(int64_t id) override { sink_->notify_checkpoint_complete(id); }
+  void close() override { sink_->close(); }
+
+ private:
+  std::unique_ptr<Sink<T>> sink_;
+  OperatorContext* ctx_ = nullptr;
+};
+
+template <typename K, typename In, typename Out>
+class KeyedProcessOperator final : public OneOutputOperator<Out>,
+                                   public Input<In>,
+                                   public KeyedProcessFunction<K, In, Out>::Context {
+ public:
+  using Function = KeyedProcessFunction<K, In, Out>;
+  KeyedProcessOperator(std::function<K(const In&)> key_of, std::unique_ptr<Function> fn)
+      : key_of_(std::move(key_of)), fn_(std::move(fn)) {}
+
+  void* input() override { return static_cast<Input<In>*>(this); }
+
+  absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) override {
+    max_parallelism_ = ctx.max_parallelism();
+    range_ = ctx.key_group_range();
+    backend_ = std::make_unique<HeapKeyedBackend<K>>(range_);
+    if (restore != nullptr) {
+      for (const RestoredKeyGroup& kg : restore->key_groups) {
+        if (!range_.contains(kg.key_group)) continue;
+        absl::Status s = backend_->core().restore_key_group(kg.key_group, kg.bytes);
+        if (!s.ok()) return s;
+      }
+    }
+    runtime_ = std::make_unique<KeyedRuntimeContext<K>>(&ctx, backend_.get());
+    absl::Status s = fn_->open(*runtime_);
+    if (!s.ok()) return s;
+    return runtime_->status();
+  }
+
+  void process(const In& r) override {
+    K key = key_of_(r);
+    int kg = key_group_of(key, max_parallelism_);
+    if (!range_.contains(kg)) {
+      throw std::logic_error("record routed to the wrong subtask: key group " +
+                             std::to_string(kg));
+    }
+    backend_->set_current_key(&key, kg);
+    fn_->process_element(r, *this, *this->out_);
+  }
+  const K& current_key() const override { return backend_->current_key(); }
+
+  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
+    OperatorSnapshot snap;
+    snap.keyed = backend_->core().snapshot();
+    return snap;
+  }
+  void notify_checkpoint_complete(int64_t id) override { fn_->notify_checkpoint_complete(id); }
+  void close() override { fn_->close(); }
+
+ private:
+  std::function<K(const In&)> key_of_;
+  std::unique_ptr<Function> fn_;
+  int max_parallelism_ = kDefaultMaxParallelism;
+  KeyGroupRange range_;
+  std::unique_ptr<HeapKeyedBackend<K>> backend_;
+  std::unique_ptr<KeyedRuntimeContext<K>> runtime_;
+};
+
+}  // namespace weir::detail
+
+#endif  // WEIR_DETAIL_OPERATORS_H_

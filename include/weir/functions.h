@@ -1,0 +1,136 @@
+// User function interfaces: collectors, sources, sinks and keyed process
+// functions. One instance of each runs per parallel subtask, built by a
+// factory the job supplies, and is confined to that subtask's thread: user
+// code never needs locks.
+#ifndef WEIR_FUNCTIONS_H_
+#define WEIR_FUNCTIONS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "weir/context.h"
+#include "weir/detail/heap_state.h"
+#include "weir/state.h"
+
+namespace weir {
+
+using detail::PollStatus;
+
+// A replayable source. open() restores read positions from operator state
+// (ctx.is_restored()); snapshot_state() writes the current positions into it.
+// Both run on the task thread, between poll() calls, so a snapshot sees the
+// position exactly after the last emitted record.
+template <typename T>
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual absl::Status open(OperatorContext& ctx) = 0;
+  // Emits at most `max_records` records; kEndOfInput once there are no more.
+  virtual PollStatus poll(Collector<T>& out, int max_records) = 0;
+  virtual absl::Status snapshot_state(int64_t /*checkpoint_id*/) { return absl::OkStatus(); }
+  virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
+  virtual void close() {}
+};
+
+// A sink subtask. For exactly-once output, snapshot_state() pre-commits what
+// was written since the last checkpoint and notify_checkpoint_complete()
+// publishes it (two-phase commit); open() finishes or discards the
+// transactions of the restored checkpoint.
+template <typename T>
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual absl::Status open(OperatorContext& ctx) = 0;
+  virtual absl::Status write(const T& record) = 0;
+  // End of input: everything written so far must be covered by the final
+  // checkpoint that follows.
+  virtual absl::Status finish() { return absl::OkStatus(); }
+  virtual absl::Status snapshot_state(int64_t /*checkpoint_id*/) { return absl::OkStatus(); }
+  virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
+  virtual void close() {}
+};
+
+// Gives a keyed function its state handles. Handles are owned by the context
+// and live as long as the function.
+template <typename K>
+class KeyedRuntimeContext {
+ public:
+  KeyedRuntimeContext(OperatorContext* op, detail::HeapKeyedBackend<K>* backend)
+      : op_(op), backend_(backend) {}
+
+  OperatorContext& operator_context() { return *op_; }
+
+  template <typename T>
+  ValueState<T>& get_state(const ValueStateDescriptor<T>& d) {
+    auto* t = table<T>(d.name, detail::StateKind::kValue);
+    return own(std::make_unique<detail::HeapValueState<K, T>>(backend_, t));
+  }
+  template <typename T>
+  ListState<T>& get_list_state(const ListStateDescriptor<T>& d) {
+    auto* t = table<std::vector<T>>(d.name, detail::StateKind::kList);
+    return own(std::make_unique<detail::HeapListState<K, T>>(backend_, t));
+  }
+  template <typename UK, typename UV>
+  MapState<UK, UV>& get_map_state(const MapStateDescriptor<UK, UV>& d) {
+    auto* t = table<absl::flat_hash_map<UK, UV>>(d.name, detail::StateKind::kMap);
+    return own(std::make_unique<detail::HeapMapState<K, UK, UV>>(backend_, t));
+  }
+  template <typename T>
+  ReducingState<T>& get_reducing_state(const ReducingStateDescriptor<T>& d) {
+    auto* t = table<T>(d.name, detail::StateKind::kReducing);
+    return own(std::make_unique<detail::HeapReducingState<K, T>>(backend_, t, d.reduce));
+  }
+
+  // The first error from a get_*_state call (for example the same name
+  // registered with two kinds); the operator fails open() with it.
+  const absl::Status& status() const { return status_; }
+
+ private:
+  template <typename V>
+  detail::HeapTable<K, V>* table(const std::string& name, detail::StateKind kind) {
+    auto t = backend_->core().template table<K, V>(name, kind);
+    if (t.ok()) return *t;
+    if (status_.ok()) status_ = t.status();
+    // Hand out a detached table so the caller's code keeps working until the
+    // operator reports the error.
+    detached_.push_back(std::make_unique<detail::HeapTable<K, V>>(
+        name, kind, backend_->core().range()));
+    return static_cast<detail::HeapTable<K, V>*>(detached_.back().get());
+  }
+  template <typename H>
+  H& own(std::unique_ptr<H> h) {
+    H& ref = *h;
+    handles_.push_back(std::shared_ptr<void>(std::move(h)));
+    return ref;
+  }
+
+  OperatorContext* op_;
+  detail::HeapKeyedBackend<K>* backend_;
+  std::vector<std::shared_ptr<void>> handles_;
+  std::vector<std::unique_ptr<detail::HeapTableBase>> detached_;
+  absl::Status status_;
+};
+
+// Processes each record of a keyed stream with the state of its key.
+template <typename K, typename In, typename Out>
+class KeyedProcessFunction {
+ public:
+  class Context {
+   public:
+    virtual ~Context() = default;
+    virtual const K& current_key() const = 0;
+  };
+
+  virtual ~KeyedProcessFunction() = default;
+  virtual absl::Status open(KeyedRuntimeContext<K>& /*ctx*/) { return absl::OkStatus(); }
+  virtual void process_element(const In& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
+  virtual void close() {}
+};
+
+}  // namespace weir
+
+#endif  // WEIR_FUNCTIONS_H_

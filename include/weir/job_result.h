@@ -1,0 +1,38 @@
+// What execute() reports when a job ends.
+#ifndef WEIR_JOB_RESULT_H_
+#define WEIR_JOB_RESULT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "weir/config.h"
+
+namespace weir {
+
+enum class JobStatus : uint8_t { kCreated, kRunning, kRestarting, kFinished, kFailed, kCanceled };
+std::string_view to_string(JobStatus s);
+
+struct CompletedCheckpointStats {
+  int64_t id = 0;
+  int64_t trigger_time_ms = 0;  // wall clock
+  Duration duration{0};         // trigger to last acknowledgement
+  uint64_t state_bytes = 0;
+  bool is_final = false;        // the checkpoint taken at end of input
+};
+
+struct JobResult {
+  std::string job_id;
+  JobStatus status = JobStatus::kCreated;
+  std::string failure;  // why the job failed, when it did
+  int restarts = 0;
+  std::vector<CompletedCheckpointStats> checkpoints;
+  int64_t failed_checkpoints = 0;
+  int64_t restored_checkpoint_id = -1;  // -1: started fresh
+  std::string restored_from;            // path of the restored checkpoint
+  Duration wall_time{0};
+};
+
+}  // namespace weir
+
+#endif  // WEIR_JOB_RESULT_H_

@@ -1,0 +1,90 @@
+// Keyed state: values that belong to the key of the record being processed.
+//
+// A keyed function declares its state with a descriptor in open() and gets a
+// handle; every access through the handle reads or writes the entry of the
+// current key. Handles are confined to the task thread and valid until the
+// function is closed. Which backend stores the entries (heap now, RocksDB
+// later) is invisible here.
+#ifndef WEIR_STATE_H_
+#define WEIR_STATE_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace weir {
+
+template <typename T>
+class ValueState {
+ public:
+  virtual ~ValueState() = default;
+  virtual std::optional<T> value() const = 0;
+  virtual void update(const T& v) = 0;
+  virtual void clear() = 0;
+  T value_or(T fallback) const {
+    auto v = value();
+    return v ? std::move(*v) : std::move(fallback);
+  }
+};
+
+template <typename T>
+class ListState {
+ public:
+  virtual ~ListState() = default;
+  virtual std::vector<T> get() const = 0;
+  virtual void add(const T& v) = 0;
+  virtual void update(std::vector<T> values) = 0;
+  virtual void clear() = 0;
+};
+
+template <typename K, typename V>
+class MapState {
+ public:
+  virtual ~MapState() = default;
+  virtual std::optional<V> get(const K& key) const = 0;
+  virtual void put(const K& key, const V& value) = 0;
+  virtual void remove(const K& key) = 0;
+  virtual bool contains(const K& key) const = 0;
+  virtual std::vector<std::pair<K, V>> entries() const = 0;
+  virtual bool is_empty() const = 0;
+  virtual void clear() = 0;
+};
+
+// Keeps one value per key, folding each add() in with `reduce`.
+template <typename T>
+class ReducingState {
+ public:
+  virtual ~ReducingState() = default;
+  virtual std::optional<T> get() const = 0;
+  virtual void add(const T& v) = 0;
+  virtual void clear() = 0;
+};
+
+// Descriptors name a state; the name is what checkpoints are keyed by inside
+// an operator, so keep it stable across versions of a job.
+template <typename T>
+struct ValueStateDescriptor {
+  std::string name;
+};
+
+template <typename T>
+struct ListStateDescriptor {
+  std::string name;
+};
+
+template <typename K, typename V>
+struct MapStateDescriptor {
+  std::string name;
+};
+
+template <typename T>
+struct ReducingStateDescriptor {
+  std::string name;
+  std::function<T(const T&, const T&)> reduce;
+};
+
+}  // namespace weir
+
+#endif  // WEIR_STATE_H_

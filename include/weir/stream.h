@@ -1,0 +1,292 @@
+// The DataStream API: build a job as a graph of transformations, then run it.
+//
+//   weir::StreamEnvironment env(config);
+//   env.from_source<Line>(make_source)
+//      .map([](const Line& l) { return parse(l); })
+//      .key_by([](const Rec& r) { return r.key; })
+//      .process<Out>(make_function)
+//      .sink_to(make_sink);
+//   auto result = env.execute("my-job");
+//
+// DataStream values are cheap handles into the environment's graph; the
+// environment must outlive them. Building a job is single-threaded.
+#ifndef WEIR_STREAM_H_
+#define WEIR_STREAM_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "weir/config.h"
+#include "weir/detail/graph.h"
+#include "weir/detail/operators.h"
+#include "weir/functions.h"
+#include "weir/job_result.h"
+
+namespace weir {
+
+template <typename T>
+using SourceFactory = std::function<std::unique_ptr<Source<T>>()>;
+template <typename T>
+using SinkFactory = std::function<std::unique_ptr<Sink<T>>()>;
+
+template <typename T>
+class DataStream;
+
+class StreamEnvironment {
+ public:
+  explicit StreamEnvironment(JobConfig config = {}) : config_(std::move(config)) {}
+  StreamEnvironment(const StreamEnvironment&) = delete;
+  StreamEnvironment& operator=(const StreamEnvironment&) = delete;
+
+  JobConfig& config() { return config_; }
+  const detail::StreamGraph& graph() const { return graph_; }
+
+  template <Serializable T>
+  DataStream<T> from_source(SourceFactory<T> factory, std::string name = "source");
+
+  // Runs the job in an embedded cluster (a JobManager and a TaskManager in
+  // this process) until it finishes, fails for good, or is cancelled.
+  absl::StatusOr<JobResult> execute(const std::string& job_name);
+
+  // Internal: used by DataStream.
+  detail::StreamNode& add_node(std::string name) {
+    detail::StreamNode n;
+    n.id = static_cast<int>(graph_.nodes.size());
+    n.name = std::move(name);
+    graph_.nodes.push_back(std::move(n));
+    return graph_.nodes.back();
+  }
+  detail::StreamNode& node(int id) { return graph_.nodes[id]; }
+  void add_edge(detail::StreamEdge e) { graph_.edges.push_back(std::move(e)); }
+
+ private:
+  JobConfig config_;
+  detail::StreamGraph graph_;
+};
+
+// Settings of the last operator added: parallelism, uid, name.
+class OperatorHandle {
+ public:
+  OperatorHandle(StreamEnvironment* env, int node) : env_(env), node_(node) {}
+  OperatorHandle& parallelism(int p) {
+    env_->node(node_).parallelism = p;
+    return *this;
+  }
+  OperatorHandle& uid(std::string u) {
+    env_->node(node_).uid = std::move(u);
+    return *this;
+  }
+  OperatorHandle& name(std::string n) {
+    env_->node(node_).name = std::move(n);
+    return *this;
+  }
+
+ private:
+  StreamEnvironment* env_;
+  int node_;
+};
+
+template <typename K, typename T>
+class KeyedStream;
+
+template <typename T>
+class DataStream {
+ public:
+  DataStream(StreamEnvironment* env, std::vector<int> nodes,
+             detail::PartitionKind kind = detail::PartitionKind::kDefault,
+             std::function<uint64_t(const T&)> key_hash = nullptr)
+      : env_(env), nodes_(std::move(nodes)), kind_(kind), key_hash_(std::move(key_hash)) {}
+
+  // ---- transformations ----
+  template <typename F, typename Out = std::decay_t<std::invoke_result_t<F&, const T&>>>
+  DataStream<Out> map(F f, std::string name = "map") const {
+    return add<Out>(std::move(name), [f]() {
+      return std::make_unique<detail::MapOperator<T, Out, F>>(f);
+    });
+  }
+
+  template <typename F>
+  DataStream<T> filter(F f, std::string name = "filter") const {
+    return add<T>(std::move(name), [f]() {
+      return std::make_unique<detail::FilterOperator<T, F>>(f);
+    });
+  }
+
+  // `f(const T&, Collector<Out>&)` emits any number of records.
+  template <Serializable Out, typename F>
+  DataStream<Out> flat_map(F f, std::string name = "flat_map") const {
+    return add<Out>(std::move(name), [f]() {
+      return std::make_unique<detail::FlatMapOperator<T, Out, F>>(f);
+    });
+  }
+
+  template <typename F, typename K = std::decay_t<std::invoke_result_t<F&, const T&>>>
+  KeyedStream<K, T> key_by(F key_of) const {
+    return KeyedStream<K, T>(*this, std::function<K(const T&)>(key_of));
+  }
+
+  OperatorHandle sink_to(SinkFactory<T> factory, std::string name = "sink") const {
+    int id = add_raw(std::move(name), false, [factory]() {
+      return std::make_unique<detail::SinkOperator<T>>(factory());
+    });
+    return OperatorHandle(env_, id);
+  }
+
+  // ---- partitioning of the next edge ----
+  DataStream<T> rebalance() const { return with_kind(detail::PartitionKind::kRebalance); }
+  DataStream<T> broadcast() const { return with_kind(detail::PartitionKind::kBroadcast); }
+  DataStream<T> forward() const { return with_kind(detail::PartitionKind::kForward); }
+
+  // Records of both streams, in no particular order between them.
+  DataStream<T> union_with(const DataStream<T>& other) const {
+    std::vector<int> all = nodes_;
+    all.insert(all.end(), other.nodes_.begin(), other.nodes_.end());
+    return DataStream<T>(env_, std::move(all), kind_, key_hash_);
+  }
+
+  // ---- settings of the operator that produced this stream ----
+  DataStream<T>& parallelism(int p) {
+    for (int n : nodes_) env_->node(n).parallelism = p;
+    return *this;
+  }
+  DataStream<T>& uid(std::string u) {
+    env_->node(nodes_.back()).uid = std::move(u);
+    return *this;
+  }
+  DataStream<T>& name(std::string n) {
+    env_->node(nodes_.back()).name = std::move(n);
+    return *this;
+  }
+
+  // Internal: used by KeyedStream.
+  template <typename Out>
+  DataStream<Out> add_keyed(std::string name, std::function<uint64_t(const T&)> key_hash,
+                            std::function<std::unique_ptr<detail::OperatorBase>()> make) const {
+    DataStream<T> hashed(env_, nodes_, detail::PartitionKind::kHash, std::move(key_hash));
+    int id = hashed.add_raw(std::move(name), true, std::move(make));
+    env_->node(id).make_fanout = fanout_factory<Out>();
+    return DataStream<Out>(env_, {id});
+  }
+
+ private:
+  DataStream<T> with_kind(detail::PartitionKind k) const { return DataStream<T>(env_, nodes_, k); }
+
+  template <typename Out>
+  static auto fanout_factory() {
+    return [](std::vector<std::unique_ptr<detail::OutputBase>> outs)
+               -> std::unique_ptr<detail::OutputBase> {
+      return std::make_unique<detail::FanOutput<Out>>(std::move(outs));
+    };
+  }
+
+  template <typename Out, typename Make>
+  DataStream<Out> add(std::string name, Make make) const {
+    int id = add_raw(std::move(name), false, std::move(make));
+    env_->node(id).make_fanout = fanout_factory<Out>();
+    return DataStream<Out>(env_, {id});
+  }
+
+  int add_raw(std::string name, bool keyed,
+              std::function<std::unique_ptr<detail::OperatorBase>()> make) const {
+    detail::StreamNode& n = env_->add_node(std::move(name));
+    n.make_operator = std::move(make);
+    n.is_keyed = keyed;
+    int id = n.id;
+    for (int from : nodes_) env_->add_edge(edge_to(from, id));
+    return id;
+  }
+
+  detail::StreamEdge edge_to(int from, int to) const {
+    detail::StreamEdge e;
+    e.from = from;
+    e.to = to;
+    e.kind = kind_;
+    detail::PartitionKind kind = kind_;
+    std::function<uint64_t(const T&)> key_hash = key_hash_;
+    e.make_writer = [kind, key_hash](detail::PartitionWriter* w, int max_parallelism)
+        -> std::unique_ptr<detail::OutputBase> {
+      detail::ChannelSelector<T> select;
+      switch (kind) {
+        case detail::PartitionKind::kHash:
+          select = [key_hash, max_parallelism](const T& r, int n) {
+            return operator_index_for_key_group(max_parallelism, n,
+                                                key_group_for_hash(key_hash(r), max_parallelism));
+          };
+          break;
+        case detail::PartitionKind::kBroadcast:
+          select = [](const T&, int) { return -1; };
+          break;
+        default:  // rebalance; forward and default-with-one-channel skip it
+          select = [next = 0](const T&, int n) mutable {
+            int c = next;
+            next = next + 1 == n ? 0 : next + 1;
+            return c;
+          };
+          break;
+      }
+      return std::make_unique<detail::PartitionOutput<T>>(w, std::move(select));
+    };
+    e.make_reader = [](detail::OperatorBase* target) -> std::unique_ptr<detail::InputAdapter> {
+      return std::make_unique<detail::TypedInputAdapter<T>>(
+          static_cast<detail::Input<T>*>(target->input()));
+    };
+    e.make_chained = [](detail::OperatorBase* target) -> std::unique_ptr<detail::OutputBase> {
+      return std::make_unique<detail::ChainedOutput<T>>(
+          static_cast<detail::Input<T>*>(target->input()));
+    };
+    return e;
+  }
+
+  template <typename U>
+  friend class DataStream;
+
+  StreamEnvironment* env_;
+  std::vector<int> nodes_;
+  detail::PartitionKind kind_;
+  std::function<uint64_t(const T&)> key_hash_;  // for kHash
+};
+
+template <typename K, typename T>
+class KeyedStream {
+ public:
+  KeyedStream(DataStream<T> input, std::function<K(const T&)> key_of)
+      : input_(std::move(input)), key_of_(std::move(key_of)) {}
+
+  template <Serializable Out>
+  DataStream<Out> process(std::function<std::unique_ptr<KeyedProcessFunction<K, T, Out>>()> make,
+                          std::string name = "process") const {
+    auto key_of = key_of_;
+    std::function<uint64_t(const T&)> key_hash = [key_of](const T& r) {
+      return KeyHash<K>{}(key_of(r));
+    };
+    return input_.template add_keyed<Out>(std::move(name), std::move(key_hash), [key_of, make]() {
+      return std::make_unique<detail::KeyedProcessOperator<K, T, Out>>(key_of, make());
+    });
+  }
+
+ private:
+  DataStream<T> input_;
+  std::function<K(const T&)> key_of_;
+};
+
+template <Serializable T>
+DataStream<T> StreamEnvironment::from_source(SourceFactory<T> factory, std::string name) {
+  detail::StreamNode& n = add_node(std::move(name));
+  n.is_source = true;
+  n.make_operator = [factory]() { return std::make_unique<detail::SourceOperator<T>>(factory()); };
+  n.make_fanout = [](std::vector<std::unique_ptr<detail::OutputBase>> outs)
+      -> std::unique_ptr<detail::OutputBase> {
+    return std::make_unique<detail::FanOutput<T>>(std::move(outs));
+  };
+  return DataStream<T>(this, {n.id});
+}
+
+}  // namespace weir
+
+#endif  // WEIR_STREAM_H_

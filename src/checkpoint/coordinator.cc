@@ -1,0 +1,179 @@
+#include "checkpoint/coordinator.h"
+
+#include <algorithm>
+
+namespace weir::checkpoint {
+
+void CompletedCheckpointStore::add(Entry e) {
+  entries_.push_back(std::move(e));
+  while (static_cast<int>(entries_.size()) > retained_) {
+    Entry old = std::move(entries_.front());
+    entries_.pop_front();
+    if (old.owned) storage_->discard(old.id);
+  }
+}
+
+CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::string job_id,
+                                             const Clock* clock, CheckpointStorage* storage,
+                                             CompletedCheckpointStore* store,
+                                             CoordinatorActions* actions)
+    : config_(std::move(config)),
+      job_id_(std::move(job_id)),
+      clock_(clock),
+      storage_(storage),
+      store_(store),
+      actions_(actions) {}
+
+void CheckpointCoordinator::start(int num_tasks) {
+  running_ = true;
+  num_tasks_ = num_tasks;
+  final_requested_ = false;
+  final_done_ = false;
+  next_trigger_ms_ = clock_->now_ms() + config_.interval.count();
+}
+
+void CheckpointCoordinator::stop() {
+  running_ = false;
+  while (!pending_.empty()) abort(pending_.begin()->first, "job attempt ended", false);
+}
+
+void CheckpointCoordinator::request_final_checkpoint() {
+  if (!running_ || final_done_) return;
+  final_requested_ = true;
+  tick();
+}
+
+void CheckpointCoordinator::tick() {
+  if (!running_) return;
+  int64_t now = clock_->now_ms();
+  std::vector<int64_t> expired;
+  for (const auto& [id, p] : pending_) {
+    if (now - p.trigger_ms >= config_.timeout.count()) expired.push_back(id);
+  }
+  for (int64_t id : expired) {
+    abort(id, "expired after " + std::to_string(config_.timeout.count()) + " ms", true);
+    if (!running_) return;
+  }
+  if (final_requested_) {
+    bool final_pending = std::any_of(pending_.begin(), pending_.end(),
+                                     [](const auto& kv) { return kv.second.is_final; });
+    if (pending_.empty() && !final_pending) trigger(true);
+    return;
+  }
+  if (periodic() && static_cast<int>(pending_.size()) < config_.max_concurrent &&
+      now >= next_trigger_ms_) {
+    trigger(false);
+  }
+}
+
+void CheckpointCoordinator::trigger(bool is_final) {
+  Pending p;
+  p.id = next_id_++;
+  p.trigger_ms = clock_->now_ms();
+  p.wall_ms = clock_->wall_ms();
+  p.is_final = is_final;
+  for (int t = 0; t < num_tasks_; ++t) p.awaiting.insert(t);
+  int64_t id = p.id;
+  int64_t wall = p.wall_ms;
+  pending_.emplace(id, std::move(p));
+  next_trigger_ms_ = clock_->now_ms() + config_.interval.count();
+  actions_->trigger_sources(id, wall);
+}
+
+void CheckpointCoordinator::on_ack(int task, int64_t id, TaskAck ack) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) {
+    on_stale_report(id);
+    return;
+  }
+  Pending& p = it->second;
+  if (p.awaiting.erase(task) == 0) return;
+  p.acks.push_back(std::move(ack));
+  if (!p.awaiting.empty()) return;
+  Pending done = std::move(p);
+  pending_.erase(it);
+  complete(std::move(done));
+}
+
+void CheckpointCoordinator::on_stale_report(int64_t id) {
+  if (pending_.count(id) != 0 || id >= next_id_) return;
+  for (const auto& e : store_->entries()) {
+    if (e.id == id) return;
+  }
+  // A task wrote files for a checkpoint that was aborted meanwhile (or of
+  // an attempt that ended): they may have landed after the abort removed
+  // the directory, so remove them again.
+  storage_->discard(id);
+}
+
+void CheckpointCoordinator::on_decline(int task, int64_t id, const std::string& reason) {
+  if (pending_.count(id) == 0) {
+    on_stale_report(id);
+    return;
+  }
+  abort(id, "declined by task " + std::to_string(task) + ": " + reason, true);
+}
+
+void CheckpointCoordinator::complete(Pending p) {
+  auto meta = std::make_shared<CheckpointMetadata>();
+  meta->checkpoint_id = p.id;
+  meta->timestamp_ms = p.wall_ms;
+  meta->is_final = p.is_final;
+  meta->job_id = job_id_;
+  std::map<std::string, OperatorStateHandles> by_uid;
+  for (TaskAck& ack : p.acks) {
+    for (AckedOperatorState& s : ack.states) {
+      OperatorStateHandles& op = by_uid[s.uid];
+      op.uid = s.uid;
+      op.parallelism = s.parallelism;
+      op.max_parallelism = s.max_parallelism;
+      op.subtasks.push_back(std::move(s.handle));
+    }
+  }
+  for (auto& [uid, op] : by_uid) {
+    std::sort(op.subtasks.begin(), op.subtasks.end(),
+              [](const auto& a, const auto& b) { return a.subtask < b.subtask; });
+    meta->operators.push_back(std::move(op));
+  }
+  auto location = storage_->finalize(*meta);
+  if (!location.ok()) {
+    // Back in the map so abort() sees it.
+    int64_t id = p.id;
+    pending_.emplace(id, std::move(p));
+    abort(id, "writing metadata failed: " + std::string(location.status().message()), true);
+    return;
+  }
+  int64_t now = clock_->now_ms();
+  stats_.push_back(CompletedCheckpointStats{p.id, p.wall_ms, Duration(now - p.trigger_ms),
+                                            meta->total_bytes(), p.is_final});
+  store_->add({p.id, *location, meta, true});
+  consecutive_failures_ = 0;
+  next_trigger_ms_ =
+      std::max(next_trigger_ms_, now + static_cast<int64_t>(config_.min_pause.count()));
+  actions_->notify_complete(p.id);
+  if (p.is_final) {
+    final_done_ = true;
+    final_requested_ = false;
+    actions_->final_checkpoint_complete(p.id);
+  }
+}
+
+void CheckpointCoordinator::abort(int64_t id, const std::string& reason, bool count_failure) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  pending_.erase(it);
+  storage_->discard(id);
+  actions_->notify_aborted(id);
+  if (!count_failure) return;
+  ++failed_total_;
+  ++consecutive_failures_;
+  next_trigger_ms_ = std::max(next_trigger_ms_,
+                              clock_->now_ms() + static_cast<int64_t>(config_.min_pause.count()));
+  if (consecutive_failures_ > config_.tolerable_failed_checkpoints) {
+    actions_->fail_job(absl::AbortedError("checkpoint " + std::to_string(id) + " failed (" +
+                                          reason + "); tolerable failed checkpoints: " +
+                                          std::to_string(config_.tolerable_failed_checkpoints)));
+  }
+}
+
+}  // namespace weir::checkpoint

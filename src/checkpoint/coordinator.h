@@ -1,0 +1,149 @@
+// The checkpoint coordinator (JobManager side): decides when to trigger,
+// tracks pending checkpoints until every task acknowledged, completes them
+// durably, retains the newest N, and aborts on decline or timeout.
+//
+// It talks to the rest of the JobManager only through CoordinatorActions
+// (trigger sources, notify tasks, fail the job), so it knows nothing of
+// threads, processes or networks; time comes from an injected Clock and
+// progress from tick(). Confined to the JobManager thread.
+#ifndef WEIR_CHECKPOINT_COORDINATOR_H_
+#define WEIR_CHECKPOINT_COORDINATOR_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "checkpoint/format.h"
+#include "checkpoint/storage.h"
+#include "common/clock.h"
+#include "weir/config.h"
+#include "weir/job_result.h"
+
+namespace weir::checkpoint {
+
+// One operator's state in a task's acknowledgement.
+struct AckedOperatorState {
+  std::string uid;
+  int parallelism = 0;
+  int max_parallelism = 0;
+  OperatorSubtaskState handle;
+};
+
+struct TaskAck {
+  std::vector<AckedOperatorState> states;
+  int64_t sync_ms = 0;
+  int64_t async_ms = 0;
+  int64_t alignment_ms = 0;
+};
+
+class CoordinatorActions {
+ public:
+  virtual ~CoordinatorActions() = default;
+  virtual void trigger_sources(int64_t checkpoint_id, int64_t timestamp_ms) = 0;
+  virtual void notify_complete(int64_t checkpoint_id) = 0;
+  virtual void notify_aborted(int64_t checkpoint_id) = 0;
+  // The final checkpoint (after end of input) completed.
+  virtual void final_checkpoint_complete(int64_t checkpoint_id) = 0;
+  // Too many checkpoints failed in a row.
+  virtual void fail_job(const absl::Status& why) = 0;
+};
+
+// Retained completed checkpoints, oldest first. Confined to the JobManager
+// thread.
+class CompletedCheckpointStore {
+ public:
+  struct Entry {
+    int64_t id;
+    std::string location;
+    std::shared_ptr<const CheckpointMetadata> metadata;
+    bool owned;  // false for a checkpoint restored from, which the job must not delete
+  };
+
+  CompletedCheckpointStore(int retained, CheckpointStorage* storage)
+      : retained_(retained < 1 ? 1 : retained), storage_(storage) {}
+
+  // Adds `e` and discards owned checkpoints beyond the retained number.
+  void add(Entry e);
+  const Entry* latest() const { return entries_.empty() ? nullptr : &entries_.back(); }
+  const std::deque<Entry>& entries() const { return entries_; }
+
+ private:
+  const int retained_;
+  CheckpointStorage* storage_;
+  std::deque<Entry> entries_;
+};
+
+class CheckpointCoordinator {
+ public:
+  CheckpointCoordinator(CheckpointConfig config, std::string job_id, const Clock* clock,
+                        CheckpointStorage* storage, CompletedCheckpointStore* store,
+                        CoordinatorActions* actions);
+
+  // A job attempt with `num_tasks` tasks (indices 0..n-1) is running.
+  // Periodic checkpoints start one interval later.
+  void start(int num_tasks);
+  // The attempt is going away: aborts pending checkpoints without counting
+  // them as failures.
+  void stop();
+  // Periodic triggering and timeouts. Call often (every few ms).
+  void tick();
+  // Every source has reached end of input: take the final checkpoint as
+  // soon as no other is pending.
+  void request_final_checkpoint();
+
+  void on_ack(int task, int64_t checkpoint_id, TaskAck ack);
+  void on_decline(int task, int64_t checkpoint_id, const std::string& reason);
+  // An acknowledgement or decline that no pending checkpoint waits for
+  // (aborted meanwhile, or from an attempt that ended): cleans up its files.
+  void on_stale_report(int64_t checkpoint_id);
+
+  // Ids continue after a restored checkpoint.
+  void set_next_checkpoint_id(int64_t id) { next_id_ = id; }
+  int64_t next_checkpoint_id() const { return next_id_; }
+  size_t num_pending() const { return pending_.size(); }
+  const std::vector<CompletedCheckpointStats>& completed_stats() const { return stats_; }
+  int64_t failed_checkpoints() const { return failed_total_; }
+
+ private:
+  struct Pending {
+    int64_t id;
+    int64_t trigger_ms;  // clock_->now_ms()
+    int64_t wall_ms;
+    bool is_final;
+    std::set<int> awaiting;
+    std::vector<TaskAck> acks;
+  };
+
+  bool periodic() const { return config_.mode != CheckpointingMode::kNone; }
+  void trigger(bool is_final);
+  void complete(Pending p);
+  void abort(int64_t id, const std::string& reason, bool count_failure);
+
+  const CheckpointConfig config_;
+  const std::string job_id_;
+  const Clock* clock_;
+  CheckpointStorage* storage_;
+  CompletedCheckpointStore* store_;
+  CoordinatorActions* actions_;
+
+  bool running_ = false;
+  int num_tasks_ = 0;
+  int64_t next_id_ = 1;
+  int64_t next_trigger_ms_ = 0;
+  bool final_requested_ = false;
+  bool final_done_ = false;
+  std::map<int64_t, Pending> pending_;
+  int consecutive_failures_ = 0;
+  int64_t failed_total_ = 0;
+  std::vector<CompletedCheckpointStats> stats_;
+};
+
+}  // namespace weir::checkpoint
+
+#endif  // WEIR_CHECKPOINT_COORDINATOR_H_

@@ -1,0 +1,170 @@
+#include "checkpoint/format.h"
+
+#include <cstring>
+
+namespace weir::checkpoint {
+namespace {
+
+constexpr std::string_view kStateMagic = "WEIRSTAT";
+constexpr std::string_view kMetaMagic = "WEIRMETA";
+constexpr size_t kHeaderSize = 12;
+constexpr size_t kTrailerSize = 8;
+
+void put_header(ByteWriter& w, std::string_view magic, uint32_t version) {
+  w.put_bytes(magic.data(), magic.size());
+  w.put_fixed<uint32_t>(version);
+}
+
+void put_trailer(std::string* out) {
+  ByteWriter w(out);
+  w.put_fixed<uint64_t>(hash_bytes(out->data(), out->size()));
+}
+
+// Checks magic, version and checksum; returns the body between header and
+// trailer.
+absl::StatusOr<std::string_view> open_envelope(std::string_view bytes, std::string_view magic,
+                                               uint32_t version, std::string_view what) {
+  auto fail = [&](const std::string& why) {
+    return absl::DataLossError(std::string(what) + ": " + why);
+  };
+  if (bytes.size() < kHeaderSize + kTrailerSize) return fail("truncated");
+  if (bytes.substr(0, magic.size()) != magic) return fail("not a weir file (bad magic)");
+  uint32_t v;
+  std::memcpy(&v, bytes.data() + magic.size(), sizeof(v));
+  if (v != version) {
+    return fail("format version " + std::to_string(v) + ", expected " + std::to_string(version));
+  }
+  uint64_t stored;
+  std::memcpy(&stored, bytes.data() + bytes.size() - kTrailerSize, sizeof(stored));
+  if (stored != hash_bytes(bytes.data(), bytes.size() - kTrailerSize)) {
+    return fail("checksum mismatch");
+  }
+  return bytes.substr(kHeaderSize, bytes.size() - kHeaderSize - kTrailerSize);
+}
+
+}  // namespace
+
+std::string encode_metadata(const CheckpointMetadata& m) {
+  std::string out;
+  ByteWriter w(&out);
+  put_header(w, kMetaMagic, kMetadataVersion);
+  w.put_varint(m.checkpoint_id);
+  w.put_fixed<int64_t>(m.timestamp_ms);
+  w.put_fixed<uint8_t>(m.is_final ? 1 : 0);
+  w.put_string(m.job_id);
+  w.put_varint(m.operators.size());
+  for (const auto& op : m.operators) {
+    w.put_string(op.uid);
+    w.put_varint(op.parallelism);
+    w.put_varint(op.max_parallelism);
+    w.put_varint(op.subtasks.size());
+    for (const auto& s : op.subtasks) {
+      w.put_varint(s.subtask);
+      w.put_string(s.file);
+      w.put_fixed<uint64_t>(s.file_size);
+      w.put_fixed<uint64_t>(s.operator_state_offset);
+      w.put_fixed<uint64_t>(s.operator_state_length);
+      w.put_varint(s.key_groups.start);
+      w.put_varint(s.key_groups.end);
+      w.put_varint(s.kg_offsets.size());
+      for (uint64_t o : s.kg_offsets) w.put_fixed<uint64_t>(o);
+    }
+  }
+  put_trailer(&out);
+  return out;
+}
+
+absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::string_view what) {
+  auto body = open_envelope(bytes, kMetaMagic, kMetadataVersion, what);
+  if (!body.ok()) return body.status();
+  ByteReader r(*body);
+  CheckpointMetadata m;
+  m.checkpoint_id = static_cast<int64_t>(r.get_varint());
+  m.timestamp_ms = r.get_fixed<int64_t>();
+  m.is_final = r.get_fixed<uint8_t>() != 0;
+  m.job_id = r.get_string();
+  uint64_t ops = r.get_length();
+  for (uint64_t i = 0; i < ops && r.ok(); ++i) {
+    OperatorStateHandles op;
+    op.uid = r.get_string();
+    op.parallelism = static_cast<int>(r.get_varint());
+    op.max_parallelism = static_cast<int>(r.get_varint());
+    uint64_t subtasks = r.get_length();
+    for (uint64_t j = 0; j < subtasks && r.ok(); ++j) {
+      OperatorSubtaskState s;
+      s.subtask = static_cast<int>(r.get_varint());
+      s.file = r.get_string();
+      s.file_size = r.get_fixed<uint64_t>();
+      s.operator_state_offset = r.get_fixed<uint64_t>();
+      s.operator_state_length = r.get_fixed<uint64_t>();
+      s.key_groups.start = static_cast<int>(r.get_varint());
+      s.key_groups.end = static_cast<int>(r.get_varint());
+      uint64_t n = r.get_length();
+      for (uint64_t k = 0; k < n && r.ok(); ++k) s.kg_offsets.push_back(r.get_fixed<uint64_t>());
+      if (r.ok() && s.kg_offsets.size() != static_cast<size_t>(s.key_groups.size()) + 1 &&
+          !(s.key_groups.empty() && s.kg_offsets.empty())) {
+        return absl::DataLossError(std::string(what) + ": key-group index of operator " + op.uid +
+                                   " is inconsistent");
+      }
+      op.subtasks.push_back(std::move(s));
+    }
+    m.operators.push_back(std::move(op));
+  }
+  if (!r.ok() || !r.at_end()) return absl::DataLossError(std::string(what) + ": malformed body");
+  return m;
+}
+
+void encode_operator_state(const detail::OperatorStateMap& state, ByteWriter& w) {
+  w.put_varint(state.size());
+  for (const auto& [name, list] : state) {
+    w.put_string(name);
+    w.put_fixed<uint8_t>(static_cast<uint8_t>(list.mode));
+    w.put_varint(list.entries.size());
+    for (const auto& e : list.entries) w.put_string(e);
+  }
+}
+
+absl::StatusOr<detail::OperatorStateMap> decode_operator_state(std::string_view bytes) {
+  detail::OperatorStateMap state;
+  ByteReader r(bytes);
+  uint64_t lists = r.get_length();
+  for (uint64_t i = 0; i < lists && r.ok(); ++i) {
+    std::string name = r.get_string();
+    detail::OperatorListStateData data;
+    data.mode = static_cast<detail::Redistribution>(r.get_fixed<uint8_t>());
+    uint64_t n = r.get_length();
+    for (uint64_t j = 0; j < n && r.ok(); ++j) data.entries.push_back(r.get_string());
+    state.emplace(std::move(name), std::move(data));
+  }
+  if (!r.ok() || !r.at_end()) return absl::DataLossError("operator state is malformed");
+  return state;
+}
+
+std::string encode_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle) {
+  std::string out;
+  ByteWriter w(&out);
+  put_header(w, kStateMagic, kStateFileVersion);
+  handle->operator_state_offset = out.size();
+  encode_operator_state(snap.operator_state, w);
+  handle->operator_state_length = out.size() - handle->operator_state_offset;
+  handle->kg_offsets.clear();
+  if (snap.keyed) {
+    handle->key_groups = snap.keyed->range();
+    for (int kg = handle->key_groups.start; kg < handle->key_groups.end; ++kg) {
+      handle->kg_offsets.push_back(out.size());
+      snap.keyed->write_key_group(kg, w);
+    }
+    handle->kg_offsets.push_back(out.size());
+  } else {
+    handle->key_groups = KeyGroupRange{};
+  }
+  put_trailer(&out);
+  handle->file_size = out.size();
+  return out;
+}
+
+absl::Status verify_state_file(std::string_view bytes, std::string_view what) {
+  return open_envelope(bytes, kStateMagic, kStateFileVersion, what).status();
+}
+
+}  // namespace weir::checkpoint

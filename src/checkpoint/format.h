@@ -1,0 +1,106 @@
+// Byte formats that outlive a process: state files and checkpoint metadata.
+// Both are versioned and end in a checksum; readers verify before use.
+//
+// State file (one per operator subtask that has state):
+//   [8]  magic "WEIRSTAT"
+//   [4]  u32 format version (kStateFileVersion)
+//   operator state:  varint lists | (string name, u8 redistribution,
+//                    varint n, string entry * n) * lists
+//   keyed state:     one blob per key group of the subtask's range, in order
+//                    (layout in include/weir/detail/heap_state.h)
+//   [8]  u64 xxh64 of all preceding bytes
+// The metadata holds the offsets of the sections, so a reader can take any
+// subset of key groups.
+//
+// Metadata file `_metadata` (one per checkpoint; its presence completes it):
+//   [8]  magic "WEIRMETA"
+//   [4]  u32 format version (kMetadataVersion)
+//   varint checkpoint id | i64 timestamp ms | u8 is_final | string job id
+//   varint operators | per operator:
+//     string uid | varint parallelism | varint max parallelism |
+//     varint subtasks | per subtask:
+//       varint index | string file | u64 file size |
+//       u64 operator-state offset | u64 operator-state length |
+//       varint kg start | varint kg end | varint n | u64 offset * n
+//   [8]  u64 xxh64 of all preceding bytes
+//
+// DO NOT CHANGE these layouts without bumping the version numbers.
+#ifndef WEIR_CHECKPOINT_FORMAT_H_
+#define WEIR_CHECKPOINT_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "weir/detail/operator.h"
+#include "weir/key_group.h"
+
+namespace weir::checkpoint {
+
+inline constexpr uint32_t kStateFileVersion = 1;
+inline constexpr uint32_t kMetadataVersion = 1;
+inline constexpr std::string_view kMetadataFileName = "_metadata";
+
+// Where one operator subtask's state lives inside a checkpoint.
+struct OperatorSubtaskState {
+  int subtask = 0;
+  std::string file;  // relative to the checkpoint's directory
+  uint64_t file_size = 0;
+  uint64_t operator_state_offset = 0;
+  uint64_t operator_state_length = 0;
+  KeyGroupRange key_groups;          // empty for non-keyed operators
+  std::vector<uint64_t> kg_offsets;  // key_groups.size() + 1 offsets
+
+  std::string_view key_group_bytes(std::string_view file_bytes, int kg) const {
+    size_t i = static_cast<size_t>(kg - key_groups.start);
+    return file_bytes.substr(kg_offsets[i], kg_offsets[i + 1] - kg_offsets[i]);
+  }
+};
+
+struct OperatorStateHandles {
+  std::string uid;
+  int parallelism = 0;
+  int max_parallelism = 0;
+  std::vector<OperatorSubtaskState> subtasks;
+};
+
+struct CheckpointMetadata {
+  int64_t checkpoint_id = 0;
+  int64_t timestamp_ms = 0;
+  bool is_final = false;
+  std::string job_id;
+  std::vector<OperatorStateHandles> operators;
+
+  const OperatorStateHandles* find(std::string_view uid) const {
+    for (const auto& op : operators) {
+      if (op.uid == uid) return &op;
+    }
+    return nullptr;
+  }
+  uint64_t total_bytes() const {
+    uint64_t n = 0;
+    for (const auto& op : operators) {
+      for (const auto& s : op.subtasks) n += s.file_size;
+    }
+    return n;
+  }
+};
+
+std::string encode_metadata(const CheckpointMetadata& m);
+// `what` names the file in error messages.
+absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::string_view what);
+
+// Serializes one operator subtask's snapshot into a state file; fills the
+// offsets of `handle` (not its file name).
+std::string encode_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle);
+// Verifies magic, version and checksum.
+absl::Status verify_state_file(std::string_view bytes, std::string_view what);
+
+void encode_operator_state(const detail::OperatorStateMap& state, ByteWriter& out);
+absl::StatusOr<detail::OperatorStateMap> decode_operator_state(std::string_view bytes);
+
+}  // namespace weir::checkpoint
+
+#endif  // WEIR_CHECKPOINT_FORMAT_H_

@@ -1,0 +1,103 @@
+// Checkpoint storage: where state files and metadata go.
+//
+// FileCheckpointStorage lays a job's checkpoints out as
+//   <root>/<job-id>/chk-<n>/_metadata          written last, atomically
+//   <root>/<job-id>/chk-<n>/<uid>-<subtask>.state
+// A chk-<n> directory without a valid _metadata is incomplete and is never
+// restored from. MemoryCheckpointStorage keeps the same structure in memory
+// (tests, and jobs run without a checkpoint directory).
+//
+// Both are thread-safe: tasks write state files from snapshot threads while
+// the coordinator finalizes and discards.
+#ifndef WEIR_CHECKPOINT_STORAGE_H_
+#define WEIR_CHECKPOINT_STORAGE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "checkpoint/format.h"
+
+namespace weir::checkpoint {
+
+// A completed checkpoint found for restore.
+struct RestoredCheckpoint {
+  std::string location;  // the chk-<n> directory, or memory://<job>/<n>
+  CheckpointMetadata metadata;
+};
+
+class CheckpointStorage {
+ public:
+  virtual ~CheckpointStorage() = default;
+
+  virtual absl::Status write_state_file(int64_t checkpoint_id, const std::string& name,
+                                        std::string_view bytes) = 0;
+  // Durably completes checkpoint `m.checkpoint_id`; returns its location.
+  virtual absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) = 0;
+  // Reads a state file of the checkpoint at `location` and verifies it.
+  virtual absl::StatusOr<std::string> read_state_file(const std::string& location,
+                                                      const OperatorSubtaskState& handle) = 0;
+  // Removes everything of checkpoint `checkpoint_id` of this job.
+  virtual void discard(int64_t checkpoint_id) = 0;
+  virtual std::string location(int64_t checkpoint_id) const = 0;
+};
+
+class FileCheckpointStorage final : public CheckpointStorage {
+ public:
+  FileCheckpointStorage(std::string root, std::string job_id);
+
+  absl::Status write_state_file(int64_t checkpoint_id, const std::string& name,
+                                std::string_view bytes) override;
+  absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
+  absl::StatusOr<std::string> read_state_file(const std::string& location,
+                                              const OperatorSubtaskState& handle) override;
+  void discard(int64_t checkpoint_id) override;
+  std::string location(int64_t checkpoint_id) const override;
+
+ private:
+  absl::Status ensure_dir(int64_t checkpoint_id);
+
+  const std::string job_dir_;
+  std::mutex mu_;
+  std::map<int64_t, bool> created_;  // guarded by mu_
+};
+
+class MemoryCheckpointStorage final : public CheckpointStorage {
+ public:
+  explicit MemoryCheckpointStorage(std::string job_id) : job_id_(std::move(job_id)) {}
+
+  absl::Status write_state_file(int64_t checkpoint_id, const std::string& name,
+                                std::string_view bytes) override;
+  absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
+  absl::StatusOr<std::string> read_state_file(const std::string& location,
+                                              const OperatorSubtaskState& handle) override;
+  void discard(int64_t checkpoint_id) override;
+  std::string location(int64_t checkpoint_id) const override;
+
+  // For tests: how many checkpoints hold files.
+  size_t num_checkpoints() const;
+
+ private:
+  const std::string job_id_;
+  mutable std::mutex mu_;
+  std::map<int64_t, std::map<std::string, std::string>> files_;  // guarded by mu_
+};
+
+// Loads and fully verifies (metadata and every state file's checksum) the
+// checkpoint in directory `path` (a chk-<n> directory or its _metadata).
+absl::StatusOr<RestoredCheckpoint> load_checkpoint(const std::string& path);
+
+// The newest complete, intact checkpoint under `root` (any job directory),
+// by completion time. Each broken or incomplete one passed over is described
+// in `skipped` ("<path>: <reason>").
+absl::StatusOr<RestoredCheckpoint> find_latest_checkpoint(const std::string& root,
+                                                          std::vector<std::string>* skipped);
+
+}  // namespace weir::checkpoint
+
+#endif  // WEIR_CHECKPOINT_STORAGE_H_

@@ -1,0 +1,253 @@
+// The weir command line.
+//
+// Exit codes (documented in docs/cli.md):
+//   0  success
+//   1  `weir verify`: the output is not what the input implies
+//   2  bad arguments
+//   3  unusable input, output or checkpoint (unreadable file, no or broken
+//      checkpoint to restore, state that does not fit the job)
+//   4  the job failed and its restart strategy gave up
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "examples/running_sum/running_sum.h"
+#include "weir/connectors.h"
+#include "weir/weir.h"
+
+namespace {
+
+enum ExitCode : int {
+  kOk = 0,
+  kMismatch = 1,
+  kBadArguments = 2,
+  kBadInput = 3,
+  kJobFailed = 4,
+};
+
+int fail(int code, const std::string& message) {
+  std::fprintf(stderr, "weir: %s\n", message.c_str());
+  return code;
+}
+
+struct JobFlags {
+  int parallelism = 1;
+  int max_parallelism = weir::kDefaultMaxParallelism;
+  std::string checkpoint_dir;
+  std::string checkpoint_interval = "1s";
+  std::string mode = "exactly-once";
+  std::string restore;
+  bool allow_non_restored = false;
+  std::string restart_strategy = "fixed-delay";
+  int restart_attempts = -1;
+  std::string restart_delay = "100ms";
+  int retained = 3;
+  bool verbose = false;
+
+  void add_to(CLI::App* app) {
+    app->add_option("--parallelism,-p", parallelism, "Subtasks per operator")
+        ->check(CLI::Range(1, 1024));
+    app->add_option("--max-parallelism", max_parallelism, "Key groups; fixed for the job's life")
+        ->check(CLI::Range(1, 32768));
+    app->add_option("--checkpoint-dir", checkpoint_dir,
+                    "Directory for retained checkpoints (default: in memory)");
+    app->add_option("--checkpoint-interval", checkpoint_interval, "e.g. 500ms, 1s, 1min");
+    app->add_option("--mode", mode, "exactly-once | at-least-once | none");
+    app->add_option("--restore", restore, "latest | PATH of a chk-<n> directory");
+    app->add_flag("--allow-non-restored-state", allow_non_restored,
+                  "Skip state of operators the job lacks");
+    app->add_option("--restart-strategy", restart_strategy,
+                    "fixed-delay | exponential-delay | failure-rate | none");
+    app->add_option("--restart-attempts", restart_attempts, "fixed-delay: -1 for unlimited");
+    app->add_option("--restart-delay", restart_delay, "Wait before a restart");
+    app->add_option("--retained-checkpoints", retained, "Completed checkpoints kept")
+        ->check(CLI::Range(1, 1000));
+    app->add_flag("--verbose,-v", verbose, "Log restarts and checkpoints");
+  }
+
+  absl::StatusOr<weir::JobConfig> to_config() const {
+    weir::JobConfig c;
+    c.default_parallelism = parallelism;
+    c.max_parallelism = max_parallelism;
+    if (parallelism > max_parallelism) {
+      return absl::InvalidArgumentError("--parallelism " + std::to_string(parallelism) +
+                                        " exceeds --max-parallelism " +
+                                        std::to_string(max_parallelism));
+    }
+    auto interval = weir::parse_duration(checkpoint_interval);
+    if (!interval.ok()) return interval.status();
+    if (interval->count() < 1) return absl::InvalidArgumentError("--checkpoint-interval must be > 0");
+    c.checkpoint.interval = *interval;
+    auto m = weir::parse_checkpointing_mode(mode);
+    if (!m.ok()) return m.status();
+    c.checkpoint.mode = *m;
+    c.checkpoint.directory = checkpoint_dir;
+    c.checkpoint.retained = retained;
+    c.restore = restore;
+    c.allow_non_restored_state = allow_non_restored;
+    if (!restore.empty() && restore == "latest" && checkpoint_dir.empty()) {
+      return absl::InvalidArgumentError("--restore latest needs --checkpoint-dir");
+    }
+    auto delay = weir::parse_duration(restart_delay);
+    if (!delay.ok()) return delay.status();
+    c.restart.delay = *delay;
+    c.restart.initial_backoff = *delay;
+    c.restart.max_attempts = restart_attempts;
+    if (restart_strategy == "fixed-delay") {
+      c.restart.kind = weir::RestartStrategyKind::kFixedDelay;
+    } else if (restart_strategy == "exponential-delay") {
+      c.restart.kind = weir::RestartStrategyKind::kExponentialDelay;
+    } else if (restart_strategy == "failure-rate") {
+      c.restart.kind = weir::RestartStrategyKind::kFailureRate;
+    } else if (restart_strategy == "none") {
+      c.restart.kind = weir::RestartStrategyKind::kNone;
+    } else {
+      return absl::InvalidArgumentError("invalid --restart-strategy '" + restart_strategy + "'");
+    }
+    return c;
+  }
+};
+
+int exit_code_for(const absl::Status& s) {
+  if (absl::IsInvalidArgument(s)) return kBadArguments;
+  return kBadInput;
+}
+
+void print_result(const weir::JobResult& r, std::FILE* out) {
+  int64_t total_ms = 0, max_ms = 0;
+  for (const auto& c : r.checkpoints) {
+    total_ms += c.duration.count();
+    max_ms = std::max<int64_t>(max_ms, c.duration.count());
+  }
+  std::fprintf(out, "job %s %s in %.3f s\n", r.job_id.c_str(),
+               std::string(weir::to_string(r.status)).c_str(), r.wall_time.count() / 1000.0);
+  if (r.restored_checkpoint_id >= 0) {
+    std::fprintf(out, "restored from checkpoint %lld (%s)\n",
+                 static_cast<long long>(r.restored_checkpoint_id), r.restored_from.c_str());
+  }
+  std::fprintf(out, "checkpoints completed: %zu (failed: %lld, mean %.1f ms, max %lld ms)\n",
+               r.checkpoints.size(), static_cast<long long>(r.failed_checkpoints),
+               r.checkpoints.empty() ? 0.0 : static_cast<double>(total_ms) / r.checkpoints.size(),
+               static_cast<long long>(max_ms));
+  std::fprintf(out, "restarts: %d\n", r.restarts);
+}
+
+int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlags& flags) {
+  for (const auto& in : opts.inputs) {
+    if (::access(in.c_str(), R_OK) != 0) {
+      return fail(kBadInput, "cannot read input " + in + ": " + std::strerror(errno));
+    }
+    if (std::filesystem::is_directory(in)) return fail(kBadInput, "input " + in + " is a directory");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(opts.output_dir, ec);
+  if (ec) return fail(kBadInput, "cannot create output directory " + opts.output_dir + ": " + ec.message());
+  auto config = flags.to_config();
+  if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
+  weir::StreamEnvironment env(*config);
+  weir::examples::build_running_sum(env, opts);
+  auto result = env.execute("running-sum");
+  if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
+  print_result(*result, stdout);
+  if (result->status != weir::JobStatus::kFinished) {
+    return fail(kJobFailed, "job failed: " + result->failure);
+  }
+  auto rejects = weir::read_published_lines(opts.output_dir, weir::examples::kRejectsPrefix);
+  auto output = weir::read_published_lines(opts.output_dir, weir::examples::kOutputPrefix);
+  if (rejects.ok() && output.ok()) {
+    std::printf("output records: %zu, rejected lines: %zu\n", output->size(), rejects->size());
+  }
+  return kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"weir: a stateful stream processing engine"};
+  app.require_subcommand(1);
+  spdlog::set_level(spdlog::level::warn);
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %l %v");
+
+  // weir example running-sum
+  auto* example = app.add_subcommand("example", "Run a built-in example job");
+  example->require_subcommand(1);
+  auto* rs = example->add_subcommand("running-sum", "Per-key running sum and count");
+  weir::examples::RunningSumOptions rs_opts;
+  JobFlags rs_flags;
+  rs->add_option("--input", rs_opts.inputs, "Input file of key,value lines (repeat for a union)")
+      ->required();
+  rs->add_option("--output", rs_opts.output_dir, "Output directory")->required();
+  rs->add_option("--fail-every", rs_opts.fail_every, "Inject a task failure every ~N records")
+      ->check(CLI::NonNegativeNumber);
+  rs->add_option("--seed", rs_opts.seed, "Seed for failure positions");
+  rs_flags.add_to(rs);
+
+  // weir generate running-sum-input
+  auto* gen = app.add_subcommand("generate", "Write test input");
+  gen->require_subcommand(1);
+  auto* gen_rs = gen->add_subcommand("running-sum-input", "key,value lines");
+  std::string gen_path;
+  int64_t gen_lines = 100000, gen_keys = 100, gen_bad_every = 0;
+  uint64_t gen_seed = 1;
+  gen_rs->add_option("--output", gen_path, "File to write")->required();
+  gen_rs->add_option("--lines", gen_lines, "Number of lines")->check(CLI::NonNegativeNumber);
+  gen_rs->add_option("--keys", gen_keys, "Number of distinct keys")->check(CLI::PositiveNumber);
+  gen_rs->add_option("--bad-every", gen_bad_every, "Every N-th line malformed (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  gen_rs->add_option("--seed", gen_seed, "Seed");
+
+  // weir verify running-sum
+  auto* verify = app.add_subcommand("verify", "Check a job's committed output against its input");
+  verify->require_subcommand(1);
+  auto* ver_rs = verify->add_subcommand("running-sum", "Check running-sum output");
+  std::vector<std::string> ver_inputs;
+  std::string ver_output;
+  bool ver_at_least_once = false;
+  ver_rs->add_option("--input", ver_inputs, "Input file(s), as given to the job")->required();
+  ver_rs->add_option("--output", ver_output, "The job's output directory")->required();
+  ver_rs->add_flag("--at-least-once", ver_at_least_once, "Only require that nothing was lost");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    return fail(kBadArguments, what.empty() ? e.get_name() : what);
+  }
+
+  if (rs->parsed()) {
+    if (rs_flags.verbose) spdlog::set_level(spdlog::level::info);
+    rs_opts.parallelism = rs_flags.parallelism;
+    return run_running_sum(rs_opts, rs_flags);
+  }
+  if (gen_rs->parsed()) {
+    auto s = weir::examples::generate_running_sum_input(gen_path, gen_lines, gen_keys, gen_bad_every,
+                                                        gen_seed);
+    if (!s.ok()) return fail(kBadInput, std::string(s.message()));
+    return kOk;
+  }
+  if (ver_rs->parsed()) {
+    auto c = weir::examples::check_running_sum(ver_inputs, ver_output);
+    if (!c.ok()) return fail(kBadInput, std::string(c.status().message()));
+    std::printf("input lines: %lld (valid %lld over %lld keys, malformed %lld)\n",
+                static_cast<long long>(c->input_lines), static_cast<long long>(c->valid_records),
+                static_cast<long long>(c->keys), static_cast<long long>(c->expected_rejects));
+    std::printf("committed output lines: %lld, rejects: %lld\n",
+                static_cast<long long>(c->output_lines), static_cast<long long>(c->reject_lines));
+    for (const auto& p : c->problems) std::printf("  %s\n", p.c_str());
+    bool ok = ver_at_least_once ? c->nothing_lost : c->exactly_once;
+    std::printf("%s: %s\n", ver_at_least_once ? "nothing lost" : "exactly-once",
+                ok ? "yes" : "NO");
+    return ok ? kOk : kMismatch;
+  }
+  return kBadArguments;
+}

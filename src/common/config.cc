@@ -1,0 +1,64 @@
+#include "weir/config.h"
+
+#include <charconv>
+
+#include "weir/job_result.h"
+
+namespace weir {
+
+absl::StatusOr<Duration> parse_duration(std::string_view text) {
+  int64_t value = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc() || p == begin || value < 0) {
+    return absl::InvalidArgumentError("invalid duration '" + std::string(text) +
+                                      "': expected a number with a unit (ms, s, min, h)");
+  }
+  std::string_view unit(p, end - p);
+  int64_t factor = 0;
+  if (unit.empty() || unit == "ms") {
+    factor = 1;
+  } else if (unit == "s") {
+    factor = 1000;
+  } else if (unit == "min" || unit == "m") {
+    factor = 60 * 1000;
+  } else if (unit == "h") {
+    factor = 3600 * 1000;
+  } else {
+    return absl::InvalidArgumentError("invalid duration '" + std::string(text) +
+                                      "': unknown unit '" + std::string(unit) + "'");
+  }
+  return Duration(value * factor);
+}
+
+absl::StatusOr<CheckpointingMode> parse_checkpointing_mode(std::string_view text) {
+  if (text == "exactly-once") return CheckpointingMode::kExactlyOnce;
+  if (text == "at-least-once") return CheckpointingMode::kAtLeastOnce;
+  if (text == "none") return CheckpointingMode::kNone;
+  return absl::InvalidArgumentError("invalid mode '" + std::string(text) +
+                                    "': expected exactly-once, at-least-once or none");
+}
+
+std::string_view to_string(CheckpointingMode mode) {
+  switch (mode) {
+    case CheckpointingMode::kExactlyOnce: return "exactly-once";
+    case CheckpointingMode::kAtLeastOnce: return "at-least-once";
+    case CheckpointingMode::kNone: return "none";
+  }
+  return "?";
+}
+
+std::string_view to_string(JobStatus s) {
+  switch (s) {
+    case JobStatus::kCreated: return "CREATED";
+    case JobStatus::kRunning: return "RUNNING";
+    case JobStatus::kRestarting: return "RESTARTING";
+    case JobStatus::kFinished: return "FINISHED";
+    case JobStatus::kFailed: return "FAILED";
+    case JobStatus::kCanceled: return "CANCELED";
+  }
+  return "?";
+}
+
+}  // namespace weir

@@ -1,0 +1,94 @@
+#include "common/file_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace weir {
+
+absl::Status errno_status(std::string_view op, const std::string& path, int err) {
+  std::string msg = std::string(op) + " " + path + ": " + std::strerror(err);
+  if (err == ENOENT) return absl::NotFoundError(msg);
+  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(msg);
+  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(msg);
+  return absl::InternalError(msg);
+}
+
+absl::Status write_file_synced(const std::string& path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("open", path, errno);
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return errno_status("write", path, err);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return errno_status("fsync", path, err);
+  }
+  if (::close(fd) != 0) return errno_status("close", path, errno);
+  return absl::OkStatus();
+}
+
+absl::Status fsync_directory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open", dir, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return errno_status("fsync", dir, err);
+  return absl::OkStatus();
+}
+
+absl::Status rename_durable(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) return errno_status("rename", from, errno);
+  std::string dir = std::filesystem::path(to).parent_path().string();
+  return fsync_directory(dir.empty() ? "." : dir);
+}
+
+absl::Status write_file_atomic(const std::string& path, std::string_view bytes) {
+  std::string tmp = path + ".tmp";
+  absl::Status s = write_file_synced(tmp, bytes);
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  return rename_durable(tmp, path);
+}
+
+absl::StatusOr<std::string> read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open", path, errno);
+  std::string out;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return errno_status("read", path, err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace weir

@@ -1,0 +1,28 @@
+// Small POSIX file helpers with errors as values that name the path and the
+// cause ("write /x/y: No space left on device").
+#ifndef WEIR_COMMON_FILE_UTIL_H_
+#define WEIR_COMMON_FILE_UTIL_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace weir {
+
+// Writes `bytes` to `path` and fsyncs it. Replaces an existing file.
+absl::Status write_file_synced(const std::string& path, std::string_view bytes);
+// Publishes atomically: writes `path`.tmp, fsyncs, renames onto `path`,
+// fsyncs the directory. A reader sees the old file or the whole new one.
+absl::Status write_file_atomic(const std::string& path, std::string_view bytes);
+absl::StatusOr<std::string> read_file(const std::string& path);
+absl::Status fsync_directory(const std::string& dir);
+// rename(2) followed by an fsync of the target's directory.
+absl::Status rename_durable(const std::string& from, const std::string& to);
+// Message for errno `err` on `op` of `path`.
+absl::Status errno_status(std::string_view op, const std::string& path, int err);
+
+}  // namespace weir
+
+#endif  // WEIR_COMMON_FILE_UTIL_H_

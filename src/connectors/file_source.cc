@@ -1,0 +1,106 @@
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/file_util.h"
+#include "weir/connectors.h"
+
+namespace weir {
+
+FileSource::FileSource(std::string path) : path_(std::move(path)) {}
+
+FileSource::~FileSource() { close(); }
+
+absl::Status FileSource::open(OperatorContext& ctx) {
+  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open", path_, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return errno_status("stat", path_, err);
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  size_ = static_cast<int64_t>(size);
+  if (size > 0) {
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      int err = errno;
+      ::close(fd);
+      return errno_status("mmap", path_, err);
+    }
+    ::madvise(p, size, MADV_SEQUENTIAL);
+    data_ = static_cast<const char*>(p);
+  }
+  ::close(fd);
+
+  state_ = std::make_unique<OperatorListState<FileSplit>>(ctx, "splits");
+  if (ctx.is_restored()) {
+    bool corrupt = false;
+    splits_ = state_->get(&corrupt);
+    if (corrupt) return absl::DataLossError("file source " + path_ + ": position state is corrupt");
+    for (const FileSplit& s : splits_) {
+      if (s.offset > size_ || s.end > size_) {
+        return absl::FailedPreconditionError("file source " + path_ +
+                                             ": the file is shorter than the restored position");
+      }
+    }
+    return absl::OkStatus();
+  }
+  // A fresh start: this subtask's byte range, moved to line boundaries.
+  int64_t p = ctx.parallelism(), i = ctx.subtask_index();
+  auto boundary = [&](int64_t b) {
+    if (b <= 0) return int64_t{0};
+    if (b >= size_) return size_;
+    const void* nl = std::memchr(data_ + b - 1, '\n', static_cast<size_t>(size_ - b + 1));
+    return nl ? static_cast<const char*>(nl) - data_ + 1 : size_;
+  };
+  FileSplit s;
+  s.start = boundary(size_ * i / p);
+  s.end = boundary(size_ * (i + 1) / p);
+  s.offset = s.start;
+  s.line = 1 + std::count(data_, data_ + s.start, '\n');
+  if (s.start < s.end) splits_.push_back(s);
+  return absl::OkStatus();
+}
+
+PollStatus FileSource::poll(Collector<TextLine>& out, int max_records) {
+  for (int n = 0; n < max_records;) {
+    if (current_ >= splits_.size()) return PollStatus::kEndOfInput;
+    FileSplit& s = splits_[current_];
+    if (s.offset >= s.end) {
+      ++current_;
+      continue;
+    }
+    const char* begin = data_ + s.offset;
+    const void* nl = std::memchr(begin, '\n', static_cast<size_t>(size_ - s.offset));
+    const char* end = nl ? static_cast<const char*>(nl) : data_ + size_;
+    size_t len = static_cast<size_t>(end - begin);
+    if (len > 0 && begin[len - 1] == '\r') --len;
+    scratch_.line_number = s.line;
+    scratch_.text.assign(begin, len);
+    s.offset = (end - data_) + (nl ? 1 : 0);
+    ++s.line;
+    out.collect(scratch_);
+    ++n;
+  }
+  return current_ >= splits_.size() ? PollStatus::kEndOfInput : PollStatus::kMore;
+}
+
+absl::Status FileSource::snapshot_state(int64_t) {
+  state_->update(splits_);
+  return absl::OkStatus();
+}
+
+void FileSource::close() {
+  if (data_ != nullptr) {
+    ::munmap(const_cast<char*>(data_), static_cast<size_t>(size_));
+    data_ = nullptr;
+  }
+}
+
+}  // namespace weir

@@ -1,0 +1,134 @@
+#include "graph/job_graph.h"
+
+#include <cstdio>
+#include <set>
+
+#include "weir/key_group.h"
+
+namespace weir::graph {
+
+int JobGraph::job_edge_of(int stream_edge) const {
+  for (size_t i = 0; i < edges.size(); ++i) {
+    if (edges[i].stream_edge == stream_edge) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::StreamGraph& sg,
+                                                                const JobConfig& config) {
+  auto g = std::make_shared<JobGraph>();
+  g->stream = sg;
+  g->max_parallelism = config.max_parallelism;
+  const size_t n = sg.nodes.size();
+  if (config.max_parallelism < 1 || config.max_parallelism > 32768) {
+    return absl::InvalidArgumentError("max parallelism must be in [1, 32768], got " +
+                                      std::to_string(config.max_parallelism));
+  }
+  if (n == 0) return absl::InvalidArgumentError("the job has no operators");
+
+  std::vector<std::vector<int>> in_edges(n), out_edges(n);
+  for (size_t e = 0; e < sg.edges.size(); ++e) {
+    in_edges[sg.edges[e].to].push_back(static_cast<int>(e));
+    out_edges[sg.edges[e].from].push_back(static_cast<int>(e));
+  }
+
+  // Parallelism and uids.
+  g->uids.resize(n);
+  g->node_parallelism.resize(n);
+  std::set<std::string> seen;
+  bool has_source = false;
+  for (size_t i = 0; i < n; ++i) {
+    const detail::StreamNode& node = sg.nodes[i];
+    int p = node.parallelism > 0 ? node.parallelism : config.default_parallelism;
+    if (p < 1 || p > config.max_parallelism) {
+      return absl::InvalidArgumentError("operator '" + node.name + "': parallelism " +
+                                        std::to_string(p) + " is outside [1, max parallelism " +
+                                        std::to_string(config.max_parallelism) + "]");
+    }
+    g->node_parallelism[i] = p;
+    has_source |= node.is_source;
+    if (!node.is_source && in_edges[i].empty()) {
+      return absl::InvalidArgumentError("operator '" + node.name + "' has no input");
+    }
+    std::string uid = node.uid;
+    if (uid.empty()) {
+      // Derived from the operator's position and inputs: stable for the same program.
+      std::string basis = std::to_string(i) + "|" + node.name;
+      for (int e : in_edges[i]) basis += "|" + g->uids[sg.edges[e].from];
+      char buf[17];
+      std::snprintf(buf, sizeof(buf), "%016llx",
+                    static_cast<unsigned long long>(hash_bytes(basis.data(), basis.size())));
+      uid = node.name + "-" + buf;
+    }
+    if (!seen.insert(uid).second) {
+      return absl::InvalidArgumentError("operator uid '" + uid + "' is used twice");
+    }
+    g->uids[i] = uid;
+  }
+  if (!has_source) return absl::InvalidArgumentError("the job has no source");
+
+  // Resolve partitioning and chain.
+  auto resolved_kind = [&](const detail::StreamEdge& e) -> absl::StatusOr<detail::PartitionKind> {
+    bool same = g->node_parallelism[e.from] == g->node_parallelism[e.to];
+    switch (e.kind) {
+      case detail::PartitionKind::kDefault:
+        return same ? detail::PartitionKind::kForward : detail::PartitionKind::kRebalance;
+      case detail::PartitionKind::kForward:
+        if (!same) {
+          return absl::InvalidArgumentError(
+              "forward edge from '" + sg.nodes[e.from].name + "' to '" + sg.nodes[e.to].name +
+              "' needs equal parallelism (" + std::to_string(g->node_parallelism[e.from]) +
+              " vs " + std::to_string(g->node_parallelism[e.to]) + ")");
+        }
+        return e.kind;
+      default:
+        return e.kind;
+    }
+  };
+
+  g->node_vertex.assign(n, -1);
+  std::vector<detail::PartitionKind> kinds(sg.edges.size());
+  for (size_t e = 0; e < sg.edges.size(); ++e) {
+    auto k = resolved_kind(sg.edges[e]);
+    if (!k.ok()) return k.status();
+    kinds[e] = *k;
+  }
+  for (size_t i = 0; i < n; ++i) {  // node ids are a topological order
+    const auto& ins = in_edges[i];
+    bool chain = ins.size() == 1 && kinds[ins[0]] == detail::PartitionKind::kForward &&
+                 !sg.nodes[i].is_source;
+    if (chain) {
+      int v = g->node_vertex[sg.edges[ins[0]].from];
+      g->node_vertex[i] = v;
+      g->vertices[v].nodes.push_back(static_cast<int>(i));
+      g->vertices[v].name += " -> " + sg.nodes[i].name;
+      continue;
+    }
+    JobVertex v;
+    v.id = static_cast<int>(g->vertices.size());
+    v.name = sg.nodes[i].name;
+    v.parallelism = g->node_parallelism[i];
+    v.is_source = sg.nodes[i].is_source;
+    v.nodes.push_back(static_cast<int>(i));
+    g->node_vertex[i] = v.id;
+    g->vertices.push_back(std::move(v));
+  }
+  for (size_t e = 0; e < sg.edges.size(); ++e) {
+    int from_v = g->node_vertex[sg.edges[e].from];
+    int to_v = g->node_vertex[sg.edges[e].to];
+    if (from_v == to_v) continue;  // chained
+    JobEdge je;
+    je.stream_edge = static_cast<int>(e);
+    je.source_vertex = from_v;
+    je.target_vertex = to_v;
+    je.kind = kinds[e];
+    je.pointwise = kinds[e] == detail::PartitionKind::kForward;
+    int idx = static_cast<int>(g->edges.size());
+    g->vertices[from_v].outputs.push_back(idx);
+    g->vertices[to_v].inputs.push_back(idx);
+    g->edges.push_back(je);
+  }
+  return std::shared_ptr<const JobGraph>(std::move(g));
+}
+
+}  // namespace weir::graph

@@ -1,0 +1,64 @@
+// The job graph: the stream graph with operators chained into tasks.
+//
+// An edge is chained (records passed as objects by a direct call) when it is
+// forward, both ends have the same parallelism, and the target has no other
+// input. Each group of chained operators is a JobVertex, run as `parallelism`
+// subtasks; every other edge is a JobEdge crossing the network. Immutable
+// after build_job_graph(); shared by the JobManager and TaskManagers.
+#ifndef WEIR_GRAPH_JOB_GRAPH_H_
+#define WEIR_GRAPH_JOB_GRAPH_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "weir/config.h"
+#include "weir/detail/graph.h"
+
+namespace weir::graph {
+
+struct JobEdge {
+  int stream_edge = 0;
+  int source_vertex = 0;
+  int target_vertex = 0;
+  detail::PartitionKind kind = detail::PartitionKind::kForward;  // resolved, never kDefault
+  bool pointwise = false;  // subtask i feeds only subtask i
+};
+
+struct JobVertex {
+  int id = 0;
+  std::string name;
+  int parallelism = 1;
+  bool is_source = false;
+  std::vector<int> nodes;    // stream node ids, topological, head first
+  std::vector<int> inputs;   // JobEdge indices
+  std::vector<int> outputs;  // JobEdge indices
+};
+
+struct JobGraph {
+  detail::StreamGraph stream;
+  std::vector<JobVertex> vertices;
+  std::vector<JobEdge> edges;
+  std::vector<std::string> uids;      // per stream node
+  std::vector<int> node_parallelism;  // per stream node
+  std::vector<int> node_vertex;       // per stream node
+  int max_parallelism = kDefaultMaxParallelism;
+
+  int total_subtasks() const {
+    int n = 0;
+    for (const auto& v : vertices) n += v.parallelism;
+    return n;
+  }
+  // The job edge a stream edge became, or -1 when it is chained.
+  int job_edge_of(int stream_edge) const;
+};
+
+// Validates the graph (parallelism bounds, unique uids, forward edges
+// between equal parallelism) and chains it.
+absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::StreamGraph& graph,
+                                                                const JobConfig& config);
+
+}  // namespace weir::graph
+
+#endif  // WEIR_GRAPH_JOB_GRAPH_H_

@@ -1,0 +1,62 @@
+#include "network/buffer_pool.h"
+
+namespace weir::network {
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    release();
+    pool_ = o.pool_;
+    data_ = o.data_;
+    capacity_ = o.capacity_;
+    size_ = o.size_;
+    o.pool_ = nullptr;
+    o.data_ = nullptr;
+    o.capacity_ = o.size_ = 0;
+  }
+  return *this;
+}
+
+void Buffer::release() {
+  if (data_ != nullptr && pool_ != nullptr) pool_->recycle(data_);
+  data_ = nullptr;
+  pool_ = nullptr;
+}
+
+NetworkBufferPool::NetworkBufferPool(int num_buffers, int buffer_size)
+    : total_(num_buffers),
+      buffer_size_(buffer_size),
+      memory_(new char[static_cast<size_t>(num_buffers) * buffer_size]) {
+  free_.reserve(num_buffers);
+  for (int i = num_buffers - 1; i >= 0; --i) {
+    free_.push_back(memory_.get() + static_cast<size_t>(i) * buffer_size);
+  }
+}
+
+Buffer NetworkBufferPool::request(const std::atomic<bool>& cancelled) {
+  std::unique_lock lock(mu_);
+  freed_.wait(lock, [&] { return !free_.empty() || cancelled.load(); });
+  if (free_.empty()) return Buffer();
+  char* seg = free_.back();
+  free_.pop_back();
+  return Buffer(this, seg, buffer_size_);
+}
+
+void NetworkBufferPool::wake_all() {
+  std::lock_guard lock(mu_);
+  freed_.notify_all();
+}
+
+int NetworkBufferPool::available() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(free_.size());
+}
+
+void NetworkBufferPool::recycle(char* segment) {
+  {
+    std::lock_guard lock(mu_);
+    free_.push_back(segment);
+  }
+  freed_.notify_one();
+}
+
+}  // namespace weir::network

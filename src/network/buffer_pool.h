@@ -1,0 +1,78 @@
+// Network buffers: fixed-size memory segments from one fixed pool per
+// process, so network memory is bounded by configuration, not by input.
+//
+// NetworkBufferPool is thread-safe. A Buffer is a move-only handle that
+// returns its segment to the pool when destroyed.
+#ifndef WEIR_NETWORK_BUFFER_POOL_H_
+#define WEIR_NETWORK_BUFFER_POOL_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace weir::network {
+
+class NetworkBufferPool;
+
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(NetworkBufferPool* pool, char* data, size_t capacity)
+      : pool_(pool), data_(data), capacity_(capacity) {}
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { release(); }
+
+  explicit operator bool() const { return data_ != nullptr; }
+  char* data() { return data_; }
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
+  size_t free_space() const { return capacity_ - size_; }
+  void set_size(size_t n) { size_ = n; }
+
+ private:
+  void release();
+
+  NetworkBufferPool* pool_ = nullptr;
+  char* data_ = nullptr;
+  size_t capacity_ = 0;
+  size_t size_ = 0;
+};
+
+class NetworkBufferPool {
+ public:
+  NetworkBufferPool(int num_buffers, int buffer_size);
+  NetworkBufferPool(const NetworkBufferPool&) = delete;
+  NetworkBufferPool& operator=(const NetworkBufferPool&) = delete;
+
+  // Blocks until a buffer is free. Returns an empty Buffer once `cancelled`
+  // is set (callers wake waiters with wake_all()).
+  Buffer request(const std::atomic<bool>& cancelled);
+  void wake_all();
+
+  int total() const { return total_; }
+  int buffer_size() const { return buffer_size_; }
+  int available() const;
+
+ private:
+  friend class Buffer;
+  void recycle(char* segment);
+
+  const int total_;
+  const int buffer_size_;
+  std::unique_ptr<char[]> memory_;
+
+  mutable std::mutex mu_;
+  std::condition_variable freed_;
+  std::vector<char*> free_;  // guarded by mu_
+};
+
+}  // namespace weir::network
+
+#endif  // WEIR_NETWORK_BUFFER_POOL_H_

@@ -1,0 +1,60 @@
+// A local channel: the bounded, in-order queue between one producer subtask
+// and one consumer subtask in the same process. Data buffers, checkpoint
+// barriers and end-of-data markers travel in it in the order they were sent
+// (barriers are in-band). A producer blocks while `capacity` data buffers
+// are queued: that is backpressure.
+//
+// Thread-safe for one producer thread and one consumer thread.
+#ifndef WEIR_NETWORK_CHANNEL_H_
+#define WEIR_NETWORK_CHANNEL_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "network/buffer_pool.h"
+#include "runtime/wakeup.h"
+
+namespace weir::network {
+
+// DO NOT CHANGE values: the network protocol uses them.
+enum class EventKind : uint8_t { kBuffer = 0, kBarrier = 1, kEndOfData = 2 };
+
+struct ChannelEvent {
+  EventKind kind = EventKind::kBuffer;
+  Buffer buffer;               // kBuffer
+  int64_t checkpoint_id = 0;   // kBarrier
+  int64_t timestamp_ms = 0;    // kBarrier
+};
+
+class LocalChannel {
+ public:
+  explicit LocalChannel(int capacity) : capacity_(capacity) {}
+
+  // Blocks while full of data buffers. Returns false once closed.
+  bool push(ChannelEvent ev);
+  // Non-blocking. Empty when nothing is queued.
+  std::optional<ChannelEvent> poll();
+  bool has_event() const;
+  // Wakes both sides for good; later pushes fail, queued events are dropped.
+  void close();
+  bool closed() const;
+  // The consumer's wakeup, signalled on every push. May be set after pushes;
+  // the consumer resets it to null before the wakeup is destroyed.
+  void set_consumer(runtime::Wakeup* wakeup);
+
+ private:
+  const int capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable not_full_;
+  std::deque<ChannelEvent> queue_;    // guarded by mu_
+  int queued_buffers_ = 0;            // guarded by mu_
+  bool closed_ = false;               // guarded by mu_
+  runtime::Wakeup* consumer_ = nullptr;  // guarded by mu_
+};
+
+}  // namespace weir::network
+
+#endif  // WEIR_NETWORK_CHANNEL_H_

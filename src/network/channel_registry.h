@@ -1,0 +1,58 @@
+// Finds the local channel between a producer and a consumer subtask of one
+// job attempt, creating it on first use by either side, so tasks can be
+// deployed in any order. Thread-safe.
+#ifndef WEIR_NETWORK_CHANNEL_REGISTRY_H_
+#define WEIR_NETWORK_CHANNEL_REGISTRY_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "network/channel.h"
+
+namespace weir::network {
+
+struct ChannelKey {
+  std::string job_id;
+  int attempt;
+  int job_edge;
+  int producer;
+  int consumer;
+  auto tie() const { return std::tie(job_id, attempt, job_edge, producer, consumer); }
+  bool operator<(const ChannelKey& o) const { return tie() < o.tie(); }
+};
+
+class ChannelRegistry {
+ public:
+  explicit ChannelRegistry(int capacity) : capacity_(capacity) {}
+
+  std::shared_ptr<LocalChannel> get(const ChannelKey& key) {
+    std::lock_guard lock(mu_);
+    auto& c = channels_[key];
+    if (!c) c = std::make_shared<LocalChannel>(capacity_);
+    return c;
+  }
+  // Closes and forgets every channel of `job_id` attempts up to `attempt`.
+  void release(const std::string& job_id, int attempt) {
+    std::lock_guard lock(mu_);
+    for (auto it = channels_.begin(); it != channels_.end();) {
+      if (it->first.job_id == job_id && it->first.attempt <= attempt) {
+        it->second->close();
+        it = channels_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+ private:
+  const int capacity_;
+  std::mutex mu_;
+  std::map<ChannelKey, std::shared_ptr<LocalChannel>> channels_;  // guarded by mu_
+};
+
+}  // namespace weir::network
+
+#endif  // WEIR_NETWORK_CHANNEL_REGISTRY_H_

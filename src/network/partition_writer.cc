@@ -1,0 +1,75 @@
+#include "network/partition_writer.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace weir::network {
+
+ResultPartition::ResultPartition(std::vector<std::shared_ptr<LocalChannel>> channels,
+                                 NetworkBufferPool* pool, const std::atomic<bool>* cancelled)
+    : channels_(std::move(channels)), current_(channels_.size()), pool_(pool), cancelled_(cancelled) {}
+
+void ResultPartition::emit(int channel, std::string_view record) {
+  char header[10];
+  size_t h = 0;
+  uint64_t v = record.size();
+  while (v >= 0x80) {
+    header[h++] = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  header[h++] = static_cast<char>(v);
+  write(channel, header, h);
+  write(channel, record.data(), record.size());
+}
+
+void ResultPartition::write(int channel, const char* p, size_t n) {
+  Buffer& b = current_[channel];
+  while (n > 0) {
+    if (!b) {
+      b = pool_->request(*cancelled_);
+      if (!b) throw TaskCancelled();
+    }
+    size_t take = std::min(n, b.free_space());
+    std::memcpy(b.data() + b.size(), p, take);
+    b.set_size(b.size() + take);
+    p += take;
+    n -= take;
+    if (b.free_space() == 0) flush(channel);
+  }
+}
+
+void ResultPartition::flush(int channel) {
+  Buffer& b = current_[channel];
+  if (!b || b.size() == 0) return;
+  ChannelEvent ev;
+  ev.kind = EventKind::kBuffer;
+  ev.buffer = std::move(b);
+  push(channel, std::move(ev));
+}
+
+void ResultPartition::flush_all() {
+  for (int c = 0; c < num_channels(); ++c) flush(c);
+}
+
+void ResultPartition::broadcast_event(EventKind kind, int64_t checkpoint_id, int64_t timestamp_ms) {
+  flush_all();
+  for (int c = 0; c < num_channels(); ++c) {
+    ChannelEvent ev;
+    ev.kind = kind;
+    ev.checkpoint_id = checkpoint_id;
+    ev.timestamp_ms = timestamp_ms;
+    push(c, std::move(ev));
+  }
+}
+
+void ResultPartition::push(int channel, ChannelEvent ev) {
+  if (!channels_[channel]->push(std::move(ev))) throw TaskCancelled();
+}
+
+void ResultPartition::close_channels() {
+  current_.clear();
+  current_.resize(channels_.size());
+  for (auto& c : channels_) c->close();
+}
+
+}  // namespace weir::network

@@ -1,0 +1,73 @@
+// The narrow interface between the JobManager and TaskManagers. Every
+// message is a plain value, so the embedded cluster can pass them in memory
+// and a multi-process cluster over the network. Implementations must not
+// block the caller: they enqueue.
+#ifndef WEIR_RUNTIME_GATEWAYS_H_
+#define WEIR_RUNTIME_GATEWAYS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "checkpoint/coordinator.h"
+#include "checkpoint/format.h"
+#include "weir/key_group.h"
+
+namespace weir::runtime {
+
+// One execution of one subtask: attempt n of subtask s of vertex v.
+struct ExecutionId {
+  int vertex = 0;
+  int subtask = 0;
+  int attempt = 0;
+  friend bool operator==(const ExecutionId&, const ExecutionId&) = default;
+  std::string to_string() const {
+    return "vertex " + std::to_string(vertex) + " subtask " + std::to_string(subtask) +
+           " attempt " + std::to_string(attempt);
+  }
+};
+
+// DO NOT CHANGE values: sent between processes.
+enum class ExecutionState : uint8_t { kRunning = 0, kFinished = 1, kCanceled = 2, kFailed = 3 };
+
+struct TaskDeploymentDescriptor {
+  std::string job_id;
+  ExecutionId execution;
+  int task_index = 0;  // the coordinator's index of this subtask
+  KeyGroupRange key_groups;
+  // The checkpoint to restore from; null on a fresh start.
+  std::string restore_location;
+  std::shared_ptr<const checkpoint::CheckpointMetadata> restore;
+};
+
+// JobManager -> TaskManager.
+class TaskExecutorGateway {
+ public:
+  virtual ~TaskExecutorGateway() = default;
+  virtual void submit_task(TaskDeploymentDescriptor tdd) = 0;
+  virtual void cancel_task(const ExecutionId& id) = 0;
+  virtual void trigger_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
+                                  int64_t timestamp_ms) = 0;
+  virtual void notify_checkpoint_complete(const ExecutionId& id, int64_t checkpoint_id) = 0;
+  virtual void notify_checkpoint_aborted(const ExecutionId& id, int64_t checkpoint_id) = 0;
+  // After the final checkpoint: the task may end.
+  virtual void finish_task(const ExecutionId& id) = 0;
+};
+
+// TaskManager -> JobManager.
+class JobMasterGateway {
+ public:
+  virtual ~JobMasterGateway() = default;
+  virtual void update_task_state(const ExecutionId& id, ExecutionState state,
+                                 const std::string& error) = 0;
+  virtual void acknowledge_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
+                                      checkpoint::TaskAck ack) = 0;
+  virtual void decline_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
+                                  const std::string& reason) = 0;
+  // The task consumed all its input and finished its operators.
+  virtual void end_of_data(const ExecutionId& id) = 0;
+};
+
+}  // namespace weir::runtime
+
+#endif  // WEIR_RUNTIME_GATEWAYS_H_

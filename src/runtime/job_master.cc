@@ -1,0 +1,256 @@
+#include "runtime/job_master.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace weir::runtime {
+namespace {
+
+bool is_terminal(ExecutionState s) {
+  return s == ExecutionState::kFinished || s == ExecutionState::kCanceled ||
+         s == ExecutionState::kFailed;
+}
+
+}  // namespace
+
+JobMaster::JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> graph,
+                     JobConfig config, TaskExecutorGateway* task_manager,
+                     std::shared_ptr<checkpoint::CheckpointStorage> storage, const Clock* clock)
+    : job_id_(std::move(job_id)),
+      graph_(std::move(graph)),
+      config_(std::move(config)),
+      tm_(task_manager),
+      storage_(std::move(storage)),
+      clock_(clock),
+      store_(config_.checkpoint.retained, storage_.get()),
+      coordinator_(config_.checkpoint, job_id_, clock_, storage_.get(), &store_, this),
+      restart_(make_restart_strategy(config_.restart, std::hash<std::string>{}(job_id_))),
+      loop_(std::chrono::milliseconds(5), [this] { coordinator_.tick(); }) {
+  loop_.start();
+}
+
+JobMaster::~JobMaster() { loop_.stop(); }
+
+void JobMaster::start(std::optional<checkpoint::RestoredCheckpoint> restored) {
+  loop_.post([this, restored = std::move(restored)]() mutable {
+    start_ms_ = clock_->now_ms();
+    if (restored) {
+      restored_id_ = restored->metadata.checkpoint_id;
+      restored_from_ = restored->location;
+      auto meta = std::make_shared<const checkpoint::CheckpointMetadata>(
+          std::move(restored->metadata));
+      // Not owned: this job never deletes the checkpoint it started from.
+      store_.add({restored_id_, restored->location, meta, false});
+      coordinator_.set_next_checkpoint_id(restored_id_ + 1);
+    }
+    status_ = JobStatus::kRunning;
+    deploy_attempt();
+  });
+}
+
+JobResult JobMaster::wait() {
+  std::unique_lock lock(done_mu_);
+  done_cv_.wait(lock, [&] { return result_.has_value(); });
+  return *result_;
+}
+
+void JobMaster::cancel() {
+  loop_.post([this] {
+    if (status_ == JobStatus::kFinished || status_ == JobStatus::kFailed) return;
+    coordinator_.stop();
+    for (auto& e : executions_) {
+      if (!e.terminal) tm_->cancel_task(e.id);
+    }
+    finish_job(JobStatus::kCanceled, "");
+  });
+}
+
+void JobMaster::deploy_attempt() {
+  ++attempt_;
+  restart_scheduled_ = false;
+  executions_.clear();
+  const checkpoint::CompletedCheckpointStore::Entry* latest = store_.latest();
+  std::vector<TaskDeploymentDescriptor> tdds;
+  for (const auto& v : graph_->vertices) {
+    for (int s = 0; s < v.parallelism; ++s) {
+      TaskDeploymentDescriptor tdd;
+      tdd.job_id = job_id_;
+      tdd.execution = ExecutionId{v.id, s, attempt_};
+      tdd.task_index = static_cast<int>(executions_.size());
+      tdd.key_groups = key_group_range_for_operator(graph_->max_parallelism, v.parallelism, s);
+      if (latest != nullptr) {
+        tdd.restore_location = latest->location;
+        tdd.restore = latest->metadata;
+      }
+      Execution e;
+      e.id = tdd.execution;
+      e.is_source = v.is_source;
+      e.terminal = false;
+      e.state = ExecutionState::kRunning;
+      executions_.push_back(e);
+      tdds.push_back(std::move(tdd));
+    }
+  }
+  if (latest != nullptr && attempt_ > 0) {
+    spdlog::info("job {}: attempt {} restores checkpoint {} from {}", job_id_, attempt_,
+                 latest->id, latest->location);
+  }
+  coordinator_.start(static_cast<int>(executions_.size()));
+  for (auto& tdd : tdds) tm_->submit_task(std::move(tdd));
+}
+
+int JobMaster::task_index(const ExecutionId& id) const {
+  if (id.attempt != attempt_) return -1;
+  for (size_t i = 0; i < executions_.size(); ++i) {
+    if (executions_[i].id == id) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void JobMaster::update_task_state(const ExecutionId& id, ExecutionState state,
+                                  const std::string& error) {
+  loop_.post([this, id, state, error] { on_task_state(id, state, error); });
+}
+
+void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
+                              const std::string& error) {
+  int idx = task_index(id);
+  if (idx < 0) return;  // an earlier attempt
+  Execution& e = executions_[idx];
+  if (e.terminal) return;
+  e.state = state;
+  e.terminal = is_terminal(state);
+  if (state == ExecutionState::kFailed) {
+    handle_failure(error);
+  } else if (state == ExecutionState::kCanceled && status_ == JobStatus::kRunning) {
+    handle_failure(id.to_string() + " was cancelled unexpectedly");
+  }
+  if (status_ == JobStatus::kRestarting) {
+    maybe_restart();
+    return;
+  }
+  if (status_ == JobStatus::kRunning &&
+      std::all_of(executions_.begin(), executions_.end(),
+                  [](const Execution& x) { return x.state == ExecutionState::kFinished; })) {
+    coordinator_.stop();
+    finish_job(JobStatus::kFinished, "");
+  }
+}
+
+void JobMaster::handle_failure(const std::string& error) {
+  if (status_ != JobStatus::kRunning) return;
+  last_failure_ = error;
+  spdlog::warn("job {}: attempt {} failed: {}", job_id_, attempt_, error);
+  status_ = JobStatus::kRestarting;
+  coordinator_.stop();
+  for (auto& e : executions_) {
+    if (!e.terminal) tm_->cancel_task(e.id);
+  }
+  restart_->notify_failure(clock_->now_ms());
+  maybe_restart();
+}
+
+void JobMaster::maybe_restart() {
+  if (restart_scheduled_) return;
+  if (!std::all_of(executions_.begin(), executions_.end(),
+                   [](const Execution& x) { return x.terminal; })) {
+    return;  // wait until every task of the failed attempt has ended
+  }
+  if (!restart_->can_restart()) {
+    finish_job(JobStatus::kFailed, last_failure_);
+    return;
+  }
+  restart_scheduled_ = true;
+  ++restarts_;
+  loop_.post_delayed(std::chrono::milliseconds(restart_->backoff_ms()), [this] {
+    if (status_ != JobStatus::kRestarting) return;
+    status_ = JobStatus::kRunning;
+    deploy_attempt();
+  });
+}
+
+void JobMaster::finish_job(JobStatus status, const std::string& failure) {
+  status_ = status;
+  JobResult r;
+  r.job_id = job_id_;
+  r.status = status;
+  r.failure = failure;
+  r.restarts = restarts_;
+  r.checkpoints = coordinator_.completed_stats();
+  r.failed_checkpoints = coordinator_.failed_checkpoints();
+  r.restored_checkpoint_id = restored_id_;
+  r.restored_from = restored_from_;
+  r.wall_time = Duration(clock_->now_ms() - start_ms_);
+  {
+    std::lock_guard lock(done_mu_);
+    result_ = std::move(r);
+  }
+  done_cv_.notify_all();
+}
+
+void JobMaster::acknowledge_checkpoint(const ExecutionId& id, int64_t cp, checkpoint::TaskAck ack) {
+  loop_.post([this, id, cp, ack = std::move(ack)]() mutable {
+    int idx = task_index(id);
+    if (idx < 0 || status_ != JobStatus::kRunning) {
+      coordinator_.on_stale_report(cp);
+      return;
+    }
+    coordinator_.on_ack(idx, cp, std::move(ack));
+  });
+}
+
+void JobMaster::decline_checkpoint(const ExecutionId& id, int64_t cp, const std::string& reason) {
+  loop_.post([this, id, cp, reason] {
+    int idx = task_index(id);
+    if (idx < 0 || status_ != JobStatus::kRunning) {
+      coordinator_.on_stale_report(cp);
+      return;
+    }
+    spdlog::info("job {}: checkpoint {} declined by {}: {}", job_id_, cp, id.to_string(), reason);
+    coordinator_.on_decline(idx, cp, reason);
+  });
+}
+
+void JobMaster::end_of_data(const ExecutionId& id) {
+  loop_.post([this, id] {
+    int idx = task_index(id);
+    if (idx < 0 || status_ != JobStatus::kRunning) return;
+    executions_[idx].end_of_data = true;
+    bool sources_done = std::all_of(executions_.begin(), executions_.end(), [](const Execution& x) {
+      return !x.is_source || x.end_of_data;
+    });
+    if (sources_done) coordinator_.request_final_checkpoint();
+  });
+}
+
+void JobMaster::trigger_sources(int64_t cp, int64_t ts) {
+  for (auto& e : executions_) {
+    if (e.is_source) tm_->trigger_checkpoint(e.id, cp, ts);
+  }
+}
+
+void JobMaster::notify_complete(int64_t cp) {
+  for (auto& e : executions_) {
+    if (!e.terminal) tm_->notify_checkpoint_complete(e.id, cp);
+  }
+}
+
+void JobMaster::notify_aborted(int64_t cp) {
+  for (auto& e : executions_) {
+    if (!e.terminal) tm_->notify_checkpoint_aborted(e.id, cp);
+  }
+}
+
+void JobMaster::final_checkpoint_complete(int64_t) {
+  for (auto& e : executions_) {
+    if (!e.terminal) tm_->finish_task(e.id);
+  }
+}
+
+void JobMaster::fail_job(const absl::Status& why) {
+  // Called from inside the coordinator: fail after it has returned.
+  loop_.post([this, msg = std::string(why.message())] { handle_failure(msg); });
+}
+
+}  // namespace weir::runtime

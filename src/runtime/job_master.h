@@ -1,0 +1,106 @@
+// The JobManager side of one job: deploys its subtasks, runs the checkpoint
+// coordinator, and restarts the job from the latest completed checkpoint
+// when a task fails, as the restart strategy allows.
+//
+// All state is confined to the JobMaster's event loop thread; the
+// JobMasterGateway methods only post to it, so TaskManagers may call them
+// from any thread.
+#ifndef WEIR_RUNTIME_JOB_MASTER_H_
+#define WEIR_RUNTIME_JOB_MASTER_H_
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/coordinator.h"
+#include "checkpoint/storage.h"
+#include "common/clock.h"
+#include "graph/job_graph.h"
+#include "runtime/event_loop.h"
+#include "runtime/gateways.h"
+#include "runtime/restart_strategy.h"
+#include "weir/job_result.h"
+
+namespace weir::runtime {
+
+class JobMaster final : public JobMasterGateway, private checkpoint::CoordinatorActions {
+ public:
+  JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> graph, JobConfig config,
+            TaskExecutorGateway* task_manager,
+            std::shared_ptr<checkpoint::CheckpointStorage> storage, const Clock* clock);
+  ~JobMaster() override;
+
+  // Deploys the first attempt, restoring `restored` when given.
+  void start(std::optional<checkpoint::RestoredCheckpoint> restored);
+  // Blocks until the job is FINISHED, FAILED or CANCELED.
+  JobResult wait();
+  void cancel();
+
+  // JobMasterGateway.
+  void update_task_state(const ExecutionId& id, ExecutionState state,
+                         const std::string& error) override;
+  void acknowledge_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
+                              checkpoint::TaskAck ack) override;
+  void decline_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
+                          const std::string& reason) override;
+  void end_of_data(const ExecutionId& id) override;
+
+ private:
+  struct Execution {
+    ExecutionId id;
+    bool is_source = false;
+    bool terminal = true;
+    ExecutionState state = ExecutionState::kCanceled;
+    bool end_of_data = false;
+  };
+
+  // CoordinatorActions.
+  void trigger_sources(int64_t checkpoint_id, int64_t timestamp_ms) override;
+  void notify_complete(int64_t checkpoint_id) override;
+  void notify_aborted(int64_t checkpoint_id) override;
+  void final_checkpoint_complete(int64_t checkpoint_id) override;
+  void fail_job(const absl::Status& why) override;
+
+  void deploy_attempt();
+  void on_task_state(const ExecutionId& id, ExecutionState state, const std::string& error);
+  void handle_failure(const std::string& error);
+  void maybe_restart();
+  void finish_job(JobStatus status, const std::string& failure);
+  int task_index(const ExecutionId& id) const;  // -1 when not of the current attempt
+
+  // Constant after construction.
+  const std::string job_id_;
+  const std::shared_ptr<const graph::JobGraph> graph_;
+  const JobConfig config_;
+  TaskExecutorGateway* const tm_;
+  const std::shared_ptr<checkpoint::CheckpointStorage> storage_;
+  const Clock* const clock_;
+
+  // Event loop thread only.
+  checkpoint::CompletedCheckpointStore store_;
+  checkpoint::CheckpointCoordinator coordinator_;
+  std::unique_ptr<RestartStrategy> restart_;
+  std::vector<Execution> executions_;  // by task index
+  int attempt_ = -1;
+  JobStatus status_ = JobStatus::kCreated;
+  bool restart_scheduled_ = false;
+  std::string last_failure_;
+  int restarts_ = 0;
+  int64_t start_ms_ = 0;
+  int64_t restored_id_ = -1;
+  std::string restored_from_;
+
+  // Completion, for wait().
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  std::optional<JobResult> result_;  // guarded by done_mu_
+
+  EventLoop loop_;  // last: stopped first
+};
+
+}  // namespace weir::runtime
+
+#endif  // WEIR_RUNTIME_JOB_MASTER_H_

@@ -1,0 +1,120 @@
+#include "runtime/mini_cluster.h"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
+
+#include "checkpoint/storage.h"
+#include "graph/job_graph.h"
+#include "runtime/job_master.h"
+#include "runtime/task_manager.h"
+#include "weir/stream.h"
+
+namespace weir {
+
+absl::StatusOr<JobResult> StreamEnvironment::execute(const std::string& job_name) {
+  return runtime::run_embedded(graph_, config_, job_name);
+}
+
+namespace runtime {
+namespace {
+
+std::string new_job_id() {
+  std::random_device rd;
+  std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+// Network buffers the job needs at most at once: per channel, the queued
+// buffers, the one being filled and the one being read.
+int64_t buffers_needed(const graph::JobGraph& g, const NetworkConfig& net) {
+  int64_t channels = 0;
+  for (const auto& e : g.edges) {
+    int64_t producers = g.vertices[e.source_vertex].parallelism;
+    int64_t consumers = g.vertices[e.target_vertex].parallelism;
+    channels += e.pointwise ? producers : producers * consumers;
+  }
+  return channels * (net.buffers_per_channel + 2);
+}
+
+absl::Status check_restore(const graph::JobGraph& g, const checkpoint::CheckpointMetadata& m,
+                           const std::string& location, bool allow_non_restored) {
+  std::vector<std::string> unknown;
+  for (const auto& op : m.operators) {
+    if (std::find(g.uids.begin(), g.uids.end(), op.uid) == g.uids.end()) {
+      unknown.push_back(op.uid);
+      continue;
+    }
+    if (op.max_parallelism != g.max_parallelism) {
+      return absl::FailedPreconditionError(
+          "checkpoint " + location + " has max parallelism " + std::to_string(op.max_parallelism) +
+          " for operator " + op.uid + ", the job has " + std::to_string(g.max_parallelism) +
+          "; max parallelism cannot change");
+    }
+  }
+  if (!unknown.empty() && !allow_non_restored) {
+    std::string names;
+    for (const auto& u : unknown) names += (names.empty() ? "" : ", ") + u;
+    return absl::FailedPreconditionError("checkpoint " + location +
+                                         " holds state for operators this job lacks (" + names +
+                                         "); pass --allow-non-restored-state to skip it");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobConfig& config,
+                                       const std::string& job_name) {
+  auto graph = graph::build_job_graph(sg, config);
+  if (!graph.ok()) return graph.status();
+  int64_t needed = buffers_needed(**graph, config.network);
+  if (needed > config.network.total_buffers) {
+    return absl::ResourceExhaustedError(
+        "job '" + job_name + "' needs " + std::to_string(needed) + " network buffers, the pool has " +
+        std::to_string(config.network.total_buffers) + "; raise the network buffer count");
+  }
+
+  std::optional<checkpoint::RestoredCheckpoint> restored;
+  if (!config.restore.empty()) {
+    absl::StatusOr<checkpoint::RestoredCheckpoint> cp;
+    if (config.restore == "latest") {
+      if (config.checkpoint.directory.empty()) {
+        return absl::InvalidArgumentError("restore 'latest' needs a checkpoint directory");
+      }
+      std::vector<std::string> skipped;
+      cp = checkpoint::find_latest_checkpoint(config.checkpoint.directory, &skipped);
+      for (const auto& s : skipped) spdlog::warn("skipping checkpoint {}", s);
+    } else {
+      cp = checkpoint::load_checkpoint(config.restore);
+    }
+    if (!cp.ok()) return cp.status();
+    absl::Status s = check_restore(**graph, cp->metadata, cp->location,
+                                   config.allow_non_restored_state);
+    if (!s.ok()) return s;
+    restored = std::move(*cp);
+  }
+
+  std::string job_id = new_job_id();
+  std::shared_ptr<checkpoint::CheckpointStorage> storage;
+  if (config.checkpoint.directory.empty()) {
+    storage = std::make_shared<checkpoint::MemoryCheckpointStorage>(job_id);
+  } else {
+    storage = std::make_shared<checkpoint::FileCheckpointStorage>(config.checkpoint.directory, job_id);
+  }
+
+  TaskManager tm(config.network, /*snapshot_threads=*/2);
+  JobMaster jm(job_id, *graph, config, &tm, storage, SystemClock::instance());
+  tm.register_job(job_id, TaskManager::JobContext{*graph, storage, &jm, config});
+  jm.start(std::move(restored));
+  JobResult result = jm.wait();
+  tm.unregister_job(job_id);
+  tm.drain_snapshots();
+  return result;
+}
+
+}  // namespace runtime
+}  // namespace weir

@@ -1,0 +1,47 @@
+// The runtime's OperatorContext: identity of an operator subtask and its
+// operator state store. Owned by the task, confined to the task thread.
+#ifndef WEIR_RUNTIME_OPERATOR_CONTEXT_H_
+#define WEIR_RUNTIME_OPERATOR_CONTEXT_H_
+
+#include <string>
+
+#include "weir/context.h"
+
+namespace weir::runtime {
+
+class RuntimeOperatorContext final : public OperatorContext {
+ public:
+  struct Info {
+    int subtask = 0;
+    int parallelism = 1;
+    int max_parallelism = kDefaultMaxParallelism;
+    int attempt = 0;
+    std::string uid;
+    KeyGroupRange key_groups;
+    bool restored = false;
+  };
+  explicit RuntimeOperatorContext(Info info) : info_(std::move(info)) {}
+
+  int subtask_index() const override { return info_.subtask; }
+  int parallelism() const override { return info_.parallelism; }
+  int max_parallelism() const override { return info_.max_parallelism; }
+  int attempt() const override { return info_.attempt; }
+  const std::string& operator_uid() const override { return info_.uid; }
+  KeyGroupRange key_group_range() const override { return info_.key_groups; }
+  bool is_restored() const override { return info_.restored; }
+  detail::OperatorListStateData& raw_list_state(std::string_view name,
+                                                detail::Redistribution mode) override {
+    auto [it, inserted] = state_.try_emplace(std::string(name));
+    if (inserted) it->second.mode = mode;
+    return it->second;
+  }
+  detail::OperatorStateMap& state() { return state_; }
+
+ private:
+  const Info info_;
+  detail::OperatorStateMap state_;
+};
+
+}  // namespace weir::runtime
+
+#endif  // WEIR_RUNTIME_OPERATOR_CONTEXT_H_

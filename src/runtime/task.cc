@@ -1,0 +1,478 @@
+#include "runtime/task.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "checkpoint/format.h"
+
+namespace weir::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Records a source emits between two looks at the mailbox.
+constexpr int kSourceBatch = 512;
+
+int64_t ms_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+Task::Task(TaskDeploymentDescriptor tdd, std::shared_ptr<const graph::JobGraph> graph,
+           TaskServices services)
+    : tdd_(std::move(tdd)),
+      graph_(std::move(graph)),
+      services_(services),
+      vertex_(graph_->vertices[tdd_.execution.vertex]) {}
+
+Task::~Task() {
+  cancel();
+  join();
+}
+
+void Task::start() { thread_ = std::thread([this] { run(); }); }
+
+void Task::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Task::post(std::function<void()> mail) {
+  {
+    std::lock_guard lock(mail_mu_);
+    mail_.push_back(std::move(mail));
+    has_mail_.store(true, std::memory_order_release);
+  }
+  wakeup_.notify();
+}
+
+void Task::drain_mailbox() {
+  if (!has_mail_.load(std::memory_order_acquire)) return;
+  std::deque<std::function<void()>> batch;
+  {
+    std::lock_guard lock(mail_mu_);
+    batch.swap(mail_);
+    has_mail_.store(false, std::memory_order_release);
+  }
+  for (auto& m : batch) m();
+}
+
+void Task::trigger_checkpoint(int64_t id, int64_t ts) {
+  post([this, id, ts] {
+    if (source_ != nullptr) perform_checkpoint(id, ts, 0);
+  });
+}
+
+void Task::notify_checkpoint_complete(int64_t id) {
+  post([this, id] {
+    for (auto& op : operators_) op->notify_checkpoint_complete(id);
+  });
+}
+
+void Task::notify_checkpoint_aborted(int64_t id) {
+  post([this, id] {
+    if (barriers_) barriers_->on_abort(id);
+    for (auto& op : operators_) op->notify_checkpoint_aborted(id);
+  });
+}
+
+void Task::finish() {
+  post([this] { finish_requested_ = true; });
+}
+
+void Task::cancel() {
+  if (cancelled_.exchange(true)) return;
+  // Wake the thread wherever it waits: mailbox, input, full output, pool.
+  wakeup_.notify();
+  {
+    std::lock_guard lock(channels_mu_);
+    for (auto& c : all_channels_) c->close();
+  }
+  if (services_.pool) services_.pool->wake_all();
+  post([] {});
+}
+
+void Task::run() {
+  ExecutionState final_state = ExecutionState::kFinished;
+  std::string error;
+  try {
+    absl::Status s = initialize();
+    if (!s.ok()) throw std::runtime_error(std::string(s.message()));
+    services_.job_master->update_task_state(id(), ExecutionState::kRunning, "");
+    loop();
+    if (cancelled_) final_state = ExecutionState::kCanceled;
+  } catch (const network::TaskCancelled&) {
+    final_state = cancelled_ ? ExecutionState::kCanceled : ExecutionState::kFailed;
+    error = "output channel closed by its consumer";
+  } catch (const std::exception& e) {
+    final_state = cancelled_ ? ExecutionState::kCanceled : ExecutionState::kFailed;
+    error = e.what();
+  } catch (...) {
+    final_state = cancelled_ ? ExecutionState::kCanceled : ExecutionState::kFailed;
+    error = "unknown exception";
+  }
+  try {
+    for (auto& op : operators_) op->close();
+  } catch (const std::exception& e) {
+    if (final_state == ExecutionState::kFinished) {
+      final_state = ExecutionState::kFailed;
+      error = std::string("close: ") + e.what();
+    }
+  }
+  close_channels();
+  if (final_state != ExecutionState::kFailed) error.clear();
+  services_.job_master->update_task_state(
+      id(), final_state, error.empty() ? "" : vertex_.name + " (" + id().to_string() + "): " + error);
+}
+
+absl::Status Task::initialize() {
+  absl::Status s = build_chain();
+  if (!s.ok()) return s;
+  s = build_inputs();
+  if (!s.ok()) return s;
+  // Restore, then open downstream operators first so they are ready before
+  // upstream ones emit.
+  std::vector<std::string> files;
+  for (int i = static_cast<int>(vertex_.nodes.size()) - 1; i >= 0; --i) {
+    int node = vertex_.nodes[i];
+    std::optional<detail::OperatorRestore> restore;
+    if (tdd_.restore) {
+      auto r = restore_for(node, &files);
+      if (!r.ok()) return r.status();
+      restore = std::move(*r);
+    }
+    s = operators_[i]->open(*contexts_[i], restore ? &*restore : nullptr);
+    if (!s.ok()) {
+      return absl::Status(s.code(), "open " + graph_->uids[node] + ": " + std::string(s.message()));
+    }
+  }
+  last_flush_ = Clock::now();
+  return absl::OkStatus();
+}
+
+absl::Status Task::build_chain() {
+  const auto& sg = graph_->stream;
+  const int n = static_cast<int>(vertex_.nodes.size());
+  operators_.resize(n);
+  contexts_.resize(n);
+  auto index_in_chain = [&](int node) {
+    auto it = std::find(vertex_.nodes.begin(), vertex_.nodes.end(), node);
+    return it == vertex_.nodes.end() ? -1 : static_cast<int>(it - vertex_.nodes.begin());
+  };
+  // Output partitions, one per outgoing job edge.
+  std::vector<network::ResultPartition*> partition_of_edge(graph_->edges.size(), nullptr);
+  for (int e : vertex_.outputs) {
+    const graph::JobEdge& je = graph_->edges[e];
+    int consumers = graph_->vertices[je.target_vertex].parallelism;
+    std::vector<std::shared_ptr<network::LocalChannel>> chans;
+    for (int c = 0; c < consumers; ++c) {
+      if (je.pointwise && c != tdd_.execution.subtask) continue;
+      chans.push_back(services_.channels->get(
+          {tdd_.job_id, tdd_.execution.attempt, e, tdd_.execution.subtask, c}));
+      register_channel(chans.back());
+    }
+    partitions_.push_back(
+        std::make_unique<network::ResultPartition>(std::move(chans), services_.pool, &cancelled_));
+    partition_of_edge[e] = partitions_.back().get();
+  }
+  // Operators, last first, so each output can point at its target.
+  for (int i = n - 1; i >= 0; --i) {
+    int node = vertex_.nodes[i];
+    const detail::StreamNode& sn = sg.nodes[node];
+    operators_[i] = sn.make_operator();
+    RuntimeOperatorContext::Info info;
+    info.subtask = tdd_.execution.subtask;
+    info.parallelism = vertex_.parallelism;
+    info.max_parallelism = graph_->max_parallelism;
+    info.attempt = tdd_.execution.attempt;
+    info.uid = graph_->uids[node];
+    info.key_groups = tdd_.key_groups;
+    info.restored = tdd_.restore != nullptr && tdd_.restore->find(info.uid) != nullptr;
+    contexts_[i] = std::make_unique<RuntimeOperatorContext>(std::move(info));
+    std::vector<std::unique_ptr<detail::OutputBase>> outs;
+    for (size_t e = 0; e < sg.edges.size(); ++e) {
+      const detail::StreamEdge& se = sg.edges[e];
+      if (se.from != node) continue;
+      int target = index_in_chain(se.to);
+      if (target >= 0) {
+        outs.push_back(se.make_chained(operators_[target].get()));
+      } else {
+        int je = graph_->job_edge_of(static_cast<int>(e));
+        outs.push_back(se.make_writer(partition_of_edge[je], graph_->max_parallelism));
+      }
+    }
+    if (outs.size() == 1) {
+      operators_[i]->set_output(std::move(outs[0]));
+    } else if (outs.size() > 1) {
+      operators_[i]->set_output(sn.make_fanout(std::move(outs)));
+    } else {
+      operators_[i]->set_output(nullptr);
+    }
+  }
+  if (vertex_.is_source) {
+    source_ = dynamic_cast<detail::SourceOperatorBase*>(operators_[0].get());
+    if (source_ == nullptr) return absl::InternalError("source vertex without a source operator");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Task::build_inputs() {
+  detail::OperatorBase* head = operators_[0].get();
+  for (int e : vertex_.inputs) {
+    const graph::JobEdge& je = graph_->edges[e];
+    adapters_.push_back(graph_->stream.edges[je.stream_edge].make_reader(head));
+    int producers = graph_->vertices[je.source_vertex].parallelism;
+    for (int p = 0; p < producers; ++p) {
+      if (je.pointwise && p != tdd_.execution.subtask) continue;
+      InputChannel in;
+      in.channel = services_.channels->get(
+          {tdd_.job_id, tdd_.execution.attempt, e, p, tdd_.execution.subtask});
+      in.adapter = adapters_.back().get();
+      register_channel(in.channel);
+      inputs_.push_back(std::move(in));
+    }
+  }
+  for (auto& in : inputs_) in.channel->set_consumer(&wakeup_);
+  if (!inputs_.empty()) {
+    barriers_ = checkpoint::make_barrier_handler(services_.config->checkpoint.mode,
+                                                 static_cast<int>(inputs_.size()));
+  }
+  return absl::OkStatus();
+}
+
+void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c) {
+  std::lock_guard lock(channels_mu_);
+  all_channels_.push_back(c);
+  if (cancelled_) c->close();
+}
+
+absl::StatusOr<detail::OperatorRestore> Task::restore_for(int node,
+                                                          std::vector<std::string>* files) {
+  detail::OperatorRestore r;
+  const std::string& uid = graph_->uids[node];
+  const checkpoint::OperatorStateHandles* h = tdd_.restore->find(uid);
+  if (h == nullptr) return r;  // an operator new to this job: starts empty
+  const int me = tdd_.execution.subtask;
+  const int p = vertex_.parallelism;
+  // Read each needed state file once.
+  std::vector<std::pair<const checkpoint::OperatorSubtaskState*, std::string_view>> read;
+  for (const auto& s : h->subtasks) {
+    bool keyed_overlap = std::max(s.key_groups.start, tdd_.key_groups.start) <
+                         std::min(s.key_groups.end, tdd_.key_groups.end);
+    bool op_state = s.operator_state_length > 0;
+    if (!keyed_overlap && !op_state) continue;
+    auto bytes = services_.storage->read_state_file(tdd_.restore_location, s);
+    if (!bytes.ok()) return bytes.status();
+    files->push_back(std::move(*bytes));
+    read.emplace_back(&s, files->back());
+  }
+  // Operator state: own entries at equal parallelism, else redistributed.
+  std::vector<std::pair<int, detail::OperatorStateMap>> op_states;
+  for (auto& [s, bytes] : read) {
+    auto st = checkpoint::decode_operator_state(
+        bytes.substr(s->operator_state_offset, s->operator_state_length));
+    if (!st.ok()) return st.status();
+    op_states.emplace_back(s->subtask, std::move(*st));
+  }
+  std::sort(op_states.begin(), op_states.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (h->parallelism == p) {
+    for (auto& [sub, st] : op_states) {
+      if (sub == me) r.operator_state = std::move(st);
+    }
+  } else {
+    std::map<std::string, std::vector<std::string>> all;
+    std::map<std::string, detail::Redistribution> modes;
+    for (auto& [sub, st] : op_states) {
+      for (auto& [name, list] : st) {
+        modes[name] = list.mode;
+        if (list.mode == detail::Redistribution::kBroadcast && sub != 0) continue;
+        auto& v = all[name];
+        v.insert(v.end(), list.entries.begin(), list.entries.end());
+      }
+    }
+    for (auto& [name, entries] : all) {
+      detail::OperatorListStateData d;
+      d.mode = modes[name];
+      if (d.mode == detail::Redistribution::kEvenSplit) {
+        size_t total = entries.size();
+        size_t begin = total * me / p, end = total * (me + 1) / p;
+        d.entries.assign(entries.begin() + begin, entries.begin() + end);
+      } else {
+        d.entries = entries;
+      }
+      r.operator_state.emplace(name, std::move(d));
+    }
+  }
+  // Keyed state: the key groups of this subtask's range.
+  for (auto& [s, bytes] : read) {
+    for (int kg = std::max(s->key_groups.start, tdd_.key_groups.start);
+         kg < std::min(s->key_groups.end, tdd_.key_groups.end); ++kg) {
+      r.key_groups.push_back({kg, s->key_group_bytes(bytes, kg)});
+    }
+  }
+  return r;
+}
+
+void Task::loop() {
+  const auto idle_wait = std::chrono::milliseconds(200);  // a safety net; wakeups do the work
+  while (true) {
+    drain_mailbox();
+    if (cancelled_ || finish_requested_) return;
+    if (source_ != nullptr && !end_of_input_) {
+      detail::PollStatus st = source_->poll(kSourceBatch);
+      if (st == detail::PollStatus::kEndOfInput) {
+        end_of_input();
+      } else if (st == detail::PollStatus::kIdle) {
+        flush_outputs();
+        wakeup_.wait_until(Clock::now() + services_.config->network.buffer_timeout);
+      } else {
+        maybe_flush(Clock::now());
+      }
+      continue;
+    }
+    if (!inputs_.empty() && poll_inputs()) {
+      maybe_flush(Clock::now());
+      continue;
+    }
+    flush_outputs();
+    wakeup_.wait_until(Clock::now() + idle_wait);
+  }
+}
+
+bool Task::poll_inputs() {
+  const size_t n = inputs_.size();
+  for (size_t i = 0; i < n; ++i) {
+    size_t idx = (next_input_ + i) % n;
+    if (barriers_->is_blocked(static_cast<int>(idx))) continue;
+    auto ev = inputs_[idx].channel->poll();
+    if (!ev) continue;
+    next_input_ = idx + 1;
+    process_event(static_cast<int>(idx), std::move(*ev));
+    return true;
+  }
+  return false;
+}
+
+void Task::process_event(int ch, network::ChannelEvent ev) {
+  InputChannel& in = inputs_[ch];
+  switch (ev.kind) {
+    case network::EventKind::kBuffer: {
+      bool ok = in.deserializer.feed(ev.buffer.data(), ev.buffer.size(), [&](std::string_view rec) {
+        return in.adapter->process_serialized(rec);
+      });
+      if (!ok) throw std::runtime_error("corrupt record on input channel " + std::to_string(ch));
+      break;
+    }
+    case network::EventKind::kBarrier: {
+      if (ev.checkpoint_id != align_id_) {
+        align_id_ = ev.checkpoint_id;
+        align_start_ = Clock::now();
+      }
+      checkpoint::BarrierDecision d = barriers_->on_barrier(ch, ev.checkpoint_id);
+      if (d.abandoned) {
+        services_.job_master->decline_checkpoint(id(), d.abandoned_id,
+                                                 "subsumed by a newer barrier during alignment");
+      }
+      if (d.trigger) perform_checkpoint(d.checkpoint_id, ev.timestamp_ms, ms_since(align_start_));
+      break;
+    }
+    case network::EventKind::kEndOfData:
+      if (!in.end_of_data) {
+        in.end_of_data = true;
+        if (++inputs_ended_ == static_cast<int>(inputs_.size())) end_of_input();
+      }
+      break;
+  }
+}
+
+void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms) {
+  auto start = Clock::now();
+  struct Captured {
+    std::string uid;
+    detail::OperatorSnapshot snapshot;
+  };
+  auto captured = std::make_shared<std::vector<Captured>>();
+  std::string decline;
+  for (size_t i = 0; i < operators_.size(); ++i) {
+    auto snap = operators_[i]->snapshot(checkpoint_id);
+    if (!snap.ok()) {
+      decline = graph_->uids[vertex_.nodes[i]] + ": " + std::string(snap.status().message());
+      break;
+    }
+    if (snap->operator_state.empty() && !snap->keyed) continue;
+    captured->push_back({graph_->uids[vertex_.nodes[i]], std::move(*snap)});
+  }
+  // The barrier goes downstream whatever happened here: records after it
+  // belong to the next checkpoint.
+  for (auto& p : partitions_) {
+    p->broadcast_event(network::EventKind::kBarrier, checkpoint_id, timestamp_ms);
+  }
+  last_flush_ = Clock::now();
+  if (!decline.empty()) {
+    services_.job_master->decline_checkpoint(id(), checkpoint_id, decline);
+    return;
+  }
+  int64_t sync_ms = ms_since(start);
+  ExecutionId exec = id();
+  int parallelism = vertex_.parallelism;
+  int max_parallelism = graph_->max_parallelism;
+  checkpoint::CheckpointStorage* storage = services_.storage;
+  JobMasterGateway* jm = services_.job_master;
+  services_.snapshot_executor->post([=] {
+    auto async_start = Clock::now();
+    checkpoint::TaskAck ack;
+    ack.sync_ms = sync_ms;
+    ack.alignment_ms = alignment_ms;
+    for (Captured& c : *captured) {
+      checkpoint::AckedOperatorState s;
+      s.uid = c.uid;
+      s.parallelism = parallelism;
+      s.max_parallelism = max_parallelism;
+      s.handle.subtask = exec.subtask;
+      s.handle.file = c.uid + "-" + std::to_string(exec.subtask) + ".state";
+      std::string bytes = checkpoint::encode_state_file(c.snapshot, &s.handle);
+      absl::Status st = storage->write_state_file(checkpoint_id, s.handle.file, bytes);
+      if (!st.ok()) {
+        jm->decline_checkpoint(exec, checkpoint_id, std::string(st.message()));
+        return;
+      }
+      ack.states.push_back(std::move(s));
+    }
+    captured->clear();  // release copy-on-write views before acknowledging
+    ack.async_ms = ms_since(async_start);
+    jm->acknowledge_checkpoint(exec, checkpoint_id, std::move(ack));
+  });
+}
+
+void Task::end_of_input() {
+  end_of_input_ = true;
+  for (size_t i = 0; i < operators_.size(); ++i) {
+    absl::Status s = operators_[i]->finish();
+    if (!s.ok()) {
+      throw std::runtime_error("finish " + graph_->uids[vertex_.nodes[i]] + ": " +
+                               std::string(s.message()));
+    }
+  }
+  for (auto& p : partitions_) p->broadcast_event(network::EventKind::kEndOfData);
+  services_.job_master->end_of_data(id());
+}
+
+void Task::flush_outputs() {
+  for (auto& p : partitions_) p->flush_all();
+  last_flush_ = Clock::now();
+}
+
+void Task::maybe_flush(Clock::time_point now) {
+  if (now - last_flush_ >= services_.config->network.buffer_timeout) flush_outputs();
+}
+
+void Task::close_channels() {
+  for (auto& p : partitions_) p->close_channels();
+  for (auto& in : inputs_) {
+    in.channel->close();
+    in.channel->set_consumer(nullptr);
+  }
+}
+
+}  // namespace weir::runtime

@@ -1,0 +1,134 @@
+// A Task runs one subtask of a JobVertex: its chain of operators, on one
+// thread, as a mailbox loop. Between records it runs mail (checkpoint
+// triggers for sources, checkpoint notifications, cancel, finish), so
+// operator code is single-threaded and never needs locks.
+//
+// Lifecycle: start() -> initialize (build the chain, restore state, open) ->
+// RUNNING -> end of input (finish operators, send end-of-data, report) ->
+// final checkpoint -> finish mail -> FINISHED. Any exception or error status
+// from operator code fails the task (FAILED, reported with its message);
+// cancel() ends it as CANCELED.
+//
+// Public methods are thread-safe; everything else is confined to the task
+// thread, except the asynchronous snapshot parts, which run on the snapshot
+// executor with immutable data only.
+#ifndef WEIR_RUNTIME_TASK_H_
+#define WEIR_RUNTIME_TASK_H_
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checkpoint/barrier_handler.h"
+#include "checkpoint/storage.h"
+#include "graph/job_graph.h"
+#include "network/buffer_pool.h"
+#include "network/channel_registry.h"
+#include "network/partition_writer.h"
+#include "runtime/executor.h"
+#include "runtime/gateways.h"
+#include "runtime/operator_context.h"
+#include "runtime/wakeup.h"
+#include "weir/config.h"
+#include "weir/detail/operator.h"
+
+namespace weir::runtime {
+
+// What a task uses but does not own; all outlive the task.
+struct TaskServices {
+  network::NetworkBufferPool* pool = nullptr;
+  network::ChannelRegistry* channels = nullptr;
+  checkpoint::CheckpointStorage* storage = nullptr;
+  ThreadPool* snapshot_executor = nullptr;
+  JobMasterGateway* job_master = nullptr;
+  const JobConfig* config = nullptr;
+};
+
+class Task {
+ public:
+  Task(TaskDeploymentDescriptor tdd, std::shared_ptr<const graph::JobGraph> graph,
+       TaskServices services);
+  ~Task();
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+
+  void start();
+  void trigger_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms);
+  void notify_checkpoint_complete(int64_t checkpoint_id);
+  void notify_checkpoint_aborted(int64_t checkpoint_id);
+  void finish();
+  void cancel();
+  // Waits for the task thread to end.
+  void join();
+
+  const ExecutionId& id() const { return tdd_.execution; }
+
+ private:
+  struct InputChannel {
+    std::shared_ptr<network::LocalChannel> channel;
+    detail::InputAdapter* adapter = nullptr;
+    network::RecordDeserializer deserializer;
+    bool end_of_data = false;
+  };
+
+  void run();
+  absl::Status initialize();
+  absl::Status build_chain();
+  absl::Status build_inputs();
+  absl::StatusOr<detail::OperatorRestore> restore_for(int node, std::vector<std::string>* files);
+  void loop();
+  bool poll_inputs();
+  void process_event(int channel, network::ChannelEvent ev);
+  void perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms);
+  void end_of_input();
+  void flush_outputs();
+  void maybe_flush(std::chrono::steady_clock::time_point now);
+  void close_channels();
+  void register_channel(const std::shared_ptr<network::LocalChannel>& c);
+  void post(std::function<void()> mail);
+  void drain_mailbox();
+
+  // Constant after construction.
+  const TaskDeploymentDescriptor tdd_;
+  const std::shared_ptr<const graph::JobGraph> graph_;
+  const TaskServices services_;
+  const graph::JobVertex& vertex_;
+
+  std::thread thread_;
+  std::atomic<bool> cancelled_{false};
+  Wakeup wakeup_;
+
+  std::mutex mail_mu_;
+  std::deque<std::function<void()>> mail_;  // guarded by mail_mu_
+  std::atomic<bool> has_mail_{false};
+
+  // Every channel this task reads or writes, so cancel() can close them.
+  std::mutex channels_mu_;
+  std::vector<std::shared_ptr<network::LocalChannel>> all_channels_;  // guarded by channels_mu_
+
+  // Task thread only.
+  std::vector<std::unique_ptr<RuntimeOperatorContext>> contexts_;   // per chained node
+  std::vector<std::unique_ptr<detail::OperatorBase>> operators_;    // per chained node
+  detail::SourceOperatorBase* source_ = nullptr;
+  std::vector<std::unique_ptr<network::ResultPartition>> partitions_;
+  std::vector<std::unique_ptr<detail::InputAdapter>> adapters_;
+  std::vector<InputChannel> inputs_;
+  std::unique_ptr<checkpoint::BarrierHandler> barriers_;
+  size_t next_input_ = 0;
+  int inputs_ended_ = 0;
+  bool end_of_input_ = false;
+  bool finish_requested_ = false;
+  int64_t align_id_ = -1;
+  std::chrono::steady_clock::time_point align_start_;
+  std::chrono::steady_clock::time_point last_flush_;
+};
+
+}  // namespace weir::runtime
+
+#endif  // WEIR_RUNTIME_TASK_H_

@@ -1,0 +1,114 @@
+#include "runtime/task_manager.h"
+
+namespace weir::runtime {
+
+TaskManager::TaskManager(const NetworkConfig& network, int snapshot_threads)
+    : pool_(network.total_buffers, network.buffer_size),
+      channels_(network.buffers_per_channel),
+      snapshot_executor_(snapshot_threads) {}
+
+TaskManager::~TaskManager() {
+  std::map<Key, std::unique_ptr<Task>> tasks;
+  {
+    std::lock_guard lock(mu_);
+    tasks.swap(tasks_);
+  }
+  for (auto& [k, t] : tasks) t->cancel();
+  tasks.clear();  // joins
+}
+
+void TaskManager::register_job(const std::string& job_id, JobContext ctx) {
+  std::lock_guard lock(mu_);
+  jobs_[job_id] = std::make_unique<JobContext>(std::move(ctx));
+}
+
+void TaskManager::unregister_job(const std::string& job_id) {
+  std::vector<std::unique_ptr<Task>> done;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      if (it->first.job == job_id) {
+        done.push_back(std::move(it->second));
+        it = tasks_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& t : done) t->cancel();
+  done.clear();
+  channels_.release(job_id, INT32_MAX);
+  std::lock_guard lock(mu_);
+  jobs_.erase(job_id);
+}
+
+void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
+  std::vector<std::unique_ptr<Task>> old;
+  Task* task = nullptr;
+  const std::string tdd_job = tdd.job_id;
+  const int tdd_attempt = tdd.execution.attempt;
+  {
+    std::lock_guard lock(mu_);
+    auto job = jobs_.find(tdd.job_id);
+    if (job == jobs_.end()) return;  // the job was unregistered meanwhile
+    // Tasks of earlier attempts have ended (the JobManager waits for that
+    // before redeploying); join and drop them.
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      if (it->first.job == tdd.job_id && it->first.attempt < tdd.execution.attempt) {
+        old.push_back(std::move(it->second));
+        it = tasks_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    TaskServices services;
+    services.pool = &pool_;
+    services.channels = &channels_;
+    services.storage = job->second->storage.get();
+    services.snapshot_executor = &snapshot_executor_;
+    services.job_master = job->second->job_master;
+    services.config = &job->second->config;
+    Key key{tdd.job_id, tdd.execution.vertex, tdd.execution.subtask, tdd.execution.attempt};
+    auto graph = job->second->graph;
+    auto t = std::make_unique<Task>(std::move(tdd), std::move(graph), services);
+    task = t.get();
+    tasks_[key] = std::move(t);
+  }
+  old.clear();  // joins outside the lock
+  if (tdd_attempt > 0) channels_.release(tdd_job, tdd_attempt - 1);
+  task->start();
+}
+
+Task* TaskManager::find(const ExecutionId& id) {
+  for (auto& [k, t] : tasks_) {
+    if (t->id() == id) return t.get();
+  }
+  return nullptr;
+}
+
+void TaskManager::cancel_task(const ExecutionId& id) {
+  std::lock_guard lock(mu_);
+  if (Task* t = find(id)) t->cancel();
+}
+
+void TaskManager::trigger_checkpoint(const ExecutionId& id, int64_t cp, int64_t ts) {
+  std::lock_guard lock(mu_);
+  if (Task* t = find(id)) t->trigger_checkpoint(cp, ts);
+}
+
+void TaskManager::notify_checkpoint_complete(const ExecutionId& id, int64_t cp) {
+  std::lock_guard lock(mu_);
+  if (Task* t = find(id)) t->notify_checkpoint_complete(cp);
+}
+
+void TaskManager::notify_checkpoint_aborted(const ExecutionId& id, int64_t cp) {
+  std::lock_guard lock(mu_);
+  if (Task* t = find(id)) t->notify_checkpoint_aborted(cp);
+}
+
+void TaskManager::finish_task(const ExecutionId& id) {
+  std::lock_guard lock(mu_);
+  if (Task* t = find(id)) t->finish();
+}
+
+}  // namespace weir::runtime

@@ -1,0 +1,73 @@
+// The TaskManager side: runs the tasks it is given, owns the process's
+// network buffer pool, local channels and snapshot threads. Implements
+// TaskExecutorGateway; every call is thread-safe and returns at once.
+#ifndef WEIR_RUNTIME_TASK_MANAGER_H_
+#define WEIR_RUNTIME_TASK_MANAGER_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "checkpoint/storage.h"
+#include "graph/job_graph.h"
+#include "network/buffer_pool.h"
+#include "network/channel_registry.h"
+#include "runtime/executor.h"
+#include "runtime/gateways.h"
+#include "runtime/task.h"
+
+namespace weir::runtime {
+
+class TaskManager final : public TaskExecutorGateway {
+ public:
+  struct JobContext {
+    std::shared_ptr<const graph::JobGraph> graph;
+    std::shared_ptr<checkpoint::CheckpointStorage> storage;
+    JobMasterGateway* job_master = nullptr;
+    JobConfig config;
+  };
+
+  TaskManager(const NetworkConfig& network, int snapshot_threads);
+  ~TaskManager() override;
+
+  // Makes a job's graph and services known before its tasks are submitted.
+  void register_job(const std::string& job_id, JobContext ctx);
+  void unregister_job(const std::string& job_id);
+
+  void submit_task(TaskDeploymentDescriptor tdd) override;
+  void cancel_task(const ExecutionId& id) override;
+  void trigger_checkpoint(const ExecutionId& id, int64_t checkpoint_id, int64_t ts) override;
+  void notify_checkpoint_complete(const ExecutionId& id, int64_t checkpoint_id) override;
+  void notify_checkpoint_aborted(const ExecutionId& id, int64_t checkpoint_id) override;
+  void finish_task(const ExecutionId& id) override;
+
+  network::NetworkBufferPool& buffer_pool() { return pool_; }
+  // Waits for asynchronous snapshot work in flight (it reports to the
+  // JobManager, which must outlive it).
+  void drain_snapshots() { snapshot_executor_.drain(); }
+
+ private:
+  struct Key {
+    std::string job;
+    int vertex, subtask, attempt;
+    bool operator<(const Key& o) const {
+      return std::tie(job, vertex, subtask, attempt) < std::tie(o.job, o.vertex, o.subtask, o.attempt);
+    }
+  };
+  Task* find(const ExecutionId& id);  // requires mu_
+
+  network::NetworkBufferPool pool_;
+  network::ChannelRegistry channels_;
+  ThreadPool snapshot_executor_;
+
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<JobContext>> jobs_;  // guarded by mu_
+  std::map<Key, std::unique_ptr<Task>> tasks_;                // guarded by mu_
+  std::string current_job_;                                   // guarded by mu_
+};
+
+}  // namespace weir::runtime
+
+#endif  // WEIR_RUNTIME_TASK_MANAGER_H_

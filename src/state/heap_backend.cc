@@ -1,0 +1,121 @@
+// The untyped half of the heap keyed state backend (see
+// include/weir/detail/heap_state.h for the layout it reads and writes).
+#include <string>
+
+#include "weir/detail/heap_state.h"
+
+namespace weir::detail {
+namespace {
+
+class HeapKeyedSnapshot final : public KeyedStateSnapshot {
+ public:
+  struct Table {
+    std::string name;
+    StateKind kind;
+    std::shared_ptr<const TableSnapshot> snapshot;
+  };
+  struct Raw {
+    std::string name;
+    StateKind kind;
+    std::map<int, std::string> groups;
+  };
+
+  HeapKeyedSnapshot(KeyGroupRange range, std::vector<Table> tables, std::vector<Raw> raw)
+      : range_(range), tables_(std::move(tables)), raw_(std::move(raw)) {}
+
+  KeyGroupRange range() const override { return range_; }
+
+  void write_key_group(int kg, ByteWriter& out) const override {
+    size_t raw_here = 0;
+    for (const Raw& r : raw_) raw_here += r.groups.count(kg);
+    out.put_varint(tables_.size() + raw_here);
+    std::string scratch;
+    for (const Table& t : tables_) {
+      scratch.clear();
+      ByteWriter w(&scratch);
+      t.snapshot->write_entries(kg, w);
+      put_state(out, t.name, t.kind, scratch);
+    }
+    for (const Raw& r : raw_) {
+      auto it = r.groups.find(kg);
+      if (it != r.groups.end()) put_state(out, r.name, r.kind, it->second);
+    }
+  }
+
+ private:
+  static void put_state(ByteWriter& out, const std::string& name, StateKind kind,
+                        std::string_view entries) {
+    out.put_string(name);
+    out.put_fixed<uint8_t>(static_cast<uint8_t>(kind));
+    out.put_string(entries);
+  }
+
+  const KeyGroupRange range_;
+  const std::vector<Table> tables_;
+  const std::vector<Raw> raw_;
+};
+
+}  // namespace
+
+absl::Status HeapBackendCore::restore_key_group(int kg, std::string_view bytes) {
+  auto corrupt = [&](const std::string& what) {
+    return absl::DataLossError("keyed state of key group " + std::to_string(kg) +
+                               " is corrupt: " + what);
+  };
+  if (!range_.contains(kg)) return corrupt("outside the subtask's range");
+  ByteReader in(bytes);
+  uint64_t num_states = in.get_length();
+  for (uint64_t i = 0; i < num_states && in.ok(); ++i) {
+    std::string name = in.get_string();
+    auto kind = static_cast<StateKind>(in.get_fixed<uint8_t>());
+    std::string_view entries = in.get_string_view();
+    if (!in.ok()) break;
+    if (static_cast<uint8_t>(kind) > static_cast<uint8_t>(StateKind::kReducing)) {
+      return corrupt("unknown state kind in state '" + name + "'");
+    }
+    pending_[name][kg] = Pending{kind, std::string(entries)};
+  }
+  if (!in.ok() || !in.at_end()) return corrupt("truncated");
+  // States registered before the restore (not the usual order) take it now.
+  for (auto& [name, table] : tables_) {
+    absl::Status s = apply_pending(*table);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HeapBackendCore::apply_pending(HeapTableBase& table) {
+  auto it = pending_.find(table.name());
+  if (it == pending_.end()) return absl::OkStatus();
+  for (auto& [kg, p] : it->second) {
+    if (p.kind != table.kind()) {
+      return absl::FailedPreconditionError("state '" + table.name() +
+                                           "' was checkpointed as another kind of state");
+    }
+    ByteReader in(p.bytes);
+    if (!table.restore_entries(kg, in) || !in.at_end()) {
+      return absl::DataLossError("state '" + table.name() + "' in key group " +
+                                 std::to_string(kg) + " does not decode as its declared type");
+    }
+  }
+  pending_.erase(it);
+  return absl::OkStatus();
+}
+
+std::unique_ptr<KeyedStateSnapshot> HeapBackendCore::snapshot() const {
+  std::vector<HeapKeyedSnapshot::Table> tables;
+  tables.reserve(tables_.size());
+  for (const auto& [name, t] : tables_) tables.push_back({name, t->kind(), t->snapshot()});
+  std::vector<HeapKeyedSnapshot::Raw> raw;
+  for (const auto& [name, groups] : pending_) {
+    HeapKeyedSnapshot::Raw r{name, StateKind::kValue, {}};
+    for (const auto& [kg, p] : groups) {
+      r.kind = p.kind;
+      r.groups.emplace(kg, p.bytes);
+    }
+    raw.push_back(std::move(r));
+  }
+  return std::make_unique<HeapKeyedSnapshot>(range_, std::move(tables), std::move(raw));
+}
+
+}  // namespace weir::detail
