@@ -1,0 +1,150 @@
+// SIGKILL of the whole process at random moments, then `--restore latest`,
+// repeated: the committed output must still be exactly-once.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "examples/running_sum/running_sum.h"
+#include "tests/process.h"
+
+namespace fs = std::filesystem;
+
+namespace weir {
+namespace {
+
+using testing::Child;
+using testing::TempDir;
+
+// Highest checkpoint id with a published _metadata under `root`.
+int64_t newest_completed(const std::string& root) {
+  int64_t best = 0;
+  std::error_code ec;
+  for (const auto& job : fs::directory_iterator(root, ec)) {
+    for (const auto& chk : fs::directory_iterator(job.path(), ec)) {
+      std::string name = chk.path().filename().string();
+      if (name.rfind("chk-", 0) != 0 || !fs::exists(chk.path() / "_metadata", ec)) continue;
+      best = std::max<int64_t>(best, std::atoll(name.c_str() + 4));
+    }
+  }
+  return best;
+}
+
+fs::path newest_checkpoint_dir(const std::string& root) {
+  fs::path best;
+  int64_t best_id = -1;
+  std::error_code ec;
+  for (const auto& job : fs::directory_iterator(root, ec)) {
+    for (const auto& chk : fs::directory_iterator(job.path(), ec)) {
+      std::string name = chk.path().filename().string();
+      if (name.rfind("chk-", 0) != 0 || !fs::exists(chk.path() / "_metadata", ec)) continue;
+      int64_t id = std::atoll(name.c_str() + 4);
+      if (id > best_id) {
+        best_id = id;
+        best = chk.path();
+      }
+    }
+  }
+  return best;
+}
+
+class KillRestoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    seed_ = std::random_device{}();
+    rng_.seed(seed_);
+    dir_ = std::make_unique<TempDir>(
+        std::string("kill-") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_TRUE(examples::generate_running_sum_input(dir_->path("a.txt"), 700000, 2000, 1009, seed_).ok());
+    ASSERT_TRUE(examples::generate_running_sum_input(dir_->path("b.txt"), 300000, 300, 0, seed_ + 1).ok());
+  }
+
+  std::vector<std::string> args(bool restore) {
+    std::vector<std::string> a = {testing::weir_bin(), "example", "running-sum",
+                                  "--input", dir_->path("a.txt"), "--input", dir_->path("b.txt"),
+                                  "--output", dir_->path("out"), "--parallelism", "4",
+                                  "--checkpoint-dir", dir_->path("chk"),
+                                  "--checkpoint-interval", "20ms"};
+    if (restore) {
+      a.push_back("--restore");
+      a.push_back("latest");
+    }
+    return a;
+  }
+
+  // Runs until `more` further checkpoints completed (or the job ended by
+  // itself), then SIGKILLs. Returns false when the job finished on its own.
+  bool run_and_kill(bool restore, int more, int round) {
+    int64_t start = newest_completed(dir_->path("chk"));
+    Child c(args(restore), dir_->path("round" + std::to_string(round)));
+    bool reached = testing::wait_for(
+        [&] { return !c.running() || newest_completed(dir_->path("chk")) >= start + more; },
+        std::chrono::seconds(60));
+    EXPECT_TRUE(reached) << "no progress in round " << round << ": " << c.err();
+    if (!c.running()) {
+      EXPECT_EQ(c.wait(), 0) << c.err();
+      return false;
+    }
+    c.kill9();
+    EXPECT_EQ(c.wait(), 128 + SIGKILL);
+    return true;
+  }
+
+  void finish_and_check(int round) {
+    Child last(args(true), dir_->path("final"));
+    int code = last.wait();
+    ASSERT_EQ(code, 0) << last.err();
+    EXPECT_NE(last.out().find("restored from checkpoint"), std::string::npos) << last.out();
+    auto check = examples::check_running_sum({dir_->path("a.txt"), dir_->path("b.txt")},
+                                             dir_->path("out"));
+    ASSERT_TRUE(check.ok()) << check.status();
+    for (const auto& p : check->problems) ADD_FAILURE() << p;
+    EXPECT_TRUE(check->exactly_once) << "after " << round << " kills";
+  }
+
+  uint64_t seed_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<TempDir> dir_;
+};
+
+TEST_F(KillRestoreTest, RepeatedKillsAndRestoreLatestGiveExactlyOnceOutput) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  int kills = 0;
+  for (int round = 0; round < 5; ++round) {
+    int more = 1 + static_cast<int>(rng_() % 4);
+    if (!run_and_kill(round > 0, more, round)) break;
+    ++kills;
+  }
+  EXPECT_GE(kills, 1);
+  finish_and_check(kills);
+}
+
+TEST_F(KillRestoreTest, CorruptNewestCheckpointIsReportedAndSkipped) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  ASSERT_TRUE(run_and_kill(false, 3, 0));
+  fs::path newest = newest_checkpoint_dir(dir_->path("chk"));
+  ASSERT_FALSE(newest.empty());
+  // Flip a byte in one of its state files.
+  fs::path victim;
+  for (const auto& f : fs::directory_iterator(newest)) {
+    if (f.path().extension() == ".state") victim = f.path();
+  }
+  ASSERT_FALSE(victim.empty());
+  {
+    std::fstream io(victim, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(13);
+    io.put('\x7f');
+  }
+  Child last(args(true), dir_->path("final"));
+  ASSERT_EQ(last.wait(), 0) << last.err();
+  EXPECT_NE(last.err().find(newest.string()), std::string::npos)
+      << "stderr: " << last.err() << "\nvictim: " << victim;
+  auto check = examples::check_running_sum({dir_->path("a.txt"), dir_->path("b.txt")},
+                                           dir_->path("out"));
+  ASSERT_TRUE(check.ok()) << check.status();
+  for (const auto& p : check->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(check->exactly_once);
+}
+
+}  // namespace
+}  // namespace weir

@@ -1,0 +1,120 @@
+// The running-sum job through its command line, as a user runs it: a real
+// process, real files, exit codes and messages.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "examples/running_sum/running_sum.h"
+#include "weir/connectors.h"
+#include "tests/process.h"
+
+namespace weir {
+namespace {
+
+using testing::run_weir;
+using testing::TempDir;
+
+class RunningSumTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    seed_ = std::random_device{}();
+    dir_ = std::make_unique<TempDir>(
+        std::string("rs-") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  std::string path(const std::string& p) { return dir_->path(p); }
+  void generate(const std::string& file, int64_t lines, int64_t bad_every, uint64_t seed) {
+    ASSERT_TRUE(examples::generate_running_sum_input(path(file), lines, 500, bad_every, seed).ok());
+  }
+
+  uint64_t seed_;
+  std::unique_ptr<TempDir> dir_;
+};
+
+TEST_F(RunningSumTest, ExactlyOnceWithUnionOfTwoSourcesAndInjectedFailures) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  generate("a.txt", 600000, 997, seed_);
+  generate("b.txt", 400000, 0, seed_ + 1);
+  auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--input", path("b.txt"),
+                     "--output", path("out"), "--parallelism", "4", "--checkpoint-dir",
+                     path("chk"), "--checkpoint-interval", "30ms", "--fail-every", "60000",
+                     "--seed", std::to_string(seed_)},
+                    path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("FINISHED"), std::string::npos) << r.out;
+  auto check = examples::check_running_sum({path("a.txt"), path("b.txt")}, path("out"));
+  ASSERT_TRUE(check.ok()) << check.status();
+  for (const auto& p : check->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(check->exactly_once);
+  EXPECT_EQ(check->reject_lines, 601);  // 600000 / 997
+  EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected: " << r.out;
+}
+
+TEST_F(RunningSumTest, AtLeastOnceLosesNothingUnderFailures) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  generate("a.txt", 600000, 501, seed_);
+  auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", path("out"),
+                     "--parallelism", "4", "--mode", "at-least-once", "--checkpoint-interval",
+                     "30ms", "--fail-every", "60000", "--seed", std::to_string(seed_)},
+                    path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto check = examples::check_running_sum({path("a.txt")}, path("out"));
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_TRUE(check->nothing_lost);
+}
+
+TEST_F(RunningSumTest, MalformedLinesGoToRejectsWithLineAndReason) {
+  std::ofstream(path("in.txt")) << "a,1\nno comma\nb,x\na,2\n,3\nc,99999999999999999999\nb,-4\n";
+  auto r = run_weir({"example", "running-sum", "--input", path("in.txt"), "--output", path("out")},
+                    path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto out = read_published_lines(path("out"), examples::kOutputPrefix);
+  ASSERT_TRUE(out.ok());
+  std::sort(out->begin(), out->end());
+  EXPECT_EQ(*out, (std::vector<std::string>{"a,1,1", "a,3,2", "b,-4,1"}));
+  auto rejects = read_published_lines(path("out"), examples::kRejectsPrefix);
+  ASSERT_TRUE(rejects.ok());
+  std::sort(rejects->begin(), rejects->end());
+  EXPECT_EQ(*rejects, (std::vector<std::string>{"2,missing comma", "3,value is not an integer",
+                                                "5,empty key", "6,value out of range"}));
+}
+
+TEST_F(RunningSumTest, BadArgumentsExitWithCode2AndOneLine) {
+  auto r = run_weir({"example", "running-sum", "--input", path("x"), "--output", path("o"),
+                     "--mode", "sometimes"},
+                    path("run"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("invalid mode 'sometimes'"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  std::ofstream(path("in.txt")) << "a,1\n";
+  r = run_weir({"example", "running-sum", "--input", path("in.txt"), "--output", path("o"),
+                "--checkpoint-interval", "soon"},
+               path("run"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("invalid duration 'soon'"), std::string::npos) << r.err;
+
+  r = run_weir({"example", "running-sum", "--output", path("o")}, path("run"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--input"), std::string::npos) << r.err;
+}
+
+TEST_F(RunningSumTest, UnreadableInputExitsWithCode3) {
+  auto r = run_weir({"example", "running-sum", "--input", path("missing.txt"), "--output",
+                     path("o")},
+                    path("run"));
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("cannot read input " + path("missing.txt")), std::string::npos) << r.err;
+}
+
+TEST_F(RunningSumTest, RestoreLatestWithoutCheckpointsIsAClearError) {
+  std::ofstream(path("in.txt")) << "a,1\n";
+  std::filesystem::create_directories(path("chk"));
+  auto r = run_weir({"example", "running-sum", "--input", path("in.txt"), "--output", path("o"),
+                     "--checkpoint-dir", path("chk"), "--restore", "latest"},
+                    path("run"));
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find("no complete checkpoint under " + path("chk")), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace weir

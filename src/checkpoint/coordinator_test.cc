@@ -1,0 +1,211 @@
+#include "checkpoint/coordinator.h"
+
+#include <gtest/gtest.h>
+
+namespace weir::checkpoint {
+namespace {
+
+struct RecordingActions : CoordinatorActions {
+  std::vector<int64_t> triggered, completed, aborted, finals;
+  std::vector<std::string> failures;
+  void trigger_sources(int64_t id, int64_t) override { triggered.push_back(id); }
+  void notify_complete(int64_t id) override { completed.push_back(id); }
+  void notify_aborted(int64_t id) override { aborted.push_back(id); }
+  void final_checkpoint_complete(int64_t id) override { finals.push_back(id); }
+  void fail_job(const absl::Status& why) override { failures.emplace_back(why.message()); }
+};
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void make(CheckpointConfig c, int tasks = 2) {
+    config_ = c;
+    store_ = std::make_unique<CompletedCheckpointStore>(c.retained, &storage_);
+    coord_ = std::make_unique<CheckpointCoordinator>(c, "job", &clock_, &storage_, store_.get(),
+                                                     &actions_);
+    coord_->start(tasks);
+  }
+  // Each task writes one state file and acknowledges.
+  void ack_all(int64_t id, int tasks = 2) {
+    for (int t = 0; t < tasks; ++t) {
+      AckedOperatorState s;
+      s.uid = "op";
+      s.parallelism = tasks;
+      s.max_parallelism = 128;
+      s.handle.subtask = t;
+      s.handle.file = "op-" + std::to_string(t) + ".state";
+      detail::OperatorSnapshot snap;
+      std::string bytes = encode_state_file(snap, &s.handle);
+      ASSERT_TRUE(storage_.write_state_file(id, s.handle.file, bytes).ok());
+      TaskAck ack;
+      ack.states.push_back(s);
+      coord_->on_ack(t, id, ack);
+    }
+  }
+  void advance(int64_t ms) {
+    clock_.advance(ms);
+    coord_->tick();
+  }
+
+  CheckpointConfig config_;
+  ManualClock clock_;
+  MemoryCheckpointStorage storage_{"job"};
+  RecordingActions actions_;
+  std::unique_ptr<CompletedCheckpointStore> store_;
+  std::unique_ptr<CheckpointCoordinator> coord_;
+};
+
+CheckpointConfig config(int64_t interval_ms = 100) {
+  CheckpointConfig c;
+  c.interval = Duration(interval_ms);
+  return c;
+}
+
+TEST_F(CoordinatorTest, TriggersAfterTheIntervalAndCompletesWhenAllAcked) {
+  make(config());
+  advance(99);
+  EXPECT_TRUE(actions_.triggered.empty());
+  advance(1);
+  ASSERT_EQ(actions_.triggered, std::vector<int64_t>{1});
+  AckedOperatorState s;
+  ack_all(1);
+  EXPECT_EQ(actions_.completed, std::vector<int64_t>{1});
+  ASSERT_NE(store_->latest(), nullptr);
+  EXPECT_EQ(store_->latest()->id, 1);
+  EXPECT_EQ(store_->latest()->metadata->operators.size(), 1u);
+  EXPECT_EQ(store_->latest()->metadata->operators[0].subtasks.size(), 2u);
+  EXPECT_EQ(coord_->completed_stats().size(), 1u);
+}
+
+TEST_F(CoordinatorTest, OneMissingAckKeepsItPending) {
+  make(config());
+  advance(100);
+  TaskAck ack;
+  coord_->on_ack(0, 1, ack);
+  coord_->on_ack(0, 1, ack);  // a duplicate does not count twice
+  EXPECT_TRUE(actions_.completed.empty());
+  EXPECT_EQ(coord_->num_pending(), 1u);
+}
+
+TEST_F(CoordinatorTest, MaxConcurrentHoldsBackTheNextTrigger) {
+  make(config());
+  advance(100);
+  advance(100);
+  advance(100);
+  EXPECT_EQ(actions_.triggered.size(), 1u);
+  ack_all(1);
+  advance(100);
+  EXPECT_EQ(actions_.triggered.size(), 2u);
+}
+
+TEST_F(CoordinatorTest, DeclineAbortsAndFailsTheJobWhenNoFailureIsTolerated) {
+  make(config());
+  advance(100);
+  coord_->on_decline(1, 1, "disk full");
+  EXPECT_EQ(actions_.aborted, std::vector<int64_t>{1});
+  ASSERT_EQ(actions_.failures.size(), 1u);
+  EXPECT_NE(actions_.failures[0].find("disk full"), std::string::npos);
+  EXPECT_EQ(storage_.num_checkpoints(), 0u);
+}
+
+TEST_F(CoordinatorTest, TolerableFailuresResetAfterASuccess) {
+  CheckpointConfig c = config();
+  c.tolerable_failed_checkpoints = 1;
+  make(c);
+  advance(100);
+  coord_->on_decline(0, 1, "x");
+  EXPECT_TRUE(actions_.failures.empty());
+  advance(100);
+  ack_all(2);
+  advance(100);
+  coord_->on_decline(0, 3, "y");
+  EXPECT_TRUE(actions_.failures.empty());
+  advance(100);
+  coord_->on_decline(0, 4, "z");
+  EXPECT_EQ(actions_.failures.size(), 1u);
+}
+
+TEST_F(CoordinatorTest, ExpiresAfterTheTimeout) {
+  CheckpointConfig c = config();
+  c.timeout = Duration(1000);
+  c.tolerable_failed_checkpoints = 5;
+  make(c);
+  advance(100);
+  advance(999);
+  EXPECT_TRUE(actions_.aborted.empty());
+  advance(1);
+  EXPECT_EQ(actions_.aborted, std::vector<int64_t>{1});
+  EXPECT_EQ(coord_->failed_checkpoints(), 1);
+}
+
+TEST_F(CoordinatorTest, RetainsTheNewestAndDeletesSubsumedCheckpoints) {
+  CheckpointConfig c = config();
+  c.retained = 2;
+  make(c);
+  for (int64_t id = 1; id <= 4; ++id) {
+    advance(100);
+    ack_all(id);
+  }
+  ASSERT_EQ(store_->entries().size(), 2u);
+  EXPECT_EQ(store_->entries().front().id, 3);
+  EXPECT_EQ(store_->entries().back().id, 4);
+  EXPECT_EQ(storage_.num_checkpoints(), 2u);
+}
+
+TEST_F(CoordinatorTest, MinPauseSpacesCheckpoints) {
+  CheckpointConfig c = config(100);
+  c.min_pause = Duration(500);
+  make(c);
+  advance(100);
+  ack_all(1);
+  advance(100);
+  advance(300);
+  EXPECT_EQ(actions_.triggered.size(), 1u);
+  advance(100);
+  EXPECT_EQ(actions_.triggered.size(), 2u);
+}
+
+TEST_F(CoordinatorTest, FinalCheckpointWaitsForThePendingOneAndReportsCompletion) {
+  make(config());
+  advance(100);
+  coord_->request_final_checkpoint();
+  EXPECT_EQ(actions_.triggered.size(), 1u);  // 1 still pending
+  ack_all(1);
+  coord_->tick();
+  ASSERT_EQ(actions_.triggered.size(), 2u);
+  ack_all(2);
+  EXPECT_EQ(actions_.finals, std::vector<int64_t>{2});
+  EXPECT_TRUE(coord_->completed_stats().back().is_final);
+}
+
+TEST_F(CoordinatorTest, NoPeriodicCheckpointsInModeNoneButAFinalOne) {
+  CheckpointConfig c = config();
+  c.mode = CheckpointingMode::kNone;
+  make(c);
+  advance(1000);
+  EXPECT_TRUE(actions_.triggered.empty());
+  coord_->request_final_checkpoint();
+  EXPECT_EQ(actions_.triggered.size(), 1u);
+}
+
+TEST_F(CoordinatorTest, StopAbortsWithoutCountingFailures) {
+  make(config());
+  advance(100);
+  coord_->stop();
+  EXPECT_EQ(actions_.aborted, std::vector<int64_t>{1});
+  EXPECT_TRUE(actions_.failures.empty());
+  EXPECT_EQ(coord_->failed_checkpoints(), 0);
+}
+
+TEST_F(CoordinatorTest, LateAckOfAnAbortedCheckpointRemovesItsFiles) {
+  CheckpointConfig c = config();
+  c.tolerable_failed_checkpoints = 5;
+  make(c);
+  advance(100);
+  coord_->on_decline(0, 1, "x");
+  ack_all(1);  // task 1 wrote its file after the abort
+  EXPECT_EQ(storage_.num_checkpoints(), 0u);
+  EXPECT_TRUE(actions_.completed.empty());
+}
+
+}  // namespace
+}  // namespace weir::checkpoint

@@ -1,0 +1,134 @@
+#include "checkpoint/storage.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/file_util.h"
+
+namespace fs = std::filesystem;
+
+namespace weir::checkpoint {
+namespace {
+
+class StorageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("weir-storage-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // Writes a complete checkpoint `id` with one operator state file.
+  CheckpointMetadata write_checkpoint(FileCheckpointStorage& s, int64_t id) {
+    detail::OperatorSnapshot snap;
+    snap.operator_state["positions"].entries = {"a", std::to_string(id)};
+    CheckpointMetadata m;
+    m.checkpoint_id = id;
+    m.timestamp_ms = 1000 + id;
+    m.job_id = "job";
+    OperatorStateHandles op;
+    op.uid = "source";
+    op.parallelism = 1;
+    op.max_parallelism = 128;
+    OperatorSubtaskState h;
+    h.file = "source-0.state";
+    std::string bytes = encode_state_file(snap, &h);
+    EXPECT_TRUE(s.write_state_file(id, h.file, bytes).ok());
+    op.subtasks.push_back(h);
+    m.operators.push_back(op);
+    EXPECT_TRUE(s.finalize(m).ok());
+    return m;
+  }
+
+  fs::path root_;
+};
+
+TEST_F(StorageTest, MetadataRoundTripsAndIsPublishedAtomically) {
+  FileCheckpointStorage s(root_.string(), "job");
+  CheckpointMetadata m = write_checkpoint(s, 7);
+  fs::path dir = root_ / "job" / "chk-7";
+  EXPECT_TRUE(fs::exists(dir / "_metadata"));
+  EXPECT_FALSE(fs::exists(dir / "_metadata.tmp"));
+  auto loaded = load_checkpoint(dir.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->metadata.checkpoint_id, 7);
+  ASSERT_EQ(loaded->metadata.operators.size(), 1u);
+  const auto& h = loaded->metadata.operators[0].subtasks[0];
+  auto bytes = s.read_state_file(loaded->location, h);
+  ASSERT_TRUE(bytes.ok());
+  auto state = decode_operator_state(bytes->substr(h.operator_state_offset, h.operator_state_length));
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->at("positions").entries, (std::vector<std::string>{"a", "7"}));
+}
+
+TEST_F(StorageTest, CorruptStateFileIsReportedByPath) {
+  FileCheckpointStorage s(root_.string(), "job");
+  write_checkpoint(s, 1);
+  fs::path file = root_ / "job" / "chk-1" / "source-0.state";
+  std::string bytes = *read_file(file.string());
+  bytes[14] ^= 0x40;
+  ASSERT_TRUE(write_file_synced(file.string(), bytes).ok());
+  auto loaded = load_checkpoint((root_ / "job" / "chk-1").string());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find(file.string()), std::string::npos);
+  EXPECT_NE(loaded.status().message().find("checksum"), std::string::npos);
+}
+
+TEST_F(StorageTest, CorruptOrTruncatedMetadataIsRejected) {
+  FileCheckpointStorage s(root_.string(), "job");
+  CheckpointMetadata m = write_checkpoint(s, 1);
+  std::string enc = encode_metadata(m);
+  for (size_t cut : {size_t{0}, size_t{5}, enc.size() / 2, enc.size() - 1}) {
+    EXPECT_FALSE(decode_metadata(enc.substr(0, cut), "m").ok()) << cut;
+  }
+  std::string flipped = enc;
+  flipped[20] ^= 1;
+  auto bad = decode_metadata(flipped, "m");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("checksum"), std::string::npos);
+}
+
+TEST_F(StorageTest, LatestSkipsIncompleteAndCorruptCheckpoints) {
+  FileCheckpointStorage s(root_.string(), "job");
+  write_checkpoint(s, 1);
+  write_checkpoint(s, 2);
+  write_checkpoint(s, 3);
+  // 3: corrupt state file; 4: never completed (no metadata).
+  fs::path f3 = root_ / "job" / "chk-3" / "source-0.state";
+  std::string bytes = *read_file(f3.string());
+  bytes[bytes.size() - 1] ^= 1;
+  ASSERT_TRUE(write_file_synced(f3.string(), bytes).ok());
+  ASSERT_TRUE(s.write_state_file(4, "x.state", "partial").ok());
+  std::vector<std::string> skipped;
+  auto latest = find_latest_checkpoint(root_.string(), &skipped);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->metadata.checkpoint_id, 2);
+  ASSERT_EQ(skipped.size(), 2u);
+  std::string all = skipped[0] + "\n" + skipped[1];
+  EXPECT_NE(all.find("chk-4"), std::string::npos);
+  EXPECT_NE(all.find("chk-3"), std::string::npos);
+}
+
+TEST_F(StorageTest, DiscardRemovesTheCheckpointDirectory) {
+  FileCheckpointStorage s(root_.string(), "job");
+  write_checkpoint(s, 1);
+  s.discard(1);
+  EXPECT_FALSE(fs::exists(root_ / "job" / "chk-1"));
+  std::vector<std::string> skipped;
+  EXPECT_FALSE(find_latest_checkpoint(root_.string(), &skipped).ok());
+}
+
+TEST_F(StorageTest, MissingDirectoryIsAClearError) {
+  std::vector<std::string> skipped;
+  auto r = find_latest_checkpoint((root_ / "nope").string(), &skipped);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not exist"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weir::checkpoint

@@ -7,6 +7,7 @@
 //   3  unusable input, output or checkpoint (unreadable file, no or broken
 //      checkpoint to restore, state that does not fit the job)
 //   4  the job failed and its restart strategy gave up
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -139,6 +140,8 @@ void print_result(const weir::JobResult& r, std::FILE* out) {
 }
 
 int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlags& flags) {
+  auto config = flags.to_config();
+  if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
   for (const auto& in : opts.inputs) {
     if (::access(in.c_str(), R_OK) != 0) {
       return fail(kBadInput, "cannot read input " + in + ": " + std::strerror(errno));
@@ -148,8 +151,6 @@ int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlag
   std::error_code ec;
   std::filesystem::create_directories(opts.output_dir, ec);
   if (ec) return fail(kBadInput, "cannot create output directory " + opts.output_dir + ": " + ec.message());
-  auto config = flags.to_config();
-  if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
   weir::StreamEnvironment env(*config);
   weir::examples::build_running_sum(env, opts);
   auto result = env.execute("running-sum");
@@ -171,6 +172,8 @@ int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlag
 int main(int argc, char** argv) {
   CLI::App app{"weir: a stateful stream processing engine"};
   app.require_subcommand(1);
+  // Logs go to stderr; stdout carries results.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("weir"));
   spdlog::set_level(spdlog::level::warn);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %l %v");
 

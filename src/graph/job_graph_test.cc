@@ -1,0 +1,92 @@
+#include "graph/job_graph.h"
+
+#include <gtest/gtest.h>
+
+#include "weir/connectors.h"
+#include "weir/stream.h"
+
+namespace weir::graph {
+namespace {
+
+DataStream<int64_t> numbers(StreamEnvironment& env, int p = 2) {
+  auto s = env.from_source<int64_t>(
+      [] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 10); });
+  s.parallelism(p);
+  return s;
+}
+
+TEST(JobGraphTest, ChainsForwardEdgesOfEqualParallelism) {
+  StreamEnvironment env;
+  auto s = numbers(env);
+  auto m = s.map([](const int64_t& x) { return x + 1; }).parallelism(2);
+  auto f = m.filter([](const int64_t& x) { return x > 0; }).parallelism(2);
+  f.key_by([](const int64_t& x) { return x % 3; })
+      .process<int64_t>(nullptr, "keyed")
+      .parallelism(2);
+  auto g = build_job_graph(env.graph(), env.config());
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ((*g)->vertices.size(), 2u);
+  EXPECT_EQ((*g)->vertices[0].nodes, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ((*g)->edges.size(), 1u);
+  EXPECT_EQ((*g)->edges[0].kind, detail::PartitionKind::kHash);
+  EXPECT_FALSE((*g)->edges[0].pointwise);
+}
+
+TEST(JobGraphTest, DifferentParallelismRebalancesAndUnionIsNotChained) {
+  StreamEnvironment env;
+  auto a = numbers(env, 2);
+  auto b = numbers(env, 2);
+  a.union_with(b).map([](const int64_t& x) { return x; }).parallelism(2);
+  a.map([](const int64_t& x) { return x; }).parallelism(3);
+  auto g = build_job_graph(env.graph(), env.config());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ((*g)->vertices.size(), 4u);
+  int rebalance = 0, forward = 0;
+  for (const auto& e : (*g)->edges) {
+    rebalance += e.kind == detail::PartitionKind::kRebalance;
+    forward += e.kind == detail::PartitionKind::kForward;
+  }
+  EXPECT_EQ(rebalance, 1);
+  EXPECT_EQ(forward, 2);  // the union's inputs: forward but not chained
+}
+
+TEST(JobGraphTest, DerivedUidsAreDeterministicAndExplicitOnesKept) {
+  auto build = [] {
+    StreamEnvironment env;
+    numbers(env).map([](const int64_t& x) { return x; }, "m").uid("my-map");
+    numbers(env).map([](const int64_t& x) { return x; }, "m");
+    return build_job_graph(env.graph(), env.config());
+  };
+  auto g1 = build(), g2 = build();
+  ASSERT_TRUE(g1.ok() && g2.ok());
+  EXPECT_EQ((*g1)->uids, (*g2)->uids);
+  EXPECT_EQ((*g1)->uids[1], "my-map");
+  EXPECT_NE((*g1)->uids[0], (*g1)->uids[2]);
+}
+
+TEST(JobGraphTest, RejectsInvalidGraphs) {
+  {
+    StreamEnvironment env;
+    numbers(env).uid("x");
+    numbers(env).uid("x");
+    auto g = build_job_graph(env.graph(), env.config());
+    ASSERT_FALSE(g.ok());
+    EXPECT_NE(g.status().message().find("'x' is used twice"), std::string::npos);
+  }
+  {
+    StreamEnvironment env;
+    numbers(env, 2).forward().map([](const int64_t& x) { return x; }).parallelism(3);
+    auto g = build_job_graph(env.graph(), env.config());
+    ASSERT_FALSE(g.ok());
+    EXPECT_NE(g.status().message().find("equal parallelism"), std::string::npos);
+  }
+  {
+    StreamEnvironment env;
+    env.config().max_parallelism = 4;
+    numbers(env, 5);
+    EXPECT_FALSE(build_job_graph(env.graph(), env.config()).ok());
+  }
+}
+
+}  // namespace
+}  // namespace weir::graph

@@ -1,0 +1,295 @@
+// End-to-end jobs through the public API in the embedded cluster: exactly-
+// once, at-least-once and no-checkpoint runs, with injected task failures.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "weir/connectors.h"
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+struct Event {
+  int64_t key = 0;
+  int64_t value = 0;
+  auto weir_fields() { return std::tie(key, value); }
+};
+
+struct Count {
+  int64_t key = 0;
+  int64_t count = 0;
+  int64_t sum = 0;
+  auto weir_fields() { return std::tie(key, count, sum); }
+};
+
+// Committed output, shared by the sink subtasks of one test. A transaction is
+// (subtask, checkpoint id); committing one twice replaces it, so commits are
+// idempotent, as a transactional sink's must be.
+class CommitLog {
+ public:
+  void commit(int subtask, int64_t checkpoint, std::vector<Count> records) {
+    std::lock_guard lock(mu_);
+    txns_[{subtask, checkpoint}] = std::move(records);
+  }
+  std::vector<Count> all() const {
+    std::lock_guard lock(mu_);
+    std::vector<Count> out;
+    for (const auto& [k, v] : txns_) out.insert(out.end(), v.begin(), v.end());
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<int, int64_t>, std::vector<Count>> txns_;
+};
+
+struct PendingTxn {
+  int64_t checkpoint = 0;
+  std::vector<Count> records;
+  auto weir_fields() { return std::tie(checkpoint, records); }
+};
+
+class TwoPhaseSink final : public Sink<Count> {
+ public:
+  explicit TwoPhaseSink(CommitLog* log) : log_(log) {}
+  absl::Status open(OperatorContext& ctx) override {
+    subtask_ = ctx.subtask_index();
+    state_ = std::make_unique<OperatorListState<PendingTxn>>(ctx, "pending");
+    for (auto& t : state_->get()) log_->commit(subtask_, t.checkpoint, t.records);
+    state_->clear();
+    return absl::OkStatus();
+  }
+  absl::Status write(const Count& c) override {
+    current_.push_back(c);
+    return absl::OkStatus();
+  }
+  absl::Status snapshot_state(int64_t id) override {
+    pending_.push_back({id, std::move(current_)});
+    current_.clear();
+    state_->update(pending_);
+    return absl::OkStatus();
+  }
+  void notify_checkpoint_complete(int64_t id) override {
+    while (!pending_.empty() && pending_.front().checkpoint <= id) {
+      log_->commit(subtask_, pending_.front().checkpoint, pending_.front().records);
+      pending_.erase(pending_.begin());
+    }
+  }
+
+ private:
+  CommitLog* log_;
+  int subtask_ = 0;
+  std::vector<Count> current_;
+  std::vector<PendingTxn> pending_;
+  std::unique_ptr<OperatorListState<PendingTxn>> state_;
+};
+
+// Counts and sums per key; throws after a random number of records once a
+// checkpoint has completed in the attempt (always, in the first attempt).
+class CountWithFailures final : public KeyedProcessFunction<int64_t, Event, Count> {
+ public:
+  CountWithFailures(int64_t fail_every, uint64_t seed) : fail_every_(fail_every), seed_(seed) {}
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    count_ = &ctx.get_state(ValueStateDescriptor<int64_t>{"count"});
+    sum_ = &ctx.get_reducing_state(
+        ReducingStateDescriptor<int64_t>{"sum", [](const int64_t& a, const int64_t& b) { return a + b; }});
+    const auto& op = ctx.operator_context();
+    armed_ = op.attempt() == 0;
+    std::mt19937_64 rng(seed_ + op.subtask_index() * 31 + op.attempt() * 1009);
+    if (fail_every_ > 0) threshold_ = 1 + static_cast<int64_t>(rng() % (2 * fail_every_));
+    return absl::OkStatus();
+  }
+  void process_element(const Event& e, Context& ctx, Collector<Count>& out) override {
+    int64_t c = count_->value_or(0) + 1;
+    count_->update(c);
+    sum_->add(e.value);
+    out.collect(Count{ctx.current_key(), c, *sum_->get()});
+    if (fail_every_ > 0 && armed_ && ++seen_ >= threshold_) {
+      armed_ = false;
+      throw std::runtime_error("injected failure");
+    }
+  }
+  void notify_checkpoint_complete(int64_t) override { armed_ = fail_every_ > 0; }
+
+ private:
+  const int64_t fail_every_;
+  const uint64_t seed_;
+  ValueState<int64_t>* count_ = nullptr;
+  ReducingState<int64_t>* sum_ = nullptr;
+  bool armed_ = false;
+  int64_t seen_ = 0, threshold_ = 0;
+};
+
+constexpr int64_t kKeys = 53;
+
+Event event_at(int64_t i) { return Event{i % kKeys, i % 7 - 3}; }
+
+struct RunSpec {
+  CheckpointingMode mode = CheckpointingMode::kExactlyOnce;
+  int64_t events_per_source = 200000;
+  int parallelism = 4;
+  int64_t fail_every = 0;
+  uint64_t seed = 1;
+};
+
+// Two generator sources (the second offset by events_per_source), unioned,
+// keyed, counted, committed.
+JobResult run_job(const RunSpec& spec, CommitLog* log) {
+  JobConfig config;
+  config.default_parallelism = spec.parallelism;
+  config.checkpoint.mode = spec.mode;
+  config.checkpoint.interval = Duration(20);
+  config.restart.delay = Duration(10);
+  StreamEnvironment env(config);
+  int64_t n = spec.events_per_source;
+  auto a = env.from_source<Event>(
+      [n] { return std::make_unique<GeneratorSource<Event>>(event_at, n); }, "a");
+  auto b = env.from_source<Event>(
+      [n] {
+        return std::make_unique<GeneratorSource<Event>>([n](int64_t i) { return event_at(i + n); }, n);
+      },
+      "b");
+  int64_t fail_every = spec.fail_every;
+  uint64_t seed = spec.seed;
+  a.union_with(b)
+      .key_by([](const Event& e) { return e.key; })
+      .process<Count>([fail_every, seed] { return std::make_unique<CountWithFailures>(fail_every, seed); },
+                      "count")
+      .uid("count")
+      .sink_to([log] { return std::make_unique<TwoPhaseSink>(log); }, "sink")
+      .uid("sink");
+  auto result = env.execute("pipeline-test");
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.value_or(JobResult{});
+}
+
+struct Expected {
+  std::map<int64_t, int64_t> count, sum;
+};
+
+Expected expected_for(int64_t events_per_source) {
+  Expected e;
+  for (int64_t i = 0; i < 2 * events_per_source; ++i) {
+    Event ev = event_at(i);
+    e.count[ev.key]++;
+    e.sum[ev.key] += ev.value;
+  }
+  return e;
+}
+
+// Exactly once: per key, counts 1..n each exactly once, the last with the
+// total sum.
+void expect_exactly_once(const std::vector<Count>& out, const Expected& exp) {
+  std::map<int64_t, std::map<int64_t, int64_t>> by_key;  // key -> count -> sum
+  for (const Count& c : out) {
+    ASSERT_TRUE(by_key[c.key].emplace(c.count, c.sum).second)
+        << "duplicate: key " << c.key << " count " << c.count;
+  }
+  ASSERT_EQ(by_key.size(), exp.count.size());
+  for (const auto& [key, counts] : by_key) {
+    ASSERT_EQ(static_cast<int64_t>(counts.size()), exp.count.at(key)) << "key " << key;
+    EXPECT_EQ(counts.begin()->first, 1);
+    EXPECT_EQ(counts.rbegin()->first, exp.count.at(key));
+    EXPECT_EQ(counts.rbegin()->second, exp.sum.at(key)) << "key " << key;
+  }
+}
+
+TEST(PipelineTest, ExactlyOnceWithoutFailures) {
+  CommitLog log;
+  RunSpec spec;
+  JobResult r = run_job(spec, &log);
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  EXPECT_EQ(r.restarts, 0);
+  EXPECT_TRUE(!r.checkpoints.empty() && r.checkpoints.back().is_final);
+  expect_exactly_once(log.all(), expected_for(spec.events_per_source));
+}
+
+TEST(PipelineTest, ExactlyOnceUnderRepeatedTaskFailures) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  CommitLog log;
+  RunSpec spec;
+  spec.events_per_source = 600000;
+  spec.fail_every = 30000;
+  spec.seed = seed;
+  JobResult r = run_job(spec, &log);
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  EXPECT_GE(r.restarts, 2);
+  expect_exactly_once(log.all(), expected_for(spec.events_per_source));
+}
+
+TEST(PipelineTest, AtLeastOnceLosesNothingUnderFailures) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  CommitLog log;
+  RunSpec spec;
+  spec.mode = CheckpointingMode::kAtLeastOnce;
+  spec.events_per_source = 600000;
+  spec.fail_every = 30000;
+  spec.seed = seed;
+  JobResult r = run_job(spec, &log);
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  EXPECT_GE(r.restarts, 2);
+  Expected exp = expected_for(spec.events_per_source);
+  std::map<int64_t, int64_t> max_count, lines;
+  for (const Count& c : log.all()) {
+    max_count[c.key] = std::max(max_count[c.key], c.count);
+    ++lines[c.key];
+  }
+  for (const auto& [key, n] : exp.count) {
+    EXPECT_GE(max_count[key], n) << "key " << key;
+    EXPECT_GE(lines[key], n) << "key " << key;
+  }
+}
+
+TEST(PipelineTest, NoCheckpointsModeStillCommitsAtTheEnd) {
+  CommitLog log;
+  RunSpec spec;
+  spec.mode = CheckpointingMode::kNone;
+  spec.events_per_source = 50000;
+  JobResult r = run_job(spec, &log);
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  ASSERT_EQ(r.checkpoints.size(), 1u);  // only the final one
+  expect_exactly_once(log.all(), expected_for(spec.events_per_source));
+}
+
+TEST(PipelineTest, ExhaustedRestartStrategyFailsTheJobWithTheCause) {
+  JobConfig config;
+  config.restart.kind = RestartStrategyKind::kFixedDelay;
+  config.restart.max_attempts = 2;
+  config.restart.delay = Duration(1);
+  StreamEnvironment env(config);
+  env.from_source<int64_t>([] {
+       return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 1000);
+     })
+      .map([](const int64_t& i) -> int64_t {
+        if (i == 500) throw std::runtime_error("bad record 500");
+        return i;
+      });
+  auto r = env.execute("always-fails");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, JobStatus::kFailed);
+  EXPECT_EQ(r->restarts, 2);
+  EXPECT_NE(r->failure.find("bad record 500"), std::string::npos) << r->failure;
+}
+
+TEST(PipelineTest, TooFewNetworkBuffersIsAClearError) {
+  JobConfig config;
+  config.network.total_buffers = 4;
+  config.default_parallelism = 4;
+  StreamEnvironment env(config);
+  env.from_source<int64_t>([] {
+       return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 10);
+     })
+      .rebalance()
+      .map([](const int64_t& i) { return i; });
+  auto r = env.execute("starved");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("network buffers"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weir
