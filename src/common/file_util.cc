@@ -18,21 +18,28 @@ absl::Status errno_status(std::string_view op, const std::string& path, int err)
   return absl::InternalError(msg);
 }
 
-absl::Status write_file_synced(const std::string& path, std::string_view bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return errno_status("open", path, errno);
+absl::Status write_all(int fd, std::string_view bytes, const std::string& path) {
   const char* p = bytes.data();
   size_t left = bytes.size();
   while (left > 0) {
     ssize_t n = ::write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return errno_status("write", path, err);
+      return errno_status("write", path, errno);
     }
     p += n;
     left -= static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status write_file_synced(const std::string& path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("open", path, errno);
+  absl::Status s = write_all(fd, bytes, path);
+  if (!s.ok()) {
+    ::close(fd);
+    return s;
   }
   if (::fsync(fd) != 0) {
     int err = errno;

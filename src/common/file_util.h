@@ -11,6 +11,9 @@
 
 namespace weir {
 
+// Writes all of `bytes` to the open descriptor `fd` (retrying short writes
+// and EINTR); `path` names it in errors.
+absl::Status write_all(int fd, std::string_view bytes, const std::string& path);
 // Writes `bytes` to `path` and fsyncs it. Replaces an existing file.
 absl::Status write_file_synced(const std::string& path, std::string_view bytes);
 // Publishes atomically: writes `path`.tmp, fsyncs, renames onto `path`,

@@ -81,19 +81,9 @@ absl::Status ExactlyOnceFileSink::write(const std::string& line) {
 }
 
 absl::Status ExactlyOnceFileSink::flush_buffer() {
-  const char* p = buffer_.data();
-  size_t left = buffer_.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno_status("write", path("." + name(seq_) + ".inprogress"), errno);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
+  absl::Status s = write_all(fd_, buffer_, path("." + name(seq_) + ".inprogress"));
   buffer_.clear();
-  return absl::OkStatus();
+  return s;
 }
 
 absl::Status ExactlyOnceFileSink::snapshot_state(int64_t checkpoint_id) {
