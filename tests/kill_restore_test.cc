@@ -16,20 +16,6 @@ namespace {
 using testing::Child;
 using testing::TempDir;
 
-// Highest checkpoint id with a published _metadata under `root`.
-int64_t newest_completed(const std::string& root) {
-  int64_t best = 0;
-  std::error_code ec;
-  for (const auto& job : fs::directory_iterator(root, ec)) {
-    for (const auto& chk : fs::directory_iterator(job.path(), ec)) {
-      std::string name = chk.path().filename().string();
-      if (name.rfind("chk-", 0) != 0 || !fs::exists(chk.path() / "_metadata", ec)) continue;
-      best = std::max<int64_t>(best, std::atoll(name.c_str() + 4));
-    }
-  }
-  return best;
-}
-
 fs::path newest_checkpoint_dir(const std::string& root) {
   fs::path best;
   int64_t best_id = -1;
@@ -60,7 +46,7 @@ class KillRestoreTest : public ::testing::Test {
   }
 
   std::vector<std::string> args(bool restore) {
-    std::vector<std::string> a = {testing::weir_bin(), "example", "running-sum",
+    std::vector<std::string> a = {testing::weir_bin(), "example", "running-sum", "--verbose",
                                   "--input", dir_->path("a.txt"), "--input", dir_->path("b.txt"),
                                   "--output", dir_->path("out"), "--parallelism", "4",
                                   "--checkpoint-dir", dir_->path("chk"),
@@ -72,21 +58,24 @@ class KillRestoreTest : public ::testing::Test {
     return a;
   }
 
-  // Runs until `more` further checkpoints completed (or the job ended by
-  // itself), then SIGKILLs. Returns false when the job finished on its own.
+  // Runs until the job logs its `more`-th completed checkpoint, then
+  // SIGKILLs it. Returns false when the job finished on its own first.
   bool run_and_kill(bool restore, int more, int round) {
-    int64_t start = newest_completed(dir_->path("chk"));
-    Child c(args(restore), dir_->path("round" + std::to_string(round)));
-    bool reached = testing::wait_for(
-        [&] { return !c.running() || newest_completed(dir_->path("chk")) >= start + more; },
+    Child c(args(restore), dir_->path("round" + std::to_string(round)), /*pipe_stderr=*/true);
+    int completed = 0;
+    bool reached = c.wait_for_line(
+        [&](const std::string& line) {
+          return line.find("completed") != std::string::npos && ++completed >= more;
+        },
         std::chrono::seconds(60));
-    EXPECT_TRUE(reached) << "no progress in round " << round << ": " << c.err();
-    if (!c.running()) {
+    if (!reached) {  // the stream ended: the job finished before that
       EXPECT_EQ(c.wait(), 0) << c.err();
       return false;
     }
     c.kill9();
-    EXPECT_EQ(c.wait(), 128 + SIGKILL);
+    int code = c.wait();
+    if (code == 0) return false;  // it finished between the line and the kill
+    EXPECT_EQ(code, 128 + SIGKILL) << c.err();
     return true;
   }
 

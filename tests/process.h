@@ -5,6 +5,7 @@
 #define WEIR_TESTS_PROCESS_H_
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,7 +17,6 @@
 #include <functional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace weir::testing {
@@ -26,15 +26,19 @@ inline std::string weir_bin() {
   return p ? p : "weir";
 }
 
-// A started child with stdout and stderr redirected to files.
+// A started child with stdout redirected to a file, and stderr to a file or
+// (with `pipe_stderr`) to a pipe the test reads with wait_for_line().
 class Child {
  public:
-  Child(const std::vector<std::string>& args, const std::string& log_prefix)
+  Child(const std::vector<std::string>& args, const std::string& log_prefix,
+        bool pipe_stderr = false)
       : out_path_(log_prefix + ".out"), err_path_(log_prefix + ".err") {
+    int fds[2] = {-1, -1};
+    if (pipe_stderr && ::pipe2(fds, O_CLOEXEC) != 0) fds[0] = fds[1] = -1;
     pid_ = ::fork();
     if (pid_ == 0) {
       int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err = fds[1] >= 0 ? fds[1] : ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(out, 1);
       ::dup2(err, 2);
       std::vector<char*> argv;
@@ -43,11 +47,40 @@ class Child {
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }
+    if (fds[1] >= 0) ::close(fds[1]);
+    err_fd_ = fds[0];
   }
   ~Child() {
     if (pid_ > 0 && !exited_) {
       ::kill(pid_, SIGKILL);
       wait();
+    }
+    if (err_fd_ >= 0) ::close(err_fd_);
+  }
+
+  // Blocks on the stderr pipe until a line satisfying `match` arrives
+  // (true), or the stream ends or `deadline` passes (false). Lines read are
+  // kept for err().
+  bool wait_for_line(const std::function<bool(const std::string&)>& match,
+                     std::chrono::milliseconds deadline) {
+    auto until = std::chrono::steady_clock::now() + deadline;
+    while (true) {
+      size_t nl;
+      while ((nl = pending_.find('\n')) != std::string::npos) {
+        std::string line = pending_.substr(0, nl);
+        pending_.erase(0, nl + 1);
+        piped_ += line + "\n";
+        if (match(line)) return true;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || err_fd_ < 0) return false;
+      pollfd p{err_fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::read(err_fd_, buf, sizeof(buf));
+      if (n <= 0) return false;
+      pending_.append(buf, static_cast<size_t>(n));
     }
   }
 
@@ -73,7 +106,7 @@ class Child {
     if (!exited_) ::kill(pid_, SIGKILL);
   }
   std::string out() const { return slurp(out_path_); }
-  std::string err() const { return slurp(err_path_); }
+  std::string err() const { return err_fd_ >= 0 ? piped_ + pending_ : slurp(err_path_); }
 
  private:
   static std::string slurp(const std::string& path) {
@@ -84,6 +117,8 @@ class Child {
   }
 
   pid_t pid_ = -1;
+  int err_fd_ = -1;
+  std::string pending_, piped_;
   bool exited_ = false;
   int code_ = -1;
   std::string out_path_, err_path_;
@@ -99,19 +134,6 @@ inline RunResult run_weir(std::vector<std::string> args, const std::string& log_
   Child c(args, log_prefix);
   int code = c.wait();
   return {code, c.out(), c.err()};
-}
-
-// Waits until `done` holds or `deadline` passes; returns whether it held.
-// The condition is about another process (files it writes), so there is
-// nothing to block on: it is re-checked every 2 ms, leaving the cores to the
-// process under test.
-inline bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds deadline) {
-  auto until = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return done();
 }
 
 // A fresh directory under the system temp directory, removed on destruction.

@@ -118,3 +118,44 @@ TEST_F(RunningSumTest, RestoreLatestWithoutCheckpointsIsAClearError) {
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+TEST_F(RunningSumTest, UnrecoverableFailureExitsWithCode4AndOneLine) {
+  generate("a.txt", 100000, 0, seed_);
+  auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", path("out"),
+                     "--restart-strategy", "none", "--fail-every", "1000"},
+                    path("run"));
+  EXPECT_EQ(r.code, 4);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("injected failure"), std::string::npos) << r.err;
+  // Nothing of the failed attempt was committed.
+  auto out = read_published_lines(path("out"), examples::kOutputPrefix);
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->empty());
+}
+
+// A full output disk: the job fails with the path and the cause, and the
+// committed output stays consistent (nothing half-published).
+TEST_F(RunningSumTest, FullDiskIsReportedWithPathAndCause) {
+  generate("a.txt", 200000, 0, seed_);
+  std::string mnt = path("small");
+  std::filesystem::create_directories(mnt);
+  std::string cmd = "mount -t tmpfs -o size=256k tmpfs " + mnt + " 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    GTEST_SKIP() << "this environment cannot mount a small tmpfs to fill up";
+  }
+  auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", mnt + "/out",
+                     "--restart-attempts", "1", "--checkpoint-interval", "50ms"},
+                    path("run"));
+  std::string umount = "umount " + mnt;
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(mnt + "/out"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  ASSERT_EQ(std::system(umount.c_str()), 0);
+}
+
+}  // namespace
+}  // namespace weir

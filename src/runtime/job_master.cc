@@ -141,7 +141,7 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
 void JobMaster::handle_failure(const std::string& error) {
   if (status_ != JobStatus::kRunning) return;
   last_failure_ = error;
-  spdlog::warn("job {}: attempt {} failed: {}", job_id_, attempt_, error);
+  spdlog::info("job {}: attempt {} failed: {}", job_id_, attempt_, error);
   status_ = JobStatus::kRestarting;
   coordinator_.stop();
   for (auto& e : executions_) {
@@ -231,6 +231,7 @@ void JobMaster::trigger_sources(int64_t cp, int64_t ts) {
 }
 
 void JobMaster::notify_complete(int64_t cp) {
+  spdlog::info("job {}: checkpoint {} completed", job_id_, cp);
   for (auto& e : executions_) {
     if (!e.terminal) tm_->notify_checkpoint_complete(e.id, cp);
   }

@@ -2,6 +2,7 @@
 // once, at-least-once and no-checkpoint runs, with injected task failures.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <random>
@@ -289,6 +290,126 @@ TEST(PipelineTest, TooFewNetworkBuffersIsAClearError) {
   auto r = env.execute("starved");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("network buffers"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weir
+
+namespace weir {
+namespace {
+
+// Collects records per subtask, without checkpoints semantics (at-least-once).
+class VectorSink final : public Sink<int64_t> {
+ public:
+  VectorSink(std::mutex* mu, std::vector<std::pair<int, int64_t>>* out) : mu_(mu), out_(out) {}
+  absl::Status open(OperatorContext& ctx) override {
+    subtask_ = ctx.subtask_index();
+    return absl::OkStatus();
+  }
+  absl::Status write(const int64_t& v) override {
+    std::lock_guard lock(*mu_);
+    out_->emplace_back(subtask_, v);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::mutex* mu_;
+  std::vector<std::pair<int, int64_t>>* out_;
+  int subtask_ = 0;
+};
+
+TEST(PartitioningTest, BroadcastReachesEverySubtaskAndRebalanceSpreads) {
+  std::mutex mu;
+  std::vector<std::pair<int, int64_t>> broadcast_out, rebalance_out;
+  JobConfig config;
+  StreamEnvironment env(config);
+  auto src = env.from_source<int64_t>([] {
+    return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 1000);
+  });
+  src.broadcast()
+      .map([](const int64_t& i) { return i; }, "b")
+      .parallelism(3)
+      .sink_to([&] { return std::make_unique<VectorSink>(&mu, &broadcast_out); })
+      .parallelism(3);
+  src.rebalance()
+      .map([](const int64_t& i) { return i; }, "r")
+      .parallelism(4)
+      .sink_to([&] { return std::make_unique<VectorSink>(&mu, &rebalance_out); })
+      .parallelism(4);
+  auto r = env.execute("partitioning");
+  ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  ASSERT_EQ(broadcast_out.size(), 3000u);
+  std::map<int, int> per_subtask;
+  for (auto& [s, v] : broadcast_out) per_subtask[s]++;
+  EXPECT_EQ(per_subtask, (std::map<int, int>{{0, 1000}, {1, 1000}, {2, 1000}}));
+  ASSERT_EQ(rebalance_out.size(), 1000u);
+  per_subtask.clear();
+  for (auto& [s, v] : rebalance_out) per_subtask[s]++;
+  EXPECT_EQ(per_subtask, (std::map<int, int>{{0, 250}, {1, 250}, {2, 250}, {3, 250}}));
+}
+
+// Runs a job with a stateful operator "extra" (when `with_extra`) and a
+// stateful keyed counter, checkpointing into `dir`, restoring from `restore`.
+absl::StatusOr<JobResult> run_with_uids(const std::string& dir, bool with_extra,
+                                        const std::string& restore, bool allow_non_restored) {
+  JobConfig config;
+  config.checkpoint.directory = dir;
+  config.restore = restore;
+  config.allow_non_restored_state = allow_non_restored;
+  StreamEnvironment env(config);
+  auto src = env.from_source<int64_t>([] {
+    return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 100);
+  });
+  src.uid("numbers");
+  auto keyed = src.map([](const int64_t& i) { return Event{i % 5, 1}; });
+  keyed.key_by([](const Event& e) { return e.key; })
+      .process<Count>([] { return std::make_unique<CountWithFailures>(0, 0); })
+      .uid("counter");
+  if (with_extra) {
+    keyed.key_by([](const Event& e) { return e.key; })
+        .process<Count>([] { return std::make_unique<CountWithFailures>(0, 0); })
+        .uid("extra");
+  }
+  return env.execute("uids");
+}
+
+TEST(RestoreTest, StateOfAMissingOperatorIsRefusedUnlessAllowed) {
+  std::string dir = ::testing::TempDir() + "/weir-uids-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  auto first = run_with_uids(dir, true, "", false);
+  ASSERT_TRUE(first.ok() && first->status == JobStatus::kFinished);
+  auto refused = run_with_uids(dir, false, "latest", false);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("extra"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("--allow-non-restored-state"), std::string::npos);
+  auto allowed = run_with_uids(dir, false, "latest", true);
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_EQ(allowed->status, JobStatus::kFinished);
+  EXPECT_GE(allowed->restored_checkpoint_id, 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RestoreTest, ChangedMaxParallelismIsRefused) {
+  std::string dir = ::testing::TempDir() + "/weir-maxp-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(run_with_uids(dir, false, "", false).ok());
+  JobConfig config;
+  config.checkpoint.directory = dir;
+  config.restore = "latest";
+  config.max_parallelism = 64;
+  StreamEnvironment env(config);
+  env.from_source<int64_t>([] {
+       return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 100);
+     })
+      .uid("numbers")
+      .map([](const int64_t& i) { return Event{i % 5, 1}; })
+      .key_by([](const Event& e) { return e.key; })
+      .process<Count>([] { return std::make_unique<CountWithFailures>(0, 0); })
+      .uid("counter");
+  auto r = env.execute("maxp");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("max parallelism"), std::string::npos) << r.status();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

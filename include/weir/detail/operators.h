@@ -208,7 +208,7 @@ class SinkOperator final : public OperatorBase, public Input<T> {
   }
   void process(const T& r) override {
     absl::Status s = sink_->write(r);
-    if (!s.ok()) throw std::runtime_error("sink " + ctx_->operator_uid() + ": " + s.ToString());
+    if (!s.ok()) throw std::runtime_error("sink " + ctx_->operator_uid() + ": " + std::string(s.message()));
   }
   absl::Status finish() override { return sink_->finish(); }
   absl::StatusOr<OperatorSnapshot> snapshot(int64_t id) override {
