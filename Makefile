@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: deps configure build demo test bench clean
+.PHONY: deps configure build demo test bench check-locks clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -21,8 +21,13 @@ test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 bench: configure
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target weir_bench
-	@$(BUILD_DIR)/bench/weir_bench
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target weir_bench weir_micro_bench
+	@BENCH=$(BUILD_DIR)/bench/weir_bench bash bench/run.sh
+
+# Builds the engine with clang to check the lock annotations.
+check-locks: deps
+	@CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build build-clang -j $(JOBS) --target weir_core weir_unit_test
 
 clean:
 	@rm -rf $(BUILD_DIR)

@@ -33,7 +33,7 @@ std::string FileCheckpointStorage::location(int64_t id) const {
 }
 
 absl::Status FileCheckpointStorage::ensure_dir(int64_t id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (created_[id]) return absl::OkStatus();
   std::error_code ec;
   fs::create_directories(location(id), ec);
@@ -78,7 +78,7 @@ absl::StatusOr<std::string> FileCheckpointStorage::read_state_file(
 
 void FileCheckpointStorage::discard(int64_t id) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     created_.erase(id);
   }
   std::error_code ec;
@@ -87,13 +87,13 @@ void FileCheckpointStorage::discard(int64_t id) {
 
 absl::Status MemoryCheckpointStorage::write_state_file(int64_t id, const std::string& name,
                                                        std::string_view bytes) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   files_[id][name] = std::string(bytes);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> MemoryCheckpointStorage::finalize(const CheckpointMetadata& m) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   files_[m.checkpoint_id][std::string(kMetadataFileName)] = encode_metadata(m);
   return location(m.checkpoint_id);
 }
@@ -104,7 +104,7 @@ std::string MemoryCheckpointStorage::location(int64_t id) const {
 
 absl::StatusOr<std::string> MemoryCheckpointStorage::read_state_file(
     const std::string& location, const OperatorSubtaskState& handle) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [id, files] : files_) {
     if (this->location(id) != location) continue;
     auto it = files.find(handle.file);
@@ -117,12 +117,12 @@ absl::StatusOr<std::string> MemoryCheckpointStorage::read_state_file(
 }
 
 void MemoryCheckpointStorage::discard(int64_t id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   files_.erase(id);
 }
 
 size_t MemoryCheckpointStorage::num_checkpoints() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return files_.size();
 }
 

@@ -15,12 +15,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "checkpoint/format.h"
 
 namespace weir::checkpoint {
@@ -63,8 +63,8 @@ class FileCheckpointStorage final : public CheckpointStorage {
   absl::Status ensure_dir(int64_t checkpoint_id);
 
   const std::string job_dir_;
-  std::mutex mu_;
-  std::map<int64_t, bool> created_;  // guarded by mu_
+  absl::Mutex mu_;
+  std::map<int64_t, bool> created_ ABSL_GUARDED_BY(mu_);
 };
 
 class MemoryCheckpointStorage final : public CheckpointStorage {
@@ -84,8 +84,8 @@ class MemoryCheckpointStorage final : public CheckpointStorage {
 
  private:
   const std::string job_id_;
-  mutable std::mutex mu_;
-  std::map<int64_t, std::map<std::string, std::string>> files_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<int64_t, std::map<std::string, std::string>> files_ ABSL_GUARDED_BY(mu_);
 };
 
 // Loads and fully verifies (metadata and every state file's checksum) the

@@ -26,6 +26,7 @@ NetworkBufferPool::NetworkBufferPool(int num_buffers, int buffer_size)
     : total_(num_buffers),
       buffer_size_(buffer_size),
       memory_(new char[static_cast<size_t>(num_buffers) * buffer_size]) {
+  absl::MutexLock lock(&mu_);
   free_.reserve(num_buffers);
   for (int i = num_buffers - 1; i >= 0; --i) {
     free_.push_back(memory_.get() + static_cast<size_t>(i) * buffer_size);
@@ -33,8 +34,8 @@ NetworkBufferPool::NetworkBufferPool(int num_buffers, int buffer_size)
 }
 
 Buffer NetworkBufferPool::request(const std::atomic<bool>& cancelled) {
-  std::unique_lock lock(mu_);
-  freed_.wait(lock, [&] { return !free_.empty() || cancelled.load(); });
+  absl::MutexLock lock(&mu_);
+  while (free_.empty() && !cancelled.load()) freed_.Wait(&mu_);
   if (free_.empty()) return Buffer();
   char* seg = free_.back();
   free_.pop_back();
@@ -42,21 +43,19 @@ Buffer NetworkBufferPool::request(const std::atomic<bool>& cancelled) {
 }
 
 void NetworkBufferPool::wake_all() {
-  std::lock_guard lock(mu_);
-  freed_.notify_all();
+  absl::MutexLock lock(&mu_);
+  freed_.SignalAll();
 }
 
 int NetworkBufferPool::available() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<int>(free_.size());
 }
 
 void NetworkBufferPool::recycle(char* segment) {
-  {
-    std::lock_guard lock(mu_);
-    free_.push_back(segment);
-  }
-  freed_.notify_one();
+  absl::MutexLock lock(&mu_);
+  free_.push_back(segment);
+  freed_.Signal();
 }
 
 }  // namespace weir::network

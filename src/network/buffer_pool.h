@@ -7,11 +7,11 @@
 #define WEIR_NETWORK_BUFFER_POOL_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace weir::network {
 
@@ -68,9 +68,9 @@ class NetworkBufferPool {
   const int buffer_size_;
   std::unique_ptr<char[]> memory_;
 
-  mutable std::mutex mu_;
-  std::condition_variable freed_;
-  std::vector<char*> free_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  absl::CondVar freed_;
+  std::vector<char*> free_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weir::network

@@ -3,9 +3,9 @@
 namespace weir::network {
 
 bool LocalChannel::push(ChannelEvent ev) {
-  std::unique_lock lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (ev.kind == EventKind::kBuffer) {
-    not_full_.wait(lock, [&] { return closed_ || queued_buffers_ < capacity_; });
+    while (!closed_ && queued_buffers_ >= capacity_) not_full_.Wait(&mu_);
     ++queued_buffers_;
   }
   if (closed_) return false;
@@ -16,43 +16,39 @@ bool LocalChannel::push(ChannelEvent ev) {
 }
 
 std::optional<ChannelEvent> LocalChannel::poll() {
-  std::optional<ChannelEvent> ev;
-  {
-    std::lock_guard lock(mu_);
-    if (queue_.empty()) return std::nullopt;
-    ev.emplace(std::move(queue_.front()));
-    queue_.pop_front();
-    if (ev->kind != EventKind::kBuffer) return ev;
+  absl::MutexLock lock(&mu_);
+  if (queue_.empty()) return std::nullopt;
+  std::optional<ChannelEvent> ev(std::move(queue_.front()));
+  queue_.pop_front();
+  if (ev->kind == EventKind::kBuffer) {
     --queued_buffers_;
+    not_full_.Signal();
   }
-  not_full_.notify_one();
   return ev;
 }
 
 bool LocalChannel::has_event() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return !queue_.empty();
 }
 
 void LocalChannel::close() {
-  std::deque<ChannelEvent> dropped;
-  {
-    std::lock_guard lock(mu_);
-    closed_ = true;
-    dropped.swap(queue_);
-    queued_buffers_ = 0;
-    if (consumer_ != nullptr) consumer_->notify();
-  }
-  not_full_.notify_all();
+  std::deque<ChannelEvent> dropped;  // buffers return to the pool outside the lock
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+  dropped.swap(queue_);
+  queued_buffers_ = 0;
+  if (consumer_ != nullptr) consumer_->notify();
+  not_full_.SignalAll();
 }
 
 bool LocalChannel::closed() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return closed_;
 }
 
 void LocalChannel::set_consumer(runtime::Wakeup* wakeup) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   consumer_ = wakeup;
 }
 

@@ -8,11 +8,11 @@
 #ifndef WEIR_NETWORK_CHANNEL_H_
 #define WEIR_NETWORK_CHANNEL_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <optional>
+
+#include "absl/synchronization/mutex.h"
 
 #include "network/buffer_pool.h"
 #include "runtime/wakeup.h"
@@ -47,12 +47,12 @@ class LocalChannel {
 
  private:
   const int capacity_;
-  mutable std::mutex mu_;
-  std::condition_variable not_full_;
-  std::deque<ChannelEvent> queue_;    // guarded by mu_
-  int queued_buffers_ = 0;            // guarded by mu_
-  bool closed_ = false;               // guarded by mu_
-  runtime::Wakeup* consumer_ = nullptr;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  absl::CondVar not_full_;
+  std::deque<ChannelEvent> queue_ ABSL_GUARDED_BY(mu_);
+  int queued_buffers_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  runtime::Wakeup* consumer_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace weir::network

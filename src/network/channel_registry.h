@@ -6,10 +6,10 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <tuple>
 
+#include "absl/synchronization/mutex.h"
 #include "network/channel.h"
 
 namespace weir::network {
@@ -29,14 +29,14 @@ class ChannelRegistry {
   explicit ChannelRegistry(int capacity) : capacity_(capacity) {}
 
   std::shared_ptr<LocalChannel> get(const ChannelKey& key) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto& c = channels_[key];
     if (!c) c = std::make_shared<LocalChannel>(capacity_);
     return c;
   }
   // Closes and forgets every channel of `job_id` attempts up to `attempt`.
   void release(const std::string& job_id, int attempt) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto it = channels_.begin(); it != channels_.end();) {
       if (it->first.job_id == job_id && it->first.attempt <= attempt) {
         it->second->close();
@@ -49,8 +49,8 @@ class ChannelRegistry {
 
  private:
   const int capacity_;
-  std::mutex mu_;
-  std::map<ChannelKey, std::shared_ptr<LocalChannel>> channels_;  // guarded by mu_
+  absl::Mutex mu_;
+  std::map<ChannelKey, std::shared_ptr<LocalChannel>> channels_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weir::network

@@ -5,12 +5,13 @@
 #define WEIR_RUNTIME_EVENT_LOOP_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 
 namespace weir::runtime {
 
@@ -26,36 +27,35 @@ class EventLoop {
   // Runs what is queued, then ends the thread. Idempotent.
   void stop() {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       stopping_ = true;
+      cv_.SignalAll();
     }
-    cv_.notify_all();
     if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
   }
   void post(std::function<void()> fn) {
-    {
-      std::lock_guard lock(mu_);
-      queue_.push_back(std::move(fn));
-    }
-    cv_.notify_one();
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(fn));
+    cv_.Signal();
   }
   void post_delayed(std::chrono::milliseconds delay, std::function<void()> fn) {
-    {
-      std::lock_guard lock(mu_);
-      delayed_.emplace(Clock::now() + delay, std::move(fn));
-    }
-    cv_.notify_one();
+    absl::MutexLock lock(&mu_);
+    delayed_.emplace(Clock::now() + delay, std::move(fn));
+    cv_.Signal();
   }
 
  private:
   void run() {
     auto next_tick = Clock::now() + tick_period_;
-    std::unique_lock lock(mu_);
+    mu_.Lock();
     while (true) {
       auto wake = next_tick;
       if (!delayed_.empty() && delayed_.begin()->first < wake) wake = delayed_.begin()->first;
-      cv_.wait_until(lock, wake, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
+      absl::Time until = absl::Now() + absl::FromChrono(wake - Clock::now());
+      while (!stopping_ && queue_.empty()) {
+        if (cv_.WaitWithDeadline(&mu_, until)) break;
+      }
+      if (stopping_) break;
       std::deque<std::function<void()>> batch;
       batch.swap(queue_);
       auto now = Clock::now();
@@ -65,21 +65,22 @@ class EventLoop {
       }
       bool tick = now >= next_tick;
       if (tick) next_tick = now + tick_period_;
-      lock.unlock();
+      mu_.Unlock();
       for (auto& fn : batch) fn();
       if (tick && on_tick_) on_tick_();
-      lock.lock();
+      mu_.Lock();
     }
+    mu_.Unlock();
   }
 
   const std::chrono::milliseconds tick_period_;
   const std::function<void()> on_tick_;
   std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;                        // guarded by mu_
-  std::multimap<Clock::time_point, std::function<void()>> delayed_;  // guarded by mu_
-  bool stopping_ = false;                                          // guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  std::multimap<Clock::time_point, std::function<void()>> delayed_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace weir::runtime

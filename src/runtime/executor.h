@@ -3,12 +3,12 @@
 #ifndef WEIR_RUNTIME_EXECUTOR_H_
 #define WEIR_RUNTIME_EXECUTOR_H_
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
 
 namespace weir::runtime {
 
@@ -19,23 +19,21 @@ class ThreadPool {
   }
   ~ThreadPool() {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       stopping_ = true;
+      cv_.SignalAll();
     }
-    cv_.notify_all();
     for (auto& t : workers_) t.join();
   }
   // Waits until everything posted so far has run.
   void drain() {
-    std::unique_lock lock(mu_);
-    idle_.wait(lock, [&] { return queue_.empty() && active_ == 0; });
+    absl::MutexLock lock(&mu_);
+    while (!queue_.empty() || active_ != 0) idle_.Wait(&mu_);
   }
   void post(std::function<void()> fn) {
-    {
-      std::lock_guard lock(mu_);
-      queue_.push_back(std::move(fn));
-    }
-    cv_.notify_one();
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(fn));
+    cv_.Signal();
   }
 
  private:
@@ -43,28 +41,26 @@ class ThreadPool {
     while (true) {
       std::function<void()> fn;
       {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        absl::MutexLock lock(&mu_);
+        while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
         if (queue_.empty()) return;
         fn = std::move(queue_.front());
         queue_.pop_front();
         ++active_;
       }
       fn();
-      {
-        std::lock_guard lock(mu_);
-        --active_;
-      }
-      idle_.notify_all();
+      absl::MutexLock lock(&mu_);
+      --active_;
+      idle_.SignalAll();
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable idle_;
-  int active_ = 0;                           // guarded by mu_
-  std::deque<std::function<void()>> queue_;  // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  absl::CondVar idle_;
+  int active_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
 };
 

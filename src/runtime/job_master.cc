@@ -50,8 +50,8 @@ void JobMaster::start(std::optional<checkpoint::RestoredCheckpoint> restored) {
 }
 
 JobResult JobMaster::wait() {
-  std::unique_lock lock(done_mu_);
-  done_cv_.wait(lock, [&] { return result_.has_value(); });
+  absl::MutexLock lock(&done_mu_);
+  while (!result_.has_value()) done_cv_.Wait(&done_mu_);
   return *result_;
 }
 
@@ -182,11 +182,9 @@ void JobMaster::finish_job(JobStatus status, const std::string& failure) {
   r.restored_checkpoint_id = restored_id_;
   r.restored_from = restored_from_;
   r.wall_time = Duration(clock_->now_ms() - start_ms_);
-  {
-    std::lock_guard lock(done_mu_);
-    result_ = std::move(r);
-  }
-  done_cv_.notify_all();
+  absl::MutexLock lock(&done_mu_);
+  result_ = std::move(r);
+  done_cv_.SignalAll();
 }
 
 void JobMaster::acknowledge_checkpoint(const ExecutionId& id, int64_t cp, checkpoint::TaskAck ack) {

@@ -8,13 +8,12 @@
 #ifndef WEIR_RUNTIME_JOB_MASTER_H_
 #define WEIR_RUNTIME_JOB_MASTER_H_
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "checkpoint/coordinator.h"
 #include "checkpoint/storage.h"
 #include "common/clock.h"
@@ -94,9 +93,9 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   std::string restored_from_;
 
   // Completion, for wait().
-  std::mutex done_mu_;
-  std::condition_variable done_cv_;
-  std::optional<JobResult> result_;  // guarded by done_mu_
+  absl::Mutex done_mu_;
+  absl::CondVar done_cv_;
+  std::optional<JobResult> result_ ABSL_GUARDED_BY(done_mu_);
 
   EventLoop loop_;  // last: stopped first
 };

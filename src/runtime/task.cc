@@ -39,7 +39,7 @@ void Task::join() {
 
 void Task::post(std::function<void()> mail) {
   {
-    std::lock_guard lock(mail_mu_);
+    absl::MutexLock lock(&mail_mu_);
     mail_.push_back(std::move(mail));
     has_mail_.store(true, std::memory_order_release);
   }
@@ -50,7 +50,7 @@ void Task::drain_mailbox() {
   if (!has_mail_.load(std::memory_order_acquire)) return;
   std::deque<std::function<void()>> batch;
   {
-    std::lock_guard lock(mail_mu_);
+    absl::MutexLock lock(&mail_mu_);
     batch.swap(mail_);
     has_mail_.store(false, std::memory_order_release);
   }
@@ -85,7 +85,7 @@ void Task::cancel() {
   // Wake the thread wherever it waits: mailbox, input, full output, pool.
   wakeup_.notify();
   {
-    std::lock_guard lock(channels_mu_);
+    absl::MutexLock lock(&channels_mu_);
     for (auto& c : all_channels_) c->close();
   }
   if (services_.pool) services_.pool->wake_all();
@@ -119,10 +119,12 @@ void Task::run() {
       error = std::string("close: ") + e.what();
     }
   }
-  close_channels();
   if (final_state != ExecutionState::kFailed) error.clear();
+  // Report before closing the channels: a neighbour that sees them close
+  // fails too, and the root cause must reach the JobManager first.
   services_.job_master->update_task_state(
       id(), final_state, error.empty() ? "" : vertex_.name + " (" + id().to_string() + "): " + error);
+  close_channels();
 }
 
 absl::Status Task::initialize() {
@@ -241,7 +243,7 @@ absl::Status Task::build_inputs() {
 }
 
 void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c) {
-  std::lock_guard lock(channels_mu_);
+  absl::MutexLock lock(&channels_mu_);
   all_channels_.push_back(c);
   if (cancelled_) c->close();
 }

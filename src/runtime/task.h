@@ -20,11 +20,11 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "checkpoint/barrier_handler.h"
 #include "checkpoint/storage.h"
 #include "graph/job_graph.h"
@@ -104,13 +104,13 @@ class Task {
   std::atomic<bool> cancelled_{false};
   Wakeup wakeup_;
 
-  std::mutex mail_mu_;
-  std::deque<std::function<void()>> mail_;  // guarded by mail_mu_
+  absl::Mutex mail_mu_;
+  std::deque<std::function<void()>> mail_ ABSL_GUARDED_BY(mail_mu_);
   std::atomic<bool> has_mail_{false};
 
   // Every channel this task reads or writes, so cancel() can close them.
-  std::mutex channels_mu_;
-  std::vector<std::shared_ptr<network::LocalChannel>> all_channels_;  // guarded by channels_mu_
+  absl::Mutex channels_mu_;
+  std::vector<std::shared_ptr<network::LocalChannel>> all_channels_ ABSL_GUARDED_BY(channels_mu_);
 
   // Task thread only.
   std::vector<std::unique_ptr<RuntimeOperatorContext>> contexts_;   // per chained node

@@ -10,7 +10,7 @@ TaskManager::TaskManager(const NetworkConfig& network, int snapshot_threads)
 TaskManager::~TaskManager() {
   std::map<Key, std::unique_ptr<Task>> tasks;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     tasks.swap(tasks_);
   }
   for (auto& [k, t] : tasks) t->cancel();
@@ -18,14 +18,14 @@ TaskManager::~TaskManager() {
 }
 
 void TaskManager::register_job(const std::string& job_id, JobContext ctx) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   jobs_[job_id] = std::make_unique<JobContext>(std::move(ctx));
 }
 
 void TaskManager::unregister_job(const std::string& job_id) {
   std::vector<std::unique_ptr<Task>> done;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (auto it = tasks_.begin(); it != tasks_.end();) {
       if (it->first.job == job_id) {
         done.push_back(std::move(it->second));
@@ -38,7 +38,7 @@ void TaskManager::unregister_job(const std::string& job_id) {
   for (auto& t : done) t->cancel();
   done.clear();
   channels_.release(job_id, INT32_MAX);
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   jobs_.erase(job_id);
 }
 
@@ -48,7 +48,7 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
   const std::string tdd_job = tdd.job_id;
   const int tdd_attempt = tdd.execution.attempt;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto job = jobs_.find(tdd.job_id);
     if (job == jobs_.end()) return;  // the job was unregistered meanwhile
     // Tasks of earlier attempts have ended (the JobManager waits for that
@@ -87,27 +87,27 @@ Task* TaskManager::find(const ExecutionId& id) {
 }
 
 void TaskManager::cancel_task(const ExecutionId& id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (Task* t = find(id)) t->cancel();
 }
 
 void TaskManager::trigger_checkpoint(const ExecutionId& id, int64_t cp, int64_t ts) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (Task* t = find(id)) t->trigger_checkpoint(cp, ts);
 }
 
 void TaskManager::notify_checkpoint_complete(const ExecutionId& id, int64_t cp) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (Task* t = find(id)) t->notify_checkpoint_complete(cp);
 }
 
 void TaskManager::notify_checkpoint_aborted(const ExecutionId& id, int64_t cp) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (Task* t = find(id)) t->notify_checkpoint_aborted(cp);
 }
 
 void TaskManager::finish_task(const ExecutionId& id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (Task* t = find(id)) t->finish();
 }
 

@@ -6,10 +6,10 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "checkpoint/storage.h"
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
@@ -56,16 +56,15 @@ class TaskManager final : public TaskExecutorGateway {
       return std::tie(job, vertex, subtask, attempt) < std::tie(o.job, o.vertex, o.subtask, o.attempt);
     }
   };
-  Task* find(const ExecutionId& id);  // requires mu_
+  Task* find(const ExecutionId& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   network::NetworkBufferPool pool_;
   network::ChannelRegistry channels_;
   ThreadPool snapshot_executor_;
 
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<JobContext>> jobs_;  // guarded by mu_
-  std::map<Key, std::unique_ptr<Task>> tasks_;                // guarded by mu_
-  std::string current_job_;                                   // guarded by mu_
+  absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<JobContext>> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<Key, std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weir::runtime

@@ -3,32 +3,34 @@
 #define WEIR_RUNTIME_WAKEUP_H_
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 
 namespace weir::runtime {
 
 class Wakeup {
  public:
   void notify() {
-    {
-      std::lock_guard lock(mu_);
-      signalled_ = true;
-    }
-    cv_.notify_one();
+    absl::MutexLock lock(&mu_);
+    signalled_ = true;
+    cv_.Signal();
   }
   // Waits until notified (a notification before the call counts) or until
   // `deadline`; clears the signal.
   void wait_until(std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock lock(mu_);
-    cv_.wait_until(lock, deadline, [&] { return signalled_; });
+    absl::Time until = absl::Now() + absl::FromChrono(deadline - std::chrono::steady_clock::now());
+    absl::MutexLock lock(&mu_);
+    while (!signalled_) {
+      if (cv_.WaitWithDeadline(&mu_, until)) break;  // timed out
+    }
     signalled_ = false;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool signalled_ = false;  // guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  bool signalled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace weir::runtime
