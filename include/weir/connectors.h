@@ -63,7 +63,7 @@ class FileSource final : public Source<TextLine> {
   ~FileSource() override;
 
   absl::Status open(OperatorContext& ctx) override;
-  PollStatus poll(Collector<TextLine>& out, int max_records) override;
+  PollStatus poll(SourceOutput<TextLine>& out, int max_records) override;
   absl::Status snapshot_state(int64_t checkpoint_id) override;
   void close() override;
 
@@ -89,7 +89,7 @@ class GeneratorSource final : public Source<T> {
     next_ = restored.empty() ? ctx.subtask_index() : restored.front();
     return absl::OkStatus();
   }
-  PollStatus poll(Collector<T>& out, int max_records) override {
+  PollStatus poll(SourceOutput<T>& out, int max_records) override {
     for (int i = 0; i < max_records; ++i) {
       if (count_ >= 0 && next_ >= count_) return PollStatus::kEndOfInput;
       out.collect(fn_(next_));

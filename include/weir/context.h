@@ -28,6 +28,8 @@ class OperatorContext {
   virtual KeyGroupRange key_group_range() const = 0;
   // True when state was restored from a checkpoint.
   virtual bool is_restored() const = 0;
+  // The task's processing-time clock and timer callbacks.
+  virtual detail::ProcessingTimeService& processing_time() = 0;
   // Raw operator state; prefer OperatorListState<T>.
   virtual detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                         detail::Redistribution mode) = 0;

@@ -19,6 +19,18 @@ namespace weir {
 
 using detail::PollStatus;
 
+// Where a source emits. Records given to the source output directly belong
+// to one implicit split; a source reading several splits emits each split's
+// records through split(id), so watermarks are tracked per split and the
+// source's watermark is the minimum over them.
+template <typename T>
+class SourceOutput : public Collector<T> {
+ public:
+  virtual Collector<T>& split(int64_t split_id) = 0;
+  // A finished split no longer holds the watermark back.
+  virtual void release_split(int64_t split_id) = 0;
+};
+
 // A replayable source. open() restores read positions from operator state
 // (ctx.is_restored()); snapshot_state() writes the current positions into it.
 // Both run on the task thread, between poll() calls, so a snapshot sees the
@@ -28,8 +40,9 @@ class Source {
  public:
   virtual ~Source() = default;
   virtual absl::Status open(OperatorContext& ctx) = 0;
-  // Emits at most `max_records` records; kEndOfInput once there are no more.
-  virtual PollStatus poll(Collector<T>& out, int max_records) = 0;
+  // Emits at most `max_records` records; kEndOfInput once there are no more,
+  // kIdle when none are available now.
+  virtual PollStatus poll(SourceOutput<T>& out, int max_records) = 0;
   virtual absl::Status snapshot_state(int64_t /*checkpoint_id*/) { return absl::OkStatus(); }
   virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
   virtual void close() {}

@@ -27,6 +27,7 @@
 #include "weir/detail/operators.h"
 #include "weir/functions.h"
 #include "weir/job_result.h"
+#include "weir/watermark.h"
 
 namespace weir {
 
@@ -48,7 +49,15 @@ class StreamEnvironment {
   const detail::StreamGraph& graph() const { return graph_; }
 
   template <Serializable T>
-  DataStream<T> from_source(SourceFactory<T> factory, std::string name = "source");
+  DataStream<T> from_source(SourceFactory<T> factory, std::string name = "source",
+                            std::optional<WatermarkStrategy<T>> watermarks = std::nullopt);
+
+  // An error found while the job was being defined (for example an invalid
+  // window size); execute() reports the first one instead of running.
+  void record_error(const absl::Status& s) {
+    if (build_error_.ok() && !s.ok()) build_error_ = s;
+  }
+  const absl::Status& build_error() const { return build_error_; }
 
   // Runs the job in an embedded cluster (a JobManager and a TaskManager in
   // this process) until it finishes, fails for good, or is cancelled.
@@ -68,6 +77,7 @@ class StreamEnvironment {
  private:
   JobConfig config_;
   detail::StreamGraph graph_;
+  absl::Status build_error_;
 };
 
 // Settings of the last operator added: parallelism, uid, name.
@@ -237,8 +247,7 @@ class DataStream {
           static_cast<detail::Input<T>*>(target->input()));
     };
     e.make_chained = [](detail::OperatorBase* target) -> std::unique_ptr<detail::OutputBase> {
-      return std::make_unique<detail::ChainedOutput<T>>(
-          static_cast<detail::Input<T>*>(target->input()));
+      return std::make_unique<detail::ChainedOutput<T>>(target);
     };
     return e;
   }
@@ -276,10 +285,17 @@ class KeyedStream {
 };
 
 template <Serializable T>
-DataStream<T> StreamEnvironment::from_source(SourceFactory<T> factory, std::string name) {
+DataStream<T> StreamEnvironment::from_source(SourceFactory<T> factory, std::string name,
+                                             std::optional<WatermarkStrategy<T>> watermarks) {
+  if (watermarks) {
+    absl::Status s = watermarks->validate();
+    if (!s.ok()) record_error(absl::InvalidArgumentError("source '" + name + "': " + std::string(s.message())));
+  }
   detail::StreamNode& n = add_node(std::move(name));
   n.is_source = true;
-  n.make_operator = [factory]() { return std::make_unique<detail::SourceOperator<T>>(factory()); };
+  n.make_operator = [factory, watermarks]() {
+    return std::make_unique<detail::SourceOperator<T>>(factory(), watermarks);
+  };
   n.make_fanout = [](std::vector<std::unique_ptr<detail::OutputBase>> outs)
       -> std::unique_ptr<detail::OutputBase> {
     return std::make_unique<detail::FanOutput<T>>(std::move(outs));

@@ -68,7 +68,7 @@ absl::Status FileSource::open(OperatorContext& ctx) {
   return absl::OkStatus();
 }
 
-PollStatus FileSource::poll(Collector<TextLine>& out, int max_records) {
+PollStatus FileSource::poll(SourceOutput<TextLine>& out, int max_records) {
   for (int n = 0; n < max_records;) {
     if (current_ >= splits_.size()) return PollStatus::kEndOfInput;
     FileSplit& s = splits_[current_];

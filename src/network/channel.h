@@ -20,13 +20,20 @@
 namespace weir::network {
 
 // DO NOT CHANGE values: the network protocol uses them.
-enum class EventKind : uint8_t { kBuffer = 0, kBarrier = 1, kEndOfData = 2 };
+enum class EventKind : uint8_t {
+  kBuffer = 0,
+  kBarrier = 1,
+  kEndOfData = 2,
+  kWatermark = 3,
+  kIdle = 4,  // the producer goes idle (idle = true) or active again
+};
 
 struct ChannelEvent {
   EventKind kind = EventKind::kBuffer;
   Buffer buffer;               // kBuffer
   int64_t checkpoint_id = 0;   // kBarrier
-  int64_t timestamp_ms = 0;    // kBarrier
+  int64_t timestamp_ms = 0;    // kBarrier: trigger time; kWatermark: the watermark
+  bool idle = false;           // kIdle
 };
 
 class LocalChannel {

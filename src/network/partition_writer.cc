@@ -51,16 +51,24 @@ void ResultPartition::flush_all() {
   for (int c = 0; c < num_channels(); ++c) flush(c);
 }
 
-void ResultPartition::broadcast_event(EventKind kind, int64_t checkpoint_id, int64_t timestamp_ms) {
+void ResultPartition::broadcast_event(EventKind kind, int64_t checkpoint_id, int64_t timestamp_ms,
+                                      bool idle) {
   flush_all();
   for (int c = 0; c < num_channels(); ++c) {
     ChannelEvent ev;
     ev.kind = kind;
     ev.checkpoint_id = checkpoint_id;
     ev.timestamp_ms = timestamp_ms;
+    ev.idle = idle;
     push(c, std::move(ev));
   }
 }
+
+void ResultPartition::broadcast_watermark(int64_t watermark) {
+  broadcast_event(EventKind::kWatermark, 0, watermark);
+}
+
+void ResultPartition::broadcast_idle(bool idle) { broadcast_event(EventKind::kIdle, 0, 0, idle); }
 
 void ResultPartition::push(int channel, ChannelEvent ev) {
   if (!channels_[channel]->push(std::move(ev))) throw TaskCancelled();

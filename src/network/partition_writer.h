@@ -33,8 +33,11 @@ class ResultPartition final : public detail::PartitionWriter {
 
   // Sends partly filled buffers now.
   void flush_all();
-  // Flushes, then sends `ev` (a barrier or end-of-data) to every channel.
-  void broadcast_event(EventKind kind, int64_t checkpoint_id = 0, int64_t timestamp_ms = 0);
+  void broadcast_watermark(int64_t watermark) override;
+  void broadcast_idle(bool idle) override;
+  // Flushes, then sends an event (barrier, end-of-data, ...) to every channel.
+  void broadcast_event(EventKind kind, int64_t checkpoint_id = 0, int64_t timestamp_ms = 0,
+                       bool idle = false);
   void close_channels();
 
  private:

@@ -13,6 +13,7 @@
 namespace weir {
 
 absl::StatusOr<JobResult> StreamEnvironment::execute(const std::string& job_name) {
+  if (!build_error_.ok()) return build_error_;
   return runtime::run_embedded(graph_, config_, job_name);
 }
 

@@ -19,6 +19,7 @@ class RuntimeOperatorContext final : public OperatorContext {
     std::string uid;
     KeyGroupRange key_groups;
     bool restored = false;
+    detail::ProcessingTimeService* processing_time = nullptr;  // the task's
   };
   explicit RuntimeOperatorContext(Info info) : info_(std::move(info)) {}
 
@@ -29,6 +30,7 @@ class RuntimeOperatorContext final : public OperatorContext {
   const std::string& operator_uid() const override { return info_.uid; }
   KeyGroupRange key_group_range() const override { return info_.key_groups; }
   bool is_restored() const override { return info_.restored; }
+  detail::ProcessingTimeService& processing_time() override { return *info_.processing_time; }
   detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                 detail::Redistribution mode) override {
     auto [it, inserted] = state_.try_emplace(std::string(name));

@@ -19,6 +19,36 @@ int64_t ms_since(Clock::time_point t) {
 
 }  // namespace
 
+int64_t Task::TimeService::now_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Task::TimeService::schedule(int64_t at_ms, std::function<void()> fn) {
+  queue_.push(Entry{at_ms, seq_++, std::move(fn)});
+}
+
+int64_t Task::TimeService::run_due() {
+  if (queue_.empty()) return INT64_MAX;
+  int64_t now = now_ms();
+  while (!queue_.empty() && queue_.top().at <= now) {
+    std::function<void()> fn = std::move(const_cast<Entry&>(queue_.top()).fn);
+    queue_.pop();
+    fn();  // may schedule more
+  }
+  return next();
+}
+
+void Task::wait(Clock::time_point deadline) {
+  int64_t next_timer = time_.next();
+  if (next_timer != INT64_MAX) {
+    auto until_timer = std::chrono::milliseconds(std::max<int64_t>(0, next_timer - time_.now_ms()));
+    deadline = std::min(deadline, Clock::now() + until_timer);
+  }
+  wakeup_.wait_until(deadline);
+}
+
 Task::Task(TaskDeploymentDescriptor tdd, std::shared_ptr<const graph::JobGraph> graph,
            TaskServices services)
     : tdd_(std::move(tdd)),
@@ -190,6 +220,7 @@ absl::Status Task::build_chain() {
     info.uid = graph_->uids[node];
     info.key_groups = tdd_.key_groups;
     info.restored = tdd_.restore != nullptr && tdd_.restore->find(info.uid) != nullptr;
+    info.processing_time = &time_;
     contexts_[i] = std::make_unique<RuntimeOperatorContext>(std::move(info));
     std::vector<std::unique_ptr<detail::OutputBase>> outs;
     for (size_t e = 0; e < sg.edges.size(); ++e) {
@@ -321,13 +352,14 @@ void Task::loop() {
   while (true) {
     drain_mailbox();
     if (cancelled_ || finish_requested_) return;
+    time_.run_due();
     if (source_ != nullptr && !end_of_input_) {
       detail::PollStatus st = source_->poll(kSourceBatch);
       if (st == detail::PollStatus::kEndOfInput) {
         end_of_input();
       } else if (st == detail::PollStatus::kIdle) {
         flush_outputs();
-        wakeup_.wait_until(Clock::now() + services_.config->network.buffer_timeout);
+        wait(Clock::now() + services_.config->network.buffer_timeout);
       } else {
         maybe_flush(Clock::now());
       }
@@ -338,7 +370,7 @@ void Task::loop() {
       continue;
     }
     flush_outputs();
-    wakeup_.wait_until(Clock::now() + idle_wait);
+    wait(Clock::now() + idle_wait);
   }
 }
 
@@ -379,12 +411,57 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
       if (d.trigger) perform_checkpoint(d.checkpoint_id, ev.timestamp_ms, ms_since(align_start_));
       break;
     }
+    case network::EventKind::kWatermark:
+      if (ev.timestamp_ms > in.watermark) {
+        in.watermark = ev.timestamp_ms;
+        update_input_watermark();
+      }
+      break;
+    case network::EventKind::kIdle:
+      if (in.idle != ev.idle) {
+        in.idle = ev.idle;
+        update_input_watermark();
+      }
+      break;
     case network::EventKind::kEndOfData:
       if (!in.end_of_data) {
         in.end_of_data = true;
-        if (++inputs_ended_ == static_cast<int>(inputs_.size())) end_of_input();
+        ++inputs_ended_;
+        update_input_watermark();
+        if (inputs_ended_ == static_cast<int>(inputs_.size())) end_of_input();
       }
       break;
+  }
+}
+
+void Task::update_input_watermark() {
+  // Ended channels no longer hold event time back; idle ones neither, unless
+  // every live channel is idle, which makes the task idle.
+  int64_t min = kMaxWatermark;
+  bool any_active = false, any_live = false;
+  for (const InputChannel& in : inputs_) {
+    if (in.end_of_data) continue;
+    any_live = true;
+    if (in.idle) continue;
+    any_active = true;
+    min = std::min(min, in.watermark);
+  }
+  detail::OperatorBase* head = operators_[0].get();
+  if (any_live && !any_active) {
+    if (!input_idle_) {
+      input_idle_ = true;
+      head->process_idle(true);
+    }
+    return;
+  }
+  if (input_idle_) {
+    input_idle_ = false;
+    head->process_idle(false);
+  }
+  if (min > input_watermark_) {
+    input_watermark_ = min;
+    detail::current_timestamp() = kNoTimestamp;
+    head->process_watermark(min);
   }
 }
 

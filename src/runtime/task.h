@@ -20,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <queue>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,6 +76,29 @@ class Task {
     detail::InputAdapter* adapter = nullptr;
     network::RecordDeserializer deserializer;
     bool end_of_data = false;
+    int64_t watermark = kMinWatermark;
+    bool idle = false;
+  };
+
+  // Processing-time callbacks, run by the task loop. Task thread only.
+  class TimeService final : public detail::ProcessingTimeService {
+   public:
+    int64_t now_ms() const override;
+    void schedule(int64_t at_ms, std::function<void()> fn) override;
+    // Runs the callbacks that are due; returns the time of the next one or
+    // INT64_MAX.
+    int64_t run_due();
+    int64_t next() const { return queue_.empty() ? INT64_MAX : queue_.top().at; }
+
+   private:
+    struct Entry {
+      int64_t at;
+      uint64_t seq;
+      std::function<void()> fn;
+      bool operator>(const Entry& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+    };
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue_;
+    uint64_t seq_ = 0;
   };
 
   void run();
@@ -87,6 +111,11 @@ class Task {
   void process_event(int channel, network::ChannelEvent ev);
   void perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms);
   void end_of_input();
+  // Recomputes the input watermark and idleness over the channels and hands
+  // changes to the head operator.
+  void update_input_watermark();
+  // Waits for input, mail or the next processing-time timer.
+  void wait(std::chrono::steady_clock::time_point deadline);
   void flush_outputs();
   void maybe_flush(std::chrono::steady_clock::time_point now);
   void close_channels();
@@ -120,6 +149,9 @@ class Task {
   std::vector<std::unique_ptr<detail::InputAdapter>> adapters_;
   std::vector<InputChannel> inputs_;
   std::unique_ptr<checkpoint::BarrierHandler> barriers_;
+  TimeService time_;
+  int64_t input_watermark_ = kMinWatermark;
+  bool input_idle_ = false;
   size_t next_input_ = 0;
   int inputs_ended_ = 0;
   bool end_of_input_ = false;

@@ -11,6 +11,7 @@
 #define WEIR_DETAIL_OPERATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,6 +27,12 @@ namespace weir {
 
 class OperatorContext;
 
+// Event time: milliseconds since the epoch. A record without a timestamp
+// carries kNoTimestamp; the watermark that ends all input is kMaxWatermark.
+inline constexpr int64_t kNoTimestamp = INT64_MIN;
+inline constexpr int64_t kMinWatermark = INT64_MIN;
+inline constexpr int64_t kMaxWatermark = INT64_MAX;
+
 // Receives the records a function emits.
 template <typename T>
 class Collector {
@@ -36,9 +43,23 @@ class Collector {
 
 namespace detail {
 
+// The timestamp of the record being processed on this thread. Each task runs
+// on its own thread, so this is per task: the runtime sets it before handing
+// a record to an operator, records emitted while processing inherit it, and
+// operators that emit at another time (timers, windows) set it first.
+inline int64_t& current_timestamp() {
+  static thread_local int64_t ts = kNoTimestamp;
+  return ts;
+}
+
 class OutputBase {
  public:
   virtual ~OutputBase() = default;
+  // Event time progressed to `watermark`: no record with an earlier
+  // timestamp follows.
+  virtual void emit_watermark(int64_t watermark) = 0;
+  // The output will carry nothing for a while (an idle source) or again.
+  virtual void emit_idle(bool idle) = 0;
 };
 
 template <typename T>
@@ -51,6 +72,17 @@ class Input {
   virtual void process(const T& record) = 0;
 };
 
+// Processing time for one task: the wall clock, and callbacks run on the
+// task thread once it has passed a given time. Confined to the task thread.
+class ProcessingTimeService {
+ public:
+  virtual ~ProcessingTimeService() = default;
+  // Milliseconds since the epoch.
+  virtual int64_t now_ms() const = 0;
+  // Runs `fn` on the task thread at or after `at_ms` (at once when past).
+  virtual void schedule(int64_t at_ms, std::function<void()> fn) = 0;
+};
+
 // Sends serialized records of one output edge to its channels. Implemented by
 // the runtime (src/network/partition_writer.h).
 class PartitionWriter {
@@ -60,6 +92,9 @@ class PartitionWriter {
   // Appends one serialized record to `channel`. May block while the channel
   // is full (backpressure).
   virtual void emit(int channel, std::string_view record) = 0;
+  // Sends a watermark / an idleness change to every channel, in band.
+  virtual void broadcast_watermark(int64_t watermark) = 0;
+  virtual void broadcast_idle(bool idle) = 0;
 };
 
 // Deserializes records arriving on one input edge into an operator.
@@ -130,6 +165,9 @@ class OperatorBase {
   virtual void notify_checkpoint_aborted(int64_t /*checkpoint_id*/) {}
   // End of input: flush whatever is buffered downstream.
   virtual absl::Status finish() { return absl::OkStatus(); }
+  // Event time advanced; operators with timers fire them, then forward.
+  virtual void process_watermark(int64_t watermark) = 0;
+  virtual void process_idle(bool idle) = 0;
   virtual void close() {}
 
   // Typed plumbing, resolved by the graph's factories.

@@ -7,7 +7,9 @@
 
 #include <functional>
 #include <stdexcept>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "weir/detail/heap_state.h"
 #include "weir/detail/operator.h"
 #include "weir/functions.h"
+#include "weir/watermark.h"
 
 namespace weir::detail {
 
@@ -26,11 +29,15 @@ namespace weir::detail {
 template <typename T>
 class ChainedOutput final : public Output<T> {
  public:
-  explicit ChainedOutput(Input<T>* next) : next_(next) {}
+  explicit ChainedOutput(OperatorBase* next)
+      : next_(static_cast<Input<T>*>(next->input())), op_(next) {}
   void collect(const T& r) override { next_->process(r); }
+  void emit_watermark(int64_t wm) override { op_->process_watermark(wm); }
+  void emit_idle(bool idle) override { op_->process_idle(idle); }
 
  private:
   Input<T>* next_;
+  OperatorBase* op_;
 };
 
 template <typename T>
@@ -41,6 +48,12 @@ class FanOutput final : public Output<T> {
   }
   void collect(const T& r) override {
     for (Output<T>* o : outs_) o->collect(r);
+  }
+  void emit_watermark(int64_t wm) override {
+    for (Output<T>* o : outs_) o->emit_watermark(wm);
+  }
+  void emit_idle(bool idle) override {
+    for (Output<T>* o : outs_) o->emit_idle(idle);
   }
 
  private:
@@ -53,6 +66,8 @@ template <typename T>
 class DiscardingOutput final : public Output<T> {
  public:
   void collect(const T&) override {}
+  void emit_watermark(int64_t) override {}
+  void emit_idle(bool) override {}
 };
 
 // Picks the channel of a record: (record, num_channels) -> channel, or -1 to
@@ -65,9 +80,11 @@ class PartitionOutput final : public Output<T> {
  public:
   PartitionOutput(PartitionWriter* writer, ChannelSelector<T> select)
       : writer_(writer), select_(std::move(select)), channels_(writer->num_channels()) {}
+  // Frame body: i64 timestamp | record.
   void collect(const T& r) override {
     scratch_.clear();
     ByteWriter w(&scratch_);
+    w.put_fixed<int64_t>(current_timestamp());
     Serializer<T>::write(w, r);
     int ch = channels_ == 1 ? 0 : select_(r, channels_);
     if (ch >= 0) {
@@ -76,6 +93,8 @@ class PartitionOutput final : public Output<T> {
       for (int c = 0; c < channels_; ++c) writer_->emit(c, scratch_);
     }
   }
+  void emit_watermark(int64_t wm) override { writer_->broadcast_watermark(wm); }
+  void emit_idle(bool idle) override { writer_->broadcast_idle(idle); }
 
  private:
   PartitionWriter* writer_;
@@ -90,8 +109,10 @@ class TypedInputAdapter final : public InputAdapter {
   explicit TypedInputAdapter(Input<T>* target) : target_(target) {}
   bool process_serialized(std::string_view bytes) override {
     ByteReader r(bytes);
+    int64_t ts = r.get_fixed<int64_t>();
     T v = Serializer<T>::read(r);
     if (!r.ok() || !r.at_end()) return false;
+    current_timestamp() = ts;
     target_->process(v);
     return true;
   }
@@ -114,6 +135,8 @@ class OneOutputOperator : public OperatorBase {
     return absl::OkStatus();
   }
   absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override { return OperatorSnapshot{}; }
+  void process_watermark(int64_t wm) override { out_->emit_watermark(wm); }
+  void process_idle(bool idle) override { out_->emit_idle(idle); }
 
  protected:
   Output<Out>* out_ = &discard_;
@@ -163,10 +186,15 @@ class FlatMapOperator final : public OneOutputOperator<Out>, public Input<In> {
 absl::Status restore_operator_state(OperatorContext& ctx, const OperatorRestore* restore);
 OperatorStateMap capture_operator_state(OperatorContext& ctx);
 
+// Runs a Source: assigns timestamps, tracks per-split watermarks and
+// idleness, and emits the source's watermark (the minimum over its active
+// splits) every strategy interval. Without a strategy, records carry no
+// timestamp and only the final watermark is emitted.
 template <typename T>
-class SourceOperator final : public SourceOperatorBase {
+class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
  public:
-  explicit SourceOperator(std::unique_ptr<Source<T>> source) : source_(std::move(source)) {}
+  SourceOperator(std::unique_ptr<Source<T>> source, std::optional<WatermarkStrategy<T>> strategy)
+      : source_(std::move(source)), strategy_(std::move(strategy)) {}
   void set_output(std::unique_ptr<OutputBase> out) override {
     owned_out_ = std::move(out);
     out_ = owned_out_ ? static_cast<Output<T>*>(owned_out_.get()) : &discard_;
@@ -175,20 +203,110 @@ class SourceOperator final : public SourceOperatorBase {
     ctx_ = &ctx;
     absl::Status s = restore_operator_state(ctx, restore);
     if (!s.ok()) return s;
+    clock_ = &ctx.processing_time();
+    next_check_ms_ = clock_->now_ms();
     return source_->open(ctx);
   }
-  PollStatus poll(int max_records) override { return source_->poll(*out_, max_records); }
+  PollStatus poll(int max_records) override {
+    PollStatus st = source_->poll(*this, max_records);
+    if (st == PollStatus::kEndOfInput) {
+      // Bounded input is over: all event time has passed.
+      emit_watermark(kMaxWatermark);
+    } else if (strategy_) {
+      int64_t now = clock_->now_ms();
+      if (now >= next_check_ms_) {
+        next_check_ms_ = now + strategy_->interval.count();
+        update_watermark(now);
+      }
+    }
+    return st;
+  }
+
+  // SourceOutput<T>
+  void collect(const T& r) override { emit(r, main_); }
+  Collector<T>& split(int64_t id) override {
+    auto [it, inserted] = splits_.try_emplace(id, this);
+    return it->second;
+  }
+  void release_split(int64_t id) override { splits_.erase(id); }
+
   absl::StatusOr<OperatorSnapshot> snapshot(int64_t id) override {
     absl::Status s = source_->snapshot_state(id);
     if (!s.ok()) return s;
     return OperatorSnapshot{capture_operator_state(*ctx_), nullptr};
   }
   void notify_checkpoint_complete(int64_t id) override { source_->notify_checkpoint_complete(id); }
+  void process_watermark(int64_t wm) override { emit_watermark(wm); }
+  void process_idle(bool idle) override { out_->emit_idle(idle); }
   void close() override { source_->close(); }
 
  private:
+  struct SplitState : Collector<T> {
+    explicit SplitState(SourceOperator* op) : op(op) {}
+    void collect(const T& r) override { op->emit(r, *this); }
+    SourceOperator* op;
+    int64_t max_ts = kMinWatermark;
+    int64_t last_record_ms = 0;
+    bool seen = false;
+  };
+
+  void emit(const T& r, SplitState& split) {
+    if (strategy_) {
+      int64_t ts = strategy_->timestamp_of(r);
+      current_timestamp() = ts;
+      if (ts > split.max_ts) split.max_ts = ts;
+      split.seen = true;
+      split.last_record_ms = clock_->now_ms();
+      if (idle_) {
+        idle_ = false;
+        out_->emit_idle(false);
+      }
+    } else {
+      current_timestamp() = kNoTimestamp;
+    }
+    out_->collect(r);
+  }
+
+  void update_watermark(int64_t now) {
+    const int64_t bound = strategy_->max_out_of_orderness.count();
+    int64_t wm = kMaxWatermark;
+    bool any_active = false;
+    auto consider = [&](const SplitState& s) {
+      bool idle = strategy_->idleness && (!s.seen || now - s.last_record_ms >= strategy_->idleness->count());
+      if (idle) return;
+      any_active = true;
+      int64_t w = s.max_ts == kMinWatermark ? kMinWatermark : s.max_ts - bound - 1;
+      wm = std::min(wm, w);
+    };
+    // The implicit split counts once it was used, or when there is no other.
+    if (main_.seen || splits_.empty()) consider(main_);
+    for (const auto& [id, s] : splits_) consider(s);
+    if (!any_active) {
+      if (!idle_ && strategy_->idleness) {
+        idle_ = true;
+        out_->emit_idle(true);
+      }
+      return;
+    }
+    if (wm > emitted_) emit_watermark(wm);
+  }
+
+  void emit_watermark(int64_t wm) {
+    if (wm <= emitted_) return;
+    emitted_ = wm;
+    current_timestamp() = kNoTimestamp;
+    out_->emit_watermark(wm);
+  }
+
   std::unique_ptr<Source<T>> source_;
+  const std::optional<WatermarkStrategy<T>> strategy_;
   OperatorContext* ctx_ = nullptr;
+  ProcessingTimeService* clock_ = nullptr;
+  SplitState main_{this};
+  std::map<int64_t, SplitState> splits_;
+  int64_t emitted_ = kMinWatermark;
+  int64_t next_check_ms_ = 0;
+  bool idle_ = false;
   std::unique_ptr<OutputBase> owned_out_;
   Output<T>* out_ = &discard_;
   DiscardingOutput<T> discard_;
@@ -200,6 +318,8 @@ class SinkOperator final : public OperatorBase, public Input<T> {
   explicit SinkOperator(std::unique_ptr<Sink<T>> sink) : sink_(std::move(sink)) {}
   void* input() override { return static_cast<Input<T>*>(this); }
   void set_output(std::unique_ptr<OutputBase>) override {}
+  void process_watermark(int64_t) override {}
+  void process_idle(bool) override {}
   absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) override {
     ctx_ = &ctx;
     absl::Status s = restore_operator_state(ctx, restore);
