@@ -127,6 +127,21 @@ class KeyedRuntimeContext {
   absl::Status status_;
 };
 
+// Timers of the current key. Registering the same (key, time) twice keeps
+// one timer. Event-time timers fire when the watermark reaches them;
+// processing-time timers when the wall clock does (at once after a restore
+// if they are overdue). Timers are checkpointed with the key's state.
+class TimerService {
+ public:
+  virtual ~TimerService() = default;
+  virtual int64_t current_processing_time() const = 0;
+  virtual int64_t current_watermark() const = 0;
+  virtual void register_event_time_timer(int64_t timestamp) = 0;
+  virtual void register_processing_time_timer(int64_t timestamp) = 0;
+  virtual void delete_event_time_timer(int64_t timestamp) = 0;
+  virtual void delete_processing_time_timer(int64_t timestamp) = 0;
+};
+
 // Processes each record of a keyed stream with the state of its key.
 template <typename K, typename In, typename Out>
 class KeyedProcessFunction {
@@ -135,11 +150,20 @@ class KeyedProcessFunction {
    public:
     virtual ~Context() = default;
     virtual const K& current_key() const = 0;
+    // Event time of the record or timer being processed; kNoTimestamp if none.
+    virtual int64_t timestamp() const = 0;
+    virtual TimerService& timer_service() = 0;
+  };
+  class OnTimerContext : public Context {
+   public:
+    virtual TimeDomain time_domain() const = 0;
   };
 
   virtual ~KeyedProcessFunction() = default;
   virtual absl::Status open(KeyedRuntimeContext<K>& /*ctx*/) { return absl::OkStatus(); }
   virtual void process_element(const In& value, Context& ctx, Collector<Out>& out) = 0;
+  // A timer of `ctx.current_key()` fired.
+  virtual void on_timer(int64_t /*timestamp*/, OnTimerContext& /*ctx*/, Collector<Out>& /*out*/) {}
   virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
   virtual void close() {}
 };

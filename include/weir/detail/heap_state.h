@@ -111,6 +111,13 @@ class HeapTable final : public HeapTableBase {
     for (const auto& g : groups_) n += g->size();
     return n;
   }
+  // Visits every entry of every key group (read-only).
+  template <typename F>
+  void for_each(F&& fn) const {
+    for (const auto& g : groups_) {
+      for (const auto& [k, v] : *g) fn(k, v);
+    }
+  }
 
   std::shared_ptr<const TableSnapshot> snapshot() const override {
     return std::make_shared<Snapshot>(range_, groups_);

@@ -33,6 +33,9 @@ inline constexpr int64_t kNoTimestamp = INT64_MIN;
 inline constexpr int64_t kMinWatermark = INT64_MIN;
 inline constexpr int64_t kMaxWatermark = INT64_MAX;
 
+// DO NOT CHANGE values: stored with timers.
+enum class TimeDomain : uint8_t { kEventTime = 0, kProcessingTime = 1 };
+
 // Receives the records a function emits.
 template <typename T>
 class Collector {

@@ -19,6 +19,7 @@
 #include "weir/context.h"
 #include "weir/detail/heap_state.h"
 #include "weir/detail/operator.h"
+#include "weir/detail/timers.h"
 #include "weir/functions.h"
 #include "weir/watermark.h"
 
@@ -345,9 +346,11 @@ class SinkOperator final : public OperatorBase, public Input<T> {
 };
 
 template <typename K, typename In, typename Out>
-class KeyedProcessOperator final : public OneOutputOperator<Out>,
-                                   public Input<In>,
-                                   public KeyedProcessFunction<K, In, Out>::Context {
+class KeyedProcessOperator final
+    : public OneOutputOperator<Out>,
+      public Input<In>,
+      public KeyedProcessFunction<K, In, Out>::OnTimerContext,
+      public TimerService {
  public:
   using Function = KeyedProcessFunction<K, In, Out>;
   KeyedProcessOperator(std::function<K(const In&)> key_of, std::unique_ptr<Function> fn)
@@ -366,8 +369,15 @@ class KeyedProcessOperator final : public OneOutputOperator<Out>,
         if (!s.ok()) return s;
       }
     }
+    timers_ = std::make_unique<InternalTimerService<K>>(backend_.get(), &ctx.processing_time(),
+                                                        max_parallelism_);
+    absl::Status s = timers_->open([this](TimeDomain d, int64_t ts, const K&) {
+      domain_ = d;
+      fn_->on_timer(ts, *this, *this->out_);
+    });
+    if (!s.ok()) return s;
     runtime_ = std::make_unique<KeyedRuntimeContext<K>>(&ctx, backend_.get());
-    absl::Status s = fn_->open(*runtime_);
+    s = fn_->open(*runtime_);
     if (!s.ok()) return s;
     return runtime_->status();
   }
@@ -382,7 +392,34 @@ class KeyedProcessOperator final : public OneOutputOperator<Out>,
     backend_->set_current_key(&key, kg);
     fn_->process_element(r, *this, *this->out_);
   }
+
+  void process_watermark(int64_t wm) override {
+    timers_->advance_watermark(wm);
+    current_timestamp() = kNoTimestamp;
+    this->out_->emit_watermark(wm);
+  }
+
+  // Context / OnTimerContext
   const K& current_key() const override { return backend_->current_key(); }
+  int64_t timestamp() const override { return current_timestamp(); }
+  TimerService& timer_service() override { return *this; }
+  TimeDomain time_domain() const override { return domain_; }
+
+  // TimerService
+  int64_t current_processing_time() const override { return timers_->current_processing_time(); }
+  int64_t current_watermark() const override { return timers_->current_watermark(); }
+  void register_event_time_timer(int64_t ts) override {
+    timers_->register_timer(TimeDomain::kEventTime, ts);
+  }
+  void register_processing_time_timer(int64_t ts) override {
+    timers_->register_timer(TimeDomain::kProcessingTime, ts);
+  }
+  void delete_event_time_timer(int64_t ts) override {
+    timers_->delete_timer(TimeDomain::kEventTime, ts);
+  }
+  void delete_processing_time_timer(int64_t ts) override {
+    timers_->delete_timer(TimeDomain::kProcessingTime, ts);
+  }
 
   absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
     OperatorSnapshot snap;
@@ -398,7 +435,9 @@ class KeyedProcessOperator final : public OneOutputOperator<Out>,
   int max_parallelism_ = kDefaultMaxParallelism;
   KeyGroupRange range_;
   std::unique_ptr<HeapKeyedBackend<K>> backend_;
+  std::unique_ptr<InternalTimerService<K>> timers_;
   std::unique_ptr<KeyedRuntimeContext<K>> runtime_;
+  TimeDomain domain_ = TimeDomain::kEventTime;
 };
 
 }  // namespace weir::detail

@@ -1,0 +1,142 @@
+// Keyed timers of one operator subtask, in event time and processing time.
+//
+// Timers are keyed state: each key's pending timestamps live in a heap
+// table per time domain ("_timers/event", "_timers/proc"), so they are
+// stored and snapshotted per key group like any other state, and restored
+// with it. An in-memory index ordered by time decides what fires; it is
+// rebuilt from the tables after a restore. A (key, timestamp) pair is
+// registered at most once.
+//
+// Confined to the task thread.
+#ifndef WEIR_DETAIL_TIMERS_H_
+#define WEIR_DETAIL_TIMERS_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "weir/detail/heap_state.h"
+#include "weir/detail/operator.h"
+
+namespace weir::detail {
+
+template <typename K>
+class InternalTimerService {
+ public:
+  // Called with the key set as the backend's current key.
+  using FireFn = std::function<void(TimeDomain, int64_t timestamp, const K& key)>;
+
+  InternalTimerService(HeapKeyedBackend<K>* backend, ProcessingTimeService* clock, int max_parallelism)
+      : backend_(backend), clock_(clock), max_parallelism_(max_parallelism) {}
+
+  // Registers the timer tables (taking restored timers) and rebuilds the
+  // index. Call once, after the backend was restored.
+  absl::Status open(FireFn fire) {
+    fire_ = std::move(fire);
+    for (int d = 0; d < 2; ++d) {
+      auto t = backend_->core().template table<K, std::vector<int64_t>>(
+          d == 0 ? "_timers/event" : "_timers/proc", StateKind::kList);
+      if (!t.ok()) return t.status();
+      domains_[d].table = *t;
+      (*t)->for_each([&](const K& key, const std::vector<int64_t>& ts) {
+        for (int64_t x : ts) domains_[d].index.emplace(x, key);
+      });
+    }
+    schedule_processing();
+    return absl::OkStatus();
+  }
+
+  int64_t current_watermark() const { return watermark_; }
+  int64_t current_processing_time() const { return clock_->now_ms(); }
+
+  void register_timer(TimeDomain d, int64_t ts) {
+    Domain& dom = domains_[static_cast<int>(d)];
+    const K& key = backend_->current_key();
+    int kg = backend_->current_key_group();
+    const std::vector<int64_t>* have = dom.table->find(kg, key);
+    if (have && std::binary_search(have->begin(), have->end(), ts)) return;
+    std::vector<int64_t>& v = dom.table->get_or_create(kg, key);
+    v.insert(std::upper_bound(v.begin(), v.end(), ts), ts);
+    dom.index.emplace(ts, key);
+    if (d == TimeDomain::kProcessingTime) schedule_processing();
+  }
+
+  void delete_timer(TimeDomain d, int64_t ts) {
+    Domain& dom = domains_[static_cast<int>(d)];
+    const K& key = backend_->current_key();
+    if (!remove_from_table(dom, backend_->current_key_group(), key, ts)) return;
+    auto [b, e] = dom.index.equal_range(ts);
+    for (auto it = b; it != e; ++it) {
+      if (it->second == key) {
+        dom.index.erase(it);
+        break;
+      }
+    }
+  }
+
+  // Event time advanced: fires every event-time timer at or before `wm`.
+  void advance_watermark(int64_t wm) {
+    watermark_ = wm;
+    fire_due(domains_[0], TimeDomain::kEventTime, wm);
+  }
+
+  size_t num_timers(TimeDomain d) const { return domains_[static_cast<int>(d)].index.size(); }
+
+ private:
+  struct Domain {
+    HeapTable<K, std::vector<int64_t>>* table = nullptr;
+    std::multimap<int64_t, K> index;
+  };
+
+  bool remove_from_table(Domain& dom, int kg, const K& key, int64_t ts) {
+    const std::vector<int64_t>* have = dom.table->find(kg, key);
+    if (!have || !std::binary_search(have->begin(), have->end(), ts)) return false;
+    if (have->size() == 1) {
+      dom.table->erase(kg, key);
+    } else {
+      std::vector<int64_t>& v = dom.table->get_or_create(kg, key);
+      v.erase(std::lower_bound(v.begin(), v.end(), ts));
+    }
+    return true;
+  }
+
+  void fire_due(Domain& dom, TimeDomain d, int64_t upto) {
+    while (!dom.index.empty() && dom.index.begin()->first <= upto) {
+      int64_t ts = dom.index.begin()->first;
+      K key = std::move(dom.index.begin()->second);
+      dom.index.erase(dom.index.begin());
+      int kg = key_group_of(key, max_parallelism_);
+      remove_from_table(dom, kg, key, ts);
+      backend_->set_current_key(&key, kg);
+      current_timestamp() = d == TimeDomain::kEventTime ? ts : kNoTimestamp;
+      fire_(d, ts, key);
+    }
+  }
+
+  void schedule_processing() {
+    Domain& dom = domains_[1];
+    if (dom.index.empty()) return;
+    int64_t first = dom.index.begin()->first;
+    if (first >= scheduled_at_) return;
+    scheduled_at_ = first;
+    clock_->schedule(first, [this] {
+      scheduled_at_ = INT64_MAX;
+      fire_due(domains_[1], TimeDomain::kProcessingTime, clock_->now_ms());
+      schedule_processing();
+    });
+  }
+
+  HeapKeyedBackend<K>* backend_;
+  ProcessingTimeService* clock_;
+  const int max_parallelism_;
+  FireFn fire_;
+  Domain domains_[2];
+  int64_t watermark_ = kMinWatermark;
+  int64_t scheduled_at_ = INT64_MAX;
+};
+
+}  // namespace weir::detail
+
+#endif  // WEIR_DETAIL_TIMERS_H_

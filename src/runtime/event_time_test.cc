@@ -1,0 +1,274 @@
+// Event time end to end: watermarks through exchanges, event-time timers
+// that survive failures, processing-time timers, idleness.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "weir/connectors.h"
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+struct Ev {
+  int64_t key = 0;
+  int64_t ts = 0;
+  auto weir_fields() { return std::tie(key, ts); }
+};
+
+struct WindowCount {
+  int64_t key = 0;
+  int64_t window_end = 0;
+  int64_t count = 0;
+  int64_t watermark_at_fire = 0;
+  auto weir_fields() { return std::tie(key, window_end, count, watermark_at_fire); }
+};
+
+// Committed results keyed by transaction, as in pipeline_test.
+class Committed {
+ public:
+  void commit(int subtask, int64_t cp, const std::vector<WindowCount>& v) {
+    std::lock_guard lock(mu_);
+    txns_[{subtask, cp}] = v;
+  }
+  std::vector<WindowCount> all() {
+    std::lock_guard lock(mu_);
+    std::vector<WindowCount> out;
+    for (auto& [k, v] : txns_) out.insert(out.end(), v.begin(), v.end());
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<int, int64_t>, std::vector<WindowCount>> txns_;
+};
+
+struct Txn {
+  int64_t cp = 0;
+  std::vector<WindowCount> rows;
+  auto weir_fields() { return std::tie(cp, rows); }
+};
+
+class TxnSink final : public Sink<WindowCount> {
+ public:
+  explicit TxnSink(Committed* c) : c_(c) {}
+  absl::Status open(OperatorContext& ctx) override {
+    sub_ = ctx.subtask_index();
+    state_ = std::make_unique<OperatorListState<Txn>>(ctx, "txns");
+    for (auto& t : state_->get()) c_->commit(sub_, t.cp, t.rows);
+    return absl::OkStatus();
+  }
+  absl::Status write(const WindowCount& w) override {
+    cur_.push_back(w);
+    return absl::OkStatus();
+  }
+  absl::Status snapshot_state(int64_t cp) override {
+    pending_.push_back({cp, std::move(cur_)});
+    cur_.clear();
+    state_->update(pending_);
+    return absl::OkStatus();
+  }
+  void notify_checkpoint_complete(int64_t cp) override {
+    while (!pending_.empty() && pending_.front().cp <= cp) {
+      c_->commit(sub_, pending_.front().cp, pending_.front().rows);
+      pending_.erase(pending_.begin());
+    }
+  }
+
+ private:
+  Committed* c_;
+  int sub_ = 0;
+  std::vector<WindowCount> cur_;
+  std::vector<Txn> pending_;
+  std::unique_ptr<OperatorListState<Txn>> state_;
+};
+
+constexpr int64_t kWindow = 1000;
+
+// Counts per key and tumbling window with an event-time timer at the end of
+// each window; throws after a random number of records (armed as in
+// pipeline_test: at once in the first attempt, after a checkpoint later).
+class TimerWindow final : public KeyedProcessFunction<int64_t, Ev, WindowCount> {
+ public:
+  TimerWindow(int64_t fail_every, uint64_t seed) : fail_every_(fail_every), seed_(seed) {}
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    counts_ = &ctx.get_map_state(MapStateDescriptor<int64_t, int64_t>{"counts"});
+    const auto& op = ctx.operator_context();
+    armed_ = op.attempt() == 0;
+    std::mt19937_64 rng(seed_ + op.subtask_index() * 13 + op.attempt() * 7);
+    if (fail_every_ > 0) threshold_ = 1 + static_cast<int64_t>(rng() % (2 * fail_every_));
+    return absl::OkStatus();
+  }
+  void process_element(const Ev& e, Context& ctx, Collector<WindowCount>&) override {
+    EXPECT_EQ(ctx.timestamp(), e.ts);
+    EXPECT_GT(e.ts, ctx.timer_service().current_watermark()) << "a record behind the watermark";
+    int64_t end = (e.ts / kWindow + 1) * kWindow;
+    counts_->put(end, counts_->get(end).value_or(0) + 1);
+    ctx.timer_service().register_event_time_timer(end - 1);
+    if (fail_every_ > 0 && armed_ && ++seen_ >= threshold_) {
+      armed_ = false;
+      throw std::runtime_error("injected failure");
+    }
+  }
+  void on_timer(int64_t ts, OnTimerContext& ctx, Collector<WindowCount>& out) override {
+    EXPECT_EQ(ctx.time_domain(), TimeDomain::kEventTime);
+    EXPECT_EQ(ctx.timestamp(), ts);
+    int64_t end = ts + 1;
+    out.collect({ctx.current_key(), end, counts_->get(end).value_or(-1),
+                 ctx.timer_service().current_watermark()});
+    counts_->remove(end);
+  }
+  void notify_checkpoint_complete(int64_t) override { armed_ = fail_every_ > 0; }
+
+ private:
+  const int64_t fail_every_;
+  const uint64_t seed_;
+  MapState<int64_t, int64_t>* counts_ = nullptr;
+  bool armed_ = false;
+  int64_t seen_ = 0, threshold_ = 0;
+};
+
+constexpr int64_t kKeys = 17;
+
+JobResult run_timer_windows(int64_t events, int64_t fail_every, uint64_t seed, Committed* out) {
+  JobConfig config;
+  config.default_parallelism = 3;
+  config.checkpoint.interval = Duration(20);
+  config.restart.delay = Duration(5);
+  StreamEnvironment env(config);
+  auto wm = WatermarkStrategy<Ev>::for_bounded_out_of_orderness(Duration(0), [](const Ev& e) {
+              return e.ts;
+            }).with_interval(Duration(1));
+  env.from_source<Ev>(
+         [events] {
+           return std::make_unique<GeneratorSource<Ev>>(
+               [](int64_t i) { return Ev{i % kKeys, i}; }, events);
+         },
+         "events", wm)
+      .parallelism(2)
+      .key_by([](const Ev& e) { return e.key; })
+      .process<WindowCount>([fail_every, seed] { return std::make_unique<TimerWindow>(fail_every, seed); },
+                            "windows")
+      .uid("windows")
+      .sink_to([out] { return std::make_unique<TxnSink>(out); })
+      .uid("sink");
+  auto r = env.execute("timer-windows");
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.value_or(JobResult{});
+}
+
+void expect_exact_windows(const std::vector<WindowCount>& rows, int64_t events) {
+  std::map<std::pair<int64_t, int64_t>, int64_t> expected, got;
+  for (int64_t i = 0; i < events; ++i) expected[{i % kKeys, (i / kWindow + 1) * kWindow}]++;
+  for (const auto& r : rows) {
+    ASSERT_TRUE(got.emplace(std::make_pair(r.key, r.window_end), r.count).second)
+        << "window fired twice: key " << r.key << " end " << r.window_end;
+    // Fired only once the watermark passed the window's last millisecond.
+    EXPECT_GE(r.watermark_at_fire, r.window_end - 1);
+  }
+  EXPECT_EQ(got, expected);
+}
+
+TEST(EventTimeTest, EventTimeTimersFireOncePerWindowWithExactCounts) {
+  Committed out;
+  const int64_t events = 200000;
+  JobResult r = run_timer_windows(events, 0, 0, &out);
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  expect_exact_windows(out.all(), events);
+}
+
+TEST(EventTimeTest, TimersAndWindowStateAreExactlyOnceUnderFailures) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Committed out;
+  const int64_t events = 600000;
+  JobResult r = run_timer_windows(events, 40000, seed, &out);
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  EXPECT_GE(r.restarts, 1);
+  expect_exact_windows(out.all(), events);
+}
+
+// A processing-time timer registered for the past fires at once; one for
+// the near future fires once the clock gets there.
+class ProcTimer final : public KeyedProcessFunction<int64_t, int64_t, int64_t> {
+ public:
+  void process_element(const int64_t& v, Context& ctx, Collector<int64_t>&) override {
+    int64_t now = ctx.timer_service().current_processing_time();
+    ctx.timer_service().register_processing_time_timer(v == 0 ? now - 1000 : now + 30);
+    ctx.timer_service().register_processing_time_timer(now + 1000000);  // deleted below
+    ctx.timer_service().delete_processing_time_timer(now + 1000000);
+  }
+  void on_timer(int64_t ts, OnTimerContext& ctx, Collector<int64_t>& out) override {
+    EXPECT_EQ(ctx.time_domain(), TimeDomain::kProcessingTime);
+    EXPECT_GE(ctx.timer_service().current_processing_time(), ts);
+    out.collect(ctx.current_key());
+  }
+};
+
+// Emits a few records, then nothing for a while, then ends.
+class SlowSource final : public Source<int64_t> {
+ public:
+  absl::Status open(OperatorContext& ctx) override {
+    clock_ = &ctx.processing_time();
+    return absl::OkStatus();
+  }
+  PollStatus poll(SourceOutput<int64_t>& out, int) override {
+    if (next_ < 2) {
+      out.collect(next_++);
+      start_ = clock_->now_ms();
+      return PollStatus::kMore;
+    }
+    return clock_->now_ms() - start_ > 300 ? PollStatus::kEndOfInput : PollStatus::kIdle;
+  }
+
+ private:
+  detail::ProcessingTimeService* clock_ = nullptr;
+  int64_t next_ = 0;
+  int64_t start_ = 0;
+};
+
+TEST(EventTimeTest, ProcessingTimeTimersFire) {
+  std::mutex mu;
+  std::vector<int64_t> fired;
+  class Collect final : public Sink<int64_t> {
+   public:
+    Collect(std::mutex* mu, std::vector<int64_t>* out) : mu_(mu), out_(out) {}
+    absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+    absl::Status write(const int64_t& v) override {
+      std::lock_guard lock(*mu_);
+      out_->push_back(v);
+      return absl::OkStatus();
+    }
+
+   private:
+    std::mutex* mu_;
+    std::vector<int64_t>* out_;
+  };
+  StreamEnvironment env;
+  env.from_source<int64_t>([] { return std::make_unique<SlowSource>(); })
+      .key_by([](const int64_t& v) { return v; })
+      .process<int64_t>([] { return std::make_unique<ProcTimer>(); })
+      .sink_to([&] { return std::make_unique<Collect>(&mu, &fired); });
+  auto r = env.execute("proc-timers");
+  ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  std::sort(fired.begin(), fired.end());
+  EXPECT_EQ(fired, (std::vector<int64_t>{0, 1}));
+}
+
+TEST(EventTimeTest, NegativeOutOfOrdernessIsRejectedWhenTheJobIsBuilt) {
+  StreamEnvironment env;
+  auto wm = WatermarkStrategy<int64_t>::for_bounded_out_of_orderness(
+      Duration(-5), [](const int64_t& v) { return v; });
+  env.from_source<int64_t>(
+      [] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 10); },
+      "numbers", wm);
+  auto r = env.execute("bad-watermarks");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("negative out-of-orderness"), std::string::npos);
+  EXPECT_NE(r.status().message().find("numbers"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weir
