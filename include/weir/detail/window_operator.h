@@ -1,0 +1,233 @@
+// The window operator: per key, a map from window to accumulator (keyed
+// state, so per key group and checkpointed), timers at each window's end and
+// at its cleanup time, merging for session windows, and counting for count
+// windows. The semantics are documented in include/weir/window.h.
+//
+// Confined to the task thread.
+#ifndef WEIR_DETAIL_WINDOW_OPERATOR_H_
+#define WEIR_DETAIL_WINDOW_OPERATOR_H_
+
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "weir/detail/heap_state.h"
+#include "weir/detail/operator.h"
+#include "weir/detail/timers.h"
+#include "weir/window.h"
+
+namespace weir::detail {
+
+template <typename K, typename In, typename Acc, typename Out>
+class WindowOperator final : public OperatorBase, public Input<In> {
+ public:
+  using EmitFn = std::function<void(const K& key, const TimeWindow& w, const Acc& acc,
+                                    int64_t watermark, int64_t now, Collector<Out>& out)>;
+  struct Spec {
+    WindowAssigner assigner;
+    int64_t allowed_lateness = 0;
+    std::function<Acc()> create;
+    std::function<void(Acc&, const In&)> add;
+    std::function<Acc(const Acc&, const Acc&)> merge;  // required for session windows
+    std::function<EmitFn()> make_emit;                  // one per subtask
+  };
+
+  WindowOperator(std::function<K(const In&)> key_of, Spec spec)
+      : key_of_(std::move(key_of)), spec_(std::move(spec)) {}
+
+  void* input() override { return static_cast<Input<In>*>(this); }
+  void set_output(std::unique_ptr<OutputBase> out) override {
+    owned_out_ = std::move(out);
+    out_ = owned_out_ ? static_cast<Output<Out>*>(owned_out_.get()) : &discard_;
+  }
+
+  absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) override {
+    max_parallelism_ = ctx.max_parallelism();
+    range_ = ctx.key_group_range();
+    clock_ = &ctx.processing_time();
+    backend_ = std::make_unique<HeapKeyedBackend<K>>(range_);
+    if (restore != nullptr) {
+      for (const RestoredKeyGroup& kg : restore->key_groups) {
+        if (!range_.contains(kg.key_group)) continue;
+        absl::Status s = backend_->core().restore_key_group(kg.key_group, kg.bytes);
+        if (!s.ok()) return s;
+      }
+    }
+    auto contents = backend_->core().template table<K, Windows>("_window/contents", StateKind::kMap);
+    if (!contents.ok()) return contents.status();
+    contents_ = *contents;
+    auto counts = backend_->core().template table<K, int64_t>("_window/counts", StateKind::kValue);
+    if (!counts.ok()) return counts.status();
+    counts_ = *counts;
+    emit_ = spec_.make_emit();
+    timers_ = std::make_unique<InternalTimerService<K>>(backend_.get(), clock_, max_parallelism_);
+    return timers_->open([this](TimeDomain d, int64_t ts, const K& key) { on_timer(d, ts, key); });
+  }
+
+  void process(const In& r) override {
+    K key = key_of_(r);
+    int kg = key_group_of(key, max_parallelism_);
+    backend_->set_current_key(&key, kg);
+    const WindowAssigner& a = spec_.assigner;
+    if (a.kind == WindowAssigner::Kind::kGlobal) return add_to_count_window(key, kg, r);
+    int64_t ts = a.event_time ? current_timestamp() : clock_->now_ms();
+    if (ts == kNoTimestamp) {
+      throw std::runtime_error(
+          "a record without a timestamp reached an event-time window; give its source a "
+          "WatermarkStrategy");
+    }
+    if (a.is_merging()) return add_to_session(key, kg, r, TimeWindow{ts, ts + a.gap});
+    bool placed = false;
+    for (const TimeWindow& w : a.assign(ts)) {
+      if (is_late(w)) continue;
+      placed = true;
+      Windows& m = contents_->get_or_create(kg, key);
+      auto [it, inserted] = m.try_emplace(w);
+      if (inserted) it->second = spec_.create();
+      spec_.add(it->second, r);
+      register_timers(w);
+      if (a.event_time && w.max_timestamp() <= timers_->current_watermark()) fire(key, w, it->second);
+    }
+    if (!placed) ++late_records_;
+  }
+
+  void process_watermark(int64_t wm) override {
+    timers_->advance_watermark(wm);
+    current_timestamp() = kNoTimestamp;
+    out_->emit_watermark(wm);
+  }
+  void process_idle(bool idle) override { out_->emit_idle(idle); }
+
+  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
+    OperatorSnapshot snap;
+    snap.keyed = backend_->core().snapshot();
+    return snap;
+  }
+
+  // Records dropped because every window they belonged to was past its
+  // allowed lateness.
+  int64_t late_records() const { return late_records_; }
+
+ private:
+  using Windows = absl::flat_hash_map<TimeWindow, Acc>;
+
+  bool is_late(const TimeWindow& w) const {
+    return spec_.assigner.event_time &&
+           w.max_timestamp() + spec_.allowed_lateness <= timers_->current_watermark();
+  }
+  TimeDomain domain() const {
+    return spec_.assigner.event_time ? TimeDomain::kEventTime : TimeDomain::kProcessingTime;
+  }
+  int64_t cleanup_time(const TimeWindow& w) const {
+    return spec_.assigner.event_time ? w.max_timestamp() + spec_.allowed_lateness : w.max_timestamp();
+  }
+  // A window whose end the watermark already passed fires on the record
+  // itself (late firing), so only its cleanup needs a timer.
+  void register_timers(const TimeWindow& w) {
+    if (!spec_.assigner.event_time || w.max_timestamp() > timers_->current_watermark()) {
+      timers_->register_timer(domain(), w.max_timestamp());
+    }
+    if (cleanup_time(w) != w.max_timestamp()) timers_->register_timer(domain(), cleanup_time(w));
+  }
+  void delete_timers(const TimeWindow& w) {
+    timers_->delete_timer(domain(), w.max_timestamp());
+    if (cleanup_time(w) != w.max_timestamp()) timers_->delete_timer(domain(), cleanup_time(w));
+  }
+
+  void fire(const K& key, const TimeWindow& w, const Acc& acc) {
+    current_timestamp() = w.max_timestamp();
+    emit_(key, w, acc, timers_->current_watermark(), clock_->now_ms(), *out_);
+  }
+
+  void on_timer(TimeDomain, int64_t ts, const K& key) {
+    int kg = backend_->current_key_group();
+    const Windows* m = contents_->find(kg, key);
+    if (m == nullptr) return;
+    std::vector<TimeWindow> fire_now, drop;
+    for (const auto& [w, acc] : *m) {
+      if (w.max_timestamp() == ts) fire_now.push_back(w);
+      if (cleanup_time(w) == ts) drop.push_back(w);
+    }
+    std::sort(fire_now.begin(), fire_now.end());
+    for (const TimeWindow& w : fire_now) fire(key, w, m->at(w));
+    if (drop.empty()) return;
+    Windows& wm = contents_->get_or_create(kg, key);
+    for (const TimeWindow& w : drop) wm.erase(w);
+    if (wm.empty()) contents_->erase(kg, key);
+  }
+
+  void add_to_session(const K& key, int kg, const In& r, TimeWindow w) {
+    const Windows* existing = contents_->find(kg, key);
+    std::vector<TimeWindow> absorbed;
+    if (existing != nullptr) {
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (const auto& [old, acc] : *existing) {
+          if (std::find(absorbed.begin(), absorbed.end(), old) == absorbed.end() &&
+              old.intersects(w)) {
+            w = w.cover(old);
+            absorbed.push_back(old);
+            grew = true;
+          }
+        }
+      }
+    }
+    if (is_late(w)) {
+      ++late_records_;
+      return;
+    }
+    Acc acc = spec_.create();
+    spec_.add(acc, r);
+    if (!absorbed.empty()) {
+      Windows& m = contents_->get_or_create(kg, key);
+      for (const TimeWindow& old : absorbed) {
+        acc = spec_.merge(m.at(old), acc);
+        m.erase(old);
+        delete_timers(old);
+      }
+    }
+    Windows& m = contents_->get_or_create(kg, key);
+    auto& slot = m[w];
+    slot = std::move(acc);
+    register_timers(w);
+    if (spec_.assigner.event_time && w.max_timestamp() <= timers_->current_watermark()) {
+      fire(key, w, slot);
+    }
+  }
+
+  void add_to_count_window(const K& key, int kg, const In& r) {
+    const TimeWindow global{INT64_MIN, INT64_MAX};
+    Windows& m = contents_->get_or_create(kg, key);
+    auto [it, inserted] = m.try_emplace(global);
+    if (inserted) it->second = spec_.create();
+    spec_.add(it->second, r);
+    int64_t& n = counts_->get_or_create(kg, key);
+    if (++n < spec_.assigner.count) return;
+    int64_t ts = current_timestamp();
+    emit_(key, global, it->second, timers_->current_watermark(), clock_->now_ms(), *out_);
+    current_timestamp() = ts;
+    contents_->erase(kg, key);
+    counts_->erase(kg, key);
+  }
+
+  std::function<K(const In&)> key_of_;
+  Spec spec_;
+  EmitFn emit_;
+  int max_parallelism_ = kDefaultMaxParallelism;
+  KeyGroupRange range_;
+  ProcessingTimeService* clock_ = nullptr;
+  std::unique_ptr<HeapKeyedBackend<K>> backend_;
+  HeapTable<K, Windows>* contents_ = nullptr;
+  HeapTable<K, int64_t>* counts_ = nullptr;
+  std::unique_ptr<InternalTimerService<K>> timers_;
+  int64_t late_records_ = 0;
+  std::unique_ptr<OutputBase> owned_out_;
+  Output<Out>* out_ = &discard_;
+  DiscardingOutput<Out> discard_;
+};
+
+}  // namespace weir::detail
+
+#endif  // WEIR_DETAIL_WINDOW_OPERATOR_H_

@@ -1,0 +1,360 @@
+// Windows end to end, in the style of Flink's EventTimeWindowCheckpointingITCase:
+// every window's aggregate equals the exact arithmetic value for its time
+// range and each key gets exactly the expected windows, under failures.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "weir/connectors.h"
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+struct Ev {
+  int64_t key = 0;
+  int64_t value = 0;
+  int64_t ts = 0;
+  auto weir_fields() { return std::tie(key, value, ts); }
+};
+
+struct Result {
+  int64_t key = 0;
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t count = 0;
+  int64_t sum = 0;
+  auto weir_fields() { return std::tie(key, start, end, count, sum); }
+  auto tie() const { return std::tie(key, start, end, count, sum); }
+  bool operator<(const Result& o) const { return tie() < o.tie(); }
+  bool operator==(const Result& o) const { return tie() == o.tie(); }
+};
+
+struct Txn {
+  int64_t cp = 0;
+  std::vector<Result> rows;
+  auto weir_fields() { return std::tie(cp, rows); }
+};
+
+// Committed output by (subtask, checkpoint): idempotent commits.
+struct Committed {
+  std::mutex mu;
+  std::map<std::pair<int, int64_t>, std::vector<Result>> txns;
+  std::vector<Result> all() {
+    std::lock_guard lock(mu);
+    std::vector<Result> out;
+    for (auto& [k, v] : txns) out.insert(out.end(), v.begin(), v.end());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+};
+
+// Two-phase-commit sink that also injects failures: it throws after a
+// random number of rows, once a checkpoint completed in the attempt.
+class FailingTxnSink final : public Sink<Result> {
+ public:
+  FailingTxnSink(Committed* c, int64_t fail_every, uint64_t seed)
+      : c_(c), fail_every_(fail_every), seed_(seed) {}
+  absl::Status open(OperatorContext& ctx) override {
+    sub_ = ctx.subtask_index();
+    state_ = std::make_unique<OperatorListState<Txn>>(ctx, "txns");
+    for (auto& t : state_->get()) commit(t);
+    armed_ = ctx.attempt() == 0;
+    std::mt19937_64 rng(seed_ + sub_ * 101 + ctx.attempt());
+    if (fail_every_ > 0) threshold_ = 1 + static_cast<int64_t>(rng() % (2 * fail_every_));
+    return absl::OkStatus();
+  }
+  absl::Status write(const Result& r) override {
+    cur_.push_back(r);
+    if (fail_every_ > 0 && armed_ && ++seen_ >= threshold_) {
+      armed_ = false;
+      return absl::InternalError("injected failure");
+    }
+    return absl::OkStatus();
+  }
+  absl::Status snapshot_state(int64_t cp) override {
+    pending_.push_back({cp, std::move(cur_)});
+    cur_.clear();
+    state_->update(pending_);
+    return absl::OkStatus();
+  }
+  void notify_checkpoint_complete(int64_t cp) override {
+    while (!pending_.empty() && pending_.front().cp <= cp) {
+      commit(pending_.front());
+      pending_.erase(pending_.begin());
+    }
+    armed_ = fail_every_ > 0;
+  }
+
+ private:
+  void commit(const Txn& t) {
+    std::lock_guard lock(c_->mu);
+    c_->txns[{sub_, t.cp}] = t.rows;
+  }
+  Committed* c_;
+  const int64_t fail_every_;
+  const uint64_t seed_;
+  int sub_ = 0;
+  bool armed_ = false;
+  int64_t seen_ = 0, threshold_ = 0;
+  std::vector<Result> cur_;
+  std::vector<Txn> pending_;
+  std::unique_ptr<OperatorListState<Txn>> state_;
+};
+
+struct CountSum {
+  int64_t count = 0;
+  int64_t sum = 0;
+  auto weir_fields() { return std::tie(count, sum); }
+};
+
+AggregateFunction<Ev, CountSum, CountSum> count_sum() {
+  return {[] { return CountSum{}; },
+          [](CountSum& a, const Ev& e) {
+            a.count++;
+            a.sum += e.value;
+          },
+          [](const CountSum& a) { return a; },
+          [](const CountSum& a, const CountSum& b) { return CountSum{a.count + b.count, a.sum + b.sum}; }};
+}
+
+class ToResult final : public ProcessWindowFunction<int64_t, CountSum, Result> {
+ public:
+  void process(const int64_t& key, const Context& ctx, const std::vector<CountSum>& in,
+               Collector<Result>& out) override {
+    out.collect({key, ctx.window.start, ctx.window.end, in[0].count, in[0].sum});
+  }
+};
+
+constexpr int64_t kKeys = 13;
+
+struct Scenario {
+  WindowAssigner assigner;
+  std::function<Ev(int64_t)> event;
+  int64_t events = 300000;
+  int64_t fail_every = 0;
+  uint64_t seed = 0;
+};
+
+JobResult run(const Scenario& sc, Committed* out) {
+  JobConfig config;
+  config.default_parallelism = 3;
+  config.checkpoint.interval = Duration(20);
+  config.restart.delay = Duration(5);
+  StreamEnvironment env(config);
+  auto wm = WatermarkStrategy<Ev>::for_bounded_out_of_orderness(Duration(0), [](const Ev& e) {
+              return e.ts;
+            }).with_interval(Duration(1));
+  auto fn = sc.event;
+  int64_t n = sc.events;
+  int64_t fail_every = sc.fail_every;
+  uint64_t seed = sc.seed;
+  env.from_source<Ev>([fn, n] { return std::make_unique<GeneratorSource<Ev>>(fn, n); }, "events", wm)
+      .parallelism(2)
+      .key_by([](const Ev& e) { return e.key; })
+      .window(sc.assigner)
+      .aggregate<CountSum, CountSum, Result>(count_sum(), [] { return std::make_unique<ToResult>(); })
+      .uid("window")
+      .sink_to([out, fail_every, seed] { return std::make_unique<FailingTxnSink>(out, fail_every, seed); })
+      .uid("sink");
+  auto r = env.execute("windows");
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.value_or(JobResult{});
+}
+
+// The reference: windows computed directly from the events.
+std::vector<Result> reference(const Scenario& sc) {
+  std::map<std::tuple<int64_t, int64_t, int64_t>, CountSum> acc;
+  if (sc.assigner.kind == WindowAssigner::Kind::kSession) {
+    // Per key, events sorted by time; a gap of at least `gap` splits sessions.
+    std::map<int64_t, std::vector<Ev>> by_key;
+    for (int64_t i = 0; i < sc.events; ++i) {
+      Ev e = sc.event(i);
+      by_key[e.key].push_back(e);
+    }
+    std::vector<Result> out;
+    for (auto& [k, evs] : by_key) {
+      std::sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) { return a.ts < b.ts; });
+      Result cur{k, evs[0].ts, evs[0].ts + sc.assigner.gap, 0, 0};
+      for (const Ev& e : evs) {
+        if (e.ts > cur.end) {
+          out.push_back(cur);
+          cur = Result{k, e.ts, e.ts + sc.assigner.gap, 0, 0};
+        }
+        cur.end = std::max(cur.end, e.ts + sc.assigner.gap);
+        cur.count++;
+        cur.sum += e.value;
+      }
+      out.push_back(cur);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  for (int64_t i = 0; i < sc.events; ++i) {
+    Ev e = sc.event(i);
+    for (const TimeWindow& w : sc.assigner.assign(e.ts)) {
+      CountSum& a = acc[{e.key, w.start, w.end}];
+      a.count++;
+      a.sum += e.value;
+    }
+  }
+  std::vector<Result> out;
+  for (auto& [k, a] : acc) out.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), a.count, a.sum});
+  return out;
+}
+
+Ev simple_event(int64_t i) { return Ev{i % kKeys, i, i}; }
+
+// Bursts of 5000 ms of events, then 3000 ms of silence.
+Ev bursty_event(int64_t i) { return Ev{i % kKeys, i, i + (i / 5000) * 3000}; }
+
+class WindowTest : public ::testing::TestWithParam<bool> {
+ protected:
+  Scenario with_failures(Scenario sc) {
+    if (GetParam()) {
+      // Several failures per run whatever the number of windows.
+      sc.fail_every = std::max<int64_t>(1, static_cast<int64_t>(reference(sc).size()) / 30);
+      sc.seed = std::random_device{}();
+    }
+    return sc;
+  }
+  void check(const Scenario& sc) {
+    SCOPED_TRACE("seed " + std::to_string(sc.seed));
+    Committed out;
+    JobResult r = run(sc, &out);
+    ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+    if (GetParam()) EXPECT_GE(r.restarts, 1);
+    std::vector<Result> got = out.all();
+    std::vector<Result> want = reference(sc);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i], want[i]) << "window " << i << ": key " << got[i].key << " [" << got[i].start
+                                 << "," << got[i].end << ") count " << got[i].count;
+    }
+  }
+};
+
+TEST_P(WindowTest, TumblingEventTimeWindowsAreExact) {
+  check(with_failures({TumblingEventTimeWindows::of(Duration(1000)), simple_event}));
+}
+
+TEST_P(WindowTest, SlidingEventTimeWindowsAreExact) {
+  check(with_failures({SlidingEventTimeWindows::of(Duration(1000), Duration(250)), simple_event}));
+}
+
+TEST_P(WindowTest, SessionWindowsAreExact) {
+  check(with_failures({EventTimeSessionWindows::with_gap(Duration(1000)), bursty_event}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Failures, WindowTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "WithFailures" : "NoFailures"; });
+
+TEST(WindowValidationTest, BadWindowsAreRejectedWhenTheJobIsBuilt) {
+  auto try_window = [](WindowAssigner a) {
+    StreamEnvironment env;
+    env.from_source<int64_t>([] {
+         return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 10);
+       })
+        .key_by([](const int64_t& v) { return v; })
+        .window(a)
+        .reduce([](const int64_t& x, const int64_t& y) { return x + y; });
+    auto r = env.execute("bad-window");
+    return r.ok() ? std::string("ok") : std::string(r.status().message());
+  };
+  EXPECT_NE(try_window(TumblingEventTimeWindows::of(Duration(0))).find("size must be positive"),
+            std::string::npos);
+  EXPECT_NE(try_window(SlidingEventTimeWindows::of(Duration(100), Duration(200)))
+                .find("slide 200 ms is larger than its size 100 ms"),
+            std::string::npos);
+  EXPECT_NE(try_window(EventTimeSessionWindows::with_gap(Duration(-1))).find("gap"), std::string::npos);
+}
+
+// One record per poll, so the watermark (interval 0) follows the data exactly.
+class ScriptedSource final : public Source<Ev> {
+ public:
+  explicit ScriptedSource(std::vector<int64_t> ts) : ts_(std::move(ts)) {}
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  PollStatus poll(SourceOutput<Ev>& out, int) override {
+    if (next_ >= ts_.size()) return PollStatus::kEndOfInput;
+    out.collect(Ev{1, ts_[next_], ts_[next_]});
+    ++next_;
+    return PollStatus::kMore;
+  }
+
+ private:
+  std::vector<int64_t> ts_;
+  size_t next_ = 0;
+};
+
+class Firings final : public Sink<Result> {
+ public:
+  Firings(std::mutex* mu, std::vector<Result>* out) : mu_(mu), out_(out) {}
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  absl::Status write(const Result& r) override {
+    std::lock_guard lock(*mu_);
+    out_->push_back(r);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::mutex* mu_;
+  std::vector<Result>* out_;
+};
+
+TEST(WindowLatenessTest, LateRecordsRefireWithinLatenessAndAreDroppedAfter) {
+  std::mutex mu;
+  std::vector<Result> fired;
+  StreamEnvironment env;
+  auto wm = WatermarkStrategy<Ev>::for_monotonous_timestamps([](const Ev& e) { return e.ts; })
+                .with_interval(Duration(0));
+  // Window [0,100) fires at watermark 149 (record 150) with {10, 20}; 30 is
+  // late but within 100 ms of lateness, so it fires again with {10, 20, 30};
+  // record 260 moves the watermark past 199, the cleanup time of [0,100);
+  // 40 is then dropped.
+  std::vector<int64_t> script = {10, 20, 150, 30, 260, 40};
+  env.from_source<Ev>([script] { return std::make_unique<ScriptedSource>(script); }, "scripted", wm)
+      .key_by([](const Ev& e) { return e.key; })
+      .window(TumblingEventTimeWindows::of(Duration(100)))
+      .allowed_lateness(Duration(100))
+      .aggregate<CountSum, CountSum, Result>(count_sum(), [] { return std::make_unique<ToResult>(); })
+      .sink_to([&] { return std::make_unique<Firings>(&mu, &fired); });
+  auto r = env.execute("lateness");
+  ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  std::vector<Result> want = {{1, 0, 100, 2, 30}, {1, 0, 100, 3, 60}, {1, 100, 200, 1, 150},
+                              {1, 200, 300, 1, 260}};
+  EXPECT_EQ(fired, want);
+}
+
+TEST(CountWindowTest, FiresEveryNRecordsPerKey) {
+  std::mutex mu;
+  std::vector<Result> fired;
+  StreamEnvironment env;
+  env.from_source<Ev>([] {
+       return std::make_unique<GeneratorSource<Ev>>([](int64_t i) { return Ev{i % 3, i, 0}; }, 95);
+     })
+      .key_by([](const Ev& e) { return e.key; })
+      .count_window(10)
+      .reduce([](const Ev& a, const Ev& b) { return Ev{a.key, a.value + b.value, 0}; })
+      .map([](const Ev& e) { return Result{e.key, 0, 0, 0, e.value}; })
+      .sink_to([&] { return std::make_unique<Firings>(&mu, &fired); });
+  auto r = env.execute("count-windows");
+  ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  // Key k gets i = k, k+3, ...; full windows of 10 only (95 records: keys 0
+  // and 1 have 32 records, key 2 has 31: three windows each).
+  std::vector<Result> want;
+  for (int64_t k = 0; k < 3; ++k) {
+    for (int64_t w = 0; w < 3; ++w) {
+      int64_t sum = 0;
+      for (int64_t j = 0; j < 10; ++j) sum += k + 3 * (w * 10 + j);
+      want.push_back({k, 0, 0, 0, sum});
+    }
+  }
+  std::sort(fired.begin(), fired.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(fired, want);
+}
+
+}  // namespace
+}  // namespace weir
