@@ -153,6 +153,14 @@ class KeyedProcessFunction {
     // Event time of the record or timer being processed; kNoTimestamp if none.
     virtual int64_t timestamp() const = 0;
     virtual TimerService& timer_service() = 0;
+    // Emits `value` to the side output `tag` (dropped when nothing reads it).
+    template <typename X>
+    void output(const OutputTag<X>& tag, const X& value) {
+      if (detail::OutputBase* o = side_output_base(tag.id)) {
+        static_cast<detail::Output<X>*>(o)->collect(value);
+      }
+    }
+    virtual detail::OutputBase* side_output_base(const std::string& tag) = 0;
   };
   class OnTimerContext : public Context {
    public:

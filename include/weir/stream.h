@@ -112,8 +112,18 @@ class DataStream {
  public:
   DataStream(StreamEnvironment* env, std::vector<int> nodes,
              detail::PartitionKind kind = detail::PartitionKind::kDefault,
-             std::function<uint64_t(const T&)> key_hash = nullptr)
-      : env_(env), nodes_(std::move(nodes)), kind_(kind), key_hash_(std::move(key_hash)) {}
+             std::function<uint64_t(const T&)> key_hash = nullptr, std::string tag = "")
+      : env_(env),
+        nodes_(std::move(nodes)),
+        kind_(kind),
+        key_hash_(std::move(key_hash)),
+        tag_(std::move(tag)) {}
+
+  // The records the operator behind this stream emitted to side output `tag`.
+  template <Serializable U>
+  DataStream<U> get_side_output(const OutputTag<U>& tag) const {
+    return DataStream<U>(env_, nodes_, detail::PartitionKind::kDefault, nullptr, tag.id);
+  }
 
   // ---- transformations ----
   template <typename F, typename Out = std::decay_t<std::invoke_result_t<F&, const T&>>>
@@ -159,7 +169,7 @@ class DataStream {
   DataStream<T> union_with(const DataStream<T>& other) const {
     std::vector<int> all = nodes_;
     all.insert(all.end(), other.nodes_.begin(), other.nodes_.end());
-    return DataStream<T>(env_, std::move(all), kind_, key_hash_);
+    return DataStream<T>(env_, std::move(all), kind_, key_hash_, tag_);
   }
 
   // ---- settings of the operator that produced this stream ----
@@ -182,14 +192,16 @@ class DataStream {
   template <typename Out>
   DataStream<Out> add_keyed(std::string name, std::function<uint64_t(const T&)> key_hash,
                             std::function<std::unique_ptr<detail::OperatorBase>()> make) const {
-    DataStream<T> hashed(env_, nodes_, detail::PartitionKind::kHash, std::move(key_hash));
+    DataStream<T> hashed(env_, nodes_, detail::PartitionKind::kHash, std::move(key_hash), tag_);
     int id = hashed.add_raw(std::move(name), true, std::move(make));
     env_->node(id).make_fanout = fanout_factory<Out>();
     return DataStream<Out>(env_, {id});
   }
 
  private:
-  DataStream<T> with_kind(detail::PartitionKind k) const { return DataStream<T>(env_, nodes_, k); }
+  DataStream<T> with_kind(detail::PartitionKind k) const {
+    return DataStream<T>(env_, nodes_, k, nullptr, tag_);
+  }
 
   template <typename Out>
   static auto fanout_factory() {
@@ -221,6 +233,8 @@ class DataStream {
     e.from = from;
     e.to = to;
     e.kind = kind_;
+    e.tag = tag_;
+    e.make_fanout = fanout_factory<T>();
     detail::PartitionKind kind = kind_;
     std::function<uint64_t(const T&)> key_hash = key_hash_;
     e.make_writer = [kind, key_hash](detail::PartitionWriter* w, int max_parallelism)
@@ -263,6 +277,7 @@ class DataStream {
   std::vector<int> nodes_;
   detail::PartitionKind kind_;
   std::function<uint64_t(const T&)> key_hash_;  // for kHash
+  std::string tag_;                             // side output of nodes_, or empty
 };
 
 template <typename K, typename T>
@@ -327,6 +342,12 @@ class WindowedStream {
 
   WindowedStream& allowed_lateness(Duration d) {
     lateness_ = d.count();
+    return *this;
+  }
+  // Records too late for every window go to this side output instead of
+  // being dropped; read it with get_side_output(tag) on the result.
+  WindowedStream& side_output_late_data(OutputTag<T> tag) {
+    late_tag_ = tag.id;
     return *this;
   }
 
@@ -416,6 +437,7 @@ class WindowedStream {
                         std::string name) const {
     spec.assigner = assigner_;
     spec.allowed_lateness = lateness_;
+    spec.late_tag = late_tag_;
     absl::Status s = assigner_.validate();
     if (s.ok() && lateness_ < 0) s = absl::InvalidArgumentError("allowed lateness must not be negative");
     if (s.ok() && assigner_.is_merging() && !spec.merge) {
@@ -434,6 +456,7 @@ class WindowedStream {
   KeyedStream<K, T> input_;
   WindowAssigner assigner_;
   int64_t lateness_ = 0;
+  std::string late_tag_;
 };
 
 template <Serializable T>

@@ -222,24 +222,30 @@ absl::Status Task::build_chain() {
     info.restored = tdd_.restore != nullptr && tdd_.restore->find(info.uid) != nullptr;
     info.processing_time = &time_;
     contexts_[i] = std::make_unique<RuntimeOperatorContext>(std::move(info));
-    std::vector<std::unique_ptr<detail::OutputBase>> outs;
+    // Outputs by side-output tag ("" is the main output).
+    std::map<std::string, std::vector<std::unique_ptr<detail::OutputBase>>> outs;
+    std::map<std::string, const detail::StreamEdge*> edge_of_tag;
     for (size_t e = 0; e < sg.edges.size(); ++e) {
       const detail::StreamEdge& se = sg.edges[e];
       if (se.from != node) continue;
       int target = index_in_chain(se.to);
       if (target >= 0) {
-        outs.push_back(se.make_chained(operators_[target].get()));
+        outs[se.tag].push_back(se.make_chained(operators_[target].get()));
       } else {
         int je = graph_->job_edge_of(static_cast<int>(e));
-        outs.push_back(se.make_writer(partition_of_edge[je], graph_->max_parallelism));
+        outs[se.tag].push_back(se.make_writer(partition_of_edge[je], graph_->max_parallelism));
       }
+      edge_of_tag[se.tag] = &se;
     }
-    if (outs.size() == 1) {
-      operators_[i]->set_output(std::move(outs[0]));
-    } else if (outs.size() > 1) {
-      operators_[i]->set_output(sn.make_fanout(std::move(outs)));
-    } else {
-      operators_[i]->set_output(nullptr);
+    operators_[i]->set_output(nullptr);
+    for (auto& [tag, list] : outs) {
+      std::unique_ptr<detail::OutputBase> out =
+          list.size() == 1 ? std::move(list[0]) : edge_of_tag[tag]->make_fanout(std::move(list));
+      if (tag.empty()) {
+        operators_[i]->set_output(std::move(out));
+      } else {
+        operators_[i]->set_side_output(tag, std::move(out));
+      }
     }
   }
   if (vertex_.is_source) {

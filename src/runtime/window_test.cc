@@ -314,17 +314,25 @@ TEST(WindowLatenessTest, LateRecordsRefireWithinLatenessAndAreDroppedAfter) {
   // record 260 moves the watermark past 199, the cleanup time of [0,100);
   // 40 is then dropped.
   std::vector<int64_t> script = {10, 20, 150, 30, 260, 40};
-  env.from_source<Ev>([script] { return std::make_unique<ScriptedSource>(script); }, "scripted", wm)
-      .key_by([](const Ev& e) { return e.key; })
-      .window(TumblingEventTimeWindows::of(Duration(100)))
-      .allowed_lateness(Duration(100))
-      .aggregate<CountSum, CountSum, Result>(count_sum(), [] { return std::make_unique<ToResult>(); })
-      .sink_to([&] { return std::make_unique<Firings>(&mu, &fired); });
+  OutputTag<Ev> too_late{"too-late"};
+  std::vector<Result> late;
+  auto windows =
+      env.from_source<Ev>([script] { return std::make_unique<ScriptedSource>(script); }, "scripted", wm)
+          .key_by([](const Ev& e) { return e.key; })
+          .window(TumblingEventTimeWindows::of(Duration(100)))
+          .allowed_lateness(Duration(100))
+          .side_output_late_data(too_late)
+          .aggregate<CountSum, CountSum, Result>(count_sum(), [] { return std::make_unique<ToResult>(); });
+  windows.sink_to([&] { return std::make_unique<Firings>(&mu, &fired); });
+  windows.get_side_output(too_late)
+      .map([](const Ev& e) { return Result{e.key, e.ts, 0, 0, e.value}; })
+      .sink_to([&] { return std::make_unique<Firings>(&mu, &late); });
   auto r = env.execute("lateness");
   ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
   std::vector<Result> want = {{1, 0, 100, 2, 30}, {1, 0, 100, 3, 60}, {1, 100, 200, 1, 150},
                               {1, 200, 300, 1, 260}};
   EXPECT_EQ(fired, want);
+  EXPECT_EQ(late, (std::vector<Result>{{1, 40, 0, 0, 40}}));
 }
 
 TEST(CountWindowTest, FiresEveryNRecordsPerKey) {

@@ -176,7 +176,39 @@ class OperatorBase {
   // Typed plumbing, resolved by the graph's factories.
   virtual void* input() { return nullptr; }  // Input<In>* or null for sources
   virtual void set_output(std::unique_ptr<OutputBase> out) = 0;
+
+  // Side outputs, by tag id: null when nothing consumes the tag.
+  void set_side_output(const std::string& tag, std::unique_ptr<OutputBase> out) {
+    side_outputs_[tag] = std::move(out);
+  }
+  OutputBase* side_output(const std::string& tag) const {
+    auto it = side_outputs_.find(tag);
+    return it == side_outputs_.end() ? nullptr : it->second.get();
+  }
+
+ protected:
+  // Watermarks and idleness reach side outputs as they reach the main one.
+  void side_outputs_watermark(int64_t wm) {
+    for (auto& [tag, out] : side_outputs_) out->emit_watermark(wm);
+  }
+  void side_outputs_idle(bool idle) {
+    for (auto& [tag, out] : side_outputs_) out->emit_idle(idle);
+  }
+
+ private:
+  std::map<std::string, std::unique_ptr<OutputBase>> side_outputs_;
 };
+
+// Names a side output of records of type T. The id must be unique per
+// operator.
+}  // namespace detail
+
+template <typename T>
+struct OutputTag {
+  std::string id;
+};
+
+namespace detail {
 
 // A source produces records when polled by its task.
 enum class PollStatus : uint8_t { kMore, kEndOfInput, kIdle };

@@ -136,8 +136,14 @@ class OneOutputOperator : public OperatorBase {
     return absl::OkStatus();
   }
   absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override { return OperatorSnapshot{}; }
-  void process_watermark(int64_t wm) override { out_->emit_watermark(wm); }
-  void process_idle(bool idle) override { out_->emit_idle(idle); }
+  void process_watermark(int64_t wm) override {
+    out_->emit_watermark(wm);
+    this->side_outputs_watermark(wm);
+  }
+  void process_idle(bool idle) override {
+    out_->emit_idle(idle);
+    this->side_outputs_idle(idle);
+  }
 
  protected:
   Output<Out>* out_ = &discard_;
@@ -397,9 +403,11 @@ class KeyedProcessOperator final
     timers_->advance_watermark(wm);
     current_timestamp() = kNoTimestamp;
     this->out_->emit_watermark(wm);
+    this->side_outputs_watermark(wm);
   }
 
   // Context / OnTimerContext
+  OutputBase* side_output_base(const std::string& tag) override { return this->side_output(tag); }
   const K& current_key() const override { return backend_->current_key(); }
   int64_t timestamp() const override { return current_timestamp(); }
   TimerService& timer_service() override { return *this; }

@@ -28,6 +28,7 @@ class WindowOperator final : public OperatorBase, public Input<In> {
   struct Spec {
     WindowAssigner assigner;
     int64_t allowed_lateness = 0;
+    std::string late_tag;  // side output for records past the lateness; empty: drop
     std::function<Acc()> create;
     std::function<void(Acc&, const In&)> add;
     std::function<Acc(const Acc&, const Acc&)> merge;  // required for session windows
@@ -90,15 +91,19 @@ class WindowOperator final : public OperatorBase, public Input<In> {
       register_timers(w);
       if (a.event_time && w.max_timestamp() <= timers_->current_watermark()) fire(key, w, it->second);
     }
-    if (!placed) ++late_records_;
+    if (!placed) late(r);
   }
 
   void process_watermark(int64_t wm) override {
     timers_->advance_watermark(wm);
     current_timestamp() = kNoTimestamp;
     out_->emit_watermark(wm);
+    this->side_outputs_watermark(wm);
   }
-  void process_idle(bool idle) override { out_->emit_idle(idle); }
+  void process_idle(bool idle) override {
+    out_->emit_idle(idle);
+    this->side_outputs_idle(idle);
+  }
 
   absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
     OperatorSnapshot snap;
@@ -112,6 +117,12 @@ class WindowOperator final : public OperatorBase, public Input<In> {
 
  private:
   using Windows = absl::flat_hash_map<TimeWindow, Acc>;
+
+  void late(const In& r) {
+    ++late_records_;
+    if (spec_.late_tag.empty()) return;
+    if (OutputBase* o = this->side_output(spec_.late_tag)) static_cast<Output<In>*>(o)->collect(r);
+  }
 
   bool is_late(const TimeWindow& w) const {
     return spec_.assigner.event_time &&
@@ -175,7 +186,7 @@ class WindowOperator final : public OperatorBase, public Input<In> {
       }
     }
     if (is_late(w)) {
-      ++late_records_;
+      late(r);
       return;
     }
     Acc acc = spec_.create();
