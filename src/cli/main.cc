@@ -9,15 +9,19 @@
 //   4  the job failed and its restart strategy gave up
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "examples/nexmark/dump.h"
+#include "examples/nexmark/queries.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
@@ -167,6 +171,88 @@ int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlag
   return kOk;
 }
 
+double cpu_seconds() {
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+struct NexmarkFlags {
+  std::string query;
+  int64_t events = 10'000'000;
+  int64_t rate = 0;
+  int64_t event_rate = 10'000'000;
+  std::string output = "blackhole";
+  std::string dump_dir;
+  std::string state = "heap";
+  int64_t fail_every = 0;
+  uint64_t seed = 0;
+};
+
+int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
+  if (nf.state != "heap") {
+    return fail(kBadArguments, "--state " + nf.state + " is not available yet (supported: heap)");
+  }
+  auto config = flags.to_config();
+  if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
+  weir::nexmark::QueryOptions o;
+  o.query = nf.query;
+  o.source.events = nf.events;
+  o.source.rate_limit = nf.rate;
+  o.source.fail_every = nf.fail_every;
+  o.source.seed = nf.seed;
+  o.generator.event_rate = nf.event_rate;
+  std::atomic<int64_t> rows{0};
+  o.rows = &rows;
+  std::string parts;
+  if (nf.output != "blackhole") {
+    parts = nf.output + ".parts";
+    std::error_code ec;
+    std::filesystem::remove_all(parts, ec);
+    o.output_dir = parts;
+  }
+  if (!nf.dump_dir.empty()) {
+    weir::nexmark::Generator gen(o.generator);
+    auto s = weir::nexmark::dump_events(gen, nf.events, nf.dump_dir);
+    if (!s.ok()) return fail(kBadInput, std::string(s.message()));
+  }
+  weir::StreamEnvironment env(*config);
+  auto s = weir::nexmark::build_query(env, o);
+  if (!s.ok()) return fail(kBadArguments, std::string(s.message()));
+  double cpu0 = cpu_seconds();
+  auto result = env.execute("nexmark-" + nf.query);
+  double cpu = cpu_seconds() - cpu0;
+  if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
+  if (result->status != weir::JobStatus::kFinished) {
+    print_result(*result, stdout);
+    return fail(kJobFailed, "job failed: " + result->failure);
+  }
+  int64_t out_rows = rows.load();
+  if (!parts.empty()) {
+    auto lines = weir::read_published_lines(parts, weir::nexmark::kResultPrefix);
+    if (!lines.ok()) return fail(kBadInput, std::string(lines.status().message()));
+    std::ofstream out(nf.output, std::ios::trunc);
+    for (const auto& l : *lines) out << l << '\n';
+    out.close();
+    if (!out) return fail(kBadInput, "cannot write " + nf.output);
+    out_rows = static_cast<int64_t>(lines->size());
+    std::error_code ec;
+    std::filesystem::remove_all(parts, ec);
+  }
+  double wall = result->wall_time.count() / 1000.0;
+  print_result(*result, stdout);
+  std::printf("query: %s\nevents: %lld\nrows: %lld\nwall time: %.3f s\nevents/s: %.0f\n"
+              "cpu time: %.3f s (%.2f cores)\nevents/s per core: %.0f\n",
+              nf.query.c_str(), static_cast<long long>(nf.events), static_cast<long long>(out_rows),
+              wall, nf.events / wall, cpu, cpu / wall, nf.events / cpu);
+  for (const auto& c : result->checkpoints) {
+    std::printf("checkpoint %lld: %lld ms, %llu bytes%s\n", static_cast<long long>(c.id),
+                static_cast<long long>(c.duration.count()),
+                static_cast<unsigned long long>(c.state_bytes), c.is_final ? " (final)" : "");
+  }
+  return kOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,6 +276,25 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   rs->add_option("--seed", rs_opts.seed, "Seed for failure positions");
   rs_flags.add_to(rs);
+
+  // weir nexmark
+  auto* nx = app.add_subcommand("nexmark", "Run a Nexmark query on generated events");
+  NexmarkFlags nx_flags;
+  JobFlags nx_job;
+  nx->add_option("--query", nx_flags.query, "q0 .. q22")->required();
+  nx->add_option("--events", nx_flags.events, "Events to generate")->check(CLI::PositiveNumber);
+  nx->add_option("--rate", nx_flags.rate, "Emit at most this many events/s (0: unlimited)")
+      ->check(CLI::NonNegativeNumber);
+  nx->add_option("--event-rate", nx_flags.event_rate,
+                 "Events per second of event time in the generator's clock")
+      ->check(CLI::PositiveNumber);
+  nx->add_option("--output", nx_flags.output, "FILE for the result rows, or blackhole");
+  nx->add_option("--dump-events", nx_flags.dump_dir, "Also write the events as CSV into DIR");
+  nx->add_option("--state", nx_flags.state, "State backend: heap");
+  nx->add_option("--fail-every", nx_flags.fail_every, "Inject a source failure every ~N events")
+      ->check(CLI::NonNegativeNumber);
+  nx->add_option("--seed", nx_flags.seed, "Seed for failure positions");
+  nx_job.add_to(nx);
 
   // weir generate running-sum-input
   auto* gen = app.add_subcommand("generate", "Write test input");
@@ -231,6 +336,10 @@ int main(int argc, char** argv) {
     if (rs_flags.verbose) spdlog::set_level(spdlog::level::info);
     rs_opts.parallelism = rs_flags.parallelism;
     return run_running_sum(rs_opts, rs_flags);
+  }
+  if (nx->parsed()) {
+    if (nx_job.verbose) spdlog::set_level(spdlog::level::info);
+    return run_nexmark(nx_flags, nx_job);
   }
   if (gen_rs->parsed()) {
     auto s = weir::examples::generate_running_sum_input(gen_path, gen_lines, gen_keys, gen_bad_every,

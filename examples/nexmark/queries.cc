@@ -1,0 +1,372 @@
+// Nexmark q0..q22 (those implemented so far) with the DataStream API.
+#include "examples/nexmark/queries.h"
+
+#include <functional>
+#include <map>
+
+#include "weir/connectors.h"
+
+namespace weir::nexmark {
+namespace {
+
+constexpr int64_t kSecond = 1000;
+
+// Rows leave as CSV lines.
+class CountingSink final : public Sink<std::string> {
+ public:
+  explicit CountingSink(std::atomic<int64_t>* rows) : rows_(rows) {}
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  absl::Status write(const std::string&) override {
+    ++n_;
+    return absl::OkStatus();
+  }
+  void close() override {
+    if (rows_) *rows_ += n_;
+  }
+
+ private:
+  std::atomic<int64_t>* rows_;
+  int64_t n_ = 0;
+};
+
+void sink(const DataStream<std::string>& rows, const QueryOptions& o) {
+  std::string dir = o.output_dir;
+  std::atomic<int64_t>* counter = o.rows;
+  if (dir.empty()) {
+    rows.sink_to([counter] { return std::make_unique<CountingSink>(counter); }, "blackhole").uid("sink");
+  } else {
+    rows.sink_to([dir] { return std::make_unique<ExactlyOnceFileSink>(dir, kResultPrefix); }, "files")
+        .uid("sink");
+  }
+}
+
+DataStream<Event> events(StreamEnvironment& env, const QueryOptions& o) {
+  auto gen = std::make_shared<const Generator>(o.generator);
+  SourceOptions so = o.source;
+  auto wm = WatermarkStrategy<Event>::for_bounded_out_of_orderness(
+      Duration(o.watermark_slack_ms), [](const Event& e) { return e.date_time(); });
+  auto s = env.from_source<Event>([gen, so] { return std::make_unique<NexmarkSource>(gen, so); },
+                                  "nexmark", wm);
+  s.uid("nexmark-source");
+  return s;
+}
+
+DataStream<Bid> bids(StreamEnvironment& env, const QueryOptions& o) {
+  return events(env, o)
+      .filter([](const Event& e) { return e.type == EventType::kBid; }, "bids")
+      .map([](const Event& e) { return e.bid; }, "bid");
+}
+
+// Formatting helpers for CSV rows.
+void add(std::string& s, int64_t v) {
+  s += std::to_string(v);
+  s += ',';
+}
+void add(std::string& s, const std::string& v) {
+  s += v;
+  s += ',';
+}
+std::string finish(std::string s) {
+  if (!s.empty()) s.pop_back();
+  return s;
+}
+// A value with 3 implied decimals, as DECIMAL(23,3).
+std::string decimal3(int64_t milli) {
+  std::string frac = std::to_string(milli % 1000);
+  return std::to_string(milli / 1000) + "." + std::string(3 - frac.size(), '0') + frac;
+}
+
+// ---- stateless queries --------------------------------------------------------
+
+void q0(StreamEnvironment& env, const QueryOptions& o) {
+  sink(bids(env, o).map([](const Bid& b) {
+    std::string s;
+    add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.date_time), add(s, b.extra);
+    return finish(std::move(s));
+  }), o);
+}
+
+void q1(StreamEnvironment& env, const QueryOptions& o) {
+  sink(bids(env, o).map([](const Bid& b) {
+    std::string s;
+    add(s, b.auction), add(s, b.bidder), add(s, decimal3(b.price * 908)), add(s, b.date_time),
+        add(s, b.extra);
+    return finish(std::move(s));
+  }), o);
+}
+
+void q2(StreamEnvironment& env, const QueryOptions& o) {
+  sink(bids(env, o)
+           .filter([](const Bid& b) { return b.auction % 123 == 0; })
+           .map([](const Bid& b) { return std::to_string(b.auction) + "," + std::to_string(b.price); }),
+       o);
+}
+
+void q14(StreamEnvironment& env, const QueryOptions& o) {
+  sink(bids(env, o)
+           // 1 000 000 < 0.908 * price < 50 000 000, in exact decimals.
+           .filter([](const Bid& b) {
+             return b.price * 908 > 1'000'000'000LL && b.price * 908 < 50'000'000'000LL;
+           })
+           .map([](const Bid& b) {
+             int64_t hour = (b.date_time / 3'600'000) % 24;
+             const char* type = hour >= 8 && hour <= 18 ? "dayTime"
+                                : (hour <= 6 || hour >= 20) ? "nightTime"
+                                                           : "otherTime";
+             int64_t c = std::count(b.extra.begin(), b.extra.end(), 'c');
+             std::string s;
+             add(s, b.auction), add(s, b.bidder), add(s, decimal3(b.price * 908)), add(s, type),
+                 add(s, b.date_time), add(s, b.extra), add(s, c);
+             return finish(std::move(s));
+           }),
+       o);
+}
+
+// The text after "channel_id=" that starts the URL or follows '&', up to
+// the next '&'; false when there is none.
+bool channel_id(const std::string& url, std::string* out) {
+  static const std::string kKey = "channel_id=";
+  for (size_t pos = url.find(kKey); pos != std::string::npos; pos = url.find(kKey, pos + 1)) {
+    if (pos == 0 || url[pos - 1] == '&') {
+      size_t b = pos + kKey.size();
+      size_t e = url.find('&', b);
+      *out = url.substr(b, e == std::string::npos ? std::string::npos : e - b);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+void q21(StreamEnvironment& env, const QueryOptions& o) {
+  sink(bids(env, o).flat_map<std::string>([](const Bid& b, Collector<std::string>& out) {
+    static const std::map<std::string, std::string> kHot = {
+        {"apple", "0"}, {"google", "1"}, {"facebook", "2"}, {"baidu", "3"}};
+    std::string id;
+    auto hot = kHot.find(lower(b.channel));
+    if (hot != kHot.end()) {
+      id = hot->second;
+    } else if (!channel_id(b.url, &id)) {
+      return;
+    }
+    std::string s;
+    add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.channel), add(s, id);
+    out.collect(finish(std::move(s)));
+  }), o);
+}
+
+void q22(StreamEnvironment& env, const QueryOptions& o) {
+  sink(bids(env, o).map([](const Bid& b) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t i = 0; i <= b.url.size(); ++i) {
+      if (i == b.url.size() || b.url[i] == '/') {
+        parts.push_back(b.url.substr(start, i - start));
+        start = i + 1;
+      }
+    }
+    auto piece = [&](size_t i) { return i < parts.size() ? parts[i] : std::string(); };
+    std::string s;
+    add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.channel), add(s, piece(3)),
+        add(s, piece(4)), add(s, piece(5));
+    return finish(std::move(s));
+  }), o);
+}
+
+// ---- windowed queries ---------------------------------------------------------
+
+struct AuctionCount {
+  int64_t auction = 0;
+  int64_t count = 0;
+  int64_t window_end = 0;
+  auto weir_fields() { return std::tie(auction, count, window_end); }
+};
+
+class EmitAuctionCount final : public ProcessWindowFunction<int64_t, int64_t, AuctionCount> {
+ public:
+  void process(const int64_t& auction, const Context& ctx, const std::vector<int64_t>& in,
+               Collector<AuctionCount>& out) override {
+    out.collect({auction, in[0], ctx.window.end});
+  }
+};
+
+// Per window: the auctions with the most bids.
+class HottestAuctions final : public ProcessWindowFunction<int64_t, AuctionCount, std::string> {
+ public:
+  void process(const int64_t&, const Context&, const std::vector<AuctionCount>& in,
+               Collector<std::string>& out) override {
+    int64_t max = 0;
+    for (const auto& a : in) max = std::max(max, a.count);
+    for (const auto& a : in) {
+      if (a.count == max) out.collect(std::to_string(a.auction) + "," + std::to_string(a.count));
+    }
+  }
+};
+
+void q5(StreamEnvironment& env, const QueryOptions& o) {
+  AggregateFunction<Bid, int64_t, int64_t> count{
+      [] { return int64_t{0}; }, [](int64_t& n, const Bid&) { ++n; },
+      [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }};
+  auto counts = bids(env, o)
+                    .key_by([](const Bid& b) { return b.auction; })
+                    .window(SlidingEventTimeWindows::of(Duration(10 * kSecond), Duration(2 * kSecond)))
+                    .aggregate<int64_t, int64_t, AuctionCount>(
+                        count, [] { return std::make_unique<EmitAuctionCount>(); }, "count-per-auction");
+  counts.uid("count-per-auction");
+  // A window's counts carry its last millisecond as timestamp, which falls
+  // into the 2 s tumbling window that ends with it.
+  auto hottest = counts.key_by([](const AuctionCount& a) { return a.window_end; })
+                     .window(TumblingEventTimeWindows::of(Duration(2 * kSecond)))
+                     .process<std::string>([] { return std::make_unique<HottestAuctions>(); },
+                                           "hottest-per-window");
+  hottest.uid("hottest-per-window");
+  sink(hottest, o);
+}
+
+// The highest bids of one window (ties kept).
+struct MaxBids {
+  int64_t price = -1;
+  std::vector<Bid> bids;
+  auto weir_fields() { return std::tie(price, bids); }
+  void offer(const Bid& b) {
+    if (b.price > price) {
+      price = b.price;
+      bids.clear();
+    }
+    if (b.price == price) bids.push_back(b);
+  }
+};
+
+struct WindowedBid {
+  int64_t window = 0;
+  Bid bid;
+  auto weir_fields() { return std::tie(window, bid); }
+};
+
+constexpr int64_t kQ7Window = 10 * kSecond;
+
+// Stage 1, keyed by auction: each auction's highest bids per window.
+class AuctionMax final : public KeyedProcessFunction<int64_t, Bid, WindowedBid> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    max_ = &ctx.get_map_state(MapStateDescriptor<int64_t, MaxBids>{"max-per-window"});
+    return absl::OkStatus();
+  }
+  void process_element(const Bid& b, Context& ctx, Collector<WindowedBid>&) override {
+    int64_t w = b.date_time - b.date_time % kQ7Window;
+    MaxBids m = max_->get(w).value_or(MaxBids{});
+    m.offer(b);
+    max_->put(w, m);
+    ctx.timer_service().register_event_time_timer(w + kQ7Window - 1);
+  }
+  void on_timer(int64_t ts, OnTimerContext&, Collector<WindowedBid>& out) override {
+    int64_t w = ts + 1 - kQ7Window;
+    if (auto m = max_->get(w)) {
+      for (const Bid& b : m->bids) out.collect({w, b});
+    }
+    max_->remove(w);
+  }
+
+ private:
+  MapState<int64_t, MaxBids>* max_ = nullptr;
+};
+
+// Stage 2, keyed by window: the window's highest bids over all auctions.
+class WindowMax final : public KeyedProcessFunction<int64_t, WindowedBid, std::string> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    max_ = &ctx.get_state(ValueStateDescriptor<MaxBids>{"max"});
+    return absl::OkStatus();
+  }
+  void process_element(const WindowedBid& wb, Context& ctx, Collector<std::string>&) override {
+    MaxBids m = max_->value_or(MaxBids{});
+    m.offer(wb.bid);
+    max_->update(m);
+    ctx.timer_service().register_event_time_timer(wb.window + kQ7Window - 1);
+  }
+  void on_timer(int64_t, OnTimerContext&, Collector<std::string>& out) override {
+    if (auto m = max_->value()) {
+      for (const Bid& b : m->bids) {
+        std::string s;
+        add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.date_time), add(s, b.extra);
+        out.collect(finish(std::move(s)));
+      }
+    }
+    max_->clear();
+  }
+
+ private:
+  ValueState<MaxBids>* max_ = nullptr;
+};
+
+void q7(StreamEnvironment& env, const QueryOptions& o) {
+  auto candidates = bids(env, o)
+                        .key_by([](const Bid& b) { return b.auction; })
+                        .process<WindowedBid>([] { return std::make_unique<AuctionMax>(); }, "auction-max");
+  candidates.uid("auction-max");
+  auto best = candidates.key_by([](const WindowedBid& w) { return w.window; })
+                  .process<std::string>([] { return std::make_unique<WindowMax>(); }, "window-max");
+  best.uid("window-max");
+  sink(best, o);
+}
+
+class SessionRow final : public ProcessWindowFunction<int64_t, int64_t, std::string> {
+ public:
+  void process(const int64_t& bidder, const Context& ctx, const std::vector<int64_t>& in,
+               Collector<std::string>& out) override {
+    std::string s;
+    add(s, bidder), add(s, in[0]), add(s, ctx.window.start), add(s, ctx.window.end);
+    out.collect(finish(std::move(s)));
+  }
+};
+
+void q11(StreamEnvironment& env, const QueryOptions& o) {
+  AggregateFunction<Bid, int64_t, int64_t> count{
+      [] { return int64_t{0}; }, [](int64_t& n, const Bid&) { ++n; },
+      [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }};
+  auto sessions = bids(env, o)
+                      .key_by([](const Bid& b) { return b.bidder; })
+                      .window(EventTimeSessionWindows::with_gap(Duration(10 * kSecond)))
+                      .aggregate<int64_t, int64_t, std::string>(
+                          count, [] { return std::make_unique<SessionRow>(); }, "sessions");
+  sessions.uid("sessions");
+  sink(sessions, o);
+}
+
+using Builder = std::function<void(StreamEnvironment&, const QueryOptions&)>;
+
+const std::map<std::string, Builder>& builders() {
+  static const auto* m = new std::map<std::string, Builder>{
+      {"q0", q0}, {"q1", q1}, {"q2", q2}, {"q5", q5}, {"q7", q7},
+      {"q11", q11}, {"q14", q14}, {"q21", q21}, {"q22", q22}};
+  return *m;
+}
+
+}  // namespace
+
+const std::vector<std::string>& implemented_queries() {
+  static const auto* v = [] {
+    auto* out = new std::vector<std::string>;
+    for (const auto& [name, fn] : builders()) out->push_back(name);
+    return out;
+  }();
+  return *v;
+}
+
+absl::Status build_query(StreamEnvironment& env, const QueryOptions& o) {
+  auto it = builders().find(o.query);
+  if (it == builders().end()) {
+    std::string known;
+    for (const auto& q : implemented_queries()) known += (known.empty() ? "" : ", ") + q;
+    return absl::InvalidArgumentError("unknown or not yet implemented query '" + o.query +
+                                      "' (implemented: " + known + ")");
+  }
+  it->second(env, o);
+  return absl::OkStatus();
+}
+
+}  // namespace weir::nexmark

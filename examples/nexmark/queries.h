@@ -1,0 +1,44 @@
+// The Nexmark queries as weir jobs, written with the public API only. Each
+// query reads the generated events, computes its rows and writes them as CSV
+// lines (columns as in docs/nexmark.md) to an exactly-once file sink, or
+// counts them (blackhole).
+#ifndef WEIR_EXAMPLES_NEXMARK_QUERIES_H_
+#define WEIR_EXAMPLES_NEXMARK_QUERIES_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "examples/nexmark/generator.h"
+#include "examples/nexmark/source.h"
+#include "weir/weir.h"
+
+namespace weir::nexmark {
+
+struct QueryOptions {
+  std::string query;  // "q0", "q1", ...
+  SourceOptions source;
+  GeneratorConfig generator;
+  // Watermark = newest event time seen per source subtask minus this.
+  // Default: 4 s, as in the published runs.
+  int64_t watermark_slack_ms = 4000;
+  // Directory for the exactly-once result files; empty: count rows only.
+  std::string output_dir;
+  // Counts rows when output_dir is empty. Must outlive the job.
+  std::atomic<int64_t>* rows = nullptr;
+};
+
+// The queries build_query() knows.
+const std::vector<std::string>& implemented_queries();
+
+// Adds the query's job to `env`; an unknown query is an error.
+absl::Status build_query(StreamEnvironment& env, const QueryOptions& options);
+
+// Prefix of the result part files in output_dir.
+inline constexpr char kResultPrefix[] = "result";
+
+}  // namespace weir::nexmark
+
+#endif  // WEIR_EXAMPLES_NEXMARK_QUERIES_H_

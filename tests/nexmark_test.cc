@@ -1,0 +1,197 @@
+// Every implemented Nexmark query through `weir nexmark`, compared with an
+// independent single-threaded computation over the events the command
+// dumps as CSV: at parallelism 1 and 4, with and without injected failures.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "examples/nexmark/queries.h"
+#include "tests/process.h"
+
+namespace weir {
+namespace {
+
+struct BidRow {
+  int64_t auction, bidder, price;
+  std::string channel, url;
+  int64_t date_time;
+  std::string extra;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string piece;
+  while (std::getline(ss, piece, sep)) out.push_back(piece);
+  if (!s.empty() && s.back() == sep) out.push_back("");
+  return out;
+}
+
+std::vector<BidRow> read_bids(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // header
+  std::vector<BidRow> out;
+  while (std::getline(in, line)) {
+    auto f = split(line, ',');
+    out.push_back({std::stoll(f[0]), std::stoll(f[1]), std::stoll(f[2]), f[3], f[4], std::stoll(f[5]),
+                   f.size() > 6 ? f[6] : ""});
+  }
+  return out;
+}
+
+std::string dec3(int64_t milli) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%" PRId64 ".%03" PRId64, milli / 1000, milli % 1000);
+  return buf;
+}
+
+std::string join(std::initializer_list<std::string> cols) {
+  std::string s;
+  for (const auto& c : cols) s += (s.empty() ? "" : ",") + c;
+  return s;
+}
+std::string str(int64_t v) { return std::to_string(v); }
+
+// The reference results, written straight from the query definitions.
+std::vector<std::string> reference(const std::string& q, const std::vector<BidRow>& bids) {
+  std::vector<std::string> out;
+  if (q == "q0") {
+    for (const auto& b : bids) out.push_back(join({str(b.auction), str(b.bidder), str(b.price), str(b.date_time), b.extra}));
+  } else if (q == "q1") {
+    for (const auto& b : bids) out.push_back(join({str(b.auction), str(b.bidder), dec3(b.price * 908), str(b.date_time), b.extra}));
+  } else if (q == "q2") {
+    for (const auto& b : bids) if (b.auction % 123 == 0) out.push_back(join({str(b.auction), str(b.price)}));
+  } else if (q == "q14") {
+    for (const auto& b : bids) {
+      if (b.price < 1101322 || b.price > 55066079) continue;
+      time_t secs = b.date_time / 1000;
+      std::tm tm;
+      gmtime_r(&secs, &tm);
+      std::string type = tm.tm_hour >= 8 && tm.tm_hour <= 18 ? "dayTime"
+                         : (tm.tm_hour <= 6 || tm.tm_hour >= 20) ? "nightTime" : "otherTime";
+      out.push_back(join({str(b.auction), str(b.bidder), dec3(b.price * 908), type, str(b.date_time), b.extra,
+                          str(std::count(b.extra.begin(), b.extra.end(), 'c'))}));
+    }
+  } else if (q == "q21") {
+    static const std::regex re("(&|^)channel_id=([^&]*)");
+    for (const auto& b : bids) {
+      std::string lc = b.channel;
+      std::transform(lc.begin(), lc.end(), lc.begin(), ::tolower);
+      std::map<std::string, std::string> hot = {{"apple", "0"}, {"google", "1"}, {"facebook", "2"}, {"baidu", "3"}};
+      std::smatch m;
+      bool has = std::regex_search(b.url, m, re);
+      if (!has && !hot.count(lc)) continue;
+      out.push_back(join({str(b.auction), str(b.bidder), str(b.price), b.channel, hot.count(lc) ? hot[lc] : m[2].str()}));
+    }
+  } else if (q == "q22") {
+    for (const auto& b : bids) {
+      auto p = split(b.url, '/');
+      out.push_back(join({str(b.auction), str(b.bidder), str(b.price), b.channel, p.at(3), p.at(4), p.at(5)}));
+    }
+  } else if (q == "q5") {
+    std::map<int64_t, std::map<int64_t, int64_t>> counts;  // window start -> auction -> bids
+    for (const auto& b : bids) {
+      for (int64_t s = b.date_time - b.date_time % 2000; s > b.date_time - 10000; s -= 2000) counts[s][b.auction]++;
+    }
+    for (auto& [s, per] : counts) {
+      int64_t max = 0;
+      for (auto& [a, n] : per) max = std::max(max, n);
+      for (auto& [a, n] : per) if (n == max) out.push_back(join({str(a), str(n)}));
+    }
+  } else if (q == "q7") {
+    std::map<int64_t, std::vector<const BidRow*>> windows;
+    for (const auto& b : bids) windows[b.date_time - b.date_time % 10000].push_back(&b);
+    for (auto& [w, list] : windows) {
+      int64_t max = -1;
+      for (auto* b : list) max = std::max(max, b->price);
+      for (auto* b : list) {
+        if (b->price == max) out.push_back(join({str(b->auction), str(b->bidder), str(b->price), str(b->date_time), b->extra}));
+      }
+    }
+  } else if (q == "q11") {
+    std::map<int64_t, std::vector<int64_t>> times;
+    for (const auto& b : bids) times[b.bidder].push_back(b.date_time);
+    for (auto& [bidder, ts] : times) {
+      std::sort(ts.begin(), ts.end());
+      int64_t start = ts[0], last = ts[0], n = 0;
+      for (int64_t t : ts) {
+        if (t > last + 10000) {  // touching sessions merge
+          out.push_back(join({str(bidder), str(n), str(start), str(last + 10000)}));
+          start = t;
+          n = 0;
+        }
+        last = t;
+        ++n;
+      }
+      out.push_back(join({str(bidder), str(n), str(start), str(last + 10000)}));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct Case {
+  std::string query;
+  int parallelism;
+  bool failures;
+};
+
+class NexmarkTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(NexmarkTest, MatchesTheReference) {
+  const Case& c = GetParam();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  testing::TempDir dir("nexmark-" + c.query + "-" + std::to_string(c.parallelism) + (c.failures ? "-f" : ""));
+  std::vector<std::string> args = {"nexmark", "--query", c.query, "--events", "60000", "--event-rate", "1000",
+                                   "--parallelism", std::to_string(c.parallelism), "--checkpoint-interval", "20ms",
+                                   "--output", dir.path("result.csv"), "--dump-events", dir.path("events"),
+                                   "--seed", std::to_string(seed)};
+  if (c.failures) {
+    // Slow enough that checkpoints complete between failures.
+    for (const char* a : {"--fail-every", "6000", "--rate", "150000"}) args.push_back(a);
+  }
+  auto r = testing::run_weir(args, dir.path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  if (c.failures) EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected";
+  auto want = reference(c.query, read_bids(dir.path("events/bids.csv")));
+  auto got = read_lines(dir.path("result.csv"));
+  ASSERT_FALSE(want.empty());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "row " << i;
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const auto& q : nexmark::implemented_queries()) {
+    for (int p : {1, 4}) {
+      for (bool f : {false, true}) out.push_back({q, p, f});
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Queries, NexmarkTest, ::testing::ValuesIn(cases()), [](const auto& info) {
+  return info.param.query + "_p" + std::to_string(info.param.parallelism) +
+         (info.param.failures ? "_failures" : "");
+});
+
+}  // namespace
+}  // namespace weir
