@@ -142,35 +142,59 @@ class TimerService {
   virtual void delete_processing_time_timer(int64_t timestamp) = 0;
 };
 
+// What a keyed function sees while it handles a record or a timer.
+template <typename K>
+class KeyedContext {
+ public:
+  virtual ~KeyedContext() = default;
+  virtual const K& current_key() const = 0;
+  // Event time of the record or timer being processed; kNoTimestamp if none.
+  virtual int64_t timestamp() const = 0;
+  virtual TimerService& timer_service() = 0;
+  // Emits `value` to the side output `tag` (dropped when nothing reads it).
+  template <typename X>
+  void output(const OutputTag<X>& tag, const X& value) {
+    if (detail::OutputBase* o = side_output_base(tag.id)) {
+      static_cast<detail::Output<X>*>(o)->collect(value);
+    }
+  }
+  virtual detail::OutputBase* side_output_base(const std::string& tag) = 0;
+};
+
+template <typename K>
+class KeyedTimerContext : public KeyedContext<K> {
+ public:
+  virtual TimeDomain time_domain() const = 0;
+};
+
 // Processes each record of a keyed stream with the state of its key.
 template <typename K, typename In, typename Out>
 class KeyedProcessFunction {
  public:
-  class Context {
-   public:
-    virtual ~Context() = default;
-    virtual const K& current_key() const = 0;
-    // Event time of the record or timer being processed; kNoTimestamp if none.
-    virtual int64_t timestamp() const = 0;
-    virtual TimerService& timer_service() = 0;
-    // Emits `value` to the side output `tag` (dropped when nothing reads it).
-    template <typename X>
-    void output(const OutputTag<X>& tag, const X& value) {
-      if (detail::OutputBase* o = side_output_base(tag.id)) {
-        static_cast<detail::Output<X>*>(o)->collect(value);
-      }
-    }
-    virtual detail::OutputBase* side_output_base(const std::string& tag) = 0;
-  };
-  class OnTimerContext : public Context {
-   public:
-    virtual TimeDomain time_domain() const = 0;
-  };
+  using Context = KeyedContext<K>;
+  using OnTimerContext = KeyedTimerContext<K>;
 
   virtual ~KeyedProcessFunction() = default;
   virtual absl::Status open(KeyedRuntimeContext<K>& /*ctx*/) { return absl::OkStatus(); }
   virtual void process_element(const In& value, Context& ctx, Collector<Out>& out) = 0;
   // A timer of `ctx.current_key()` fired.
+  virtual void on_timer(int64_t /*timestamp*/, OnTimerContext& /*ctx*/, Collector<Out>& /*out*/) {}
+  virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
+  virtual void close() {}
+};
+
+// Processes two keyed streams (keyed alike) with shared keyed state: records
+// of either input with the same key see the same state and timers.
+template <typename K, typename In1, typename In2, typename Out>
+class KeyedCoProcessFunction {
+ public:
+  using Context = KeyedContext<K>;
+  using OnTimerContext = KeyedTimerContext<K>;
+
+  virtual ~KeyedCoProcessFunction() = default;
+  virtual absl::Status open(KeyedRuntimeContext<K>& /*ctx*/) { return absl::OkStatus(); }
+  virtual void process_element1(const In1& value, Context& ctx, Collector<Out>& out) = 0;
+  virtual void process_element2(const In2& value, Context& ctx, Collector<Out>& out) = 0;
   virtual void on_timer(int64_t /*timestamp*/, OnTimerContext& /*ctx*/, Collector<Out>& /*out*/) {}
   virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
   virtual void close() {}

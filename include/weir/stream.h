@@ -29,6 +29,7 @@
 #include "weir/job_result.h"
 #include "weir/watermark.h"
 #include "weir/window.h"
+#include "weir/detail/interval_join.h"
 #include "weir/detail/window_operator.h"
 
 namespace weir {
@@ -106,6 +107,10 @@ class OperatorHandle {
 
 template <typename K, typename T>
 class KeyedStream;
+template <typename A, typename B>
+class ConnectedStreams;
+template <typename K, typename A, typename B>
+class IntervalJoin;
 
 template <typename T>
 class DataStream {
@@ -188,6 +193,18 @@ class DataStream {
 
   StreamEnvironment* environment() const { return env_; }
 
+  // Both streams into one two-input operator; key them with key_by(f1, f2).
+  template <typename U>
+  ConnectedStreams<T, U> connect(const DataStream<U>& other) const {
+    return ConnectedStreams<T, U>(*this, other);
+  }
+
+  // Internal: feeds this stream, hashed by `key_hash`, into input `input` of `node`.
+  void connect_keyed(int node, int input, std::function<uint64_t(const T&)> key_hash) const {
+    DataStream<T> hashed(env_, nodes_, detail::PartitionKind::kHash, std::move(key_hash), tag_);
+    for (int from : nodes_) env_->add_edge(hashed.edge_to(from, node, input));
+  }
+
   // Internal: used by KeyedStream.
   template <typename Out>
   DataStream<Out> add_keyed(std::string name, std::function<uint64_t(const T&)> key_hash,
@@ -228,10 +245,11 @@ class DataStream {
     return id;
   }
 
-  detail::StreamEdge edge_to(int from, int to) const {
+  detail::StreamEdge edge_to(int from, int to, int input = 0) const {
     detail::StreamEdge e;
     e.from = from;
     e.to = to;
+    e.input = input;
     e.kind = kind_;
     e.tag = tag_;
     e.make_fanout = fanout_factory<T>();
@@ -260,9 +278,9 @@ class DataStream {
       }
       return std::make_unique<detail::PartitionOutput<T>>(w, std::move(select));
     };
-    e.make_reader = [](detail::OperatorBase* target) -> std::unique_ptr<detail::InputAdapter> {
+    e.make_reader = [input](detail::OperatorBase* target) -> std::unique_ptr<detail::InputAdapter> {
       return std::make_unique<detail::TypedInputAdapter<T>>(
-          static_cast<detail::Input<T>*>(target->input()));
+          static_cast<detail::Input<T>*>(target->input_at(input)));
     };
     e.make_chained = [](detail::OperatorBase* target) -> std::unique_ptr<detail::OutputBase> {
       return std::make_unique<detail::ChainedOutput<T>>(target);
@@ -314,6 +332,15 @@ class KeyedStream {
                                           [key_of, make]() { return make(key_of); });
   }
   StreamEnvironment* environment() const { return input_.environment(); }
+  const DataStream<T>& stream() const { return input_; }
+  const std::function<K(const T&)>& key_selector() const { return key_of_; }
+
+  // Joins records of this stream and `other` with equal keys whose times
+  // are close: finish with .between(lower, upper).process(fn).
+  template <typename U>
+  IntervalJoin<K, T, U> interval_join(const KeyedStream<K, U>& other) const {
+    return IntervalJoin<K, T, U>(*this, other);
+  }
 
   template <Serializable Out>
   DataStream<Out> process(std::function<std::unique_ptr<KeyedProcessFunction<K, T, Out>>()> make,
@@ -457,6 +484,91 @@ class WindowedStream {
   WindowAssigner assigner_;
   int64_t lateness_ = 0;
   std::string late_tag_;
+};
+
+template <typename K, typename A, typename B>
+class KeyedConnectedStreams {
+ public:
+  KeyedConnectedStreams(DataStream<A> a, DataStream<B> b, std::function<K(const A&)> ka,
+                        std::function<K(const B&)> kb)
+      : a_(std::move(a)), b_(std::move(b)), ka_(std::move(ka)), kb_(std::move(kb)) {}
+
+  template <Serializable Out>
+  DataStream<Out> process(std::function<std::unique_ptr<KeyedCoProcessFunction<K, A, B, Out>>()> make,
+                          std::string name = "co-process") const {
+    StreamEnvironment* env = a_.environment();
+    detail::StreamNode& n = env->add_node(std::move(name));
+    n.is_keyed = true;
+    auto ka = ka_;
+    auto kb = kb_;
+    n.make_operator = [ka, kb, make]() {
+      return std::make_unique<detail::KeyedCoProcessOperator<K, A, B, Out>>(ka, kb, make());
+    };
+    n.make_fanout = [](std::vector<std::unique_ptr<detail::OutputBase>> outs)
+        -> std::unique_ptr<detail::OutputBase> {
+      return std::make_unique<detail::FanOutput<Out>>(std::move(outs));
+    };
+    int id = n.id;
+    a_.connect_keyed(id, 0, [ka](const A& r) { return KeyHash<K>{}(ka(r)); });
+    b_.connect_keyed(id, 1, [kb](const B& r) { return KeyHash<K>{}(kb(r)); });
+    return DataStream<Out>(env, {id});
+  }
+
+ private:
+  DataStream<A> a_;
+  DataStream<B> b_;
+  std::function<K(const A&)> ka_;
+  std::function<K(const B&)> kb_;
+};
+
+template <typename A, typename B>
+class ConnectedStreams {
+ public:
+  ConnectedStreams(DataStream<A> a, DataStream<B> b) : a_(std::move(a)), b_(std::move(b)) {}
+
+  template <typename FA, typename FB, typename K = std::decay_t<std::invoke_result_t<FA&, const A&>>>
+  KeyedConnectedStreams<K, A, B> key_by(FA key_a, FB key_b) const {
+    return KeyedConnectedStreams<K, A, B>(a_, b_, std::function<K(const A&)>(key_a),
+                                          std::function<K(const B&)>(key_b));
+  }
+
+ private:
+  DataStream<A> a_;
+  DataStream<B> b_;
+};
+
+template <typename K, typename A, typename B>
+class IntervalJoin {
+ public:
+  IntervalJoin(KeyedStream<K, A> a, KeyedStream<K, B> b) : a_(std::move(a)), b_(std::move(b)) {}
+
+  // Pairs (a, b) with a.time + lower <= b.time <= a.time + upper.
+  IntervalJoin& between(Duration lower, Duration upper) {
+    lower_ = lower.count();
+    upper_ = upper.count();
+    return *this;
+  }
+
+  template <Serializable Out>
+  DataStream<Out> process(std::function<void(const A&, const B&, Collector<Out>&)> fn,
+                          std::string name = "interval-join") const {
+    if (lower_ > upper_) {
+      a_.environment()->record_error(absl::InvalidArgumentError(
+          "interval join '" + name + "': lower bound " + std::to_string(lower_) +
+          " ms is above the upper bound " + std::to_string(upper_) + " ms"));
+    }
+    int64_t lo = lower_, hi = upper_;
+    return KeyedConnectedStreams<K, A, B>(a_.stream(), b_.stream(), a_.key_selector(), b_.key_selector())
+        .template process<Out>(
+            [fn, lo, hi] { return std::make_unique<detail::IntervalJoinFunction<K, A, B, Out>>(lo, hi, fn); },
+            std::move(name));
+  }
+
+ private:
+  KeyedStream<K, A> a_;
+  KeyedStream<K, B> b_;
+  int64_t lower_ = 0;
+  int64_t upper_ = 0;
 };
 
 template <Serializable T>

@@ -48,6 +48,8 @@ struct StreamEdge {
   std::function<std::unique_ptr<InputAdapter>(OperatorBase* target)> make_reader;
   // Calls `to` directly when both are chained into one task.
   std::function<std::unique_ptr<OutputBase>(OperatorBase* target)> make_chained;
+  // Which input of `to` this edge feeds (two-input operators). Default: 0.
+  int input = 0;
   // The side output of `from` this edge carries; empty for the main output.
   std::string tag;
   // Combines several outputs of this edge's record type into one.

@@ -175,6 +175,8 @@ class OperatorBase {
 
   // Typed plumbing, resolved by the graph's factories.
   virtual void* input() { return nullptr; }  // Input<In>* or null for sources
+  // Input `index` of a two-input operator (0 is input()).
+  virtual void* input_at(int index) { return index == 0 ? input() : nullptr; }
   virtual void set_output(std::unique_ptr<OutputBase> out) = 0;
 
   // Side outputs, by tag id: null when nothing consumes the tag.

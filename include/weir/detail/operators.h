@@ -31,7 +31,7 @@ template <typename T>
 class ChainedOutput final : public Output<T> {
  public:
   explicit ChainedOutput(OperatorBase* next)
-      : next_(static_cast<Input<T>*>(next->input())), op_(next) {}
+      : next_(static_cast<Input<T>*>(next->input_at(0))), op_(next) {}
   void collect(const T& r) override { next_->process(r); }
   void emit_watermark(int64_t wm) override { op_->process_watermark(wm); }
   void emit_idle(bool idle) override { op_->process_idle(idle); }
@@ -351,20 +351,16 @@ class SinkOperator final : public OperatorBase, public Input<T> {
   OperatorContext* ctx_ = nullptr;
 };
 
-template <typename K, typename In, typename Out>
-class KeyedProcessOperator final
-    : public OneOutputOperator<Out>,
-      public Input<In>,
-      public KeyedProcessFunction<K, In, Out>::OnTimerContext,
-      public TimerService {
+// What every keyed operator has: the backend, timers, the runtime context
+// handed to open(), and the contexts handed to process/on_timer.
+template <typename K, typename Out>
+class KeyedOperatorBase : public OneOutputOperator<Out>,
+                          public KeyedTimerContext<K>,
+                          public TimerService {
  public:
-  using Function = KeyedProcessFunction<K, In, Out>;
-  KeyedProcessOperator(std::function<K(const In&)> key_of, std::unique_ptr<Function> fn)
-      : key_of_(std::move(key_of)), fn_(std::move(fn)) {}
-
-  void* input() override { return static_cast<Input<In>*>(this); }
-
-  absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) override {
+  // Restores keyed state and timers; `open_fn` opens the user function.
+  absl::Status open_keyed(OperatorContext& ctx, const OperatorRestore* restore,
+                          const std::function<absl::Status(KeyedRuntimeContext<K>&)>& open_fn) {
     max_parallelism_ = ctx.max_parallelism();
     range_ = ctx.key_group_range();
     backend_ = std::make_unique<HeapKeyedBackend<K>>(range_);
@@ -379,24 +375,21 @@ class KeyedProcessOperator final
                                                         max_parallelism_);
     absl::Status s = timers_->open([this](TimeDomain d, int64_t ts, const K&) {
       domain_ = d;
-      fn_->on_timer(ts, *this, *this->out_);
+      on_timer(ts);
     });
     if (!s.ok()) return s;
     runtime_ = std::make_unique<KeyedRuntimeContext<K>>(&ctx, backend_.get());
-    s = fn_->open(*runtime_);
+    s = open_fn(*runtime_);
     if (!s.ok()) return s;
     return runtime_->status();
   }
 
-  void process(const In& r) override {
-    K key = key_of_(r);
+  void set_key(const K& key) {
     int kg = key_group_of(key, max_parallelism_);
     if (!range_.contains(kg)) {
-      throw std::logic_error("record routed to the wrong subtask: key group " +
-                             std::to_string(kg));
+      throw std::logic_error("record routed to the wrong subtask: key group " + std::to_string(kg));
     }
     backend_->set_current_key(&key, kg);
-    fn_->process_element(r, *this, *this->out_);
   }
 
   void process_watermark(int64_t wm) override {
@@ -406,12 +399,18 @@ class KeyedProcessOperator final
     this->side_outputs_watermark(wm);
   }
 
-  // Context / OnTimerContext
-  OutputBase* side_output_base(const std::string& tag) override { return this->side_output(tag); }
+  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
+    OperatorSnapshot snap;
+    snap.keyed = backend_->core().snapshot();
+    return snap;
+  }
+
+  // KeyedContext / KeyedTimerContext
   const K& current_key() const override { return backend_->current_key(); }
   int64_t timestamp() const override { return current_timestamp(); }
   TimerService& timer_service() override { return *this; }
   TimeDomain time_domain() const override { return domain_; }
+  OutputBase* side_output_base(const std::string& tag) override { return this->side_output(tag); }
 
   // TimerService
   int64_t current_processing_time() const override { return timers_->current_processing_time(); }
@@ -429,23 +428,86 @@ class KeyedProcessOperator final
     timers_->delete_timer(TimeDomain::kProcessingTime, ts);
   }
 
-  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
-    OperatorSnapshot snap;
-    snap.keyed = backend_->core().snapshot();
-    return snap;
-  }
-  void notify_checkpoint_complete(int64_t id) override { fn_->notify_checkpoint_complete(id); }
-  void close() override { fn_->close(); }
+ protected:
+  virtual void on_timer(int64_t ts) = 0;
 
  private:
-  std::function<K(const In&)> key_of_;
-  std::unique_ptr<Function> fn_;
   int max_parallelism_ = kDefaultMaxParallelism;
   KeyGroupRange range_;
   std::unique_ptr<HeapKeyedBackend<K>> backend_;
   std::unique_ptr<InternalTimerService<K>> timers_;
   std::unique_ptr<KeyedRuntimeContext<K>> runtime_;
   TimeDomain domain_ = TimeDomain::kEventTime;
+};
+
+template <typename K, typename In, typename Out>
+class KeyedProcessOperator final : public KeyedOperatorBase<K, Out>, public Input<In> {
+ public:
+  using Function = KeyedProcessFunction<K, In, Out>;
+  KeyedProcessOperator(std::function<K(const In&)> key_of, std::unique_ptr<Function> fn)
+      : key_of_(std::move(key_of)), fn_(std::move(fn)) {}
+
+  void* input() override { return static_cast<Input<In>*>(this); }
+  absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) override {
+    return this->open_keyed(ctx, restore, [this](KeyedRuntimeContext<K>& rc) { return fn_->open(rc); });
+  }
+  void process(const In& r) override {
+    K key = key_of_(r);
+    this->set_key(key);
+    fn_->process_element(r, *this, *this->out_);
+  }
+  void notify_checkpoint_complete(int64_t id) override { fn_->notify_checkpoint_complete(id); }
+  void close() override { fn_->close(); }
+
+ private:
+  void on_timer(int64_t ts) override { fn_->on_timer(ts, *this, *this->out_); }
+
+  std::function<K(const In&)> key_of_;
+  std::unique_ptr<Function> fn_;
+};
+
+template <typename K, typename In1, typename In2, typename Out>
+class KeyedCoProcessOperator final : public KeyedOperatorBase<K, Out> {
+ public:
+  using Function = KeyedCoProcessFunction<K, In1, In2, Out>;
+  KeyedCoProcessOperator(std::function<K(const In1&)> key1, std::function<K(const In2&)> key2,
+                         std::unique_ptr<Function> fn)
+      : fn_(std::move(fn)), in1_(this, std::move(key1)), in2_(this, std::move(key2)) {}
+
+  void* input_at(int index) override {
+    if (index == 0) return static_cast<Input<In1>*>(&in1_);
+    if (index == 1) return static_cast<Input<In2>*>(&in2_);
+    return nullptr;
+  }
+  absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) override {
+    return this->open_keyed(ctx, restore, [this](KeyedRuntimeContext<K>& rc) { return fn_->open(rc); });
+  }
+  void notify_checkpoint_complete(int64_t id) override { fn_->notify_checkpoint_complete(id); }
+  void close() override { fn_->close(); }
+
+ private:
+  template <typename T, int kSide>
+  struct Side final : Input<T> {
+    Side(KeyedCoProcessOperator* op, std::function<K(const T&)> key_of)
+        : op(op), key_of(std::move(key_of)) {}
+    void process(const T& r) override {
+      K key = key_of(r);
+      op->set_key(key);
+      if constexpr (kSide == 1) {
+        op->fn_->process_element1(r, *op, *op->out_);
+      } else {
+        op->fn_->process_element2(r, *op, *op->out_);
+      }
+    }
+    KeyedCoProcessOperator* op;
+    std::function<K(const T&)> key_of;
+  };
+
+  void on_timer(int64_t ts) override { fn_->on_timer(ts, *this, *this->out_); }
+
+  std::unique_ptr<Function> fn_;
+  Side<In1, 1> in1_;
+  Side<In2, 2> in2_;
 };
 
 }  // namespace weir::detail

@@ -1,0 +1,212 @@
+// Two-input operators: a keyed co-process function with state shared by both
+// inputs (exactly-once under failures), and the interval join.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+
+#include "weir/connectors.h"
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+struct Order {
+  int64_t id = 0;
+  int64_t customer = 0;
+  int64_t ts = 0;
+  auto weir_fields() { return std::tie(id, customer, ts); }
+};
+
+struct Customer {
+  int64_t id = 0;
+  std::string name;
+  int64_t ts = 0;
+  auto weir_fields() { return std::tie(id, name, ts); }
+};
+
+class Rows {
+ public:
+  void add(int sub, int64_t cp, std::vector<std::string> r) {
+    std::lock_guard lock(mu_);
+    txns_[{sub, cp}] = std::move(r);
+  }
+  std::multiset<std::string> all() {
+    std::lock_guard lock(mu_);
+    std::multiset<std::string> out;
+    for (auto& [k, v] : txns_) out.insert(v.begin(), v.end());
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<int, int64_t>, std::vector<std::string>> txns_;
+};
+
+struct Txn {
+  int64_t cp = 0;
+  std::vector<std::string> rows;
+  auto weir_fields() { return std::tie(cp, rows); }
+};
+
+// Two-phase commit of string rows; throws after a random number of rows
+// once a checkpoint completed in the attempt (always in the first).
+class RowSink final : public Sink<std::string> {
+ public:
+  RowSink(Rows* r, int64_t fail_every, uint64_t seed) : r_(r), fail_every_(fail_every), seed_(seed) {}
+  absl::Status open(OperatorContext& ctx) override {
+    sub_ = ctx.subtask_index();
+    st_ = std::make_unique<OperatorListState<Txn>>(ctx, "txns");
+    for (auto& t : st_->get()) r_->add(sub_, t.cp, t.rows);
+    armed_ = ctx.attempt() == 0;
+    std::mt19937_64 rng(seed_ + sub_ * 5 + ctx.attempt() * 17);
+    if (fail_every_ > 0) threshold_ = 1 + static_cast<int64_t>(rng() % (2 * fail_every_));
+    return absl::OkStatus();
+  }
+  absl::Status write(const std::string& row) override {
+    cur_.push_back(row);
+    if (fail_every_ > 0 && armed_ && ++seen_ >= threshold_) {
+      armed_ = false;
+      return absl::InternalError("injected failure");
+    }
+    return absl::OkStatus();
+  }
+  absl::Status snapshot_state(int64_t cp) override {
+    pending_.push_back({cp, std::move(cur_)});
+    cur_.clear();
+    st_->update(pending_);
+    return absl::OkStatus();
+  }
+  void notify_checkpoint_complete(int64_t cp) override {
+    while (!pending_.empty() && pending_.front().cp <= cp) {
+      r_->add(sub_, pending_.front().cp, pending_.front().rows);
+      pending_.erase(pending_.begin());
+    }
+    armed_ = fail_every_ > 0;
+  }
+
+ private:
+  Rows* r_;
+  const int64_t fail_every_;
+  const uint64_t seed_;
+  int sub_ = 0;
+  bool armed_ = false;
+  int64_t seen_ = 0, threshold_ = 0;
+  std::vector<std::string> cur_;
+  std::vector<Txn> pending_;
+  std::unique_ptr<OperatorListState<Txn>> st_;
+};
+
+// Enriches orders with their customer's name, whichever arrives first.
+class Enrich final : public KeyedCoProcessFunction<int64_t, Order, Customer, std::string> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    name_ = &ctx.get_state(ValueStateDescriptor<std::string>{"name"});
+    waiting_ = &ctx.get_list_state(ListStateDescriptor<int64_t>{"waiting-orders"});
+    return absl::OkStatus();
+  }
+  void process_element1(const Order& o, Context&, Collector<std::string>& out) override {
+    if (auto n = name_->value()) {
+      out.collect(std::to_string(o.id) + "," + *n);
+    } else {
+      waiting_->add(o.id);
+    }
+  }
+  void process_element2(const Customer& c, Context&, Collector<std::string>& out) override {
+    name_->update(c.name);
+    for (int64_t id : waiting_->get()) out.collect(std::to_string(id) + "," + c.name);
+    waiting_->clear();
+  }
+
+ private:
+  ValueState<std::string>* name_ = nullptr;
+  ListState<int64_t>* waiting_ = nullptr;
+};
+
+constexpr int64_t kCustomers = 5000;
+
+std::multiset<std::string> expected_enrichment(int64_t orders) {
+  std::multiset<std::string> out;
+  for (int64_t i = 0; i < orders; ++i) out.insert(std::to_string(i) + ",c" + std::to_string((i * 7) % kCustomers));
+  return out;
+}
+
+JobResult run_enrich(int64_t orders, int64_t fail_every, uint64_t seed, Rows* rows) {
+  JobConfig config;
+  config.default_parallelism = 3;
+  config.checkpoint.interval = Duration(20);
+  config.restart.delay = Duration(5);
+  StreamEnvironment env(config);
+  auto o = env.from_source<Order>([orders] {
+    return std::make_unique<GeneratorSource<Order>>(
+        [](int64_t i) { return Order{i, (i * 7) % kCustomers, i}; }, orders);
+  }, "orders");
+  auto c = env.from_source<Customer>([] {
+    return std::make_unique<GeneratorSource<Customer>>(
+        [](int64_t i) { return Customer{i, "c" + std::to_string(i), i}; }, kCustomers);
+  }, "customers");
+  o.connect(c)
+      .key_by([](const Order& x) { return x.customer; }, [](const Customer& x) { return x.id; })
+      .process<std::string>([] { return std::make_unique<Enrich>(); }, "enrich")
+      .uid("enrich")
+      .sink_to([rows, fail_every, seed] { return std::make_unique<RowSink>(rows, fail_every, seed); })
+      .uid("sink");
+  auto r = env.execute("enrich");
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.value_or(JobResult{});
+}
+
+TEST(TwoInputTest, CoProcessSharesKeyedStateAcrossInputs) {
+  Rows rows;
+  JobResult r = run_enrich(200000, 0, 0, &rows);
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  EXPECT_EQ(rows.all(), expected_enrichment(200000));
+}
+
+TEST(TwoInputTest, CoProcessIsExactlyOnceUnderFailures) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Rows rows;
+  JobResult r = run_enrich(400000, 20000, seed, &rows);
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  EXPECT_GE(r.restarts, 1);
+  EXPECT_EQ(rows.all(), expected_enrichment(400000));
+}
+
+TEST(TwoInputTest, IntervalJoinPairsRecordsWithinTheBounds) {
+  Rows rows;
+  StreamEnvironment env;
+  auto wm_o = WatermarkStrategy<Order>::for_monotonous_timestamps([](const Order& o) { return o.ts; });
+  auto wm_c = WatermarkStrategy<Customer>::for_monotonous_timestamps([](const Customer& c) { return c.ts; });
+  // Orders at t = 10 i for key i % 3; "customers" (here: events) at t = 5 j for key j % 3.
+  auto orders = env.from_source<Order>([] {
+    return std::make_unique<GeneratorSource<Order>>([](int64_t i) { return Order{i, i % 3, 10 * i}; }, 300);
+  }, "orders", wm_o);
+  auto events = env.from_source<Customer>([] {
+    return std::make_unique<GeneratorSource<Customer>>(
+        [](int64_t j) { return Customer{j % 3, std::to_string(j), 5 * j}; }, 600);
+  }, "events", wm_c);
+  orders.key_by([](const Order& o) { return o.customer; })
+      .interval_join(events.key_by([](const Customer& c) { return c.id; }))
+      .between(Duration(-20), Duration(15))
+      .process<std::string>([](const Order& o, const Customer& c, Collector<std::string>& out) {
+        out.collect(std::to_string(o.id) + "," + c.name);
+      })
+      .sink_to([&rows] { return std::make_unique<RowSink>(&rows, 0, 0); });
+  auto r = env.execute("interval-join");
+  ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  std::multiset<std::string> want;
+  for (int64_t i = 0; i < 300; ++i) {
+    for (int64_t j = 0; j < 600; ++j) {
+      if (i % 3 == j % 3 && 5 * j >= 10 * i - 20 && 5 * j <= 10 * i + 15) {
+        want.insert(std::to_string(i) + "," + std::to_string(j));
+      }
+    }
+  }
+  EXPECT_EQ(rows.all(), want);
+}
+
+}  // namespace
+}  // namespace weir
