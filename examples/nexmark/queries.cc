@@ -337,12 +337,173 @@ void q11(StreamEnvironment& env, const QueryOptions& o) {
   sink(sessions, o);
 }
 
+// ---- joins ------------------------------------------------------------------
+
+DataStream<Person> persons(const DataStream<Event>& ev) {
+  return ev.filter([](const Event& e) { return e.type == EventType::kPerson; }, "persons")
+      .map([](const Event& e) { return e.person; }, "person");
+}
+
+DataStream<Auction> auctions(const DataStream<Event>& ev) {
+  return ev.filter([](const Event& e) { return e.type == EventType::kAuction; }, "auctions")
+      .map([](const Event& e) { return e.auction; }, "auction");
+}
+
+// q3: auctions of category 10 joined with their sellers from OR, ID or CA.
+// Persons are unique, so each auction matches at most one person: keep the
+// person, and the auctions still waiting for theirs.
+class LocalItems final : public KeyedCoProcessFunction<int64_t, Auction, Person, std::string> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    person_ = &ctx.get_state(ValueStateDescriptor<Person>{"person"});
+    waiting_ = &ctx.get_list_state(ListStateDescriptor<int64_t>{"waiting-auctions"});
+    return absl::OkStatus();
+  }
+  void process_element1(const Auction& a, Context&, Collector<std::string>& out) override {
+    if (auto p = person_->value()) {
+      emit(*p, a.id, out);
+    } else {
+      waiting_->add(a.id);
+    }
+  }
+  void process_element2(const Person& p, Context&, Collector<std::string>& out) override {
+    person_->update(p);
+    for (int64_t id : waiting_->get()) emit(p, id, out);
+    waiting_->clear();
+  }
+
+ private:
+  static void emit(const Person& p, int64_t auction, Collector<std::string>& out) {
+    std::string s;
+    add(s, p.name), add(s, p.city), add(s, p.state), add(s, auction);
+    out.collect(finish(std::move(s)));
+  }
+  ValueState<Person>* person_ = nullptr;
+  ListState<int64_t>* waiting_ = nullptr;
+};
+
+void q3(StreamEnvironment& env, const QueryOptions& o) {
+  auto ev = events(env, o);
+  auto a = auctions(ev).filter([](const Auction& a) { return a.category == 10; });
+  auto p = persons(ev).filter([](const Person& p) {
+    return p.state == "OR" || p.state == "ID" || p.state == "CA";
+  });
+  auto joined = a.connect(p)
+                    .key_by([](const Auction& a) { return a.seller; }, [](const Person& p) { return p.id; })
+                    .process<std::string>([] { return std::make_unique<LocalItems>(); }, "local-items");
+  joined.uid("local-items");
+  sink(joined, o);
+}
+
+constexpr int64_t kQ8Window = 10 * kSecond;
+
+// q8: persons who opened an auction in the 10 s tumbling window in which
+// they were created; one row per (person, window).
+class NewSellers final : public KeyedCoProcessFunction<int64_t, Person, Auction, std::string> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    name_ = &ctx.get_map_state(MapStateDescriptor<int64_t, std::string>{"person-in-window"});
+    sold_ = &ctx.get_map_state(MapStateDescriptor<int64_t, bool>{"auction-in-window"});
+    return absl::OkStatus();
+  }
+  void process_element1(const Person& p, Context& ctx, Collector<std::string>& out) override {
+    int64_t w = p.date_time - p.date_time % kQ8Window;
+    name_->put(w, p.name);
+    if (sold_->contains(w)) emit(p.id, p.name, w, out);
+    ctx.timer_service().register_event_time_timer(w + kQ8Window - 1);
+  }
+  void process_element2(const Auction& a, Context& ctx, Collector<std::string>& out) override {
+    int64_t w = a.date_time - a.date_time % kQ8Window;
+    if (sold_->contains(w)) return;
+    sold_->put(w, true);
+    if (auto n = name_->get(w)) emit(a.seller, *n, w, out);
+    ctx.timer_service().register_event_time_timer(w + kQ8Window - 1);
+  }
+  void on_timer(int64_t ts, OnTimerContext&, Collector<std::string>&) override {
+    int64_t w = ts + 1 - kQ8Window;
+    name_->remove(w);
+    sold_->remove(w);
+  }
+
+ private:
+  static void emit(int64_t id, const std::string& name, int64_t w, Collector<std::string>& out) {
+    std::string s;
+    add(s, id), add(s, name), add(s, w);
+    out.collect(finish(std::move(s)));
+  }
+  MapState<int64_t, std::string>* name_ = nullptr;
+  MapState<int64_t, bool>* sold_ = nullptr;
+};
+
+void q8(StreamEnvironment& env, const QueryOptions& o) {
+  auto ev = events(env, o);
+  auto joined = persons(ev)
+                    .connect(auctions(ev))
+                    .key_by([](const Person& p) { return p.id; }, [](const Auction& a) { return a.seller; })
+                    .process<std::string>([] { return std::make_unique<NewSellers>(); }, "new-sellers");
+  joined.uid("new-sellers");
+  sink(joined, o);
+}
+
+// q20: bids joined with their auction when it is of category 10. Bids wait
+// for an auction not seen yet; bids of an auction of another category are
+// dropped at once.
+class ExpandBid final : public KeyedCoProcessFunction<int64_t, Bid, Auction, std::string> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    auction_ = &ctx.get_state(ValueStateDescriptor<Auction>{"auction"});
+    other_ = &ctx.get_state(ValueStateDescriptor<bool>{"other-category"});
+    waiting_ = &ctx.get_list_state(ListStateDescriptor<Bid>{"waiting-bids"});
+    return absl::OkStatus();
+  }
+  void process_element1(const Bid& b, Context&, Collector<std::string>& out) override {
+    if (auto a = auction_->value()) {
+      emit(b, *a, out);
+    } else if (!other_->value_or(false)) {
+      waiting_->add(b);
+    }
+  }
+  void process_element2(const Auction& a, Context&, Collector<std::string>& out) override {
+    if (a.category != 10) {
+      other_->update(true);
+    } else {
+      auction_->update(a);
+      for (const Bid& b : waiting_->get()) emit(b, a, out);
+    }
+    waiting_->clear();
+  }
+
+ private:
+  static void emit(const Bid& b, const Auction& a, Collector<std::string>& out) {
+    std::string s;
+    add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.channel), add(s, b.url),
+        add(s, b.date_time), add(s, b.extra), add(s, a.item_name), add(s, a.description),
+        add(s, a.initial_bid), add(s, a.reserve), add(s, a.date_time), add(s, a.expires),
+        add(s, a.seller), add(s, a.category), add(s, a.extra);
+    out.collect(finish(std::move(s)));
+  }
+  ValueState<Auction>* auction_ = nullptr;
+  ValueState<bool>* other_ = nullptr;
+  ListState<Bid>* waiting_ = nullptr;
+};
+
+void q20(StreamEnvironment& env, const QueryOptions& o) {
+  auto ev = events(env, o);
+  auto b = ev.filter([](const Event& e) { return e.type == EventType::kBid; }, "bids")
+               .map([](const Event& e) { return e.bid; }, "bid");
+  auto joined = b.connect(auctions(ev))
+                    .key_by([](const Bid& b) { return b.auction; }, [](const Auction& a) { return a.id; })
+                    .process<std::string>([] { return std::make_unique<ExpandBid>(); }, "expand-bid");
+  joined.uid("expand-bid");
+  sink(joined, o);
+}
+
 using Builder = std::function<void(StreamEnvironment&, const QueryOptions&)>;
 
 const std::map<std::string, Builder>& builders() {
   static const auto* m = new std::map<std::string, Builder>{
-      {"q0", q0}, {"q1", q1}, {"q2", q2}, {"q5", q5}, {"q7", q7},
-      {"q11", q11}, {"q14", q14}, {"q21", q21}, {"q22", q22}};
+      {"q0", q0},   {"q1", q1},   {"q2", q2},   {"q3", q3},   {"q5", q5},   {"q7", q7},
+      {"q8", q8},   {"q11", q11}, {"q14", q14}, {"q20", q20}, {"q21", q21}, {"q22", q22}};
   return *m;
 }
 
