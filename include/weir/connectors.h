@@ -144,7 +144,8 @@ class PrintSink final : public Sink<std::string> {
   absl::Status write(const std::string& line) override;
 };
 
-// Reads the committed (published) lines of an ExactlyOnceFileSink directory.
+// Reads the committed (published) lines of an ExactlyOnceFileSink directory,
+// each subtask's files in the order they were committed.
 absl::StatusOr<std::vector<std::string>> read_published_lines(const std::string& directory,
                                                               const std::string& prefix);
 

@@ -139,7 +139,16 @@ absl::StatusOr<std::vector<std::string>> read_published_lines(const std::string&
     if (f.rfind(prefix + "-", 0) == 0) files.push_back(entry.path());
   }
   if (ec) return errno_status("list", directory, ec.value());
-  std::sort(files.begin(), files.end());
+  // In commit order: by subtask, then sequence number (numerically).
+  auto order = [&](const fs::path& p) {
+    std::string name = p.filename().string().substr(prefix.size() + 1);
+    size_t dash = name.find('-');
+    int64_t subtask = std::atoll(name.substr(0, dash).c_str());
+    int64_t seq = dash == std::string::npos ? 0 : std::atoll(name.c_str() + dash + 1);
+    return std::make_pair(subtask, seq);
+  };
+  std::sort(files.begin(), files.end(),
+            [&](const fs::path& a, const fs::path& b) { return order(a) < order(b); });
   for (const auto& f : files) {
     auto content = read_file(f.string());
     if (!content.ok()) return content.status();
