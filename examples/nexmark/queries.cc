@@ -2,6 +2,7 @@
 #include "examples/nexmark/queries.h"
 
 #include <ctime>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -755,13 +756,233 @@ void q16(StreamEnvironment& env, const QueryOptions& o) {
   sink(rows, o);
 }
 
-using Builder = std::function<void(StreamEnvironment&, const QueryOptions&)>;
+// ---- q13: lookup join with a static side input -------------------------------
+
+absl::StatusOr<std::shared_ptr<const std::vector<std::string>>> load_side_input(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read side input " + path);
+  auto table = std::make_shared<std::vector<std::string>>();
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    size_t comma = line.find(',');
+    char* end = nullptr;
+    long long key = comma == std::string::npos ? -1 : std::strtoll(line.c_str(), &end, 10);
+    if (comma == std::string::npos || end != line.c_str() + comma || key < 0 || key > 1'000'000) {
+      return absl::InvalidArgumentError("side input " + path + " line " + std::to_string(n) +
+                                        ": expected <key>,<value> with 0 <= key <= 1000000");
+    }
+    if (static_cast<size_t>(key) >= table->size()) table->resize(static_cast<size_t>(key) + 1);
+    (*table)[static_cast<size_t>(key)] = line.substr(comma + 1);
+  }
+  return std::shared_ptr<const std::vector<std::string>>(std::move(table));
+}
+
+absl::Status q13(StreamEnvironment& env, const QueryOptions& o) {
+  auto table = load_side_input(o.side_input);
+  if (!table.ok()) return table.status();
+  auto side = *table;
+  sink(bids(env, o).map([side](const Bid& b) {
+    size_t key = static_cast<size_t>(b.auction % 10000);
+    std::string s;
+    add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.date_time),
+        add(s, key < side->size() ? (*side)[key] : std::string());
+    return finish(std::move(s));
+  }), o);
+  return absl::OkStatus();
+}
+
+// ---- q9 / q4: auctions joined with the bids made while they were open -------
+
+// Bid b may win auction a when a.dateTime <= b.dateTime <= a.expires.
+bool in_auction(const Bid& b, const Auction& a) {
+  return b.date_time >= a.date_time && b.date_time <= a.expires;
+}
+
+// Higher price wins; at an equal price the earlier bid; then the first seen.
+bool better(const Bid& b, const std::optional<Bid>& best) {
+  if (!best) return true;
+  if (b.price != best->price) return b.price > best->price;
+  return b.date_time < best->date_time;
+}
+
+// Keyed by auction id. Bids that come before their auction wait for it.
+template <typename Out>
+class AuctionBids : public KeyedCoProcessFunction<int64_t, Auction, Bid, Out> {
+ public:
+  using Ctx = KeyedContext<int64_t>;
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    auction_ = &ctx.get_state(ValueStateDescriptor<Auction>{"auction"});
+    best_ = &ctx.get_state(ValueStateDescriptor<Bid>{"best"});
+    waiting_ = &ctx.get_list_state(ListStateDescriptor<Bid>{"waiting-bids"});
+    return absl::OkStatus();
+  }
+  void process_element1(const Auction& a, Ctx&, Collector<Out>& out) override {
+    auction_->update(a);
+    for (const Bid& b : waiting_->get()) offer(a, b, out);
+    waiting_->clear();
+  }
+  void process_element2(const Bid& b, Ctx&, Collector<Out>& out) override {
+    if (auto a = auction_->value()) {
+      offer(*a, b, out);
+    } else {
+      waiting_->add(b);
+    }
+  }
+
+ protected:
+  // A qualifying bid better than the current best arrived.
+  virtual void improved(const Auction& a, const std::optional<Bid>& old, const Bid& now,
+                        Collector<Out>& out) = 0;
+
+ private:
+  void offer(const Auction& a, const Bid& b, Collector<Out>& out) {
+    if (!in_auction(b, a)) return;
+    auto old = best_->value();
+    if (!better(b, old)) return;
+    best_->update(b);
+    improved(a, old, b, out);
+  }
+  ValueState<Auction>* auction_ = nullptr;
+  ValueState<Bid>* best_ = nullptr;
+  ListState<Bid>* waiting_ = nullptr;
+};
+
+class WinningBid final : public AuctionBids<std::string> {
+ protected:
+  void improved(const Auction& a, const std::optional<Bid>& old, const Bid& now,
+                Collector<std::string>& out) override {
+    changed(old ? std::optional<std::string>(row(a, *old)) : std::nullopt, row(a, now), out);
+  }
+
+ private:
+  static std::string row(const Auction& a, const Bid& b) {
+    std::string s;
+    add(s, a.id), add(s, a.item_name), add(s, a.description), add(s, a.initial_bid),
+        add(s, a.reserve), add(s, a.date_time), add(s, a.expires), add(s, a.seller),
+        add(s, a.category), add(s, a.extra), add(s, b.auction), add(s, b.bidder), add(s, b.price),
+        add(s, b.date_time), add(s, b.extra);
+    return finish(std::move(s));
+  }
+};
+
+void q9(StreamEnvironment& env, const QueryOptions& o) {
+  auto ev = events(env, o);
+  auto b = ev.filter([](const Event& e) { return e.type == EventType::kBid; }, "bids")
+               .map([](const Event& e) { return e.bid; }, "bid");
+  auto rows = auctions(ev)
+                  .connect(b)
+                  .key_by([](const Auction& a) { return a.id; }, [](const Bid& b) { return b.auction; })
+                  .process<std::string>([] { return std::make_unique<WinningBid>(); }, "winning-bid");
+  rows.uid("winning-bid");
+  sink(rows, o);
+}
+
+// q4 stage 1: an auction's maximum qualifying price changed.
+struct MaxChange {
+  int64_t category = 0;
+  int64_t old_max = -1;  // -1: the auction had none
+  int64_t new_max = 0;
+  auto weir_fields() { return std::tie(category, old_max, new_max); }
+};
+
+class AuctionMaxPrice final : public AuctionBids<MaxChange> {
+ protected:
+  void improved(const Auction& a, const std::optional<Bid>& old, const Bid& now,
+                Collector<MaxChange>& out) override {
+    if (old && old->price == now.price) return;  // same maximum, earlier bid
+    out.collect({a.category, old ? old->price : -1, now.price});
+  }
+};
+
+// q4 stage 2: per category, the (integer) average of the auctions' maxima.
+struct SumCount {
+  int64_t sum = 0;
+  int64_t count = 0;
+  auto weir_fields() { return std::tie(sum, count); }
+};
+
+class CategoryAverage final : public KeyedProcessFunction<int64_t, MaxChange, std::string> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    acc_ = &ctx.get_state(ValueStateDescriptor<SumCount>{"sum-count"});
+    return absl::OkStatus();
+  }
+  void process_element(const MaxChange& m, Context& ctx, Collector<std::string>& out) override {
+    auto old = acc_->value();
+    SumCount s = old.value_or(SumCount{});
+    if (m.old_max < 0) {
+      s.count++;
+      s.sum += m.new_max;
+    } else {
+      s.sum += m.new_max - m.old_max;
+    }
+    acc_->update(s);
+    auto row = [&](const SumCount& x) { return std::to_string(ctx.current_key()) + "," + std::to_string(x.sum / x.count); };
+    changed(old ? std::optional<std::string>(row(*old)) : std::nullopt, row(s), out);
+  }
+
+ private:
+  ValueState<SumCount>* acc_ = nullptr;
+};
+
+void q4(StreamEnvironment& env, const QueryOptions& o) {
+  auto ev = events(env, o);
+  auto b = ev.filter([](const Event& e) { return e.type == EventType::kBid; }, "bids")
+               .map([](const Event& e) { return e.bid; }, "bid");
+  auto maxima = auctions(ev)
+                    .connect(b)
+                    .key_by([](const Auction& a) { return a.id; }, [](const Bid& b) { return b.auction; })
+                    .process<MaxChange>([] { return std::make_unique<AuctionMaxPrice>(); }, "auction-max");
+  maxima.uid("auction-max");
+  auto rows = maxima.key_by([](const MaxChange& m) { return m.category; })
+                  .process<std::string>([] { return std::make_unique<CategoryAverage>(); }, "category-average");
+  rows.uid("category-average");
+  sink(rows, o);
+}
+
+// ---- q12: processing-time windows ---------------------------------------------
+
+class BidderCount final : public ProcessWindowFunction<int64_t, int64_t, std::string> {
+ public:
+  void process(const int64_t& bidder, const Context& ctx, const std::vector<int64_t>& in,
+               Collector<std::string>& out) override {
+    std::string s;
+    add(s, bidder), add(s, in[0]), add(s, ctx.window.start), add(s, ctx.window.end);
+    out.collect(finish(std::move(s)));
+  }
+};
+
+void q12(StreamEnvironment& env, const QueryOptions& o) {
+  AggregateFunction<Bid, int64_t, int64_t> count{
+      [] { return int64_t{0}; }, [](int64_t& n, const Bid&) { ++n; },
+      [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }};
+  auto rows = bids(env, o)
+                  .key_by([](const Bid& b) { return b.bidder; })
+                  .window(TumblingProcessingTimeWindows::of(Duration(10 * kSecond)))
+                  .aggregate<int64_t, int64_t, std::string>(
+                      count, [] { return std::make_unique<BidderCount>(); }, "bidder-count");
+  rows.uid("bidder-count");
+  sink(rows, o);
+}
+
+using Builder = std::function<absl::Status(StreamEnvironment&, const QueryOptions&)>;
+
+// Adapts the builders that cannot fail.
+template <void (*F)(StreamEnvironment&, const QueryOptions&)>
+absl::Status ok(StreamEnvironment& env, const QueryOptions& o) {
+  F(env, o);
+  return absl::OkStatus();
+}
 
 const std::map<std::string, Builder>& builders() {
   static const auto* m = new std::map<std::string, Builder>{
-      {"q0", q0},   {"q1", q1},   {"q2", q2},   {"q3", q3},   {"q5", q5},   {"q7", q7},
-      {"q8", q8},   {"q11", q11}, {"q14", q14}, {"q15", q15}, {"q16", q16}, {"q17", q17},
-      {"q18", q18}, {"q19", q19}, {"q20", q20}, {"q21", q21}, {"q22", q22}};
+      {"q0", ok<q0>},   {"q1", ok<q1>},   {"q2", ok<q2>},   {"q3", ok<q3>},   {"q4", ok<q4>},
+      {"q5", ok<q5>},   {"q7", ok<q7>},   {"q8", ok<q8>},   {"q9", ok<q9>},   {"q11", ok<q11>},
+      {"q12", ok<q12>}, {"q13", q13},     {"q14", ok<q14>}, {"q15", ok<q15>}, {"q16", ok<q16>},
+      {"q17", ok<q17>}, {"q18", ok<q18>}, {"q19", ok<q19>}, {"q20", ok<q20>}, {"q21", ok<q21>},
+      {"q22", ok<q22>}};
   return *m;
 }
 
@@ -784,7 +1005,14 @@ absl::Status build_query(StreamEnvironment& env, const QueryOptions& o) {
     return absl::InvalidArgumentError("unknown or not yet implemented query '" + o.query +
                                       "' (implemented: " + known + ")");
   }
-  it->second(env, o);
+  return it->second(env, o);
+}
+
+absl::Status write_default_side_input(const std::string& path) {
+  std::ofstream out(path, std::ios::trunc);
+  for (int i = 0; i < 10000; ++i) out << i << ',' << i << '\n';
+  out.close();
+  if (!out) return absl::PermissionDeniedError("cannot write side input " + path);
   return absl::OkStatus();
 }
 

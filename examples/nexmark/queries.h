@@ -28,7 +28,12 @@ struct QueryOptions {
   std::string output_dir;
   // Counts rows when output_dir is empty. Must outlive the job.
   std::atomic<int64_t>* rows = nullptr;
+  // q13's side input: lines "<key>,<value>".
+  std::string side_input;
 };
+
+// Writes q13's default side input (10 000 lines "<i>,<i>") to `path`.
+absl::Status write_default_side_input(const std::string& path);
 
 // The queries build_query() knows.
 const std::vector<std::string>& implemented_queries();

@@ -14,7 +14,8 @@
 //
 // When a window fires: an event-time window fires once the watermark passes
 // its end (its last millisecond, end - 1); a processing-time one when the
-// clock does; a count window every n records (then it is emptied).
+// clock does, and at the end of bounded input for those still open; a count
+// window every n records (then it is emptied).
 // Lateness: records for an event-time window that already fired are still
 // added while the watermark is before end - 1 + allowed_lateness, and each
 // such record fires the window again. Every firing emits the window's

@@ -187,6 +187,7 @@ struct NexmarkFlags {
   std::string state = "heap";
   int64_t fail_every = 0;
   uint64_t seed = 0;
+  std::string side_input;
 };
 
 int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
@@ -202,6 +203,14 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
   o.source.fail_every = nf.fail_every;
   o.source.seed = nf.seed;
   o.generator.event_rate = nf.event_rate;
+  o.side_input = nf.side_input;
+  if (nf.query == "q13" && o.side_input.empty()) {
+    o.side_input = (std::filesystem::temp_directory_path() /
+                    ("weir-nexmark-side-input-" + std::to_string(::getpid()) + ".csv"))
+                       .string();
+    auto s = weir::nexmark::write_default_side_input(o.side_input);
+    if (!s.ok()) return fail(kBadInput, std::string(s.message()));
+  }
   std::atomic<int64_t> rows{0};
   o.rows = &rows;
   std::string parts;
@@ -296,6 +305,8 @@ int main(int argc, char** argv) {
   nx->add_option("--fail-every", nx_flags.fail_every, "Inject a source failure every ~N events")
       ->check(CLI::NonNegativeNumber);
   nx->add_option("--seed", nx_flags.seed, "Seed for failure positions");
+  nx->add_option("--side-input", nx_flags.side_input,
+                 "q13: lines <key>,<value> (default: 10 000 lines <i>,<i>)");
   nx_job.add_to(nx);
 
   // weir generate running-sum-input

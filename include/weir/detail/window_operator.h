@@ -105,6 +105,27 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     this->side_outputs_idle(idle);
   }
 
+  // End of input: event-time windows have fired (the final watermark is
+  // +infinity); processing-time windows still open fire now, so a bounded
+  // job loses none of its records.
+  absl::Status finish() override {
+    if (spec_.assigner.event_time || spec_.assigner.kind == WindowAssigner::Kind::kGlobal) {
+      return absl::OkStatus();
+    }
+    std::vector<std::pair<K, TimeWindow>> open;
+    contents_->for_each([&](const K& key, const Windows& m) {
+      for (const auto& [w, acc] : m) open.emplace_back(key, w);
+    });
+    std::sort(open.begin(), open.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    for (const auto& [key, w] : open) {
+      int kg = key_group_of(key, max_parallelism_);
+      backend_->set_current_key(&key, kg);
+      const Windows* m = contents_->find(kg, key);
+      if (m != nullptr && m->contains(w)) fire(key, w, m->at(w));
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
     OperatorSnapshot snap;
     snap.keyed = backend_->core().snapshot();
