@@ -113,7 +113,7 @@ std::vector<std::string> apply_changelog(const std::vector<std::string>& changes
 }
 
 bool is_updating(const std::string& q) {
-  return q == "q4" || q == "q9" || q == "q15" || q == "q16" || q == "q17" || q == "q18" || q == "q19";
+  return q == "q4" || q == "q6" || q == "q9" || q == "q15" || q == "q16" || q == "q17" || q == "q18" || q == "q19";
 }
 
 std::string join(std::initializer_list<std::string> cols) {
@@ -173,6 +173,25 @@ std::vector<std::string> reference(const std::string& q, const std::vector<BidRo
       }
     }
     for (auto& [c, sc] : category) out.push_back(join({str(c), str(sc.first / sc.second)}));
+  } else if (q == "q6") {
+    std::map<int64_t, std::vector<const BidRow*>> by_auction;
+    for (const auto& b : bids) by_auction[b.auction].push_back(&b);
+    std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> wins;  // seller -> (time, price)
+    for (const auto& a : auctions) {
+      const BidRow* best = nullptr;
+      for (const BidRow* b : by_auction[a.id()]) {
+        if (b->date_time >= std::stoll(a.f[6]) || b->price < std::stoll(a.f[4])) continue;
+        if (!best || b->price > best->price || (b->price == best->price && b->date_time < best->date_time)) best = b;
+      }
+      if (best) wins[a.seller()].push_back({best->date_time, best->price});
+    }
+    for (auto& [seller, w] : wins) {
+      std::sort(w.begin(), w.end());
+      size_t from = w.size() > 10 ? w.size() - 10 : 0;
+      int64_t sum = 0, n = 0;
+      for (size_t i = from; i < w.size(); ++i) sum += w[i].second, ++n;
+      out.push_back(join({str(seller), str(static_cast<int64_t>(std::llround(static_cast<double>(sum) / n)))}));
+    }
   } else if (q == "q17") {
     struct S { int64_t n = 0, r[4] = {0, 0, 0, 0}, min = INT64_MAX, max = INT64_MIN, sum = 0; };
     std::map<std::pair<int64_t, std::string>, S> stats;

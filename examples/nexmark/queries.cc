@@ -942,6 +942,105 @@ void q4(StreamEnvironment& env, const QueryOptions& o) {
   sink(rows, o);
 }
 
+// ---- q6: average selling price by seller ---------------------------------------
+//
+// Winning bids (Beam's semantics): when an auction closes (the watermark
+// reaches `expires`), its winner is the highest bid with dateTime < expires
+// and price >= reserve, the earlier one at an equal price. Per seller, the
+// average of the 10 most recent winning prices (by bid time, then price),
+// rounded half up, updated after every win.
+
+struct Win {
+  int64_t seller = 0;
+  int64_t price = 0;
+  int64_t date_time = 0;
+  auto weir_fields() { return std::tie(seller, price, date_time); }
+};
+
+class AuctionWinner final : public KeyedCoProcessFunction<int64_t, Auction, Bid, Win> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    auction_ = &ctx.get_state(ValueStateDescriptor<Auction>{"auction"});
+    best_ = &ctx.get_state(ValueStateDescriptor<Bid>{"best"});
+    waiting_ = &ctx.get_list_state(ListStateDescriptor<Bid>{"waiting-bids"});
+    return absl::OkStatus();
+  }
+  void process_element1(const Auction& a, Context& ctx, Collector<Win>&) override {
+    auction_->update(a);
+    for (const Bid& b : waiting_->get()) offer(a, b);
+    waiting_->clear();
+    ctx.timer_service().register_event_time_timer(a.expires);
+  }
+  void process_element2(const Bid& b, Context&, Collector<Win>&) override {
+    if (auto a = auction_->value()) {
+      offer(*a, b);
+    } else {
+      waiting_->add(b);
+    }
+  }
+  void on_timer(int64_t, OnTimerContext&, Collector<Win>& out) override {
+    auto a = auction_->value();
+    auto best = best_->value();
+    if (a && best) out.collect({a->seller, best->price, best->date_time});
+    auction_->clear();
+    best_->clear();
+  }
+
+ private:
+  void offer(const Auction& a, const Bid& b) {
+    if (b.date_time >= a.expires || b.price < a.reserve) return;
+    if (better(b, best_->value())) best_->update(b);
+  }
+  ValueState<Auction>* auction_ = nullptr;
+  ValueState<Bid>* best_ = nullptr;
+  ListState<Bid>* waiting_ = nullptr;
+};
+
+class SellerAverage final : public KeyedProcessFunction<int64_t, Win, std::string> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    recent_ = &ctx.get_state(ValueStateDescriptor<std::vector<Win>>{"recent-wins"});
+    return absl::OkStatus();
+  }
+  void process_element(const Win& w, Context& ctx, Collector<std::string>& out) override {
+    std::vector<Win> recent = recent_->value_or({});
+    std::optional<std::string> before;
+    if (!recent.empty()) before = row(ctx.current_key(), recent);
+    auto order = [](const Win& x, const Win& y) {
+      return x.date_time != y.date_time ? x.date_time < y.date_time : x.price < y.price;
+    };
+    recent.insert(std::upper_bound(recent.begin(), recent.end(), w, order), w);
+    if (recent.size() > 10) recent.erase(recent.begin());
+    recent_->update(recent);
+    changed(before, row(ctx.current_key(), recent), out);
+  }
+
+ private:
+  static std::string row(int64_t seller, const std::vector<Win>& recent) {
+    int64_t sum = 0;
+    for (const Win& w : recent) sum += w.price;
+    int64_t n = static_cast<int64_t>(recent.size());
+    int64_t avg = (2 * sum + n) / (2 * n);  // round half up, sum >= 0
+    return std::to_string(seller) + "," + std::to_string(avg);
+  }
+  ValueState<std::vector<Win>>* recent_ = nullptr;
+};
+
+void q6(StreamEnvironment& env, const QueryOptions& o) {
+  auto ev = events(env, o);
+  auto b = ev.filter([](const Event& e) { return e.type == EventType::kBid; }, "bids")
+               .map([](const Event& e) { return e.bid; }, "bid");
+  auto wins = auctions(ev)
+                  .connect(b)
+                  .key_by([](const Auction& a) { return a.id; }, [](const Bid& b) { return b.auction; })
+                  .process<Win>([] { return std::make_unique<AuctionWinner>(); }, "winning-bids");
+  wins.uid("winning-bids");
+  auto rows = wins.key_by([](const Win& w) { return w.seller; })
+                  .process<std::string>([] { return std::make_unique<SellerAverage>(); }, "seller-average");
+  rows.uid("seller-average");
+  sink(rows, o);
+}
+
 // ---- q12: processing-time windows ---------------------------------------------
 
 class BidderCount final : public ProcessWindowFunction<int64_t, int64_t, std::string> {
@@ -979,7 +1078,7 @@ absl::Status ok(StreamEnvironment& env, const QueryOptions& o) {
 const std::map<std::string, Builder>& builders() {
   static const auto* m = new std::map<std::string, Builder>{
       {"q0", ok<q0>},   {"q1", ok<q1>},   {"q2", ok<q2>},   {"q3", ok<q3>},   {"q4", ok<q4>},
-      {"q5", ok<q5>},   {"q7", ok<q7>},   {"q8", ok<q8>},   {"q9", ok<q9>},   {"q11", ok<q11>},
+      {"q5", ok<q5>},   {"q6", ok<q6>},   {"q7", ok<q7>},   {"q8", ok<q8>},   {"q9", ok<q9>},   {"q11", ok<q11>},
       {"q12", ok<q12>}, {"q13", q13},     {"q14", ok<q14>}, {"q15", ok<q15>}, {"q16", ok<q16>},
       {"q17", ok<q17>}, {"q18", ok<q18>}, {"q19", ok<q19>}, {"q20", ok<q20>}, {"q21", ok<q21>},
       {"q22", ok<q22>}};
