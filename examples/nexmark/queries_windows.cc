@@ -1,0 +1,195 @@
+// Nexmark queries over windows: q5, q7, q11, q12.
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "examples/nexmark/query_util.h"
+
+namespace weir::nexmark::internal {
+// ---- windowed queries ---------------------------------------------------------
+
+struct AuctionCount {
+  int64_t auction = 0;
+  int64_t count = 0;
+  int64_t window_end = 0;
+  auto weir_fields() { return std::tie(auction, count, window_end); }
+};
+
+class EmitAuctionCount final : public ProcessWindowFunction<int64_t, int64_t, AuctionCount> {
+ public:
+  void process(const int64_t& auction, const Context& ctx, const std::vector<int64_t>& in,
+               Collector<AuctionCount>& out) override {
+    out.collect({auction, in[0], ctx.window.end});
+  }
+};
+
+// Per window: the auctions with the most bids.
+class HottestAuctions final : public ProcessWindowFunction<int64_t, AuctionCount, std::string> {
+ public:
+  void process(const int64_t&, const Context&, const std::vector<AuctionCount>& in,
+               Collector<std::string>& out) override {
+    int64_t max = 0;
+    for (const auto& a : in) max = std::max(max, a.count);
+    for (const auto& a : in) {
+      if (a.count == max) out.collect(std::to_string(a.auction) + "," + std::to_string(a.count));
+    }
+  }
+};
+
+void q5(StreamEnvironment& env, const QueryOptions& o) {
+  AggregateFunction<Bid, int64_t, int64_t> count{
+      [] { return int64_t{0}; }, [](int64_t& n, const Bid&) { ++n; },
+      [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }};
+  auto counts = bids(env, o)
+                    .key_by([](const Bid& b) { return b.auction; })
+                    .window(SlidingEventTimeWindows::of(Duration(10 * kSecond), Duration(2 * kSecond)))
+                    .aggregate<int64_t, int64_t, AuctionCount>(
+                        count, [] { return std::make_unique<EmitAuctionCount>(); }, "count-per-auction");
+  counts.uid("count-per-auction");
+  // A window's counts carry its last millisecond as timestamp, which falls
+  // into the 2 s tumbling window that ends with it.
+  auto hottest = counts.key_by([](const AuctionCount& a) { return a.window_end; })
+                     .window(TumblingEventTimeWindows::of(Duration(2 * kSecond)))
+                     .process<std::string>([] { return std::make_unique<HottestAuctions>(); },
+                                           "hottest-per-window");
+  hottest.uid("hottest-per-window");
+  sink(hottest, o);
+}
+
+// The highest bids of one window (ties kept).
+struct MaxBids {
+  int64_t price = -1;
+  std::vector<Bid> bids;
+  auto weir_fields() { return std::tie(price, bids); }
+  void offer(const Bid& b) {
+    if (b.price > price) {
+      price = b.price;
+      bids.clear();
+    }
+    if (b.price == price) bids.push_back(b);
+  }
+};
+
+struct WindowedBid {
+  int64_t window = 0;
+  Bid bid;
+  auto weir_fields() { return std::tie(window, bid); }
+};
+
+constexpr int64_t kQ7Window = 10 * kSecond;
+
+// Stage 1, keyed by auction: each auction's highest bids per window.
+class AuctionMax final : public KeyedProcessFunction<int64_t, Bid, WindowedBid> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    max_ = &ctx.get_map_state(MapStateDescriptor<int64_t, MaxBids>{"max-per-window"});
+    return absl::OkStatus();
+  }
+  void process_element(const Bid& b, Context& ctx, Collector<WindowedBid>&) override {
+    int64_t w = b.date_time - b.date_time % kQ7Window;
+    MaxBids m = max_->get(w).value_or(MaxBids{});
+    m.offer(b);
+    max_->put(w, m);
+    ctx.timer_service().register_event_time_timer(w + kQ7Window - 1);
+  }
+  void on_timer(int64_t ts, OnTimerContext&, Collector<WindowedBid>& out) override {
+    int64_t w = ts + 1 - kQ7Window;
+    if (auto m = max_->get(w)) {
+      for (const Bid& b : m->bids) out.collect({w, b});
+    }
+    max_->remove(w);
+  }
+
+ private:
+  MapState<int64_t, MaxBids>* max_ = nullptr;
+};
+
+// Stage 2, keyed by window: the window's highest bids over all auctions.
+class WindowMax final : public KeyedProcessFunction<int64_t, WindowedBid, std::string> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    max_ = &ctx.get_state(ValueStateDescriptor<MaxBids>{"max"});
+    return absl::OkStatus();
+  }
+  void process_element(const WindowedBid& wb, Context& ctx, Collector<std::string>&) override {
+    MaxBids m = max_->value_or(MaxBids{});
+    m.offer(wb.bid);
+    max_->update(m);
+    ctx.timer_service().register_event_time_timer(wb.window + kQ7Window - 1);
+  }
+  void on_timer(int64_t, OnTimerContext&, Collector<std::string>& out) override {
+    if (auto m = max_->value()) {
+      for (const Bid& b : m->bids) {
+        std::string s;
+        add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.date_time), add(s, b.extra);
+        out.collect(finish(std::move(s)));
+      }
+    }
+    max_->clear();
+  }
+
+ private:
+  ValueState<MaxBids>* max_ = nullptr;
+};
+
+void q7(StreamEnvironment& env, const QueryOptions& o) {
+  auto candidates = bids(env, o)
+                        .key_by([](const Bid& b) { return b.auction; })
+                        .process<WindowedBid>([] { return std::make_unique<AuctionMax>(); }, "auction-max");
+  candidates.uid("auction-max");
+  auto best = candidates.key_by([](const WindowedBid& w) { return w.window; })
+                  .process<std::string>([] { return std::make_unique<WindowMax>(); }, "window-max");
+  best.uid("window-max");
+  sink(best, o);
+}
+
+class SessionRow final : public ProcessWindowFunction<int64_t, int64_t, std::string> {
+ public:
+  void process(const int64_t& bidder, const Context& ctx, const std::vector<int64_t>& in,
+               Collector<std::string>& out) override {
+    std::string s;
+    add(s, bidder), add(s, in[0]), add(s, ctx.window.start), add(s, ctx.window.end);
+    out.collect(finish(std::move(s)));
+  }
+};
+
+void q11(StreamEnvironment& env, const QueryOptions& o) {
+  AggregateFunction<Bid, int64_t, int64_t> count{
+      [] { return int64_t{0}; }, [](int64_t& n, const Bid&) { ++n; },
+      [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }};
+  auto sessions = bids(env, o)
+                      .key_by([](const Bid& b) { return b.bidder; })
+                      .window(EventTimeSessionWindows::with_gap(Duration(10 * kSecond)))
+                      .aggregate<int64_t, int64_t, std::string>(
+                          count, [] { return std::make_unique<SessionRow>(); }, "sessions");
+  sessions.uid("sessions");
+  sink(sessions, o);
+}
+
+// ---- q12: processing-time windows ---------------------------------------------
+
+class BidderCount final : public ProcessWindowFunction<int64_t, int64_t, std::string> {
+ public:
+  void process(const int64_t& bidder, const Context& ctx, const std::vector<int64_t>& in,
+               Collector<std::string>& out) override {
+    std::string s;
+    add(s, bidder), add(s, in[0]), add(s, ctx.window.start), add(s, ctx.window.end);
+    out.collect(finish(std::move(s)));
+  }
+};
+
+void q12(StreamEnvironment& env, const QueryOptions& o) {
+  AggregateFunction<Bid, int64_t, int64_t> count{
+      [] { return int64_t{0}; }, [](int64_t& n, const Bid&) { ++n; },
+      [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }};
+  auto rows = bids(env, o)
+                  .key_by([](const Bid& b) { return b.bidder; })
+                  .window(TumblingProcessingTimeWindows::of(Duration(10 * kSecond)))
+                  .aggregate<int64_t, int64_t, std::string>(
+                      count, [] { return std::make_unique<BidderCount>(); }, "bidder-count");
+  rows.uid("bidder-count");
+  sink(rows, o);
+}
+
+}  // namespace weir::nexmark::internal
