@@ -7,7 +7,7 @@ WEIR=${WEIR:-build/weir}
 REPEAT=${REPEAT:-3}
 EVENTS=${EVENTS:-10000000}
 PARALLELISM=${PARALLELISM:-1}
-QUERIES=${QUERIES:-"q0 q1 q2 q5 q7 q11 q14 q21 q22"}
+QUERIES=${QUERIES:-"q0 q1 q2 q3 q4 q5 q6 q7 q8 q9 q11 q12 q13 q14 q15 q16 q17 q18 q19 q20 q21 q22"}
 printf "%-5s %14s %10s %8s %12s %10s\n" query events/s/core events/s cores checkpoints peak_rss_mb
 for q in $QUERIES; do
   for i in $(seq "$REPEAT"); do

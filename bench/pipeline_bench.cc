@@ -1,6 +1,7 @@
 // Throughput of whole jobs in the embedded cluster.
 //
-//   weir_bench --scenario chained|keyed|keyed-checkpointed|heap-bytes [--records N]
+//   weir_bench --scenario chained|keyed|keyed-checkpointed|heap-bytes|nexmark-generator
+//              [--records N]
 //              [--interval-ms 1000] [--keys K]
 //
 // Prints one line: scenario, records, wall seconds, records/s, CPU seconds
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include "examples/nexmark/generator.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
 
@@ -111,6 +113,22 @@ int main(int argc, char** argv) {
   }
 
   if (scenario == "heap-bytes") return heap_bytes(keys);
+  if (scenario == "nexmark-generator") {
+    // The ceiling for Nexmark q0: generating events, nothing else.
+    weir::nexmark::Generator gen;
+    weir::nexmark::Event e;
+    int64_t checksum = 0;
+    double cpu0 = cpu_seconds();
+    for (int64_t n = 0; n < records; ++n) {
+      gen.generate_into(n, &e);
+      checksum += e.date_time();
+    }
+    double cpu = cpu_seconds() - cpu0;
+    std::printf("%-20s events=%lld cpu_s=%.3f events_per_cpu_s=%.0f checksum=%lld peak_rss_mb=%.1f\n",
+                "nexmark-generator", static_cast<long long>(records), cpu, records / cpu,
+                static_cast<long long>(checksum), peak_rss_kb() / 1024.0);
+    return 0;
+  }
 
   weir::JobConfig config;
   config.default_parallelism = 1;
