@@ -24,7 +24,7 @@ absl::Status ok(StreamEnvironment& env, const QueryOptions& o) {
 const std::map<std::string, Builder>& builders() {
   static const auto* m = new std::map<std::string, Builder>{
       {"q0", ok<q0>},   {"q1", ok<q1>},   {"q2", ok<q2>},   {"q3", ok<q3>},   {"q4", ok<q4>},
-      {"q5", ok<q5>},   {"q6", ok<q6>},   {"q7", ok<q7>},   {"q8", ok<q8>},   {"q9", ok<q9>},   {"q11", ok<q11>},
+      {"q5", ok<q5>},   {"q6", ok<q6>},   {"q7", ok<q7>},   {"q8", ok<q8>},   {"q9", ok<q9>},   {"q10", ok<q10>}, {"q11", ok<q11>},
       {"q12", ok<q12>}, {"q13", q13},     {"q14", ok<q14>}, {"q15", ok<q15>}, {"q16", ok<q16>},
       {"q17", ok<q17>}, {"q18", ok<q18>}, {"q19", ok<q19>}, {"q20", ok<q20>}, {"q21", ok<q21>},
       {"q22", ok<q22>}};

@@ -25,6 +25,7 @@ struct QueryOptions {
   // Default: 4 s, as in the published runs.
   int64_t watermark_slack_ms = 4000;
   // Directory for the exactly-once result files; empty: count rows only.
+  // q10 writes partition subdirectories dt=<day>/hm=<HH:mm> there.
   std::string output_dir;
   // Counts rows when output_dir is empty. Must outlive the job.
   std::atomic<int64_t>* rows = nullptr;

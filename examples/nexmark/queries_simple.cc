@@ -1,10 +1,11 @@
-// Nexmark queries without state: q0, q1, q2, q13, q14, q21, q22.
+// Nexmark queries without state: q0, q1, q2, q10, q13, q14, q21, q22.
 #include <algorithm>
 #include <fstream>
 #include <map>
 #include <optional>
 
 #include "examples/nexmark/query_util.h"
+#include "weir/connectors.h"
 
 namespace weir::nexmark::internal {
 // ---- stateless queries --------------------------------------------------------
@@ -143,6 +144,27 @@ absl::Status q13(StreamEnvironment& env, const QueryOptions& o) {
     return finish(std::move(s));
   }), o);
   return absl::OkStatus();
+}
+
+// q10: every bid, written into partitions dt=<yyyy-MM-dd>/hm=<HH:mm> of its
+// (UTC) event time under the output directory.
+void q10(StreamEnvironment& env, const QueryOptions& o) {
+  auto rows = bids(env, o).map([](const Bid& b) {
+    std::string s;
+    add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.date_time), add(s, b.extra);
+    return finish(std::move(s));
+  });
+  if (o.output_dir.empty()) return sink(rows, o);
+  std::string dir = o.output_dir;
+  rows.sink_to(
+          [dir] {
+            return std::make_unique<ExactlyOnceFileSink>(
+                dir, kResultPrefix, [](const std::string&, int64_t ts) {
+                  return "dt=" + day_of(ts) + "/hm=" + minute_of(ts);
+                });
+          },
+          "partitioned-files")
+      .uid("sink");
 }
 
 }  // namespace weir::nexmark::internal

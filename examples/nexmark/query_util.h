@@ -59,6 +59,7 @@ void q6(StreamEnvironment& env, const QueryOptions& o);
 void q7(StreamEnvironment& env, const QueryOptions& o);
 void q8(StreamEnvironment& env, const QueryOptions& o);
 void q9(StreamEnvironment& env, const QueryOptions& o);
+void q10(StreamEnvironment& env, const QueryOptions& o);
 void q11(StreamEnvironment& env, const QueryOptions& o);
 void q12(StreamEnvironment& env, const QueryOptions& o);
 absl::Status q13(StreamEnvironment& env, const QueryOptions& o);

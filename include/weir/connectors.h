@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -54,7 +55,8 @@ struct FileSplit {
 struct PendingPartFile {
   int64_t checkpoint_id = 0;
   int64_t seq = 0;
-  auto weir_fields() { return std::tie(checkpoint_id, seq); }
+  std::string partition;  // subdirectory, empty for none
+  auto weir_fields() { return std::tie(checkpoint_id, seq, partition); }
 };
 
 class FileSource final : public Source<TextLine> {
@@ -112,7 +114,12 @@ class GeneratorSource final : public Source<T> {
 
 class ExactlyOnceFileSink final : public Sink<std::string> {
  public:
-  ExactlyOnceFileSink(std::string directory, std::string prefix);
+  // Chooses the subdirectory of a line from the line and its event time
+  // (for example "dt=2015-07-15/hm=00:00"); part files are named as above
+  // inside it.
+  using Partitioner = std::function<std::string(const std::string& line, int64_t timestamp)>;
+
+  ExactlyOnceFileSink(std::string directory, std::string prefix, Partitioner partitioner = nullptr);
   ~ExactlyOnceFileSink() override;
 
   absl::Status open(OperatorContext& ctx) override;
@@ -122,17 +129,22 @@ class ExactlyOnceFileSink final : public Sink<std::string> {
   void close() override;
 
  private:
+  struct OpenFile {
+    int fd = -1;
+    int64_t seq = 0;
+    std::string buffer;
+  };
   std::string name(int64_t seq) const;
-  std::string path(const std::string& file) const;
-  absl::Status flush_buffer();
-  absl::Status publish(int64_t seq);
+  std::string path(const std::string& partition, const std::string& file) const;
+  absl::Status flush(const std::string& partition, OpenFile& f);
+  absl::Status publish(const PendingPartFile& p);
 
   const std::string dir_;
   const std::string prefix_;
+  const Partitioner partitioner_;
   int subtask_ = 0;
-  int fd_ = -1;                // the in-progress file, when open
-  int64_t seq_ = 0;            // of the in-progress file, or the next one
-  std::string buffer_;
+  int64_t seq_ = 0;                          // the next file's sequence number
+  std::map<std::string, OpenFile> open_;     // in-progress files by partition
   std::vector<PendingPartFile> pending_;
   std::unique_ptr<OperatorListState<PendingPartFile>> pending_state_;
   std::unique_ptr<OperatorListState<int64_t>> seq_state_;

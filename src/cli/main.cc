@@ -213,9 +213,12 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
   }
   std::atomic<int64_t> rows{0};
   o.rows = &rows;
+  // Results go to FILE.parts and are concatenated into FILE at the end;
+  // q10's partitioned output stays a directory tree at FILE.
   std::string parts;
+  const bool partitioned = nf.query == "q10";
   if (nf.output != "blackhole") {
-    parts = nf.output + ".parts";
+    parts = partitioned ? nf.output : nf.output + ".parts";
     std::error_code ec;
     std::filesystem::remove_all(parts, ec);
     o.output_dir = parts;
@@ -237,7 +240,16 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
     return fail(kJobFailed, "job failed: " + result->failure);
   }
   int64_t out_rows = rows.load();
-  if (!parts.empty()) {
+  if (!parts.empty() && partitioned) {
+    out_rows = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(parts, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->path().filename().string().rfind(weir::nexmark::kResultPrefix, 0) != 0) continue;
+      std::ifstream in(it->path());
+      out_rows += std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+    }
+  } else if (!parts.empty()) {
     auto lines = weir::read_published_lines(parts, weir::nexmark::kResultPrefix);
     if (!lines.ok()) return fail(kBadInput, std::string(lines.status().message()));
     std::ofstream out(nf.output, std::ios::trunc);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "common/file_util.h"
 #include "weir/connectors.h"
@@ -17,8 +18,9 @@ constexpr size_t kBufferBytes = 64 * 1024;
 
 }  // namespace
 
-ExactlyOnceFileSink::ExactlyOnceFileSink(std::string directory, std::string prefix)
-    : dir_(std::move(directory)), prefix_(std::move(prefix)) {}
+ExactlyOnceFileSink::ExactlyOnceFileSink(std::string directory, std::string prefix,
+                                         Partitioner partitioner)
+    : dir_(std::move(directory)), prefix_(std::move(prefix)), partitioner_(std::move(partitioner)) {}
 
 ExactlyOnceFileSink::~ExactlyOnceFileSink() { close(); }
 
@@ -26,8 +28,8 @@ std::string ExactlyOnceFileSink::name(int64_t seq) const {
   return prefix_ + "-" + std::to_string(subtask_) + "-" + std::to_string(seq);
 }
 
-std::string ExactlyOnceFileSink::path(const std::string& file) const {
-  return (fs::path(dir_) / file).string();
+std::string ExactlyOnceFileSink::path(const std::string& partition, const std::string& file) const {
+  return (partition.empty() ? fs::path(dir_) / file : fs::path(dir_) / partition / file).string();
 }
 
 absl::Status ExactlyOnceFileSink::open(OperatorContext& ctx) {
@@ -44,23 +46,25 @@ absl::Status ExactlyOnceFileSink::open(OperatorContext& ctx) {
   seq_ = seqs.empty() ? 0 : seqs.front();
   // Commit what the restored checkpoint pre-committed...
   for (const PendingPartFile& p : pending_) {
-    absl::Status s = publish(p.seq);
+    absl::Status s = publish(p);
     if (!s.ok()) return s;
   }
   pending_.clear();
-  // ...and drop every other unpublished file of this subtask: it belongs to
-  // an attempt after the checkpoint.
+  // ...and drop every other unpublished file of this subtask, in any
+  // partition: it belongs to an attempt after the checkpoint.
   std::string hidden = "." + prefix_ + "-" + std::to_string(subtask_) + "-";
-  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    std::string f = entry.path().filename().string();
-    if (f.rfind(hidden, 0) == 0) fs::remove(entry.path(), ec);
+  std::vector<fs::path> leftovers;
+  for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->path().filename().string().rfind(hidden, 0) == 0) leftovers.push_back(it->path());
   }
+  for (const auto& f : leftovers) fs::remove(f, ec);
   return fsync_directory(dir_);
 }
 
-absl::Status ExactlyOnceFileSink::publish(int64_t seq) {
-  std::string from = path("." + name(seq) + ".pending");
-  std::string to = path(name(seq));
+absl::Status ExactlyOnceFileSink::publish(const PendingPartFile& p) {
+  std::string from = path(p.partition, "." + name(p.seq) + ".pending");
+  std::string to = path(p.partition, name(p.seq));
   if (::rename(from.c_str(), to.c_str()) == 0) return absl::OkStatus();
   int err = errno;
   // Published before the failure: nothing to do.
@@ -69,58 +73,67 @@ absl::Status ExactlyOnceFileSink::publish(int64_t seq) {
 }
 
 absl::Status ExactlyOnceFileSink::write(const std::string& line) {
-  if (fd_ < 0) {
-    std::string p = path("." + name(seq_) + ".inprogress");
-    fd_ = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return errno_status("open", p, errno);
+  std::string partition = partitioner_ ? partitioner_(line, detail::current_timestamp()) : std::string();
+  auto [it, inserted] = open_.try_emplace(partition);
+  OpenFile& f = it->second;
+  if (inserted) {
+    if (!partition.empty()) {
+      std::error_code ec;
+      fs::create_directories(fs::path(dir_) / partition, ec);
+      if (ec) return errno_status("mkdir", path(partition, ""), ec.value());
+    }
+    f.seq = seq_++;
+    std::string p = path(partition, "." + name(f.seq) + ".inprogress");
+    f.fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f.fd < 0) return errno_status("open", p, errno);
   }
-  buffer_.append(line);
-  buffer_.push_back('\n');
-  if (buffer_.size() >= kBufferBytes) return flush_buffer();
+  f.buffer.append(line);
+  f.buffer.push_back('\n');
+  if (f.buffer.size() >= kBufferBytes) return flush(partition, f);
   return absl::OkStatus();
 }
 
-absl::Status ExactlyOnceFileSink::flush_buffer() {
-  absl::Status s = write_all(fd_, buffer_, path("." + name(seq_) + ".inprogress"));
-  buffer_.clear();
+absl::Status ExactlyOnceFileSink::flush(const std::string& partition, OpenFile& f) {
+  absl::Status s = write_all(f.fd, f.buffer, path(partition, "." + name(f.seq) + ".inprogress"));
+  f.buffer.clear();
   return s;
 }
 
 absl::Status ExactlyOnceFileSink::snapshot_state(int64_t checkpoint_id) {
-  if (fd_ >= 0) {
-    absl::Status s = flush_buffer();
+  for (auto& [partition, f] : open_) {
+    absl::Status s = flush(partition, f);
     if (!s.ok()) return s;
-    std::string in_progress = path("." + name(seq_) + ".inprogress");
-    if (::fsync(fd_) != 0) return errno_status("fsync", in_progress, errno);
-    ::close(fd_);
-    fd_ = -1;
-    s = rename_durable(in_progress, path("." + name(seq_) + ".pending"));
+    std::string in_progress = path(partition, "." + name(f.seq) + ".inprogress");
+    if (::fsync(f.fd) != 0) return errno_status("fsync", in_progress, errno);
+    ::close(f.fd);
+    f.fd = -1;
+    s = rename_durable(in_progress, path(partition, "." + name(f.seq) + ".pending"));
     if (!s.ok()) return s;
-    pending_.push_back({checkpoint_id, seq_});
-    ++seq_;
+    pending_.push_back({checkpoint_id, f.seq, partition});
   }
+  open_.clear();
   pending_state_->update(pending_);
   seq_state_->update({seq_});
   return absl::OkStatus();
 }
 
 void ExactlyOnceFileSink::notify_checkpoint_complete(int64_t checkpoint_id) {
-  bool any = false;
+  std::set<std::string> dirs;
   auto it = pending_.begin();
   for (; it != pending_.end() && it->checkpoint_id <= checkpoint_id; ++it) {
     // A failure here leaves the file pending; the next restore publishes it.
-    (void)publish(it->seq);
-    any = true;
+    (void)publish(*it);
+    dirs.insert(path(it->partition, ""));
   }
   pending_.erase(pending_.begin(), it);
-  if (any) (void)fsync_directory(dir_);
+  for (const auto& d : dirs) (void)fsync_directory(d);
 }
 
 void ExactlyOnceFileSink::close() {
-  if (fd_ >= 0) {
-    ::close(fd_);  // left in progress: discarded by the next start
-    fd_ = -1;
+  for (auto& [partition, f] : open_) {
+    if (f.fd >= 0) ::close(f.fd);  // left in progress: discarded by the next start
   }
+  open_.clear();
 }
 
 absl::Status PrintSink::write(const std::string& line) {
