@@ -7,6 +7,13 @@
 #include "examples/nexmark/query_util.h"
 
 namespace weir::nexmark::internal {
+
+// Counts bids; the count of q5, q11 and q12.
+AggregateFunction<Bid, int64_t, int64_t> count_bids() {
+  return {[] { return int64_t{0}; }, [](int64_t& n, const Bid&) { ++n; },
+          [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }};
+}
+
 // ---- windowed queries ---------------------------------------------------------
 
 struct AuctionCount {
@@ -38,14 +45,11 @@ class HottestAuctions final : public ProcessWindowFunction<int64_t, AuctionCount
 };
 
 void q5(StreamEnvironment& env, const QueryOptions& o) {
-  AggregateFunction<Bid, int64_t, int64_t> count{
-      [] { return int64_t{0}; }, [](int64_t& n, const Bid&) { ++n; },
-      [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }};
   auto counts = bids(env, o)
                     .key_by([](const Bid& b) { return b.auction; })
                     .window(SlidingEventTimeWindows::of(Duration(10 * kSecond), Duration(2 * kSecond)))
                     .aggregate<int64_t, int64_t, AuctionCount>(
-                        count, [] { return std::make_unique<EmitAuctionCount>(); }, "count-per-auction");
+                        count_bids(), [] { return std::make_unique<EmitAuctionCount>(); }, "count-per-auction");
   counts.uid("count-per-auction");
   // A window's counts carry its last millisecond as timestamp, which falls
   // into the 2 s tumbling window that ends with it.
@@ -144,7 +148,8 @@ void q7(StreamEnvironment& env, const QueryOptions& o) {
   sink(best, o);
 }
 
-class SessionRow final : public ProcessWindowFunction<int64_t, int64_t, std::string> {
+// `bidder,bid_count,window start,window end`, for q11 and q12.
+class BidderWindowRow final : public ProcessWindowFunction<int64_t, int64_t, std::string> {
  public:
   void process(const int64_t& bidder, const Context& ctx, const std::vector<int64_t>& in,
                Collector<std::string>& out) override {
@@ -154,42 +159,25 @@ class SessionRow final : public ProcessWindowFunction<int64_t, int64_t, std::str
   }
 };
 
-void q11(StreamEnvironment& env, const QueryOptions& o) {
-  AggregateFunction<Bid, int64_t, int64_t> count{
-      [] { return int64_t{0}; }, [](int64_t& n, const Bid&) { ++n; },
-      [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }};
-  auto sessions = bids(env, o)
-                      .key_by([](const Bid& b) { return b.bidder; })
-                      .window(EventTimeSessionWindows::with_gap(Duration(10 * kSecond)))
-                      .aggregate<int64_t, int64_t, std::string>(
-                          count, [] { return std::make_unique<SessionRow>(); }, "sessions");
-  sessions.uid("sessions");
-  sink(sessions, o);
-}
-
-// ---- q12: processing-time windows ---------------------------------------------
-
-class BidderCount final : public ProcessWindowFunction<int64_t, int64_t, std::string> {
- public:
-  void process(const int64_t& bidder, const Context& ctx, const std::vector<int64_t>& in,
-               Collector<std::string>& out) override {
-    std::string s;
-    add(s, bidder), add(s, in[0]), add(s, ctx.window.start), add(s, ctx.window.end);
-    out.collect(finish(std::move(s)));
-  }
-};
-
-void q12(StreamEnvironment& env, const QueryOptions& o) {
-  AggregateFunction<Bid, int64_t, int64_t> count{
-      [] { return int64_t{0}; }, [](int64_t& n, const Bid&) { ++n; },
-      [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }};
+// Bids per bidder in the windows of `assigner`.
+void bids_per_bidder(StreamEnvironment& env, const QueryOptions& o, WindowAssigner assigner,
+                     const std::string& name) {
   auto rows = bids(env, o)
                   .key_by([](const Bid& b) { return b.bidder; })
-                  .window(TumblingProcessingTimeWindows::of(Duration(10 * kSecond)))
+                  .window(assigner)
                   .aggregate<int64_t, int64_t, std::string>(
-                      count, [] { return std::make_unique<BidderCount>(); }, "bidder-count");
-  rows.uid("bidder-count");
+                      count_bids(), [] { return std::make_unique<BidderWindowRow>(); }, name);
+  rows.uid(name);
   sink(rows, o);
+}
+
+void q11(StreamEnvironment& env, const QueryOptions& o) {
+  bids_per_bidder(env, o, EventTimeSessionWindows::with_gap(Duration(10 * kSecond)), "sessions");
+}
+
+// q12: processing-time windows.
+void q12(StreamEnvironment& env, const QueryOptions& o) {
+  bids_per_bidder(env, o, TumblingProcessingTimeWindows::of(Duration(10 * kSecond)), "bidder-count");
 }
 
 }  // namespace weir::nexmark::internal
