@@ -2,6 +2,7 @@
 // that survive failures, processing-time timers, idleness.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <random>
@@ -268,6 +269,108 @@ TEST(EventTimeTest, NegativeOutOfOrdernessIsRejectedWhenTheJobIsBuilt) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("negative out-of-orderness"), std::string::npos);
   EXPECT_NE(r.status().message().find("numbers"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace weir
+
+namespace weir {
+namespace {
+
+// Shared by the idleness test's functions (one job at a time).
+std::atomic<bool> g_timer_fired{false};
+std::atomic<bool> g_sources_done{false};
+
+// Emits keys 1 at times 100..1000, then waits (idle) until the timer fired
+// or 2 s passed, then ends.
+class ThenWait final : public Source<Ev> {
+ public:
+  absl::Status open(OperatorContext& ctx) override {
+    clock_ = &ctx.processing_time();
+    return absl::OkStatus();
+  }
+  PollStatus poll(SourceOutput<Ev>& out, int) override {
+    if (next_ <= 1000) {
+      out.collect(Ev{1, next_});
+      next_ += 100;
+      deadline_ = clock_->now_ms() + 2000;
+      return PollStatus::kMore;
+    }
+    if (!g_timer_fired && clock_->now_ms() < deadline_) return PollStatus::kIdle;
+    g_sources_done = true;
+    return PollStatus::kEndOfInput;
+  }
+
+ private:
+  detail::ProcessingTimeService* clock_ = nullptr;
+  int64_t next_ = 100;
+  int64_t deadline_ = 0;
+};
+
+// Never has data until the other source is done.
+class Silent final : public Source<Ev> {
+ public:
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  PollStatus poll(SourceOutput<Ev>&, int) override {
+    return g_sources_done ? PollStatus::kEndOfInput : PollStatus::kIdle;
+  }
+};
+
+class FireAt500 final : public KeyedProcessFunction<int64_t, Ev, int64_t> {
+ public:
+  void process_element(const Ev&, Context& ctx, Collector<int64_t>&) override {
+    ctx.timer_service().register_event_time_timer(500);
+  }
+  void on_timer(int64_t, OnTimerContext&, Collector<int64_t>& out) override {
+    out.collect(g_sources_done ? 0 : 1);  // 1: fired while the sources still ran
+    g_timer_fired = true;
+  }
+};
+
+// Runs the two sources, the silent one with or without an idleness timeout;
+// returns whether the timer fired while the sources were still running.
+bool fired_before_end(bool silent_source_idles) {
+  g_timer_fired = false;
+  g_sources_done = false;
+  std::mutex mu;
+  std::vector<int64_t> fired;
+  class Collect final : public Sink<int64_t> {
+   public:
+    Collect(std::mutex* mu, std::vector<int64_t>* out) : mu_(mu), out_(out) {}
+    absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+    absl::Status write(const int64_t& v) override {
+      std::lock_guard lock(*mu_);
+      out_->push_back(v);
+      return absl::OkStatus();
+    }
+
+   private:
+    std::mutex* mu_;
+    std::vector<int64_t>* out_;
+  };
+  StreamEnvironment env;
+  auto ts = [](const Ev& e) { return e.ts; };
+  auto active = WatermarkStrategy<Ev>::for_monotonous_timestamps(ts).with_interval(Duration(5));
+  auto silent = WatermarkStrategy<Ev>::for_monotonous_timestamps(ts).with_interval(Duration(5));
+  if (silent_source_idles) silent.with_idleness(Duration(50));
+  auto a = env.from_source<Ev>([] { return std::make_unique<ThenWait>(); }, "active", active);
+  auto b = env.from_source<Ev>([] { return std::make_unique<Silent>(); }, "silent", silent);
+  a.union_with(b)
+      .key_by([](const Ev& e) { return e.key; })
+      .process<int64_t>([] { return std::make_unique<FireAt500>(); })
+      .sink_to([&] { return std::make_unique<Collect>(&mu, &fired); });
+  auto r = env.execute("idleness");
+  EXPECT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  EXPECT_EQ(fired.size(), 1u);
+  return fired.size() == 1 && fired[0] == 1;
+}
+
+TEST(IdlenessTest, AnIdleSourceStopsHoldingTheWatermarkBack) {
+  EXPECT_TRUE(fired_before_end(true));
+}
+
+TEST(IdlenessTest, WithoutIdlenessASilentSourceHoldsTheWatermarkUntilTheEnd) {
+  EXPECT_FALSE(fired_before_end(false));
 }
 
 }  // namespace
