@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "weir/config.h"
+#include "weir/detail/operator.h"
 
 namespace weir {
 
@@ -35,13 +36,21 @@ struct WatermarkStrategy {
   // How often the watermark is recomputed and emitted. 0: after every poll
   // of the source (deterministic for tests; costly). Default: 200 ms.
   Duration interval{200};
+  // Records whose timestamp is outside [0, kMaxValidTimestamp] go to this
+  // side output of the source (read it with get_side_output) and are
+  // counted. Without one, such a record fails the source task with a message
+  // that names its timestamp: it is never dropped silently.
+  std::optional<OutputTag<T>> invalid_timestamps;
+
+  // 9999-12-31T23:59:59.999Z.
+  static constexpr int64_t kMaxValidTimestamp = 253402300799999;
 
   static WatermarkStrategy for_bounded_out_of_orderness(Duration bound,
                                                         std::function<int64_t(const T&)> ts) {
-    return WatermarkStrategy{std::move(ts), bound, std::nullopt, Duration(200)};
+    return WatermarkStrategy{std::move(ts), bound, std::nullopt, Duration(200), std::nullopt};
   }
   static WatermarkStrategy for_monotonous_timestamps(std::function<int64_t(const T&)> ts) {
-    return WatermarkStrategy{std::move(ts), Duration(0), std::nullopt, Duration(200)};
+    return WatermarkStrategy{std::move(ts), Duration(0), std::nullopt, Duration(200), std::nullopt};
   }
   WatermarkStrategy& with_idleness(Duration timeout) {
     idleness = timeout;
@@ -49,6 +58,10 @@ struct WatermarkStrategy {
   }
   WatermarkStrategy& with_interval(Duration every) {
     interval = every;
+    return *this;
+  }
+  WatermarkStrategy& with_invalid_timestamps(OutputTag<T> tag) {
+    invalid_timestamps = std::move(tag);
     return *this;
   }
 

@@ -375,3 +375,57 @@ TEST(IdlenessTest, WithoutIdlenessASilentSourceHoldsTheWatermarkUntilTheEnd) {
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+// Timestamps: -5 at record 3, 10^16 (past year 9999) at record 7; the rest valid.
+int64_t odd_timestamp(int64_t i) { return i == 3 ? -5 : i == 7 ? 10'000'000'000'000'000 : i; }
+
+TEST(InvalidTimestampTest, OutOfRangeTimestampsGoToTheSideOutput) {
+  std::mutex mu;
+  std::vector<int64_t> valid, invalid;
+  class Collect final : public Sink<int64_t> {
+   public:
+    Collect(std::mutex* mu, std::vector<int64_t>* out) : mu_(mu), out_(out) {}
+    absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+    absl::Status write(const int64_t& v) override {
+      std::lock_guard lock(*mu_);
+      out_->push_back(v);
+      return absl::OkStatus();
+    }
+
+   private:
+    std::mutex* mu_;
+    std::vector<int64_t>* out_;
+  };
+  StreamEnvironment env;
+  OutputTag<int64_t> bad{"bad-timestamps"};
+  auto wm = WatermarkStrategy<int64_t>::for_monotonous_timestamps(odd_timestamp).with_invalid_timestamps(bad);
+  auto src = env.from_source<int64_t>(
+      [] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 10); }, "numbers", wm);
+  src.sink_to([&] { return std::make_unique<Collect>(&mu, &valid); });
+  src.get_side_output(bad).sink_to([&] { return std::make_unique<Collect>(&mu, &invalid); });
+  auto r = env.execute("invalid-timestamps");
+  ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  std::sort(valid.begin(), valid.end());
+  EXPECT_EQ(valid, (std::vector<int64_t>{0, 1, 2, 4, 5, 6, 8, 9}));
+  EXPECT_EQ(invalid, (std::vector<int64_t>{3, 7}));
+}
+
+TEST(InvalidTimestampTest, WithoutASideOutputTheJobFailsNamingTheTimestamp) {
+  JobConfig config;
+  config.restart.kind = RestartStrategyKind::kNone;
+  StreamEnvironment env(config);
+  auto wm = WatermarkStrategy<int64_t>::for_monotonous_timestamps(odd_timestamp);
+  env.from_source<int64_t>(
+         [] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 10); }, "numbers", wm)
+      .map([](const int64_t& v) { return v; });
+  auto r = env.execute("invalid-timestamps");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, JobStatus::kFailed);
+  EXPECT_NE(r->failure.find("out-of-range timestamp -5"), std::string::npos) << r->failure;
+}
+
+}  // namespace
+}  // namespace weir

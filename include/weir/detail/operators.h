@@ -260,6 +260,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
   void emit(const T& r, SplitState& split) {
     if (strategy_) {
       int64_t ts = strategy_->timestamp_of(r);
+      if (ts < 0 || ts > WatermarkStrategy<T>::kMaxValidTimestamp) return reject(r, ts);
       current_timestamp() = ts;
       if (ts > split.max_ts) split.max_ts = ts;
       split.seen = true;
@@ -272,6 +273,19 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
       current_timestamp() = kNoTimestamp;
     }
     out_->collect(r);
+  }
+
+  void reject(const T& r, int64_t ts) {
+    ++invalid_timestamps_;
+    OutputBase* o = strategy_->invalid_timestamps ? this->side_output(strategy_->invalid_timestamps->id)
+                                                  : nullptr;
+    if (o == nullptr) {
+      throw std::runtime_error("record with out-of-range timestamp " + std::to_string(ts) + " in source " +
+                               ctx_->operator_uid() +
+                               "; route such records with WatermarkStrategy::with_invalid_timestamps");
+    }
+    current_timestamp() = kNoTimestamp;
+    static_cast<Output<T>*>(o)->collect(r);
   }
 
   void update_watermark(int64_t now) {
@@ -313,6 +327,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
   std::map<int64_t, SplitState> splits_;
   int64_t emitted_ = kMinWatermark;
   int64_t next_check_ms_ = 0;
+  int64_t invalid_timestamps_ = 0;
   bool idle_ = false;
   std::unique_ptr<OutputBase> owned_out_;
   Output<T>* out_ = &discard_;
