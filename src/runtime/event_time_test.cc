@@ -7,6 +7,7 @@
 #include <mutex>
 #include <random>
 
+#include "testing/committing_sink.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
 
@@ -27,64 +28,6 @@ struct WindowCount {
   auto weir_fields() { return std::tie(key, window_end, count, watermark_at_fire); }
 };
 
-// Committed results keyed by transaction, as in pipeline_test.
-class Committed {
- public:
-  void commit(int subtask, int64_t cp, const std::vector<WindowCount>& v) {
-    std::lock_guard lock(mu_);
-    txns_[{subtask, cp}] = v;
-  }
-  std::vector<WindowCount> all() {
-    std::lock_guard lock(mu_);
-    std::vector<WindowCount> out;
-    for (auto& [k, v] : txns_) out.insert(out.end(), v.begin(), v.end());
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::pair<int, int64_t>, std::vector<WindowCount>> txns_;
-};
-
-struct Txn {
-  int64_t cp = 0;
-  std::vector<WindowCount> rows;
-  auto weir_fields() { return std::tie(cp, rows); }
-};
-
-class TxnSink final : public Sink<WindowCount> {
- public:
-  explicit TxnSink(Committed* c) : c_(c) {}
-  absl::Status open(OperatorContext& ctx) override {
-    sub_ = ctx.subtask_index();
-    state_ = std::make_unique<OperatorListState<Txn>>(ctx, "txns");
-    for (auto& t : state_->get()) c_->commit(sub_, t.cp, t.rows);
-    return absl::OkStatus();
-  }
-  absl::Status write(const WindowCount& w) override {
-    cur_.push_back(w);
-    return absl::OkStatus();
-  }
-  absl::Status snapshot_state(int64_t cp) override {
-    pending_.push_back({cp, std::move(cur_)});
-    cur_.clear();
-    state_->update(pending_);
-    return absl::OkStatus();
-  }
-  void notify_checkpoint_complete(int64_t cp) override {
-    while (!pending_.empty() && pending_.front().cp <= cp) {
-      c_->commit(sub_, pending_.front().cp, pending_.front().rows);
-      pending_.erase(pending_.begin());
-    }
-  }
-
- private:
-  Committed* c_;
-  int sub_ = 0;
-  std::vector<WindowCount> cur_;
-  std::vector<Txn> pending_;
-  std::unique_ptr<OperatorListState<Txn>> state_;
-};
 
 constexpr int64_t kWindow = 1000;
 
@@ -133,7 +76,7 @@ class TimerWindow final : public KeyedProcessFunction<int64_t, Ev, WindowCount> 
 
 constexpr int64_t kKeys = 17;
 
-JobResult run_timer_windows(int64_t events, int64_t fail_every, uint64_t seed, Committed* out) {
+JobResult run_timer_windows(int64_t events, int64_t fail_every, uint64_t seed, testing::CommitLog<WindowCount>* out) {
   JobConfig config;
   config.default_parallelism = 3;
   config.checkpoint.interval = Duration(20);
@@ -153,7 +96,7 @@ JobResult run_timer_windows(int64_t events, int64_t fail_every, uint64_t seed, C
       .process<WindowCount>([fail_every, seed] { return std::make_unique<TimerWindow>(fail_every, seed); },
                             "windows")
       .uid("windows")
-      .sink_to([out] { return std::make_unique<TxnSink>(out); })
+      .sink_to([out] { return std::make_unique<testing::CommittingSink<WindowCount>>(out); })
       .uid("sink");
   auto r = env.execute("timer-windows");
   EXPECT_TRUE(r.ok()) << r.status();
@@ -173,7 +116,7 @@ void expect_exact_windows(const std::vector<WindowCount>& rows, int64_t events) 
 }
 
 TEST(EventTimeTest, EventTimeTimersFireOncePerWindowWithExactCounts) {
-  Committed out;
+  testing::CommitLog<WindowCount> out;
   const int64_t events = 200000;
   JobResult r = run_timer_windows(events, 0, 0, &out);
   ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
@@ -183,7 +126,7 @@ TEST(EventTimeTest, EventTimeTimersFireOncePerWindowWithExactCounts) {
 TEST(EventTimeTest, TimersAndWindowStateAreExactlyOnceUnderFailures) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  Committed out;
+  testing::CommitLog<WindowCount> out;
   const int64_t events = 600000;
   JobResult r = run_timer_windows(events, 40000, seed, &out);
   ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;

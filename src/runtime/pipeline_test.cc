@@ -7,6 +7,7 @@
 #include <mutex>
 #include <random>
 
+#include "testing/committing_sink.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
 
@@ -26,67 +27,6 @@ struct Count {
   auto weir_fields() { return std::tie(key, count, sum); }
 };
 
-// Committed output, shared by the sink subtasks of one test. A transaction is
-// (subtask, checkpoint id); committing one twice replaces it, so commits are
-// idempotent, as a transactional sink's must be.
-class CommitLog {
- public:
-  void commit(int subtask, int64_t checkpoint, std::vector<Count> records) {
-    std::lock_guard lock(mu_);
-    txns_[{subtask, checkpoint}] = std::move(records);
-  }
-  std::vector<Count> all() const {
-    std::lock_guard lock(mu_);
-    std::vector<Count> out;
-    for (const auto& [k, v] : txns_) out.insert(out.end(), v.begin(), v.end());
-    return out;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::pair<int, int64_t>, std::vector<Count>> txns_;
-};
-
-struct PendingTxn {
-  int64_t checkpoint = 0;
-  std::vector<Count> records;
-  auto weir_fields() { return std::tie(checkpoint, records); }
-};
-
-class TwoPhaseSink final : public Sink<Count> {
- public:
-  explicit TwoPhaseSink(CommitLog* log) : log_(log) {}
-  absl::Status open(OperatorContext& ctx) override {
-    subtask_ = ctx.subtask_index();
-    state_ = std::make_unique<OperatorListState<PendingTxn>>(ctx, "pending");
-    for (auto& t : state_->get()) log_->commit(subtask_, t.checkpoint, t.records);
-    state_->clear();
-    return absl::OkStatus();
-  }
-  absl::Status write(const Count& c) override {
-    current_.push_back(c);
-    return absl::OkStatus();
-  }
-  absl::Status snapshot_state(int64_t id) override {
-    pending_.push_back({id, std::move(current_)});
-    current_.clear();
-    state_->update(pending_);
-    return absl::OkStatus();
-  }
-  void notify_checkpoint_complete(int64_t id) override {
-    while (!pending_.empty() && pending_.front().checkpoint <= id) {
-      log_->commit(subtask_, pending_.front().checkpoint, pending_.front().records);
-      pending_.erase(pending_.begin());
-    }
-  }
-
- private:
-  CommitLog* log_;
-  int subtask_ = 0;
-  std::vector<Count> current_;
-  std::vector<PendingTxn> pending_;
-  std::unique_ptr<OperatorListState<PendingTxn>> state_;
-};
 
 // Counts and sums per key; throws after a random number of records once a
 // checkpoint has completed in the attempt (always, in the first attempt).
@@ -138,7 +78,7 @@ struct RunSpec {
 
 // Two generator sources (the second offset by events_per_source), unioned,
 // keyed, counted, committed.
-JobResult run_job(const RunSpec& spec, CommitLog* log) {
+JobResult run_job(const RunSpec& spec, testing::CommitLog<Count>* log) {
   JobConfig config;
   config.default_parallelism = spec.parallelism;
   config.checkpoint.mode = spec.mode;
@@ -160,7 +100,7 @@ JobResult run_job(const RunSpec& spec, CommitLog* log) {
       .process<Count>([fail_every, seed] { return std::make_unique<CountWithFailures>(fail_every, seed); },
                       "count")
       .uid("count")
-      .sink_to([log] { return std::make_unique<TwoPhaseSink>(log); }, "sink")
+      .sink_to([log] { return std::make_unique<testing::CommittingSink<Count>>(log); }, "sink")
       .uid("sink");
   auto result = env.execute("pipeline-test");
   EXPECT_TRUE(result.ok()) << result.status();
@@ -199,7 +139,7 @@ void expect_exactly_once(const std::vector<Count>& out, const Expected& exp) {
 }
 
 TEST(PipelineTest, ExactlyOnceWithoutFailures) {
-  CommitLog log;
+  testing::CommitLog<Count> log;
   RunSpec spec;
   JobResult r = run_job(spec, &log);
   ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
@@ -211,7 +151,7 @@ TEST(PipelineTest, ExactlyOnceWithoutFailures) {
 TEST(PipelineTest, ExactlyOnceUnderRepeatedTaskFailures) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  CommitLog log;
+  testing::CommitLog<Count> log;
   RunSpec spec;
   spec.events_per_source = 600000;
   spec.fail_every = 30000;
@@ -225,7 +165,7 @@ TEST(PipelineTest, ExactlyOnceUnderRepeatedTaskFailures) {
 TEST(PipelineTest, AtLeastOnceLosesNothingUnderFailures) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  CommitLog log;
+  testing::CommitLog<Count> log;
   RunSpec spec;
   spec.mode = CheckpointingMode::kAtLeastOnce;
   spec.events_per_source = 600000;
@@ -247,7 +187,7 @@ TEST(PipelineTest, AtLeastOnceLosesNothingUnderFailures) {
 }
 
 TEST(PipelineTest, NoCheckpointsModeStillCommitsAtTheEnd) {
-  CommitLog log;
+  testing::CommitLog<Count> log;
   RunSpec spec;
   spec.mode = CheckpointingMode::kNone;
   spec.events_per_source = 50000;

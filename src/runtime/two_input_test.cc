@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "testing/committing_sink.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
 
@@ -27,77 +28,6 @@ struct Customer {
   auto weir_fields() { return std::tie(id, name, ts); }
 };
 
-class Rows {
- public:
-  void add(int sub, int64_t cp, std::vector<std::string> r) {
-    std::lock_guard lock(mu_);
-    txns_[{sub, cp}] = std::move(r);
-  }
-  std::multiset<std::string> all() {
-    std::lock_guard lock(mu_);
-    std::multiset<std::string> out;
-    for (auto& [k, v] : txns_) out.insert(v.begin(), v.end());
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::pair<int, int64_t>, std::vector<std::string>> txns_;
-};
-
-struct Txn {
-  int64_t cp = 0;
-  std::vector<std::string> rows;
-  auto weir_fields() { return std::tie(cp, rows); }
-};
-
-// Two-phase commit of string rows; throws after a random number of rows
-// once a checkpoint completed in the attempt (always in the first).
-class RowSink final : public Sink<std::string> {
- public:
-  RowSink(Rows* r, int64_t fail_every, uint64_t seed) : r_(r), fail_every_(fail_every), seed_(seed) {}
-  absl::Status open(OperatorContext& ctx) override {
-    sub_ = ctx.subtask_index();
-    st_ = std::make_unique<OperatorListState<Txn>>(ctx, "txns");
-    for (auto& t : st_->get()) r_->add(sub_, t.cp, t.rows);
-    armed_ = ctx.attempt() == 0;
-    std::mt19937_64 rng(seed_ + sub_ * 5 + ctx.attempt() * 17);
-    if (fail_every_ > 0) threshold_ = 1 + static_cast<int64_t>(rng() % (2 * fail_every_));
-    return absl::OkStatus();
-  }
-  absl::Status write(const std::string& row) override {
-    cur_.push_back(row);
-    if (fail_every_ > 0 && armed_ && ++seen_ >= threshold_) {
-      armed_ = false;
-      return absl::InternalError("injected failure");
-    }
-    return absl::OkStatus();
-  }
-  absl::Status snapshot_state(int64_t cp) override {
-    pending_.push_back({cp, std::move(cur_)});
-    cur_.clear();
-    st_->update(pending_);
-    return absl::OkStatus();
-  }
-  void notify_checkpoint_complete(int64_t cp) override {
-    while (!pending_.empty() && pending_.front().cp <= cp) {
-      r_->add(sub_, pending_.front().cp, pending_.front().rows);
-      pending_.erase(pending_.begin());
-    }
-    armed_ = fail_every_ > 0;
-  }
-
- private:
-  Rows* r_;
-  const int64_t fail_every_;
-  const uint64_t seed_;
-  int sub_ = 0;
-  bool armed_ = false;
-  int64_t seen_ = 0, threshold_ = 0;
-  std::vector<std::string> cur_;
-  std::vector<Txn> pending_;
-  std::unique_ptr<OperatorListState<Txn>> st_;
-};
 
 // Enriches orders with their customer's name, whichever arrives first.
 class Enrich final : public KeyedCoProcessFunction<int64_t, Order, Customer, std::string> {
@@ -125,6 +55,8 @@ class Enrich final : public KeyedCoProcessFunction<int64_t, Order, Customer, std
   ListState<int64_t>* waiting_ = nullptr;
 };
 
+std::multiset<std::string> as_multiset(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+
 constexpr int64_t kCustomers = 5000;
 
 std::multiset<std::string> expected_enrichment(int64_t orders) {
@@ -133,7 +65,7 @@ std::multiset<std::string> expected_enrichment(int64_t orders) {
   return out;
 }
 
-JobResult run_enrich(int64_t orders, int64_t fail_every, uint64_t seed, Rows* rows) {
+JobResult run_enrich(int64_t orders, int64_t fail_every, uint64_t seed, testing::CommitLog<std::string>* rows) {
   JobConfig config;
   config.default_parallelism = 3;
   config.checkpoint.interval = Duration(20);
@@ -151,7 +83,7 @@ JobResult run_enrich(int64_t orders, int64_t fail_every, uint64_t seed, Rows* ro
       .key_by([](const Order& x) { return x.customer; }, [](const Customer& x) { return x.id; })
       .process<std::string>([] { return std::make_unique<Enrich>(); }, "enrich")
       .uid("enrich")
-      .sink_to([rows, fail_every, seed] { return std::make_unique<RowSink>(rows, fail_every, seed); })
+      .sink_to([rows, fail_every, seed] { return std::make_unique<testing::CommittingSink<std::string>>(rows, fail_every, seed); })
       .uid("sink");
   auto r = env.execute("enrich");
   EXPECT_TRUE(r.ok()) << r.status();
@@ -159,24 +91,24 @@ JobResult run_enrich(int64_t orders, int64_t fail_every, uint64_t seed, Rows* ro
 }
 
 TEST(TwoInputTest, CoProcessSharesKeyedStateAcrossInputs) {
-  Rows rows;
+  testing::CommitLog<std::string> rows;
   JobResult r = run_enrich(200000, 0, 0, &rows);
   ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
-  EXPECT_EQ(rows.all(), expected_enrichment(200000));
+  EXPECT_EQ(as_multiset(rows.all()), expected_enrichment(200000));
 }
 
 TEST(TwoInputTest, CoProcessIsExactlyOnceUnderFailures) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  Rows rows;
+  testing::CommitLog<std::string> rows;
   JobResult r = run_enrich(400000, 20000, seed, &rows);
   ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
   EXPECT_GE(r.restarts, 1);
-  EXPECT_EQ(rows.all(), expected_enrichment(400000));
+  EXPECT_EQ(as_multiset(rows.all()), expected_enrichment(400000));
 }
 
 TEST(TwoInputTest, IntervalJoinPairsRecordsWithinTheBounds) {
-  Rows rows;
+  testing::CommitLog<std::string> rows;
   StreamEnvironment env;
   auto wm_o = WatermarkStrategy<Order>::for_monotonous_timestamps([](const Order& o) { return o.ts; });
   auto wm_c = WatermarkStrategy<Customer>::for_monotonous_timestamps([](const Customer& c) { return c.ts; });
@@ -194,7 +126,7 @@ TEST(TwoInputTest, IntervalJoinPairsRecordsWithinTheBounds) {
       .process<std::string>([](const Order& o, const Customer& c, Collector<std::string>& out) {
         out.collect(std::to_string(o.id) + "," + c.name);
       })
-      .sink_to([&rows] { return std::make_unique<RowSink>(&rows, 0, 0); });
+      .sink_to([&rows] { return std::make_unique<testing::CommittingSink<std::string>>(&rows); });
   auto r = env.execute("interval-join");
   ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
   std::multiset<std::string> want;
@@ -205,7 +137,7 @@ TEST(TwoInputTest, IntervalJoinPairsRecordsWithinTheBounds) {
       }
     }
   }
-  EXPECT_EQ(rows.all(), want);
+  EXPECT_EQ(as_multiset(rows.all()), want);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <random>
 
+#include "testing/committing_sink.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
 
@@ -32,77 +33,6 @@ struct Result {
   bool operator==(const Result& o) const { return tie() == o.tie(); }
 };
 
-struct Txn {
-  int64_t cp = 0;
-  std::vector<Result> rows;
-  auto weir_fields() { return std::tie(cp, rows); }
-};
-
-// Committed output by (subtask, checkpoint): idempotent commits.
-struct Committed {
-  std::mutex mu;
-  std::map<std::pair<int, int64_t>, std::vector<Result>> txns;
-  std::vector<Result> all() {
-    std::lock_guard lock(mu);
-    std::vector<Result> out;
-    for (auto& [k, v] : txns) out.insert(out.end(), v.begin(), v.end());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-};
-
-// Two-phase-commit sink that also injects failures: it throws after a
-// random number of rows, once a checkpoint completed in the attempt.
-class FailingTxnSink final : public Sink<Result> {
- public:
-  FailingTxnSink(Committed* c, int64_t fail_every, uint64_t seed)
-      : c_(c), fail_every_(fail_every), seed_(seed) {}
-  absl::Status open(OperatorContext& ctx) override {
-    sub_ = ctx.subtask_index();
-    state_ = std::make_unique<OperatorListState<Txn>>(ctx, "txns");
-    for (auto& t : state_->get()) commit(t);
-    armed_ = ctx.attempt() == 0;
-    std::mt19937_64 rng(seed_ + sub_ * 101 + ctx.attempt());
-    if (fail_every_ > 0) threshold_ = 1 + static_cast<int64_t>(rng() % (2 * fail_every_));
-    return absl::OkStatus();
-  }
-  absl::Status write(const Result& r) override {
-    cur_.push_back(r);
-    if (fail_every_ > 0 && armed_ && ++seen_ >= threshold_) {
-      armed_ = false;
-      return absl::InternalError("injected failure");
-    }
-    return absl::OkStatus();
-  }
-  absl::Status snapshot_state(int64_t cp) override {
-    pending_.push_back({cp, std::move(cur_)});
-    cur_.clear();
-    state_->update(pending_);
-    return absl::OkStatus();
-  }
-  void notify_checkpoint_complete(int64_t cp) override {
-    while (!pending_.empty() && pending_.front().cp <= cp) {
-      commit(pending_.front());
-      pending_.erase(pending_.begin());
-    }
-    armed_ = fail_every_ > 0;
-  }
-
- private:
-  void commit(const Txn& t) {
-    std::lock_guard lock(c_->mu);
-    c_->txns[{sub_, t.cp}] = t.rows;
-  }
-  Committed* c_;
-  const int64_t fail_every_;
-  const uint64_t seed_;
-  int sub_ = 0;
-  bool armed_ = false;
-  int64_t seen_ = 0, threshold_ = 0;
-  std::vector<Result> cur_;
-  std::vector<Txn> pending_;
-  std::unique_ptr<OperatorListState<Txn>> state_;
-};
 
 struct CountSum {
   int64_t count = 0;
@@ -138,7 +68,7 @@ struct Scenario {
   uint64_t seed = 0;
 };
 
-JobResult run(const Scenario& sc, Committed* out) {
+JobResult run(const Scenario& sc, testing::CommitLog<Result>* out) {
   JobConfig config;
   config.default_parallelism = 3;
   config.checkpoint.interval = Duration(20);
@@ -157,7 +87,7 @@ JobResult run(const Scenario& sc, Committed* out) {
       .window(sc.assigner)
       .aggregate<CountSum, CountSum, Result>(count_sum(), [] { return std::make_unique<ToResult>(); })
       .uid("window")
-      .sink_to([out, fail_every, seed] { return std::make_unique<FailingTxnSink>(out, fail_every, seed); })
+      .sink_to([out, fail_every, seed] { return std::make_unique<testing::CommittingSink<Result>>(out, fail_every, seed); })
       .uid("sink");
   auto r = env.execute("windows");
   EXPECT_TRUE(r.ok()) << r.status();
@@ -222,11 +152,12 @@ class WindowTest : public ::testing::TestWithParam<bool> {
   }
   void check(const Scenario& sc) {
     SCOPED_TRACE("seed " + std::to_string(sc.seed));
-    Committed out;
+    testing::CommitLog<Result> out;
     JobResult r = run(sc, &out);
     ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
     if (GetParam()) EXPECT_GE(r.restarts, 1);
     std::vector<Result> got = out.all();
+    std::sort(got.begin(), got.end());
     std::vector<Result> want = reference(sc);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {

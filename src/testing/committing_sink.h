@@ -1,0 +1,106 @@
+// Test support: a transactional sink whose commits land in a shared,
+// in-memory log, and that can inject failures.
+//
+// A transaction is (subtask, checkpoint id): the sink pre-commits what it
+// received since the last checkpoint in snapshot_state() (kept in operator
+// state), and commits it on notify_checkpoint_complete() or, after a
+// restore, in open(). Committing a transaction twice replaces it, so commits
+// are idempotent, as a real transactional sink's must be; the log therefore
+// holds exactly-once output whenever the engine is exactly-once.
+//
+// With fail_every > 0 the sink throws after a random number of rows in
+// [1, 2 * fail_every], at once in the first attempt and afterwards only once
+// a checkpoint completed in the attempt, so a job always makes progress.
+#ifndef WEIR_TESTING_COMMITTING_SINK_H_
+#define WEIR_TESTING_COMMITTING_SINK_H_
+
+#include <map>
+#include <mutex>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "weir/weir.h"
+
+namespace weir::testing {
+
+template <typename T>
+class CommitLog {
+ public:
+  void commit(int subtask, int64_t checkpoint, std::vector<T> rows) {
+    std::lock_guard lock(mu_);
+    txns_[{subtask, checkpoint}] = std::move(rows);
+  }
+  std::vector<T> all() const {
+    std::lock_guard lock(mu_);
+    std::vector<T> out;
+    for (const auto& [k, v] : txns_) out.insert(out.end(), v.begin(), v.end());
+    return out;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<int, int64_t>, std::vector<T>> txns_;
+};
+
+template <typename T>
+struct PendingCommit {
+  int64_t checkpoint = 0;
+  std::vector<T> rows;
+  auto weir_fields() { return std::tie(checkpoint, rows); }
+};
+
+template <typename T>
+class CommittingSink final : public Sink<T> {
+ public:
+  explicit CommittingSink(CommitLog<T>* log, int64_t fail_every = 0, uint64_t seed = 0)
+      : log_(log), fail_every_(fail_every), seed_(seed) {}
+
+  absl::Status open(OperatorContext& ctx) override {
+    subtask_ = ctx.subtask_index();
+    state_ = std::make_unique<OperatorListState<PendingCommit<T>>>(ctx, "pending-commits");
+    for (auto& p : state_->get()) log_->commit(subtask_, p.checkpoint, p.rows);
+    state_->clear();
+    armed_ = ctx.attempt() == 0;
+    std::mt19937_64 rng(seed_ + subtask_ * 101 + ctx.attempt() * 7919);
+    if (fail_every_ > 0) threshold_ = 1 + static_cast<int64_t>(rng() % (2 * fail_every_));
+    return absl::OkStatus();
+  }
+  absl::Status write(const T& row) override {
+    current_.push_back(row);
+    if (fail_every_ > 0 && armed_ && ++seen_ >= threshold_) {
+      armed_ = false;
+      return absl::InternalError("injected failure");
+    }
+    return absl::OkStatus();
+  }
+  absl::Status snapshot_state(int64_t checkpoint) override {
+    pending_.push_back({checkpoint, std::move(current_)});
+    current_.clear();
+    state_->update(pending_);
+    return absl::OkStatus();
+  }
+  void notify_checkpoint_complete(int64_t checkpoint) override {
+    while (!pending_.empty() && pending_.front().checkpoint <= checkpoint) {
+      log_->commit(subtask_, pending_.front().checkpoint, pending_.front().rows);
+      pending_.erase(pending_.begin());
+    }
+    armed_ = fail_every_ > 0;
+  }
+
+ private:
+  CommitLog<T>* log_;
+  const int64_t fail_every_;
+  const uint64_t seed_;
+  int subtask_ = 0;
+  bool armed_ = false;
+  int64_t seen_ = 0;
+  int64_t threshold_ = 0;
+  std::vector<T> current_;
+  std::vector<PendingCommit<T>> pending_;
+  std::unique_ptr<OperatorListState<PendingCommit<T>>> state_;
+};
+
+}  // namespace weir::testing
+
+#endif  // WEIR_TESTING_COMMITTING_SINK_H_
