@@ -174,27 +174,13 @@ class SlowSource final : public Source<int64_t> {
 };
 
 TEST(EventTimeTest, ProcessingTimeTimersFire) {
-  std::mutex mu;
-  std::vector<int64_t> fired;
-  class Collect final : public Sink<int64_t> {
-   public:
-    Collect(std::mutex* mu, std::vector<int64_t>* out) : mu_(mu), out_(out) {}
-    absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
-    absl::Status write(const int64_t& v) override {
-      std::lock_guard lock(*mu_);
-      out_->push_back(v);
-      return absl::OkStatus();
-    }
-
-   private:
-    std::mutex* mu_;
-    std::vector<int64_t>* out_;
-  };
+  testing::CollectingSink<int64_t>::Rows collected;
+  std::vector<int64_t>& fired = collected.rows;
   StreamEnvironment env;
   env.from_source<int64_t>([] { return std::make_unique<SlowSource>(); })
       .key_by([](const int64_t& v) { return v; })
       .process<int64_t>([] { return std::make_unique<ProcTimer>(); })
-      .sink_to([&] { return std::make_unique<Collect>(&mu, &fired); });
+      .sink_to([&] { return std::make_unique<testing::CollectingSink<int64_t>>(&collected); });
   auto r = env.execute("proc-timers");
   ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
   std::sort(fired.begin(), fired.end());
@@ -275,22 +261,8 @@ class FireAt500 final : public KeyedProcessFunction<int64_t, Ev, int64_t> {
 bool fired_before_end(bool silent_source_idles) {
   g_timer_fired = false;
   g_sources_done = false;
-  std::mutex mu;
-  std::vector<int64_t> fired;
-  class Collect final : public Sink<int64_t> {
-   public:
-    Collect(std::mutex* mu, std::vector<int64_t>* out) : mu_(mu), out_(out) {}
-    absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
-    absl::Status write(const int64_t& v) override {
-      std::lock_guard lock(*mu_);
-      out_->push_back(v);
-      return absl::OkStatus();
-    }
-
-   private:
-    std::mutex* mu_;
-    std::vector<int64_t>* out_;
-  };
+  testing::CollectingSink<int64_t>::Rows collected;
+  std::vector<int64_t>& fired = collected.rows;
   StreamEnvironment env;
   auto ts = [](const Ev& e) { return e.ts; };
   auto active = WatermarkStrategy<Ev>::for_monotonous_timestamps(ts).with_interval(Duration(5));
@@ -301,7 +273,7 @@ bool fired_before_end(bool silent_source_idles) {
   a.union_with(b)
       .key_by([](const Ev& e) { return e.key; })
       .process<int64_t>([] { return std::make_unique<FireAt500>(); })
-      .sink_to([&] { return std::make_unique<Collect>(&mu, &fired); });
+      .sink_to([&] { return std::make_unique<testing::CollectingSink<int64_t>>(&collected); });
   auto r = env.execute("idleness");
   EXPECT_TRUE(r.ok() && r->status == JobStatus::kFinished);
   EXPECT_EQ(fired.size(), 1u);
@@ -326,29 +298,16 @@ namespace {
 int64_t odd_timestamp(int64_t i) { return i == 3 ? -5 : i == 7 ? 10'000'000'000'000'000 : i; }
 
 TEST(InvalidTimestampTest, OutOfRangeTimestampsGoToTheSideOutput) {
-  std::mutex mu;
-  std::vector<int64_t> valid, invalid;
-  class Collect final : public Sink<int64_t> {
-   public:
-    Collect(std::mutex* mu, std::vector<int64_t>* out) : mu_(mu), out_(out) {}
-    absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
-    absl::Status write(const int64_t& v) override {
-      std::lock_guard lock(*mu_);
-      out_->push_back(v);
-      return absl::OkStatus();
-    }
-
-   private:
-    std::mutex* mu_;
-    std::vector<int64_t>* out_;
-  };
+  testing::CollectingSink<int64_t>::Rows valid_rows, invalid_rows;
+  std::vector<int64_t>& valid = valid_rows.rows;
+  std::vector<int64_t>& invalid = invalid_rows.rows;
   StreamEnvironment env;
   OutputTag<int64_t> bad{"bad-timestamps"};
   auto wm = WatermarkStrategy<int64_t>::for_monotonous_timestamps(odd_timestamp).with_invalid_timestamps(bad);
   auto src = env.from_source<int64_t>(
       [] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 10); }, "numbers", wm);
-  src.sink_to([&] { return std::make_unique<Collect>(&mu, &valid); });
-  src.get_side_output(bad).sink_to([&] { return std::make_unique<Collect>(&mu, &invalid); });
+  src.sink_to([&] { return std::make_unique<testing::CollectingSink<int64_t>>(&valid_rows); });
+  src.get_side_output(bad).sink_to([&] { return std::make_unique<testing::CollectingSink<int64_t>>(&invalid_rows); });
   auto r = env.execute("invalid-timestamps");
   ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
   std::sort(valid.begin(), valid.end());

@@ -238,29 +238,9 @@ TEST(PipelineTest, TooFewNetworkBuffersIsAClearError) {
 namespace weir {
 namespace {
 
-// Collects records per subtask, without checkpoints semantics (at-least-once).
-class VectorSink final : public Sink<int64_t> {
- public:
-  VectorSink(std::mutex* mu, std::vector<std::pair<int, int64_t>>* out) : mu_(mu), out_(out) {}
-  absl::Status open(OperatorContext& ctx) override {
-    subtask_ = ctx.subtask_index();
-    return absl::OkStatus();
-  }
-  absl::Status write(const int64_t& v) override {
-    std::lock_guard lock(*mu_);
-    out_->emplace_back(subtask_, v);
-    return absl::OkStatus();
-  }
-
- private:
-  std::mutex* mu_;
-  std::vector<std::pair<int, int64_t>>* out_;
-  int subtask_ = 0;
-};
 
 TEST(PartitioningTest, BroadcastReachesEverySubtaskAndRebalanceSpreads) {
-  std::mutex mu;
-  std::vector<std::pair<int, int64_t>> broadcast_out, rebalance_out;
+  testing::CollectingSink<int64_t>::Rows broadcast_out, rebalance_out;
   JobConfig config;
   StreamEnvironment env(config);
   auto src = env.from_source<int64_t>([] {
@@ -269,22 +249,22 @@ TEST(PartitioningTest, BroadcastReachesEverySubtaskAndRebalanceSpreads) {
   src.broadcast()
       .map([](const int64_t& i) { return i; }, "b")
       .parallelism(3)
-      .sink_to([&] { return std::make_unique<VectorSink>(&mu, &broadcast_out); })
+      .sink_to([&] { return std::make_unique<testing::CollectingSink<int64_t>>(&broadcast_out); })
       .parallelism(3);
   src.rebalance()
       .map([](const int64_t& i) { return i; }, "r")
       .parallelism(4)
-      .sink_to([&] { return std::make_unique<VectorSink>(&mu, &rebalance_out); })
+      .sink_to([&] { return std::make_unique<testing::CollectingSink<int64_t>>(&rebalance_out); })
       .parallelism(4);
   auto r = env.execute("partitioning");
   ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
-  ASSERT_EQ(broadcast_out.size(), 3000u);
+  ASSERT_EQ(broadcast_out.rows.size(), 3000u);
   std::map<int, int> per_subtask;
-  for (auto& [s, v] : broadcast_out) per_subtask[s]++;
+  for (int s : broadcast_out.subtasks) per_subtask[s]++;
   EXPECT_EQ(per_subtask, (std::map<int, int>{{0, 1000}, {1, 1000}, {2, 1000}}));
-  ASSERT_EQ(rebalance_out.size(), 1000u);
+  ASSERT_EQ(rebalance_out.rows.size(), 1000u);
   per_subtask.clear();
-  for (auto& [s, v] : rebalance_out) per_subtask[s]++;
+  for (int s : rebalance_out.subtasks) per_subtask[s]++;
   EXPECT_EQ(per_subtask, (std::map<int, int>{{0, 250}, {1, 250}, {2, 250}, {3, 250}}));
 }
 

@@ -219,24 +219,10 @@ class ScriptedSource final : public Source<Ev> {
   size_t next_ = 0;
 };
 
-class Firings final : public Sink<Result> {
- public:
-  Firings(std::mutex* mu, std::vector<Result>* out) : mu_(mu), out_(out) {}
-  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
-  absl::Status write(const Result& r) override {
-    std::lock_guard lock(*mu_);
-    out_->push_back(r);
-    return absl::OkStatus();
-  }
-
- private:
-  std::mutex* mu_;
-  std::vector<Result>* out_;
-};
 
 TEST(WindowLatenessTest, LateRecordsRefireWithinLatenessAndAreDroppedAfter) {
-  std::mutex mu;
-  std::vector<Result> fired;
+  testing::CollectingSink<Result>::Rows collected;
+  std::vector<Result>& fired = collected.rows;
   StreamEnvironment env;
   auto wm = WatermarkStrategy<Ev>::for_monotonous_timestamps([](const Ev& e) { return e.ts; })
                 .with_interval(Duration(0));
@@ -246,7 +232,8 @@ TEST(WindowLatenessTest, LateRecordsRefireWithinLatenessAndAreDroppedAfter) {
   // 40 is then dropped.
   std::vector<int64_t> script = {10, 20, 150, 30, 260, 40};
   OutputTag<Ev> too_late{"too-late"};
-  std::vector<Result> late;
+  testing::CollectingSink<Result>::Rows late_rows;
+  std::vector<Result>& late = late_rows.rows;
   auto windows =
       env.from_source<Ev>([script] { return std::make_unique<ScriptedSource>(script); }, "scripted", wm)
           .key_by([](const Ev& e) { return e.key; })
@@ -254,10 +241,10 @@ TEST(WindowLatenessTest, LateRecordsRefireWithinLatenessAndAreDroppedAfter) {
           .allowed_lateness(Duration(100))
           .side_output_late_data(too_late)
           .aggregate<CountSum, CountSum, Result>(count_sum(), [] { return std::make_unique<ToResult>(); });
-  windows.sink_to([&] { return std::make_unique<Firings>(&mu, &fired); });
+  windows.sink_to([&] { return std::make_unique<testing::CollectingSink<Result>>(&collected); });
   windows.get_side_output(too_late)
       .map([](const Ev& e) { return Result{e.key, e.ts, 0, 0, e.value}; })
-      .sink_to([&] { return std::make_unique<Firings>(&mu, &late); });
+      .sink_to([&] { return std::make_unique<testing::CollectingSink<Result>>(&late_rows); });
   auto r = env.execute("lateness");
   ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
   std::vector<Result> want = {{1, 0, 100, 2, 30}, {1, 0, 100, 3, 60}, {1, 100, 200, 1, 150},
@@ -267,8 +254,8 @@ TEST(WindowLatenessTest, LateRecordsRefireWithinLatenessAndAreDroppedAfter) {
 }
 
 TEST(CountWindowTest, FiresEveryNRecordsPerKey) {
-  std::mutex mu;
-  std::vector<Result> fired;
+  testing::CollectingSink<Result>::Rows collected;
+  std::vector<Result>& fired = collected.rows;
   StreamEnvironment env;
   env.from_source<Ev>([] {
        return std::make_unique<GeneratorSource<Ev>>([](int64_t i) { return Ev{i % 3, i, 0}; }, 95);
@@ -277,7 +264,7 @@ TEST(CountWindowTest, FiresEveryNRecordsPerKey) {
       .count_window(10)
       .reduce([](const Ev& a, const Ev& b) { return Ev{a.key, a.value + b.value, 0}; })
       .map([](const Ev& e) { return Result{e.key, 0, 0, 0, e.value}; })
-      .sink_to([&] { return std::make_unique<Firings>(&mu, &fired); });
+      .sink_to([&] { return std::make_unique<testing::CollectingSink<Result>>(&collected); });
   auto r = env.execute("count-windows");
   ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
   // Key k gets i = k, k+3, ...; full windows of 10 only (95 records: keys 0

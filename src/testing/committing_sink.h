@@ -101,6 +101,33 @@ class CommittingSink final : public Sink<T> {
   std::unique_ptr<OperatorListState<PendingCommit<T>>> state_;
 };
 
+// Appends every row it receives, with its subtask, to a shared vector, as
+// it comes: no transactions (at-least-once). For tests without failures.
+template <typename T>
+class CollectingSink final : public Sink<T> {
+ public:
+  struct Rows {
+    std::mutex mu;
+    std::vector<T> rows;
+    std::vector<int> subtasks;  // of each row
+  };
+  explicit CollectingSink(Rows* out) : out_(out) {}
+  absl::Status open(OperatorContext& ctx) override {
+    subtask_ = ctx.subtask_index();
+    return absl::OkStatus();
+  }
+  absl::Status write(const T& row) override {
+    std::lock_guard lock(out_->mu);
+    out_->rows.push_back(row);
+    out_->subtasks.push_back(subtask_);
+    return absl::OkStatus();
+  }
+
+ private:
+  Rows* out_;
+  int subtask_ = 0;
+};
+
 }  // namespace weir::testing
 
 #endif  // WEIR_TESTING_COMMITTING_SINK_H_
