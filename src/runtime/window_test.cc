@@ -284,3 +284,39 @@ TEST(CountWindowTest, FiresEveryNRecordsPerKey) {
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+// Processing-time windows depend on the clock, but every record is counted
+// once per window it falls into, and every window fires exactly once (on
+// time, or at the end of input): the counts add up exactly.
+int64_t total_counted(WindowAssigner assigner, int64_t records) {
+  testing::CollectingSink<int64_t>::Rows counts;
+  StreamEnvironment env;
+  env.from_source<int64_t>([records] {
+       return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, records);
+     })
+      .key_by([](const int64_t& v) { return v % 7; })
+      .window(assigner)
+      .aggregate<int64_t, int64_t>(AggregateFunction<int64_t, int64_t, int64_t>{
+          [] { return int64_t{0}; }, [](int64_t& n, const int64_t&) { ++n; },
+          [](const int64_t& n) { return n; }, [](const int64_t& a, const int64_t& b) { return a + b; }})
+      .sink_to([&counts] { return std::make_unique<testing::CollectingSink<int64_t>>(&counts); });
+  auto r = env.execute("processing-time-windows");
+  EXPECT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  int64_t total = 0;
+  for (int64_t c : counts.rows) total += c;
+  return total;
+}
+
+TEST(ProcessingTimeWindowTest, SlidingWindowsCountEachRecordOncePerWindow) {
+  EXPECT_EQ(total_counted(SlidingProcessingTimeWindows::of(Duration(40), Duration(10)), 300000), 4 * 300000);
+}
+
+TEST(ProcessingTimeWindowTest, SessionWindowsCountEachRecordOnce) {
+  EXPECT_EQ(total_counted(ProcessingTimeSessionWindows::with_gap(Duration(5)), 300000), 300000);
+}
+
+}  // namespace
+}  // namespace weir
