@@ -96,23 +96,18 @@ void changed(std::optional<std::string> before, const std::string& after, Collec
   }
 }
 
-std::string day_of(int64_t ms) {
+// `ms` (since the epoch) formatted in UTC with strftime's `format`.
+static std::string utc(int64_t ms, const char* format) {
   time_t secs = static_cast<time_t>(ms / 1000);
   std::tm tm;
   gmtime_r(&secs, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d", &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), format, &tm);
   return buf;
 }
 
-std::string minute_of(int64_t ms) {
-  time_t secs = static_cast<time_t>(ms / 1000);
-  std::tm tm;
-  gmtime_r(&secs, &tm);
-  char buf[8];
-  std::strftime(buf, sizeof(buf), "%H:%M", &tm);
-  return buf;
-}
+std::string day_of(int64_t ms) { return utc(ms, "%Y-%m-%d"); }
+std::string minute_of(int64_t ms) { return utc(ms, "%H:%M"); }
 
 // Price tertiles of q15-q17: rank 1 < $100, rank 2 < $10 000, rank 3 above.
 int rank_of(int64_t price) { return price < 10'000 ? 1 : price < 1'000'000 ? 2 : 3; }

@@ -77,11 +77,7 @@ class TimerWindow final : public KeyedProcessFunction<int64_t, Ev, WindowCount> 
 constexpr int64_t kKeys = 17;
 
 JobResult run_timer_windows(int64_t events, int64_t fail_every, uint64_t seed, testing::CommitLog<WindowCount>* out) {
-  JobConfig config;
-  config.default_parallelism = 3;
-  config.checkpoint.interval = Duration(20);
-  config.restart.delay = Duration(5);
-  StreamEnvironment env(config);
+  StreamEnvironment env(testing::failure_test_config(3));
   auto wm = WatermarkStrategy<Ev>::for_bounded_out_of_orderness(Duration(0), [](const Ev& e) {
               return e.ts;
             }).with_interval(Duration(1));

@@ -79,11 +79,8 @@ struct RunSpec {
 // Two generator sources (the second offset by events_per_source), unioned,
 // keyed, counted, committed.
 JobResult run_job(const RunSpec& spec, testing::CommitLog<Count>* log) {
-  JobConfig config;
-  config.default_parallelism = spec.parallelism;
+  JobConfig config = testing::failure_test_config(spec.parallelism);
   config.checkpoint.mode = spec.mode;
-  config.checkpoint.interval = Duration(20);
-  config.restart.delay = Duration(10);
   StreamEnvironment env(config);
   int64_t n = spec.events_per_source;
   auto a = env.from_source<Event>(

@@ -66,11 +66,7 @@ std::multiset<std::string> expected_enrichment(int64_t orders) {
 }
 
 JobResult run_enrich(int64_t orders, int64_t fail_every, uint64_t seed, testing::CommitLog<std::string>* rows) {
-  JobConfig config;
-  config.default_parallelism = 3;
-  config.checkpoint.interval = Duration(20);
-  config.restart.delay = Duration(5);
-  StreamEnvironment env(config);
+  StreamEnvironment env(testing::failure_test_config(3));
   auto o = env.from_source<Order>([orders] {
     return std::make_unique<GeneratorSource<Order>>(
         [](int64_t i) { return Order{i, (i * 7) % kCustomers, i}; }, orders);

@@ -69,11 +69,7 @@ struct Scenario {
 };
 
 JobResult run(const Scenario& sc, testing::CommitLog<Result>* out) {
-  JobConfig config;
-  config.default_parallelism = 3;
-  config.checkpoint.interval = Duration(20);
-  config.restart.delay = Duration(5);
-  StreamEnvironment env(config);
+  StreamEnvironment env(testing::failure_test_config(3));
   auto wm = WatermarkStrategy<Ev>::for_bounded_out_of_orderness(Duration(0), [](const Ev& e) {
               return e.ts;
             }).with_interval(Duration(1));

@@ -24,6 +24,16 @@
 
 namespace weir::testing {
 
+// The configuration of the failure tests: parallelism `p`, checkpoints
+// every 20 ms and restarts after 5 ms, so injected failures recover fast.
+inline JobConfig failure_test_config(int p) {
+  JobConfig config;
+  config.default_parallelism = p;
+  config.checkpoint.interval = Duration(20);
+  config.restart.delay = Duration(5);
+  return config;
+}
+
 template <typename T>
 class CommitLog {
  public:
