@@ -53,52 +53,29 @@ void q3(StreamEnvironment& env, const QueryOptions& o) {
   sink(joined, o);
 }
 
-constexpr int64_t kQ8Window = 10 * kSecond;
-
 // q8: persons who opened an auction in the 10 s tumbling window in which
-// they were created; one row per (person, window).
-class NewSellers final : public KeyedCoProcessFunction<int64_t, Person, Auction, std::string> {
- public:
-  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
-    name_ = &ctx.get_map_state(MapStateDescriptor<int64_t, std::string>{"person-in-window"});
-    sold_ = &ctx.get_map_state(MapStateDescriptor<int64_t, bool>{"auction-in-window"});
-    return absl::OkStatus();
-  }
-  void process_element1(const Person& p, Context& ctx, Collector<std::string>& out) override {
-    int64_t w = p.date_time - p.date_time % kQ8Window;
-    name_->put(w, p.name);
-    if (sold_->contains(w)) emit(p.id, p.name, w, out);
-    ctx.timer_service().register_event_time_timer(w + kQ8Window - 1);
-  }
-  void process_element2(const Auction& a, Context& ctx, Collector<std::string>& out) override {
-    int64_t w = a.date_time - a.date_time % kQ8Window;
-    if (sold_->contains(w)) return;
-    sold_->put(w, true);
-    if (auto n = name_->get(w)) emit(a.seller, *n, w, out);
-    ctx.timer_service().register_event_time_timer(w + kQ8Window - 1);
-  }
-  void on_timer(int64_t ts, OnTimerContext&, Collector<std::string>&) override {
-    int64_t w = ts + 1 - kQ8Window;
-    name_->remove(w);
-    sold_->remove(w);
-  }
-
- private:
-  static void emit(int64_t id, const std::string& name, int64_t w, Collector<std::string>& out) {
-    std::string s;
-    add(s, id), add(s, name), add(s, w);
-    out.collect(finish(std::move(s)));
-  }
-  MapState<int64_t, std::string>* name_ = nullptr;
-  MapState<int64_t, bool>* sold_ = nullptr;
-};
-
+// they were created; one row per (person, window). A window join of new
+// persons with the sellers of new auctions.
 void q8(StreamEnvironment& env, const QueryOptions& o) {
   auto ev = events(env, o);
-  auto joined = persons(ev)
-                    .connect(auctions(ev))
-                    .key_by([](const Person& p) { return p.id; }, [](const Auction& a) { return a.seller; })
-                    .process<std::string>([] { return std::make_unique<NewSellers>(); }, "new-sellers");
+  auto people = persons(ev).map([](const Person& p) { return std::make_pair(p.id, p.name); }, "person-name");
+  auto sellers = auctions(ev).map([](const Auction& a) { return a.seller; }, "auction-seller");
+  auto joined = people.join(sellers)
+                    .where([](const std::pair<int64_t, std::string>& p) { return p.first; })
+                    .equal_to([](const int64_t& seller) { return seller; })
+                    .window(TumblingEventTimeWindows::of(Duration(10 * kSecond)))
+                    .co_group<std::string>(
+                        [](const int64_t& id, const TimeWindow& w,
+                           const std::vector<std::pair<int64_t, std::string>>& people,
+                           const std::vector<int64_t>& sellers, Collector<std::string>& out) {
+                          if (sellers.empty()) return;
+                          for (const auto& p : people) {
+                            std::string s;
+                            add(s, id), add(s, p.second), add(s, w.start);
+                            out.collect(finish(std::move(s)));
+                          }
+                        },
+                        "new-sellers");
   joined.uid("new-sellers");
   sink(joined, o);
 }

@@ -111,6 +111,8 @@ template <typename A, typename B>
 class ConnectedStreams;
 template <typename K, typename A, typename B>
 class IntervalJoin;
+template <typename A, typename B>
+class JoinedStreams;
 
 template <typename T>
 class DataStream {
@@ -197,6 +199,14 @@ class DataStream {
   template <typename U>
   ConnectedStreams<T, U> connect(const DataStream<U>& other) const {
     return ConnectedStreams<T, U>(*this, other);
+  }
+
+  // Window join: records of both streams with equal keys that fall into the
+  // same window. Finish with .where(ka).equal_to(kb).window(assigner) and then
+  // .apply(fn) for every matching pair or .co_group(fn) for both sides at once.
+  template <typename U>
+  JoinedStreams<T, U> join(const DataStream<U>& other) const {
+    return JoinedStreams<T, U>(*this, other);
   }
 
   // Internal: feeds this stream, hashed by `key_hash`, into input `input` of `node`.
@@ -569,6 +579,127 @@ class IntervalJoin {
   KeyedStream<K, B> b_;
   int64_t lower_ = 0;
   int64_t upper_ = 0;
+};
+
+namespace detail {
+// One record of either side of a window join, so both sides share one window.
+template <typename A, typename B>
+struct JoinSide {
+  std::optional<A> left;
+  std::optional<B> right;
+  auto weir_fields() { return std::tie(left, right); }
+};
+}  // namespace detail
+
+// The window stage of a window join; see DataStream::join.
+template <typename K, typename A, typename B>
+class WindowJoin {
+ public:
+  WindowJoin(DataStream<A> a, DataStream<B> b, std::function<K(const A&)> ka,
+             std::function<K(const B&)> kb, WindowAssigner assigner)
+      : a_(std::move(a)), b_(std::move(b)), ka_(std::move(ka)), kb_(std::move(kb)), assigner_(assigner) {}
+
+  // Calls `fn(key, window, lefts, rights, out)` once per key and window in
+  // which at least one side has records (an outer co-group; an inner join
+  // skips the calls where one side is empty).
+  template <Serializable Out>
+  DataStream<Out> co_group(
+      std::function<void(const K&, const TimeWindow&, const std::vector<A>&, const std::vector<B>&,
+                         Collector<Out>&)> fn,
+      std::string name = "window-co-group") const {
+    using Side = detail::JoinSide<A, B>;
+    class Split final : public ProcessWindowFunction<K, Side, Out> {
+     public:
+      explicit Split(decltype(fn) f) : fn_(std::move(f)) {}
+      void process(const K& key, const typename ProcessWindowFunction<K, Side, Out>::Context& ctx,
+                   const std::vector<Side>& elements, Collector<Out>& out) override {
+        std::vector<A> lefts;
+        std::vector<B> rights;
+        for (const Side& s : elements) {
+          if (s.left) lefts.push_back(*s.left);
+          if (s.right) rights.push_back(*s.right);
+        }
+        fn_(key, ctx.window, lefts, rights, out);
+      }
+
+     private:
+      decltype(fn) fn_;
+    };
+    auto left = a_.map([](const A& r) { return Side{r, std::nullopt}; }, name + "-left");
+    auto right = b_.map([](const B& r) { return Side{std::nullopt, r}; }, name + "-right");
+    auto ka = ka_;
+    auto kb = kb_;
+    return left.union_with(right)
+        .key_by([ka, kb](const Side& s) -> K { return s.left ? ka(*s.left) : kb(*s.right); })
+        .window(assigner_)
+        .template process<Out>([fn] { return std::make_unique<Split>(fn); }, std::move(name));
+  }
+
+  // Calls `fn(a, b, out)` for every pair of records with equal keys in the
+  // same window (an inner join, like Flink's JoinedStreams).
+  template <Serializable Out>
+  DataStream<Out> apply(std::function<void(const A&, const B&, Collector<Out>&)> fn,
+                        std::string name = "window-join") const {
+    return co_group<Out>(
+        [fn](const K&, const TimeWindow&, const std::vector<A>& lefts, const std::vector<B>& rights,
+             Collector<Out>& out) {
+          for (const A& a : lefts) {
+            for (const B& b : rights) fn(a, b, out);
+          }
+        },
+        std::move(name));
+  }
+
+ private:
+  DataStream<A> a_;
+  DataStream<B> b_;
+  std::function<K(const A&)> ka_;
+  std::function<K(const B&)> kb_;
+  WindowAssigner assigner_;
+};
+
+template <typename A, typename B>
+class JoinedStreams {
+ public:
+  JoinedStreams(DataStream<A> a, DataStream<B> b) : a_(std::move(a)), b_(std::move(b)) {}
+
+  template <typename K>
+  class Where {
+   public:
+    Where(DataStream<A> a, DataStream<B> b, std::function<K(const A&)> ka)
+        : a_(std::move(a)), b_(std::move(b)), ka_(std::move(ka)) {}
+
+    class EqualTo {
+     public:
+      EqualTo(const Where& w, std::function<K(const B&)> kb) : w_(w), kb_(std::move(kb)) {}
+      WindowJoin<K, A, B> window(WindowAssigner assigner) const {
+        return WindowJoin<K, A, B>(w_.a_, w_.b_, w_.ka_, kb_, assigner);
+      }
+
+     private:
+      Where w_;
+      std::function<K(const B&)> kb_;
+    };
+
+    template <typename FB>
+    EqualTo equal_to(FB kb) const {
+      return EqualTo(*this, std::function<K(const B&)>(kb));
+    }
+
+   private:
+    DataStream<A> a_;
+    DataStream<B> b_;
+    std::function<K(const A&)> ka_;
+  };
+
+  template <typename FA, typename K = std::decay_t<std::invoke_result_t<FA&, const A&>>>
+  Where<K> where(FA ka) const {
+    return Where<K>(a_, b_, std::function<K(const A&)>(ka));
+  }
+
+ private:
+  DataStream<A> a_;
+  DataStream<B> b_;
 };
 
 template <Serializable T>

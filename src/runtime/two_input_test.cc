@@ -136,5 +136,98 @@ TEST(TwoInputTest, IntervalJoinPairsRecordsWithinTheBounds) {
   EXPECT_EQ(as_multiset(rows.all()), want);
 }
 
+// Window join: orders at t = 10 i with key i % 7, events at t = 3 j with key
+// j % 7, in 100 ms tumbling windows; every pair with equal key and window,
+// exactly once under failures.
+JobResult run_window_join(int64_t fail_every, uint64_t seed, testing::CommitLog<std::string>* rows) {
+  StreamEnvironment env(testing::failure_test_config(2));
+  auto wm_o = WatermarkStrategy<Order>::for_monotonous_timestamps([](const Order& o) { return o.ts; });
+  auto wm_c = WatermarkStrategy<Customer>::for_monotonous_timestamps([](const Customer& c) { return c.ts; });
+  auto orders = env.from_source<Order>([] {
+    return std::make_unique<GeneratorSource<Order>>([](int64_t i) { return Order{i, i % 7, 10 * i}; }, 20000);
+  }, "orders", wm_o);
+  auto events = env.from_source<Customer>([] {
+    return std::make_unique<GeneratorSource<Customer>>(
+        [](int64_t j) { return Customer{j % 7, std::to_string(j), 3 * j}; }, 60000);
+  }, "events", wm_c);
+  orders.join(events)
+      .where([](const Order& o) { return o.customer; })
+      .equal_to([](const Customer& c) { return c.id; })
+      .window(TumblingEventTimeWindows::of(Duration(100)))
+      .apply<std::string>([](const Order& o, const Customer& c, Collector<std::string>& out) {
+        out.collect(std::to_string(o.id) + "," + c.name);
+      })
+      .uid("join")
+      .sink_to([rows, fail_every, seed] {
+        return std::make_unique<testing::CommittingSink<std::string>>(rows, fail_every, seed);
+      })
+      .uid("sink");
+  auto r = env.execute("window-join");
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.value_or(JobResult{});
+}
+
+std::multiset<std::string> expected_window_join() {
+  std::multiset<std::string> want;
+  for (int64_t i = 0; i < 20000; ++i) {
+    // Events j with 3 j in [w, w + 100) and j % 7 == i % 7.
+    int64_t w = (10 * i) / 100 * 100;
+    for (int64_t j = (w + 2) / 3; 3 * j < w + 100 && j < 60000; ++j) {
+      if (j % 7 == i % 7) want.insert(std::to_string(i) + "," + std::to_string(j));
+    }
+  }
+  return want;
+}
+
+TEST(TwoInputTest, WindowJoinPairsEqualKeysInTheSameWindow) {
+  testing::CommitLog<std::string> rows;
+  JobResult r = run_window_join(0, 0, &rows);
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  EXPECT_EQ(as_multiset(rows.all()), expected_window_join());
+}
+
+TEST(TwoInputTest, WindowJoinIsExactlyOnceUnderFailures) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  testing::CommitLog<std::string> rows;
+  JobResult r = run_window_join(8000, seed, &rows);
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  EXPECT_GE(r.restarts, 1);
+  EXPECT_EQ(as_multiset(rows.all()), expected_window_join());
+}
+
+// co_group sees both sides of each key and window, including windows where
+// only one side has records.
+TEST(TwoInputTest, WindowCoGroupSeesBothSidesOfEachWindow) {
+  testing::CommitLog<std::string> rows;
+  StreamEnvironment env;
+  auto wm_o = WatermarkStrategy<Order>::for_monotonous_timestamps([](const Order& o) { return o.ts; });
+  auto wm_c = WatermarkStrategy<Customer>::for_monotonous_timestamps([](const Customer& c) { return c.ts; });
+  // Orders at t = 10 i, i < 100, key 0; events at t = 25 j, j < 80, key 0: windows of 100 ms
+  // hold 10 orders each up to t = 1000 and 4 events each up to t = 2000.
+  auto orders = env.from_source<Order>([] {
+    return std::make_unique<GeneratorSource<Order>>([](int64_t i) { return Order{i, 0, 10 * i}; }, 100);
+  }, "orders", wm_o);
+  auto events = env.from_source<Customer>([] {
+    return std::make_unique<GeneratorSource<Customer>>([](int64_t j) { return Customer{0, "e", 25 * j}; }, 80);
+  }, "events", wm_c);
+  orders.join(events)
+      .where([](const Order& o) { return o.customer; })
+      .equal_to([](const Customer& c) { return c.id; })
+      .window(TumblingEventTimeWindows::of(Duration(100)))
+      .co_group<std::string>([](const int64_t&, const TimeWindow& w, const std::vector<Order>& os,
+                                const std::vector<Customer>& cs, Collector<std::string>& out) {
+        out.collect(std::to_string(w.start) + ":" + std::to_string(os.size()) + "/" + std::to_string(cs.size()));
+      })
+      .sink_to([&rows] { return std::make_unique<testing::CommittingSink<std::string>>(&rows); });
+  auto r = env.execute("window-co-group");
+  ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  std::multiset<std::string> want;
+  for (int64_t w = 0; w < 2000; w += 100) {
+    want.insert(std::to_string(w) + ":" + (w < 1000 ? "10" : "0") + "/4");
+  }
+  EXPECT_EQ(as_multiset(rows.all()), want);
+}
+
 }  // namespace
 }  // namespace weir
