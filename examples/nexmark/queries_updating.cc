@@ -113,7 +113,7 @@ class TopBids final : public KeyedProcessFunction<int64_t, Bid, std::string> {
     top.insert(top.begin() + static_cast<std::ptrdiff_t>(pos), b);
     if (top.size() > 10) top.pop_back();
     out.collect("+I," + row(b, pos + 1));
-    top_->update(top);
+    top_->update(std::move(top));
   }
 
  private:

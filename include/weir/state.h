@@ -22,6 +22,8 @@ class ValueState {
   virtual ~ValueState() = default;
   virtual std::optional<T> value() const = 0;
   virtual void update(const T& v) = 0;
+  // Hands the value over; backends that keep objects move it in.
+  virtual void update(T&& v) { update(static_cast<const T&>(v)); }
   virtual void clear() = 0;
   T value_or(T fallback) const {
     auto v = value();

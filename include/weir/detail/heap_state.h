@@ -237,6 +237,9 @@ class HeapValueState final : public ValueState<T> {
     return v ? std::optional<T>(*v) : std::nullopt;
   }
   void update(const T& v) override { t_->get_or_create(b_->current_key_group(), b_->current_key()) = v; }
+  void update(T&& v) override {
+    t_->get_or_create(b_->current_key_group(), b_->current_key()) = std::move(v);
+  }
   void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
 
  private:
