@@ -87,7 +87,7 @@ long current_rss_kb() {
 int heap_bytes(int64_t keys) {
   weir::KeyGroupRange all{0, 128};
   long before = current_rss_kb();
-  weir::detail::HeapKeyedBackend<int64_t> backend(all);
+  weir::detail::KeyedBackend<int64_t> backend(all, nullptr);
   auto table = backend.core().table<int64_t, int64_t>("v", weir::detail::StateKind::kValue);
   if (!table.ok()) return 4;
   for (int64_t k = 0; k < keys; ++k) (*table)->get_or_create(weir::key_group_of(k, 128), k) = k;

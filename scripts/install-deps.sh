@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
-  libxxhash-dev libzstd-dev
+  libxxhash-dev libzstd-dev librocksdb-dev
 )
 
 missing=()

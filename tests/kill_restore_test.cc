@@ -50,7 +50,8 @@ class KillRestoreTest : public ::testing::Test {
                                   "--input", dir_->path("a.txt"), "--input", dir_->path("b.txt"),
                                   "--output", dir_->path("out"), "--parallelism", "4",
                                   "--checkpoint-dir", dir_->path("chk"),
-                                  "--checkpoint-interval", "20ms"};
+                                  "--checkpoint-interval", "20ms", "--state", state_,
+                                  "--state-dir", dir_->path("state")};
     if (restore) {
       a.push_back("--restore");
       a.push_back("latest");
@@ -94,10 +95,15 @@ class KillRestoreTest : public ::testing::Test {
   uint64_t seed_;
   std::mt19937_64 rng_;
   std::unique_ptr<TempDir> dir_;
+  std::string state_ = "heap";
 };
 
-TEST_F(KillRestoreTest, RepeatedKillsAndRestoreLatestGiveExactlyOnceOutput) {
+// Parameter: the state backend (--state).
+class KillRestoreBackendTest : public KillRestoreTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(KillRestoreBackendTest, RepeatedKillsAndRestoreLatestGiveExactlyOnceOutput) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
+  state_ = GetParam();
   int kills = 0;
   for (int round = 0; round < 5; ++round) {
     int more = 1 + static_cast<int>(rng_() % 4);
@@ -107,6 +113,8 @@ TEST_F(KillRestoreTest, RepeatedKillsAndRestoreLatestGiveExactlyOnceOutput) {
   EXPECT_GE(kills, 1);
   finish_and_check(kills);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, KillRestoreBackendTest, ::testing::Values("heap", "rocksdb"));
 
 TEST_F(KillRestoreTest, CorruptNewestCheckpointIsReportedAndSkipped) {
   SCOPED_TRACE("seed " + std::to_string(seed_));

@@ -360,6 +360,7 @@ struct Case {
   std::string query;
   int parallelism;
   bool failures;
+  std::string state = "heap";
 };
 
 class NexmarkTest : public ::testing::TestWithParam<Case> {};
@@ -368,11 +369,12 @@ TEST_P(NexmarkTest, MatchesTheReference) {
   const Case& c = GetParam();
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  testing::TempDir dir("nexmark-" + c.query + "-" + std::to_string(c.parallelism) + (c.failures ? "-f" : ""));
+  testing::TempDir dir("nexmark-" + c.query + "-" + std::to_string(c.parallelism) + (c.failures ? "-f-" : "-") +
+                      c.state);
   std::vector<std::string> args = {"nexmark", "--query", c.query, "--events", "60000", "--event-rate", "1000",
                                    "--parallelism", std::to_string(c.parallelism), "--checkpoint-interval", "20ms",
                                    "--output", dir.path("result.csv"), "--dump-events", dir.path("events"),
-                                   "--seed", std::to_string(seed)};
+                                   "--seed", std::to_string(seed), "--state", c.state};
   if (c.failures) {
     // Slow enough that checkpoints complete between failures.
     for (const char* a : {"--fail-every", "6000", "--rate", "150000"}) args.push_back(a);
@@ -425,13 +427,14 @@ std::vector<Case> cases() {
     for (int p : {1, 4}) {
       for (bool f : {false, true}) out.push_back({q, p, f});
     }
+    out.push_back({q, 4, true, "rocksdb"});
   }
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Queries, NexmarkTest, ::testing::ValuesIn(cases()), [](const auto& info) {
   return info.param.query + "_p" + std::to_string(info.param.parallelism) +
-         (info.param.failures ? "_failures" : "");
+         (info.param.failures ? "_failures" : "") + (info.param.state == "heap" ? "" : "_" + info.param.state);
 });
 
 }  // namespace

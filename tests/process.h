@@ -139,9 +139,9 @@ inline RunResult run_weir(std::vector<std::string> args, const std::string& log_
 // A fresh directory under the system temp directory, removed on destruction.
 class TempDir {
  public:
-  explicit TempDir(const std::string& name)
+  explicit TempDir(std::string name)
       : path_(std::filesystem::temp_directory_path() /
-              ("weir-" + name + "-" + std::to_string(::getpid()))) {
+              ("weir-" + sanitize(std::move(name)) + "-" + std::to_string(::getpid()))) {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
@@ -149,6 +149,14 @@ class TempDir {
   std::string path(const std::string& sub = "") const { return (path_ / sub).string(); }
 
  private:
+  // Parametrised test names hold '/'.
+  static std::string sanitize(std::string s) {
+    for (char& c : s) {
+      if (c == '/') c = '_';
+    }
+    return s;
+  }
+
   std::filesystem::path path_;
 };
 

@@ -30,14 +30,17 @@ class RunningSumTest : public ::testing::Test {
   std::unique_ptr<TempDir> dir_;
 };
 
-TEST_F(RunningSumTest, ExactlyOnceWithUnionOfTwoSourcesAndInjectedFailures) {
+// Parameter: the state backend (--state).
+class RunningSumBackendTest : public RunningSumTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(RunningSumBackendTest, ExactlyOnceWithUnionOfTwoSourcesAndInjectedFailures) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   generate("a.txt", 600000, 997, seed_);
   generate("b.txt", 400000, 0, seed_ + 1);
   auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--input", path("b.txt"),
                      "--output", path("out"), "--parallelism", "4", "--checkpoint-dir",
                      path("chk"), "--checkpoint-interval", "30ms", "--fail-every", "60000",
-                     "--seed", std::to_string(seed_)},
+                     "--seed", std::to_string(seed_), "--state", GetParam(), "--state-dir", path("state")},
                     path("run"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("FINISHED"), std::string::npos) << r.out;
@@ -48,6 +51,8 @@ TEST_F(RunningSumTest, ExactlyOnceWithUnionOfTwoSourcesAndInjectedFailures) {
   EXPECT_EQ(check->reject_lines, 601);  // 600000 / 997
   EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected: " << r.out;
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, RunningSumBackendTest, ::testing::Values("heap", "rocksdb"));
 
 TEST_F(RunningSumTest, AtLeastOnceLosesNothingUnderFailures) {
   SCOPED_TRACE("seed " + std::to_string(seed_));

@@ -86,8 +86,29 @@ struct NetworkConfig {
   Duration buffer_timeout{5};
 };
 
+enum class StateBackendKind : uint8_t {
+  kHeap = 0,     // objects in memory, copy-on-write snapshots
+  kRocksDb = 1,  // serialized in an embedded RocksDB per keyed operator subtask
+};
+
+absl::StatusOr<StateBackendKind> parse_state_backend(std::string_view text);
+std::string_view to_string(StateBackendKind kind);
+
+struct StateBackendConfig {
+  StateBackendKind kind = StateBackendKind::kHeap;
+  // RocksDB: where the working copies live, one directory per operator
+  // subtask, removed when it closes. Default: empty, meaning
+  // <system temp directory>/weir-rocksdb.
+  std::string local_directory;
+  // RocksDB: memory of all instances of the process together: one block
+  // cache of this size, with the memtables charged against it. Default:
+  // 256 MiB, whatever the state size.
+  int64_t rocksdb_memory_bytes = int64_t{256} << 20;
+};
+
 struct JobConfig {
   CheckpointConfig checkpoint;
+  StateBackendConfig state;
   RestartStrategyConfig restart;
   NetworkConfig network;
   // Parallelism of operators that do not set one. Default: 1.

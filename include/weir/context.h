@@ -5,15 +5,20 @@
 #define WEIR_CONTEXT_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "weir/detail/operator.h"
 #include "weir/key_group.h"
 #include "weir/serializer.h"
 
 namespace weir {
+namespace detail {
+class KvStore;
+}  // namespace detail
 
 class OperatorContext {
  public:
@@ -30,6 +35,9 @@ class OperatorContext {
   virtual bool is_restored() const = 0;
   // The task's processing-time clock and timer callbacks.
   virtual detail::ProcessingTimeService& processing_time() = 0;
+  // The store for keyed state the job's state backend asks for: null for
+  // the heap backend, a fresh RocksDB instance for the RocksDB backend.
+  virtual absl::StatusOr<std::shared_ptr<detail::KvStore>> create_keyed_store() = 0;
   // Raw operator state; prefer OperatorListState<T>.
   virtual detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                         detail::Redistribution mode) = 0;

@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "weir/context.h"
-#include "weir/detail/heap_state.h"
+#include "weir/detail/keyed_backend.h"
 #include "weir/state.h"
 
 namespace weir {
@@ -71,7 +71,7 @@ class Sink {
 template <typename K>
 class KeyedRuntimeContext {
  public:
-  KeyedRuntimeContext(OperatorContext* op, detail::HeapKeyedBackend<K>* backend)
+  KeyedRuntimeContext(OperatorContext* op, detail::KeyedBackend<K>* backend)
       : op_(op), backend_(backend) {}
 
   OperatorContext& operator_context() { return *op_; }
@@ -79,22 +79,22 @@ class KeyedRuntimeContext {
   template <typename T>
   ValueState<T>& get_state(const ValueStateDescriptor<T>& d) {
     auto* t = table<T>(d.name, detail::StateKind::kValue);
-    return own(std::make_unique<detail::HeapValueState<K, T>>(backend_, t));
+    return own(std::make_unique<detail::TableValueState<K, T>>(backend_, t));
   }
   template <typename T>
   ListState<T>& get_list_state(const ListStateDescriptor<T>& d) {
     auto* t = table<std::vector<T>>(d.name, detail::StateKind::kList);
-    return own(std::make_unique<detail::HeapListState<K, T>>(backend_, t));
+    return own(std::make_unique<detail::TableListState<K, T>>(backend_, t));
   }
   template <typename UK, typename UV>
   MapState<UK, UV>& get_map_state(const MapStateDescriptor<UK, UV>& d) {
     auto* t = table<absl::flat_hash_map<UK, UV>>(d.name, detail::StateKind::kMap);
-    return own(std::make_unique<detail::HeapMapState<K, UK, UV>>(backend_, t));
+    return own(std::make_unique<detail::TableMapState<K, UK, UV>>(backend_, t));
   }
   template <typename T>
   ReducingState<T>& get_reducing_state(const ReducingStateDescriptor<T>& d) {
     auto* t = table<T>(d.name, detail::StateKind::kReducing);
-    return own(std::make_unique<detail::HeapReducingState<K, T>>(backend_, t, d.reduce));
+    return own(std::make_unique<detail::TableReducingState<K, T>>(backend_, t, d.reduce));
   }
 
   // The first error from a get_*_state call (for example the same name
@@ -103,7 +103,7 @@ class KeyedRuntimeContext {
 
  private:
   template <typename V>
-  detail::HeapTable<K, V>* table(const std::string& name, detail::StateKind kind) {
+  detail::StateTable<K, V>* table(const std::string& name, detail::StateKind kind) {
     auto t = backend_->core().template table<K, V>(name, kind);
     if (t.ok()) return *t;
     if (status_.ok()) status_ = t.status();
@@ -121,9 +121,9 @@ class KeyedRuntimeContext {
   }
 
   OperatorContext* op_;
-  detail::HeapKeyedBackend<K>* backend_;
+  detail::KeyedBackend<K>* backend_;
   std::vector<std::shared_ptr<void>> handles_;
-  std::vector<std::unique_ptr<detail::HeapTableBase>> detached_;
+  std::vector<std::unique_ptr<detail::StateTableBase>> detached_;
   absl::Status status_;
 };
 

@@ -53,6 +53,8 @@ struct JobFlags {
   int restart_attempts = -1;
   std::string restart_delay = "100ms";
   int retained = 3;
+  std::string state = "heap";
+  std::string state_dir;
   bool verbose = false;
 
   void add_to(CLI::App* app) {
@@ -73,6 +75,9 @@ struct JobFlags {
     app->add_option("--restart-delay", restart_delay, "Wait before a restart");
     app->add_option("--retained-checkpoints", retained, "Completed checkpoints kept")
         ->check(CLI::Range(1, 1000));
+    app->add_option("--state", state, "State backend: heap | rocksdb");
+    app->add_option("--state-dir", state_dir,
+                    "rocksdb: directory for the working copies (default: system temp)");
     app->add_flag("--verbose,-v", verbose, "Log restarts and checkpoints");
   }
 
@@ -92,6 +97,10 @@ struct JobFlags {
     auto m = weir::parse_checkpointing_mode(mode);
     if (!m.ok()) return m.status();
     c.checkpoint.mode = *m;
+    auto backend = weir::parse_state_backend(state);
+    if (!backend.ok()) return backend.status();
+    c.state.kind = *backend;
+    c.state.local_directory = state_dir;
     c.checkpoint.directory = checkpoint_dir;
     c.checkpoint.retained = retained;
     c.restore = restore;
@@ -184,16 +193,12 @@ struct NexmarkFlags {
   int64_t event_rate = 10'000'000;
   std::string output = "blackhole";
   std::string dump_dir;
-  std::string state = "heap";
   int64_t fail_every = 0;
   uint64_t seed = 0;
   std::string side_input;
 };
 
 int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
-  if (nf.state != "heap") {
-    return fail(kBadArguments, "--state " + nf.state + " is not available yet (supported: heap)");
-  }
   auto config = flags.to_config();
   if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
   weir::nexmark::QueryOptions o;
@@ -313,7 +318,6 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   nx->add_option("--output", nx_flags.output, "FILE for the result rows, or blackhole");
   nx->add_option("--dump-events", nx_flags.dump_dir, "Also write the events as CSV into DIR");
-  nx->add_option("--state", nx_flags.state, "State backend: heap");
   nx->add_option("--fail-every", nx_flags.fail_every, "Inject a source failure every ~N events")
       ->check(CLI::NonNegativeNumber);
   nx->add_option("--seed", nx_flags.seed, "Seed for failure positions");

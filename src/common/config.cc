@@ -49,6 +49,21 @@ std::string_view to_string(CheckpointingMode mode) {
   return "?";
 }
 
+absl::StatusOr<StateBackendKind> parse_state_backend(std::string_view text) {
+  if (text == "heap") return StateBackendKind::kHeap;
+  if (text == "rocksdb") return StateBackendKind::kRocksDb;
+  return absl::InvalidArgumentError("invalid state backend '" + std::string(text) +
+                                    "': expected heap or rocksdb");
+}
+
+std::string_view to_string(StateBackendKind kind) {
+  switch (kind) {
+    case StateBackendKind::kHeap: return "heap";
+    case StateBackendKind::kRocksDb: return "rocksdb";
+  }
+  return "?";
+}
+
 std::string_view to_string(JobStatus s) {
   switch (s) {
     case JobStatus::kCreated: return "CREATED";

@@ -76,8 +76,9 @@ class TimerWindow final : public KeyedProcessFunction<int64_t, Ev, WindowCount> 
 
 constexpr int64_t kKeys = 17;
 
-JobResult run_timer_windows(int64_t events, int64_t fail_every, uint64_t seed, testing::CommitLog<WindowCount>* out) {
-  StreamEnvironment env(testing::failure_test_config(3));
+JobResult run_timer_windows(int64_t events, int64_t fail_every, uint64_t seed, testing::CommitLog<WindowCount>* out,
+                            StateBackendKind backend = StateBackendKind::kHeap) {
+  StreamEnvironment env(testing::failure_test_config(3, backend));
   auto wm = WatermarkStrategy<Ev>::for_bounded_out_of_orderness(Duration(0), [](const Ev& e) {
               return e.ts;
             }).with_interval(Duration(1));
@@ -119,16 +120,20 @@ TEST(EventTimeTest, EventTimeTimersFireOncePerWindowWithExactCounts) {
   expect_exact_windows(out.all(), events);
 }
 
-TEST(EventTimeTest, TimersAndWindowStateAreExactlyOnceUnderFailures) {
+class TimerBackendTest : public ::testing::TestWithParam<StateBackendKind> {};
+
+TEST_P(TimerBackendTest, TimersAndWindowStateAreExactlyOnceUnderFailures) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::CommitLog<WindowCount> out;
   const int64_t events = 600000;
-  JobResult r = run_timer_windows(events, 40000, seed, &out);
+  JobResult r = run_timer_windows(events, 40000, seed, &out, GetParam());
   ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
   EXPECT_GE(r.restarts, 1);
   expect_exact_windows(out.all(), events);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, TimerBackendTest, testing::kBothBackends, testing::backend_name);
 
 // A processing-time timer registered for the past fires at once; one for
 // the near future fires once the clock gets there.

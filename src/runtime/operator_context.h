@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "weir/config.h"
 #include "weir/context.h"
 
 namespace weir::runtime {
@@ -20,6 +21,8 @@ class RuntimeOperatorContext final : public OperatorContext {
     KeyGroupRange key_groups;
     bool restored = false;
     detail::ProcessingTimeService* processing_time = nullptr;  // the task's
+    std::string job_id;
+    const StateBackendConfig* state_backend = nullptr;  // the job's
   };
   explicit RuntimeOperatorContext(Info info) : info_(std::move(info)) {}
 
@@ -31,6 +34,7 @@ class RuntimeOperatorContext final : public OperatorContext {
   KeyGroupRange key_group_range() const override { return info_.key_groups; }
   bool is_restored() const override { return info_.restored; }
   detail::ProcessingTimeService& processing_time() override { return *info_.processing_time; }
+  absl::StatusOr<std::shared_ptr<detail::KvStore>> create_keyed_store() override;
   detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                 detail::Redistribution mode) override {
     auto [it, inserted] = state_.try_emplace(std::string(name));

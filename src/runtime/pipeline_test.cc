@@ -74,12 +74,13 @@ struct RunSpec {
   int parallelism = 4;
   int64_t fail_every = 0;
   uint64_t seed = 1;
+  StateBackendKind backend = StateBackendKind::kHeap;
 };
 
 // Two generator sources (the second offset by events_per_source), unioned,
 // keyed, counted, committed.
 JobResult run_job(const RunSpec& spec, testing::CommitLog<Count>* log) {
-  JobConfig config = testing::failure_test_config(spec.parallelism);
+  JobConfig config = testing::failure_test_config(spec.parallelism, spec.backend);
   config.checkpoint.mode = spec.mode;
   StreamEnvironment env(config);
   int64_t n = spec.events_per_source;
@@ -135,9 +136,12 @@ void expect_exactly_once(const std::vector<Count>& out, const Expected& exp) {
   }
 }
 
-TEST(PipelineTest, ExactlyOnceWithoutFailures) {
+class ExactlyOncePipelineTest : public ::testing::TestWithParam<StateBackendKind> {};
+
+TEST_P(ExactlyOncePipelineTest, ExactlyOnceWithoutFailures) {
   testing::CommitLog<Count> log;
   RunSpec spec;
+  spec.backend = GetParam();
   JobResult r = run_job(spec, &log);
   ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
   EXPECT_EQ(r.restarts, 0);
@@ -145,11 +149,12 @@ TEST(PipelineTest, ExactlyOnceWithoutFailures) {
   expect_exactly_once(log.all(), expected_for(spec.events_per_source));
 }
 
-TEST(PipelineTest, ExactlyOnceUnderRepeatedTaskFailures) {
+TEST_P(ExactlyOncePipelineTest, ExactlyOnceUnderRepeatedTaskFailures) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::CommitLog<Count> log;
   RunSpec spec;
+  spec.backend = GetParam();
   spec.events_per_source = 600000;
   spec.fail_every = 30000;
   spec.seed = seed;
@@ -158,6 +163,8 @@ TEST(PipelineTest, ExactlyOnceUnderRepeatedTaskFailures) {
   EXPECT_GE(r.restarts, 2);
   expect_exactly_once(log.all(), expected_for(spec.events_per_source));
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, ExactlyOncePipelineTest, testing::kBothBackends, testing::backend_name);
 
 TEST(PipelineTest, AtLeastOnceLosesNothingUnderFailures) {
   const uint64_t seed = std::random_device{}();

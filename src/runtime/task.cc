@@ -221,6 +221,8 @@ absl::Status Task::build_chain() {
     info.key_groups = tdd_.key_groups;
     info.restored = tdd_.restore != nullptr && tdd_.restore->find(info.uid) != nullptr;
     info.processing_time = &time_;
+    info.job_id = tdd_.job_id;
+    info.state_backend = &services_.config->state;
     contexts_[i] = std::make_unique<RuntimeOperatorContext>(std::move(info));
     // Outputs by side-output tag ("" is the main output).
     std::map<std::string, std::vector<std::unique_ptr<detail::OutputBase>>> outs;

@@ -65,8 +65,9 @@ std::multiset<std::string> expected_enrichment(int64_t orders) {
   return out;
 }
 
-JobResult run_enrich(int64_t orders, int64_t fail_every, uint64_t seed, testing::CommitLog<std::string>* rows) {
-  StreamEnvironment env(testing::failure_test_config(3));
+JobResult run_enrich(int64_t orders, int64_t fail_every, uint64_t seed, testing::CommitLog<std::string>* rows,
+                     StateBackendKind backend = StateBackendKind::kHeap) {
+  StreamEnvironment env(testing::failure_test_config(3, backend));
   auto o = env.from_source<Order>([orders] {
     return std::make_unique<GeneratorSource<Order>>(
         [](int64_t i) { return Order{i, (i * 7) % kCustomers, i}; }, orders);
@@ -93,11 +94,13 @@ TEST(TwoInputTest, CoProcessSharesKeyedStateAcrossInputs) {
   EXPECT_EQ(as_multiset(rows.all()), expected_enrichment(200000));
 }
 
-TEST(TwoInputTest, CoProcessIsExactlyOnceUnderFailures) {
+class TwoInputBackendTest : public ::testing::TestWithParam<StateBackendKind> {};
+
+TEST_P(TwoInputBackendTest, CoProcessIsExactlyOnceUnderFailures) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::CommitLog<std::string> rows;
-  JobResult r = run_enrich(400000, 20000, seed, &rows);
+  JobResult r = run_enrich(400000, 20000, seed, &rows, GetParam());
   ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
   EXPECT_GE(r.restarts, 1);
   EXPECT_EQ(as_multiset(rows.all()), expected_enrichment(400000));
@@ -139,8 +142,9 @@ TEST(TwoInputTest, IntervalJoinPairsRecordsWithinTheBounds) {
 // Window join: orders at t = 10 i with key i % 7, events at t = 3 j with key
 // j % 7, in 100 ms tumbling windows; every pair with equal key and window,
 // exactly once under failures.
-JobResult run_window_join(int64_t fail_every, uint64_t seed, testing::CommitLog<std::string>* rows) {
-  StreamEnvironment env(testing::failure_test_config(2));
+JobResult run_window_join(int64_t fail_every, uint64_t seed, testing::CommitLog<std::string>* rows,
+                          StateBackendKind backend = StateBackendKind::kHeap) {
+  StreamEnvironment env(testing::failure_test_config(2, backend));
   auto wm_o = WatermarkStrategy<Order>::for_monotonous_timestamps([](const Order& o) { return o.ts; });
   auto wm_c = WatermarkStrategy<Customer>::for_monotonous_timestamps([](const Customer& c) { return c.ts; });
   auto orders = env.from_source<Order>([] {
@@ -186,15 +190,17 @@ TEST(TwoInputTest, WindowJoinPairsEqualKeysInTheSameWindow) {
   EXPECT_EQ(as_multiset(rows.all()), expected_window_join());
 }
 
-TEST(TwoInputTest, WindowJoinIsExactlyOnceUnderFailures) {
+TEST_P(TwoInputBackendTest, WindowJoinIsExactlyOnceUnderFailures) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::CommitLog<std::string> rows;
-  JobResult r = run_window_join(8000, seed, &rows);
+  JobResult r = run_window_join(8000, seed, &rows, GetParam());
   ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
   EXPECT_GE(r.restarts, 1);
   EXPECT_EQ(as_multiset(rows.all()), expected_window_join());
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, TwoInputBackendTest, testing::kBothBackends, testing::backend_name);
 
 // co_group sees both sides of each key and window, including windows where
 // only one side has records.

@@ -66,10 +66,11 @@ struct Scenario {
   int64_t events = 300000;
   int64_t fail_every = 0;
   uint64_t seed = 0;
+  StateBackendKind backend = StateBackendKind::kHeap;
 };
 
 JobResult run(const Scenario& sc, testing::CommitLog<Result>* out) {
-  StreamEnvironment env(testing::failure_test_config(3));
+  StreamEnvironment env(testing::failure_test_config(3, sc.backend));
   auto wm = WatermarkStrategy<Ev>::for_bounded_out_of_orderness(Duration(0), [](const Ev& e) {
               return e.ts;
             }).with_interval(Duration(1));
@@ -136,10 +137,13 @@ Ev simple_event(int64_t i) { return Ev{i % kKeys, i, i}; }
 // Bursts of 5000 ms of events, then 3000 ms of silence.
 Ev bursty_event(int64_t i) { return Ev{i % kKeys, i, i + (i / 5000) * 3000}; }
 
-class WindowTest : public ::testing::TestWithParam<bool> {
+// Parameters: with injected failures or not; the state backend.
+class WindowTest : public ::testing::TestWithParam<std::tuple<bool, StateBackendKind>> {
  protected:
+  bool failures() const { return std::get<0>(GetParam()); }
   Scenario with_failures(Scenario sc) {
-    if (GetParam()) {
+    sc.backend = std::get<1>(GetParam());
+    if (failures()) {
       // Several failures per run whatever the number of windows.
       sc.fail_every = std::max<int64_t>(1, static_cast<int64_t>(reference(sc).size()) / 30);
       sc.seed = std::random_device{}();
@@ -151,7 +155,7 @@ class WindowTest : public ::testing::TestWithParam<bool> {
     testing::CommitLog<Result> out;
     JobResult r = run(sc, &out);
     ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
-    if (GetParam()) EXPECT_GE(r.restarts, 1);
+    if (failures()) EXPECT_GE(r.restarts, 1);
     std::vector<Result> got = out.all();
     std::sort(got.begin(), got.end());
     std::vector<Result> want = reference(sc);
@@ -175,8 +179,11 @@ TEST_P(WindowTest, SessionWindowsAreExact) {
   check(with_failures({EventTimeSessionWindows::with_gap(Duration(1000)), bursty_event}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Failures, WindowTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "WithFailures" : "NoFailures"; });
+INSTANTIATE_TEST_SUITE_P(Runs, WindowTest, ::testing::Combine(::testing::Bool(), testing::kBothBackends),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "WithFailures_" : "NoFailures_") +
+                                  std::string(to_string(std::get<1>(info.param)));
+                         });
 
 TEST(WindowValidationTest, BadWindowsAreRejectedWhenTheJobIsBuilt) {
   auto try_window = [](WindowAssigner a) {

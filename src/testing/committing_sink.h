@@ -14,6 +14,8 @@
 #ifndef WEIR_TESTING_COMMITTING_SINK_H_
 #define WEIR_TESTING_COMMITTING_SINK_H_
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <mutex>
 #include <random>
@@ -24,11 +26,19 @@
 
 namespace weir::testing {
 
+// The state backends every exactly-once test runs on, for
+// INSTANTIATE_TEST_SUITE_P(..., kBothBackends, backend_name).
+inline const auto kBothBackends = ::testing::Values(StateBackendKind::kHeap, StateBackendKind::kRocksDb);
+inline std::string backend_name(const ::testing::TestParamInfo<StateBackendKind>& info) {
+  return std::string(to_string(info.param));
+}
+
 // The configuration of the failure tests: parallelism `p`, checkpoints
 // every 20 ms and restarts after 5 ms, so injected failures recover fast.
-inline JobConfig failure_test_config(int p) {
+inline JobConfig failure_test_config(int p, StateBackendKind backend = StateBackendKind::kHeap) {
   JobConfig config;
   config.default_parallelism = p;
+  config.state.kind = backend;
   config.checkpoint.interval = Duration(20);
   config.restart.delay = Duration(5);
   return config;

@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "weir/context.h"
-#include "weir/detail/heap_state.h"
+#include "weir/detail/keyed_backend.h"
 #include "weir/detail/operator.h"
 #include "weir/detail/timers.h"
 #include "weir/functions.h"
@@ -378,14 +378,9 @@ class KeyedOperatorBase : public OneOutputOperator<Out>,
                           const std::function<absl::Status(KeyedRuntimeContext<K>&)>& open_fn) {
     max_parallelism_ = ctx.max_parallelism();
     range_ = ctx.key_group_range();
-    backend_ = std::make_unique<HeapKeyedBackend<K>>(range_);
-    if (restore != nullptr) {
-      for (const RestoredKeyGroup& kg : restore->key_groups) {
-        if (!range_.contains(kg.key_group)) continue;
-        absl::Status s = backend_->core().restore_key_group(kg.key_group, kg.bytes);
-        if (!s.ok()) return s;
-      }
-    }
+    auto backend = open_keyed_backend<K>(ctx, restore);
+    if (!backend.ok()) return backend.status();
+    backend_ = std::move(*backend);
     timers_ = std::make_unique<InternalTimerService<K>>(backend_.get(), &ctx.processing_time(),
                                                         max_parallelism_);
     absl::Status s = timers_->open([this](TimeDomain d, int64_t ts, const K&) {
@@ -449,7 +444,7 @@ class KeyedOperatorBase : public OneOutputOperator<Out>,
  private:
   int max_parallelism_ = kDefaultMaxParallelism;
   KeyGroupRange range_;
-  std::unique_ptr<HeapKeyedBackend<K>> backend_;
+  std::unique_ptr<KeyedBackend<K>> backend_;
   std::unique_ptr<InternalTimerService<K>> timers_;
   std::unique_ptr<KeyedRuntimeContext<K>> runtime_;
   TimeDomain domain_ = TimeDomain::kEventTime;

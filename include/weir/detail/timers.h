@@ -1,6 +1,6 @@
 // Keyed timers of one operator subtask, in event time and processing time.
 //
-// Timers are keyed state: each key's pending timestamps live in a heap
+// Timers are keyed state: each key's pending timestamps live in a state
 // table per time domain ("_timers/event", "_timers/proc"), so they are
 // stored and snapshotted per key group like any other state, and restored
 // with it. An in-memory index ordered by time decides what fires; it is
@@ -17,7 +17,7 @@
 #include <map>
 #include <vector>
 
-#include "weir/detail/heap_state.h"
+#include "weir/detail/keyed_backend.h"
 #include "weir/detail/operator.h"
 
 namespace weir::detail {
@@ -28,7 +28,7 @@ class InternalTimerService {
   // Called with the key set as the backend's current key.
   using FireFn = std::function<void(TimeDomain, int64_t timestamp, const K& key)>;
 
-  InternalTimerService(HeapKeyedBackend<K>* backend, ProcessingTimeService* clock, int max_parallelism)
+  InternalTimerService(KeyedBackend<K>* backend, ProcessingTimeService* clock, int max_parallelism)
       : backend_(backend), clock_(clock), max_parallelism_(max_parallelism) {}
 
   // Registers the timer tables (taking restored timers) and rebuilds the
@@ -86,7 +86,7 @@ class InternalTimerService {
 
  private:
   struct Domain {
-    HeapTable<K, std::vector<int64_t>>* table = nullptr;
+    StateTable<K, std::vector<int64_t>>* table = nullptr;
     std::multimap<int64_t, K> index;
   };
 
@@ -128,7 +128,7 @@ class InternalTimerService {
     });
   }
 
-  HeapKeyedBackend<K>* backend_;
+  KeyedBackend<K>* backend_;
   ProcessingTimeService* clock_;
   const int max_parallelism_;
   FireFn fire_;

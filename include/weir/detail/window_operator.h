@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "weir/detail/heap_state.h"
+#include "weir/detail/keyed_backend.h"
 #include "weir/detail/operator.h"
 #include "weir/detail/timers.h"
 #include "weir/window.h"
@@ -48,14 +48,9 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     max_parallelism_ = ctx.max_parallelism();
     range_ = ctx.key_group_range();
     clock_ = &ctx.processing_time();
-    backend_ = std::make_unique<HeapKeyedBackend<K>>(range_);
-    if (restore != nullptr) {
-      for (const RestoredKeyGroup& kg : restore->key_groups) {
-        if (!range_.contains(kg.key_group)) continue;
-        absl::Status s = backend_->core().restore_key_group(kg.key_group, kg.bytes);
-        if (!s.ok()) return s;
-      }
-    }
+    auto backend = open_keyed_backend<K>(ctx, restore);
+    if (!backend.ok()) return backend.status();
+    backend_ = std::move(*backend);
     auto contents = backend_->core().template table<K, Windows>("_window/contents", StateKind::kMap);
     if (!contents.ok()) return contents.status();
     contents_ = *contents;
@@ -250,9 +245,9 @@ class WindowOperator final : public OperatorBase, public Input<In> {
   int max_parallelism_ = kDefaultMaxParallelism;
   KeyGroupRange range_;
   ProcessingTimeService* clock_ = nullptr;
-  std::unique_ptr<HeapKeyedBackend<K>> backend_;
-  HeapTable<K, Windows>* contents_ = nullptr;
-  HeapTable<K, int64_t>* counts_ = nullptr;
+  std::unique_ptr<KeyedBackend<K>> backend_;
+  StateTable<K, Windows>* contents_ = nullptr;
+  StateTable<K, int64_t>* counts_ = nullptr;
   std::unique_ptr<InternalTimerService<K>> timers_;
   int64_t late_records_ = 0;
   std::unique_ptr<OutputBase> owned_out_;

@@ -1,13 +1,13 @@
-// The untyped half of the heap keyed state backend (see
-// include/weir/detail/heap_state.h for the layout it reads and writes).
+// The untyped half of the keyed state backend (see
+// include/weir/detail/state_table.h for the layout it reads and writes).
 #include <string>
 
-#include "weir/detail/heap_state.h"
+#include "weir/detail/keyed_backend.h"
 
 namespace weir::detail {
 namespace {
 
-class HeapKeyedSnapshot final : public KeyedStateSnapshot {
+class KeyedSnapshot final : public KeyedStateSnapshot {
  public:
   struct Table {
     std::string name;
@@ -20,7 +20,7 @@ class HeapKeyedSnapshot final : public KeyedStateSnapshot {
     std::map<int, std::string> groups;
   };
 
-  HeapKeyedSnapshot(KeyGroupRange range, std::vector<Table> tables, std::vector<Raw> raw)
+  KeyedSnapshot(KeyGroupRange range, std::vector<Table> tables, std::vector<Raw> raw)
       : range_(range), tables_(std::move(tables)), raw_(std::move(raw)) {}
 
   KeyGroupRange range() const override { return range_; }
@@ -57,7 +57,7 @@ class HeapKeyedSnapshot final : public KeyedStateSnapshot {
 
 }  // namespace
 
-absl::Status HeapBackendCore::restore_key_group(int kg, std::string_view bytes) {
+absl::Status KeyedBackendCore::restore_key_group(int kg, std::string_view bytes) {
   auto corrupt = [&](const std::string& what) {
     return absl::DataLossError("keyed state of key group " + std::to_string(kg) +
                                " is corrupt: " + what);
@@ -84,7 +84,7 @@ absl::Status HeapBackendCore::restore_key_group(int kg, std::string_view bytes) 
   return absl::OkStatus();
 }
 
-absl::Status HeapBackendCore::apply_pending(HeapTableBase& table) {
+absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
   auto it = pending_.find(table.name());
   if (it == pending_.end()) return absl::OkStatus();
   for (auto& [kg, p] : it->second) {
@@ -102,20 +102,20 @@ absl::Status HeapBackendCore::apply_pending(HeapTableBase& table) {
   return absl::OkStatus();
 }
 
-std::unique_ptr<KeyedStateSnapshot> HeapBackendCore::snapshot() const {
-  std::vector<HeapKeyedSnapshot::Table> tables;
+std::unique_ptr<KeyedStateSnapshot> KeyedBackendCore::snapshot() {
+  std::vector<KeyedSnapshot::Table> tables;
   tables.reserve(tables_.size());
   for (const auto& [name, t] : tables_) tables.push_back({name, t->kind(), t->snapshot()});
-  std::vector<HeapKeyedSnapshot::Raw> raw;
+  std::vector<KeyedSnapshot::Raw> raw;
   for (const auto& [name, groups] : pending_) {
-    HeapKeyedSnapshot::Raw r{name, StateKind::kValue, {}};
+    KeyedSnapshot::Raw r{name, StateKind::kValue, {}};
     for (const auto& [kg, p] : groups) {
       r.kind = p.kind;
       r.groups.emplace(kg, p.bytes);
     }
     raw.push_back(std::move(r));
   }
-  return std::make_unique<HeapKeyedSnapshot>(range_, std::move(tables), std::move(raw));
+  return std::make_unique<KeyedSnapshot>(range_, std::move(tables), std::move(raw));
 }
 
 }  // namespace weir::detail

@@ -1,7 +1,14 @@
+// Keyed state on both backends: every test runs on heap and on RocksDB
+// tables, and snapshots of one restore into the other.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <filesystem>
+#include <map>
+
 #include "runtime/operator_context.h"
-#include "weir/detail/heap_state.h"
+#include "state/rocksdb_store.h"
+#include "weir/detail/keyed_backend.h"
 #include "weir/functions.h"
 
 namespace weir::detail {
@@ -9,12 +16,22 @@ namespace {
 
 constexpr int kMaxP = 16;
 
+std::shared_ptr<KvStore> make_store(StateBackendKind kind) {
+  if (kind == StateBackendKind::kHeap) return nullptr;
+  static std::atomic<int> next{0};
+  auto dir = std::filesystem::temp_directory_path() /
+             ("weir-backend-test-" + std::to_string(::getpid())) / std::to_string(next++);
+  auto store = state::open_rocksdb_store(dir, 64 << 20);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *store : nullptr;
+}
+
 // Drives keyed state as a keyed operator would: one backend, a current key.
 class Harness {
  public:
-  explicit Harness(KeyGroupRange range)
+  explicit Harness(KeyGroupRange range, StateBackendKind kind = StateBackendKind::kHeap)
       : op_(runtime::RuntimeOperatorContext::Info{0, 1, kMaxP, 0, "op", range, false}),
-        backend_(range),
+        backend_(range, make_store(kind)),
         ctx_(&op_, &backend_) {}
 
   void set_key(const std::string& k) {
@@ -22,7 +39,7 @@ class Harness {
     backend_.set_current_key(&key_, key_group_of(key_, kMaxP));
   }
   KeyedRuntimeContext<std::string>& ctx() { return ctx_; }
-  HeapKeyedBackend<std::string>& backend() { return backend_; }
+  KeyedBackend<std::string>& backend() { return backend_; }
 
   // Serializes every key group of a snapshot, as the async writer does.
   static std::map<int, std::string> write(const KeyedStateSnapshot& snap) {
@@ -43,15 +60,24 @@ class Harness {
 
  private:
   runtime::RuntimeOperatorContext op_;
-  HeapKeyedBackend<std::string> backend_;
+  KeyedBackend<std::string> backend_;
   KeyedRuntimeContext<std::string> ctx_;
   std::string key_;
 };
 
 const KeyGroupRange kAll{0, kMaxP};
 
-TEST(HeapBackendTest, StatesAreScopedToTheCurrentKey) {
-  Harness h(kAll);
+class BackendTest : public ::testing::TestWithParam<StateBackendKind> {
+ protected:
+  StateBackendKind kind() const { return GetParam(); }
+  // The other backend: snapshots are restored into it too.
+  StateBackendKind other() const {
+    return kind() == StateBackendKind::kHeap ? StateBackendKind::kRocksDb : StateBackendKind::kHeap;
+  }
+};
+
+TEST_P(BackendTest, StatesAreScopedToTheCurrentKey) {
+  Harness h(kAll, kind());
   auto& value = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
   auto& list = h.ctx().get_list_state(ListStateDescriptor<std::string>{"l"});
   auto& map = h.ctx().get_map_state(MapStateDescriptor<std::string, int>{"m"});
@@ -81,8 +107,8 @@ TEST(HeapBackendTest, StatesAreScopedToTheCurrentKey) {
   EXPECT_TRUE(h.ctx().status().ok());
 }
 
-TEST(HeapBackendTest, SnapshotIsUnaffectedByLaterWrites) {
-  Harness h(kAll);
+TEST_P(BackendTest, SnapshotIsUnaffectedByLaterWrites) {
+  Harness h(kAll, kind());
   auto& value = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
   for (int i = 0; i < 1000; ++i) {
     h.set_key("k" + std::to_string(i));
@@ -98,7 +124,7 @@ TEST(HeapBackendTest, SnapshotIsUnaffectedByLaterWrites) {
   value.update(7);
   auto groups = Harness::write(*snap);
 
-  Harness restored(kAll);
+  Harness restored(kAll, kind());
   restored.restore(groups);
   auto& rv = restored.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
   for (int i = 0; i < 1000; ++i) {
@@ -109,8 +135,8 @@ TEST(HeapBackendTest, SnapshotIsUnaffectedByLaterWrites) {
   EXPECT_FALSE(rv.value().has_value());
 }
 
-TEST(HeapBackendTest, RestoreTakesOnlyTheSubtasksKeyGroups) {
-  Harness h(kAll);
+TEST_P(BackendTest, RestoreTakesOnlyTheSubtasksKeyGroups) {
+  Harness h(kAll, kind());
   auto& value = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
   for (int i = 0; i < 200; ++i) {
     h.set_key("k" + std::to_string(i));
@@ -118,7 +144,7 @@ TEST(HeapBackendTest, RestoreTakesOnlyTheSubtasksKeyGroups) {
   }
   auto groups = Harness::write(*h.backend().core().snapshot());
   KeyGroupRange half = key_group_range_for_operator(kMaxP, 2, 1);
-  Harness part(half);
+  Harness part(half, other());
   part.restore(groups);
   auto& pv = part.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
   size_t n = 0;
@@ -132,38 +158,71 @@ TEST(HeapBackendTest, RestoreTakesOnlyTheSubtasksKeyGroups) {
   EXPECT_GT(n, 50u);
 }
 
-TEST(HeapBackendTest, UnregisteredRestoredStateSurvivesTheNextSnapshot) {
-  Harness h(kAll);
+TEST_P(BackendTest, UnregisteredRestoredStateSurvivesTheNextSnapshot) {
+  Harness h(kAll, kind());
   auto& value = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
   h.set_key("a");
   value.update(9);
   auto groups = Harness::write(*h.backend().core().snapshot());
 
-  Harness middle(kAll);  // restores, never registers "v", snapshots again
+  Harness middle(kAll, other());  // restores, never registers "v", snapshots again
   middle.restore(groups);
   auto again = Harness::write(*middle.backend().core().snapshot());
 
-  Harness last(kAll);
+  Harness last(kAll, kind());
   last.restore(again);
   auto& v = last.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
   last.set_key("a");
   EXPECT_EQ(v.value(), 9);
 }
 
-TEST(HeapBackendTest, SameNameWithAnotherKindIsAnError) {
-  Harness h(kAll);
+TEST_P(BackendTest, SameNameWithAnotherKindIsAnError) {
+  Harness h(kAll, kind());
   h.ctx().get_state(ValueStateDescriptor<int64_t>{"s"});
   h.ctx().get_list_state(ListStateDescriptor<int64_t>{"s"});
   EXPECT_FALSE(h.ctx().status().ok());
   EXPECT_NE(h.ctx().status().message().find("'s'"), std::string::npos);
 }
 
-TEST(HeapBackendTest, CorruptKeyGroupIsReported) {
-  Harness h(kAll);
+TEST_P(BackendTest, CorruptKeyGroupIsReported) {
+  Harness h(kAll, kind());
   absl::Status s = h.backend().core().restore_key_group(3, "\x05garbage");
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("key group 3"), std::string::npos);
 }
+
+TEST_P(BackendTest, SnapshotRestoresIntoEitherBackend) {
+  Harness h(kAll, kind());
+  auto& list = h.ctx().get_list_state(ListStateDescriptor<int64_t>{"l"});
+  auto& map = h.ctx().get_map_state(MapStateDescriptor<std::string, int>{"m"});
+  for (int i = 0; i < 300; ++i) {
+    h.set_key("k" + std::to_string(i % 50));
+    list.add(i);
+    map.put("m" + std::to_string(i % 7), i);
+  }
+  auto groups = Harness::write(*h.backend().core().snapshot());
+  for (StateBackendKind target : {kind(), other()}) {
+    Harness r(kAll, target);
+    r.restore(groups);
+    auto& rl = r.ctx().get_list_state(ListStateDescriptor<int64_t>{"l"});
+    auto& rm = r.ctx().get_map_state(MapStateDescriptor<std::string, int>{"m"});
+    for (int k = 0; k < 50; ++k) {
+      r.set_key("k" + std::to_string(k));
+      std::vector<int64_t> want;
+      for (int i = k; i < 300; i += 50) want.push_back(i);
+      EXPECT_EQ(rl.get(), want) << "key k" << k;
+      std::map<std::string, int> want_map;
+      for (int i : want) want_map["m" + std::to_string(i % 7)] = static_cast<int>(i);
+      auto got = rm.entries();
+      std::map<std::string, int> got_map(got.begin(), got.end());
+      EXPECT_EQ(got_map, want_map) << "key k" << k;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendTest,
+                         ::testing::Values(StateBackendKind::kHeap, StateBackendKind::kRocksDb),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace
 }  // namespace weir::detail

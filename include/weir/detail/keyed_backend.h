@@ -1,0 +1,240 @@
+// The keyed state backend of one operator subtask: its named state tables
+// (heap or RocksDB, chosen per job), the current key, and the state handles
+// user functions get (ValueState, ListState, MapState, ReducingState).
+//
+// The handles, timers and windows work on StateTable<K, V> (state_table.h),
+// so they behave the same on both backends; only the table type differs.
+// Snapshots of either backend use the canonical key-group layout, so state
+// moves between backends through any checkpoint or savepoint.
+//
+// Confined to the task thread, except snapshots, which are immutable.
+#ifndef WEIR_DETAIL_KEYED_BACKEND_H_
+#define WEIR_DETAIL_KEYED_BACKEND_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "weir/detail/heap_state.h"
+#include "weir/detail/kv_state.h"
+#include "weir/context.h"
+#include "weir/detail/operator.h"
+#include "weir/key_group.h"
+#include "weir/state.h"
+
+namespace weir::detail {
+
+// Untyped part of the backend: tables by name, snapshots, raw restored bytes
+// of states not yet registered.
+class KeyedBackendCore {
+ public:
+  // `store` null: heap tables; otherwise tables in `store`.
+  KeyedBackendCore(KeyGroupRange range, std::shared_ptr<KvStore> store)
+      : range_(range), store_(std::move(store)) {}
+
+  KeyGroupRange range() const { return range_; }
+  bool is_heap() const { return store_ == nullptr; }
+
+  // Keeps restored bytes until the state is registered (types are known
+  // only then). Returns an error naming the key group on corrupt input.
+  absl::Status restore_key_group(int kg, std::string_view bytes);
+
+  std::unique_ptr<KeyedStateSnapshot> snapshot();
+
+  template <typename K, typename V>
+  absl::StatusOr<StateTable<K, V>*> table(const std::string& name, StateKind kind) {
+    auto it = tables_.find(name);
+    if (it != tables_.end()) {
+      if (it->second->kind() != kind) {
+        return absl::FailedPreconditionError("state '" + name +
+                                             "' is registered twice with different kinds");
+      }
+      auto* typed = dynamic_cast<StateTable<K, V>*>(it->second.get());
+      if (typed == nullptr) {
+        return absl::FailedPreconditionError("state '" + name +
+                                             "' is registered twice with different types");
+      }
+      return typed;
+    }
+    std::unique_ptr<StateTable<K, V>> owned;
+    if (store_ == nullptr) {
+      owned = std::make_unique<HeapTable<K, V>>(name, kind, range_);
+    } else {
+      owned = std::make_unique<KvTable<K, V>>(name, kind, store_);
+    }
+    StateTable<K, V>* t = owned.get();
+    tables_.emplace(name, std::move(owned));
+    absl::Status s = apply_pending(*t);
+    if (!s.ok()) return s;
+    return t;
+  }
+
+ private:
+  struct Pending {
+    StateKind kind;
+    std::string bytes;
+  };
+  absl::Status apply_pending(StateTableBase& table);
+
+  const KeyGroupRange range_;
+  const std::shared_ptr<KvStore> store_;
+  std::map<std::string, std::unique_ptr<StateTableBase>> tables_;
+  // state name -> key group -> raw entries, for states restored but not yet
+  // registered. Written back verbatim by snapshots so nothing is lost.
+  std::map<std::string, std::map<int, Pending>> pending_;
+};
+
+// The typed face of the backend for keys of type K: the current key, and the
+// tables.
+template <typename K>
+class KeyedBackend {
+ public:
+  KeyedBackend(KeyGroupRange range, std::shared_ptr<KvStore> store) : core_(range, std::move(store)) {}
+
+  void set_current_key(const K* key, int kg) {
+    key_ = key;
+    kg_ = kg;
+  }
+  const K& current_key() const { return *key_; }
+  int current_key_group() const { return kg_; }
+  KeyedBackendCore& core() { return core_; }
+
+ private:
+  KeyedBackendCore core_;
+  const K* key_ = nullptr;  // points at the key of the record being processed
+  int kg_ = 0;
+};
+
+// Creates the backend the job is configured with (ctx) and restores the key
+// groups of `restore` that fall into the subtask's range.
+template <typename K>
+absl::StatusOr<std::unique_ptr<KeyedBackend<K>>> open_keyed_backend(OperatorContext& ctx,
+                                                                     const OperatorRestore* restore) {
+  absl::StatusOr<std::shared_ptr<KvStore>> store = ctx.create_keyed_store();
+  if (!store.ok()) return store.status();
+  KeyGroupRange range = ctx.key_group_range();
+  auto backend = std::make_unique<KeyedBackend<K>>(range, std::move(*store));
+  if (restore != nullptr) {
+    for (const RestoredKeyGroup& kg : restore->key_groups) {
+      if (!range.contains(kg.key_group)) continue;
+      absl::Status s = backend->core().restore_key_group(kg.key_group, kg.bytes);
+      if (!s.ok()) return s;
+    }
+  }
+  return backend;
+}
+
+template <typename K, typename T>
+class TableValueState final : public ValueState<T> {
+ public:
+  TableValueState(KeyedBackend<K>* b, StateTable<K, T>* t) : b_(b), t_(t) {}
+  std::optional<T> value() const override {
+    const T* v = t_->find(b_->current_key_group(), b_->current_key());
+    return v ? std::optional<T>(*v) : std::nullopt;
+  }
+  void update(const T& v) override { t_->get_or_create(b_->current_key_group(), b_->current_key()) = v; }
+  void update(T&& v) override {
+    t_->get_or_create(b_->current_key_group(), b_->current_key()) = std::move(v);
+  }
+  void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
+
+ private:
+  KeyedBackend<K>* b_;
+  StateTable<K, T>* t_;
+};
+
+template <typename K, typename T>
+class TableListState final : public ListState<T> {
+ public:
+  TableListState(KeyedBackend<K>* b, StateTable<K, std::vector<T>>* t) : b_(b), t_(t) {}
+  std::vector<T> get() const override {
+    const auto* v = t_->find(b_->current_key_group(), b_->current_key());
+    return v ? *v : std::vector<T>{};
+  }
+  void add(const T& v) override {
+    t_->get_or_create(b_->current_key_group(), b_->current_key()).push_back(v);
+  }
+  void update(std::vector<T> values) override {
+    if (values.empty()) return clear();
+    t_->get_or_create(b_->current_key_group(), b_->current_key()) = std::move(values);
+  }
+  void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
+
+ private:
+  KeyedBackend<K>* b_;
+  StateTable<K, std::vector<T>>* t_;
+};
+
+template <typename K, typename UK, typename UV>
+class TableMapState final : public MapState<UK, UV> {
+ public:
+  using Inner = absl::flat_hash_map<UK, UV>;
+  TableMapState(KeyedBackend<K>* b, StateTable<K, Inner>* t) : b_(b), t_(t) {}
+  std::optional<UV> get(const UK& k) const override {
+    const Inner* m = t_->find(b_->current_key_group(), b_->current_key());
+    if (!m) return std::nullopt;
+    auto it = m->find(k);
+    return it == m->end() ? std::nullopt : std::optional<UV>(it->second);
+  }
+  void put(const UK& k, const UV& v) override {
+    t_->get_or_create(b_->current_key_group(), b_->current_key()).insert_or_assign(k, v);
+  }
+  void remove(const UK& k) override {
+    const Inner* m = t_->find(b_->current_key_group(), b_->current_key());
+    if (!m || !m->contains(k)) return;
+    Inner& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+    w.erase(k);
+    if (w.empty()) clear();
+  }
+  bool contains(const UK& k) const override {
+    const Inner* m = t_->find(b_->current_key_group(), b_->current_key());
+    return m && m->contains(k);
+  }
+  std::vector<std::pair<UK, UV>> entries() const override {
+    const Inner* m = t_->find(b_->current_key_group(), b_->current_key());
+    if (!m) return {};
+    return {m->begin(), m->end()};
+  }
+  bool is_empty() const override {
+    const Inner* m = t_->find(b_->current_key_group(), b_->current_key());
+    return !m || m->empty();
+  }
+  void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
+
+ private:
+  KeyedBackend<K>* b_;
+  StateTable<K, Inner>* t_;
+};
+
+template <typename K, typename T>
+class TableReducingState final : public ReducingState<T> {
+ public:
+  TableReducingState(KeyedBackend<K>* b, StateTable<K, T>* t, std::function<T(const T&, const T&)> reduce)
+      : b_(b), t_(t), reduce_(std::move(reduce)) {}
+  std::optional<T> get() const override {
+    const T* v = t_->find(b_->current_key_group(), b_->current_key());
+    return v ? std::optional<T>(*v) : std::nullopt;
+  }
+  void add(const T& v) override {
+    const T* old = t_->find(b_->current_key_group(), b_->current_key());
+    T next = old ? reduce_(*old, v) : v;
+    t_->get_or_create(b_->current_key_group(), b_->current_key()) = std::move(next);
+  }
+  void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
+
+ private:
+  KeyedBackend<K>* b_;
+  StateTable<K, T>* t_;
+  std::function<T(const T&, const T&)> reduce_;
+};
+
+}  // namespace weir::detail
+
+#endif  // WEIR_DETAIL_KEYED_BACKEND_H_

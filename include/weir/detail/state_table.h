@@ -1,0 +1,100 @@
+// Keyed state tables: the typed storage behind every keyed state, window and
+// timer, implemented by each state backend.
+//
+// A table maps (key group, key) to a value of type V for one named state of
+// one operator subtask. The heap backend keeps objects (heap_state.h); the
+// RocksDB backend keeps bytes (kv_state.h) and caches the entry of the key
+// being processed, so both offer the same in-place access:
+//   - find() returns the entry or null; get_or_create() returns it for
+//     writing. Either pointer or reference stays valid until the next call
+//     on the same table with another key, or until for_each / snapshot.
+// Both backends snapshot into the same canonical per-key-group layout, so a
+// snapshot of one restores into the other.
+//
+// Canonical key-group snapshot layout (inside a state file, see
+// src/checkpoint/format.h):
+//   varint num_states
+//   per state: string name | u8 kind | varint byte_length | entries
+//   entries:   varint count | (key, value) * count   (weir::Serializer format)
+//
+// Confined to the task thread, except snapshots, which are immutable.
+#ifndef WEIR_DETAIL_STATE_TABLE_H_
+#define WEIR_DETAIL_STATE_TABLE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "weir/serializer.h"
+
+namespace weir {
+
+template <typename A, typename B>
+struct Serializer<absl::flat_hash_map<A, B>> {
+  static void write(ByteWriter& out, const absl::flat_hash_map<A, B>& m) {
+    out.put_varint(m.size());
+    for (const auto& [k, v] : m) {
+      Serializer<A>::write(out, k);
+      Serializer<B>::write(out, v);
+    }
+  }
+  static absl::flat_hash_map<A, B> read(ByteReader& in) {
+    absl::flat_hash_map<A, B> m;
+    uint64_t n = in.get_length();
+    m.reserve(n);
+    for (uint64_t i = 0; i < n && in.ok(); ++i) {
+      A k = Serializer<A>::read(in);
+      B v = Serializer<B>::read(in);
+      m.insert_or_assign(std::move(k), std::move(v));
+    }
+    return m;
+  }
+};
+
+namespace detail {
+
+// DO NOT CHANGE values: stored in checkpoints.
+enum class StateKind : uint8_t { kValue = 0, kList = 1, kMap = 2, kReducing = 3 };
+
+// Immutable view of one table's key groups, written off the task thread.
+class TableSnapshot {
+ public:
+  virtual ~TableSnapshot() = default;
+  // Appends `varint count | (key, value) * count` of key group `kg`.
+  virtual void write_entries(int kg, ByteWriter& out) const = 0;
+};
+
+class StateTableBase {
+ public:
+  StateTableBase(std::string name, StateKind kind) : name_(std::move(name)), kind_(kind) {}
+  virtual ~StateTableBase() = default;
+  const std::string& name() const { return name_; }
+  StateKind kind() const { return kind_; }
+  // Synchronous part of a snapshot: an immutable view, cheap to take.
+  virtual std::shared_ptr<const TableSnapshot> snapshot() = 0;
+  // Replaces key group `kg` with the entries in `in` (canonical layout).
+  virtual bool restore_entries(int kg, ByteReader& in) = 0;
+
+ private:
+  const std::string name_;
+  const StateKind kind_;
+};
+
+template <typename K, typename V>
+class StateTable : public StateTableBase {
+ public:
+  using StateTableBase::StateTableBase;
+  virtual const V* find(int kg, const K& key) = 0;
+  // Returns the entry for writing, default-constructed when absent.
+  virtual V& get_or_create(int kg, const K& key) = 0;
+  virtual void erase(int kg, const K& key) = 0;
+  // Visits every entry of every key group (read-only).
+  virtual void for_each(const std::function<void(const K&, const V&)>& fn) = 0;
+};
+
+}  // namespace detail
+}  // namespace weir
+
+#endif  // WEIR_DETAIL_STATE_TABLE_H_

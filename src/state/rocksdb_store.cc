@@ -1,0 +1,194 @@
+#include "state/rocksdb_store.h"
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "rocksdb/cache.h"
+#include "rocksdb/db.h"
+#include "rocksdb/filter_policy.h"
+#include "rocksdb/options.h"
+#include "rocksdb/table.h"
+#include "rocksdb/write_buffer_manager.h"
+
+namespace weir::state {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The block cache and memtable budget all instances of the process share.
+struct SharedMemory {
+  std::shared_ptr<rocksdb::Cache> cache;
+  std::shared_ptr<rocksdb::WriteBufferManager> write_buffers;
+};
+
+std::shared_ptr<SharedMemory> shared_memory(int64_t bytes) {
+  static std::mutex mu;
+  static std::map<int64_t, std::weak_ptr<SharedMemory>> by_budget;
+  std::lock_guard<std::mutex> lock(mu);
+  std::weak_ptr<SharedMemory>& slot = by_budget[bytes];
+  if (auto live = slot.lock()) return live;
+  auto m = std::make_shared<SharedMemory>();
+  m->cache = rocksdb::NewLRUCache(static_cast<size_t>(bytes));
+  // Memtables may take half of the budget; their memory is reserved in the
+  // cache, so blocks and memtables together stay within `bytes`.
+  m->write_buffers = std::make_shared<rocksdb::WriteBufferManager>(static_cast<size_t>(bytes / 2), m->cache);
+  slot = m;
+  return m;
+}
+
+std::string successor(std::string_view prefix) {
+  std::string s(prefix);
+  while (!s.empty()) {
+    auto& c = reinterpret_cast<unsigned char&>(s.back());
+    if (c != 0xff) {
+      ++c;
+      return s;
+    }
+    s.pop_back();
+  }
+  return s;  // empty: no upper bound
+}
+
+class RocksStore final : public detail::KvStore, public std::enable_shared_from_this<RocksStore> {
+ public:
+  RocksStore(fs::path dir, std::shared_ptr<SharedMemory> memory) : dir_(std::move(dir)), memory_(std::move(memory)) {
+    write_.disableWAL = true;
+    rocksdb::BlockBasedTableOptions table;
+    table.block_cache = memory_->cache;
+    table.cache_index_and_filter_blocks = true;
+    table.pin_l0_filter_and_index_blocks_in_cache = true;
+    table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    cf_options_.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+    cf_options_.write_buffer_size = 16 << 20;
+    cf_options_.max_write_buffer_number = 2;
+  }
+
+  ~RocksStore() override {
+    if (db_ != nullptr) {
+      for (rocksdb::ColumnFamilyHandle* h : handles_) db_->DestroyColumnFamilyHandle(h);
+      db_->Close();
+      delete db_;
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    fs::remove(dir_.parent_path(), ec);  // the job's directory, once its last store is gone
+  }
+
+  absl::Status open() {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    fs::create_directories(dir_, ec);
+    if (ec) return absl::InternalError("cannot create RocksDB directory " + dir_.string() + ": " + ec.message());
+    rocksdb::DBOptions db;
+    db.create_if_missing = true;
+    db.write_buffer_manager = memory_->write_buffers;
+    db.max_background_jobs = 2;
+    db.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+    db.keep_log_file_num = 1;
+    db.avoid_flush_during_shutdown = true;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs{{rocksdb::kDefaultColumnFamilyName, cf_options_}};
+    rocksdb::Status s = rocksdb::DB::Open(db, dir_.string(), cfs, &handles_, &db_);
+    if (!s.ok()) return absl::InternalError("cannot open RocksDB state in " + dir_.string() + ": " + s.ToString());
+    return absl::OkStatus();
+  }
+
+  int column(const std::string& name) override {
+    auto it = by_name_.find(name);
+    if (it != by_name_.end()) return it->second;
+    rocksdb::ColumnFamilyHandle* h = nullptr;
+    check(db_->CreateColumnFamily(cf_options_, name, &h), "create the column family of state '" + name + "'");
+    handles_.push_back(h);
+    int id = static_cast<int>(handles_.size()) - 1;
+    by_name_.emplace(name, id);
+    return id;
+  }
+
+  bool get(int cf, std::string_view key, std::string* value) override {
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[cf], rocksdb::Slice(key.data(), key.size()), value);
+    if (s.IsNotFound()) return false;
+    check(s, "read");
+    return true;
+  }
+  void put(int cf, std::string_view key, std::string_view value) override {
+    check(db_->Put(write_, handles_[cf], rocksdb::Slice(key.data(), key.size()),
+                   rocksdb::Slice(value.data(), value.size())),
+          "write");
+  }
+  void erase(int cf, std::string_view key) override {
+    check(db_->Delete(write_, handles_[cf], rocksdb::Slice(key.data(), key.size())), "delete");
+  }
+  void erase_prefix(int cf, std::string_view prefix) override {
+    std::string end = successor(prefix);
+    if (end.empty()) {
+      std::vector<std::string> keys;
+      scan(cf, prefix, [&](std::string_view k, std::string_view) { keys.emplace_back(k); });
+      for (const auto& k : keys) erase(cf, k);
+      return;
+    }
+    check(db_->DeleteRange(write_, handles_[cf], rocksdb::Slice(prefix.data(), prefix.size()), end), "delete a range");
+  }
+  void scan(int cf, std::string_view prefix, const detail::KvVisitor& fn) override {
+    scan_at(nullptr, cf, prefix, fn);
+  }
+
+  std::shared_ptr<const detail::KvView> pin() override {
+    return std::make_shared<View>(shared_from_this(), db_->GetSnapshot());
+  }
+
+ private:
+  class View final : public detail::KvView {
+   public:
+    View(std::shared_ptr<RocksStore> store, const rocksdb::Snapshot* snap) : store_(std::move(store)), snap_(snap) {}
+    ~View() override { store_->db_->ReleaseSnapshot(snap_); }
+    void scan(int cf, std::string_view prefix, const detail::KvVisitor& fn) const override {
+      store_->scan_at(snap_, cf, prefix, fn);
+    }
+
+   private:
+    const std::shared_ptr<RocksStore> store_;
+    const rocksdb::Snapshot* const snap_;
+  };
+
+  void scan_at(const rocksdb::Snapshot* snap, int cf, std::string_view prefix, const detail::KvVisitor& fn) {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    ro.fill_cache = false;  // scans (snapshots, restores) must not evict the working set
+    std::string end = successor(prefix);
+    rocksdb::Slice upper(end);
+    if (!end.empty()) ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, handles_[cf]));
+    for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
+      rocksdb::Slice k = it->key(), v = it->value();
+      fn(std::string_view(k.data(), k.size()), std::string_view(v.data(), v.size()));
+    }
+    check(it->status(), "scan");
+  }
+
+  void check(const rocksdb::Status& s, const std::string& what) const {
+    if (!s.ok()) {
+      throw std::runtime_error("RocksDB state in " + dir_.string() + ": cannot " + what + ": " + s.ToString());
+    }
+  }
+
+  const fs::path dir_;
+  const std::shared_ptr<SharedMemory> memory_;
+  rocksdb::ColumnFamilyOptions cf_options_;
+  rocksdb::WriteOptions write_;
+  rocksdb::DB* db_ = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // [0] is the default column family
+  std::map<std::string, int> by_name_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store(const fs::path& dir, int64_t memory_bytes) {
+  auto store = std::make_shared<RocksStore>(dir, shared_memory(memory_bytes));
+  absl::Status s = store->open();
+  if (!s.ok()) return s;
+  return std::shared_ptr<detail::KvStore>(std::move(store));
+}
+
+}  // namespace weir::state

@@ -1,0 +1,26 @@
+// The RocksDB store behind the RocksDB state backend (layout in
+// include/weir/detail/kv_state.h).
+#ifndef WEIR_STATE_ROCKSDB_STORE_H_
+#define WEIR_STATE_ROCKSDB_STORE_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "weir/detail/kv_state.h"
+
+namespace weir::state {
+
+// Opens a fresh RocksDB instance in `dir` (anything there is removed first).
+// Every instance of the process shares one block cache of `memory_bytes`,
+// with the memtables charged against it, so the memory of all RocksDB state
+// stays within that budget whatever the state size. The directory is removed
+// when the store and every view of it are gone. The write-ahead log is off:
+// state is recovered from checkpoints, not from the working copy.
+absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store(const std::filesystem::path& dir,
+                                                                    int64_t memory_bytes);
+
+}  // namespace weir::state
+
+#endif  // WEIR_STATE_ROCKSDB_STORE_H_
