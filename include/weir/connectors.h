@@ -54,9 +54,10 @@ struct FileSplit {
 // A pre-committed part file awaiting its checkpoint (ExactlyOnceFileSink state).
 struct PendingPartFile {
   int64_t checkpoint_id = 0;
+  int32_t subtask = 0;  // of the writer, part of the file name
   int64_t seq = 0;
   std::string partition;  // subdirectory, empty for none
-  auto weir_fields() { return std::tie(checkpoint_id, seq, partition); }
+  auto weir_fields() { return std::tie(checkpoint_id, subtask, seq, partition); }
 };
 
 class FileSource final : public Source<TextLine> {
@@ -79,37 +80,47 @@ class FileSource final : public Source<TextLine> {
   TextLine scratch_;
 };
 
+// Emits fn(0) .. fn(count - 1) (count < 0: without end). Subtask i of p
+// starts with the progression i, i + p, i + 2p, ...; its state is the
+// progressions it still owns (next index, stride), split evenly among the
+// subtasks when the parallelism changes, so a restore at any parallelism
+// emits each index exactly once.
 template <Serializable T>
 class GeneratorSource final : public Source<T> {
  public:
   GeneratorSource(std::function<T(int64_t)> fn, int64_t count) : fn_(std::move(fn)), count_(count) {}
 
   absl::Status open(OperatorContext& ctx) override {
-    stride_ = ctx.parallelism();
-    state_ = std::make_unique<OperatorListState<int64_t>>(ctx, "position");
-    auto restored = state_->get();
-    next_ = restored.empty() ? ctx.subtask_index() : restored.front();
+    state_ = std::make_unique<OperatorListState<std::pair<int64_t, int64_t>>>(ctx, "progressions");
+    bool corrupt = false;
+    progressions_ = state_->get(&corrupt);
+    if (corrupt) return absl::DataLossError("generator source: restored positions are corrupt");
+    if (!ctx.is_restored()) progressions_ = {{ctx.subtask_index(), ctx.parallelism()}};
     return absl::OkStatus();
   }
   PollStatus poll(SourceOutput<T>& out, int max_records) override {
     for (int i = 0; i < max_records; ++i) {
-      if (count_ >= 0 && next_ >= count_) return PollStatus::kEndOfInput;
-      out.collect(fn_(next_));
-      next_ += stride_;
+      while (current_ < progressions_.size() && done(progressions_[current_])) ++current_;
+      if (current_ == progressions_.size()) return PollStatus::kEndOfInput;
+      auto& [next, stride] = progressions_[current_];
+      out.collect(fn_(next));
+      next += stride;
     }
     return PollStatus::kMore;
   }
   absl::Status snapshot_state(int64_t) override {
-    state_->update({next_});
+    state_->update(progressions_);
     return absl::OkStatus();
   }
 
  private:
+  bool done(const std::pair<int64_t, int64_t>& p) const { return count_ >= 0 && p.first >= count_; }
+
   std::function<T(int64_t)> fn_;
   const int64_t count_;
-  int64_t stride_ = 1;
-  int64_t next_ = 0;
-  std::unique_ptr<OperatorListState<int64_t>> state_;
+  std::vector<std::pair<int64_t, int64_t>> progressions_;  // (next index, stride)
+  size_t current_ = 0;
+  std::unique_ptr<OperatorListState<std::pair<int64_t, int64_t>>> state_;
 };
 
 class ExactlyOnceFileSink final : public Sink<std::string> {
@@ -134,7 +145,8 @@ class ExactlyOnceFileSink final : public Sink<std::string> {
     int64_t seq = 0;
     std::string buffer;
   };
-  std::string name(int64_t seq) const;
+  std::string name(int subtask, int64_t seq) const;
+  std::string hidden(const PendingPartFile& p, const char* suffix) const;
   std::string path(const std::string& partition, const std::string& file) const;
   absl::Status flush(const std::string& partition, OpenFile& f);
   absl::Status publish(const PendingPartFile& p);

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "examples/nexmark/dump.h"
 #include "examples/nexmark/queries.h"
 #include "examples/running_sum/running_sum.h"
@@ -209,10 +210,16 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
   o.source.seed = nf.seed;
   o.generator.event_rate = nf.event_rate;
   o.side_input = nf.side_input;
+  std::string generated_side_input;  // removed on return
+  absl::Cleanup remove_side_input = [&generated_side_input] {
+    std::error_code ec;
+    if (!generated_side_input.empty()) std::filesystem::remove(generated_side_input, ec);
+  };
   if (nf.query == "q13" && o.side_input.empty()) {
-    o.side_input = (std::filesystem::temp_directory_path() /
-                    ("weir-nexmark-side-input-" + std::to_string(::getpid()) + ".csv"))
-                       .string();
+    generated_side_input = (std::filesystem::temp_directory_path() /
+                            ("weir-nexmark-side-input-" + std::to_string(::getpid()) + ".csv"))
+                               .string();
+    o.side_input = generated_side_input;
     auto s = weir::nexmark::write_default_side_input(o.side_input);
     if (!s.ok()) return fail(kBadInput, std::string(s.message()));
   }

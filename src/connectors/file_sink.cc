@@ -24,8 +24,12 @@ ExactlyOnceFileSink::ExactlyOnceFileSink(std::string directory, std::string pref
 
 ExactlyOnceFileSink::~ExactlyOnceFileSink() { close(); }
 
-std::string ExactlyOnceFileSink::name(int64_t seq) const {
-  return prefix_ + "-" + std::to_string(subtask_) + "-" + std::to_string(seq);
+std::string ExactlyOnceFileSink::name(int subtask, int64_t seq) const {
+  return prefix_ + "-" + std::to_string(subtask) + "-" + std::to_string(seq);
+}
+
+std::string ExactlyOnceFileSink::hidden(const PendingPartFile& p, const char* suffix) const {
+  return path(p.partition, "." + name(p.subtask, p.seq) + suffix);
 }
 
 std::string ExactlyOnceFileSink::path(const std::string& partition, const std::string& file) const {
@@ -34,37 +38,50 @@ std::string ExactlyOnceFileSink::path(const std::string& partition, const std::s
 
 absl::Status ExactlyOnceFileSink::open(OperatorContext& ctx) {
   subtask_ = ctx.subtask_index();
+  const int parallelism = ctx.parallelism();
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return errno_status("mkdir", dir_, ec.value());
-  pending_state_ = std::make_unique<OperatorListState<PendingPartFile>>(ctx, "pending-files");
-  seq_state_ = std::make_unique<OperatorListState<int64_t>>(ctx, "next-seq");
+  // Both lists are union state: after a restore every subtask sees the
+  // pre-committed files and sequence numbers of all former subtasks, at
+  // any parallelism.
+  pending_state_ = std::make_unique<OperatorListState<PendingPartFile>>(ctx, "pending-files",
+                                                                        detail::Redistribution::kUnion);
+  seq_state_ = std::make_unique<OperatorListState<int64_t>>(ctx, "next-seq", detail::Redistribution::kUnion);
   bool corrupt = false;
   pending_ = pending_state_->get(&corrupt);
   auto seqs = seq_state_->get(&corrupt);
   if (corrupt) return absl::DataLossError("file sink " + dir_ + ": state is corrupt");
-  seq_ = seqs.empty() ? 0 : seqs.front();
-  // Commit what the restored checkpoint pre-committed...
+  // Above every former subtask's numbers, so no name is ever reused.
+  seq_ = seqs.empty() ? 0 : *std::max_element(seqs.begin(), seqs.end());
+  // Commit what the restored checkpoint pre-committed (every subtask tries
+  // all of them; publishing is idempotent)...
   for (const PendingPartFile& p : pending_) {
     absl::Status s = publish(p);
     if (!s.ok()) return s;
   }
   pending_.clear();
-  // ...and drop every other unpublished file of this subtask, in any
-  // partition: it belongs to an attempt after the checkpoint.
-  std::string hidden = "." + prefix_ + "-" + std::to_string(subtask_) + "-";
+  // ...and drop every other unpublished file, in any partition: it belongs
+  // to an attempt after the checkpoint. Subtask s clears the files of
+  // writers w with w % parallelism == s, so the files of former subtasks
+  // beyond the new parallelism are cleared too; it published every
+  // pre-committed file above, so none of those is lost.
+  std::string hidden_prefix = "." + prefix_ + "-";
   std::vector<fs::path> leftovers;
   for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    if (it->path().filename().string().rfind(hidden, 0) == 0) leftovers.push_back(it->path());
+    std::string file = it->path().filename().string();
+    if (file.rfind(hidden_prefix, 0) != 0) continue;
+    int writer = std::atoi(file.c_str() + hidden_prefix.size());
+    if (writer % parallelism == subtask_) leftovers.push_back(it->path());
   }
   for (const auto& f : leftovers) fs::remove(f, ec);
   return fsync_directory(dir_);
 }
 
 absl::Status ExactlyOnceFileSink::publish(const PendingPartFile& p) {
-  std::string from = path(p.partition, "." + name(p.seq) + ".pending");
-  std::string to = path(p.partition, name(p.seq));
+  std::string from = hidden(p, ".pending");
+  std::string to = path(p.partition, name(p.subtask, p.seq));
   if (::rename(from.c_str(), to.c_str()) == 0) return absl::OkStatus();
   int err = errno;
   // Published before the failure: nothing to do.
@@ -83,7 +100,7 @@ absl::Status ExactlyOnceFileSink::write(const std::string& line) {
       if (ec) return errno_status("mkdir", path(partition, ""), ec.value());
     }
     f.seq = seq_++;
-    std::string p = path(partition, "." + name(f.seq) + ".inprogress");
+    std::string p = path(partition, "." + name(subtask_, f.seq) + ".inprogress");
     f.fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (f.fd < 0) return errno_status("open", p, errno);
   }
@@ -94,7 +111,7 @@ absl::Status ExactlyOnceFileSink::write(const std::string& line) {
 }
 
 absl::Status ExactlyOnceFileSink::flush(const std::string& partition, OpenFile& f) {
-  absl::Status s = write_all(f.fd, f.buffer, path(partition, "." + name(f.seq) + ".inprogress"));
+  absl::Status s = write_all(f.fd, f.buffer, path(partition, "." + name(subtask_, f.seq) + ".inprogress"));
   f.buffer.clear();
   return s;
 }
@@ -103,13 +120,14 @@ absl::Status ExactlyOnceFileSink::snapshot_state(int64_t checkpoint_id) {
   for (auto& [partition, f] : open_) {
     absl::Status s = flush(partition, f);
     if (!s.ok()) return s;
-    std::string in_progress = path(partition, "." + name(f.seq) + ".inprogress");
+    std::string in_progress = path(partition, "." + name(subtask_, f.seq) + ".inprogress");
     if (::fsync(f.fd) != 0) return errno_status("fsync", in_progress, errno);
     ::close(f.fd);
     f.fd = -1;
-    s = rename_durable(in_progress, path(partition, "." + name(f.seq) + ".pending"));
+    PendingPartFile pending{checkpoint_id, subtask_, f.seq, partition};
+    s = rename_durable(in_progress, hidden(pending, ".pending"));
     if (!s.ok()) return s;
-    pending_.push_back({checkpoint_id, f.seq, partition});
+    pending_.push_back(std::move(pending));
   }
   open_.clear();
   pending_state_->update(pending_);
@@ -152,13 +170,15 @@ absl::StatusOr<std::vector<std::string>> read_published_lines(const std::string&
     if (f.rfind(prefix + "-", 0) == 0) files.push_back(entry.path());
   }
   if (ec) return errno_status("list", directory, ec.value());
-  // In commit order: by subtask, then sequence number (numerically).
+  // In commit order: by sequence number, then subtask (numerically). A key's
+  // rows stay in order even when rescaling moved it to another subtask:
+  // after a restore every subtask numbers its files above all earlier ones.
   auto order = [&](const fs::path& p) {
     std::string name = p.filename().string().substr(prefix.size() + 1);
     size_t dash = name.find('-');
     int64_t subtask = std::atoll(name.substr(0, dash).c_str());
     int64_t seq = dash == std::string::npos ? 0 : std::atoll(name.c_str() + dash + 1);
-    return std::make_pair(subtask, seq);
+    return std::make_pair(seq, subtask);
   };
   std::sort(files.begin(), files.end(),
             [&](const fs::path& a, const fs::path& b) { return order(a) < order(b); });

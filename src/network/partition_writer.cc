@@ -71,7 +71,16 @@ void ResultPartition::broadcast_watermark(int64_t watermark) {
 void ResultPartition::broadcast_idle(bool idle) { broadcast_event(EventKind::kIdle, 0, 0, idle); }
 
 void ResultPartition::push(int channel, ChannelEvent ev) {
-  if (!channels_[channel]->push(std::move(ev))) throw TaskCancelled();
+  const bool end = ev.kind == EventKind::kEndOfData;
+  if (!channels_[channel]->push(std::move(ev))) {
+    // After end-of-data a consumer may finish (the final checkpoint is
+    // complete) while a barrier of a later checkpoint is still on its way
+    // here: it needs nothing more, so that is not a failure. A consumer
+    // that failed reports its own failure.
+    if (ended_) return;
+    throw TaskCancelled();
+  }
+  if (end) ended_ = true;
 }
 
 void ResultPartition::close_channels() {

@@ -49,6 +49,7 @@ class ResultPartition final : public detail::PartitionWriter {
   std::vector<Buffer> current_;
   NetworkBufferPool* pool_;
   const std::atomic<bool>* cancelled_;
+  bool ended_ = false;  // end-of-data went out
 };
 
 // Reassembles framed records from a channel's buffers. One per input channel.

@@ -317,32 +317,29 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(int node,
   }
   std::sort(op_states.begin(), op_states.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  if (h->parallelism == p) {
-    for (auto& [sub, st] : op_states) {
-      if (sub == me) r.operator_state = std::move(st);
-    }
-  } else {
-    std::map<std::string, std::vector<std::string>> all;
-    std::map<std::string, detail::Redistribution> modes;
-    for (auto& [sub, st] : op_states) {
-      for (auto& [name, list] : st) {
-        modes[name] = list.mode;
-        if (list.mode == detail::Redistribution::kBroadcast && sub != 0) continue;
-        auto& v = all[name];
-        v.insert(v.end(), list.entries.begin(), list.entries.end());
+  // Even-split lists keep their subtask at an unchanged parallelism and are
+  // dealt out in order otherwise; union lists give every subtask all
+  // entries; broadcast lists give every subtask subtask 0's entries.
+  const bool same_parallelism = h->parallelism == p;
+  for (auto& [sub, st] : op_states) {
+    for (auto& [name, list] : st) {
+      detail::OperatorListStateData& d = r.operator_state[name];
+      d.mode = list.mode;
+      bool take = false;
+      switch (list.mode) {
+        case detail::Redistribution::kEvenSplit: take = !same_parallelism || sub == me; break;
+        case detail::Redistribution::kUnion: take = true; break;
+        case detail::Redistribution::kBroadcast: take = sub == 0; break;
       }
+      if (take) d.entries.insert(d.entries.end(), list.entries.begin(), list.entries.end());
     }
-    for (auto& [name, entries] : all) {
-      detail::OperatorListStateData d;
-      d.mode = modes[name];
-      if (d.mode == detail::Redistribution::kEvenSplit) {
-        size_t total = entries.size();
-        size_t begin = total * me / p, end = total * (me + 1) / p;
-        d.entries.assign(entries.begin() + begin, entries.begin() + end);
-      } else {
-        d.entries = entries;
-      }
-      r.operator_state.emplace(name, std::move(d));
+  }
+  if (!same_parallelism) {
+    for (auto& [name, d] : r.operator_state) {
+      if (d.mode != detail::Redistribution::kEvenSplit) continue;
+      size_t total = d.entries.size();
+      size_t begin = total * me / p, end = total * (me + 1) / p;
+      d.entries = std::vector<std::string>(d.entries.begin() + begin, d.entries.begin() + end);
     }
   }
   // Keyed state: the key groups of this subtask's range.

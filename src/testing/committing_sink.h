@@ -65,9 +65,10 @@ class CommitLog {
 
 template <typename T>
 struct PendingCommit {
+  int32_t subtask = 0;  // the writer's, which names the transaction
   int64_t checkpoint = 0;
   std::vector<T> rows;
-  auto weir_fields() { return std::tie(checkpoint, rows); }
+  auto weir_fields() { return std::tie(subtask, checkpoint, rows); }
 };
 
 template <typename T>
@@ -79,7 +80,7 @@ class CommittingSink final : public Sink<T> {
   absl::Status open(OperatorContext& ctx) override {
     subtask_ = ctx.subtask_index();
     state_ = std::make_unique<OperatorListState<PendingCommit<T>>>(ctx, "pending-commits");
-    for (auto& p : state_->get()) log_->commit(subtask_, p.checkpoint, p.rows);
+    for (auto& p : state_->get()) log_->commit(p.subtask, p.checkpoint, p.rows);
     state_->clear();
     armed_ = ctx.attempt() == 0;
     std::mt19937_64 rng(seed_ + subtask_ * 101 + ctx.attempt() * 7919);
@@ -95,14 +96,14 @@ class CommittingSink final : public Sink<T> {
     return absl::OkStatus();
   }
   absl::Status snapshot_state(int64_t checkpoint) override {
-    pending_.push_back({checkpoint, std::move(current_)});
+    pending_.push_back({subtask_, checkpoint, std::move(current_)});
     current_.clear();
     state_->update(pending_);
     return absl::OkStatus();
   }
   void notify_checkpoint_complete(int64_t checkpoint) override {
     while (!pending_.empty() && pending_.front().checkpoint <= checkpoint) {
-      log_->commit(subtask_, pending_.front().checkpoint, pending_.front().rows);
+      log_->commit(pending_.front().subtask, pending_.front().checkpoint, pending_.front().rows);
       pending_.erase(pending_.begin());
     }
     armed_ = fail_every_ > 0;
