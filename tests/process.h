@@ -102,8 +102,9 @@ class Child {
     code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return false;
   }
-  void kill9() {
-    if (!exited_) ::kill(pid_, SIGKILL);
+  void kill9() { signal(SIGKILL); }
+  void signal(int sig) {
+    if (!exited_) ::kill(pid_, sig);
   }
   std::string out() const { return slurp(out_path_); }
   std::string err() const { return err_fd_ >= 0 ? piped_ + pending_ : slurp(err_path_); }

@@ -118,6 +118,10 @@ struct JobConfig {
   // Restore from "latest" (newest retained checkpoint under
   // checkpoint.directory) or from a checkpoint path. Default: empty (fresh).
   std::string restore;
+  // Take ownership of the restored checkpoint: it is deleted once enough
+  // newer checkpoints replace it. Default: false (never deleted by the job;
+  // savepoints should stay so).
+  bool restore_claim = false;
   // Skip state of operator uids the job no longer has. Default: false.
   bool allow_non_restored_state = false;
 };

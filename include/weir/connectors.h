@@ -24,6 +24,7 @@
 #ifndef WEIR_CONNECTORS_H_
 #define WEIR_CONNECTORS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -84,7 +85,9 @@ class FileSource final : public Source<TextLine> {
 // starts with the progression i, i + p, i + 2p, ...; its state is the
 // progressions it still owns (next index, stride), split evenly among the
 // subtasks when the parallelism changes, so a restore at any parallelism
-// emits each index exactly once.
+// emits each index exactly once. Of several progressions it emits the
+// lowest index first, so indices (and timestamps derived from them) stay
+// nearly in order.
 template <Serializable T>
 class GeneratorSource final : public Source<T> {
  public:
@@ -100,11 +103,11 @@ class GeneratorSource final : public Source<T> {
   }
   PollStatus poll(SourceOutput<T>& out, int max_records) override {
     for (int i = 0; i < max_records; ++i) {
-      while (current_ < progressions_.size() && done(progressions_[current_])) ++current_;
-      if (current_ == progressions_.size()) return PollStatus::kEndOfInput;
-      auto& [next, stride] = progressions_[current_];
-      out.collect(fn_(next));
-      next += stride;
+      auto it = progressions_.size() == 1 ? progressions_.begin()
+                                          : std::min_element(progressions_.begin(), progressions_.end());
+      if (it == progressions_.end() || done(*it)) return PollStatus::kEndOfInput;
+      out.collect(fn_(it->first));
+      it->first += it->second;
     }
     return PollStatus::kMore;
   }
@@ -119,7 +122,6 @@ class GeneratorSource final : public Source<T> {
   std::function<T(int64_t)> fn_;
   const int64_t count_;
   std::vector<std::pair<int64_t, int64_t>> progressions_;  // (next index, stride)
-  size_t current_ = 0;
   std::unique_ptr<OperatorListState<std::pair<int64_t, int64_t>>> state_;
 };
 

@@ -19,6 +19,13 @@ struct CompletedCheckpointStats {
   Duration duration{0};         // trigger to last acknowledgement
   uint64_t state_bytes = 0;
   bool is_final = false;        // the checkpoint taken at end of input
+  bool is_savepoint = false;
+};
+
+struct SavepointResult {
+  int64_t id = 0;
+  std::string path;   // its directory
+  std::string error;  // empty when it completed
 };
 
 struct JobResult {
@@ -30,6 +37,9 @@ struct JobResult {
   int64_t failed_checkpoints = 0;
   int64_t restored_checkpoint_id = -1;  // -1: started fresh
   std::string restored_from;            // path of the restored checkpoint
+  std::vector<SavepointResult> savepoints;
+  // The job was stopped with a savepoint: its path.
+  std::string stopped_with_savepoint;
   Duration wall_time{0};
 };
 

@@ -26,6 +26,7 @@
 #include "weir/detail/graph.h"
 #include "weir/detail/operators.h"
 #include "weir/functions.h"
+#include "weir/job_control.h"
 #include "weir/job_result.h"
 #include "weir/watermark.h"
 #include "weir/window.h"
@@ -64,7 +65,9 @@ class StreamEnvironment {
 
   // Runs the job in an embedded cluster (a JobManager and a TaskManager in
   // this process) until it finishes, fails for good, or is cancelled.
-  absl::StatusOr<JobResult> execute(const std::string& job_name);
+  // `control`, when given, takes savepoints and stops the job on request
+  // (see weir/job_control.h).
+  absl::StatusOr<JobResult> execute(const std::string& job_name, JobControl* control = nullptr);
 
   // Internal: used by DataStream.
   detail::StreamNode& add_node(std::string name) {

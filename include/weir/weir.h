@@ -5,6 +5,7 @@
 #include "weir/config.h"
 #include "weir/context.h"
 #include "weir/functions.h"
+#include "weir/job_control.h"
 #include "weir/job_result.h"
 #include "weir/key_group.h"
 #include "weir/serializer.h"

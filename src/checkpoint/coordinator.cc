@@ -9,7 +9,12 @@ void CompletedCheckpointStore::add(Entry e) {
   while (static_cast<int>(entries_.size()) > retained_) {
     Entry old = std::move(entries_.front());
     entries_.pop_front();
-    if (old.owned) storage_->discard(old.id);
+    if (!old.owned) continue;
+    if (old.location == storage_->location(old.id)) {
+      storage_->discard(old.id);
+    } else {
+      discard_checkpoint_at(old.location);  // a claimed checkpoint of an earlier job
+    }
   }
 }
 
@@ -57,27 +62,48 @@ void CheckpointCoordinator::tick() {
   if (final_requested_) {
     bool final_pending = std::any_of(pending_.begin(), pending_.end(),
                                      [](const auto& kv) { return kv.second.is_final; });
-    if (pending_.empty() && !final_pending) trigger(true);
+    if (pending_.empty() && !final_pending) {
+      auto id = trigger(true, final_savepoint_dir_);
+      if (!id.ok()) {  // no savepoint directory: take the final checkpoint as a checkpoint
+        actions_->savepoint_done(-1, final_savepoint_dir_, id.status());
+        final_savepoint_dir_.clear();
+        (void)trigger(true);
+      }
+    }
     return;
   }
   if (periodic() && static_cast<int>(pending_.size()) < config_.max_concurrent &&
       now >= next_trigger_ms_) {
-    trigger(false);
+    (void)trigger(false);
   }
 }
 
-void CheckpointCoordinator::trigger(bool is_final) {
+absl::StatusOr<int64_t> CheckpointCoordinator::trigger_savepoint(const std::string& dir) {
+  if (!running_) return absl::FailedPreconditionError("the job is not running");
+  if (final_requested_ || final_done_) {
+    return absl::FailedPreconditionError("the job's input has ended; no savepoint can be taken");
+  }
+  return trigger(false, dir);
+}
+
+absl::StatusOr<int64_t> CheckpointCoordinator::trigger(bool is_final, const std::string& savepoint_dir) {
+  if (!savepoint_dir.empty()) {
+    absl::Status s = storage_->add_savepoint(next_id_, savepoint_dir);
+    if (!s.ok()) return s;
+  }
   Pending p;
   p.id = next_id_++;
   p.trigger_ms = clock_->now_ms();
   p.wall_ms = clock_->wall_ms();
   p.is_final = is_final;
+  p.savepoint_dir = savepoint_dir;
   for (int t = 0; t < num_tasks_; ++t) p.awaiting.insert(t);
   int64_t id = p.id;
   int64_t wall = p.wall_ms;
   pending_.emplace(id, std::move(p));
   next_trigger_ms_ = clock_->now_ms() + config_.interval.count();
   actions_->trigger_sources(id, wall);
+  return id;
 }
 
 void CheckpointCoordinator::on_ack(int task, int64_t id, TaskAck ack) {
@@ -144,13 +170,16 @@ void CheckpointCoordinator::complete(Pending p) {
     return;
   }
   int64_t now = clock_->now_ms();
+  const bool savepoint = !p.savepoint_dir.empty();
   stats_.push_back(CompletedCheckpointStats{p.id, p.wall_ms, Duration(now - p.trigger_ms),
-                                            meta->total_bytes(), p.is_final});
-  store_->add({p.id, *location, meta, true});
+                                            meta->total_bytes(), p.is_final, savepoint});
+  // A savepoint is the newest restore point too, but owned by the user.
+  store_->add({p.id, *location, meta, !savepoint});
   consecutive_failures_ = 0;
   next_trigger_ms_ =
       std::max(next_trigger_ms_, now + static_cast<int64_t>(config_.min_pause.count()));
   actions_->notify_complete(p.id);
+  if (savepoint) actions_->savepoint_done(p.id, *location, absl::OkStatus());
   if (p.is_final) {
     final_done_ = true;
     final_requested_ = false;
@@ -161,9 +190,15 @@ void CheckpointCoordinator::complete(Pending p) {
 void CheckpointCoordinator::abort(int64_t id, const std::string& reason, bool count_failure) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
+  std::string savepoint_dir = it->second.savepoint_dir;
   pending_.erase(it);
   storage_->discard(id);
   actions_->notify_aborted(id);
+  if (!savepoint_dir.empty()) {
+    actions_->savepoint_done(id, savepoint_dir, absl::AbortedError("savepoint " + std::to_string(id) +
+                                                                   " failed: " + reason));
+    return;  // a failed savepoint does not count against the job
+  }
   if (!count_failure) return;
   ++failed_total_;
   ++consecutive_failures_;

@@ -50,6 +50,9 @@ class CoordinatorActions {
   virtual void notify_aborted(int64_t checkpoint_id) = 0;
   // The final checkpoint (after end of input) completed.
   virtual void final_checkpoint_complete(int64_t checkpoint_id) = 0;
+  // A savepoint completed (`location` is its directory) or failed.
+  virtual void savepoint_done(int64_t checkpoint_id, const std::string& location,
+                              const absl::Status& status) = 0;
   // Too many checkpoints failed in a row.
   virtual void fail_job(const absl::Status& why) = 0;
 };
@@ -96,6 +99,13 @@ class CheckpointCoordinator {
   // Every source has reached end of input: take the final checkpoint as
   // soon as no other is pending.
   void request_final_checkpoint();
+  // Takes a savepoint into directory `dir` now (besides any pending
+  // checkpoint). A savepoint is a full snapshot; once complete it is the
+  // newest restore point, but the engine never deletes it. Returns its id.
+  absl::StatusOr<int64_t> trigger_savepoint(const std::string& dir);
+  // The final checkpoint, when it comes, is a savepoint into `dir`
+  // (stop-with-savepoint with drain).
+  void make_final_checkpoint_a_savepoint(const std::string& dir) { final_savepoint_dir_ = dir; }
 
   void on_ack(int task, int64_t checkpoint_id, TaskAck ack);
   void on_decline(int task, int64_t checkpoint_id, const std::string& reason);
@@ -116,12 +126,14 @@ class CheckpointCoordinator {
     int64_t trigger_ms;  // clock_->now_ms()
     int64_t wall_ms;
     bool is_final;
+    std::string savepoint_dir;  // empty for a checkpoint
     std::set<int> awaiting;
     std::vector<TaskAck> acks;
   };
 
   bool periodic() const { return config_.mode != CheckpointingMode::kNone; }
-  void trigger(bool is_final);
+  // Returns the id, or an error when a savepoint directory cannot be made.
+  absl::StatusOr<int64_t> trigger(bool is_final, const std::string& savepoint_dir = "");
   void complete(Pending p);
   void abort(int64_t id, const std::string& reason, bool count_failure);
 
@@ -138,6 +150,7 @@ class CheckpointCoordinator {
   int64_t next_trigger_ms_ = 0;
   bool final_requested_ = false;
   bool final_done_ = false;
+  std::string final_savepoint_dir_;
   std::map<int64_t, Pending> pending_;
   int consecutive_failures_ = 0;
   int64_t failed_total_ = 0;

@@ -13,6 +13,10 @@ struct RecordingActions : CoordinatorActions {
   void notify_aborted(int64_t id) override { aborted.push_back(id); }
   void final_checkpoint_complete(int64_t id) override { finals.push_back(id); }
   void fail_job(const absl::Status& why) override { failures.emplace_back(why.message()); }
+  void savepoint_done(int64_t id, const std::string& location, const absl::Status& s) override {
+    savepoints.push_back({id, location, s.ok() ? "" : std::string(s.message())});
+  }
+  std::vector<SavepointResult> savepoints;
 };
 
 class CoordinatorTest : public ::testing::Test {

@@ -28,7 +28,15 @@ absl::Status verify_files(const RestoredCheckpoint& cp, CheckpointStorage& stora
 FileCheckpointStorage::FileCheckpointStorage(std::string root, std::string job_id)
     : job_dir_((fs::path(root) / job_id).string()) {}
 
+FileCheckpointStorage::FileCheckpointStorage(AtDirectory, std::string dir)
+    : job_dir_(std::move(dir)), fixed_(true) {}
+
+std::unique_ptr<FileCheckpointStorage> FileCheckpointStorage::at_directory(std::string dir) {
+  return std::unique_ptr<FileCheckpointStorage>(new FileCheckpointStorage(AtDirectory{}, std::move(dir)));
+}
+
 std::string FileCheckpointStorage::location(int64_t id) const {
+  if (fixed_) return job_dir_;
   return (fs::path(job_dir_) / chk_dir_name(id)).string();
 }
 
@@ -57,7 +65,7 @@ absl::StatusOr<std::string> FileCheckpointStorage::finalize(const CheckpointMeta
   if (!s.ok()) return s;
   s = write_file_atomic((fs::path(dir) / kMetadataFileName).string(), encode_metadata(m));
   if (!s.ok()) return s;
-  s = fsync_directory(job_dir_);
+  s = fsync_directory(fixed_ ? fs::path(job_dir_).parent_path().string() : job_dir_);
   if (!s.ok()) return s;
   return dir;
 }
@@ -181,6 +189,54 @@ absl::StatusOr<RestoredCheckpoint> find_latest_checkpoint(const std::string& roo
     if (skipped) skipped->push_back(std::string(cp.status().message()));
   }
   return absl::NotFoundError("no complete checkpoint under " + root);
+}
+
+// ---- RoutingCheckpointStorage ----------------------------------------------
+
+CheckpointStorage* RoutingCheckpointStorage::target(int64_t id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = savepoints_.find(id);
+  return it == savepoints_.end() ? checkpoints_.get() : it->second.get();
+}
+
+absl::Status RoutingCheckpointStorage::write_state_file(int64_t id, const std::string& name,
+                                                        std::string_view bytes) {
+  return target(id)->write_state_file(id, name, bytes);
+}
+
+absl::StatusOr<std::string> RoutingCheckpointStorage::finalize(const CheckpointMetadata& m) {
+  return target(m.checkpoint_id)->finalize(m);
+}
+
+absl::StatusOr<std::string> RoutingCheckpointStorage::read_state_file(const std::string& location,
+                                                                      const OperatorSubtaskState& handle) {
+  if (location.rfind("memory://", 0) == 0) return checkpoints_->read_state_file(location, handle);
+  // A directory: a savepoint, or a checkpoint of this or another job.
+  return FileCheckpointStorage::at_directory(location)->read_state_file(location, handle);
+}
+
+void RoutingCheckpointStorage::discard(int64_t id) {
+  // A savepoint is discarded only while incomplete (aborted); once complete
+  // it belongs to the user and is never passed here.
+  target(id)->discard(id);
+}
+
+std::string RoutingCheckpointStorage::location(int64_t id) const { return target(id)->location(id); }
+
+absl::Status RoutingCheckpointStorage::add_savepoint(int64_t id, const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) return absl::AlreadyExistsError("savepoint directory " + dir + " already exists");
+  fs::create_directories(dir, ec);
+  if (ec) return errno_status("mkdir", dir, ec.value());
+  absl::MutexLock lock(&mu_);
+  savepoints_[id] = FileCheckpointStorage::at_directory(dir);
+  return absl::OkStatus();
+}
+
+void discard_checkpoint_at(const std::string& location) {
+  if (location.rfind("memory://", 0) == 0) return;
+  std::error_code ec;
+  fs::remove_all(location, ec);  // best effort, as discard()
 }
 
 }  // namespace weir::checkpoint

@@ -45,11 +45,19 @@ class CheckpointStorage {
   // Removes everything of checkpoint `checkpoint_id` of this job.
   virtual void discard(int64_t checkpoint_id) = 0;
   virtual std::string location(int64_t checkpoint_id) const = 0;
+  // Makes checkpoint `checkpoint_id` a savepoint: its files go to
+  // directory `dir` (created; must not exist yet), whatever this storage
+  // keeps checkpoints in. Only RoutingCheckpointStorage supports it.
+  virtual absl::Status add_savepoint(int64_t checkpoint_id, const std::string& dir) {
+    return absl::UnimplementedError("this checkpoint storage takes no savepoints");
+  }
 };
 
 class FileCheckpointStorage final : public CheckpointStorage {
  public:
   FileCheckpointStorage(std::string root, std::string job_id);
+  // Every checkpoint id maps to `dir` itself (one savepoint).
+  static std::unique_ptr<FileCheckpointStorage> at_directory(std::string dir);
 
   absl::Status write_state_file(int64_t checkpoint_id, const std::string& name,
                                 std::string_view bytes) override;
@@ -60,9 +68,12 @@ class FileCheckpointStorage final : public CheckpointStorage {
   std::string location(int64_t checkpoint_id) const override;
 
  private:
+  struct AtDirectory {};
+  FileCheckpointStorage(AtDirectory, std::string dir);
   absl::Status ensure_dir(int64_t checkpoint_id);
 
   const std::string job_dir_;
+  const bool fixed_ = false;  // location(id) is job_dir_ itself
   absl::Mutex mu_;
   std::map<int64_t, bool> created_ ABSL_GUARDED_BY(mu_);
 };
@@ -87,6 +98,35 @@ class MemoryCheckpointStorage final : public CheckpointStorage {
   mutable absl::Mutex mu_;
   std::map<int64_t, std::map<std::string, std::string>> files_ ABSL_GUARDED_BY(mu_);
 };
+
+// The storage a job uses: checkpoints go to `checkpoints`, savepoints to
+// their own directories; state files are read from wherever a restored
+// location points (a memory:// location or a directory). Thread-safe.
+class RoutingCheckpointStorage final : public CheckpointStorage {
+ public:
+  explicit RoutingCheckpointStorage(std::shared_ptr<CheckpointStorage> checkpoints)
+      : checkpoints_(std::move(checkpoints)) {}
+
+  absl::Status write_state_file(int64_t checkpoint_id, const std::string& name,
+                                std::string_view bytes) override;
+  absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
+  absl::StatusOr<std::string> read_state_file(const std::string& location,
+                                              const OperatorSubtaskState& handle) override;
+  void discard(int64_t checkpoint_id) override;
+  std::string location(int64_t checkpoint_id) const override;
+  absl::Status add_savepoint(int64_t checkpoint_id, const std::string& dir) override;
+
+ private:
+  CheckpointStorage* target(int64_t checkpoint_id) const;
+
+  const std::shared_ptr<CheckpointStorage> checkpoints_;
+  mutable absl::Mutex mu_;
+  std::map<int64_t, std::unique_ptr<FileCheckpointStorage>> savepoints_ ABSL_GUARDED_BY(mu_);
+};
+
+// Removes the checkpoint directory `location` (a claimed checkpoint of an
+// earlier job). memory:// locations are left alone.
+void discard_checkpoint_at(const std::string& location);
 
 // Loads and fully verifies (metadata and every state file's checksum) the
 // checkpoint in directory `path` (a chk-<n> directory or its _metadata).

@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -56,6 +59,9 @@ struct JobFlags {
   int retained = 3;
   std::string state = "heap";
   std::string state_dir;
+  std::string savepoint_dir;
+  bool drain = false;
+  bool claim = false;
   bool verbose = false;
 
   void add_to(CLI::App* app) {
@@ -79,6 +85,11 @@ struct JobFlags {
     app->add_option("--state", state, "State backend: heap | rocksdb");
     app->add_option("--state-dir", state_dir,
                     "rocksdb: directory for the working copies (default: system temp)");
+    app->add_option("--savepoint-dir", savepoint_dir,
+                    "Where SIGUSR1 (savepoint) and SIGUSR2 (stop with savepoint) write savepoints");
+    app->add_flag("--drain", drain, "SIGUSR2 drains: end the input and fire all timers first");
+    app->add_flag("--claim", claim,
+                  "Own the restored checkpoint: delete it once newer ones replace it");
     app->add_flag("--verbose,-v", verbose, "Log restarts and checkpoints");
   }
 
@@ -105,6 +116,7 @@ struct JobFlags {
     c.checkpoint.directory = checkpoint_dir;
     c.checkpoint.retained = retained;
     c.restore = restore;
+    c.restore_claim = claim;
     c.allow_non_restored_state = allow_non_restored;
     if (!restore.empty() && restore == "latest" && checkpoint_dir.empty()) {
       return absl::InvalidArgumentError("--restore latest needs --checkpoint-dir");
@@ -134,6 +146,51 @@ int exit_code_for(const absl::Status& s) {
   return kBadInput;
 }
 
+// Savepoints on signals: SIGUSR1 takes a savepoint into --savepoint-dir,
+// SIGUSR2 stops the job with one. The signals are blocked in every thread
+// (so construct this before the job starts any) and taken by sigwait on a
+// thread of their own, which forwards them to the job's JobControl.
+class SignalControl {
+ public:
+  SignalControl(std::string dir, bool drain) : dir_(std::move(dir)), drain_(drain) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGUSR1);
+    sigaddset(&set_, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    control_.on_savepoint([](const weir::SavepointResult& r) {
+      if (r.error.empty()) {
+        std::printf("savepoint %lld completed: %s\n", static_cast<long long>(r.id), r.path.c_str());
+      } else {
+        std::printf("savepoint failed: %s\n", r.error.c_str());
+      }
+      std::fflush(stdout);
+    });
+    thread_ = std::thread([this] {
+      while (true) {
+        int sig = 0;
+        if (sigwait(&set_, &sig) != 0) continue;
+        if (done_) return;
+        if (sig == SIGUSR1) control_.trigger_savepoint(dir_);
+        if (sig == SIGUSR2) control_.stop_with_savepoint(dir_, drain_);
+      }
+    });
+  }
+  ~SignalControl() {
+    done_ = true;
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+  }
+  weir::JobControl* control() { return &control_; }
+
+ private:
+  const std::string dir_;
+  const bool drain_;
+  sigset_t set_;
+  std::atomic<bool> done_{false};
+  weir::JobControl control_;
+  std::thread thread_;
+};
+
 void print_result(const weir::JobResult& r, std::FILE* out) {
   int64_t total_ms = 0, max_ms = 0;
   for (const auto& c : r.checkpoints) {
@@ -151,6 +208,9 @@ void print_result(const weir::JobResult& r, std::FILE* out) {
                r.checkpoints.empty() ? 0.0 : static_cast<double>(total_ms) / r.checkpoints.size(),
                static_cast<long long>(max_ms));
   std::fprintf(out, "restarts: %d\n", r.restarts);
+  if (!r.stopped_with_savepoint.empty()) {
+    std::fprintf(out, "stopped with savepoint %s\n", r.stopped_with_savepoint.c_str());
+  }
 }
 
 int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlags& flags) {
@@ -165,9 +225,10 @@ int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlag
   std::error_code ec;
   std::filesystem::create_directories(opts.output_dir, ec);
   if (ec) return fail(kBadInput, "cannot create output directory " + opts.output_dir + ": " + ec.message());
+  SignalControl signals(flags.savepoint_dir, flags.drain);
   weir::StreamEnvironment env(*config);
   weir::examples::build_running_sum(env, opts);
-  auto result = env.execute("running-sum");
+  auto result = env.execute("running-sum", signals.control());
   if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
   print_result(*result, stdout);
   if (result->status != weir::JobStatus::kFinished) {
@@ -240,11 +301,12 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
     auto s = weir::nexmark::dump_events(gen, nf.events, nf.dump_dir);
     if (!s.ok()) return fail(kBadInput, std::string(s.message()));
   }
+  SignalControl signals(flags.savepoint_dir, flags.drain);
   weir::StreamEnvironment env(*config);
   auto s = weir::nexmark::build_query(env, o);
   if (!s.ok()) return fail(kBadArguments, std::string(s.message()));
   double cpu0 = cpu_seconds();
-  auto result = env.execute("nexmark-" + nf.query);
+  auto result = env.execute("nexmark-" + nf.query, signals.control());
   double cpu = cpu_seconds() - cpu0;
   if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
   if (result->status != weir::JobStatus::kFinished) {
@@ -283,7 +345,7 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
   for (const auto& c : result->checkpoints) {
     std::printf("checkpoint %lld: %lld ms, %llu bytes%s\n", static_cast<long long>(c.id),
                 static_cast<long long>(c.duration.count()),
-                static_cast<unsigned long long>(c.state_bytes), c.is_final ? " (final)" : "");
+                static_cast<unsigned long long>(c.state_bytes), c.is_savepoint ? " (savepoint)" : c.is_final ? " (final)" : "");
   }
   return kOk;
 }

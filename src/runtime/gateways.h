@@ -52,6 +52,8 @@ class TaskExecutorGateway {
   virtual void notify_checkpoint_aborted(const ExecutionId& id, int64_t checkpoint_id) = 0;
   // After the final checkpoint: the task may end.
   virtual void finish_task(const ExecutionId& id) = 0;
+  // Stop with drain: a source task ends its input now.
+  virtual void stop_source(const ExecutionId& id) = 0;
 };
 
 // TaskManager -> JobManager.

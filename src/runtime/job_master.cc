@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
 
 namespace weir::runtime {
 namespace {
@@ -16,13 +17,15 @@ bool is_terminal(ExecutionState s) {
 
 JobMaster::JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> graph,
                      JobConfig config, TaskExecutorGateway* task_manager,
-                     std::shared_ptr<checkpoint::CheckpointStorage> storage, const Clock* clock)
+                     std::shared_ptr<checkpoint::CheckpointStorage> storage, const Clock* clock,
+                     JobControl* control)
     : job_id_(std::move(job_id)),
       graph_(std::move(graph)),
       config_(std::move(config)),
       tm_(task_manager),
       storage_(std::move(storage)),
       clock_(clock),
+      control_(control),
       store_(config_.checkpoint.retained, storage_.get()),
       coordinator_(config_.checkpoint, job_id_, clock_, storage_.get(), &store_, this),
       restart_(make_restart_strategy(config_.restart, std::hash<std::string>{}(job_id_))),
@@ -40,8 +43,9 @@ void JobMaster::start(std::optional<checkpoint::RestoredCheckpoint> restored) {
       restored_from_ = restored->location;
       auto meta = std::make_shared<const checkpoint::CheckpointMetadata>(
           std::move(restored->metadata));
-      // Not owned: this job never deletes the checkpoint it started from.
-      store_.add({restored_id_, restored->location, meta, false});
+      // Not owned unless claimed: by default this job never deletes the
+      // checkpoint it started from.
+      store_.add({restored_id_, restored->location, meta, config_.restore_claim});
       coordinator_.set_next_checkpoint_id(restored_id_ + 1);
     }
     status_ = JobStatus::kRunning;
@@ -98,6 +102,69 @@ void JobMaster::deploy_attempt() {
   }
   coordinator_.start(static_cast<int>(executions_.size()));
   for (auto& tdd : tdds) tm_->submit_task(std::move(tdd));
+  if (draining_) {  // a restart during stop-with-drain: the new sources stop too
+    for (auto& e : executions_) {
+      if (e.is_source) tm_->stop_source(e.id);
+    }
+  }
+}
+
+void JobMaster::handle_request(JobControl::Request r) {
+  loop_.post([this, r = std::move(r)] {
+    auto report_error = [&](const std::string& error) {
+      savepoint_done(-1, r.target_directory, absl::FailedPreconditionError(error));
+    };
+    if (status_ != JobStatus::kRunning) return report_error("the job is not running");
+    if (draining_ || stop_savepoint_id_ >= 0) return report_error("the job is already stopping");
+    if (r.target_directory.empty()) return report_error("no savepoint directory given");
+    std::string dir = (std::filesystem::path(r.target_directory) /
+                       ("savepoint-" + job_id_.substr(0, 6) + "-" +
+                        std::to_string(coordinator_.next_checkpoint_id())))
+                          .string();
+    if (r.kind == JobControl::Request::Kind::kStop && r.drain) {
+      // The final checkpoint after the sources ended is the savepoint.
+      draining_ = true;
+      coordinator_.make_final_checkpoint_a_savepoint(dir);
+      for (auto& e : executions_) {
+        if (e.is_source && !e.terminal) tm_->stop_source(e.id);
+      }
+      return;
+    }
+    auto id = coordinator_.trigger_savepoint(dir);
+    if (!id.ok()) return report_error(std::string(id.status().message()));
+    if (r.kind == JobControl::Request::Kind::kStop) stop_savepoint_id_ = *id;
+  });
+}
+
+void JobMaster::savepoint_done(int64_t id, const std::string& location, const absl::Status& status) {
+  SavepointResult r{id, location, status.ok() ? "" : std::string(status.message())};
+  if (status.ok()) {
+    spdlog::info("job {}: savepoint {} completed: {}", job_id_, id, location);
+  } else {
+    spdlog::warn("job {}: savepoint failed: {}", job_id_, r.error);
+  }
+  savepoints_.push_back(r);
+  if (control_ != nullptr) control_->report(r);
+  if (status.ok() && draining_) stopped_with_savepoint_ = location;
+  if (id >= 0 && id == stop_savepoint_id_) {
+    if (!status.ok()) {
+      stop_savepoint_id_ = -1;  // the job keeps running
+      return;
+    }
+    stopped_with_savepoint_ = location;
+    stop_tasks();
+  }
+}
+
+// Stop without drain: no further checkpoints; every task ends where it is
+// (after the notifications already sent, so sinks commit the savepoint's
+// transactions first).
+void JobMaster::stop_tasks() {
+  stopping_ = true;
+  coordinator_.stop();
+  for (auto& e : executions_) {
+    if (!e.terminal) tm_->finish_task(e.id);
+  }
 }
 
 int JobMaster::task_index(const ExecutionId& id) const {
@@ -121,6 +188,15 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
   if (e.terminal) return;
   e.state = state;
   e.terminal = is_terminal(state);
+  if (stopping_) {
+    // Stopped after its savepoint: tasks end where they are, and one that
+    // finds a neighbour already gone is no failure.
+    if (status_ == JobStatus::kRunning &&
+        std::all_of(executions_.begin(), executions_.end(), [](const Execution& x) { return x.terminal; })) {
+      finish_job(JobStatus::kFinished, "");
+    }
+    return;
+  }
   if (state == ExecutionState::kFailed) {
     handle_failure(error);
   } else if (state == ExecutionState::kCanceled && status_ == JobStatus::kRunning) {
@@ -181,6 +257,8 @@ void JobMaster::finish_job(JobStatus status, const std::string& failure) {
   r.failed_checkpoints = coordinator_.failed_checkpoints();
   r.restored_checkpoint_id = restored_id_;
   r.restored_from = restored_from_;
+  r.savepoints = savepoints_;
+  r.stopped_with_savepoint = stopped_with_savepoint_;
   r.wall_time = Duration(clock_->now_ms() - start_ms_);
   absl::MutexLock lock(&done_mu_);
   result_ = std::move(r);

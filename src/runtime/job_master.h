@@ -21,6 +21,7 @@
 #include "runtime/event_loop.h"
 #include "runtime/gateways.h"
 #include "runtime/restart_strategy.h"
+#include "weir/job_control.h"
 #include "weir/job_result.h"
 
 namespace weir::runtime {
@@ -29,7 +30,8 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
  public:
   JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> graph, JobConfig config,
             TaskExecutorGateway* task_manager,
-            std::shared_ptr<checkpoint::CheckpointStorage> storage, const Clock* clock);
+            std::shared_ptr<checkpoint::CheckpointStorage> storage, const Clock* clock,
+            JobControl* control = nullptr);
   ~JobMaster() override;
 
   // Deploys the first attempt, restoring `restored` when given.
@@ -37,6 +39,8 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   // Blocks until the job is FINISHED, FAILED or CANCELED.
   JobResult wait();
   void cancel();
+  // A savepoint or stop request (from JobControl, on any thread).
+  void handle_request(JobControl::Request r);
 
   // JobMasterGateway.
   void update_task_state(const ExecutionId& id, ExecutionState state,
@@ -62,6 +66,9 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   void notify_aborted(int64_t checkpoint_id) override;
   void final_checkpoint_complete(int64_t checkpoint_id) override;
   void fail_job(const absl::Status& why) override;
+  void savepoint_done(int64_t checkpoint_id, const std::string& location,
+                      const absl::Status& status) override;
+  void stop_tasks();
 
   void deploy_attempt();
   void on_task_state(const ExecutionId& id, ExecutionState state, const std::string& error);
@@ -77,6 +84,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   TaskExecutorGateway* const tm_;
   const std::shared_ptr<checkpoint::CheckpointStorage> storage_;
   const Clock* const clock_;
+  JobControl* const control_;
 
   // Event loop thread only.
   checkpoint::CompletedCheckpointStore store_;
@@ -91,6 +99,11 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   int64_t start_ms_ = 0;
   int64_t restored_id_ = -1;
   std::string restored_from_;
+  std::vector<SavepointResult> savepoints_;
+  int64_t stop_savepoint_id_ = -1;  // stop (no drain) once this savepoint completes
+  bool draining_ = false;           // stop with drain requested
+  bool stopping_ = false;           // the stop savepoint completed; tasks are ending
+  std::string stopped_with_savepoint_;
 
   // Completion, for wait().
   absl::Mutex done_mu_;

@@ -12,9 +12,9 @@
 
 namespace weir {
 
-absl::StatusOr<JobResult> StreamEnvironment::execute(const std::string& job_name) {
+absl::StatusOr<JobResult> StreamEnvironment::execute(const std::string& job_name, JobControl* control) {
   if (!build_error_.ok()) return build_error_;
-  return runtime::run_embedded(graph_, config_, job_name);
+  return runtime::run_embedded(graph_, config_, job_name, control);
 }
 
 namespace runtime {
@@ -69,7 +69,7 @@ absl::Status check_restore(const graph::JobGraph& g, const checkpoint::Checkpoin
 }  // namespace
 
 absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobConfig& config,
-                                       const std::string& job_name) {
+                                       const std::string& job_name, JobControl* control) {
   auto graph = graph::build_job_graph(sg, config);
   if (!graph.ok()) return graph.status();
   int64_t needed = buffers_needed(**graph, config.network);
@@ -100,18 +100,23 @@ absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobC
   }
 
   std::string job_id = new_job_id();
-  std::shared_ptr<checkpoint::CheckpointStorage> storage;
+  std::shared_ptr<checkpoint::CheckpointStorage> checkpoints;
   if (config.checkpoint.directory.empty()) {
-    storage = std::make_shared<checkpoint::MemoryCheckpointStorage>(job_id);
+    checkpoints = std::make_shared<checkpoint::MemoryCheckpointStorage>(job_id);
   } else {
-    storage = std::make_shared<checkpoint::FileCheckpointStorage>(config.checkpoint.directory, job_id);
+    checkpoints = std::make_shared<checkpoint::FileCheckpointStorage>(config.checkpoint.directory, job_id);
   }
+  auto storage = std::make_shared<checkpoint::RoutingCheckpointStorage>(std::move(checkpoints));
 
   TaskManager tm(config.network, /*snapshot_threads=*/2);
-  JobMaster jm(job_id, *graph, config, &tm, storage, SystemClock::instance());
+  JobMaster jm(job_id, *graph, config, &tm, storage, SystemClock::instance(), control);
   tm.register_job(job_id, TaskManager::JobContext{*graph, storage, &jm, config});
   jm.start(std::move(restored));
+  if (control != nullptr) {
+    control->attach([&jm](JobControl::Request r) { jm.handle_request(std::move(r)); });
+  }
   JobResult result = jm.wait();
+  if (control != nullptr) control->detach();
   tm.unregister_job(job_id);
   tm.drain_snapshots();
   return result;

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "weir/config.h"
 #include "weir/detail/graph.h"
+#include "weir/job_control.h"
 #include "weir/job_result.h"
 
 namespace weir::runtime {
@@ -17,7 +18,7 @@ namespace weir::runtime {
 // point or its configuration come back as a status; the job's own fate is
 // in JobResult::status.
 absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& graph, const JobConfig& config,
-                                       const std::string& job_name);
+                                       const std::string& job_name, JobControl* control = nullptr);
 
 }  // namespace weir::runtime
 

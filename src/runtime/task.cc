@@ -110,6 +110,10 @@ void Task::finish() {
   post([this] { finish_requested_ = true; });
 }
 
+void Task::stop_source() {
+  post([this] { stop_requested_ = true; });
+}
+
 void Task::cancel() {
   if (cancelled_.exchange(true)) return;
   // Wake the thread wherever it waits: mailbox, input, full output, pool.
@@ -359,6 +363,11 @@ void Task::loop() {
     if (cancelled_ || finish_requested_) return;
     time_.run_due();
     if (source_ != nullptr && !end_of_input_) {
+      if (stop_requested_) {
+        source_->end_input_now();
+        end_of_input();
+        continue;
+      }
       detail::PollStatus st = source_->poll(kSourceBatch);
       if (st == detail::PollStatus::kEndOfInput) {
         end_of_input();

@@ -64,6 +64,8 @@ class Task {
   void notify_checkpoint_complete(int64_t checkpoint_id);
   void notify_checkpoint_aborted(int64_t checkpoint_id);
   void finish();
+  // Stop with drain: a source ends its input at the next poll.
+  void stop_source();
   void cancel();
   // Waits for the task thread to end.
   void join();
@@ -156,6 +158,7 @@ class Task {
   int inputs_ended_ = 0;
   bool end_of_input_ = false;
   bool finish_requested_ = false;
+  bool stop_requested_ = false;
   int64_t align_id_ = -1;
   std::chrono::steady_clock::time_point align_start_;
   std::chrono::steady_clock::time_point last_flush_;

@@ -111,4 +111,9 @@ void TaskManager::finish_task(const ExecutionId& id) {
   if (Task* t = find(id)) t->finish();
 }
 
+void TaskManager::stop_source(const ExecutionId& id) {
+  absl::MutexLock lock(&mu_);
+  if (Task* t = find(id)) t->stop_source();
+}
+
 }  // namespace weir::runtime

@@ -42,6 +42,7 @@ class TaskManager final : public TaskExecutorGateway {
   void notify_checkpoint_complete(const ExecutionId& id, int64_t checkpoint_id) override;
   void notify_checkpoint_aborted(const ExecutionId& id, int64_t checkpoint_id) override;
   void finish_task(const ExecutionId& id) override;
+  void stop_source(const ExecutionId& id) override;
 
   network::NetworkBufferPool& buffer_pool() { return pool_; }
   // Waits for asynchronous snapshot work in flight (it reports to the

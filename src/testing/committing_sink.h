@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <random>
@@ -48,8 +50,19 @@ template <typename T>
 class CommitLog {
  public:
   void commit(int subtask, int64_t checkpoint, std::vector<T> rows) {
-    std::lock_guard lock(mu_);
-    txns_[{subtask, checkpoint}] = std::move(rows);
+    {
+      std::lock_guard lock(mu_);
+      auto& slot = txns_[{subtask, checkpoint}];
+      rows_ += rows.size();
+      rows_ -= slot.size();
+      slot = std::move(rows);
+    }
+    cv_.notify_all();
+  }
+  // Waits until at least `n` rows are committed; false at the deadline.
+  bool wait_for_rows(size_t n, std::chrono::steady_clock::time_point deadline) const {
+    std::unique_lock lock(mu_);
+    return cv_.wait_until(lock, deadline, [&] { return rows_ >= n; });
   }
   std::vector<T> all() const {
     std::lock_guard lock(mu_);
@@ -60,7 +73,9 @@ class CommitLog {
 
  private:
   mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
   std::map<std::pair<int, int64_t>, std::vector<T>> txns_;
+  size_t rows_ = 0;
 };
 
 template <typename T>

@@ -219,6 +219,9 @@ class SourceOperatorBase : public OperatorBase {
  public:
   // Emits up to `max_records` into the output.
   virtual PollStatus poll(int max_records) = 0;
+  // The input ends here although the source has more (stop with drain):
+  // all event time passes, as at the end of a bounded input.
+  virtual void end_input_now() = 0;
 };
 
 }  // namespace detail

@@ -214,6 +214,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     next_check_ms_ = clock_->now_ms();
     return source_->open(ctx);
   }
+  void end_input_now() override { emit_watermark(kMaxWatermark); }
   PollStatus poll(int max_records) override {
     PollStatus st = source_->poll(*this, max_records);
     if (st == PollStatus::kEndOfInput) {
