@@ -1,5 +1,7 @@
 #include "checkpoint/format.h"
 
+#include <xxhash.h>
+
 #include <cstring>
 
 namespace weir::checkpoint {
@@ -140,27 +142,60 @@ absl::StatusOr<detail::OperatorStateMap> decode_operator_state(std::string_view 
   return state;
 }
 
-std::string encode_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle) {
-  std::string out;
-  ByteWriter w(&out);
+absl::Status write_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle,
+                              ByteSink* sink) {
+  // Bytes go through `buf` (one section or key group at a time) into the
+  // sink and the running checksum.
+  XXH64_state_t* hash = XXH64_createState();
+  XXH64_reset(hash, 0);
+  uint64_t written = 0;
+  std::string buf;
+  ByteWriter w(&buf);
+  auto flush = [&]() -> absl::Status {
+    XXH64_update(hash, buf.data(), buf.size());
+    written += buf.size();
+    absl::Status s = sink->append(buf);
+    buf.clear();
+    return s;
+  };
+  absl::Status s;
   put_header(w, kStateMagic, kStateFileVersion);
-  handle->operator_state_offset = out.size();
+  handle->operator_state_offset = buf.size();
   encode_operator_state(snap.operator_state, w);
-  handle->operator_state_length = out.size() - handle->operator_state_offset;
+  handle->operator_state_length = buf.size() - handle->operator_state_offset;
   handle->kg_offsets.clear();
-  if (snap.keyed) {
+  s = flush();
+  if (s.ok() && snap.keyed) {
     handle->key_groups = snap.keyed->range();
-    for (int kg = handle->key_groups.start; kg < handle->key_groups.end; ++kg) {
-      handle->kg_offsets.push_back(out.size());
+    for (int kg = handle->key_groups.start; kg < handle->key_groups.end && s.ok(); ++kg) {
+      handle->kg_offsets.push_back(written);
       snap.keyed->write_key_group(kg, w);
+      s = flush();
     }
-    handle->kg_offsets.push_back(out.size());
+    handle->kg_offsets.push_back(written);
   } else {
     handle->key_groups = KeyGroupRange{};
   }
-  put_trailer(&out);
-  handle->file_size = out.size();
-  return out;
+  if (s.ok()) {
+    w.put_fixed<uint64_t>(XXH64_digest(hash));
+    written += buf.size();
+    s = sink->append(buf);
+  }
+  XXH64_freeState(hash);
+  handle->file_size = written;
+  return s;
+}
+
+std::string encode_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle) {
+  struct StringSink final : ByteSink {
+    std::string out;
+    absl::Status append(std::string_view b) override {
+      out.append(b);
+      return absl::OkStatus();
+    }
+  } sink;
+  (void)write_state_file(snap, handle, &sink);  // a string sink cannot fail
+  return std::move(sink.out);
 }
 
 absl::Status verify_state_file(std::string_view bytes, std::string_view what) {

@@ -92,8 +92,19 @@ std::string encode_metadata(const CheckpointMetadata& m);
 // `what` names the file in error messages.
 absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::string_view what);
 
-// Serializes one operator subtask's snapshot into a state file; fills the
-// offsets of `handle` (not its file name).
+// Where a state file streams to.
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  virtual absl::Status append(std::string_view bytes) = 0;
+};
+
+// Streams one operator subtask's snapshot into `sink` as a state file,
+// holding at most one key group in memory; fills the offsets and size of
+// `handle` (not its file name).
+absl::Status write_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle,
+                              ByteSink* sink);
+// The same, into a string.
 std::string encode_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle);
 // Verifies magic, version and checksum.
 absl::Status verify_state_file(std::string_view bytes, std::string_view what);

@@ -1,5 +1,10 @@
 #include "checkpoint/storage.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
@@ -12,6 +17,87 @@ namespace weir::checkpoint {
 namespace {
 
 std::string chk_dir_name(int64_t id) { return "chk-" + std::to_string(id); }
+
+// Buffered writes to a file; finish() flushes, fsyncs and closes.
+class FileOutput final : public StateFileOutput {
+ public:
+  FileOutput(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~FileOutput() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  absl::Status append(std::string_view bytes) override {
+    buf_.append(bytes);
+    if (buf_.size() < kBufferBytes) return absl::OkStatus();
+    return drain();
+  }
+  absl::Status finish() override {
+    absl::Status s = drain();
+    if (!s.ok()) return s;
+    if (::fsync(fd_) != 0) return errno_status("fsync", path_, errno);
+    int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) return errno_status("close", path_, errno);
+    return absl::OkStatus();
+  }
+
+ private:
+  static constexpr size_t kBufferBytes = 1 << 20;
+  absl::Status drain() {
+    absl::Status s = write_all(fd_, buf_, path_);
+    buf_.clear();
+    return s;
+  }
+  int fd_;
+  const std::string path_;
+  std::string buf_;
+};
+
+// A read-only private mapping of a whole file.
+class MappedFile final : public StateFileBytes {
+ public:
+  static absl::StatusOr<std::shared_ptr<const MappedFile>> open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno_status("open", path, errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return errno_status("stat", path, err);
+    }
+    auto m = std::shared_ptr<MappedFile>(new MappedFile());
+    m->size_ = static_cast<size_t>(st.st_size);
+    if (m->size_ > 0) {
+      void* p = ::mmap(nullptr, m->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        int err = errno;
+        ::close(fd);
+        return errno_status("mmap", path, err);
+      }
+      ::madvise(p, m->size_, MADV_SEQUENTIAL);
+      m->data_ = static_cast<const char*>(p);
+    }
+    ::close(fd);
+    return std::shared_ptr<const MappedFile>(std::move(m));
+  }
+  ~MappedFile() override {
+    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
+  }
+  std::string_view bytes() const override { return {data_ == nullptr ? "" : data_, size_}; }
+
+ private:
+  MappedFile() = default;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class StringBytes final : public StateFileBytes {
+ public:
+  explicit StringBytes(std::shared_ptr<const std::string> s) : s_(std::move(s)) {}
+  std::string_view bytes() const override { return *s_; }
+
+ private:
+  const std::shared_ptr<const std::string> s_;
+};
 
 absl::Status verify_files(const RestoredCheckpoint& cp, CheckpointStorage& storage) {
   for (const auto& op : cp.metadata.operators) {
@@ -50,11 +136,22 @@ absl::Status FileCheckpointStorage::ensure_dir(int64_t id) {
   return absl::OkStatus();
 }
 
-absl::Status FileCheckpointStorage::write_state_file(int64_t id, const std::string& name,
-                                                     std::string_view bytes) {
+absl::Status CheckpointStorage::write_state_file(int64_t id, const std::string& name, std::string_view bytes) {
+  auto out = create_state_file(id, name);
+  if (!out.ok()) return out.status();
+  absl::Status s = (*out)->append(bytes);
+  if (!s.ok()) return s;
+  return (*out)->finish();
+}
+
+absl::StatusOr<std::unique_ptr<StateFileOutput>> FileCheckpointStorage::create_state_file(
+    int64_t id, const std::string& name) {
   absl::Status s = ensure_dir(id);
   if (!s.ok()) return s;
-  return write_file_synced((fs::path(location(id)) / name).string(), bytes);
+  std::string path = (fs::path(location(id)) / name).string();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("open", path, errno);
+  return std::unique_ptr<StateFileOutput>(new FileOutput(fd, path));
 }
 
 absl::StatusOr<std::string> FileCheckpointStorage::finalize(const CheckpointMetadata& m) {
@@ -70,18 +167,19 @@ absl::StatusOr<std::string> FileCheckpointStorage::finalize(const CheckpointMeta
   return dir;
 }
 
-absl::StatusOr<std::string> FileCheckpointStorage::read_state_file(
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> FileCheckpointStorage::read_state_file(
     const std::string& location, const OperatorSubtaskState& handle) {
   std::string path = (fs::path(location) / handle.file).string();
-  auto bytes = read_file(path);
-  if (!bytes.ok()) return bytes.status();
-  if (bytes->size() != handle.file_size) {
-    return absl::DataLossError(path + ": size " + std::to_string(bytes->size()) + ", expected " +
+  auto file = MappedFile::open(path);
+  if (!file.ok()) return file.status();
+  std::string_view bytes = (*file)->bytes();
+  if (bytes.size() != handle.file_size) {
+    return absl::DataLossError(path + ": size " + std::to_string(bytes.size()) + ", expected " +
                                std::to_string(handle.file_size));
   }
-  absl::Status s = verify_state_file(*bytes, path);
+  absl::Status s = verify_state_file(bytes, path);
   if (!s.ok()) return s;
-  return bytes;
+  return std::shared_ptr<const StateFileBytes>(std::move(*file));
 }
 
 void FileCheckpointStorage::discard(int64_t id) {
@@ -93,16 +191,34 @@ void FileCheckpointStorage::discard(int64_t id) {
   fs::remove_all(location(id), ec);  // best effort: a leftover is found and reported later
 }
 
-absl::Status MemoryCheckpointStorage::write_state_file(int64_t id, const std::string& name,
-                                                       std::string_view bytes) {
-  absl::MutexLock lock(&mu_);
-  files_[id][name] = std::string(bytes);
-  return absl::OkStatus();
+absl::StatusOr<std::unique_ptr<StateFileOutput>> MemoryCheckpointStorage::create_state_file(
+    int64_t id, const std::string& name) {
+  class Output final : public StateFileOutput {
+   public:
+    Output(MemoryCheckpointStorage* storage, int64_t id, std::string name)
+        : storage_(storage), id_(id), name_(std::move(name)) {}
+    absl::Status append(std::string_view bytes) override {
+      bytes_.append(bytes);
+      return absl::OkStatus();
+    }
+    absl::Status finish() override {
+      absl::MutexLock lock(&storage_->mu_);
+      storage_->files_[id_][name_] = std::make_shared<const std::string>(std::move(bytes_));
+      return absl::OkStatus();
+    }
+
+   private:
+    MemoryCheckpointStorage* storage_;
+    const int64_t id_;
+    const std::string name_;
+    std::string bytes_;
+  };
+  return std::unique_ptr<StateFileOutput>(new Output(this, id, name));
 }
 
 absl::StatusOr<std::string> MemoryCheckpointStorage::finalize(const CheckpointMetadata& m) {
   absl::MutexLock lock(&mu_);
-  files_[m.checkpoint_id][std::string(kMetadataFileName)] = encode_metadata(m);
+  files_[m.checkpoint_id][std::string(kMetadataFileName)] = std::make_shared<const std::string>(encode_metadata(m));
   return location(m.checkpoint_id);
 }
 
@@ -110,16 +226,16 @@ std::string MemoryCheckpointStorage::location(int64_t id) const {
   return "memory://" + job_id_ + "/" + std::to_string(id);
 }
 
-absl::StatusOr<std::string> MemoryCheckpointStorage::read_state_file(
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> MemoryCheckpointStorage::read_state_file(
     const std::string& location, const OperatorSubtaskState& handle) {
   absl::MutexLock lock(&mu_);
   for (const auto& [id, files] : files_) {
     if (this->location(id) != location) continue;
     auto it = files.find(handle.file);
     if (it == files.end()) break;
-    absl::Status s = verify_state_file(it->second, location + "/" + handle.file);
+    absl::Status s = verify_state_file(*it->second, location + "/" + handle.file);
     if (!s.ok()) return s;
-    return it->second;
+    return std::shared_ptr<const StateFileBytes>(std::make_shared<StringBytes>(it->second));
   }
   return absl::NotFoundError(location + "/" + handle.file + ": no such state file");
 }
@@ -199,17 +315,17 @@ CheckpointStorage* RoutingCheckpointStorage::target(int64_t id) const {
   return it == savepoints_.end() ? checkpoints_.get() : it->second.get();
 }
 
-absl::Status RoutingCheckpointStorage::write_state_file(int64_t id, const std::string& name,
-                                                        std::string_view bytes) {
-  return target(id)->write_state_file(id, name, bytes);
+absl::StatusOr<std::unique_ptr<StateFileOutput>> RoutingCheckpointStorage::create_state_file(
+    int64_t id, const std::string& name) {
+  return target(id)->create_state_file(id, name);
 }
 
 absl::StatusOr<std::string> RoutingCheckpointStorage::finalize(const CheckpointMetadata& m) {
   return target(m.checkpoint_id)->finalize(m);
 }
 
-absl::StatusOr<std::string> RoutingCheckpointStorage::read_state_file(const std::string& location,
-                                                                      const OperatorSubtaskState& handle) {
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::read_state_file(
+    const std::string& location, const OperatorSubtaskState& handle) {
   if (location.rfind("memory://", 0) == 0) return checkpoints_->read_state_file(location, handle);
   // A directory: a savepoint, or a checkpoint of this or another job.
   return FileCheckpointStorage::at_directory(location)->read_state_file(location, handle);

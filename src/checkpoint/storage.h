@@ -25,6 +25,21 @@
 
 namespace weir::checkpoint {
 
+// A state file being written: append, then finish (durable) or drop.
+class StateFileOutput : public ByteSink {
+ public:
+  // Makes the file durable; without it the file does not count.
+  virtual absl::Status finish() = 0;
+};
+
+// A state file read back: its bytes (memory-mapped for files, so restoring
+// large state does not copy it onto the heap).
+class StateFileBytes {
+ public:
+  virtual ~StateFileBytes() = default;
+  virtual std::string_view bytes() const = 0;
+};
+
 // A completed checkpoint found for restore.
 struct RestoredCheckpoint {
   std::string location;  // the chk-<n> directory, or memory://<job>/<n>
@@ -35,13 +50,15 @@ class CheckpointStorage {
  public:
   virtual ~CheckpointStorage() = default;
 
-  virtual absl::Status write_state_file(int64_t checkpoint_id, const std::string& name,
-                                        std::string_view bytes) = 0;
+  virtual absl::StatusOr<std::unique_ptr<StateFileOutput>> create_state_file(int64_t checkpoint_id,
+                                                                             const std::string& name) = 0;
+  // Writes a whole state file at once.
+  absl::Status write_state_file(int64_t checkpoint_id, const std::string& name, std::string_view bytes);
   // Durably completes checkpoint `m.checkpoint_id`; returns its location.
   virtual absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) = 0;
   // Reads a state file of the checkpoint at `location` and verifies it.
-  virtual absl::StatusOr<std::string> read_state_file(const std::string& location,
-                                                      const OperatorSubtaskState& handle) = 0;
+  virtual absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
+      const std::string& location, const OperatorSubtaskState& handle) = 0;
   // Removes everything of checkpoint `checkpoint_id` of this job.
   virtual void discard(int64_t checkpoint_id) = 0;
   virtual std::string location(int64_t checkpoint_id) const = 0;
@@ -59,11 +76,11 @@ class FileCheckpointStorage final : public CheckpointStorage {
   // Every checkpoint id maps to `dir` itself (one savepoint).
   static std::unique_ptr<FileCheckpointStorage> at_directory(std::string dir);
 
-  absl::Status write_state_file(int64_t checkpoint_id, const std::string& name,
-                                std::string_view bytes) override;
+  absl::StatusOr<std::unique_ptr<StateFileOutput>> create_state_file(int64_t checkpoint_id,
+                                                                     const std::string& name) override;
   absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
-  absl::StatusOr<std::string> read_state_file(const std::string& location,
-                                              const OperatorSubtaskState& handle) override;
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
+      const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
   std::string location(int64_t checkpoint_id) const override;
 
@@ -82,11 +99,11 @@ class MemoryCheckpointStorage final : public CheckpointStorage {
  public:
   explicit MemoryCheckpointStorage(std::string job_id) : job_id_(std::move(job_id)) {}
 
-  absl::Status write_state_file(int64_t checkpoint_id, const std::string& name,
-                                std::string_view bytes) override;
+  absl::StatusOr<std::unique_ptr<StateFileOutput>> create_state_file(int64_t checkpoint_id,
+                                                                     const std::string& name) override;
   absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
-  absl::StatusOr<std::string> read_state_file(const std::string& location,
-                                              const OperatorSubtaskState& handle) override;
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
+      const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
   std::string location(int64_t checkpoint_id) const override;
 
@@ -96,7 +113,7 @@ class MemoryCheckpointStorage final : public CheckpointStorage {
  private:
   const std::string job_id_;
   mutable absl::Mutex mu_;
-  std::map<int64_t, std::map<std::string, std::string>> files_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::map<std::string, std::shared_ptr<const std::string>>> files_ ABSL_GUARDED_BY(mu_);
 };
 
 // The storage a job uses: checkpoints go to `checkpoints`, savepoints to
@@ -107,11 +124,11 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
   explicit RoutingCheckpointStorage(std::shared_ptr<CheckpointStorage> checkpoints)
       : checkpoints_(std::move(checkpoints)) {}
 
-  absl::Status write_state_file(int64_t checkpoint_id, const std::string& name,
-                                std::string_view bytes) override;
+  absl::StatusOr<std::unique_ptr<StateFileOutput>> create_state_file(int64_t checkpoint_id,
+                                                                     const std::string& name) override;
   absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
-  absl::StatusOr<std::string> read_state_file(const std::string& location,
-                                              const OperatorSubtaskState& handle) override;
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
+      const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
   std::string location(int64_t checkpoint_id) const override;
   absl::Status add_savepoint(int64_t checkpoint_id, const std::string& dir) override;

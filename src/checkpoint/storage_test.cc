@@ -61,7 +61,7 @@ TEST_F(StorageTest, MetadataRoundTripsAndIsPublishedAtomically) {
   const auto& h = loaded->metadata.operators[0].subtasks[0];
   auto bytes = s.read_state_file(loaded->location, h);
   ASSERT_TRUE(bytes.ok());
-  auto state = decode_operator_state(bytes->substr(h.operator_state_offset, h.operator_state_length));
+  auto state = decode_operator_state((*bytes)->bytes().substr(h.operator_state_offset, h.operator_state_length));
   ASSERT_TRUE(state.ok());
   EXPECT_EQ(state->at("positions").entries, (std::vector<std::string>{"a", "7"}));
 }

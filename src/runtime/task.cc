@@ -168,7 +168,7 @@ absl::Status Task::initialize() {
   if (!s.ok()) return s;
   // Restore, then open downstream operators first so they are ready before
   // upstream ones emit.
-  std::vector<std::string> files;
+  std::vector<std::shared_ptr<const checkpoint::StateFileBytes>> files;
   for (int i = static_cast<int>(vertex_.nodes.size()) - 1; i >= 0; --i) {
     int node = vertex_.nodes[i];
     std::optional<detail::OperatorRestore> restore;
@@ -291,8 +291,8 @@ void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c) {
   if (cancelled_) c->close();
 }
 
-absl::StatusOr<detail::OperatorRestore> Task::restore_for(int node,
-                                                          std::vector<std::string>* files) {
+absl::StatusOr<detail::OperatorRestore> Task::restore_for(
+    int node, std::vector<std::shared_ptr<const checkpoint::StateFileBytes>>* files) {
   detail::OperatorRestore r;
   const std::string& uid = graph_->uids[node];
   const checkpoint::OperatorStateHandles* h = tdd_.restore->find(uid);
@@ -309,7 +309,7 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(int node,
     auto bytes = services_.storage->read_state_file(tdd_.restore_location, s);
     if (!bytes.ok()) return bytes.status();
     files->push_back(std::move(*bytes));
-    read.emplace_back(&s, files->back());
+    read.emplace_back(&s, files->back()->bytes());
   }
   // Operator state: own entries at equal parallelism, else redistributed.
   std::vector<std::pair<int, detail::OperatorStateMap>> op_states;
@@ -524,8 +524,14 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
       s.max_parallelism = max_parallelism;
       s.handle.subtask = exec.subtask;
       s.handle.file = c.uid + "-" + std::to_string(exec.subtask) + ".state";
-      std::string bytes = checkpoint::encode_state_file(c.snapshot, &s.handle);
-      absl::Status st = storage->write_state_file(checkpoint_id, s.handle.file, bytes);
+      absl::Status st;
+      auto out = storage->create_state_file(checkpoint_id, s.handle.file);
+      if (!out.ok()) {
+        st = out.status();
+      } else {
+        st = checkpoint::write_state_file(c.snapshot, &s.handle, out->get());
+        if (st.ok()) st = (*out)->finish();
+      }
       if (!st.ok()) {
         jm->decline_checkpoint(exec, checkpoint_id, std::string(st.message()));
         return;

@@ -107,7 +107,8 @@ class Task {
   absl::Status initialize();
   absl::Status build_chain();
   absl::Status build_inputs();
-  absl::StatusOr<detail::OperatorRestore> restore_for(int node, std::vector<std::string>* files);
+  absl::StatusOr<detail::OperatorRestore> restore_for(
+      int node, std::vector<std::shared_ptr<const checkpoint::StateFileBytes>>* files);
   void loop();
   bool poll_inputs();
   void process_event(int channel, network::ChannelEvent ev);
