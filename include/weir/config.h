@@ -45,6 +45,11 @@ struct CheckpointConfig {
   // Where checkpoints are written. Empty: in memory (lost with the process).
   // Default: empty.
   std::string directory;
+  // RocksDB backend with a checkpoint directory: upload only the SST files
+  // no retained checkpoint holds yet (shared files are reference-counted
+  // and deleted with the last checkpoint that refers to them). Savepoints
+  // stay full and canonical. Default: false (full checkpoints).
+  bool incremental = false;
 };
 
 enum class RestartStrategyKind : uint8_t {

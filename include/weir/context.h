@@ -18,6 +18,7 @@
 namespace weir {
 namespace detail {
 class KvStore;
+struct NativeRestore;
 }  // namespace detail
 
 class OperatorContext {
@@ -38,6 +39,11 @@ class OperatorContext {
   // The store for keyed state the job's state backend asks for: null for
   // the heap backend, a fresh RocksDB instance for the RocksDB backend.
   virtual absl::StatusOr<std::shared_ptr<detail::KvStore>> create_keyed_store() = 0;
+  // True when create_keyed_store() makes RocksDB stores.
+  virtual bool keyed_store_is_native() const = 0;
+  // A RocksDB store opened on a copy of a native snapshot's files, in a
+  // fresh working directory (removed when the store goes).
+  virtual absl::StatusOr<std::shared_ptr<detail::KvStore>> open_native_store(const detail::NativeRestore& from) = 0;
   // Raw operator state; prefer OperatorListState<T>.
   virtual detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                         detail::Redistribution mode) = 0;

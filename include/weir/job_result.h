@@ -20,6 +20,7 @@ struct CompletedCheckpointStats {
   uint64_t state_bytes = 0;
   bool is_final = false;        // the checkpoint taken at end of input
   bool is_savepoint = false;
+  uint64_t new_bytes = 0;       // written by this checkpoint (less than state_bytes when incremental)
 };
 
 struct SavepointResult {

@@ -1,19 +1,43 @@
 #include "checkpoint/coordinator.h"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace weir::checkpoint {
 
+std::vector<std::string> CompletedCheckpointStore::reference(const Entry& e, int delta) {
+  std::vector<std::string> released;
+  if (e.metadata == nullptr) return released;
+  for (const auto& op : e.metadata->operators) {
+    for (const auto& s : op.subtasks) {
+      for (const auto& f : s.native_files) {
+        if (!f.shared) continue;
+        std::string path = (std::filesystem::path(e.location) / f.path).lexically_normal().string();
+        int& n = shared_refs_[path];
+        n += delta;
+        if (n <= 0) {
+          shared_refs_.erase(path);
+          released.push_back(path);
+        }
+      }
+    }
+  }
+  return released;
+}
+
 void CompletedCheckpointStore::add(Entry e) {
+  if (e.owned) reference(e, +1);
   entries_.push_back(std::move(e));
   while (static_cast<int>(entries_.size()) > retained_) {
     Entry old = std::move(entries_.front());
     entries_.pop_front();
     if (!old.owned) continue;
+    std::vector<std::string> released = reference(old, -1);
     if (old.location == storage_->location(old.id)) {
-      storage_->discard(old.id);
+      storage_->discard_subsumed(old.id, released);
     } else {
       discard_checkpoint_at(old.location);  // a claimed checkpoint of an earlier job
+      discard_files(released);
     }
   }
 }
@@ -102,7 +126,7 @@ absl::StatusOr<int64_t> CheckpointCoordinator::trigger(bool is_final, const std:
   int64_t wall = p.wall_ms;
   pending_.emplace(id, std::move(p));
   next_trigger_ms_ = clock_->now_ms() + config_.interval.count();
-  actions_->trigger_sources(id, wall);
+  actions_->trigger_sources(id, wall, !savepoint_dir.empty());
   return id;
 }
 
@@ -172,7 +196,7 @@ void CheckpointCoordinator::complete(Pending p) {
   int64_t now = clock_->now_ms();
   const bool savepoint = !p.savepoint_dir.empty();
   stats_.push_back(CompletedCheckpointStats{p.id, p.wall_ms, Duration(now - p.trigger_ms),
-                                            meta->total_bytes(), p.is_final, savepoint});
+                                            meta->total_bytes(), p.is_final, savepoint, meta->new_bytes()});
   // A savepoint is the newest restore point too, but owned by the user.
   store_->add({p.id, *location, meta, !savepoint});
   consecutive_failures_ = 0;

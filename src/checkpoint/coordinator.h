@@ -45,7 +45,7 @@ struct TaskAck {
 class CoordinatorActions {
  public:
   virtual ~CoordinatorActions() = default;
-  virtual void trigger_sources(int64_t checkpoint_id, int64_t timestamp_ms) = 0;
+  virtual void trigger_sources(int64_t checkpoint_id, int64_t timestamp_ms, bool savepoint) = 0;
   virtual void notify_complete(int64_t checkpoint_id) = 0;
   virtual void notify_aborted(int64_t checkpoint_id) = 0;
   // The final checkpoint (after end of input) completed.
@@ -72,14 +72,23 @@ class CompletedCheckpointStore {
       : retained_(retained < 1 ? 1 : retained), storage_(storage) {}
 
   // Adds `e` and discards owned checkpoints beyond the retained number.
+  // Shared files (incremental checkpoints) of owned checkpoints are
+  // reference-counted: one is deleted with the last checkpoint referring to it.
   void add(Entry e);
   const Entry* latest() const { return entries_.empty() ? nullptr : &entries_.back(); }
   const std::deque<Entry>& entries() const { return entries_; }
+  // Shared files referred to by retained owned checkpoints (absolute paths).
+  size_t num_shared_files() const { return shared_refs_.size(); }
 
  private:
+  // Adds `delta` to the count of each shared file of `e`; returns the files
+  // whose count dropped to zero.
+  std::vector<std::string> reference(const Entry& e, int delta);
+
   const int retained_;
   CheckpointStorage* storage_;
   std::deque<Entry> entries_;
+  std::map<std::string, int> shared_refs_;
 };
 
 class CheckpointCoordinator {

@@ -70,6 +70,17 @@ std::string encode_metadata(const CheckpointMetadata& m) {
       w.put_varint(s.key_groups.end);
       w.put_varint(s.kg_offsets.size());
       for (uint64_t o : s.kg_offsets) w.put_fixed<uint64_t>(o);
+      w.put_varint(s.native_files.size());
+      for (const NativeFile& f : s.native_files) {
+        w.put_string(f.path);
+        w.put_fixed<uint64_t>(f.size);
+        w.put_fixed<uint8_t>(f.shared ? 1 : 0);
+      }
+      w.put_varint(s.native_states.size());
+      for (const auto& [name, kind] : s.native_states) {
+        w.put_string(name);
+        w.put_fixed<uint8_t>(kind);
+      }
     }
   }
   put_trailer(&out);
@@ -77,7 +88,11 @@ std::string encode_metadata(const CheckpointMetadata& m) {
 }
 
 absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::string_view what) {
-  auto body = open_envelope(bytes, kMetaMagic, kMetadataVersion, what);
+  // Version 1 (no native state) is read too.
+  uint32_t version = kMetadataVersion;
+  if (bytes.size() >= kHeaderSize) std::memcpy(&version, bytes.data() + kMetaMagic.size(), sizeof(version));
+  if (version != 1) version = kMetadataVersion;
+  auto body = open_envelope(bytes, kMetaMagic, version, what);
   if (!body.ok()) return body.status();
   ByteReader r(*body);
   CheckpointMetadata m;
@@ -103,7 +118,23 @@ absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::
       s.key_groups.end = static_cast<int>(r.get_varint());
       uint64_t n = r.get_length();
       for (uint64_t k = 0; k < n && r.ok(); ++k) s.kg_offsets.push_back(r.get_fixed<uint64_t>());
-      if (r.ok() && s.kg_offsets.size() != static_cast<size_t>(s.key_groups.size()) + 1 &&
+      if (version >= 2) {
+        uint64_t files = r.get_length();
+        for (uint64_t k = 0; k < files && r.ok(); ++k) {
+          NativeFile f;
+          f.path = r.get_string();
+          f.size = r.get_fixed<uint64_t>();
+          f.shared = r.get_fixed<uint8_t>() != 0;
+          s.native_files.push_back(std::move(f));
+        }
+        uint64_t states = r.get_length();
+        for (uint64_t k = 0; k < states && r.ok(); ++k) {
+          std::string name = r.get_string();
+          uint8_t kind = r.get_fixed<uint8_t>();
+          s.native_states.emplace_back(std::move(name), kind);
+        }
+      }
+      if (r.ok() && !s.is_native() && s.kg_offsets.size() != static_cast<size_t>(s.key_groups.size()) + 1 &&
           !(s.key_groups.empty() && s.kg_offsets.empty())) {
         return absl::DataLossError(std::string(what) + ": key-group index of operator " + op.uid +
                                    " is inconsistent");
@@ -165,7 +196,9 @@ absl::Status write_state_file(const detail::OperatorSnapshot& snap, OperatorSubt
   handle->operator_state_length = buf.size() - handle->operator_state_offset;
   handle->kg_offsets.clear();
   s = flush();
-  if (s.ok() && snap.keyed) {
+  if (s.ok() && snap.keyed && snap.keyed->native() != nullptr) {
+    handle->key_groups = snap.keyed->range();  // the files are listed in the metadata
+  } else if (s.ok() && snap.keyed) {
     handle->key_groups = snap.keyed->range();
     for (int kg = handle->key_groups.start; kg < handle->key_groups.end && s.ok(); ++kg) {
       handle->kg_offsets.push_back(written);

@@ -21,7 +21,9 @@
 //     varint subtasks | per subtask:
 //       varint index | string file | u64 file size |
 //       u64 operator-state offset | u64 operator-state length |
-//       varint kg start | varint kg end | varint n | u64 offset * n
+//       varint kg start | varint kg end | varint n | u64 offset * n |
+//       (version >= 2) varint files | (string path, u64 size, u8 shared) * files |
+//                      varint states | (string name, u8 kind) * states
 //   [8]  u64 xxh64 of all preceding bytes
 //
 // DO NOT CHANGE these layouts without bumping the version numbers.
@@ -40,8 +42,17 @@
 namespace weir::checkpoint {
 
 inline constexpr uint32_t kStateFileVersion = 1;
-inline constexpr uint32_t kMetadataVersion = 1;
+inline constexpr uint32_t kMetadataVersion = 2;  // 2 added native (incremental) keyed state
 inline constexpr std::string_view kMetadataFileName = "_metadata";
+
+// A file of a native (RocksDB) snapshot: `path` relative to the
+// checkpoint's directory; shared files live under ../shared/ and may be
+// referenced by several checkpoints.
+struct NativeFile {
+  std::string path;
+  uint64_t size = 0;
+  bool shared = false;
+};
 
 // Where one operator subtask's state lives inside a checkpoint.
 struct OperatorSubtaskState {
@@ -51,7 +62,11 @@ struct OperatorSubtaskState {
   uint64_t operator_state_offset = 0;
   uint64_t operator_state_length = 0;
   KeyGroupRange key_groups;          // empty for non-keyed operators
-  std::vector<uint64_t> kg_offsets;  // key_groups.size() + 1 offsets
+  std::vector<uint64_t> kg_offsets;  // key_groups.size() + 1 offsets; empty when native
+  // Native keyed state (incremental checkpoints): its files and states.
+  std::vector<NativeFile> native_files;
+  std::vector<std::pair<std::string, uint8_t>> native_states;
+  bool is_native() const { return !native_files.empty(); }
 
   std::string_view key_group_bytes(std::string_view file_bytes, int kg) const {
     size_t i = static_cast<size_t>(kg - key_groups.start);
@@ -79,10 +94,29 @@ struct CheckpointMetadata {
     }
     return nullptr;
   }
+  // Bytes of everything the checkpoint refers to (a full restore reads them).
   uint64_t total_bytes() const {
     uint64_t n = 0;
     for (const auto& op : operators) {
-      for (const auto& s : op.subtasks) n += s.file_size;
+      for (const auto& s : op.subtasks) {
+        n += s.file_size;
+        for (const auto& f : s.native_files) n += f.size;
+      }
+    }
+    return n;
+  }
+  // Bytes this checkpoint wrote: its own files and the shared files it
+  // uploaded (under ../shared/c<id>/), not those it refers to again.
+  uint64_t new_bytes() const {
+    const std::string mine = "../shared/c" + std::to_string(checkpoint_id) + "/";
+    uint64_t n = 0;
+    for (const auto& op : operators) {
+      for (const auto& s : op.subtasks) {
+        n += s.file_size;
+        for (const auto& f : s.native_files) {
+          if (!f.shared || f.path.rfind(mine, 0) == 0) n += f.size;
+        }
+      }
     }
     return n;
   }

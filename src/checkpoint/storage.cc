@@ -104,6 +104,16 @@ absl::Status verify_files(const RestoredCheckpoint& cp, CheckpointStorage& stora
     for (const auto& s : op.subtasks) {
       auto bytes = storage.read_state_file(cp.location, s);
       if (!bytes.ok()) return bytes.status();
+      for (const auto& f : s.native_files) {
+        fs::path p = (fs::path(cp.location) / f.path).lexically_normal();
+        std::error_code ec;
+        uint64_t size = fs::file_size(p, ec);
+        if (ec) return absl::DataLossError(p.string() + ": " + ec.message());
+        if (size != f.size) {
+          return absl::DataLossError(p.string() + ": size " + std::to_string(size) + ", expected " +
+                                     std::to_string(f.size));
+        }
+      }
     }
   }
   return absl::OkStatus();
@@ -189,6 +199,38 @@ void FileCheckpointStorage::discard(int64_t id) {
   }
   std::error_code ec;
   fs::remove_all(location(id), ec);  // best effort: a leftover is found and reported later
+  if (!fixed_) fs::remove_all(shared_dir(id), ec);
+}
+
+void FileCheckpointStorage::discard_subsumed(int64_t id, const std::vector<std::string>& unreferenced) {
+  {
+    absl::MutexLock lock(&mu_);
+    created_.erase(id);
+  }
+  std::error_code ec;
+  fs::remove_all(location(id), ec);
+  discard_files(unreferenced);
+}
+
+std::string FileCheckpointStorage::shared_dir(int64_t id) const {
+  return (fs::path(job_dir_) / "shared" / ("c" + std::to_string(id))).string();
+}
+
+absl::StatusOr<std::string> FileCheckpointStorage::upload_file(int64_t id, const std::string& local,
+                                                               const std::string& name, bool shared) {
+  if (fixed_) return absl::UnimplementedError("a savepoint keeps no native files");
+  absl::Status s = ensure_dir(id);
+  if (!s.ok()) return s;
+  fs::path dir = shared ? fs::path(shared_dir(id)) : fs::path(location(id));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return errno_status("mkdir", dir.string(), ec.value());
+  fs::path to = dir / name;
+  auto bytes = read_file(local);
+  if (!bytes.ok()) return bytes.status();
+  s = write_file_synced(to.string(), *bytes);
+  if (!s.ok()) return s;
+  return shared ? (fs::path("..") / "shared" / ("c" + std::to_string(id)) / name).string() : name;
 }
 
 absl::StatusOr<std::unique_ptr<StateFileOutput>> MemoryCheckpointStorage::create_state_file(
@@ -331,6 +373,15 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::
   return FileCheckpointStorage::at_directory(location)->read_state_file(location, handle);
 }
 
+void RoutingCheckpointStorage::discard_subsumed(int64_t id, const std::vector<std::string>& unreferenced) {
+  target(id)->discard_subsumed(id, unreferenced);
+}
+
+absl::StatusOr<std::string> RoutingCheckpointStorage::upload_file(int64_t id, const std::string& local,
+                                                                  const std::string& name, bool shared) {
+  return target(id)->upload_file(id, local, name, shared);
+}
+
 void RoutingCheckpointStorage::discard(int64_t id) {
   // A savepoint is discarded only while incomplete (aborted); once complete
   // it belongs to the user and is never passed here.
@@ -347,6 +398,14 @@ absl::Status RoutingCheckpointStorage::add_savepoint(int64_t id, const std::stri
   absl::MutexLock lock(&mu_);
   savepoints_[id] = FileCheckpointStorage::at_directory(dir);
   return absl::OkStatus();
+}
+
+void discard_files(const std::vector<std::string>& files) {
+  std::error_code ec;
+  for (const auto& f : files) {
+    fs::remove(f, ec);
+    fs::remove(fs::path(f).parent_path(), ec);  // fails, harmlessly, unless empty
+  }
 }
 
 void discard_checkpoint_at(const std::string& location) {

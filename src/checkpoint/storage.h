@@ -59,9 +59,27 @@ class CheckpointStorage {
   // Reads a state file of the checkpoint at `location` and verifies it.
   virtual absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
       const std::string& location, const OperatorSubtaskState& handle) = 0;
-  // Removes everything of checkpoint `checkpoint_id` of this job.
+  // Removes everything of checkpoint `checkpoint_id` of this job, shared
+  // files it uploaded included (it never completed, or nothing else refers
+  // to them).
   virtual void discard(int64_t checkpoint_id) = 0;
+  // Removes a completed checkpoint that newer ones replaced: its own
+  // files, and of the shared files it refers to those in `unreferenced`
+  // (absolute paths no retained checkpoint refers to any more).
+  virtual void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) {
+    discard(checkpoint_id);
+  }
   virtual std::string location(int64_t checkpoint_id) const = 0;
+  // Copies local file `local` into checkpoint `checkpoint_id` durably:
+  // shared (under <job>/shared/, for files later checkpoints may refer to)
+  // or private (inside the checkpoint's directory). Returns the path
+  // relative to the checkpoint's directory. Only file storage has it.
+  virtual absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
+                                                  const std::string& name, bool shared) {
+    return absl::UnimplementedError("this checkpoint storage keeps no native files");
+  }
+  // Whether upload_file works (incremental checkpoints need it).
+  virtual bool supports_native() const { return false; }
   // Makes checkpoint `checkpoint_id` a savepoint: its files go to
   // directory `dir` (created; must not exist yet), whatever this storage
   // keeps checkpoints in. Only RoutingCheckpointStorage supports it.
@@ -82,10 +100,15 @@ class FileCheckpointStorage final : public CheckpointStorage {
   absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
       const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
+  void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
   std::string location(int64_t checkpoint_id) const override;
+  absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
+                                          const std::string& name, bool shared) override;
+  bool supports_native() const override { return !fixed_; }
 
  private:
   struct AtDirectory {};
+  std::string shared_dir(int64_t checkpoint_id) const;
   FileCheckpointStorage(AtDirectory, std::string dir);
   absl::Status ensure_dir(int64_t checkpoint_id);
 
@@ -130,8 +153,12 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
   absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
       const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
+  void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
   std::string location(int64_t checkpoint_id) const override;
   absl::Status add_savepoint(int64_t checkpoint_id, const std::string& dir) override;
+  absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
+                                          const std::string& name, bool shared) override;
+  bool supports_native() const override { return checkpoints_->supports_native(); }
 
  private:
   CheckpointStorage* target(int64_t checkpoint_id) const;
@@ -144,6 +171,8 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
 // Removes the checkpoint directory `location` (a claimed checkpoint of an
 // earlier job). memory:// locations are left alone.
 void discard_checkpoint_at(const std::string& location);
+// Removes files (absolute paths), and their directories once empty.
+void discard_files(const std::vector<std::string>& files);
 
 // Loads and fully verifies (metadata and every state file's checksum) the
 // checkpoint in directory `path` (a chk-<n> directory or its _metadata).

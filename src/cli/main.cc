@@ -60,6 +60,7 @@ struct JobFlags {
   std::string state = "heap";
   std::string state_dir;
   std::string savepoint_dir;
+  bool incremental = false;
   bool drain = false;
   bool claim = false;
   bool verbose = false;
@@ -85,6 +86,8 @@ struct JobFlags {
     app->add_option("--state", state, "State backend: heap | rocksdb");
     app->add_option("--state-dir", state_dir,
                     "rocksdb: directory for the working copies (default: system temp)");
+    app->add_flag("--incremental", incremental,
+                  "rocksdb: checkpoints upload only new SST files (needs --checkpoint-dir)");
     app->add_option("--savepoint-dir", savepoint_dir,
                     "Where SIGUSR1 (savepoint) and SIGUSR2 (stop with savepoint) write savepoints");
     app->add_flag("--drain", drain, "SIGUSR2 drains: end the input and fire all timers first");
@@ -114,6 +117,7 @@ struct JobFlags {
     c.state.kind = *backend;
     c.state.local_directory = state_dir;
     c.checkpoint.directory = checkpoint_dir;
+    c.checkpoint.incremental = incremental;
     c.checkpoint.retained = retained;
     c.restore = restore;
     c.restore_claim = claim;
@@ -343,9 +347,10 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
               nf.query.c_str(), static_cast<long long>(nf.events), static_cast<long long>(out_rows),
               wall, nf.events / wall, cpu, cpu / wall, nf.events / cpu, ru.ru_maxrss / 1024.0);
   for (const auto& c : result->checkpoints) {
-    std::printf("checkpoint %lld: %lld ms, %llu bytes%s\n", static_cast<long long>(c.id),
-                static_cast<long long>(c.duration.count()),
-                static_cast<unsigned long long>(c.state_bytes), c.is_savepoint ? " (savepoint)" : c.is_final ? " (final)" : "");
+    std::printf("checkpoint %lld: %lld ms, %llu bytes (%llu new)%s\n", static_cast<long long>(c.id),
+                static_cast<long long>(c.duration.count()), static_cast<unsigned long long>(c.state_bytes),
+                static_cast<unsigned long long>(c.new_bytes),
+                c.is_savepoint ? " (savepoint)" : c.is_final ? " (final)" : "");
   }
   return kOk;
 }

@@ -34,6 +34,7 @@ struct ChannelEvent {
   int64_t checkpoint_id = 0;   // kBarrier
   int64_t timestamp_ms = 0;    // kBarrier: trigger time; kWatermark: the watermark
   bool idle = false;           // kIdle
+  bool savepoint = false;      // kBarrier: of a savepoint (canonical snapshots only)
 };
 
 class LocalChannel {

@@ -52,14 +52,15 @@ void ResultPartition::flush_all() {
 }
 
 void ResultPartition::broadcast_event(EventKind kind, int64_t checkpoint_id, int64_t timestamp_ms,
-                                      bool idle) {
+                                      bool flag) {
   flush_all();
   for (int c = 0; c < num_channels(); ++c) {
     ChannelEvent ev;
     ev.kind = kind;
     ev.checkpoint_id = checkpoint_id;
     ev.timestamp_ms = timestamp_ms;
-    ev.idle = idle;
+    ev.idle = kind == EventKind::kIdle && flag;
+    ev.savepoint = kind == EventKind::kBarrier && flag;
     push(c, std::move(ev));
   }
 }

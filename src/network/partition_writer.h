@@ -37,7 +37,7 @@ class ResultPartition final : public detail::PartitionWriter {
   void broadcast_idle(bool idle) override;
   // Flushes, then sends an event (barrier, end-of-data, ...) to every channel.
   void broadcast_event(EventKind kind, int64_t checkpoint_id = 0, int64_t timestamp_ms = 0,
-                       bool idle = false);
+                       bool flag = false);
   void close_channels();
 
  private:

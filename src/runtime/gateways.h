@@ -47,7 +47,7 @@ class TaskExecutorGateway {
   virtual void submit_task(TaskDeploymentDescriptor tdd) = 0;
   virtual void cancel_task(const ExecutionId& id) = 0;
   virtual void trigger_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
-                                  int64_t timestamp_ms) = 0;
+                                  int64_t timestamp_ms, bool savepoint) = 0;
   virtual void notify_checkpoint_complete(const ExecutionId& id, int64_t checkpoint_id) = 0;
   virtual void notify_checkpoint_aborted(const ExecutionId& id, int64_t checkpoint_id) = 0;
   // After the final checkpoint: the task may end.

@@ -300,9 +300,9 @@ void JobMaster::end_of_data(const ExecutionId& id) {
   });
 }
 
-void JobMaster::trigger_sources(int64_t cp, int64_t ts) {
+void JobMaster::trigger_sources(int64_t cp, int64_t ts, bool savepoint) {
   for (auto& e : executions_) {
-    if (e.is_source) tm_->trigger_checkpoint(e.id, cp, ts);
+    if (e.is_source) tm_->trigger_checkpoint(e.id, cp, ts, savepoint);
   }
 }
 

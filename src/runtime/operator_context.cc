@@ -7,17 +7,26 @@
 
 namespace weir::runtime {
 
-absl::StatusOr<std::shared_ptr<detail::KvStore>> RuntimeOperatorContext::create_keyed_store() {
-  const StateBackendConfig* cfg = info_.state_backend;
-  if (cfg == nullptr || cfg->kind == StateBackendKind::kHeap) return std::shared_ptr<detail::KvStore>();
-  std::filesystem::path root = cfg->local_directory;
+std::filesystem::path RuntimeOperatorContext::store_dir(const std::string& suffix) const {
+  std::filesystem::path root = info_.state_backend != nullptr ? info_.state_backend->local_directory : "";
   if (root.empty()) root = std::filesystem::temp_directory_path() / "weir-rocksdb";
   // One directory per operator subtask and attempt; uids may hold any character.
   std::string name;
   for (char c : info_.uid) name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  name += "-" + std::to_string(info_.subtask) + "-a" + std::to_string(info_.attempt);
-  return state::open_rocksdb_store(root / (info_.job_id.empty() ? "job" : info_.job_id) / name,
-                                   cfg->rocksdb_memory_bytes);
+  name += "-" + std::to_string(info_.subtask) + "-a" + std::to_string(info_.attempt) + suffix;
+  return root / (info_.job_id.empty() ? "job" : info_.job_id) / name;
+}
+
+absl::StatusOr<std::shared_ptr<detail::KvStore>> RuntimeOperatorContext::create_keyed_store() {
+  if (!keyed_store_is_native()) return std::shared_ptr<detail::KvStore>();
+  return state::open_rocksdb_store(store_dir(""), info_.state_backend->rocksdb_memory_bytes);
+}
+
+absl::StatusOr<std::shared_ptr<detail::KvStore>> RuntimeOperatorContext::open_native_store(
+    const detail::NativeRestore& from) {
+  int64_t memory = info_.state_backend != nullptr ? info_.state_backend->rocksdb_memory_bytes
+                                                  : StateBackendConfig{}.rocksdb_memory_bytes;
+  return state::open_rocksdb_store_from(store_dir("-r" + std::to_string(stores_opened_++)), memory, from.files);
 }
 
 }  // namespace weir::runtime

@@ -3,6 +3,7 @@
 #ifndef WEIR_RUNTIME_OPERATOR_CONTEXT_H_
 #define WEIR_RUNTIME_OPERATOR_CONTEXT_H_
 
+#include <filesystem>
 #include <string>
 
 #include "weir/config.h"
@@ -35,6 +36,10 @@ class RuntimeOperatorContext final : public OperatorContext {
   bool is_restored() const override { return info_.restored; }
   detail::ProcessingTimeService& processing_time() override { return *info_.processing_time; }
   absl::StatusOr<std::shared_ptr<detail::KvStore>> create_keyed_store() override;
+  bool keyed_store_is_native() const override {
+    return info_.state_backend != nullptr && info_.state_backend->kind == StateBackendKind::kRocksDb;
+  }
+  absl::StatusOr<std::shared_ptr<detail::KvStore>> open_native_store(const detail::NativeRestore& from) override;
   detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                 detail::Redistribution mode) override {
     auto [it, inserted] = state_.try_emplace(std::string(name));
@@ -44,7 +49,11 @@ class RuntimeOperatorContext final : public OperatorContext {
   detail::OperatorStateMap& state() { return state_; }
 
  private:
+  // The working directory of a store: <root>/<job>/<uid>-<subtask>-a<attempt><suffix>.
+  std::filesystem::path store_dir(const std::string& suffix) const;
+
   const Info info_;
+  int stores_opened_ = 0;
   detail::OperatorStateMap state_;
 };
 

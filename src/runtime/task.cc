@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 
 #include "checkpoint/format.h"
 
@@ -87,9 +88,9 @@ void Task::drain_mailbox() {
   for (auto& m : batch) m();
 }
 
-void Task::trigger_checkpoint(int64_t id, int64_t ts) {
-  post([this, id, ts] {
-    if (source_ != nullptr) perform_checkpoint(id, ts, 0);
+void Task::trigger_checkpoint(int64_t id, int64_t ts, bool savepoint) {
+  post([this, id, ts, savepoint] {
+    if (source_ != nullptr) perform_checkpoint(id, ts, 0, savepoint);
   });
 }
 
@@ -346,8 +347,22 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
       d.entries = std::vector<std::string>(d.entries.begin() + begin, d.entries.begin() + end);
     }
   }
-  // Keyed state: the key groups of this subtask's range.
+  // Keyed state: the key groups of this subtask's range, or the native
+  // snapshots holding them.
   for (auto& [s, bytes] : read) {
+    if (s->is_native()) {
+      bool overlap = std::max(s->key_groups.start, tdd_.key_groups.start) <
+                     std::min(s->key_groups.end, tdd_.key_groups.end);
+      if (!overlap) continue;
+      detail::NativeRestore n;
+      n.range = s->key_groups;
+      for (const auto& f : s->native_files) {
+        n.files.push_back((std::filesystem::path(tdd_.restore_location) / f.path).lexically_normal().string());
+      }
+      n.states = s->native_states;
+      r.native.push_back(std::move(n));
+      continue;
+    }
     for (int kg = std::max(s->key_groups.start, tdd_.key_groups.start);
          kg < std::min(s->key_groups.end, tdd_.key_groups.end); ++kg) {
       r.key_groups.push_back({kg, s->key_group_bytes(bytes, kg)});
@@ -422,7 +437,7 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
         services_.job_master->decline_checkpoint(id(), d.abandoned_id,
                                                  "subsumed by a newer barrier during alignment");
       }
-      if (d.trigger) perform_checkpoint(d.checkpoint_id, ev.timestamp_ms, ms_since(align_start_));
+      if (d.trigger) perform_checkpoint(d.checkpoint_id, ev.timestamp_ms, ms_since(align_start_), ev.savepoint);
       break;
     }
     case network::EventKind::kWatermark:
@@ -479,7 +494,34 @@ void Task::update_input_watermark() {
   }
 }
 
-void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms) {
+// Incremental checkpoint of a native snapshot: SST files already uploaded by
+// the last confirmed checkpoint are referenced again; new ones are uploaded
+// as shared files; the rest (manifest, options) are private to this
+// checkpoint. Runs on a snapshot thread.
+absl::Status upload_native(checkpoint::CheckpointStorage* storage, int64_t checkpoint_id, const std::string& owner,
+                           detail::NativeSnapshot* native, checkpoint::OperatorSubtaskState* handle) {
+  for (const std::string& local : native->files()) {
+    std::string name = std::filesystem::path(local).filename().string();
+    std::error_code ec;
+    uint64_t size = std::filesystem::file_size(local, ec);
+    if (ec) return absl::InternalError("cannot read " + local + ": " + ec.message());
+    const bool sst = name.size() > 4 && name.compare(name.size() - 4, 4, ".sst") == 0;
+    std::string path = sst ? native->confirmed_upload(name) : "";
+    if (path.empty()) {
+      auto up = storage->upload_file(checkpoint_id, local, owner + "~" + name, sst);
+      if (!up.ok()) return up.status();
+      path = *up;
+    }
+    // What this checkpoint refers to may be referred to again once it is confirmed.
+    if (sst) native->record_upload(checkpoint_id, name, path);
+    handle->native_files.push_back({path, size, sst});
+  }
+  handle->native_states = native->states();
+  return absl::OkStatus();
+}
+
+void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms,
+                              bool savepoint) {
   auto start = Clock::now();
   struct Captured {
     std::string uid;
@@ -487,6 +529,9 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
   };
   auto captured = std::make_shared<std::vector<Captured>>();
   std::string decline;
+  // Incremental checkpoints take native snapshots; savepoints are canonical.
+  detail::native_snapshots_allowed() =
+      !savepoint && services_.config->checkpoint.incremental && services_.storage->supports_native();
   for (size_t i = 0; i < operators_.size(); ++i) {
     auto snap = operators_[i]->snapshot(checkpoint_id);
     if (!snap.ok()) {
@@ -499,7 +544,7 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
   // The barrier goes downstream whatever happened here: records after it
   // belong to the next checkpoint.
   for (auto& p : partitions_) {
-    p->broadcast_event(network::EventKind::kBarrier, checkpoint_id, timestamp_ms);
+    p->broadcast_event(network::EventKind::kBarrier, checkpoint_id, timestamp_ms, savepoint);
   }
   last_flush_ = Clock::now();
   if (!decline.empty()) {
@@ -525,7 +570,13 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
       s.handle.subtask = exec.subtask;
       s.handle.file = c.uid + "-" + std::to_string(exec.subtask) + ".state";
       absl::Status st;
-      auto out = storage->create_state_file(checkpoint_id, s.handle.file);
+      if (detail::NativeSnapshot* native = c.snapshot.keyed ? c.snapshot.keyed->native() : nullptr) {
+        std::string owner;
+        for (char ch : c.uid) owner.push_back(std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
+        st = upload_native(storage, checkpoint_id, owner + "-" + std::to_string(exec.subtask), native, &s.handle);
+      }
+      auto out = st.ok() ? storage->create_state_file(checkpoint_id, s.handle.file)
+                         : absl::StatusOr<std::unique_ptr<checkpoint::StateFileOutput>>(st);
       if (!out.ok()) {
         st = out.status();
       } else {

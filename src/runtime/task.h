@@ -60,7 +60,7 @@ class Task {
   Task& operator=(const Task&) = delete;
 
   void start();
-  void trigger_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms);
+  void trigger_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, bool savepoint);
   void notify_checkpoint_complete(int64_t checkpoint_id);
   void notify_checkpoint_aborted(int64_t checkpoint_id);
   void finish();
@@ -112,7 +112,7 @@ class Task {
   void loop();
   bool poll_inputs();
   void process_event(int channel, network::ChannelEvent ev);
-  void perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms);
+  void perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms, bool savepoint);
   void end_of_input();
   // Recomputes the input watermark and idleness over the channels and hands
   // changes to the head operator.

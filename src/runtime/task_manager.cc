@@ -91,9 +91,9 @@ void TaskManager::cancel_task(const ExecutionId& id) {
   if (Task* t = find(id)) t->cancel();
 }
 
-void TaskManager::trigger_checkpoint(const ExecutionId& id, int64_t cp, int64_t ts) {
+void TaskManager::trigger_checkpoint(const ExecutionId& id, int64_t cp, int64_t ts, bool savepoint) {
   absl::MutexLock lock(&mu_);
-  if (Task* t = find(id)) t->trigger_checkpoint(cp, ts);
+  if (Task* t = find(id)) t->trigger_checkpoint(cp, ts, savepoint);
 }
 
 void TaskManager::notify_checkpoint_complete(const ExecutionId& id, int64_t cp) {

@@ -1,5 +1,6 @@
 // The untyped half of the keyed state backend (see
 // include/weir/detail/state_table.h for the layout it reads and writes).
+#include <algorithm>
 #include <string>
 
 #include "weir/detail/keyed_backend.h"
@@ -55,6 +56,21 @@ class KeyedSnapshot final : public KeyedStateSnapshot {
   const std::vector<Raw> raw_;
 };
 
+// A native snapshot: the files of a RocksDB checkpoint; the keyed section of
+// the state file stays empty and the files are listed in the metadata.
+class NativeKeyedSnapshot final : public KeyedStateSnapshot {
+ public:
+  NativeKeyedSnapshot(KeyGroupRange range, std::unique_ptr<NativeSnapshot> native)
+      : range_(range), native_(std::move(native)) {}
+  KeyGroupRange range() const override { return range_; }
+  void write_key_group(int, ByteWriter&) const override {}
+  NativeSnapshot* native() const override { return native_.get(); }
+
+ private:
+  const KeyGroupRange range_;
+  const std::unique_ptr<NativeSnapshot> native_;
+};
+
 }  // namespace
 
 absl::Status KeyedBackendCore::restore_key_group(int kg, std::string_view bytes) {
@@ -102,7 +118,17 @@ absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
   return absl::OkStatus();
 }
 
-std::unique_ptr<KeyedStateSnapshot> KeyedBackendCore::snapshot() {
+absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot() {
+  if (store_ != nullptr && native_snapshots_allowed() && pending_.empty()) {
+    std::vector<std::pair<std::string, uint8_t>> states;
+    for (const auto& [name, t] : tables_) {
+      t->flush();
+      states.emplace_back(name, static_cast<uint8_t>(t->kind()));
+    }
+    auto native = store_->native_snapshot(std::move(states));
+    if (!native.ok()) return native.status();
+    return std::unique_ptr<KeyedStateSnapshot>(std::make_unique<NativeKeyedSnapshot>(range_, std::move(*native)));
+  }
   std::vector<KeyedSnapshot::Table> tables;
   tables.reserve(tables_.size());
   for (const auto& [name, t] : tables_) tables.push_back({name, t->kind(), t->snapshot()});
@@ -115,7 +141,36 @@ std::unique_ptr<KeyedStateSnapshot> KeyedBackendCore::snapshot() {
     }
     raw.push_back(std::move(r));
   }
-  return std::make_unique<KeyedSnapshot>(range_, std::move(tables), std::move(raw));
+  return std::unique_ptr<KeyedStateSnapshot>(
+      std::make_unique<KeyedSnapshot>(range_, std::move(tables), std::move(raw)));
+}
+
+absl::Status KeyedBackendCore::restore_from_store(KvStore* source, const NativeRestore& from) {
+  std::vector<int> columns;
+  for (const auto& [name, kind] : from.states) {
+    if (kind > static_cast<uint8_t>(StateKind::kReducing)) {
+      return absl::DataLossError("native snapshot: unknown kind of state '" + name + "'");
+    }
+    columns.push_back(source->column(name));
+  }
+  auto scan = [source](int cf, std::string_view prefix, const KvVisitor& fn) { source->scan(cf, prefix, fn); };
+  for (int kg = std::max(range_.start, from.range.start); kg < std::min(range_.end, from.range.end); ++kg) {
+    std::string blob;
+    ByteWriter out(&blob);
+    out.put_varint(from.states.size());
+    std::string entries;
+    for (size_t i = 0; i < from.states.size(); ++i) {
+      entries.clear();
+      ByteWriter e(&entries);
+      write_canonical_entries(scan, columns[i], kg, e);
+      out.put_string(from.states[i].first);
+      out.put_fixed<uint8_t>(from.states[i].second);
+      out.put_string(entries);
+    }
+    absl::Status s = restore_key_group(kg, blob);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace weir::detail

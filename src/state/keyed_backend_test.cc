@@ -114,7 +114,7 @@ TEST_P(BackendTest, SnapshotIsUnaffectedByLaterWrites) {
     h.set_key("k" + std::to_string(i));
     value.update(i);
   }
-  auto snap = h.backend().core().snapshot();
+  auto snap = h.backend().core().snapshot().value();
   // The task keeps writing while the snapshot is (not yet) written out.
   for (int i = 0; i < 1000; ++i) {
     h.set_key("k" + std::to_string(i));
@@ -142,7 +142,7 @@ TEST_P(BackendTest, RestoreTakesOnlyTheSubtasksKeyGroups) {
     h.set_key("k" + std::to_string(i));
     value.update(i);
   }
-  auto groups = Harness::write(*h.backend().core().snapshot());
+  auto groups = Harness::write(*h.backend().core().snapshot().value());
   KeyGroupRange half = key_group_range_for_operator(kMaxP, 2, 1);
   Harness part(half, other());
   part.restore(groups);
@@ -163,11 +163,11 @@ TEST_P(BackendTest, UnregisteredRestoredStateSurvivesTheNextSnapshot) {
   auto& value = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
   h.set_key("a");
   value.update(9);
-  auto groups = Harness::write(*h.backend().core().snapshot());
+  auto groups = Harness::write(*h.backend().core().snapshot().value());
 
   Harness middle(kAll, other());  // restores, never registers "v", snapshots again
   middle.restore(groups);
-  auto again = Harness::write(*middle.backend().core().snapshot());
+  auto again = Harness::write(*middle.backend().core().snapshot().value());
 
   Harness last(kAll, kind());
   last.restore(again);
@@ -200,7 +200,7 @@ TEST_P(BackendTest, SnapshotRestoresIntoEitherBackend) {
     list.add(i);
     map.put("m" + std::to_string(i % 7), i);
   }
-  auto groups = Harness::write(*h.backend().core().snapshot());
+  auto groups = Harness::write(*h.backend().core().snapshot().value());
   for (StateBackendKind target : {kind(), other()}) {
     Harness r(kAll, target);
     r.restore(groups);

@@ -1,12 +1,16 @@
 #include "state/rocksdb_store.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
+#include <random>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "rocksdb/cache.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/db.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/options.h"
@@ -77,11 +81,13 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     fs::remove(dir_.parent_path(), ec);  // the job's directory, once its last store is gone
   }
 
-  absl::Status open() {
+  // A fresh instance, or (with `files`) one on copies of a native snapshot.
+  absl::Status open(const std::vector<std::string>* files = nullptr) {
     std::error_code ec;
     fs::remove_all(dir_, ec);
     fs::create_directories(dir_, ec);
     if (ec) return absl::InternalError("cannot create RocksDB directory " + dir_.string() + ": " + ec.message());
+    instance_ = random_hex();
     rocksdb::DBOptions db;
     db.create_if_missing = true;
     db.write_buffer_manager = memory_->write_buffers;
@@ -90,9 +96,51 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     db.keep_log_file_num = 1;
     db.avoid_flush_during_shutdown = true;
     std::vector<rocksdb::ColumnFamilyDescriptor> cfs{{rocksdb::kDefaultColumnFamilyName, cf_options_}};
+    if (files != nullptr) {
+      for (const std::string& f : *files) {
+        // Uploaded as <owner>~<RocksDB's file name>.
+        std::string name = fs::path(f).filename().string();
+        size_t cut = name.find('~');
+        fs::copy_file(f, dir_ / (cut == std::string::npos ? name : name.substr(cut + 1)), ec);
+        if (ec) return absl::DataLossError("cannot copy snapshot file " + f + ": " + ec.message());
+      }
+      std::vector<std::string> names;
+      rocksdb::Status ls = rocksdb::DB::ListColumnFamilies(db, dir_.string(), &names);
+      if (!ls.ok()) return absl::DataLossError("native snapshot in " + dir_.string() + ": " + ls.ToString());
+      for (const auto& n : names) {
+        if (n != rocksdb::kDefaultColumnFamilyName) cfs.emplace_back(n, cf_options_);
+      }
+    }
     rocksdb::Status s = rocksdb::DB::Open(db, dir_.string(), cfs, &handles_, &db_);
     if (!s.ok()) return absl::InternalError("cannot open RocksDB state in " + dir_.string() + ": " + s.ToString());
+    for (size_t i = 1; i < cfs.size(); ++i) by_name_.emplace(cfs[i].name, static_cast<int>(i));
     return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<detail::NativeSnapshot>> native_snapshot(
+      std::vector<std::pair<std::string, uint8_t>> states) override {
+    fs::path target = dir_.string() + ".chk-" + std::to_string(++snapshots_);
+    std::error_code ec;
+    fs::remove_all(target, ec);
+    rocksdb::Checkpoint* raw = nullptr;
+    rocksdb::Status s = rocksdb::Checkpoint::Create(db_, &raw);
+    std::unique_ptr<rocksdb::Checkpoint> cp(raw);
+    // With the write-ahead log off, 0 makes it flush the memtables first.
+    if (s.ok()) s = cp->CreateCheckpoint(target.string(), /*log_size_for_flush=*/0);
+    if (!s.ok()) {
+      return absl::InternalError("RocksDB state in " + dir_.string() + ": cannot take a native snapshot: " +
+                                 s.ToString());
+    }
+    return std::unique_ptr<detail::NativeSnapshot>(new Native(shared_from_this(), target, std::move(states)));
+  }
+
+  void checkpoint_complete(int64_t id) override {
+    std::lock_guard lock(uploads_mu_);
+    auto it = uploads_.find(id);
+    // A checkpoint without this store's files (a savepoint) leaves nothing
+    // safe to refer to: the next native snapshot uploads everything.
+    confirmed_ = it == uploads_.end() ? std::map<std::string, std::string>() : std::move(it->second);
+    uploads_.erase(uploads_.begin(), uploads_.upper_bound(id));
   }
 
   int column(const std::string& name) override {
@@ -152,6 +200,46 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     const rocksdb::Snapshot* const snap_;
   };
 
+  class Native final : public detail::NativeSnapshot {
+   public:
+    Native(std::shared_ptr<RocksStore> store, fs::path dir, std::vector<std::pair<std::string, uint8_t>> states)
+        : store_(std::move(store)), dir_(std::move(dir)), states_(std::move(states)) {}
+    ~Native() override {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+      fs::remove(dir_.parent_path(), ec);  // the job's directory, once empty
+    }
+    std::vector<std::string> files() const override {
+      std::vector<std::string> out;
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(dir_, ec)) out.push_back(e.path().string());
+      std::sort(out.begin(), out.end());
+      return out;
+    }
+    std::string confirmed_upload(const std::string& file) const override {
+      std::lock_guard lock(store_->uploads_mu_);
+      auto it = store_->confirmed_.find(file);
+      return it == store_->confirmed_.end() ? "" : it->second;
+    }
+    void record_upload(int64_t id, const std::string& file, const std::string& path) override {
+      std::lock_guard lock(store_->uploads_mu_);
+      store_->uploads_[id][file] = path;
+    }
+    std::vector<std::pair<std::string, uint8_t>> states() const override { return states_; }
+
+   private:
+    const std::shared_ptr<RocksStore> store_;
+    const fs::path dir_;
+    const std::vector<std::pair<std::string, uint8_t>> states_;
+  };
+
+  static std::string random_hex() {
+    std::random_device rd;
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%08x%08x", rd(), rd());
+    return buf;
+  }
+
   void scan_at(const rocksdb::Snapshot* snap, int cf, std::string_view prefix, const detail::KvVisitor& fn) {
     rocksdb::ReadOptions ro;
     ro.snapshot = snap;
@@ -180,6 +268,12 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
   rocksdb::DB* db_ = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // [0] is the default column family
   std::map<std::string, int> by_name_;
+  std::string instance_;
+  int64_t snapshots_ = 0;
+  // SST uploads: per checkpoint, and those of the last confirmed one.
+  std::mutex uploads_mu_;
+  std::map<int64_t, std::map<std::string, std::string>> uploads_;
+  std::map<std::string, std::string> confirmed_;
 };
 
 }  // namespace
@@ -187,6 +281,14 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
 absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store(const fs::path& dir, int64_t memory_bytes) {
   auto store = std::make_shared<RocksStore>(dir, shared_memory(memory_bytes));
   absl::Status s = store->open();
+  if (!s.ok()) return s;
+  return std::shared_ptr<detail::KvStore>(std::move(store));
+}
+
+absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store_from(const fs::path& dir, int64_t memory_bytes,
+                                                                         const std::vector<std::string>& files) {
+  auto store = std::make_shared<RocksStore>(dir, shared_memory(memory_bytes));
+  absl::Status s = store->open(&files);
   if (!s.ok()) return s;
   return std::shared_ptr<detail::KvStore>(std::move(store));
 }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "weir/detail/kv_state.h"
@@ -20,6 +22,12 @@ namespace weir::state {
 // state is recovered from checkpoints, not from the working copy.
 absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store(const std::filesystem::path& dir,
                                                                     int64_t memory_bytes);
+
+// Opens a store on copies of the files of a native snapshot (an incremental
+// checkpoint's SST, manifest and options files), in fresh directory `dir`.
+absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store_from(const std::filesystem::path& dir,
+                                                                         int64_t memory_bytes,
+                                                                         const std::vector<std::string>& files);
 
 }  // namespace weir::state
 

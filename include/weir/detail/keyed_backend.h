@@ -46,7 +46,15 @@ class KeyedBackendCore {
   // only then). Returns an error naming the key group on corrupt input.
   absl::Status restore_key_group(int kg, std::string_view bytes);
 
-  std::unique_ptr<KeyedStateSnapshot> snapshot();
+  // Canonical, or native when native_snapshots_allowed() and the tables
+  // live in a store (RocksDB) and no restored state is still unregistered.
+  absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> snapshot();
+  void checkpoint_complete(int64_t checkpoint_id) {
+    if (store_ != nullptr) store_->checkpoint_complete(checkpoint_id);
+  }
+  // Restores the key groups of this range from a native snapshot opened as
+  // `source` (another store), converting them to the canonical layout.
+  absl::Status restore_from_store(KvStore* source, const NativeRestore& from);
 
   template <typename K, typename V>
   absl::StatusOr<StateTable<K, V>*> table(const std::string& name, StateKind kind) {
@@ -117,16 +125,29 @@ class KeyedBackend {
 template <typename K>
 absl::StatusOr<std::unique_ptr<KeyedBackend<K>>> open_keyed_backend(OperatorContext& ctx,
                                                                      const OperatorRestore* restore) {
-  absl::StatusOr<std::shared_ptr<KvStore>> store = ctx.create_keyed_store();
-  if (!store.ok()) return store.status();
   KeyGroupRange range = ctx.key_group_range();
+  // Fast path: a RocksDB backend restoring one native snapshot of exactly
+  // its range opens that snapshot's files as its store.
+  const bool adopt = restore != nullptr && restore->native.size() == 1 && restore->key_groups.empty() &&
+                     restore->native[0].range == range && ctx.keyed_store_is_native();
+  absl::StatusOr<std::shared_ptr<KvStore>> store =
+      adopt ? ctx.open_native_store(restore->native[0]) : ctx.create_keyed_store();
+  if (!store.ok()) return store.status();
   auto backend = std::make_unique<KeyedBackend<K>>(range, std::move(*store));
-  if (restore != nullptr) {
-    for (const RestoredKeyGroup& kg : restore->key_groups) {
-      if (!range.contains(kg.key_group)) continue;
-      absl::Status s = backend->core().restore_key_group(kg.key_group, kg.bytes);
-      if (!s.ok()) return s;
-    }
+  if (restore == nullptr) return backend;
+  for (const RestoredKeyGroup& kg : restore->key_groups) {
+    if (!range.contains(kg.key_group)) continue;
+    absl::Status s = backend->core().restore_key_group(kg.key_group, kg.bytes);
+    if (!s.ok()) return s;
+  }
+  if (adopt) return backend;
+  // Otherwise (another range, or the heap backend): read the key groups out
+  // of each native snapshot in the canonical layout.
+  for (const NativeRestore& n : restore->native) {
+    auto source = ctx.open_native_store(n);
+    if (!source.ok()) return source.status();
+    absl::Status s = backend->core().restore_from_store(source->get(), n);
+    if (!s.ok()) return s;
   }
   return backend;
 }

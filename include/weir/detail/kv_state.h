@@ -29,11 +29,20 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "absl/status/statusor.h"
+#include "weir/detail/operator.h"
 #include "weir/detail/state_table.h"
 #include "weir/key_group.h"
 
 namespace weir::detail {
+
+inline void put_key_group_prefix(std::string* out, int kg) {
+  out->push_back(static_cast<char>((kg >> 8) & 0xff));
+  out->push_back(static_cast<char>(kg & 0xff));
+}
+inline constexpr size_t kKeyGroupPrefixSize = 2;
 
 using KvVisitor = std::function<void(std::string_view key, std::string_view value)>;
 
@@ -59,13 +68,30 @@ class KvStore {
   virtual void scan(int cf, std::string_view prefix, const KvVisitor& fn) = 0;
   // Pins the current contents; writes after the call do not show in the view.
   virtual std::shared_ptr<const KvView> pin() = 0;
+  // A native snapshot (a RocksDB checkpoint: flush, then hard links) for
+  // incremental checkpoints; `states` are listed in it for restoring.
+  virtual absl::StatusOr<std::unique_ptr<NativeSnapshot>> native_snapshot(
+      std::vector<std::pair<std::string, uint8_t>> states) = 0;
+  // Checkpoint `checkpoint_id` completed: its uploads may be referenced again.
+  virtual void checkpoint_complete(int64_t checkpoint_id) = 0;
 };
 
-inline void put_key_group_prefix(std::string* out, int kg) {
-  out->push_back(static_cast<char>((kg >> 8) & 0xff));
-  out->push_back(static_cast<char>(kg & 0xff));
+// Appends `varint count | (key, value) * count` of key group `kg` of column
+// `cf` in canonical layout: keys without their key-group prefix.
+template <typename Scan>
+void write_canonical_entries(const Scan& scan, int cf, int kg, ByteWriter& out) {
+  std::string prefix;
+  put_key_group_prefix(&prefix, kg);
+  std::string entries;
+  uint64_t count = 0;
+  scan(cf, prefix, [&](std::string_view k, std::string_view v) {
+    entries.append(k.substr(kKeyGroupPrefixSize));
+    entries.append(v);
+    ++count;
+  });
+  out.put_varint(count);
+  out.put_bytes(entries.data(), entries.size());
 }
-inline constexpr size_t kKeyGroupPrefixSize = 2;
 
 template <typename K, typename V>
 class KvTable final : public StateTable<K, V> {
@@ -107,6 +133,14 @@ class KvTable final : public StateTable<K, V> {
     flush();
     return std::make_shared<Snapshot>(store_->pin(), cf_);
   }
+  void flush() override {
+    if (!dirty_) return;
+    scratch_.clear();
+    ByteWriter w(&scratch_);
+    Serializer<V>::write(w, value_);
+    store_->put(cf_, key_bytes_, scratch_);
+    dirty_ = false;
+  }
 
   bool restore_entries(int kg, ByteReader& in) override {
     forget();
@@ -135,17 +169,9 @@ class KvTable final : public StateTable<K, V> {
    public:
     Snapshot(std::shared_ptr<const KvView> view, int cf) : view_(std::move(view)), cf_(cf) {}
     void write_entries(int kg, ByteWriter& out) const override {
-      std::string prefix;
-      put_key_group_prefix(&prefix, kg);
-      std::string entries;
-      uint64_t count = 0;
-      view_->scan(cf_, prefix, [&](std::string_view k, std::string_view v) {
-        entries.append(k.substr(kKeyGroupPrefixSize));
-        entries.append(v);
-        ++count;
-      });
-      out.put_varint(count);
-      out.put_bytes(entries.data(), entries.size());
+      write_canonical_entries(
+          [this](int cf, std::string_view prefix, const KvVisitor& fn) { view_->scan(cf, prefix, fn); }, cf_, kg,
+          out);
     }
 
    private:
@@ -176,14 +202,6 @@ class KvTable final : public StateTable<K, V> {
     key_ = key;
     kg_ = kg;
     cached_ = true;
-  }
-  void flush() {
-    if (!dirty_) return;
-    scratch_.clear();
-    ByteWriter w(&scratch_);
-    Serializer<V>::write(w, value_);
-    store_->put(cf_, key_bytes_, scratch_);
-    dirty_ = false;
   }
   void forget() {
     flush();

@@ -126,6 +126,23 @@ struct OperatorListStateData {
 // copy in the synchronous part of a snapshot.
 using OperatorStateMap = std::map<std::string, OperatorListStateData>;
 
+// A native (RocksDB) snapshot for incremental checkpoints: the files of a
+// RocksDB checkpoint in a local directory. Immutable SST files are uploaded
+// once and then referenced by later checkpoints.
+class NativeSnapshot {
+ public:
+  virtual ~NativeSnapshot() = default;
+  // The local files (absolute paths); SST files are shareable.
+  virtual std::vector<std::string> files() const = 0;
+  // Where an SST was uploaded by the last checkpoint confirmed complete, or "".
+  virtual std::string confirmed_upload(const std::string& file_name) const = 0;
+  // Records this checkpoint's upload of `file_name` (becomes confirmed on
+  // notify_checkpoint_complete of `checkpoint_id`).
+  virtual void record_upload(int64_t checkpoint_id, const std::string& file_name, const std::string& path) = 0;
+  // The states in the store: name and kind (StateKind as a byte).
+  virtual std::vector<std::pair<std::string, uint8_t>> states() const = 0;
+};
+
 // The keyed part of a snapshot, captured synchronously (copy-on-write views),
 // written asynchronously. Implementations must tolerate being written from a
 // thread other than the task thread while the task keeps running.
@@ -133,8 +150,25 @@ class KeyedStateSnapshot {
  public:
   virtual ~KeyedStateSnapshot() = default;
   virtual KeyGroupRange range() const = 0;
-  // Appends the state of key group `kg` to `out`.
+  // Appends the state of key group `kg` to `out` (canonical snapshots).
   virtual void write_key_group(int kg, ByteWriter& out) const = 0;
+  // A native snapshot instead of canonical key groups; null for canonical.
+  virtual NativeSnapshot* native() const { return nullptr; }
+};
+
+// Whether snapshots taken now may be native (incremental): set by the task
+// around each snapshot (false for savepoints and without incremental
+// checkpoints). Task thread only.
+inline bool& native_snapshots_allowed() {
+  static thread_local bool allowed = false;
+  return allowed;
+}
+
+// A file of a restored native snapshot.
+struct NativeRestore {
+  KeyGroupRange range;
+  std::vector<std::string> files;  // absolute paths
+  std::vector<std::pair<std::string, uint8_t>> states;
 };
 
 struct OperatorSnapshot {
@@ -151,6 +185,7 @@ struct RestoredKeyGroup {
 struct OperatorRestore {
   OperatorStateMap operator_state;
   std::vector<RestoredKeyGroup> key_groups;
+  std::vector<NativeRestore> native;  // incremental snapshots overlapping the range
 };
 
 // Lifecycle, all on the task thread: open (downstream operators first),

@@ -412,9 +412,13 @@ class KeyedOperatorBase : public OneOutputOperator<Out>,
 
   absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
     OperatorSnapshot snap;
-    snap.keyed = backend_->core().snapshot();
+    auto keyed = backend_->core().snapshot();
+    if (!keyed.ok()) return keyed.status();
+    snap.keyed = std::move(*keyed);
     return snap;
   }
+  // Checkpoint `id` completed: the backend may reuse its uploads.
+  void backend_checkpoint_complete(int64_t id) { backend_->core().checkpoint_complete(id); }
 
   // KeyedContext / KeyedTimerContext
   const K& current_key() const override { return backend_->current_key(); }
@@ -467,7 +471,10 @@ class KeyedProcessOperator final : public KeyedOperatorBase<K, Out>, public Inpu
     this->set_key(key);
     fn_->process_element(r, *this, *this->out_);
   }
-  void notify_checkpoint_complete(int64_t id) override { fn_->notify_checkpoint_complete(id); }
+  void notify_checkpoint_complete(int64_t id) override {
+    this->backend_checkpoint_complete(id);
+    fn_->notify_checkpoint_complete(id);
+  }
   void close() override { fn_->close(); }
 
  private:
@@ -493,7 +500,10 @@ class KeyedCoProcessOperator final : public KeyedOperatorBase<K, Out> {
   absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) override {
     return this->open_keyed(ctx, restore, [this](KeyedRuntimeContext<K>& rc) { return fn_->open(rc); });
   }
-  void notify_checkpoint_complete(int64_t id) override { fn_->notify_checkpoint_complete(id); }
+  void notify_checkpoint_complete(int64_t id) override {
+    this->backend_checkpoint_complete(id);
+    fn_->notify_checkpoint_complete(id);
+  }
   void close() override { fn_->close(); }
 
  private:

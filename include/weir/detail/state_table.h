@@ -74,6 +74,8 @@ class StateTableBase {
   StateKind kind() const { return kind_; }
   // Synchronous part of a snapshot: an immutable view, cheap to take.
   virtual std::shared_ptr<const TableSnapshot> snapshot() = 0;
+  // Writes cached entries through to the store (RocksDB); nothing for heap.
+  virtual void flush() {}
   // Replaces key group `kg` with the entries in `in` (canonical layout).
   virtual bool restore_entries(int kg, ByteReader& in) = 0;
 

@@ -116,16 +116,26 @@ class WindowOperator final : public OperatorBase, public Input<In> {
       int kg = key_group_of(key, max_parallelism_);
       backend_->set_current_key(&key, kg);
       const Windows* m = contents_->find(kg, key);
-      if (m != nullptr && m->contains(w)) fire(key, w, m->at(w));
+      if (m == nullptr || !m->contains(w)) continue;
+      fire(key, w, m->at(w));
+      // Fired for good: its timer, due while the job waits for its final
+      // checkpoint, must not fire it again.
+      delete_timers(w);
+      Windows& wm = contents_->get_or_create(kg, key);
+      wm.erase(w);
+      if (wm.empty()) contents_->erase(kg, key);
     }
     return absl::OkStatus();
   }
 
   absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
     OperatorSnapshot snap;
-    snap.keyed = backend_->core().snapshot();
+    auto keyed = backend_->core().snapshot();
+    if (!keyed.ok()) return keyed.status();
+    snap.keyed = std::move(*keyed);
     return snap;
   }
+  void notify_checkpoint_complete(int64_t id) override { backend_->core().checkpoint_complete(id); }
 
   // Records dropped because every window they belonged to was past its
   // allowed lateness.
