@@ -15,7 +15,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <unordered_set>
 #include <vector>
+
+#include "absl/hash/hash.h"
 
 #include "weir/detail/keyed_backend.h"
 #include "weir/detail/operator.h"
@@ -41,7 +44,7 @@ class InternalTimerService {
       if (!t.ok()) return t.status();
       domains_[d].table = *t;
       (*t)->for_each([&](const K& key, const std::vector<int64_t>& ts) {
-        for (int64_t x : ts) domains_[d].index.emplace(x, key);
+        for (int64_t x : ts) domains_[d].index[x].insert(key);
       });
     }
     schedule_processing();
@@ -59,7 +62,7 @@ class InternalTimerService {
     if (have && std::binary_search(have->begin(), have->end(), ts)) return;
     std::vector<int64_t>& v = dom.table->get_or_create(kg, key);
     v.insert(std::upper_bound(v.begin(), v.end(), ts), ts);
-    dom.index.emplace(ts, key);
+    dom.index[ts].insert(key);
     if (d == TimeDomain::kProcessingTime) schedule_processing();
   }
 
@@ -67,13 +70,10 @@ class InternalTimerService {
     Domain& dom = domains_[static_cast<int>(d)];
     const K& key = backend_->current_key();
     if (!remove_from_table(dom, backend_->current_key_group(), key, ts)) return;
-    auto [b, e] = dom.index.equal_range(ts);
-    for (auto it = b; it != e; ++it) {
-      if (it->second == key) {
-        dom.index.erase(it);
-        break;
-      }
-    }
+    auto it = dom.index.find(ts);
+    if (it == dom.index.end()) return;
+    it->second.erase(key);
+    if (it->second.empty()) dom.index.erase(it);
   }
 
   // Event time advanced: fires every event-time timer at or before `wm`.
@@ -82,12 +82,19 @@ class InternalTimerService {
     fire_due(domains_[0], TimeDomain::kEventTime, wm);
   }
 
-  size_t num_timers(TimeDomain d) const { return domains_[static_cast<int>(d)].index.size(); }
+  size_t num_timers(TimeDomain d) const {
+    size_t n = 0;
+    for (const auto& [ts, keys] : domains_[static_cast<int>(d)].index) n += keys.size();
+    return n;
+  }
 
  private:
   struct Domain {
     StateTable<K, std::vector<int64_t>>* table = nullptr;
-    std::multimap<int64_t, K> index;
+    // Timestamp -> keys with a timer then: registering, deleting and
+    // firing one timer cost O(log timestamps) whatever the number of keys
+    // sharing a timestamp. (std::unordered_set: begin() is O(1).)
+    std::map<int64_t, std::unordered_set<K, absl::Hash<K>>> index;
   };
 
   bool remove_from_table(Domain& dom, int kg, const K& key, int64_t ts) {
@@ -104,9 +111,12 @@ class InternalTimerService {
 
   void fire_due(Domain& dom, TimeDomain d, int64_t upto) {
     while (!dom.index.empty() && dom.index.begin()->first <= upto) {
-      int64_t ts = dom.index.begin()->first;
-      K key = std::move(dom.index.begin()->second);
-      dom.index.erase(dom.index.begin());
+      auto bucket = dom.index.begin();
+      int64_t ts = bucket->first;
+      auto first = bucket->second.begin();
+      K key = *first;
+      bucket->second.erase(first);
+      if (bucket->second.empty()) dom.index.erase(bucket);
       int kg = key_group_of(key, max_parallelism_);
       remove_from_table(dom, kg, key, ts);
       backend_->set_current_key(&key, kg);
