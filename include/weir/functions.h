@@ -78,6 +78,9 @@ class KeyedRuntimeContext {
 
   template <typename T>
   ValueState<T>& get_state(const ValueStateDescriptor<T>& d) {
+    if (d.ttl.enabled()) {
+      return own(std::make_unique<detail::TtlValueState<K, T>>(ttl_access<T>(d.name, detail::StateKind::kValue, d.ttl)));
+    }
     auto* t = table<T>(d.name, detail::StateKind::kValue);
     return own(std::make_unique<detail::TableValueState<K, T>>(backend_, t));
   }
@@ -93,6 +96,10 @@ class KeyedRuntimeContext {
   }
   template <typename T>
   ReducingState<T>& get_reducing_state(const ReducingStateDescriptor<T>& d) {
+    if (d.ttl.enabled()) {
+      return own(std::make_unique<detail::TtlReducingState<K, T>>(
+          ttl_access<T>(d.name, detail::StateKind::kReducing, d.ttl), d.reduce));
+    }
     auto* t = table<T>(d.name, detail::StateKind::kReducing);
     return own(std::make_unique<detail::TableReducingState<K, T>>(backend_, t, d.reduce));
   }
@@ -103,8 +110,8 @@ class KeyedRuntimeContext {
 
  private:
   template <typename V>
-  detail::StateTable<K, V>* table(const std::string& name, detail::StateKind kind) {
-    auto t = backend_->core().template table<K, V>(name, kind);
+  detail::StateTable<K, V>* table(const std::string& name, detail::StateKind kind, detail::TableTtl ttl = {}) {
+    auto t = backend_->core().template table<K, V>(name, kind, ttl);
     if (t.ok()) return *t;
     if (status_.ok()) status_ = t.status();
     // Hand out a detached table so the caller's code keeps working until the
@@ -112,6 +119,12 @@ class KeyedRuntimeContext {
     detached_.push_back(std::make_unique<detail::HeapTable<K, V>>(
         name, kind, backend_->core().range()));
     return static_cast<detail::HeapTable<K, V>*>(detached_.back().get());
+  }
+  template <typename T>
+  detail::TtlAccess<K, T> ttl_access(const std::string& name, detail::StateKind kind, const StateTtlConfig& cfg) {
+    const detail::ProcessingTimeService* clock = &op_->processing_time();
+    auto* t = table<detail::TtlValue<T>>(name, kind, detail::TableTtl{cfg.ttl.count(), clock});
+    return detail::TtlAccess<K, T>(backend_, t, cfg, clock);
   }
   template <typename H>
   H& own(std::unique_ptr<H> h) {

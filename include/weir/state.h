@@ -3,11 +3,13 @@
 // A keyed function declares its state with a descriptor in open() and gets a
 // handle; every access through the handle reads or writes the entry of the
 // current key. Handles are confined to the task thread and valid until the
-// function is closed. Which backend stores the entries (heap now, RocksDB
-// later) is invisible here.
+// function is closed. Which backend stores the entries (heap or RocksDB) is
+// invisible here.
 #ifndef WEIR_STATE_H_
 #define WEIR_STATE_H_
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -64,11 +66,29 @@ class ReducingState {
   virtual void clear() = 0;
 };
 
+// Time-to-live of a state's entries (value and reducing state), in
+// processing time. An entry expires
+// `ttl` after its last update (kOnCreateAndWrite) or its last read or
+// update (kOnReadAndWrite). Expired entries are removed when accessed, left
+// out of heap snapshots, and dropped by RocksDB compactions; until then
+// kReturnExpiredIfNotCleanedUp still returns them. Turning TTL on or off for
+// a state changes its stored format: a restore across that change fails
+// naming the state.
+struct StateTtlConfig {
+  enum class UpdateType : uint8_t { kOnCreateAndWrite, kOnReadAndWrite };
+  enum class Visibility : uint8_t { kNeverReturnExpired, kReturnExpiredIfNotCleanedUp };
+  std::chrono::milliseconds ttl{0};  // 0: entries never expire
+  UpdateType update_type = UpdateType::kOnCreateAndWrite;
+  Visibility visibility = Visibility::kNeverReturnExpired;
+  bool enabled() const { return ttl.count() > 0; }
+};
+
 // Descriptors name a state; the name is what checkpoints are keyed by inside
 // an operator, so keep it stable across versions of a job.
 template <typename T>
 struct ValueStateDescriptor {
   std::string name;
+  StateTtlConfig ttl = {};
 };
 
 template <typename T>
@@ -85,6 +105,7 @@ template <typename T>
 struct ReducingStateDescriptor {
   std::string name;
   std::function<T(const T&, const T&)> reduce;
+  StateTtlConfig ttl = {};
 };
 
 }  // namespace weir

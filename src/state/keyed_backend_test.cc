@@ -26,13 +26,24 @@ std::shared_ptr<KvStore> make_store(StateBackendKind kind) {
   return store.ok() ? *store : nullptr;
 }
 
+// Processing time that moves only when told to.
+class ManualClock final : public ProcessingTimeService {
+ public:
+  int64_t now_ms() const override { return now; }
+  void schedule(int64_t, std::function<void()>) override {}
+  int64_t now = 0;
+};
+
 // Drives keyed state as a keyed operator would: one backend, a current key.
 class Harness {
  public:
   explicit Harness(KeyGroupRange range, StateBackendKind kind = StateBackendKind::kHeap)
-      : op_(runtime::RuntimeOperatorContext::Info{0, 1, kMaxP, 0, "op", range, false}),
-        backend_(range, make_store(kind)),
+      : op_(runtime::RuntimeOperatorContext::Info{0, 1, kMaxP, 0, "op", range, false, &clock_}),
+        store_(make_store(kind)),
+        backend_(range, store_),
         ctx_(&op_, &backend_) {}
+  ManualClock& clock() { return clock_; }
+  KvStore* store() { return store_.get(); }
 
   void set_key(const std::string& k) {
     key_ = k;
@@ -59,7 +70,9 @@ class Harness {
   }
 
  private:
+  ManualClock clock_;
   runtime::RuntimeOperatorContext op_;
+  std::shared_ptr<KvStore> store_;
   KeyedBackend<std::string> backend_;
   KeyedRuntimeContext<std::string> ctx_;
   std::string key_;
@@ -217,6 +230,116 @@ TEST_P(BackendTest, SnapshotRestoresIntoEitherBackend) {
       std::map<std::string, int> got_map(got.begin(), got.end());
       EXPECT_EQ(got_map, want_map) << "key k" << k;
     }
+  }
+}
+
+StateTtlConfig ttl_of(int64_t ms, StateTtlConfig::UpdateType u = StateTtlConfig::UpdateType::kOnCreateAndWrite,
+                      StateTtlConfig::Visibility v = StateTtlConfig::Visibility::kNeverReturnExpired) {
+  StateTtlConfig c;
+  c.ttl = std::chrono::milliseconds(ms);
+  c.update_type = u;
+  c.visibility = v;
+  return c;
+}
+
+TEST_P(BackendTest, TtlExpiresEntriesAfterTheirLastWrite) {
+  Harness h(kAll, kind());
+  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v", ttl_of(100)});
+  auto& r = h.ctx().get_reducing_state(ReducingStateDescriptor<int64_t>{
+      "r", [](const int64_t& a, const int64_t& b) { return a + b; }, ttl_of(100)});
+  h.clock().now = 1000;
+  h.set_key("a");
+  v.update(1);
+  r.add(5);
+  h.clock().now = 1099;
+  EXPECT_EQ(v.value(), 1);  // reading does not extend it
+  EXPECT_EQ(r.get(), 5);
+  h.clock().now = 1100;
+  EXPECT_FALSE(v.value().has_value());
+  EXPECT_FALSE(r.get().has_value());
+  r.add(2);  // a fresh entry, not 5 + 2
+  EXPECT_EQ(r.get(), 2);
+}
+
+TEST_P(BackendTest, TtlOnReadAndWriteExtendsOnEveryRead) {
+  Harness h(kAll, kind());
+  auto& v = h.ctx().get_state(
+      ValueStateDescriptor<int64_t>{"v", ttl_of(100, StateTtlConfig::UpdateType::kOnReadAndWrite)});
+  h.clock().now = 1000;
+  h.set_key("a");
+  v.update(7);
+  h.clock().now = 1090;
+  EXPECT_EQ(v.value(), 7);
+  h.clock().now = 1189;
+  EXPECT_EQ(v.value(), 7);
+  h.clock().now = 1289;
+  EXPECT_FALSE(v.value().has_value());
+}
+
+TEST_P(BackendTest, TtlReturnExpiredIfNotCleanedUpKeepsItUntilCleanup) {
+  Harness h(kAll, kind());
+  auto cfg = ttl_of(100, StateTtlConfig::UpdateType::kOnCreateAndWrite,
+                    StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp);
+  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v", cfg});
+  h.clock().now = 1000;
+  h.set_key("a");
+  v.update(3);
+  h.clock().now = 5000;
+  EXPECT_EQ(v.value(), 3);
+}
+
+// Heap: a snapshot leaves expired entries out, so a restore does not see them.
+TEST(TtlCleanupTest, HeapSnapshotLeavesExpiredEntriesOut) {
+  auto cfg = ttl_of(100, StateTtlConfig::UpdateType::kOnCreateAndWrite,
+                    StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp);
+  Harness h(kAll, StateBackendKind::kHeap);
+  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v", cfg});
+  h.clock().now = 1000;
+  h.set_key("old");
+  v.update(1);
+  h.clock().now = 1150;
+  h.set_key("new");
+  v.update(2);
+  auto groups = Harness::write(*h.backend().core().snapshot().value());
+  Harness r(kAll, StateBackendKind::kHeap);
+  r.restore(groups);
+  auto& rv = r.ctx().get_state(ValueStateDescriptor<int64_t>{"v", cfg});
+  r.clock().now = 1150;
+  r.set_key("old");
+  EXPECT_FALSE(rv.value().has_value());
+  r.set_key("new");
+  EXPECT_EQ(rv.value(), 2);
+}
+
+// RocksDB: a compaction drops expired entries (by the wall clock).
+TEST(TtlCleanupTest, RocksDbCompactionDropsExpiredEntries) {
+  auto cfg = ttl_of(60000, StateTtlConfig::UpdateType::kOnCreateAndWrite,
+                    StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp);
+  Harness h(kAll, StateBackendKind::kRocksDb);
+  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v", cfg});
+  const int64_t wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  h.clock().now = wall - 120000;  // two minutes ago: expired by now
+  for (int i = 0; i < 100; ++i) {
+    h.set_key("old" + std::to_string(i));
+    v.update(i);
+  }
+  h.clock().now = wall;
+  for (int i = 0; i < 100; ++i) {
+    h.set_key("new" + std::to_string(i));
+    v.update(i);
+  }
+  h.set_key("flush");  // the table writes its cached entry through
+  v.update(0);
+  h.set_key("other");
+  (void)v.value();
+  h.store()->compact();
+  for (int i = 0; i < 100; ++i) {
+    h.set_key("old" + std::to_string(i));
+    EXPECT_FALSE(v.value().has_value()) << "old" << i;
+    h.set_key("new" + std::to_string(i));
+    EXPECT_EQ(v.value(), i);
   }
 }
 

@@ -1,7 +1,9 @@
 #include "state/rocksdb_store.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <mutex>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "rocksdb/cache.h"
+#include "rocksdb/compaction_filter.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/db.h"
 #include "rocksdb/filter_policy.h"
@@ -21,6 +24,49 @@ namespace weir::state {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Drops values whose leading 8-byte stamp (TtlValue) is older than the
+// column family's TTL, by the wall clock (processing time).
+class TtlFilter final : public rocksdb::CompactionFilter {
+ public:
+  explicit TtlFilter(int64_t ttl_ms) : ttl_ms_(ttl_ms) {}
+  bool Filter(int, const rocksdb::Slice&, const rocksdb::Slice& value, std::string*, bool*) const override {
+    if (value.size() < sizeof(int64_t)) return false;
+    int64_t stamp;
+    std::memcpy(&stamp, value.data(), sizeof(stamp));
+    int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    return now - stamp >= ttl_ms_;
+  }
+  const char* Name() const override { return "weir.TtlFilter"; }
+
+ private:
+  const int64_t ttl_ms_;
+};
+
+// Gives each compaction of a TTL column family a TtlFilter. The TTL of a
+// column family is known only once its state registers (also after a
+// restore), so the factory is on every column family and keeps a map.
+class TtlFilterFactory final : public rocksdb::CompactionFilterFactory {
+ public:
+  void set(uint32_t cf_id, int64_t ttl_ms) {
+    std::lock_guard lock(mu_);
+    ttl_[cf_id] = ttl_ms;
+  }
+  std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
+      const rocksdb::CompactionFilter::Context& ctx) override {
+    std::lock_guard lock(mu_);
+    auto it = ttl_.find(ctx.column_family_id);
+    if (it == ttl_.end()) return nullptr;
+    return std::make_unique<TtlFilter>(it->second);
+  }
+  const char* Name() const override { return "weir.TtlFilterFactory"; }
+
+ private:
+  std::mutex mu_;
+  std::map<uint32_t, int64_t> ttl_;
+};
 
 // The block cache and memtable budget all instances of the process share.
 struct SharedMemory {
@@ -67,6 +113,7 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
     cf_options_.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
     cf_options_.write_buffer_size = 16 << 20;
+    cf_options_.compaction_filter_factory = ttl_filters_;
     cf_options_.max_write_buffer_number = 2;
   }
 
@@ -134,6 +181,12 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     return std::unique_ptr<detail::NativeSnapshot>(new Native(shared_from_this(), target, std::move(states)));
   }
 
+  void compact() override {
+    for (rocksdb::ColumnFamilyHandle* h : handles_) {
+      check(db_->CompactRange(rocksdb::CompactRangeOptions(), h, nullptr, nullptr), "compact");
+    }
+  }
+
   void checkpoint_complete(int64_t id) override {
     std::lock_guard lock(uploads_mu_);
     auto it = uploads_.find(id);
@@ -143,14 +196,19 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     uploads_.erase(uploads_.begin(), uploads_.upper_bound(id));
   }
 
-  int column(const std::string& name) override {
+  int column(const std::string& name, int64_t ttl_ms) override {
     auto it = by_name_.find(name);
-    if (it != by_name_.end()) return it->second;
-    rocksdb::ColumnFamilyHandle* h = nullptr;
-    check(db_->CreateColumnFamily(cf_options_, name, &h), "create the column family of state '" + name + "'");
-    handles_.push_back(h);
-    int id = static_cast<int>(handles_.size()) - 1;
-    by_name_.emplace(name, id);
+    int id;
+    if (it != by_name_.end()) {
+      id = it->second;
+    } else {
+      rocksdb::ColumnFamilyHandle* h = nullptr;
+      check(db_->CreateColumnFamily(cf_options_, name, &h), "create the column family of state '" + name + "'");
+      handles_.push_back(h);
+      id = static_cast<int>(handles_.size()) - 1;
+      by_name_.emplace(name, id);
+    }
+    if (ttl_ms > 0) ttl_filters_->set(handles_[id]->GetID(), ttl_ms);
     return id;
   }
 
@@ -270,6 +328,7 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
   std::map<std::string, int> by_name_;
   std::string instance_;
   int64_t snapshots_ = 0;
+  const std::shared_ptr<TtlFilterFactory> ttl_filters_ = std::make_shared<TtlFilterFactory>();
   // SST uploads: per checkpoint, and those of the last confirmed one.
   std::mutex uploads_mu_;
   std::map<int64_t, std::map<std::string, std::string>> uploads_;

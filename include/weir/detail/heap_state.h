@@ -28,8 +28,8 @@ class HeapTable final : public StateTable<K, V> {
  public:
   using Map = absl::flat_hash_map<K, V>;
 
-  HeapTable(std::string name, StateKind kind, KeyGroupRange range)
-      : StateTable<K, V>(std::move(name), kind), range_(range), groups_(range.size()) {
+  HeapTable(std::string name, StateKind kind, KeyGroupRange range, TableTtl ttl = {})
+      : StateTable<K, V>(std::move(name), kind), range_(range), groups_(range.size()), ttl_(ttl) {
     for (auto& g : groups_) g = std::make_shared<Map>();
   }
 
@@ -56,8 +56,14 @@ class HeapTable final : public StateTable<K, V> {
     return n;
   }
 
+  // Expired TTL entries are left out of the snapshot (cleanup on a full
+  // snapshot; the live entry goes at its next access).
   std::shared_ptr<const TableSnapshot> snapshot() override {
-    return std::make_shared<Snapshot>(range_, groups_);
+    int64_t min_stamp = INT64_MIN;
+    if (IsTtlValue<V>::value && ttl_.ttl_ms > 0 && ttl_.clock != nullptr) {
+      min_stamp = ttl_.clock->now_ms() - ttl_.ttl_ms + 1;
+    }
+    return std::make_shared<Snapshot>(range_, groups_, min_stamp);
   }
 
   bool restore_entries(int kg, ByteReader& in) override {
@@ -70,15 +76,30 @@ class HeapTable final : public StateTable<K, V> {
  private:
   class Snapshot final : public TableSnapshot {
    public:
-    Snapshot(KeyGroupRange range, std::vector<std::shared_ptr<Map>> groups)
-        : range_(range), groups_(std::move(groups)) {}
+    Snapshot(KeyGroupRange range, std::vector<std::shared_ptr<Map>> groups, int64_t min_stamp)
+        : range_(range), groups_(std::move(groups)), min_stamp_(min_stamp) {}
     void write_entries(int kg, ByteWriter& out) const override {
-      Serializer<Map>::write(out, *groups_[kg - range_.start]);
+      const Map& m = *groups_[kg - range_.start];
+      if constexpr (IsTtlValue<V>::value) {
+        if (min_stamp_ != INT64_MIN) {
+          uint64_t live = 0;
+          for (const auto& [k, v] : m) live += v.stamp >= min_stamp_ ? 1 : 0;
+          out.put_varint(live);
+          for (const auto& [k, v] : m) {
+            if (v.stamp < min_stamp_) continue;
+            Serializer<K>::write(out, k);
+            Serializer<V>::write(out, v);
+          }
+          return;
+        }
+      }
+      Serializer<Map>::write(out, m);
     }
 
    private:
     const KeyGroupRange range_;
     const std::vector<std::shared_ptr<Map>> groups_;
+    const int64_t min_stamp_;  // TTL entries below it are expired
   };
 
   Map& writable(int kg) {
@@ -91,6 +112,7 @@ class HeapTable final : public StateTable<K, V> {
 
   const KeyGroupRange range_;
   std::vector<std::shared_ptr<Map>> groups_;
+  const TableTtl ttl_;
 };
 
 }  // namespace weir::detail

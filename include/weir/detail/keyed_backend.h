@@ -57,7 +57,7 @@ class KeyedBackendCore {
   absl::Status restore_from_store(KvStore* source, const NativeRestore& from);
 
   template <typename K, typename V>
-  absl::StatusOr<StateTable<K, V>*> table(const std::string& name, StateKind kind) {
+  absl::StatusOr<StateTable<K, V>*> table(const std::string& name, StateKind kind, TableTtl ttl = {}) {
     auto it = tables_.find(name);
     if (it != tables_.end()) {
       if (it->second->kind() != kind) {
@@ -73,9 +73,9 @@ class KeyedBackendCore {
     }
     std::unique_ptr<StateTable<K, V>> owned;
     if (store_ == nullptr) {
-      owned = std::make_unique<HeapTable<K, V>>(name, kind, range_);
+      owned = std::make_unique<HeapTable<K, V>>(name, kind, range_, ttl);
     } else {
-      owned = std::make_unique<KvTable<K, V>>(name, kind, store_);
+      owned = std::make_unique<KvTable<K, V>>(name, kind, store_, ttl);
     }
     StateTable<K, V>* t = owned.get();
     tables_.emplace(name, std::move(owned));
@@ -169,6 +169,81 @@ class TableValueState final : public ValueState<T> {
  private:
   KeyedBackend<K>* b_;
   StateTable<K, T>* t_;
+};
+
+// TTL handles: entries are TtlValue<T>; an expired entry reads as absent
+// (or, with kReturnExpiredIfNotCleanedUp, as itself until removed).
+template <typename K, typename T>
+class TtlAccess {
+ public:
+  TtlAccess(KeyedBackend<K>* b, StateTable<K, TtlValue<T>>* t, StateTtlConfig cfg, const ProcessingTimeService* clock)
+      : b_(b), t_(t), cfg_(cfg), clock_(clock) {}
+
+  // The live entry of the current key, or null; applies the TTL rules.
+  const T* read() const {
+    const TtlValue<T>* e = t_->find(b_->current_key_group(), b_->current_key());
+    if (e == nullptr) return nullptr;
+    int64_t now = clock_->now_ms();
+    if (now - e->stamp >= cfg_.ttl.count()) {
+      if (cfg_.visibility == StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp) return &e->value;
+      t_->erase(b_->current_key_group(), b_->current_key());
+      return nullptr;
+    }
+    if (cfg_.update_type == StateTtlConfig::UpdateType::kOnReadAndWrite) {
+      TtlValue<T>& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+      w.stamp = now;
+      return &w.value;
+    }
+    return &e->value;
+  }
+  void write(T v) const {
+    TtlValue<T>& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+    w.stamp = clock_->now_ms();
+    w.value = std::move(v);
+  }
+  void clear() const { t_->erase(b_->current_key_group(), b_->current_key()); }
+
+ private:
+  KeyedBackend<K>* b_;
+  StateTable<K, TtlValue<T>>* t_;
+  const StateTtlConfig cfg_;
+  const ProcessingTimeService* clock_;
+};
+
+template <typename K, typename T>
+class TtlValueState final : public ValueState<T> {
+ public:
+  explicit TtlValueState(TtlAccess<K, T> access) : a_(std::move(access)) {}
+  std::optional<T> value() const override {
+    const T* v = a_.read();
+    return v ? std::optional<T>(*v) : std::nullopt;
+  }
+  void update(const T& v) override { a_.write(v); }
+  void update(T&& v) override { a_.write(std::move(v)); }
+  void clear() override { a_.clear(); }
+
+ private:
+  TtlAccess<K, T> a_;
+};
+
+template <typename K, typename T>
+class TtlReducingState final : public ReducingState<T> {
+ public:
+  TtlReducingState(TtlAccess<K, T> access, std::function<T(const T&, const T&)> reduce)
+      : a_(std::move(access)), reduce_(std::move(reduce)) {}
+  std::optional<T> get() const override {
+    const T* v = a_.read();
+    return v ? std::optional<T>(*v) : std::nullopt;
+  }
+  void add(const T& v) override {
+    const T* old = a_.read();
+    a_.write(old ? reduce_(*old, v) : v);
+  }
+  void clear() override { a_.clear(); }
+
+ private:
+  TtlAccess<K, T> a_;
+  std::function<T(const T&, const T&)> reduce_;
 };
 
 template <typename K, typename T>

@@ -57,8 +57,10 @@ class KvView {
 class KvStore {
  public:
   virtual ~KvStore() = default;
-  // The column family of state `name`, created when absent.
-  virtual int column(const std::string& name) = 0;
+  // The column family of state `name`, created when absent. With `ttl_ms`
+  // > 0 its values start with an 8-byte stamp (TtlValue) and compactions
+  // drop those older than ttl_ms (by the wall clock).
+  virtual int column(const std::string& name, int64_t ttl_ms = 0) = 0;
   // False when absent.
   virtual bool get(int cf, std::string_view key, std::string* value) = 0;
   virtual void put(int cf, std::string_view key, std::string_view value) = 0;
@@ -74,6 +76,8 @@ class KvStore {
       std::vector<std::pair<std::string, uint8_t>> states) = 0;
   // Checkpoint `checkpoint_id` completed: its uploads may be referenced again.
   virtual void checkpoint_complete(int64_t checkpoint_id) = 0;
+  // Compacts every column family now (TTL filters run).
+  virtual void compact() = 0;
 };
 
 // Appends `varint count | (key, value) * count` of key group `kg` of column
@@ -96,8 +100,10 @@ void write_canonical_entries(const Scan& scan, int cf, int kg, ByteWriter& out) 
 template <typename K, typename V>
 class KvTable final : public StateTable<K, V> {
  public:
-  KvTable(std::string name, StateKind kind, std::shared_ptr<KvStore> store)
-      : StateTable<K, V>(std::move(name), kind), store_(std::move(store)), cf_(store_->column(this->name())) {}
+  KvTable(std::string name, StateKind kind, std::shared_ptr<KvStore> store, TableTtl ttl = {})
+      : StateTable<K, V>(std::move(name), kind),
+        store_(std::move(store)),
+        cf_(store_->column(this->name(), IsTtlValue<V>::value ? ttl.ttl_ms : 0)) {}
 
   const V* find(int kg, const K& key) override {
     load(kg, key);

@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "weir/detail/operator.h"
 #include "weir/serializer.h"
 
 namespace weir {
@@ -57,6 +58,26 @@ namespace detail {
 
 // DO NOT CHANGE values: stored in checkpoints.
 enum class StateKind : uint8_t { kValue = 0, kList = 1, kMap = 2, kReducing = 3 };
+
+// A value with the processing time of its last access, for states with a
+// time-to-live. The stamp is serialized first (8 bytes, little-endian),
+// where a RocksDB compaction filter reads it.
+template <typename T>
+struct TtlValue {
+  int64_t stamp = 0;
+  T value{};
+  auto weir_fields() { return std::tie(stamp, value); }
+};
+template <typename V>
+struct IsTtlValue : std::false_type {};
+template <typename T>
+struct IsTtlValue<TtlValue<T>> : std::true_type {};
+
+// How a table with TTL values expires them: entries with stamp <= now - ttl.
+struct TableTtl {
+  int64_t ttl_ms = 0;
+  const ProcessingTimeService* clock = nullptr;
+};
 
 // Immutable view of one table's key groups, written off the task thread.
 class TableSnapshot {
