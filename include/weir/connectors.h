@@ -37,6 +37,8 @@
 
 namespace weir {
 
+class MappedFile;  // src/common/file_util.h
+
 struct TextLine {
   int64_t line_number = 0;  // 1-based, in the whole file
   std::string text;
@@ -76,7 +78,8 @@ class FileSource final : public Source<TextLine> {
   std::unique_ptr<OperatorListState<FileSplit>> state_;
   std::vector<FileSplit> splits_;
   size_t current_ = 0;
-  const char* data_ = nullptr;  // mmap of the file
+  std::unique_ptr<MappedFile> file_;
+  const char* data_ = nullptr;  // file_'s bytes
   int64_t size_ = 0;
   TextLine scratch_;
 };

@@ -1,8 +1,6 @@
 #include "checkpoint/storage.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,42 +50,14 @@ class FileOutput final : public StateFileOutput {
   std::string buf_;
 };
 
-// A read-only private mapping of a whole file.
-class MappedFile final : public StateFileBytes {
+// A state file read back from disk, memory-mapped.
+class MappedBytes final : public StateFileBytes {
  public:
-  static absl::StatusOr<std::shared_ptr<const MappedFile>> open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno_status("open", path, errno);
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      int err = errno;
-      ::close(fd);
-      return errno_status("stat", path, err);
-    }
-    auto m = std::shared_ptr<MappedFile>(new MappedFile());
-    m->size_ = static_cast<size_t>(st.st_size);
-    if (m->size_ > 0) {
-      void* p = ::mmap(nullptr, m->size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p == MAP_FAILED) {
-        int err = errno;
-        ::close(fd);
-        return errno_status("mmap", path, err);
-      }
-      ::madvise(p, m->size_, MADV_SEQUENTIAL);
-      m->data_ = static_cast<const char*>(p);
-    }
-    ::close(fd);
-    return std::shared_ptr<const MappedFile>(std::move(m));
-  }
-  ~MappedFile() override {
-    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-  }
-  std::string_view bytes() const override { return {data_ == nullptr ? "" : data_, size_}; }
+  explicit MappedBytes(std::unique_ptr<MappedFile> file) : file_(std::move(file)) {}
+  std::string_view bytes() const override { return file_->bytes(); }
 
  private:
-  MappedFile() = default;
-  const char* data_ = nullptr;
-  size_t size_ = 0;
+  const std::unique_ptr<MappedFile> file_;
 };
 
 class StringBytes final : public StateFileBytes {
@@ -182,14 +152,15 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> FileCheckpointStorage::rea
   std::string path = (fs::path(location) / handle.file).string();
   auto file = MappedFile::open(path);
   if (!file.ok()) return file.status();
-  std::string_view bytes = (*file)->bytes();
+  auto mapped = std::make_shared<const MappedBytes>(std::move(*file));
+  std::string_view bytes = mapped->bytes();
   if (bytes.size() != handle.file_size) {
     return absl::DataLossError(path + ": size " + std::to_string(bytes.size()) + ", expected " +
                                std::to_string(handle.file_size));
   }
   absl::Status s = verify_state_file(bytes, path);
   if (!s.ok()) return s;
-  return std::shared_ptr<const StateFileBytes>(std::move(*file));
+  return std::shared_ptr<const StateFileBytes>(std::move(mapped));
 }
 
 void FileCheckpointStorage::discard(int64_t id) {
@@ -226,9 +197,9 @@ absl::StatusOr<std::string> FileCheckpointStorage::upload_file(int64_t id, const
   fs::create_directories(dir, ec);
   if (ec) return errno_status("mkdir", dir.string(), ec.value());
   fs::path to = dir / name;
-  auto bytes = read_file(local);
-  if (!bytes.ok()) return bytes.status();
-  s = write_file_synced(to.string(), *bytes);
+  auto from = MappedFile::open(local);  // an SST can be large: not copied onto the heap
+  if (!from.ok()) return from.status();
+  s = write_file_synced(to.string(), (*from)->bytes());
   if (!s.ok()) return s;
   return shared ? (fs::path("..") / "shared" / ("c" + std::to_string(id)) / name).string() : name;
 }

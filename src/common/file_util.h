@@ -3,6 +3,7 @@
 #ifndef WEIR_COMMON_FILE_UTIL_H_
 #define WEIR_COMMON_FILE_UTIL_H_
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,22 @@ absl::StatusOr<std::string> read_file(const std::string& path);
 absl::Status fsync_directory(const std::string& dir);
 // rename(2) followed by an fsync of the target's directory.
 absl::Status rename_durable(const std::string& from, const std::string& to);
+// A whole file mapped read-only (MAP_PRIVATE, read sequentially): its pages
+// come from the page cache, not the heap. Unmapped on destruction.
+class MappedFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<MappedFile>> open(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view bytes() const { return {data_ == nullptr ? "" : data_, size_}; }
+
+ private:
+  MappedFile() = default;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // Message for errno `err` on `op` of `path`.
 absl::Status errno_status(std::string_view op, const std::string& path, int err);
 

@@ -1,8 +1,3 @@
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -16,27 +11,11 @@ FileSource::FileSource(std::string path) : path_(std::move(path)) {}
 FileSource::~FileSource() { close(); }
 
 absl::Status FileSource::open(OperatorContext& ctx) {
-  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status("open", path_, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return errno_status("stat", path_, err);
-  }
-  size_t size = static_cast<size_t>(st.st_size);
-  size_ = static_cast<int64_t>(size);
-  if (size > 0) {
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      return errno_status("mmap", path_, err);
-    }
-    ::madvise(p, size, MADV_SEQUENTIAL);
-    data_ = static_cast<const char*>(p);
-  }
-  ::close(fd);
+  auto file = MappedFile::open(path_);
+  if (!file.ok()) return file.status();
+  file_ = std::move(*file);
+  data_ = file_->bytes().data();
+  size_ = static_cast<int64_t>(file_->bytes().size());
 
   state_ = std::make_unique<OperatorListState<FileSplit>>(ctx, "splits");
   if (ctx.is_restored()) {
@@ -97,10 +76,8 @@ absl::Status FileSource::snapshot_state(int64_t) {
 }
 
 void FileSource::close() {
-  if (data_ != nullptr) {
-    ::munmap(const_cast<char*>(data_), static_cast<size_t>(size_));
-    data_ = nullptr;
-  }
+  file_.reset();
+  data_ = nullptr;
 }
 
 }  // namespace weir
