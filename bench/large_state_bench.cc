@@ -93,43 +93,6 @@ class Discard final : public weir::Sink<int64_t> {
   absl::Status write(const int64_t&) override { return absl::OkStatus(); }
 };
 
-// Emits `count` updates from `fn`, at most `per_second` per second (0: no limit).
-class Paced final : public weir::Source<Update> {
- public:
-  Paced(std::function<Update(int64_t)> fn, int64_t count, int64_t per_second)
-      : fn_(std::move(fn)), count_(count), per_second_(per_second) {}
-  absl::Status open(weir::OperatorContext& ctx) override {
-    clock_ = &ctx.processing_time();
-    start_ = clock_->now_ms();
-    state_ = std::make_unique<weir::OperatorListState<int64_t>>(ctx, "next");
-    auto restored = state_->get();
-    next_ = restored.empty() ? 0 : restored.front();
-    first_ = next_;
-    return absl::OkStatus();
-  }
-  weir::PollStatus poll(weir::SourceOutput<Update>& out, int max_records) override {
-    for (int i = 0; i < max_records; ++i) {
-      if (next_ >= count_) return weir::PollStatus::kEndOfInput;
-      if (per_second_ > 0 && (next_ - first_) * 1000 > (clock_->now_ms() - start_) * per_second_) {
-        return weir::PollStatus::kIdle;
-      }
-      out.collect(fn_(next_++));
-    }
-    return weir::PollStatus::kMore;
-  }
-  absl::Status snapshot_state(int64_t) override {
-    state_->update({next_});
-    return absl::OkStatus();
-  }
-
- private:
-  std::function<Update(int64_t)> fn_;
-  const int64_t count_, per_second_;
-  weir::detail::ProcessingTimeService* clock_ = nullptr;
-  int64_t start_ = 0, next_ = 0, first_ = 0;
-  std::unique_ptr<weir::OperatorListState<int64_t>> state_;
-};
-
 struct Run {
   weir::JobResult result;
   double wall_s = 0;
@@ -148,8 +111,9 @@ Run run_job(const std::string& name, const std::string& checkpoint_dir, bool inc
   config.checkpoint.retained = 2;
   config.restore = restore;
   weir::StreamEnvironment env(config);
-  env.from_source<Update>([fn, count, per_second] { return std::make_unique<Paced>(fn, count, per_second); },
-                          "updates")
+  env.from_source<Update>(
+         [fn, count, per_second] { return std::make_unique<weir::GeneratorSource<Update>>(fn, count, per_second); },
+         "updates")
       .uid("updates")
       .key_by([](const Update& u) { return u.key; })
       .process<int64_t>([] { return std::make_unique<Store>(); }, "store")

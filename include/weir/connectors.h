@@ -90,13 +90,17 @@ class FileSource final : public Source<TextLine> {
 // subtasks when the parallelism changes, so a restore at any parallelism
 // emits each index exactly once. Of several progressions it emits the
 // lowest index first, so indices (and timestamps derived from them) stay
-// nearly in order.
+// nearly in order. With `per_second` > 0 a subtask emits at most that many
+// records per second of processing time (idle when ahead).
 template <Serializable T>
 class GeneratorSource final : public Source<T> {
  public:
-  GeneratorSource(std::function<T(int64_t)> fn, int64_t count) : fn_(std::move(fn)), count_(count) {}
+  GeneratorSource(std::function<T(int64_t)> fn, int64_t count, int64_t per_second = 0)
+      : fn_(std::move(fn)), count_(count), per_second_(per_second) {}
 
   absl::Status open(OperatorContext& ctx) override {
+    clock_ = &ctx.processing_time();
+    start_ms_ = clock_->now_ms();
     state_ = std::make_unique<OperatorListState<std::pair<int64_t, int64_t>>>(ctx, "progressions");
     bool corrupt = false;
     progressions_ = state_->get(&corrupt);
@@ -105,6 +109,12 @@ class GeneratorSource final : public Source<T> {
     return absl::OkStatus();
   }
   PollStatus poll(SourceOutput<T>& out, int max_records) override {
+    if (per_second_ > 0) {
+      int64_t allowed = (clock_->now_ms() - start_ms_ + 1) * per_second_ / 1000 - emitted_;
+      if (allowed <= 0) return PollStatus::kIdle;
+      max_records = static_cast<int>(std::min<int64_t>(max_records, allowed));
+      emitted_ += max_records;  // at most; the end of input stops it anyway
+    }
     for (int i = 0; i < max_records; ++i) {
       auto it = progressions_.size() == 1 ? progressions_.begin()
                                           : std::min_element(progressions_.begin(), progressions_.end());
@@ -124,6 +134,9 @@ class GeneratorSource final : public Source<T> {
 
   std::function<T(int64_t)> fn_;
   const int64_t count_;
+  const int64_t per_second_;
+  detail::ProcessingTimeService* clock_ = nullptr;
+  int64_t start_ms_ = 0, emitted_ = 0;
   std::vector<std::pair<int64_t, int64_t>> progressions_;  // (next index, stride)
   std::unique_ptr<OperatorListState<std::pair<int64_t, int64_t>>> state_;
 };

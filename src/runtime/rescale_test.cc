@@ -38,47 +38,6 @@ struct Event {
 
 Event event_at(int64_t i) { return Event{i % kKeys, (i * 7) % 11 - 5, i / 4}; }
 
-// Emits events i, i + p, ... of its progressions like GeneratorSource, but
-// at most `per_ms` per millisecond of processing time (idle when ahead), so
-// a run lasts long enough to be stopped part-way. Of several progressions
-// (after rescaling) it always emits the lowest index next, so event time
-// stays nearly in order.
-class PacedEvents final : public Source<Event> {
- public:
-  explicit PacedEvents(int64_t per_ms) : per_ms_(per_ms) {}
-  absl::Status open(OperatorContext& ctx) override {
-    clock_ = &ctx.processing_time();
-    start_ = clock_->now_ms();
-    state_ = std::make_unique<OperatorListState<std::pair<int64_t, int64_t>>>(ctx, "progressions");
-    progressions_ = state_->get();
-    if (!ctx.is_restored()) progressions_ = {{ctx.subtask_index(), ctx.parallelism()}};
-    return absl::OkStatus();
-  }
-  PollStatus poll(SourceOutput<Event>& out, int max_records) override {
-    int64_t allowed = (clock_->now_ms() - start_ + 1) * per_ms_ - emitted_;
-    if (allowed <= 0) return PollStatus::kIdle;
-    for (int64_t n = 0; n < std::min<int64_t>(max_records, allowed); ++n) {
-      auto it = std::min_element(progressions_.begin(), progressions_.end());
-      if (it == progressions_.end() || it->first >= kEvents) return PollStatus::kEndOfInput;
-      out.collect(event_at(it->first));
-      it->first += it->second;
-      ++emitted_;
-    }
-    return PollStatus::kMore;
-  }
-  absl::Status snapshot_state(int64_t) override {
-    state_->update(progressions_);
-    return absl::OkStatus();
-  }
-
- private:
-  const int64_t per_ms_;
-  detail::ProcessingTimeService* clock_ = nullptr;
-  int64_t start_ = 0, emitted_ = 0;
-  std::vector<std::pair<int64_t, int64_t>> progressions_;
-  std::unique_ptr<OperatorListState<std::pair<int64_t, int64_t>>> state_;
-};
-
 // Row of either job: (key, a, b) = running sum: (key, count, sum);
 // windowed: (key, window start, count * 1000000 + sum + 500000).
 struct Row {
@@ -157,7 +116,10 @@ class RescaleTest : public ::testing::TestWithParam<std::tuple<JobKind, Via, std
     StreamEnvironment env(config);
     // Rescaled sources interleave their progressions; the bound covers
     // their distance in event time.
-    auto events = env.from_source<Event>([] { return std::make_unique<PacedEvents>(100); }, "events",
+    // 100 events per millisecond per subtask, so a stage lasts long enough
+    // to be stopped part-way.
+    auto events = env.from_source<Event>([] { return std::make_unique<GeneratorSource<Event>>(event_at, kEvents, 100000); },
+                                         "events",
                                          WatermarkStrategy<Event>::for_bounded_out_of_orderness(
                                              Duration(3 * kWindow), [](const Event& e) { return e.ts; }));
     events.uid("events");

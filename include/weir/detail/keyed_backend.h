@@ -49,6 +49,14 @@ class KeyedBackendCore {
   // Canonical, or native when native_snapshots_allowed() and the tables
   // live in a store (RocksDB) and no restored state is still unregistered.
   absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> snapshot();
+  // The snapshot of a keyed operator: this keyed state, no operator state.
+  absl::StatusOr<OperatorSnapshot> operator_snapshot() {
+    auto keyed = snapshot();
+    if (!keyed.ok()) return keyed.status();
+    OperatorSnapshot snap;
+    snap.keyed = std::move(*keyed);
+    return snap;
+  }
   void checkpoint_complete(int64_t checkpoint_id) {
     if (store_ != nullptr) store_->checkpoint_complete(checkpoint_id);
   }

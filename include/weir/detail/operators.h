@@ -410,13 +410,7 @@ class KeyedOperatorBase : public OneOutputOperator<Out>,
     this->side_outputs_watermark(wm);
   }
 
-  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
-    OperatorSnapshot snap;
-    auto keyed = backend_->core().snapshot();
-    if (!keyed.ok()) return keyed.status();
-    snap.keyed = std::move(*keyed);
-    return snap;
-  }
+  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override { return backend_->core().operator_snapshot(); }
   // Checkpoint `id` completed: the backend may reuse its uploads.
   void backend_checkpoint_complete(int64_t id) { backend_->core().checkpoint_complete(id); }
 

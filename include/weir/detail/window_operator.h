@@ -128,13 +128,7 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override {
-    OperatorSnapshot snap;
-    auto keyed = backend_->core().snapshot();
-    if (!keyed.ok()) return keyed.status();
-    snap.keyed = std::move(*keyed);
-    return snap;
-  }
+  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override { return backend_->core().operator_snapshot(); }
   void notify_checkpoint_complete(int64_t id) override { backend_->core().checkpoint_complete(id); }
 
   // Records dropped because every window they belonged to was past its
