@@ -31,6 +31,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -233,6 +234,76 @@ struct Serializer<T> {
     return v;
   }
 };
+
+// The structure of T's encoding as a short string ("i64", "str", "[f64]",
+// "{i64,str}", "(i32,str)", "u8?"), stored with each state in checkpoints so
+// a restore detects a state whose type changed incompatibly. Two types with
+// the same signature decode each other's bytes. A custom Serializer<T>
+// declares its own with `static std::string signature()`; without one the
+// compiler's type name stands in.
+template <typename T>
+std::string type_signature();
+
+namespace internal {
+template <typename T>
+struct IsStdString : std::false_type {};
+template <>
+struct IsStdString<std::string> : std::true_type {};
+template <typename T>
+struct SignatureOf {
+  static std::string get() {
+    if constexpr (requires { { Serializer<T>::signature() } -> std::convertible_to<std::string>; }) {
+      return Serializer<T>::signature();
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return "bool";
+    } else if constexpr (std::is_enum_v<T>) {
+      return "enum:" + type_signature<std::underlying_type_t<T>>();
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return "f" + std::to_string(sizeof(T) * 8);
+    } else if constexpr (std::is_integral_v<T>) {
+      return (std::is_signed_v<T> ? "i" : "u") + std::to_string(sizeof(T) * 8);
+    } else if constexpr (IsStdString<T>::value) {
+      return "str";
+    } else if constexpr (HasWeirFields<T>) {
+      using Fields = decltype(std::declval<T&>().weir_fields());
+      return "{" + join<Fields>(std::make_index_sequence<std::tuple_size_v<Fields>>{}) + "}";
+    } else {
+      return std::string("type:") + typeid(T).name();
+    }
+  }
+  template <typename Tuple, size_t... I>
+  static std::string join(std::index_sequence<I...>) {
+    std::string out;
+    ((out += (I == 0 ? "" : ",") + type_signature<std::decay_t<std::tuple_element_t<I, Tuple>>>()), ...);
+    return out;
+  }
+};
+template <typename A, typename B>
+struct SignatureOf<std::pair<A, B>> {
+  static std::string get() { return "(" + type_signature<A>() + "," + type_signature<B>() + ")"; }
+};
+template <typename... Ts>
+struct SignatureOf<std::tuple<Ts...>> {
+  static std::string get() {
+    std::string out;
+    ((out += (out.empty() ? "" : ",") + type_signature<Ts>()), ...);
+    return "(" + out + ")";
+  }
+};
+template <typename T>
+struct SignatureOf<std::vector<T>> {
+  static std::string get() { return "[" + type_signature<T>() + "]"; }
+};
+template <typename T>
+struct SignatureOf<std::optional<T>> {
+  static std::string get() { return type_signature<T>() + "?"; }
+};
+}  // namespace internal
+
+template <typename T>
+std::string type_signature() {
+  return internal::SignatureOf<T>::get();
+}
 
 // Convenience: serialize one value to a fresh string, and back.
 template <Serializable T>

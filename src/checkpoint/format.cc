@@ -77,9 +77,10 @@ std::string encode_metadata(const CheckpointMetadata& m) {
         w.put_fixed<uint8_t>(f.shared ? 1 : 0);
       }
       w.put_varint(s.native_states.size());
-      for (const auto& [name, kind] : s.native_states) {
-        w.put_string(name);
-        w.put_fixed<uint8_t>(kind);
+      for (const detail::StateMeta& st : s.native_states) {
+        w.put_string(st.name);
+        w.put_fixed<uint8_t>(st.kind);
+        w.put_string(st.type);
       }
     }
   }
@@ -88,10 +89,10 @@ std::string encode_metadata(const CheckpointMetadata& m) {
 }
 
 absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::string_view what) {
-  // Version 1 (no native state) is read too.
+  // Versions 1 (no native state) and 2 (no type signatures) are read too.
   uint32_t version = kMetadataVersion;
   if (bytes.size() >= kHeaderSize) std::memcpy(&version, bytes.data() + kMetaMagic.size(), sizeof(version));
-  if (version != 1) version = kMetadataVersion;
+  if (version != 1 && version != 2) version = kMetadataVersion;
   auto body = open_envelope(bytes, kMetaMagic, version, what);
   if (!body.ok()) return body.status();
   ByteReader r(*body);
@@ -129,9 +130,11 @@ absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::
         }
         uint64_t states = r.get_length();
         for (uint64_t k = 0; k < states && r.ok(); ++k) {
-          std::string name = r.get_string();
-          uint8_t kind = r.get_fixed<uint8_t>();
-          s.native_states.emplace_back(std::move(name), kind);
+          detail::StateMeta st;
+          st.name = r.get_string();
+          st.kind = r.get_fixed<uint8_t>();
+          if (version >= 3) st.type = r.get_string();
+          s.native_states.push_back(std::move(st));
         }
       }
       if (r.ok() && !s.is_native() && s.kg_offsets.size() != static_cast<size_t>(s.key_groups.size()) + 1 &&
@@ -232,7 +235,12 @@ std::string encode_state_file(const detail::OperatorSnapshot& snap, OperatorSubt
 }
 
 absl::Status verify_state_file(std::string_view bytes, std::string_view what) {
-  return open_envelope(bytes, kStateMagic, kStateFileVersion, what).status();
+  // Version 1 differs only inside key-group blobs (no type signatures),
+  // which their reader tells apart by a flag in the kind byte.
+  uint32_t version = kStateFileVersion;
+  if (bytes.size() >= kHeaderSize) std::memcpy(&version, bytes.data() + kStateMagic.size(), sizeof(version));
+  if (version != 1) version = kStateFileVersion;
+  return open_envelope(bytes, kStateMagic, version, what).status();
 }
 
 }  // namespace weir::checkpoint

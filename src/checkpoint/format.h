@@ -7,7 +7,7 @@
 //   operator state:  varint lists | (string name, u8 redistribution,
 //                    varint n, string entry * n) * lists
 //   keyed state:     one blob per key group of the subtask's range, in order
-//                    (layout in include/weir/detail/heap_state.h)
+//                    (layout in include/weir/detail/state_table.h)
 //   [8]  u64 xxh64 of all preceding bytes
 // The metadata holds the offsets of the sections, so a reader can take any
 // subset of key groups.
@@ -24,6 +24,8 @@
 //       varint kg start | varint kg end | varint n | u64 offset * n |
 //       (version >= 2) varint files | (string path, u64 size, u8 shared) * files |
 //                      varint states | (string name, u8 kind) * states
+//       (version >= 3) each native state also has a string type signature
+//                      after its kind
 //   [8]  u64 xxh64 of all preceding bytes
 //
 // DO NOT CHANGE these layouts without bumping the version numbers.
@@ -41,8 +43,10 @@
 
 namespace weir::checkpoint {
 
-inline constexpr uint32_t kStateFileVersion = 1;
-inline constexpr uint32_t kMetadataVersion = 2;  // 2 added native (incremental) keyed state
+// 2 added type signatures to keyed state (state_table.h).
+inline constexpr uint32_t kStateFileVersion = 2;
+// 2 added native (incremental) keyed state, 3 type signatures of native states.
+inline constexpr uint32_t kMetadataVersion = 3;
 inline constexpr std::string_view kMetadataFileName = "_metadata";
 
 // A file of a native (RocksDB) snapshot: `path` relative to the
@@ -65,7 +69,7 @@ struct OperatorSubtaskState {
   std::vector<uint64_t> kg_offsets;  // key_groups.size() + 1 offsets; empty when native
   // Native keyed state (incremental checkpoints): its files and states.
   std::vector<NativeFile> native_files;
-  std::vector<std::pair<std::string, uint8_t>> native_states;
+  std::vector<detail::StateMeta> native_states;
   bool is_native() const { return !native_files.empty(); }
 
   std::string_view key_group_bytes(std::string_view file_bytes, int kg) const {

@@ -81,5 +81,21 @@ TEST(SerializerTest, VarintBoundaries) {
   }
 }
 
+// Signatures describe the encoding's structure: equal for types that decode
+// each other's bytes, different otherwise.
+TEST(SerializerTest, TypeSignaturesFollowTheEncoding) {
+  EXPECT_EQ(type_signature<int64_t>(), "i64");
+  EXPECT_EQ(type_signature<uint8_t>(), "u8");
+  EXPECT_EQ(type_signature<double>(), "f64");
+  EXPECT_EQ(type_signature<bool>(), "bool");
+  EXPECT_EQ(type_signature<std::string>(), "str");
+  EXPECT_EQ((type_signature<std::pair<int32_t, std::string>>()), "(i32,str)");
+  EXPECT_EQ((type_signature<std::tuple<int64_t, double, bool>>()), "(i64,f64,bool)");
+  EXPECT_EQ(type_signature<std::vector<std::optional<float>>>(), "[f32?]");
+  EXPECT_EQ(type_signature<Trade>(), "{i64,str,f64,[i32],str?}");
+  EXPECT_NE(type_signature<int64_t>(), type_signature<double>());
+  EXPECT_NE(type_signature<int64_t>(), type_signature<uint64_t>());
+}
+
 }  // namespace
 }  // namespace weir

@@ -139,5 +139,73 @@ TEST(IncrementalCheckpointTest, ExactlyOnceAndNoOrphansUnderFailuresAndAbortedCh
   EXPECT_TRUE(!fs::exists(dir.path("state")) || fs::is_empty(dir.path("state")));
 }
 
+// The running count with its state declared as another type.
+class RunningCountAsDoubles final : public KeyedProcessFunction<int64_t, Event, Count> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    state_ = &ctx.get_state(ValueStateDescriptor<std::pair<int64_t, double>>{"count-sum"});
+    return absl::OkStatus();
+  }
+  void process_element(const Event& e, Context&, Collector<Count>& out) override {
+    auto [n, sum] = state_->value_or({0, 0});
+    state_->update({n + 1, sum + e.value});
+    out.collect(Count{e.key, n + 1, static_cast<int64_t>(sum + e.value)});
+  }
+
+ private:
+  ValueState<std::pair<int64_t, double>>* state_ = nullptr;
+};
+
+// Restoring a state whose type changed incompatibly fails the job with a
+// message naming the state, from native (incremental) and canonical
+// checkpoints, into either backend. Both pairs are 16 bytes, so the old
+// bytes would decode silently without the stored type signature.
+class ChangedStateTypeTest : public ::testing::TestWithParam<std::tuple<bool, StateBackendKind>> {};
+
+TEST_P(ChangedStateTypeTest, RestoreFailsNamingTheState) {
+  const auto [incremental, target] = GetParam();
+  testing::TempDir dir("changed-type");
+  testing::CollectingSink<Count>::Rows rows;
+  auto run = [&](bool changed, StateBackendKind backend, const std::string& restore) {
+    JobConfig config = testing::failure_test_config(2, backend);
+    config.checkpoint.directory = dir.path("chk");
+    config.checkpoint.incremental = incremental && backend == StateBackendKind::kRocksDb;
+    config.state.local_directory = dir.path("state");
+    config.restore = restore;
+    config.restart.kind = RestartStrategyKind::kNone;
+    StreamEnvironment env(config);
+    auto keyed = env.from_source<Event>([] { return std::make_unique<GeneratorSource<Event>>(event_at, 20000); },
+                                        "events")
+                     .key_by([](const Event& e) { return e.key; });
+    auto counts = changed ? keyed.process<Count>([] { return std::make_unique<RunningCountAsDoubles>(); }, "count")
+                          : keyed.process<Count>([] { return std::make_unique<RunningCount>(); }, "count");
+    counts.uid("count").sink_to([&rows] { return std::make_unique<testing::CollectingSink<Count>>(&rows); }).uid("sink");
+    return env.execute("changed-type");
+  };
+  auto first = run(false, StateBackendKind::kRocksDb, "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->status, JobStatus::kFinished) << first->failure;
+  ASSERT_FALSE(first->checkpoints.empty());
+
+  // The unchanged job restores; the changed one is refused.
+  auto same = run(false, target, "latest");
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->status, JobStatus::kFinished) << same->failure;
+  EXPECT_GE(same->restored_checkpoint_id, 1);
+  auto changed = run(true, target, "latest");
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_EQ(changed->status, JobStatus::kFailed);
+  EXPECT_NE(changed->failure.find("'count-sum'"), std::string::npos) << changed->failure;
+  EXPECT_NE(changed->failure.find("changed type"), std::string::npos) << changed->failure;
+}
+
+INSTANTIATE_TEST_SUITE_P(Snapshots, ChangedStateTypeTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(StateBackendKind::kHeap, StateBackendKind::kRocksDb)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "incremental_to_" : "full_to_") +
+                                  std::string(to_string(std::get<1>(info.param)));
+                         });
+
 }  // namespace
 }  // namespace weir

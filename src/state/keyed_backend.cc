@@ -8,16 +8,31 @@
 namespace weir::detail {
 namespace {
 
+// One state of a canonical key-group blob (layout in state_table.h).
+void put_canonical_state(ByteWriter& out, const std::string& name, uint8_t kind, const std::string& type,
+                         std::string_view entries) {
+  out.put_string(name);
+  if (type.empty()) {
+    out.put_fixed<uint8_t>(kind);
+  } else {
+    out.put_fixed<uint8_t>(kind | kKindHasType);
+    out.put_string(type);
+  }
+  out.put_string(entries);
+}
+
 class KeyedSnapshot final : public KeyedStateSnapshot {
  public:
   struct Table {
     std::string name;
     StateKind kind;
+    std::string type;
     std::shared_ptr<const TableSnapshot> snapshot;
   };
   struct Raw {
     std::string name;
     StateKind kind;
+    std::string type;
     std::map<int, std::string> groups;
   };
 
@@ -35,21 +50,15 @@ class KeyedSnapshot final : public KeyedStateSnapshot {
       scratch.clear();
       ByteWriter w(&scratch);
       t.snapshot->write_entries(kg, w);
-      put_state(out, t.name, t.kind, scratch);
+      put_canonical_state(out, t.name, static_cast<uint8_t>(t.kind), t.type, scratch);
     }
     for (const Raw& r : raw_) {
       auto it = r.groups.find(kg);
-      if (it != r.groups.end()) put_state(out, r.name, r.kind, it->second);
+      if (it != r.groups.end()) put_canonical_state(out, r.name, static_cast<uint8_t>(r.kind), r.type, it->second);
     }
   }
 
  private:
-  static void put_state(ByteWriter& out, const std::string& name, StateKind kind,
-                        std::string_view entries) {
-    out.put_string(name);
-    out.put_fixed<uint8_t>(static_cast<uint8_t>(kind));
-    out.put_string(entries);
-  }
 
   const KeyGroupRange range_;
   const std::vector<Table> tables_;
@@ -83,13 +92,15 @@ absl::Status KeyedBackendCore::restore_key_group(int kg, std::string_view bytes)
   uint64_t num_states = in.get_length();
   for (uint64_t i = 0; i < num_states && in.ok(); ++i) {
     std::string name = in.get_string();
-    auto kind = static_cast<StateKind>(in.get_fixed<uint8_t>());
+    uint8_t kind_byte = in.get_fixed<uint8_t>();
+    std::string type = (kind_byte & kKindHasType) != 0 ? in.get_string() : std::string();
+    kind_byte &= static_cast<uint8_t>(~kKindHasType);
     std::string_view entries = in.get_string_view();
     if (!in.ok()) break;
-    if (static_cast<uint8_t>(kind) > static_cast<uint8_t>(StateKind::kReducing)) {
+    if (kind_byte > static_cast<uint8_t>(StateKind::kReducing)) {
       return corrupt("unknown state kind in state '" + name + "'");
     }
-    pending_[name][kg] = Pending{kind, std::string(entries)};
+    pending_[name][kg] = Pending{static_cast<StateKind>(kind_byte), std::move(type), std::string(entries)};
   }
   if (!in.ok() || !in.at_end()) return corrupt("truncated");
   // States registered before the restore (not the usual order) take it now.
@@ -100,14 +111,51 @@ absl::Status KeyedBackendCore::restore_key_group(int kg, std::string_view bytes)
   return absl::OkStatus();
 }
 
+namespace {
+const char* kind_name(uint8_t kind) {
+  switch (static_cast<StateKind>(kind)) {
+    case StateKind::kValue: return "value";
+    case StateKind::kList: return "list";
+    case StateKind::kMap: return "map";
+    case StateKind::kReducing: return "reducing";
+  }
+  return "unknown";
+}
+}  // namespace
+
+absl::Status KeyedBackendCore::check_compatible(const std::string& name, StateKind kind,
+                                                const std::string& type) const {
+  auto check = [&](uint8_t was_kind, const std::string& was_type) {
+    if (was_kind != static_cast<uint8_t>(kind)) {
+      return absl::FailedPreconditionError("state '" + name + "' was checkpointed as " + kind_name(was_kind) +
+                                           " state and is now declared as " +
+                                           kind_name(static_cast<uint8_t>(kind)) + " state");
+    }
+    if (!was_type.empty() && was_type != type) {
+      return absl::FailedPreconditionError("state '" + name + "' changed type incompatibly: checkpointed as " +
+                                           was_type + ", now declared as " + type);
+    }
+    return absl::OkStatus();
+  };
+  if (auto it = restored_meta_.find(name); it != restored_meta_.end()) {
+    absl::Status s = check(it->second.kind, it->second.type);
+    if (!s.ok()) return s;
+  }
+  if (auto it = pending_.find(name); it != pending_.end()) {
+    for (const auto& [kg, p] : it->second) {
+      absl::Status s = check(static_cast<uint8_t>(p.kind), p.type);
+      if (!s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
   auto it = pending_.find(table.name());
   if (it == pending_.end()) return absl::OkStatus();
+  absl::Status compatible = check_compatible(table.name(), table.kind(), table.type());
+  if (!compatible.ok()) return compatible;
   for (auto& [kg, p] : it->second) {
-    if (p.kind != table.kind()) {
-      return absl::FailedPreconditionError("state '" + table.name() +
-                                           "' was checkpointed as another kind of state");
-    }
     ByteReader in(p.bytes);
     if (!table.restore_entries(kg, in) || !in.at_end()) {
       return absl::DataLossError("state '" + table.name() + "' in key group " +
@@ -120,10 +168,14 @@ absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
 
 absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot() {
   if (store_ != nullptr && native_snapshots_allowed() && pending_.empty()) {
-    std::vector<std::pair<std::string, uint8_t>> states;
+    std::vector<StateMeta> states;
     for (const auto& [name, t] : tables_) {
       t->flush();
-      states.emplace_back(name, static_cast<uint8_t>(t->kind()));
+      states.push_back({name, static_cast<uint8_t>(t->kind()), t->type()});
+    }
+    // Adopted states not registered (yet) are in the files too.
+    for (const auto& [name, meta] : restored_meta_) {
+      if (!tables_.contains(name)) states.push_back(meta);
     }
     auto native = store_->native_snapshot(std::move(states));
     if (!native.ok()) return native.status();
@@ -131,12 +183,13 @@ absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot()
   }
   std::vector<KeyedSnapshot::Table> tables;
   tables.reserve(tables_.size());
-  for (const auto& [name, t] : tables_) tables.push_back({name, t->kind(), t->snapshot()});
+  for (const auto& [name, t] : tables_) tables.push_back({name, t->kind(), t->type(), t->snapshot()});
   std::vector<KeyedSnapshot::Raw> raw;
   for (const auto& [name, groups] : pending_) {
-    KeyedSnapshot::Raw r{name, StateKind::kValue, {}};
+    KeyedSnapshot::Raw r{name, StateKind::kValue, "", {}};
     for (const auto& [kg, p] : groups) {
       r.kind = p.kind;
+      r.type = p.type;
       r.groups.emplace(kg, p.bytes);
     }
     raw.push_back(std::move(r));
@@ -147,11 +200,11 @@ absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot()
 
 absl::Status KeyedBackendCore::restore_from_store(KvStore* source, const NativeRestore& from) {
   std::vector<int> columns;
-  for (const auto& [name, kind] : from.states) {
-    if (kind > static_cast<uint8_t>(StateKind::kReducing)) {
-      return absl::DataLossError("native snapshot: unknown kind of state '" + name + "'");
+  for (const StateMeta& st : from.states) {
+    if (st.kind > static_cast<uint8_t>(StateKind::kReducing)) {
+      return absl::DataLossError("native snapshot: unknown kind of state '" + st.name + "'");
     }
-    columns.push_back(source->column(name));
+    columns.push_back(source->column(st.name));
   }
   auto scan = [source](int cf, std::string_view prefix, const KvVisitor& fn) { source->scan(cf, prefix, fn); };
   for (int kg = std::max(range_.start, from.range.start); kg < std::min(range_.end, from.range.end); ++kg) {
@@ -163,9 +216,7 @@ absl::Status KeyedBackendCore::restore_from_store(KvStore* source, const NativeR
       entries.clear();
       ByteWriter e(&entries);
       write_canonical_entries(scan, columns[i], kg, e);
-      out.put_string(from.states[i].first);
-      out.put_fixed<uint8_t>(from.states[i].second);
-      out.put_string(entries);
+      put_canonical_state(out, from.states[i].name, from.states[i].kind, from.states[i].type, entries);
     }
     absl::Status s = restore_key_group(kg, blob);
     if (!s.ok()) return s;

@@ -80,6 +80,15 @@ class Harness {
 
 const KeyGroupRange kAll{0, kMaxP};
 
+StateTtlConfig ttl_of(int64_t ms, StateTtlConfig::UpdateType u = StateTtlConfig::UpdateType::kOnCreateAndWrite,
+                      StateTtlConfig::Visibility v = StateTtlConfig::Visibility::kNeverReturnExpired) {
+  StateTtlConfig c;
+  c.ttl = std::chrono::milliseconds(ms);
+  c.update_type = u;
+  c.visibility = v;
+  return c;
+}
+
 class BackendTest : public ::testing::TestWithParam<StateBackendKind> {
  protected:
   StateBackendKind kind() const { return GetParam(); }
@@ -197,6 +206,41 @@ TEST_P(BackendTest, SameNameWithAnotherKindIsAnError) {
   EXPECT_NE(h.ctx().status().message().find("'s'"), std::string::npos);
 }
 
+// A restore refuses a state declared with another type than it was
+// checkpointed with, naming it, even where the old bytes would decode.
+TEST_P(BackendTest, ChangedStateTypeIsRefusedNamingTheState) {
+  Harness h(kAll, kind());
+  auto& value = h.ctx().get_state(ValueStateDescriptor<int64_t>{"total"});
+  h.set_key("a");
+  value.update(42);
+  auto groups = Harness::write(*h.backend().core().snapshot().value());
+  for (StateBackendKind target : {kind(), other()}) {
+    {
+      Harness r(kAll, target);
+      r.restore(groups);
+      r.ctx().get_state(ValueStateDescriptor<double>{"total"});  // 8 bytes, as i64
+      ASSERT_FALSE(r.ctx().status().ok());
+      EXPECT_NE(r.ctx().status().message().find("state 'total' changed type"), std::string::npos)
+          << r.ctx().status();
+      EXPECT_NE(r.ctx().status().message().find("i64"), std::string::npos) << r.ctx().status();
+    }
+    {
+      Harness r(kAll, target);  // turning on TTL changes the stored type
+      r.restore(groups);
+      r.ctx().get_state(ValueStateDescriptor<int64_t>{"total", ttl_of(1000)});
+      EXPECT_FALSE(r.ctx().status().ok());
+    }
+    {
+      Harness r(kAll, target);  // the same declaration restores
+      r.restore(groups);
+      auto& v = r.ctx().get_state(ValueStateDescriptor<int64_t>{"total"});
+      ASSERT_TRUE(r.ctx().status().ok()) << r.ctx().status();
+      r.set_key("a");
+      EXPECT_EQ(v.value(), 42);
+    }
+  }
+}
+
 TEST_P(BackendTest, CorruptKeyGroupIsReported) {
   Harness h(kAll, kind());
   absl::Status s = h.backend().core().restore_key_group(3, "\x05garbage");
@@ -231,15 +275,6 @@ TEST_P(BackendTest, SnapshotRestoresIntoEitherBackend) {
       EXPECT_EQ(got_map, want_map) << "key k" << k;
     }
   }
-}
-
-StateTtlConfig ttl_of(int64_t ms, StateTtlConfig::UpdateType u = StateTtlConfig::UpdateType::kOnCreateAndWrite,
-                      StateTtlConfig::Visibility v = StateTtlConfig::Visibility::kNeverReturnExpired) {
-  StateTtlConfig c;
-  c.ttl = std::chrono::milliseconds(ms);
-  c.update_type = u;
-  c.visibility = v;
-  return c;
 }
 
 TEST_P(BackendTest, TtlExpiresEntriesAfterTheirLastWrite) {

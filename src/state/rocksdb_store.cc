@@ -165,7 +165,7 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
   }
 
   absl::StatusOr<std::unique_ptr<detail::NativeSnapshot>> native_snapshot(
-      std::vector<std::pair<std::string, uint8_t>> states) override {
+      std::vector<detail::StateMeta> states) override {
     fs::path target = dir_.string() + ".chk-" + std::to_string(++snapshots_);
     std::error_code ec;
     fs::remove_all(target, ec);
@@ -265,7 +265,7 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
 
   class Native final : public detail::NativeSnapshot {
    public:
-    Native(std::shared_ptr<RocksStore> store, fs::path dir, std::vector<std::pair<std::string, uint8_t>> states)
+    Native(std::shared_ptr<RocksStore> store, fs::path dir, std::vector<detail::StateMeta> states)
         : store_(std::move(store)), dir_(std::move(dir)), states_(std::move(states)) {}
     ~Native() override {
       std::error_code ec;
@@ -288,12 +288,12 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
       std::lock_guard lock(store_->uploads_mu_);
       store_->uploads_[id][file] = path;
     }
-    std::vector<std::pair<std::string, uint8_t>> states() const override { return states_; }
+    std::vector<detail::StateMeta> states() const override { return states_; }
 
    private:
     const std::shared_ptr<RocksStore> store_;
     const fs::path dir_;
-    const std::vector<std::pair<std::string, uint8_t>> states_;
+    const std::vector<detail::StateMeta> states_;
   };
 
   static std::string random_hex() {

@@ -63,6 +63,11 @@ class KeyedBackendCore {
   // Restores the key groups of this range from a native snapshot opened as
   // `source` (another store), converting them to the canonical layout.
   absl::Status restore_from_store(KvStore* source, const NativeRestore& from);
+  // The store was opened from a native snapshot with these states: each is
+  // checked against its declaration when registered.
+  void adopt_states(const std::vector<StateMeta>& states) {
+    for (const StateMeta& m : states) restored_meta_[m.name] = m;
+  }
 
   template <typename K, typename V>
   absl::StatusOr<StateTable<K, V>*> table(const std::string& name, StateKind kind, TableTtl ttl = {}) {
@@ -79,6 +84,9 @@ class KeyedBackendCore {
       }
       return typed;
     }
+    // Checked before a RocksDB column family is opened under the name.
+    absl::Status compatible = check_compatible(name, kind, type_signature<K>() + "->" + type_signature<V>());
+    if (!compatible.ok()) return compatible;
     std::unique_ptr<StateTable<K, V>> owned;
     if (store_ == nullptr) {
       owned = std::make_unique<HeapTable<K, V>>(name, kind, range_, ttl);
@@ -95,8 +103,12 @@ class KeyedBackendCore {
  private:
   struct Pending {
     StateKind kind;
+    std::string type;
     std::string bytes;
   };
+  // An error naming the state when it was checkpointed as another kind or
+  // with another type signature than it is declared with now.
+  absl::Status check_compatible(const std::string& name, StateKind kind, const std::string& type) const;
   absl::Status apply_pending(StateTableBase& table);
 
   const KeyGroupRange range_;
@@ -105,6 +117,8 @@ class KeyedBackendCore {
   // state name -> key group -> raw entries, for states restored but not yet
   // registered. Written back verbatim by snapshots so nothing is lost.
   std::map<std::string, std::map<int, Pending>> pending_;
+  // States of an adopted native snapshot, by name.
+  std::map<std::string, StateMeta> restored_meta_;
 };
 
 // The typed face of the backend for keys of type K: the current key, and the
@@ -143,6 +157,7 @@ absl::StatusOr<std::unique_ptr<KeyedBackend<K>>> open_keyed_backend(OperatorCont
   if (!store.ok()) return store.status();
   auto backend = std::make_unique<KeyedBackend<K>>(range, std::move(*store));
   if (restore == nullptr) return backend;
+  if (adopt) backend->core().adopt_states(restore->native[0].states);
   for (const RestoredKeyGroup& kg : restore->key_groups) {
     if (!range.contains(kg.key_group)) continue;
     absl::Status s = backend->core().restore_key_group(kg.key_group, kg.bytes);

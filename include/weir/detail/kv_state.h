@@ -73,7 +73,7 @@ class KvStore {
   // A native snapshot (a RocksDB checkpoint: flush, then hard links) for
   // incremental checkpoints; `states` are listed in it for restoring.
   virtual absl::StatusOr<std::unique_ptr<NativeSnapshot>> native_snapshot(
-      std::vector<std::pair<std::string, uint8_t>> states) = 0;
+      std::vector<StateMeta> states) = 0;
   // Checkpoint `checkpoint_id` completed: its uploads may be referenced again.
   virtual void checkpoint_complete(int64_t checkpoint_id) = 0;
   // Compacts every column family now (TTL filters run).

@@ -126,6 +126,15 @@ struct OperatorListStateData {
 // copy in the synchronous part of a snapshot.
 using OperatorStateMap = std::map<std::string, OperatorListStateData>;
 
+// A keyed state as recorded in a snapshot: its name, kind (StateKind as a
+// byte) and type signature (weir::type_signature of key and value; empty in
+// snapshots that predate signatures).
+struct StateMeta {
+  std::string name;
+  uint8_t kind = 0;
+  std::string type;
+};
+
 // A native (RocksDB) snapshot for incremental checkpoints: the files of a
 // RocksDB checkpoint in a local directory. Immutable SST files are uploaded
 // once and then referenced by later checkpoints.
@@ -139,8 +148,8 @@ class NativeSnapshot {
   // Records this checkpoint's upload of `file_name` (becomes confirmed on
   // notify_checkpoint_complete of `checkpoint_id`).
   virtual void record_upload(int64_t checkpoint_id, const std::string& file_name, const std::string& path) = 0;
-  // The states in the store: name and kind (StateKind as a byte).
-  virtual std::vector<std::pair<std::string, uint8_t>> states() const = 0;
+  // The states in the store.
+  virtual std::vector<StateMeta> states() const = 0;
 };
 
 // The keyed part of a snapshot, captured synchronously (copy-on-write views),
@@ -168,7 +177,7 @@ inline bool& native_snapshots_allowed() {
 struct NativeRestore {
   KeyGroupRange range;
   std::vector<std::string> files;  // absolute paths
-  std::vector<std::pair<std::string, uint8_t>> states;
+  std::vector<StateMeta> states;
 };
 
 struct OperatorSnapshot {

@@ -14,8 +14,11 @@
 // Canonical key-group snapshot layout (inside a state file, see
 // src/checkpoint/format.h):
 //   varint num_states
-//   per state: string name | u8 kind | varint byte_length | entries
+//   per state: string name | u8 kind | [string type] | varint byte_length | entries
 //   entries:   varint count | (key, value) * count   (weir::Serializer format)
+// The type (weir::type_signature of key and value, "K->V") is present when
+// the kind byte has bit kKindHasType set; state files of version 1 lack it.
+// A restore compares it with the registered state's and refuses a change.
 //
 // Confined to the task thread, except snapshots, which are immutable.
 #ifndef WEIR_DETAIL_STATE_TABLE_H_
@@ -41,6 +44,7 @@ struct Serializer<absl::flat_hash_map<A, B>> {
       Serializer<B>::write(out, v);
     }
   }
+  static std::string signature() { return "map<" + type_signature<A>() + "," + type_signature<B>() + ">"; }
   static absl::flat_hash_map<A, B> read(ByteReader& in) {
     absl::flat_hash_map<A, B> m;
     uint64_t n = in.get_length();
@@ -58,6 +62,7 @@ namespace detail {
 
 // DO NOT CHANGE values: stored in checkpoints.
 enum class StateKind : uint8_t { kValue = 0, kList = 1, kMap = 2, kReducing = 3 };
+inline constexpr uint8_t kKindHasType = 0x80;
 
 // A value with the processing time of its last access, for states with a
 // time-to-live. The stamp is serialized first (8 bytes, little-endian),
@@ -89,10 +94,13 @@ class TableSnapshot {
 
 class StateTableBase {
  public:
-  StateTableBase(std::string name, StateKind kind) : name_(std::move(name)), kind_(kind) {}
+  StateTableBase(std::string name, StateKind kind, std::string type)
+      : name_(std::move(name)), kind_(kind), type_(std::move(type)) {}
   virtual ~StateTableBase() = default;
   const std::string& name() const { return name_; }
   StateKind kind() const { return kind_; }
+  // weir::type_signature of key and value: "K->V".
+  const std::string& type() const { return type_; }
   // Synchronous part of a snapshot: an immutable view, cheap to take.
   virtual std::shared_ptr<const TableSnapshot> snapshot() = 0;
   // Writes cached entries through to the store (RocksDB); nothing for heap.
@@ -103,12 +111,14 @@ class StateTableBase {
  private:
   const std::string name_;
   const StateKind kind_;
+  const std::string type_;
 };
 
 template <typename K, typename V>
 class StateTable : public StateTableBase {
  public:
-  using StateTableBase::StateTableBase;
+  StateTable(std::string name, StateKind kind)
+      : StateTableBase(std::move(name), kind, type_signature<K>() + "->" + type_signature<V>()) {}
   virtual const V* find(int kg, const K& key) = 0;
   // Returns the entry for writing, default-constructed when absent.
   virtual V& get_or_create(int kg, const K& key) = 0;
