@@ -86,11 +86,23 @@ class KeyedRuntimeContext {
   }
   template <typename T>
   ListState<T>& get_list_state(const ListStateDescriptor<T>& d) {
+    if (d.ttl.enabled()) {
+      const detail::ProcessingTimeService* clock = &op_->processing_time();
+      auto* t = table<typename detail::TtlListState<K, T>::Entry>(d.name, detail::StateKind::kList,
+                                                                  detail::TableTtl{d.ttl.ttl.count(), clock});
+      return own(std::make_unique<detail::TtlListState<K, T>>(backend_, t, d.ttl, clock));
+    }
     auto* t = table<std::vector<T>>(d.name, detail::StateKind::kList);
     return own(std::make_unique<detail::TableListState<K, T>>(backend_, t));
   }
   template <typename UK, typename UV>
   MapState<UK, UV>& get_map_state(const MapStateDescriptor<UK, UV>& d) {
+    if (d.ttl.enabled()) {
+      const detail::ProcessingTimeService* clock = &op_->processing_time();
+      auto* t = table<typename detail::TtlMapState<K, UK, UV>::Entry>(d.name, detail::StateKind::kMap,
+                                                                      detail::TableTtl{d.ttl.ttl.count(), clock});
+      return own(std::make_unique<detail::TtlMapState<K, UK, UV>>(backend_, t, d.ttl, clock));
+    }
     auto* t = table<absl::flat_hash_map<UK, UV>>(d.name, detail::StateKind::kMap);
     return own(std::make_unique<detail::TableMapState<K, UK, UV>>(backend_, t));
   }

@@ -66,8 +66,9 @@ class ReducingState {
   virtual void clear() = 0;
 };
 
-// Time-to-live of a state's entries (value and reducing state), in
-// processing time. An entry expires
+// Time-to-live of a state's entries, in processing time: of a value or
+// reducing state's value, of each element of a list state, of each user
+// key's value of a map state. An entry expires
 // `ttl` after its last update (kOnCreateAndWrite) or its last read or
 // update (kOnReadAndWrite). Expired entries are removed when accessed, left
 // out of heap snapshots, and dropped by RocksDB compactions; until then
@@ -94,11 +95,13 @@ struct ValueStateDescriptor {
 template <typename T>
 struct ListStateDescriptor {
   std::string name;
+  StateTtlConfig ttl = {};
 };
 
 template <typename K, typename V>
 struct MapStateDescriptor {
   std::string name;
+  StateTtlConfig ttl = {};
 };
 
 template <typename T>

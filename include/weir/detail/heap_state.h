@@ -56,8 +56,9 @@ class HeapTable final : public StateTable<K, V> {
     return n;
   }
 
-  // Expired TTL entries are left out of the snapshot (cleanup on a full
-  // snapshot; the live entry goes at its next access).
+  // Expired TTL entries, and expired elements of TTL lists and maps, are
+  // left out of the snapshot (cleanup on a full snapshot; the live entry
+  // goes at its next access).
   std::shared_ptr<const TableSnapshot> snapshot() override {
     int64_t min_stamp = INT64_MIN;
     if (IsTtlValue<V>::value && ttl_.ttl_ms > 0 && ttl_.clock != nullptr) {
@@ -88,7 +89,8 @@ class HeapTable final : public StateTable<K, V> {
           for (const auto& [k, v] : m) {
             if (v.stamp < min_stamp_) continue;
             Serializer<K>::write(out, k);
-            Serializer<V>::write(out, v);
+            out.put_fixed<int64_t>(v.stamp);
+            write_live(out, v.value, min_stamp_);
           }
           return;
         }

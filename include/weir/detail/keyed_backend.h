@@ -269,6 +269,179 @@ class TtlReducingState final : public ReducingState<T> {
   std::function<T(const T&, const T&)> reduce_;
 };
 
+// List state with TTL: each element carries its own stamp; the entry's
+// stamp is the newest of them, so a RocksDB compaction drops a list once
+// all its elements expired. Stamps never decrease along a list (elements
+// are appended now, and reads or updates stamp all live ones now), so the
+// expired elements are always a prefix.
+template <typename K, typename T>
+class TtlListState final : public ListState<T> {
+ public:
+  using Entry = TtlValue<std::vector<TtlValue<T>>>;
+  TtlListState(KeyedBackend<K>* b, StateTable<K, Entry>* t, StateTtlConfig cfg, const ProcessingTimeService* clock)
+      : b_(b), t_(t), cfg_(cfg), clock_(clock) {}
+
+  std::vector<T> get() const override {
+    const Entry* e = t_->find(b_->current_key_group(), b_->current_key());
+    if (e == nullptr) return {};
+    const int64_t now = clock_->now_ms();
+    const size_t dead = expired_prefix(*e, now);
+    const bool keep_expired = cfg_.visibility == StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp;
+    const bool refresh = cfg_.update_type == StateTtlConfig::UpdateType::kOnReadAndWrite;
+    std::vector<T> out;
+    out.reserve(e->value.size() - (keep_expired ? 0 : dead));
+    for (size_t i = keep_expired ? 0 : dead; i < e->value.size(); ++i) out.push_back(e->value[i].value);
+    if ((dead > 0 && !keep_expired) || (refresh && dead < e->value.size())) {
+      if (!keep_expired && dead == e->value.size()) {
+        t_->erase(b_->current_key_group(), b_->current_key());
+        return out;
+      }
+      Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+      if (!keep_expired) w.value.erase(w.value.begin(), w.value.begin() + static_cast<std::ptrdiff_t>(dead));
+      if (refresh) {
+        for (size_t i = keep_expired ? dead : 0; i < w.value.size(); ++i) w.value[i].stamp = now;
+        w.stamp = now;
+      }
+    }
+    return out;
+  }
+  void add(const T& v) override {
+    const int64_t now = clock_->now_ms();
+    Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+    // Drop the expired prefix as we go, so an append-only list stays bounded.
+    if (cfg_.visibility == StateTtlConfig::Visibility::kNeverReturnExpired) {
+      size_t dead = expired_prefix(w, now);
+      if (dead > 0) w.value.erase(w.value.begin(), w.value.begin() + static_cast<std::ptrdiff_t>(dead));
+    }
+    w.value.push_back({now, v});
+    w.stamp = now;
+  }
+  void update(std::vector<T> values) override {
+    if (values.empty()) return clear();
+    const int64_t now = clock_->now_ms();
+    Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+    w.value.clear();
+    w.value.reserve(values.size());
+    for (T& v : values) w.value.push_back({now, std::move(v)});
+    w.stamp = now;
+  }
+  void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
+
+ private:
+  size_t expired_prefix(const Entry& e, int64_t now) const {
+    size_t n = 0;
+    while (n < e.value.size() && now - e.value[n].stamp >= cfg_.ttl.count()) ++n;
+    return n;
+  }
+
+  KeyedBackend<K>* b_;
+  StateTable<K, Entry>* t_;
+  const StateTtlConfig cfg_;
+  const ProcessingTimeService* clock_;
+};
+
+// Map state with TTL: each user key's value carries its own stamp; the
+// entry's stamp is the newest of them (what a RocksDB compaction reads).
+template <typename K, typename UK, typename UV>
+class TtlMapState final : public MapState<UK, UV> {
+ public:
+  using Inner = absl::flat_hash_map<UK, TtlValue<UV>>;
+  using Entry = TtlValue<Inner>;
+  TtlMapState(KeyedBackend<K>* b, StateTable<K, Entry>* t, StateTtlConfig cfg, const ProcessingTimeService* clock)
+      : b_(b), t_(t), cfg_(cfg), clock_(clock) {}
+
+  std::optional<UV> get(const UK& k) const override {
+    const TtlValue<UV>* v = live(k);
+    return v ? std::optional<UV>(v->value) : std::nullopt;
+  }
+  void put(const UK& k, const UV& v) override {
+    const int64_t now = clock_->now_ms();
+    Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+    w.value.insert_or_assign(k, TtlValue<UV>{now, v});
+    w.stamp = now;
+  }
+  void remove(const UK& k) override {
+    const Entry* e = t_->find(b_->current_key_group(), b_->current_key());
+    if (!e || !e->value.contains(k)) return;
+    Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+    w.value.erase(k);
+    if (w.value.empty()) clear();
+  }
+  bool contains(const UK& k) const override { return live(k) != nullptr; }
+  std::vector<std::pair<UK, UV>> entries() const override {
+    const Entry* e = t_->find(b_->current_key_group(), b_->current_key());
+    if (!e) return {};
+    const int64_t now = clock_->now_ms();
+    bool any_expired = false;
+    std::vector<std::pair<UK, UV>> out;
+    for (const auto& [k, v] : e->value) {
+      if (expired(v.stamp, now)) {
+        any_expired = true;
+        if (!keep_expired()) continue;
+      }
+      out.emplace_back(k, v.value);
+    }
+    const bool prune = any_expired && !keep_expired();
+    if (prune || (refresh() && !out.empty())) {
+      Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+      if (prune) {
+        for (auto it = w.value.begin(); it != w.value.end();) {
+          if (expired(it->second.stamp, now)) {
+            w.value.erase(it++);
+          } else {
+            ++it;
+          }
+        }
+      }
+      if (w.value.empty()) {
+        t_->erase(b_->current_key_group(), b_->current_key());
+        return out;
+      }
+      if (refresh()) {
+        for (auto& [k, v] : w.value) {
+          if (!expired(v.stamp, now)) v.stamp = now;
+        }
+        w.stamp = now;
+      }
+    }
+    return out;
+  }
+  bool is_empty() const override { return entries().empty(); }
+  void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
+
+ private:
+  bool expired(int64_t stamp, int64_t now) const { return now - stamp >= cfg_.ttl.count(); }
+  bool keep_expired() const { return cfg_.visibility == StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp; }
+  bool refresh() const { return cfg_.update_type == StateTtlConfig::UpdateType::kOnReadAndWrite; }
+
+  // The value of user key `k` if visible, applying the TTL rules.
+  const TtlValue<UV>* live(const UK& k) const {
+    const Entry* e = t_->find(b_->current_key_group(), b_->current_key());
+    if (!e) return nullptr;
+    auto it = e->value.find(k);
+    if (it == e->value.end()) return nullptr;
+    const int64_t now = clock_->now_ms();
+    if (expired(it->second.stamp, now)) {
+      if (keep_expired()) return &it->second;
+      Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+      w.value.erase(k);
+      if (w.value.empty()) t_->erase(b_->current_key_group(), b_->current_key());
+      return nullptr;
+    }
+    if (!refresh()) return &it->second;
+    Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+    TtlValue<UV>& v = w.value.find(k)->second;
+    v.stamp = now;
+    w.stamp = now;
+    return &v;
+  }
+
+  KeyedBackend<K>* b_;
+  StateTable<K, Entry>* t_;
+  const StateTtlConfig cfg_;
+  const ProcessingTimeService* clock_;
+};
+
 template <typename K, typename T>
 class TableListState final : public ListState<T> {
  public:

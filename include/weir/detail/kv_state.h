@@ -23,6 +23,8 @@
 #ifndef WEIR_DETAIL_KV_STATE_H_
 #define WEIR_DETAIL_KV_STATE_H_
 
+#include <climits>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -81,14 +83,20 @@ class KvStore {
 };
 
 // Appends `varint count | (key, value) * count` of key group `kg` of column
-// `cf` in canonical layout: keys without their key-group prefix.
+// `cf` in canonical layout: keys without their key-group prefix. With
+// `min_stamp`, values are TtlValues and those stamped before it are left out.
 template <typename Scan>
-void write_canonical_entries(const Scan& scan, int cf, int kg, ByteWriter& out) {
+void write_canonical_entries(const Scan& scan, int cf, int kg, ByteWriter& out, int64_t min_stamp = INT64_MIN) {
   std::string prefix;
   put_key_group_prefix(&prefix, kg);
   std::string entries;
   uint64_t count = 0;
   scan(cf, prefix, [&](std::string_view k, std::string_view v) {
+    if (min_stamp != INT64_MIN) {
+      int64_t stamp = INT64_MIN;
+      if (v.size() >= sizeof(stamp)) std::memcpy(&stamp, v.data(), sizeof(stamp));
+      if (stamp < min_stamp) return;
+    }
     entries.append(k.substr(kKeyGroupPrefixSize));
     entries.append(v);
     ++count;
@@ -103,7 +111,8 @@ class KvTable final : public StateTable<K, V> {
   KvTable(std::string name, StateKind kind, std::shared_ptr<KvStore> store, TableTtl ttl = {})
       : StateTable<K, V>(std::move(name), kind),
         store_(std::move(store)),
-        cf_(store_->column(this->name(), IsTtlValue<V>::value ? ttl.ttl_ms : 0)) {}
+        cf_(store_->column(this->name(), IsTtlValue<V>::value ? ttl.ttl_ms : 0)),
+        ttl_(ttl) {}
 
   const V* find(int kg, const K& key) override {
     load(kg, key);
@@ -135,9 +144,15 @@ class KvTable final : public StateTable<K, V> {
     });
   }
 
+  // Expired TTL entries are left out of canonical snapshots (elements of
+  // lists and maps expire on access and when the whole entry expires).
   std::shared_ptr<const TableSnapshot> snapshot() override {
     flush();
-    return std::make_shared<Snapshot>(store_->pin(), cf_);
+    int64_t min_stamp = INT64_MIN;
+    if (IsTtlValue<V>::value && ttl_.ttl_ms > 0 && ttl_.clock != nullptr) {
+      min_stamp = ttl_.clock->now_ms() - ttl_.ttl_ms + 1;
+    }
+    return std::make_shared<Snapshot>(store_->pin(), cf_, min_stamp);
   }
   void flush() override {
     if (!dirty_) return;
@@ -173,16 +188,18 @@ class KvTable final : public StateTable<K, V> {
  private:
   class Snapshot final : public TableSnapshot {
    public:
-    Snapshot(std::shared_ptr<const KvView> view, int cf) : view_(std::move(view)), cf_(cf) {}
+    Snapshot(std::shared_ptr<const KvView> view, int cf, int64_t min_stamp)
+        : view_(std::move(view)), cf_(cf), min_stamp_(min_stamp) {}
     void write_entries(int kg, ByteWriter& out) const override {
       write_canonical_entries(
           [this](int cf, std::string_view prefix, const KvVisitor& fn) { view_->scan(cf, prefix, fn); }, cf_, kg,
-          out);
+          out, min_stamp_);
     }
 
    private:
     const std::shared_ptr<const KvView> view_;
     const int cf_;
+    const int64_t min_stamp_;
   };
 
   template <typename T>
@@ -217,6 +234,7 @@ class KvTable final : public StateTable<K, V> {
 
   const std::shared_ptr<KvStore> store_;
   const int cf_;
+  const TableTtl ttl_;
   // The cached entry.
   bool cached_ = false;
   bool present_ = false;

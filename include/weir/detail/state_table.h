@@ -78,6 +78,33 @@ struct IsTtlValue : std::false_type {};
 template <typename T>
 struct IsTtlValue<TtlValue<T>> : std::true_type {};
 
+// Writes a TTL entry's value leaving out expired elements of list and map
+// states (stamp < min_stamp); other values as they are.
+template <typename T>
+void write_live(ByteWriter& out, const T& v, int64_t) {
+  Serializer<T>::write(out, v);
+}
+template <typename E>
+void write_live(ByteWriter& out, const std::vector<TtlValue<E>>& v, int64_t min_stamp) {
+  uint64_t live = 0;
+  for (const auto& e : v) live += e.stamp >= min_stamp ? 1 : 0;
+  out.put_varint(live);
+  for (const auto& e : v) {
+    if (e.stamp >= min_stamp) Serializer<TtlValue<E>>::write(out, e);
+  }
+}
+template <typename A, typename B>
+void write_live(ByteWriter& out, const absl::flat_hash_map<A, TtlValue<B>>& m, int64_t min_stamp) {
+  uint64_t live = 0;
+  for (const auto& [k, v] : m) live += v.stamp >= min_stamp ? 1 : 0;
+  out.put_varint(live);
+  for (const auto& [k, v] : m) {
+    if (v.stamp < min_stamp) continue;
+    Serializer<A>::write(out, k);
+    Serializer<TtlValue<B>>::write(out, v);
+  }
+}
+
 // How a table with TTL values expires them: entries with stamp <= now - ttl.
 struct TableTtl {
   int64_t ttl_ms = 0;
