@@ -109,6 +109,11 @@ struct StateBackendConfig {
   // cache of this size, with the memtables charged against it. Default:
   // 256 MiB, whatever the state size.
   int64_t rocksdb_memory_bytes = int64_t{256} << 20;
+  // RocksDB with incremental checkpoints: keep each subtask's latest
+  // snapshot locally (hard links) and restore from it after a failure in the
+  // same process, instead of copying the checkpoint's files back. Falls back
+  // to the checkpoint when the local copy is missing or not intact.
+  bool local_recovery = true;
 };
 
 struct JobConfig {

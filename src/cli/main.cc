@@ -61,6 +61,7 @@ struct JobFlags {
   std::string state_dir;
   std::string savepoint_dir;
   bool incremental = false;
+  bool no_local_recovery = false;
   bool drain = false;
   bool claim = false;
   bool verbose = false;
@@ -88,6 +89,8 @@ struct JobFlags {
                     "rocksdb: directory for the working copies (default: system temp)");
     app->add_flag("--incremental", incremental,
                   "rocksdb: checkpoints upload only new SST files (needs --checkpoint-dir)");
+    app->add_flag("--no-local-recovery", no_local_recovery,
+                  "incremental: restore from the checkpoint, not from the local copy, after a failure");
     app->add_option("--savepoint-dir", savepoint_dir,
                     "Where SIGUSR1 (savepoint) and SIGUSR2 (stop with savepoint) write savepoints");
     app->add_flag("--drain", drain, "SIGUSR2 drains: end the input and fire all timers first");
@@ -118,6 +121,7 @@ struct JobFlags {
     c.state.local_directory = state_dir;
     c.checkpoint.directory = checkpoint_dir;
     c.checkpoint.incremental = incremental;
+    c.state.local_recovery = !no_local_recovery;
     c.checkpoint.retained = retained;
     c.restore = restore;
     c.restore_claim = claim;

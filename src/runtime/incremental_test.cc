@@ -10,6 +10,7 @@
 
 #include "checkpoint/format.h"
 #include "common/file_util.h"
+#include "state/local_state.h"
 #include "testing/committing_sink.h"
 #include "tests/process.h"
 #include "weir/connectors.h"
@@ -52,6 +53,25 @@ class RunningCount final : public KeyedProcessFunction<int64_t, Event, Count> {
   ValueState<std::pair<int64_t, int64_t>>* state_ = nullptr;
 };
 
+// Exactly once: per key, counts 1..n once each, the last with the total.
+void expect_exactly_once(const testing::CommitLog<Count>& log) {
+  std::map<int64_t, std::map<int64_t, int64_t>> by_key;
+  for (const Count& c : log.all()) {
+    ASSERT_TRUE(by_key[c.key].emplace(c.count, c.sum).second) << "duplicate: key " << c.key << " count " << c.count;
+  }
+  std::map<int64_t, std::pair<int64_t, int64_t>> total;
+  for (int64_t i = 0; i < kEvents; ++i) {
+    Event e = event_at(i);
+    total[e.key].first++;
+    total[e.key].second += e.value;
+  }
+  ASSERT_EQ(by_key.size(), total.size());
+  for (const auto& [key, counts] : by_key) {
+    ASSERT_EQ(static_cast<int64_t>(counts.size()), total[key].first) << "key " << key;
+    EXPECT_EQ(counts.rbegin()->second, total[key].second) << "key " << key;
+  }
+}
+
 TEST(IncrementalCheckpointTest, ExactlyOnceAndNoOrphansUnderFailuresAndAbortedCheckpoints) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -79,22 +99,7 @@ TEST(IncrementalCheckpointTest, ExactlyOnceAndNoOrphansUnderFailuresAndAbortedCh
   std::printf("restarts %d, checkpoints completed %zu, aborted %lld\n", r->restarts, r->checkpoints.size(),
               static_cast<long long>(r->failed_checkpoints));
 
-  // Exactly once: per key, counts 1..n once each, the last with the total.
-  std::map<int64_t, std::map<int64_t, int64_t>> by_key;
-  for (const Count& c : log.all()) {
-    ASSERT_TRUE(by_key[c.key].emplace(c.count, c.sum).second) << "duplicate: key " << c.key << " count " << c.count;
-  }
-  std::map<int64_t, std::pair<int64_t, int64_t>> total;
-  for (int64_t i = 0; i < kEvents; ++i) {
-    Event e = event_at(i);
-    total[e.key].first++;
-    total[e.key].second += e.value;
-  }
-  ASSERT_EQ(by_key.size(), total.size());
-  for (const auto& [key, counts] : by_key) {
-    ASSERT_EQ(static_cast<int64_t>(counts.size()), total[key].first) << "key " << key;
-    EXPECT_EQ(counts.rbegin()->second, total[key].second) << "key " << key;
-  }
+  expect_exactly_once(log);
 
   // The directory holds the retained checkpoints and exactly the shared
   // files they refer to.
@@ -138,6 +143,55 @@ TEST(IncrementalCheckpointTest, ExactlyOnceAndNoOrphansUnderFailuresAndAbortedCh
   // The working copies are gone with the job.
   EXPECT_TRUE(!fs::exists(dir.path("state")) || fs::is_empty(dir.path("state")));
 }
+
+// Local recovery: one failure after checkpoints completed; each keyed
+// subtask restores from its local copy (or, with local recovery off, from
+// the checkpoint), and the output is exactly-once either way.
+class LocalRecoveryTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(LocalRecoveryTest, RestoresFromTheLocalCopyAfterAFailure) {
+  const bool local_recovery = GetParam();
+  testing::TempDir dir("local-recovery");
+  testing::CommitLog<Count> log;
+  JobConfig config = testing::failure_test_config(2, StateBackendKind::kRocksDb);
+  config.checkpoint.directory = dir.path("chk");
+  config.checkpoint.incremental = true;
+  config.state.local_directory = dir.path("state");
+  config.state.local_recovery = local_recovery;
+  StreamEnvironment env(config);
+  auto fail_now = std::make_shared<std::atomic<bool>>(false);
+  env.from_source<Event>([] { return std::make_unique<GeneratorSource<Event>>(event_at, kEvents, 100000); },
+                         "events")
+      .uid("events")
+      .key_by([](const Event& e) { return e.key; })
+      .process<Count>([] { return std::make_unique<RunningCount>(); }, "count")
+      .uid("count")
+      .map([fail_now](const Count& c) {
+            if (fail_now->exchange(false)) throw std::runtime_error("injected failure");
+            return c;
+          }, "fail-once")
+      .sink_to([&log] { return std::make_unique<testing::CommittingSink<Count>>(&log); })
+      .uid("sink");
+  // Fail once, after some output was committed (so checkpoints completed).
+  std::thread failer([&] {
+    if (log.wait_for_rows(kEvents / 10, std::chrono::steady_clock::now() + std::chrono::seconds(60))) {
+      fail_now->store(true);
+    }
+  });
+  const int64_t before = state::LocalStateStore::restores_total();
+  auto r = env.execute("local-recovery");
+  failer.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->status, JobStatus::kFinished) << r->failure;
+  ASSERT_EQ(r->restarts, 1);
+  // Both subtasks of "count" restored from their local copies.
+  EXPECT_EQ(state::LocalStateStore::restores_total() - before, local_recovery ? 2 : 0);
+  expect_exactly_once(log);
+  EXPECT_TRUE(!fs::exists(dir.path("state")) || fs::is_empty(dir.path("state")));
+}
+
+INSTANTIATE_TEST_SUITE_P(OnOff, LocalRecoveryTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "local" : "from_checkpoint"; });
 
 // The running count with its state declared as another type.
 class RunningCountAsDoubles final : public KeyedProcessFunction<int64_t, Event, Count> {

@@ -2,19 +2,17 @@
 
 #include <filesystem>
 
+#include "state/local_state.h"
 #include "state/rocksdb_store.h"
 #include "weir/detail/operators.h"
 
 namespace weir::runtime {
 
 std::filesystem::path RuntimeOperatorContext::store_dir(const std::string& suffix) const {
-  std::filesystem::path root = info_.state_backend != nullptr ? info_.state_backend->local_directory : "";
-  if (root.empty()) root = std::filesystem::temp_directory_path() / "weir-rocksdb";
-  // One directory per operator subtask and attempt; uids may hold any character.
-  std::string name;
-  for (char c : info_.uid) name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
-  name += "-" + std::to_string(info_.subtask) + "-a" + std::to_string(info_.attempt) + suffix;
-  return root / (info_.job_id.empty() ? "job" : info_.job_id) / name;
+  // One directory per operator subtask and attempt.
+  std::string name = snapshot_owner(info_.uid, info_.subtask) + "-a" + std::to_string(info_.attempt) + suffix;
+  return state::state_root(info_.state_backend != nullptr ? info_.state_backend->local_directory : "", info_.job_id) /
+         name;
 }
 
 absl::StatusOr<std::shared_ptr<detail::KvStore>> RuntimeOperatorContext::create_keyed_store() {
@@ -26,7 +24,23 @@ absl::StatusOr<std::shared_ptr<detail::KvStore>> RuntimeOperatorContext::open_na
     const detail::NativeRestore& from) {
   int64_t memory = info_.state_backend != nullptr ? info_.state_backend->rocksdb_memory_bytes
                                                   : StateBackendConfig{}.rocksdb_memory_bytes;
+  if (!from.local_files.empty()) {
+    // Local recovery; the checkpoint's files when the local copy does not open.
+    auto local = state::open_rocksdb_store_from(store_dir("-r" + std::to_string(stores_opened_++)), memory,
+                                                from.local_files, /*link=*/true);
+    if (local.ok()) {
+      state::LocalStateStore::count_restore();
+      return local;
+    }
+  }
   return state::open_rocksdb_store_from(store_dir("-r" + std::to_string(stores_opened_++)), memory, from.files);
+}
+
+std::string snapshot_owner(const std::string& uid, int subtask) {
+  // Uids may hold any character.
+  std::string name;
+  for (char c : uid) name.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  return name + "-" + std::to_string(subtask);
 }
 
 }  // namespace weir::runtime

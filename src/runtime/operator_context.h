@@ -57,6 +57,10 @@ class RuntimeOperatorContext final : public OperatorContext {
   detail::OperatorStateMap state_;
 };
 
+// The name of an operator subtask's snapshot files and directories: the uid
+// (characters other than letters and digits as '_') and the subtask index.
+std::string snapshot_owner(const std::string& uid, int subtask);
+
 }  // namespace weir::runtime
 
 #endif  // WEIR_RUNTIME_OPERATOR_CONTEXT_H_

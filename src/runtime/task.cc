@@ -356,10 +356,17 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
       if (!overlap) continue;
       detail::NativeRestore n;
       n.range = s->key_groups;
+      std::vector<uint64_t> sizes;
       for (const auto& f : s->native_files) {
         n.files.push_back((std::filesystem::path(tdd_.restore_location) / f.path).lexically_normal().string());
+        sizes.push_back(f.size);
       }
       n.states = s->native_states;
+      if (services_.local_state != nullptr) {
+        auto local = services_.local_state->find(snapshot_owner(uid, s->subtask), tdd_.restore->checkpoint_id,
+                                                 s->key_groups, std::move(sizes));
+        if (local) n.local_files = std::move(*local);
+      }
       r.native.push_back(std::move(n));
       continue;
     }
@@ -557,6 +564,7 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
   int max_parallelism = graph_->max_parallelism;
   checkpoint::CheckpointStorage* storage = services_.storage;
   JobMasterGateway* jm = services_.job_master;
+  std::shared_ptr<state::LocalStateStore> local = services_.local_state;
   services_.snapshot_executor->post([=] {
     auto async_start = Clock::now();
     checkpoint::TaskAck ack;
@@ -571,9 +579,12 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
       s.handle.file = c.uid + "-" + std::to_string(exec.subtask) + ".state";
       absl::Status st;
       if (detail::NativeSnapshot* native = c.snapshot.keyed ? c.snapshot.keyed->native() : nullptr) {
-        std::string owner;
-        for (char ch : c.uid) owner.push_back(std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
-        st = upload_native(storage, checkpoint_id, owner + "-" + std::to_string(exec.subtask), native, &s.handle);
+        const std::string owner = snapshot_owner(c.uid, exec.subtask);
+        st = upload_native(storage, checkpoint_id, owner, native, &s.handle);
+        // Local recovery keeps the snapshot's directory once uploaded.
+        if (st.ok() && local != nullptr && native->keep_local_copy(local->directory_for(owner, checkpoint_id))) {
+          local->put(owner, checkpoint_id, c.snapshot.keyed->range());
+        }
       }
       auto out = st.ok() ? storage->create_state_file(checkpoint_id, s.handle.file)
                          : absl::StatusOr<std::unique_ptr<checkpoint::StateFileOutput>>(st);

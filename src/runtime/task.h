@@ -36,6 +36,7 @@
 #include "runtime/gateways.h"
 #include "runtime/operator_context.h"
 #include "runtime/wakeup.h"
+#include "state/local_state.h"
 #include "weir/config.h"
 #include "weir/detail/operator.h"
 
@@ -49,6 +50,8 @@ struct TaskServices {
   ThreadPool* snapshot_executor = nullptr;
   JobMasterGateway* job_master = nullptr;
   const JobConfig* config = nullptr;
+  // Local copies of the job's native snapshots; null without local recovery.
+  std::shared_ptr<state::LocalStateStore> local_state;
 };
 
 class Task {

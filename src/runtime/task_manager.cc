@@ -1,5 +1,7 @@
 #include "runtime/task_manager.h"
 
+#include "state/rocksdb_store.h"
+
 namespace weir::runtime {
 
 TaskManager::TaskManager(const NetworkConfig& network, int snapshot_threads)
@@ -18,6 +20,12 @@ TaskManager::~TaskManager() {
 }
 
 void TaskManager::register_job(const std::string& job_id, JobContext ctx) {
+  const StateBackendConfig& state = ctx.config.state;
+  if (state.local_recovery && state.kind == StateBackendKind::kRocksDb && ctx.config.checkpoint.incremental &&
+      ctx.storage != nullptr && ctx.storage->supports_native()) {
+    ctx.local_state =
+        std::make_shared<state::LocalStateStore>(state::state_root(state.local_directory, job_id) / "local");
+  }
   absl::MutexLock lock(&mu_);
   jobs_[job_id] = std::make_unique<JobContext>(std::move(ctx));
 }
@@ -68,6 +76,7 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
     services.snapshot_executor = &snapshot_executor_;
     services.job_master = job->second->job_master;
     services.config = &job->second->config;
+    services.local_state = job->second->local_state;
     Key key{tdd.job_id, tdd.execution.vertex, tdd.execution.subtask, tdd.execution.attempt};
     auto graph = job->second->graph;
     auto t = std::make_unique<Task>(std::move(tdd), std::move(graph), services);
@@ -98,7 +107,13 @@ void TaskManager::trigger_checkpoint(const ExecutionId& id, int64_t cp, int64_t 
 
 void TaskManager::notify_checkpoint_complete(const ExecutionId& id, int64_t cp) {
   absl::MutexLock lock(&mu_);
-  if (Task* t = find(id)) t->notify_checkpoint_complete(cp);
+  for (auto& [k, t] : tasks_) {
+    if (t->id() != id) continue;
+    t->notify_checkpoint_complete(cp);
+    auto job = jobs_.find(k.job);
+    if (job != jobs_.end() && job->second->local_state != nullptr) job->second->local_state->confirm(cp);
+    return;
+  }
 }
 
 void TaskManager::notify_checkpoint_aborted(const ExecutionId& id, int64_t cp) {

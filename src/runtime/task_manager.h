@@ -27,6 +27,8 @@ class TaskManager final : public TaskExecutorGateway {
     std::shared_ptr<checkpoint::CheckpointStorage> storage;
     JobMasterGateway* job_master = nullptr;
     JobConfig config;
+    // Local recovery: copies of native snapshots (set by register_job).
+    std::shared_ptr<state::LocalStateStore> local_state;
   };
 
   TaskManager(const NetworkConfig& network, int snapshot_threads);

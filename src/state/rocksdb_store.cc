@@ -129,7 +129,10 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
   }
 
   // A fresh instance, or (with `files`) one on copies of a native snapshot.
-  absl::Status open(const std::vector<std::string>* files = nullptr) {
+  // With `files`, opens on them: copies, or with `link` hard links of the
+  // SST files (immutable; RocksDB only ever unlinks them) and copies of the
+  // rest (manifest, options), which an open rewrites.
+  absl::Status open(const std::vector<std::string>* files = nullptr, bool link = false) {
     std::error_code ec;
     fs::remove_all(dir_, ec);
     fs::create_directories(dir_, ec);
@@ -148,7 +151,14 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
         // Uploaded as <owner>~<RocksDB's file name>.
         std::string name = fs::path(f).filename().string();
         size_t cut = name.find('~');
-        fs::copy_file(f, dir_ / (cut == std::string::npos ? name : name.substr(cut + 1)), ec);
+        fs::path to = dir_ / (cut == std::string::npos ? name : name.substr(cut + 1));
+        const bool sst = name.size() > 4 && name.compare(name.size() - 4, 4, ".sst") == 0;
+        if (link && sst) {
+          fs::create_hard_link(f, to, ec);
+          if (!ec) continue;
+          ec.clear();
+        }
+        fs::copy_file(f, to, ec);
         if (ec) return absl::DataLossError("cannot copy snapshot file " + f + ": " + ec.message());
       }
       std::vector<std::string> names;
@@ -289,6 +299,13 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
       store_->uploads_[id][file] = path;
     }
     std::vector<detail::StateMeta> states() const override { return states_; }
+    bool keep_local_copy(const std::string& target) override {
+      std::error_code ec;
+      fs::create_directories(fs::path(target).parent_path(), ec);
+      fs::remove_all(target, ec);
+      fs::rename(dir_, target, ec);
+      return !ec;
+    }
 
    private:
     const std::shared_ptr<RocksStore> store_;
@@ -350,11 +367,17 @@ absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store(const fs::pa
 }
 
 absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store_from(const fs::path& dir, int64_t memory_bytes,
-                                                                         const std::vector<std::string>& files) {
+                                                                         const std::vector<std::string>& files,
+                                                                         bool link) {
   auto store = std::make_shared<RocksStore>(dir, shared_memory(memory_bytes));
-  absl::Status s = store->open(&files);
+  absl::Status s = store->open(&files, link);
   if (!s.ok()) return s;
   return std::shared_ptr<detail::KvStore>(std::move(store));
+}
+
+fs::path state_root(const std::string& configured, const std::string& job_id) {
+  fs::path root = configured.empty() ? fs::temp_directory_path() / "weir-rocksdb" : fs::path(configured);
+  return root / (job_id.empty() ? "job" : job_id);
 }
 
 }  // namespace weir::state

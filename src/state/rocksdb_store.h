@@ -25,9 +25,16 @@ absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store(const std::f
 
 // Opens a store on copies of the files of a native snapshot (an incremental
 // checkpoint's SST, manifest and options files), in fresh directory `dir`.
+// With `link`, SST files are hard-linked where the filesystem allows (for
+// local copies, which no one else writes).
 absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store_from(const std::filesystem::path& dir,
                                                                          int64_t memory_bytes,
-                                                                         const std::vector<std::string>& files);
+                                                                         const std::vector<std::string>& files,
+                                                                         bool link = false);
+
+// The directory under which a job's RocksDB working copies and local
+// snapshot copies live: `configured`, or <system temp>/weir-rocksdb.
+std::filesystem::path state_root(const std::string& configured, const std::string& job_id);
 
 }  // namespace weir::state
 

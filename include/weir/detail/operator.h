@@ -150,6 +150,9 @@ class NativeSnapshot {
   virtual void record_upload(int64_t checkpoint_id, const std::string& file_name, const std::string& path) = 0;
   // The states in the store.
   virtual std::vector<StateMeta> states() const = 0;
+  // Moves the snapshot's local directory to `target` (same filesystem), to
+  // be kept for local recovery; false when it cannot.
+  virtual bool keep_local_copy(const std::string& target) = 0;
 };
 
 // The keyed part of a snapshot, captured synchronously (copy-on-write views),
@@ -178,6 +181,8 @@ struct NativeRestore {
   KeyGroupRange range;
   std::vector<std::string> files;  // absolute paths
   std::vector<StateMeta> states;
+  // An intact local copy of the same files (local recovery), tried first.
+  std::vector<std::string> local_files;
 };
 
 struct OperatorSnapshot {
