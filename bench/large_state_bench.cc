@@ -13,10 +13,16 @@
 //            an incremental checkpoint every second: duration and bytes
 //            written per checkpoint against the total state;
 //   restore  restores each final checkpoint with no input left: wall time
-//            and MB/s of state restored.
+//            and MB/s of state restored;
+//   recovery restores the incremental load checkpoint, updates keys, and
+//            fails once after the first checkpoint it completes: time from
+//            the failure to the first record processed again, with local
+//            recovery (hard links of the local copy) and without (copies
+//            of the checkpoint's files).
 // Every line also has the peak RSS of the process so far.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -24,6 +30,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "checkpoint/storage.h"
 #include "weir/connectors.h"
@@ -42,6 +49,10 @@ struct Update {
 // When the keyed operator processed its first record (restores happen
 // before): steady-clock nanoseconds, 0 until then.
 std::atomic<int64_t> g_first_record_ns{0};
+// Armed: the keyed operator fails once, at its first record after a
+// completed checkpoint, recording when (steady-clock nanoseconds).
+std::atomic<bool> g_fail_armed{false};
+std::atomic<int64_t> g_fail_ns{0};
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -73,7 +84,13 @@ class Store final : public weir::KeyedProcessFunction<int64_t, Update, int64_t> 
     value_ = &ctx.get_state(weir::ValueStateDescriptor<std::string>{"value"});
     return absl::OkStatus();
   }
+  void notify_checkpoint_complete(int64_t) override { checkpointed_ = true; }
   void process_element(const Update& u, Context&, weir::Collector<int64_t>&) override {
+    if (checkpointed_ && g_fail_armed.exchange(false)) {
+      g_first_record_ns = 0;
+      g_fail_ns = now_ns();
+      throw std::runtime_error("injected failure");
+    }
     if (!seen_) {
       seen_ = true;
       int64_t zero = 0;
@@ -85,6 +102,7 @@ class Store final : public weir::KeyedProcessFunction<int64_t, Update, int64_t> 
  private:
   weir::ValueState<std::string>* value_ = nullptr;
   bool seen_ = false;
+  bool checkpointed_ = false;
 };
 
 class Discard final : public weir::Sink<int64_t> {
@@ -100,7 +118,8 @@ struct Run {
 };
 
 Run run_job(const std::string& name, const std::string& checkpoint_dir, bool incremental, const std::string& restore,
-            std::function<Update(int64_t)> fn, int64_t count, int64_t per_second, int64_t interval_ms) {
+            std::function<Update(int64_t)> fn, int64_t count, int64_t per_second, int64_t interval_ms,
+            bool local_recovery = true) {
   weir::JobConfig config;
   config.default_parallelism = 1;
   config.state.kind = weir::StateBackendKind::kRocksDb;
@@ -110,6 +129,8 @@ Run run_job(const std::string& name, const std::string& checkpoint_dir, bool inc
   config.checkpoint.interval = weir::Duration(interval_ms);
   config.checkpoint.retained = 2;
   config.restore = restore;
+  config.state.local_recovery = local_recovery;
+  config.restart.delay = weir::Duration(0);
   weir::StreamEnvironment env(config);
   env.from_source<Update>(
          [fn, count, per_second] { return std::make_unique<weir::GeneratorSource<Update>>(fn, count, per_second); },
@@ -191,7 +212,6 @@ int main(int argc, char** argv) {
     fs::remove_all(fs::path(dir) / "chk-restore");
   }
 
-  // Churn on the incremental load state.
   const int64_t per_second = static_cast<int64_t>(keys * churn_fraction);
   const int64_t updates = per_second * churn_seconds;
   std::string from = latest((fs::path(dir) / "chk-incremental").string());
@@ -199,24 +219,54 @@ int main(int argc, char** argv) {
     int64_t k = static_cast<int64_t>((static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull) % static_cast<uint64_t>(keys));
     return Update{k, payload(i + keys, value_bytes)};
   };
+
+  // Recovery from one failure, with and without local recovery.
+  for (bool local : {true, false}) {
+    g_fail_armed = true;
+    Run r = run_job("recovery", (fs::path(dir) / "chk-recovery").string(), true, from,
+                    [churn](int64_t i) { return churn(i); }, keys + updates, per_second, 1000, local);
+    if (g_fail_armed || r.result.restarts != 1 || g_first_record_ns == 0) {
+      std::fprintf(stderr, "weir_large_state_bench: recovery: the injected failure did not happen once\n");
+      return 4;
+    }
+    std::printf("recovery-%-8s recovery_s=%.2f peak_rss_mb=%.1f\n", local ? "local" : "remote",
+                (g_first_record_ns - g_fail_ns) / 1e9, peak_rss_mb());
+    std::fflush(stdout);
+    fs::remove_all(fs::path(dir) / "chk-recovery");
+  }
+
+  // Churn on the incremental load state.
   // The restored source position is `keys` (end of the load): churn indices start there.
   Run r = run_job("churn", (fs::path(dir) / "chk-churn").string(), true, from,
                   [churn](int64_t i) { return churn(i); }, keys + updates, per_second, 1000);
+  // The first checkpoint after the (unclaimed) restore uploads everything;
+  // the steady state is the rest.
   int64_t n = 0, total_ms = 0, max_ms = 0;
-  double new_mb = 0, state_mb = 0;
+  double state_mb = 0, first_mb = 0;
+  std::vector<double> new_mb;
   for (const auto& c : r.result.checkpoints) {
     if (c.is_final) continue;
-    ++n;
+    if (++n == 1) {
+      first_mb = c.new_bytes / 1e6;
+      continue;
+    }
     total_ms += c.duration.count();
     max_ms = std::max<int64_t>(max_ms, c.duration.count());
-    new_mb += c.new_bytes / 1e6;
+    new_mb.push_back(c.new_bytes / 1e6);
     state_mb = c.state_bytes / 1e6;
   }
-  std::printf("churn             updates_per_s=%lld seconds=%.1f checkpoints=%lld mean_checkpoint_ms=%.0f "
-              "max_checkpoint_ms=%lld mean_new_mb=%.1f state_mb=%.1f peak_rss_mb=%.1f\n",
-              static_cast<long long>(per_second), r.wall_s, static_cast<long long>(n),
-              n ? static_cast<double>(total_ms) / n : 0.0, static_cast<long long>(max_ms), n ? new_mb / n : 0.0,
-              state_mb, peak_rss_mb());
+  std::sort(new_mb.begin(), new_mb.end());
+  double sum_mb = 0;
+  for (double m : new_mb) sum_mb += m;
+  const double changed_mb = per_second * (value_bytes + 8) / 1e6;  // per second = per checkpoint
+  std::printf("churn             updates_per_s=%lld seconds=%.1f checkpoints=%lld first_new_mb=%.1f "
+              "mean_checkpoint_ms=%.0f max_checkpoint_ms=%lld changed_mb=%.1f median_new_mb=%.1f mean_new_mb=%.1f "
+              "max_new_mb=%.1f state_mb=%.1f peak_rss_mb=%.1f\n",
+              static_cast<long long>(per_second), r.wall_s, static_cast<long long>(n), first_mb,
+              new_mb.empty() ? 0.0 : static_cast<double>(total_ms) / new_mb.size(), static_cast<long long>(max_ms),
+              changed_mb, new_mb.empty() ? 0.0 : new_mb[new_mb.size() / 2],
+              new_mb.empty() ? 0.0 : sum_mb / new_mb.size(), new_mb.empty() ? 0.0 : new_mb.back(), state_mb,
+              peak_rss_mb());
   fs::remove_all(dir);
   return 0;
 }
