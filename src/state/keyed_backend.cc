@@ -82,7 +82,7 @@ class NativeKeyedSnapshot final : public KeyedStateSnapshot {
 
 }  // namespace
 
-absl::Status KeyedBackendCore::restore_key_group(int kg, std::string_view bytes) {
+absl::Status KeyedBackendCore::restore_key_group(int kg, std::string_view bytes, bool borrow) {
   auto corrupt = [&](const std::string& what) {
     return absl::DataLossError("keyed state of key group " + std::to_string(kg) +
                                " is corrupt: " + what);
@@ -100,7 +100,15 @@ absl::Status KeyedBackendCore::restore_key_group(int kg, std::string_view bytes)
     if (kind_byte > static_cast<uint8_t>(StateKind::kReducing)) {
       return corrupt("unknown state kind in state '" + name + "'");
     }
-    pending_[name][kg] = Pending{static_cast<StateKind>(kind_byte), std::move(type), std::string(entries)};
+    Pending& p = pending_[name][kg];
+    p.kind = static_cast<StateKind>(kind_byte);
+    p.type = std::move(type);
+    p.is_borrowed = borrow;
+    if (borrow) {
+      p.borrowed = entries;
+    } else {
+      p.owned.assign(entries);
+    }
   }
   if (!in.ok() || !in.at_end()) return corrupt("truncated");
   // States registered before the restore (not the usual order) take it now.
@@ -150,13 +158,24 @@ absl::Status KeyedBackendCore::check_compatible(const std::string& name, StateKi
   return absl::OkStatus();
 }
 
+void KeyedBackendCore::end_restore() {
+  for (auto& [name, groups] : pending_) {
+    for (auto& [kg, p] : groups) {
+      if (!p.is_borrowed) continue;
+      p.owned.assign(p.borrowed);
+      p.is_borrowed = false;
+      p.borrowed = {};
+    }
+  }
+}
+
 absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
   auto it = pending_.find(table.name());
   if (it == pending_.end()) return absl::OkStatus();
   absl::Status compatible = check_compatible(table.name(), table.kind(), table.type());
   if (!compatible.ok()) return compatible;
   for (auto& [kg, p] : it->second) {
-    ByteReader in(p.bytes);
+    ByteReader in(p.bytes());
     if (!table.restore_entries(kg, in) || !in.at_end()) {
       return absl::DataLossError("state '" + table.name() + "' in key group " +
                                  std::to_string(kg) + " does not decode as its declared type");
@@ -190,7 +209,7 @@ absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot()
     for (const auto& [kg, p] : groups) {
       r.kind = p.kind;
       r.type = p.type;
-      r.groups.emplace(kg, p.bytes);
+      r.groups.emplace(kg, std::string(p.bytes()));
     }
     raw.push_back(std::move(r));
   }

@@ -17,7 +17,9 @@
 #include "rocksdb/db.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/options.h"
+#include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
+#include "rocksdb/write_batch.h"
 #include "rocksdb/write_buffer_manager.h"
 
 namespace weir::state {
@@ -243,10 +245,35 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
                    rocksdb::Slice(value.data(), value.size())),
           "write");
   }
+  void put_sorted(int cf, const std::vector<std::pair<std::string, std::string_view>>& entries) override {
+    if (entries.size() < kIngestMinEntries) {
+      rocksdb::WriteBatch batch;
+      for (const auto& [k, v] : entries) {
+        check(batch.Put(handles_[cf], k, rocksdb::Slice(v.data(), v.size())), "write");
+      }
+      check(db_->Write(write_, &batch), "write");
+      return;
+    }
+    const std::string file = (dir_ / ("ingest-" + std::to_string(++ingested_) + ".sst")).string();
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), rocksdb::Options(rocksdb::DBOptions(), cf_options_),
+                                  handles_[cf]);
+    check(writer.Open(file), "write");
+    for (const auto& [k, v] : entries) check(writer.Put(k, rocksdb::Slice(v.data(), v.size())), "write");
+    check(writer.Finish(), "write");
+    rocksdb::IngestExternalFileOptions opts;
+    opts.move_files = true;
+    check(db_->IngestExternalFile(handles_[cf], {file}, opts), "ingest");
+  }
   void erase(int cf, std::string_view key) override {
     check(db_->Delete(write_, handles_[cf], rocksdb::Slice(key.data(), key.size())), "delete");
   }
   void erase_prefix(int cf, std::string_view prefix) override {
+    {  // Nothing to erase (a fresh restore): no range tombstone.
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[cf]));
+      it->Seek(rocksdb::Slice(prefix.data(), prefix.size()));
+      check(it->status(), "read");
+      if (!it->Valid() || !it->key().starts_with(rocksdb::Slice(prefix.data(), prefix.size()))) return;
+    }
     std::string end = successor(prefix);
     if (end.empty()) {
       std::vector<std::string> keys;
@@ -355,6 +382,9 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
   std::map<std::string, int> by_name_;
   std::string instance_;
   int64_t snapshots_ = 0;
+  int64_t ingested_ = 0;
+  // Fewer entries than this go through a write batch rather than an SST.
+  static constexpr size_t kIngestMinEntries = 4096;
   const std::shared_ptr<TtlFilterFactory> ttl_filters_ = std::make_shared<TtlFilterFactory>();
   // SST uploads: per checkpoint, and those of the last confirmed one.
   std::mutex uploads_mu_;

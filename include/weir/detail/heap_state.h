@@ -39,6 +39,7 @@ class HeapTable final : public StateTable<K, V> {
     return it == m.end() ? nullptr : &it->second;
   }
   V& get_or_create(int kg, const K& key) override { return writable(kg)[key]; }
+  void put(int kg, const K& key, V value) override { writable(kg).insert_or_assign(key, std::move(value)); }
   void erase(int kg, const K& key) override {
     const Map& m = *groups_[kg - range_.start];
     if (m.find(key) == m.end()) return;  // avoid a copy-on-write for nothing

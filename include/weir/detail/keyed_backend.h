@@ -44,7 +44,12 @@ class KeyedBackendCore {
 
   // Keeps restored bytes until the state is registered (types are known
   // only then). Returns an error naming the key group on corrupt input.
-  absl::Status restore_key_group(int kg, std::string_view bytes);
+  // With `borrow`, keeps views of `bytes` instead of copies: the caller
+  // keeps them valid until end_restore().
+  absl::Status restore_key_group(int kg, std::string_view bytes, bool borrow = false);
+  // The borrowed restored bytes are about to go: copies what no registered
+  // state took yet (a state registered later still gets it).
+  void end_restore();
 
   // Canonical, or native when native_snapshots_allowed() and the tables
   // live in a store (RocksDB) and no restored state is still unregistered.
@@ -104,7 +109,10 @@ class KeyedBackendCore {
   struct Pending {
     StateKind kind;
     std::string type;
-    std::string bytes;
+    std::string owned;
+    std::string_view borrowed;  // when `owned` is unused
+    bool is_borrowed = false;
+    std::string_view bytes() const { return is_borrowed ? borrowed : std::string_view(owned); }
   };
   // An error naming the state when it was checkpointed as another kind or
   // with another type signature than it is declared with now.
@@ -143,7 +151,10 @@ class KeyedBackend {
 };
 
 // Creates the backend the job is configured with (ctx) and restores the key
-// groups of `restore` that fall into the subtask's range.
+// groups of `restore` that fall into the subtask's range. The restored bytes
+// are borrowed from `restore` (valid during the operator's open()): the
+// operator registers its states, then calls core().end_restore() before
+// open() returns.
 template <typename K>
 absl::StatusOr<std::unique_ptr<KeyedBackend<K>>> open_keyed_backend(OperatorContext& ctx,
                                                                      const OperatorRestore* restore) {
@@ -160,7 +171,7 @@ absl::StatusOr<std::unique_ptr<KeyedBackend<K>>> open_keyed_backend(OperatorCont
   if (adopt) backend->core().adopt_states(restore->native[0].states);
   for (const RestoredKeyGroup& kg : restore->key_groups) {
     if (!range.contains(kg.key_group)) continue;
-    absl::Status s = backend->core().restore_key_group(kg.key_group, kg.bytes);
+    absl::Status s = backend->core().restore_key_group(kg.key_group, kg.bytes, /*borrow=*/true);
     if (!s.ok()) return s;
   }
   if (adopt) return backend;
@@ -183,10 +194,8 @@ class TableValueState final : public ValueState<T> {
     const T* v = t_->find(b_->current_key_group(), b_->current_key());
     return v ? std::optional<T>(*v) : std::nullopt;
   }
-  void update(const T& v) override { t_->get_or_create(b_->current_key_group(), b_->current_key()) = v; }
-  void update(T&& v) override {
-    t_->get_or_create(b_->current_key_group(), b_->current_key()) = std::move(v);
-  }
+  void update(const T& v) override { t_->put(b_->current_key_group(), b_->current_key(), v); }
+  void update(T&& v) override { t_->put(b_->current_key_group(), b_->current_key(), std::move(v)); }
   void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
 
  private:
@@ -220,9 +229,7 @@ class TtlAccess {
     return &e->value;
   }
   void write(T v) const {
-    TtlValue<T>& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
-    w.stamp = clock_->now_ms();
-    w.value = std::move(v);
+    t_->put(b_->current_key_group(), b_->current_key(), TtlValue<T>{clock_->now_ms(), std::move(v)});
   }
   void clear() const { t_->erase(b_->current_key_group(), b_->current_key()); }
 
@@ -455,7 +462,7 @@ class TableListState final : public ListState<T> {
   }
   void update(std::vector<T> values) override {
     if (values.empty()) return clear();
-    t_->get_or_create(b_->current_key_group(), b_->current_key()) = std::move(values);
+    t_->put(b_->current_key_group(), b_->current_key(), std::move(values));
   }
   void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
 

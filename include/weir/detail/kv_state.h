@@ -25,6 +25,7 @@
 
 #include <climits>
 #include <cstring>
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -69,6 +70,9 @@ class KvStore {
   virtual void erase(int cf, std::string_view key) = 0;
   // Removes every entry whose key starts with `prefix`.
   virtual void erase_prefix(int cf, std::string_view prefix) = 0;
+  // Writes many entries at once (a restore): `entries` sorted by key, keys
+  // unique. Large sets bypass the memtable (an SST file, ingested).
+  virtual void put_sorted(int cf, const std::vector<std::pair<std::string, std::string_view>>& entries) = 0;
   virtual void scan(int cf, std::string_view prefix, const KvVisitor& fn) = 0;
   // Pins the current contents; writes after the call do not show in the view.
   virtual std::shared_ptr<const KvView> pin() = 0;
@@ -127,6 +131,15 @@ class KvTable final : public StateTable<K, V> {
     dirty_ = true;
     return value_;
   }
+  void put(int kg, const K& key, V value) override {
+    if (!(cached_ && kg_ == kg && key_ == key)) {
+      flush();
+      set_key(kg, key);
+    }
+    value_ = std::move(value);
+    present_ = true;
+    dirty_ = true;
+  }
   void erase(int kg, const K& key) override {
     load(kg, key);
     if (!present_) return;  // no tombstone for nothing
@@ -169,7 +182,8 @@ class KvTable final : public StateTable<K, V> {
     put_key_group_prefix(&prefix, kg);
     store_->erase_prefix(cf_, prefix);
     uint64_t n = in.get_length();
-    std::string key, value;
+    std::vector<std::pair<std::string, std::string_view>> entries;
+    entries.reserve(n);
     for (uint64_t i = 0; i < n && in.ok(); ++i) {
       // Entries are (key, value) in Serializer format: decode to find their ends.
       const char* k0 = in.position();
@@ -177,12 +191,22 @@ class KvTable final : public StateTable<K, V> {
       const char* v0 = in.position();
       Serializer<V>::read(in);
       if (!in.ok()) return false;
-      key.assign(prefix);
+      std::string key = prefix;
       key.append(k0, static_cast<size_t>(v0 - k0));
-      value.assign(v0, static_cast<size_t>(in.position() - v0));
-      store_->put(cf_, key, value);
+      entries.emplace_back(std::move(key), std::string_view(v0, static_cast<size_t>(in.position() - v0)));
     }
-    return in.ok();
+    if (!in.ok()) return false;
+    // In key order, the last of equal keys winning (as puts in order would).
+    std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    size_t out = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (i + 1 < entries.size() && entries[i + 1].first == entries[i].first) continue;
+      if (out != i) entries[out] = std::move(entries[i]);
+      ++out;
+    }
+    entries.resize(out);
+    store_->put_sorted(cf_, entries);
+    return true;
   }
 
  private:
@@ -216,12 +240,16 @@ class KvTable final : public StateTable<K, V> {
   void load(int kg, const K& key) {
     if (cached_ && kg_ == kg && key_ == key) return;
     flush();
+    set_key(kg, key);
+    present_ = store_->get(cf_, key_bytes_, &scratch_);
+    value_ = present_ ? decode<V>(scratch_, "value") : V{};
+  }
+  // Makes (kg, key) the cached key, its value not yet known.
+  void set_key(int kg, const K& key) {
     key_bytes_.clear();
     put_key_group_prefix(&key_bytes_, kg);
     ByteWriter w(&key_bytes_);
     Serializer<K>::write(w, key);
-    present_ = store_->get(cf_, key_bytes_, &scratch_);
-    value_ = present_ ? decode<V>(scratch_, "value") : V{};
     key_ = key;
     kg_ = kg;
     cached_ = true;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "weir/context.h"
@@ -382,6 +383,7 @@ class KeyedOperatorBase : public OneOutputOperator<Out>,
     auto backend = open_keyed_backend<K>(ctx, restore);
     if (!backend.ok()) return backend.status();
     backend_ = std::move(*backend);
+    absl::Cleanup restored = [this] { backend_->core().end_restore(); };
     timers_ = std::make_unique<InternalTimerService<K>>(backend_.get(), &ctx.processing_time(),
                                                         max_parallelism_);
     absl::Status s = timers_->open([this](TimeDomain d, int64_t ts, const K&) {

@@ -149,6 +149,8 @@ class StateTable : public StateTableBase {
   virtual const V* find(int kg, const K& key) = 0;
   // Returns the entry for writing, default-constructed when absent.
   virtual V& get_or_create(int kg, const K& key) = 0;
+  // Replaces the entry (a blind write: RocksDB does not read the old one).
+  virtual void put(int kg, const K& key, V value) = 0;
   virtual void erase(int kg, const K& key) = 0;
   // Visits every entry of every key group (read-only).
   virtual void for_each(const std::function<void(const K&, const V&)>& fn) = 0;

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
 #include "weir/detail/keyed_backend.h"
 #include "weir/detail/operator.h"
@@ -51,6 +52,7 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     auto backend = open_keyed_backend<K>(ctx, restore);
     if (!backend.ok()) return backend.status();
     backend_ = std::move(*backend);
+    absl::Cleanup restored = [this] { backend_->core().end_restore(); };
     auto contents = backend_->core().template table<K, Windows>("_window/contents", StateKind::kMap);
     if (!contents.ok()) return contents.status();
     contents_ = *contents;
