@@ -28,9 +28,17 @@ std::vector<std::string> CompletedCheckpointStore::reference(const Entry& e, int
 void CompletedCheckpointStore::add(Entry e) {
   if (e.owned) reference(e, +1);
   entries_.push_back(std::move(e));
-  while (static_cast<int>(entries_.size()) > retained_) {
-    Entry old = std::move(entries_.front());
-    entries_.pop_front();
+  // Savepoints behind the latest entry are no longer restore points here.
+  for (auto it = entries_.begin(); it + 1 < entries_.end();) {
+    it = it->savepoint ? entries_.erase(it) : it + 1;
+  }
+  auto checkpoints = [this] {
+    return std::count_if(entries_.begin(), entries_.end(), [](const Entry& x) { return !x.savepoint; });
+  };
+  while (checkpoints() > retained_) {
+    auto first = std::find_if(entries_.begin(), entries_.end(), [](const Entry& x) { return !x.savepoint; });
+    Entry old = std::move(*first);
+    entries_.erase(first);
     if (!old.owned) continue;
     std::vector<std::string> released = reference(old, -1);
     if (old.location == storage_->location(old.id)) {
@@ -198,7 +206,7 @@ void CheckpointCoordinator::complete(Pending p) {
   stats_.push_back(CompletedCheckpointStats{p.id, p.wall_ms, Duration(now - p.trigger_ms),
                                             meta->total_bytes(), p.is_final, savepoint, meta->new_bytes()});
   // A savepoint is the newest restore point too, but owned by the user.
-  store_->add({p.id, *location, meta, !savepoint});
+  store_->add({p.id, *location, meta, !savepoint, savepoint});
   consecutive_failures_ = 0;
   next_trigger_ms_ =
       std::max(next_trigger_ms_, now + static_cast<int64_t>(config_.min_pause.count()));

@@ -66,6 +66,7 @@ class CompletedCheckpointStore {
     std::string location;
     std::shared_ptr<const CheckpointMetadata> metadata;
     bool owned;  // false for a checkpoint restored from, which the job must not delete
+    bool savepoint = false;
   };
 
   CompletedCheckpointStore(int retained, CheckpointStorage* storage)
@@ -74,6 +75,9 @@ class CompletedCheckpointStore {
   // Adds `e` and discards owned checkpoints beyond the retained number.
   // Shared files (incremental checkpoints) of owned checkpoints are
   // reference-counted: one is deleted with the last checkpoint referring to it.
+  // Savepoints do not count against the retained number (they never subsume
+  // a checkpoint, whose shared files a task may still refer to again); one
+  // stays listed only while it is the latest.
   void add(Entry e);
   const Entry* latest() const { return entries_.empty() ? nullptr : &entries_.back(); }
   const std::deque<Entry>& entries() const { return entries_; }

@@ -155,6 +155,28 @@ TEST_F(CoordinatorTest, RetainsTheNewestAndDeletesSubsumedCheckpoints) {
   EXPECT_EQ(storage_.num_checkpoints(), 2u);
 }
 
+// Savepoints never push checkpoints out of the retained window (a task may
+// still refer again to the shared files of the checkpoint it last heard of).
+TEST_F(CoordinatorTest, SavepointsDoNotSubsumeCheckpoints) {
+  CheckpointConfig c = config();
+  c.retained = 1;
+  make(c);
+  advance(100);
+  ack_all(1);
+  // A savepoint completes (in its own directory; this storage takes none).
+  store_->add({1000, "/elsewhere/savepoint-job-1000", store_->latest()->metadata, /*owned=*/false,
+               /*savepoint=*/true});
+  ASSERT_EQ(store_->entries().size(), 2u);
+  EXPECT_EQ(store_->entries().front().id, 1);  // still retained, files kept
+  EXPECT_EQ(store_->latest()->id, 1000);       // the restore point
+  EXPECT_EQ(storage_.num_checkpoints(), 1u);
+  advance(100);
+  ack_all(2);
+  ASSERT_EQ(store_->entries().size(), 1u);  // checkpoint 1 subsumed, the savepoint behind
+  EXPECT_EQ(store_->latest()->id, 2);
+  EXPECT_EQ(storage_.num_checkpoints(), 1u);
+}
+
 TEST_F(CoordinatorTest, MinPauseSpacesCheckpoints) {
   CheckpointConfig c = config(100);
   c.min_pause = Duration(500);

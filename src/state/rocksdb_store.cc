@@ -209,11 +209,12 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     auto it = uploads_.find(id);
     // A checkpoint without this store's files (a savepoint) leaves nothing
     // safe to refer to: the next native snapshot uploads everything.
-    // Known gap: files confirmed here are reused until the next
-    // confirmation; if `retained` newer checkpoints that do not refer to
-    // them (savepoints) completed before this task heard of them, the
-    // coordinator may already have deleted them. A coordinator-side check
-    // of reused handles at completion would close it.
+    // Files confirmed here are reused until the next confirmation. They
+    // stay alive meanwhile: savepoints do not subsume checkpoints, and a
+    // newer checkpoint refers to every file still live in the store, adding
+    // its references before the older checkpoint is released. (With one
+    // retained checkpoint, a task two notifications behind could still
+    // reuse a file only an already released checkpoint held.)
     confirmed_ = it == uploads_.end() ? std::map<std::string, std::string>() : std::move(it->second);
     uploads_.erase(uploads_.begin(), uploads_.upper_bound(id));
   }
