@@ -174,12 +174,21 @@ absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
   if (it == pending_.end()) return absl::OkStatus();
   absl::Status compatible = check_compatible(table.name(), table.kind(), table.type());
   if (!compatible.ok()) return compatible;
-  for (auto& [kg, p] : it->second) {
+  // Store errors throw (the task fails); a decode error ends the restore
+  // and is returned.
+  table.begin_restore();
+  int bad_kg = -1;
+  for (auto& [kg, p] : it->second) {  // ascending key groups
     ByteReader in(p.bytes());
     if (!table.restore_entries(kg, in) || !in.at_end()) {
-      return absl::DataLossError("state '" + table.name() + "' in key group " +
-                                 std::to_string(kg) + " does not decode as its declared type");
+      bad_kg = kg;
+      break;
     }
+  }
+  table.end_restore();
+  if (bad_kg >= 0) {
+    return absl::DataLossError("state '" + table.name() + "' in key group " + std::to_string(bad_kg) +
+                               " does not decode as its declared type");
   }
   pending_.erase(it);
   return absl::OkStatus();

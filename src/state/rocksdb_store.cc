@@ -249,7 +249,32 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
                    rocksdb::Slice(value.data(), value.size())),
           "write");
   }
+  void bulk_begin(int cf) override {
+    Bulk& b = bulk_[cf];
+    b.file = (dir_ / ("ingest-" + std::to_string(++ingested_) + ".sst")).string();
+    b.writer = std::make_unique<rocksdb::SstFileWriter>(
+        rocksdb::EnvOptions(), rocksdb::Options(rocksdb::DBOptions(), cf_options_), handles_[cf]);
+    b.entries = 0;
+  }
+  void bulk_end(int cf) override {
+    auto it = bulk_.find(cf);
+    if (it == bulk_.end()) return;
+    Bulk b = std::move(it->second);
+    bulk_.erase(it);
+    if (b.entries == 0) return;
+    check(b.writer->Finish(), "write");
+    rocksdb::IngestExternalFileOptions opts;
+    opts.move_files = true;
+    check(db_->IngestExternalFile(handles_[cf], {b.file}, opts), "ingest");
+  }
   void put_sorted(int cf, const std::vector<std::pair<std::string, std::string_view>>& entries) override {
+    if (auto it = bulk_.find(cf); it != bulk_.end()) {
+      Bulk& b = it->second;
+      if (b.entries == 0 && !entries.empty()) check(b.writer->Open(b.file), "write");
+      for (const auto& [k, v] : entries) check(b.writer->Put(k, rocksdb::Slice(v.data(), v.size())), "write");
+      b.entries += entries.size();
+      return;
+    }
     if (entries.size() < kIngestMinEntries) {
       rocksdb::WriteBatch batch;
       for (const auto& [k, v] : entries) {
@@ -387,6 +412,13 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
   std::string instance_;
   int64_t snapshots_ = 0;
   int64_t ingested_ = 0;
+  // Bulk loads in progress, by column family.
+  struct Bulk {
+    std::string file;
+    std::unique_ptr<rocksdb::SstFileWriter> writer;
+    size_t entries = 0;
+  };
+  std::map<int, Bulk> bulk_;
   // Fewer entries than this go through a write batch rather than an SST.
   static constexpr size_t kIngestMinEntries = 4096;
   const std::shared_ptr<TtlFilterFactory> ttl_filters_ = std::make_shared<TtlFilterFactory>();

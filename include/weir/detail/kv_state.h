@@ -73,6 +73,10 @@ class KvStore {
   // Writes many entries at once (a restore): `entries` sorted by key, keys
   // unique. Large sets bypass the memtable (an SST file, ingested).
   virtual void put_sorted(int cf, const std::vector<std::pair<std::string, std::string_view>>& entries) = 0;
+  // Between these, put_sorted calls on `cf` come in ascending key order and
+  // go into one SST file, ingested by bulk_end (one ingestion per state).
+  virtual void bulk_begin(int cf) = 0;
+  virtual void bulk_end(int cf) = 0;
   virtual void scan(int cf, std::string_view prefix, const KvVisitor& fn) = 0;
   // Pins the current contents; writes after the call do not show in the view.
   virtual std::shared_ptr<const KvView> pin() = 0;
@@ -176,6 +180,8 @@ class KvTable final : public StateTable<K, V> {
     dirty_ = false;
   }
 
+  void begin_restore() override { store_->bulk_begin(cf_); }
+  void end_restore() override { store_->bulk_end(cf_); }
   bool restore_entries(int kg, ByteReader& in) override {
     forget();
     std::string prefix;

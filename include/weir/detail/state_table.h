@@ -133,7 +133,11 @@ class StateTableBase {
   // Writes cached entries through to the store (RocksDB); nothing for heap.
   virtual void flush() {}
   // Replaces key group `kg` with the entries in `in` (canonical layout).
+  // A restore of several key groups calls them in ascending order between
+  // begin_restore and end_restore.
   virtual bool restore_entries(int kg, ByteReader& in) = 0;
+  virtual void begin_restore() {}
+  virtual void end_restore() {}
 
  private:
   const std::string name_;
