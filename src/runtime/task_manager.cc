@@ -1,6 +1,11 @@
 #include "runtime/task_manager.h"
 
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
 #include "state/rocksdb_store.h"
+#include "state/state_directory.h"
 
 namespace weir::runtime {
 
@@ -21,6 +26,19 @@ TaskManager::~TaskManager() {
 
 void TaskManager::register_job(const std::string& job_id, JobContext ctx) {
   const StateBackendConfig& state = ctx.config.state;
+  if (state.kind == StateBackendKind::kRocksDb) {
+    // Own the job's local state directory; remove those of dead processes.
+    const std::filesystem::path root = state::state_root(state.local_directory, job_id).parent_path();
+    for (const auto& stale : state::JobStateDirectory::sweep(root)) {
+      spdlog::info("removed the state directory {}: the process that owned it is gone", stale.string());
+    }
+    auto dir = state::JobStateDirectory::acquire(root, job_id);
+    if (dir.ok()) {
+      ctx.state_directory = std::move(*dir);
+    } else {
+      spdlog::warn("job {}: {}", job_id, std::string(dir.status().message()));
+    }
+  }
   if (state.local_recovery && state.kind == StateBackendKind::kRocksDb && ctx.config.checkpoint.incremental &&
       ctx.storage != nullptr && ctx.storage->supports_native()) {
     ctx.local_state =

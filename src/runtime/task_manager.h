@@ -17,6 +17,7 @@
 #include "runtime/executor.h"
 #include "runtime/gateways.h"
 #include "runtime/task.h"
+#include "state/state_directory.h"
 
 namespace weir::runtime {
 
@@ -27,6 +28,9 @@ class TaskManager final : public TaskExecutorGateway {
     std::shared_ptr<checkpoint::CheckpointStorage> storage;
     JobMasterGateway* job_master = nullptr;
     JobConfig config;
+    // RocksDB: the job's local state directory, held while the job runs
+    // (set by register_job).
+    std::shared_ptr<state::JobStateDirectory> state_directory;
     // Local recovery: copies of native snapshots (set by register_job).
     std::shared_ptr<state::LocalStateStore> local_state;
   };
