@@ -346,10 +346,18 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
   print_result(*result, stdout);
   rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  std::printf("query: %s\nevents: %lld\nrows: %lld\nwall time: %.3f s\nevents/s: %.0f\n"
-              "cpu time: %.3f s (%.2f cores)\nevents/s per core: %.0f\npeak rss: %.1f MB\n",
-              nf.query.c_str(), static_cast<long long>(nf.events), static_cast<long long>(out_rows),
-              wall, nf.events / wall, cpu, cpu / wall, nf.events / cpu, ru.ru_maxrss / 1024.0);
+  if (!result->stopped_with_savepoint.empty()) {
+    // Stopped part-way: the number of events read is not the configured one.
+    std::printf("query: %s\nevents: stopped before %lld\nrows: %lld\nwall time: %.3f s\n"
+                "cpu time: %.3f s (%.2f cores)\npeak rss: %.1f MB\n",
+                nf.query.c_str(), static_cast<long long>(nf.events), static_cast<long long>(out_rows), wall, cpu,
+                cpu / wall, ru.ru_maxrss / 1024.0);
+  } else {
+    std::printf("query: %s\nevents: %lld\nrows: %lld\nwall time: %.3f s\nevents/s: %.0f\n"
+                "cpu time: %.3f s (%.2f cores)\nevents/s per core: %.0f\npeak rss: %.1f MB\n",
+                nf.query.c_str(), static_cast<long long>(nf.events), static_cast<long long>(out_rows), wall,
+                nf.events / wall, cpu, cpu / wall, nf.events / cpu, ru.ru_maxrss / 1024.0);
+  }
   for (const auto& c : result->checkpoints) {
     std::printf("checkpoint %lld: %lld ms, %llu bytes (%llu new)%s\n", static_cast<long long>(c.id),
                 static_cast<long long>(c.duration.count()), static_cast<unsigned long long>(c.state_bytes),
