@@ -241,6 +241,30 @@ TEST_P(BackendTest, ChangedStateTypeIsRefusedNamingTheState) {
   }
 }
 
+// Key groups written before type signatures (state file version 1) restore
+// without a type check.
+TEST_P(BackendTest, KeyGroupsWithoutTypeSignaturesStillRestore) {
+  const std::string key = "a";
+  const int kg = key_group_of(key, kMaxP);
+  std::string entries;
+  ByteWriter e(&entries);
+  e.put_varint(1);
+  Serializer<std::string>::write(e, key);
+  Serializer<int64_t>::write(e, 5);
+  std::string blob;
+  ByteWriter b(&blob);
+  b.put_varint(1);
+  b.put_string("v");
+  b.put_fixed<uint8_t>(static_cast<uint8_t>(StateKind::kValue));  // no kKindHasType bit
+  b.put_string(entries);
+  Harness h(kAll, kind());
+  ASSERT_TRUE(h.backend().core().restore_key_group(kg, blob).ok());
+  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
+  ASSERT_TRUE(h.ctx().status().ok()) << h.ctx().status();
+  h.set_key(key);
+  EXPECT_EQ(v.value(), 5);
+}
+
 TEST_P(BackendTest, CorruptKeyGroupIsReported) {
   Harness h(kAll, kind());
   absl::Status s = h.backend().core().restore_key_group(3, "\x05garbage");
