@@ -24,8 +24,25 @@ void put_trailer(std::string* out) {
 
 // Checks magic, version and checksum; returns the body between header and
 // trailer.
+// xxh64 of `bytes`, in chunks; `hashed` (may be null) sees each chunk after.
+uint64_t hash_in_chunks(std::string_view bytes, const std::function<void(std::string_view)>& hashed) {
+  if (!hashed) return hash_bytes(bytes.data(), bytes.size());
+  constexpr size_t kChunk = size_t{8} << 20;
+  XXH64_state_t* state = XXH64_createState();
+  XXH64_reset(state, 0);
+  for (size_t off = 0; off < bytes.size(); off += kChunk) {
+    std::string_view chunk = bytes.substr(off, kChunk);
+    XXH64_update(state, chunk.data(), chunk.size());
+    hashed(chunk);
+  }
+  uint64_t h = XXH64_digest(state);
+  XXH64_freeState(state);
+  return h;
+}
+
 absl::StatusOr<std::string_view> open_envelope(std::string_view bytes, std::string_view magic,
-                                               uint32_t version, std::string_view what) {
+                                               uint32_t version, std::string_view what,
+                                               const std::function<void(std::string_view)>& hashed = nullptr) {
   auto fail = [&](const std::string& why) {
     return absl::DataLossError(std::string(what) + ": " + why);
   };
@@ -38,7 +55,7 @@ absl::StatusOr<std::string_view> open_envelope(std::string_view bytes, std::stri
   }
   uint64_t stored;
   std::memcpy(&stored, bytes.data() + bytes.size() - kTrailerSize, sizeof(stored));
-  if (stored != hash_bytes(bytes.data(), bytes.size() - kTrailerSize)) {
+  if (stored != hash_in_chunks(bytes.substr(0, bytes.size() - kTrailerSize), hashed)) {
     return fail("checksum mismatch");
   }
   return bytes.substr(kHeaderSize, bytes.size() - kHeaderSize - kTrailerSize);
@@ -234,13 +251,14 @@ std::string encode_state_file(const detail::OperatorSnapshot& snap, OperatorSubt
   return std::move(sink.out);
 }
 
-absl::Status verify_state_file(std::string_view bytes, std::string_view what) {
+absl::Status verify_state_file(std::string_view bytes, std::string_view what,
+                               const std::function<void(std::string_view)>& hashed) {
   // Version 1 differs only inside key-group blobs (no type signatures),
   // which their reader tells apart by a flag in the kind byte.
   uint32_t version = kStateFileVersion;
   if (bytes.size() >= kHeaderSize) std::memcpy(&version, bytes.data() + kStateMagic.size(), sizeof(version));
   if (version != 1) version = kStateFileVersion;
-  return open_envelope(bytes, kStateMagic, version, what).status();
+  return open_envelope(bytes, kStateMagic, version, what, hashed).status();
 }
 
 }  // namespace weir::checkpoint

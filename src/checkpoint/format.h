@@ -33,6 +33,7 @@
 #define WEIR_CHECKPOINT_FORMAT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -144,8 +145,10 @@ absl::Status write_state_file(const detail::OperatorSnapshot& snap, OperatorSubt
                               ByteSink* sink);
 // The same, into a string.
 std::string encode_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle);
-// Verifies magic, version and checksum.
-absl::Status verify_state_file(std::string_view bytes, std::string_view what);
+// Verifies magic, version and checksum; `hashed`, when given, is called with
+// each chunk of `bytes` once the checksum has read it.
+absl::Status verify_state_file(std::string_view bytes, std::string_view what,
+                               const std::function<void(std::string_view)>& hashed = nullptr);
 
 void encode_operator_state(const detail::OperatorStateMap& state, ByteWriter& out);
 absl::StatusOr<detail::OperatorStateMap> decode_operator_state(std::string_view bytes);

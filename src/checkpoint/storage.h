@@ -38,6 +38,10 @@ class StateFileBytes {
  public:
   virtual ~StateFileBytes() = default;
   virtual std::string_view bytes() const = 0;
+  // Done with `part` of bytes() for now: a mapped file lets go of its
+  // pages (read again if touched), so a restore's memory does not grow
+  // with the file.
+  virtual void release(std::string_view part) const {}
 };
 
 // A completed checkpoint found for restore.

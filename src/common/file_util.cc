@@ -51,6 +51,21 @@ absl::Status write_file_synced(const std::string& path, std::string_view bytes) 
   return absl::OkStatus();
 }
 
+absl::Status copy_file_synced(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) return errno_status("copy " + from + " to", to, ec.value());
+  int fd = ::open(to.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open", to, errno);
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return errno_status("fsync", to, err);
+  }
+  if (::close(fd) != 0) return errno_status("close", to, errno);
+  return absl::OkStatus();
+}
+
 absl::Status fsync_directory(const std::string& dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return errno_status("open", dir, errno);
@@ -122,6 +137,16 @@ absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& 
   }
   ::close(fd);
   return m;
+}
+
+void MappedFile::release(std::string_view part) const {
+  if (data_ == nullptr || part.empty() || part.data() < data_ || part.data() + part.size() > data_ + size_) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t begin = reinterpret_cast<uintptr_t>(part.data());
+  uintptr_t end = begin + part.size();
+  begin = (begin + page - 1) / page * page;  // whole pages inside `part` only
+  end = end / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

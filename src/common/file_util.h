@@ -17,6 +17,8 @@ namespace weir {
 absl::Status write_all(int fd, std::string_view bytes, const std::string& path);
 // Writes `bytes` to `path` and fsyncs it. Replaces an existing file.
 absl::Status write_file_synced(const std::string& path, std::string_view bytes);
+// Copies `from` to `to` (in the kernel, not through this process's memory) and fsyncs it.
+absl::Status copy_file_synced(const std::string& from, const std::string& to);
 // Publishes atomically: writes `path`.tmp, fsyncs, renames onto `path`,
 // fsyncs the directory. A reader sees the old file or the whole new one.
 absl::Status write_file_atomic(const std::string& path, std::string_view bytes);
@@ -33,6 +35,9 @@ class MappedFile {
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
   std::string_view bytes() const { return {data_ == nullptr ? "" : data_, size_}; }
+  // The caller is done with `part` (inside bytes()) for now: its whole
+  // pages leave the process's memory; touching them again reads them back.
+  void release(std::string_view part) const;
 
  private:
   MappedFile() = default;

@@ -298,6 +298,15 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
   const std::string& uid = graph_->uids[node];
   const checkpoint::OperatorStateHandles* h = tdd_.restore->find(uid);
   if (h == nullptr) return r;  // an operator new to this job: starts empty
+  r.release = [files](std::string_view part) {
+    for (const auto& f : *files) {
+      std::string_view all = f->bytes();
+      if (part.data() >= all.data() && part.data() + part.size() <= all.data() + all.size()) {
+        f->release(part);
+        return;
+      }
+    }
+  };
   const int me = tdd_.execution.subtask;
   const int p = vertex_.parallelism;
   // Read each needed state file once.

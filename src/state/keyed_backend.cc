@@ -106,6 +106,9 @@ absl::Status KeyedBackendCore::restore_key_group(int kg, std::string_view bytes,
     p.is_borrowed = borrow;
     if (borrow) {
       p.borrowed = entries;
+      BorrowedGroup& g = borrowed_[kg];
+      g.bytes = bytes;
+      ++g.pending;
     } else {
       p.owned.assign(entries);
     }
@@ -167,6 +170,10 @@ void KeyedBackendCore::end_restore() {
       p.borrowed = {};
     }
   }
+  if (release_) {
+    for (const auto& [kg, g] : borrowed_) release_(g.bytes);
+  }
+  borrowed_.clear();
 }
 
 absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
@@ -183,6 +190,13 @@ absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
     if (!table.restore_entries(kg, in) || !in.at_end()) {
       bad_kg = kg;
       break;
+    }
+    if (!p.is_borrowed) continue;
+    // The key group's bytes may go once all its states are restored.
+    auto g = borrowed_.find(kg);
+    if (g != borrowed_.end() && --g->second.pending == 0) {
+      if (release_) release_(g->second.bytes);
+      borrowed_.erase(g);
     }
   }
   table.end_restore();

@@ -47,6 +47,9 @@ class KeyedBackendCore {
   // With `borrow`, keeps views of `bytes` instead of copies: the caller
   // keeps them valid until end_restore().
   absl::Status restore_key_group(int kg, std::string_view bytes, bool borrow = false);
+  // Called with a borrowed key group's bytes once every state in it is
+  // restored (or copied by end_restore).
+  void set_release(std::function<void(std::string_view)> release) { release_ = std::move(release); }
   // The borrowed restored bytes are about to go: copies what no registered
   // state took yet (a state registered later still gets it).
   void end_restore();
@@ -127,6 +130,13 @@ class KeyedBackendCore {
   std::map<std::string, std::map<int, Pending>> pending_;
   // States of an adopted native snapshot, by name.
   std::map<std::string, StateMeta> restored_meta_;
+  // Borrowed key groups: their bytes and how many of their states are pending.
+  struct BorrowedGroup {
+    std::string_view bytes;
+    int pending = 0;
+  };
+  std::map<int, BorrowedGroup> borrowed_;
+  std::function<void(std::string_view)> release_;
 };
 
 // The typed face of the backend for keys of type K: the current key, and the
@@ -169,6 +179,7 @@ absl::StatusOr<std::unique_ptr<KeyedBackend<K>>> open_keyed_backend(OperatorCont
   auto backend = std::make_unique<KeyedBackend<K>>(range, std::move(*store));
   if (restore == nullptr) return backend;
   if (adopt) backend->core().adopt_states(restore->native[0].states);
+  if (restore->release) backend->core().set_release(restore->release);
   for (const RestoredKeyGroup& kg : restore->key_groups) {
     if (!range.contains(kg.key_group)) continue;
     absl::Status s = backend->core().restore_key_group(kg.key_group, kg.bytes, /*borrow=*/true);

@@ -199,6 +199,9 @@ struct RestoredKeyGroup {
 struct OperatorRestore {
   OperatorStateMap operator_state;
   std::vector<RestoredKeyGroup> key_groups;
+  // Called with a key group's bytes once they are restored: the memory
+  // behind them may go (pages of a mapped state file). May be empty.
+  std::function<void(std::string_view)> release;
   std::vector<NativeRestore> native;  // incremental snapshots overlapping the range
 };
 
