@@ -34,14 +34,9 @@ absl::Status write_all(int fd, std::string_view bytes, const std::string& path) 
   return absl::OkStatus();
 }
 
-absl::Status write_file_synced(const std::string& path, std::string_view bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return errno_status("open", path, errno);
-  absl::Status s = write_all(fd, bytes, path);
-  if (!s.ok()) {
-    ::close(fd);
-    return s;
-  }
+namespace {
+// fsyncs and closes `fd` (of `path`); closes it on failure too.
+absl::Status sync_and_close(int fd, const std::string& path) {
   if (::fsync(fd) != 0) {
     int err = errno;
     ::close(fd);
@@ -50,6 +45,18 @@ absl::Status write_file_synced(const std::string& path, std::string_view bytes) 
   if (::close(fd) != 0) return errno_status("close", path, errno);
   return absl::OkStatus();
 }
+}  // namespace
+
+absl::Status write_file_synced(const std::string& path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("open", path, errno);
+  absl::Status s = write_all(fd, bytes, path);
+  if (!s.ok()) {
+    ::close(fd);
+    return s;
+  }
+  return sync_and_close(fd, path);
+}
 
 absl::Status copy_file_synced(const std::string& from, const std::string& to) {
   std::error_code ec;
@@ -57,13 +64,7 @@ absl::Status copy_file_synced(const std::string& from, const std::string& to) {
   if (ec) return errno_status("copy " + from + " to", to, ec.value());
   int fd = ::open(to.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return errno_status("open", to, errno);
-  if (::fsync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    return errno_status("fsync", to, err);
-  }
-  if (::close(fd) != 0) return errno_status("close", to, errno);
-  return absl::OkStatus();
+  return sync_and_close(fd, to);
 }
 
 absl::Status fsync_directory(const std::string& dir) {
