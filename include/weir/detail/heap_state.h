@@ -61,11 +61,7 @@ class HeapTable final : public StateTable<K, V> {
   // left out of the snapshot (cleanup on a full snapshot; the live entry
   // goes at its next access).
   std::shared_ptr<const TableSnapshot> snapshot() override {
-    int64_t min_stamp = INT64_MIN;
-    if (IsTtlValue<V>::value && ttl_.ttl_ms > 0 && ttl_.clock != nullptr) {
-      min_stamp = ttl_.clock->now_ms() - ttl_.ttl_ms + 1;
-    }
-    return std::make_shared<Snapshot>(range_, groups_, min_stamp);
+    return std::make_shared<Snapshot>(range_, groups_, min_live_stamp<V>(ttl_));
   }
 
   bool restore_entries(int kg, ByteReader& in) override {
@@ -82,21 +78,8 @@ class HeapTable final : public StateTable<K, V> {
         : range_(range), groups_(std::move(groups)), min_stamp_(min_stamp) {}
     void write_entries(int kg, ByteWriter& out) const override {
       const Map& m = *groups_[kg - range_.start];
-      if constexpr (IsTtlValue<V>::value) {
-        if (min_stamp_ != INT64_MIN) {
-          uint64_t live = 0;
-          for (const auto& [k, v] : m) live += v.stamp >= min_stamp_ ? 1 : 0;
-          out.put_varint(live);
-          for (const auto& [k, v] : m) {
-            if (v.stamp < min_stamp_) continue;
-            Serializer<K>::write(out, k);
-            out.put_fixed<int64_t>(v.stamp);
-            write_live(out, v.value, min_stamp_);
-          }
-          return;
-        }
-      }
-      Serializer<Map>::write(out, m);
+      if (min_stamp_ == INT64_MIN) return Serializer<Map>::write(out, m);
+      write_live(out, m, min_stamp_);
     }
 
    private:

@@ -165,11 +165,7 @@ class KvTable final : public StateTable<K, V> {
   // lists and maps expire on access and when the whole entry expires).
   std::shared_ptr<const TableSnapshot> snapshot() override {
     flush();
-    int64_t min_stamp = INT64_MIN;
-    if (IsTtlValue<V>::value && ttl_.ttl_ms > 0 && ttl_.clock != nullptr) {
-      min_stamp = ttl_.clock->now_ms() - ttl_.ttl_ms + 1;
-    }
-    return std::make_shared<Snapshot>(store_->pin(), cf_, min_stamp);
+    return std::make_shared<Snapshot>(store_->pin(), cf_, min_live_stamp<V>(ttl_));
   }
   void flush() override {
     if (!dirty_) return;

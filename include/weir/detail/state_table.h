@@ -24,10 +24,12 @@
 #ifndef WEIR_DETAIL_STATE_TABLE_H_
 #define WEIR_DETAIL_STATE_TABLE_H_
 
+#include <climits>
 #include <functional>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "weir/detail/operator.h"
@@ -78,31 +80,53 @@ struct IsTtlValue : std::false_type {};
 template <typename T>
 struct IsTtlValue<TtlValue<T>> : std::true_type {};
 
-// Writes a TTL entry's value leaving out expired elements of list and map
-// states (stamp < min_stamp); other values as they are.
+// Writes `v` in Serializer format, leaving out expired TTL values (stamp <
+// min_stamp) wherever they sit in a list or map: the entries of a TTL
+// table's key group, and the elements of a TTL list or map state.
 template <typename T>
-void write_live(ByteWriter& out, const T& v, int64_t) {
-  Serializer<T>::write(out, v);
-}
+void write_live(ByteWriter& out, const T& v, int64_t min_stamp);
+
+namespace internal {
+template <typename T>
+struct LiveWriter {
+  static void write(ByteWriter& out, const T& v, int64_t) { Serializer<T>::write(out, v); }
+};
+template <typename T>
+struct LiveWriter<TtlValue<T>> {
+  static void write(ByteWriter& out, const TtlValue<T>& v, int64_t min_stamp) {
+    out.put_fixed<int64_t>(v.stamp);
+    write_live(out, v.value, min_stamp);
+  }
+};
 template <typename E>
-void write_live(ByteWriter& out, const std::vector<TtlValue<E>>& v, int64_t min_stamp) {
-  uint64_t live = 0;
-  for (const auto& e : v) live += e.stamp >= min_stamp ? 1 : 0;
-  out.put_varint(live);
-  for (const auto& e : v) {
-    if (e.stamp >= min_stamp) Serializer<TtlValue<E>>::write(out, e);
+struct LiveWriter<std::vector<TtlValue<E>>> {
+  static void write(ByteWriter& out, const std::vector<TtlValue<E>>& v, int64_t min_stamp) {
+    uint64_t live = 0;
+    for (const auto& e : v) live += e.stamp >= min_stamp ? 1 : 0;
+    out.put_varint(live);
+    for (const auto& e : v) {
+      if (e.stamp >= min_stamp) write_live(out, e, min_stamp);
+    }
   }
-}
+};
 template <typename A, typename B>
-void write_live(ByteWriter& out, const absl::flat_hash_map<A, TtlValue<B>>& m, int64_t min_stamp) {
-  uint64_t live = 0;
-  for (const auto& [k, v] : m) live += v.stamp >= min_stamp ? 1 : 0;
-  out.put_varint(live);
-  for (const auto& [k, v] : m) {
-    if (v.stamp < min_stamp) continue;
-    Serializer<A>::write(out, k);
-    Serializer<TtlValue<B>>::write(out, v);
+struct LiveWriter<absl::flat_hash_map<A, TtlValue<B>>> {
+  static void write(ByteWriter& out, const absl::flat_hash_map<A, TtlValue<B>>& m, int64_t min_stamp) {
+    uint64_t live = 0;
+    for (const auto& [k, v] : m) live += v.stamp >= min_stamp ? 1 : 0;
+    out.put_varint(live);
+    for (const auto& [k, v] : m) {
+      if (v.stamp < min_stamp) continue;
+      Serializer<A>::write(out, k);
+      write_live(out, v, min_stamp);
+    }
   }
+};
+}  // namespace internal
+
+template <typename T>
+void write_live(ByteWriter& out, const T& v, int64_t min_stamp) {
+  internal::LiveWriter<T>::write(out, v, min_stamp);
 }
 
 // How a table with TTL values expires them: entries with stamp <= now - ttl.
@@ -110,6 +134,14 @@ struct TableTtl {
   int64_t ttl_ms = 0;
   const ProcessingTimeService* clock = nullptr;
 };
+
+// The oldest stamp still live now in a table of V with `ttl`, or INT64_MIN
+// when nothing expires (no TTL, or V is not a TtlValue).
+template <typename V>
+int64_t min_live_stamp(const TableTtl& ttl) {
+  if (!IsTtlValue<V>::value || ttl.ttl_ms <= 0 || ttl.clock == nullptr) return INT64_MIN;
+  return ttl.clock->now_ms() - ttl.ttl_ms + 1;
+}
 
 // Immutable view of one table's key groups, written off the task thread.
 class TableSnapshot {
