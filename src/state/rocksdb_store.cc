@@ -19,7 +19,6 @@
 #include "rocksdb/options.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
-#include "rocksdb/write_batch.h"
 #include "rocksdb/write_buffer_manager.h"
 
 namespace weir::state {
@@ -267,31 +266,13 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     opts.move_files = true;
     check(db_->IngestExternalFile(handles_[cf], {b.file}, opts), "ingest");
   }
-  void put_sorted(int cf, const std::vector<std::pair<std::string, std::string_view>>& entries) override {
-    if (auto it = bulk_.find(cf); it != bulk_.end()) {
-      Bulk& b = it->second;
-      if (b.entries == 0 && !entries.empty()) check(b.writer->Open(b.file), "write");
-      for (const auto& [k, v] : entries) check(b.writer->Put(k, rocksdb::Slice(v.data(), v.size())), "write");
-      b.entries += entries.size();
-      return;
-    }
-    if (entries.size() < kIngestMinEntries) {
-      rocksdb::WriteBatch batch;
-      for (const auto& [k, v] : entries) {
-        check(batch.Put(handles_[cf], k, rocksdb::Slice(v.data(), v.size())), "write");
-      }
-      check(db_->Write(write_, &batch), "write");
-      return;
-    }
-    const std::string file = (dir_ / ("ingest-" + std::to_string(++ingested_) + ".sst")).string();
-    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(), rocksdb::Options(rocksdb::DBOptions(), cf_options_),
-                                  handles_[cf]);
-    check(writer.Open(file), "write");
-    for (const auto& [k, v] : entries) check(writer.Put(k, rocksdb::Slice(v.data(), v.size())), "write");
-    check(writer.Finish(), "write");
-    rocksdb::IngestExternalFileOptions opts;
-    opts.move_files = true;
-    check(db_->IngestExternalFile(handles_[cf], {file}, opts), "ingest");
+  void bulk_put(int cf, const std::vector<std::pair<std::string, std::string_view>>& entries) override {
+    auto it = bulk_.find(cf);
+    if (it == bulk_.end()) throw std::logic_error("bulk_put without bulk_begin");
+    Bulk& b = it->second;
+    if (b.entries == 0 && !entries.empty()) check(b.writer->Open(b.file), "write");
+    for (const auto& [k, v] : entries) check(b.writer->Put(k, rocksdb::Slice(v.data(), v.size())), "write");
+    b.entries += entries.size();
   }
   void erase(int cf, std::string_view key) override {
     check(db_->Delete(write_, handles_[cf], rocksdb::Slice(key.data(), key.size())), "delete");
@@ -419,8 +400,6 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     size_t entries = 0;
   };
   std::map<int, Bulk> bulk_;
-  // Fewer entries than this go through a write batch rather than an SST.
-  static constexpr size_t kIngestMinEntries = 4096;
   const std::shared_ptr<TtlFilterFactory> ttl_filters_ = std::make_shared<TtlFilterFactory>();
   // SST uploads: per checkpoint, and those of the last confirmed one.
   std::mutex uploads_mu_;

@@ -70,12 +70,12 @@ class KvStore {
   virtual void erase(int cf, std::string_view key) = 0;
   // Removes every entry whose key starts with `prefix`.
   virtual void erase_prefix(int cf, std::string_view prefix) = 0;
-  // Writes many entries at once (a restore): `entries` sorted by key, keys
-  // unique. Large sets bypass the memtable (an SST file, ingested).
-  virtual void put_sorted(int cf, const std::vector<std::pair<std::string, std::string_view>>& entries) = 0;
-  // Between these, put_sorted calls on `cf` come in ascending key order and
-  // go into one SST file, ingested by bulk_end (one ingestion per state).
+  // A bulk load of column `cf` (a restore): bulk_put calls between
+  // bulk_begin and bulk_end pass entries in ascending key order, keys
+  // unique; they go into one SST file, ingested by bulk_end, bypassing the
+  // memtable.
   virtual void bulk_begin(int cf) = 0;
+  virtual void bulk_put(int cf, const std::vector<std::pair<std::string, std::string_view>>& entries) = 0;
   virtual void bulk_end(int cf) = 0;
   virtual void scan(int cf, std::string_view prefix, const KvVisitor& fn) = 0;
   // Pins the current contents; writes after the call do not show in the view.
@@ -207,7 +207,7 @@ class KvTable final : public StateTable<K, V> {
       ++out;
     }
     entries.resize(out);
-    store_->put_sorted(cf_, entries);
+    store_->bulk_put(cf_, entries);
     return true;
   }
 
