@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "checkpoint/format.h"
+#include "state/rocksdb_store.h"
 
 namespace weir::runtime {
 namespace {
@@ -521,7 +522,7 @@ absl::Status upload_native(checkpoint::CheckpointStorage* storage, int64_t check
     std::error_code ec;
     uint64_t size = std::filesystem::file_size(local, ec);
     if (ec) return absl::InternalError("cannot read " + local + ": " + ec.message());
-    const bool sst = name.size() > 4 && name.compare(name.size() - 4, 4, ".sst") == 0;
+    const bool sst = state::is_immutable_file(name);
     std::string path = sst ? native->confirmed_upload(name) : "";
     if (path.empty()) {
       auto up = storage->upload_file(checkpoint_id, local, owner + "~" + name, sst);

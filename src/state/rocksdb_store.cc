@@ -161,8 +161,7 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
         std::string name = fs::path(f).filename().string();
         size_t cut = name.find('~');
         fs::path to = dir_ / (cut == std::string::npos ? name : name.substr(cut + 1));
-        const bool sst = name.size() > 4 && name.compare(name.size() - 4, 4, ".sst") == 0;
-        if (link && sst) {
+        if (link && is_immutable_file(name)) {
           fs::create_hard_link(f, to, ec);
           if (!ec) continue;
           ec.clear();

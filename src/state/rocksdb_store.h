@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -31,6 +32,12 @@ absl::StatusOr<std::shared_ptr<detail::KvStore>> open_rocksdb_store_from(const s
                                                                          int64_t memory_bytes,
                                                                          const std::vector<std::string>& files,
                                                                          bool link = false);
+
+// Whether a file of a RocksDB directory never changes once written (an SST
+// file): shareable between checkpoints and safe to hard-link.
+inline bool is_immutable_file(std::string_view name) {
+  return name.size() > 4 && name.substr(name.size() - 4) == ".sst";
+}
 
 // The directory under which a job's RocksDB working copies and local
 // snapshot copies live: `configured`, or <system temp>/weir-rocksdb.
