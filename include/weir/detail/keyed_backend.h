@@ -214,25 +214,36 @@ class TableValueState final : public ValueState<T> {
   StateTable<K, T>* t_;
 };
 
+// The TTL rules of one state: when an entry expires, whether an expired
+// entry stays visible until cleaned up, whether reads extend it.
+struct TtlRules {
+  StateTtlConfig cfg;
+  const ProcessingTimeService* clock;
+  int64_t now() const { return clock->now_ms(); }
+  bool expired(int64_t stamp, int64_t now) const { return now - stamp >= cfg.ttl.count(); }
+  bool keep_expired() const { return cfg.visibility == StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp; }
+  bool refresh() const { return cfg.update_type == StateTtlConfig::UpdateType::kOnReadAndWrite; }
+};
+
 // TTL handles: entries are TtlValue<T>; an expired entry reads as absent
 // (or, with kReturnExpiredIfNotCleanedUp, as itself until removed).
 template <typename K, typename T>
 class TtlAccess {
  public:
   TtlAccess(KeyedBackend<K>* b, StateTable<K, TtlValue<T>>* t, StateTtlConfig cfg, const ProcessingTimeService* clock)
-      : b_(b), t_(t), cfg_(cfg), clock_(clock) {}
+      : b_(b), t_(t), ttl_{cfg, clock} {}
 
   // The live entry of the current key, or null; applies the TTL rules.
   const T* read() const {
     const TtlValue<T>* e = t_->find(b_->current_key_group(), b_->current_key());
     if (e == nullptr) return nullptr;
-    int64_t now = clock_->now_ms();
-    if (now - e->stamp >= cfg_.ttl.count()) {
-      if (cfg_.visibility == StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp) return &e->value;
+    int64_t now = ttl_.now();
+    if (ttl_.expired(e->stamp, now)) {
+      if (ttl_.keep_expired()) return &e->value;
       t_->erase(b_->current_key_group(), b_->current_key());
       return nullptr;
     }
-    if (cfg_.update_type == StateTtlConfig::UpdateType::kOnReadAndWrite) {
+    if (ttl_.refresh()) {
       TtlValue<T>& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
       w.stamp = now;
       return &w.value;
@@ -240,15 +251,14 @@ class TtlAccess {
     return &e->value;
   }
   void write(T v) const {
-    t_->put(b_->current_key_group(), b_->current_key(), TtlValue<T>{clock_->now_ms(), std::move(v)});
+    t_->put(b_->current_key_group(), b_->current_key(), TtlValue<T>{ttl_.now(), std::move(v)});
   }
   void clear() const { t_->erase(b_->current_key_group(), b_->current_key()); }
 
  private:
   KeyedBackend<K>* b_;
   StateTable<K, TtlValue<T>>* t_;
-  const StateTtlConfig cfg_;
-  const ProcessingTimeService* clock_;
+  const TtlRules ttl_;
 };
 
 template <typename K, typename T>
@@ -297,15 +307,15 @@ class TtlListState final : public ListState<T> {
  public:
   using Entry = TtlValue<std::vector<TtlValue<T>>>;
   TtlListState(KeyedBackend<K>* b, StateTable<K, Entry>* t, StateTtlConfig cfg, const ProcessingTimeService* clock)
-      : b_(b), t_(t), cfg_(cfg), clock_(clock) {}
+      : b_(b), t_(t), ttl_{cfg, clock} {}
 
   std::vector<T> get() const override {
     const Entry* e = t_->find(b_->current_key_group(), b_->current_key());
     if (e == nullptr) return {};
-    const int64_t now = clock_->now_ms();
+    const int64_t now = ttl_.now();
     const size_t dead = expired_prefix(*e, now);
-    const bool keep_expired = cfg_.visibility == StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp;
-    const bool refresh = cfg_.update_type == StateTtlConfig::UpdateType::kOnReadAndWrite;
+    const bool keep_expired = ttl_.keep_expired();
+    const bool refresh = ttl_.refresh();
     std::vector<T> out;
     out.reserve(e->value.size() - (keep_expired ? 0 : dead));
     for (size_t i = keep_expired ? 0 : dead; i < e->value.size(); ++i) out.push_back(e->value[i].value);
@@ -324,10 +334,10 @@ class TtlListState final : public ListState<T> {
     return out;
   }
   void add(const T& v) override {
-    const int64_t now = clock_->now_ms();
+    const int64_t now = ttl_.now();
     Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
     // Drop the expired prefix as we go, so an append-only list stays bounded.
-    if (cfg_.visibility == StateTtlConfig::Visibility::kNeverReturnExpired) {
+    if (!ttl_.keep_expired()) {
       size_t dead = expired_prefix(w, now);
       if (dead > 0) w.value.erase(w.value.begin(), w.value.begin() + static_cast<std::ptrdiff_t>(dead));
     }
@@ -336,7 +346,7 @@ class TtlListState final : public ListState<T> {
   }
   void update(std::vector<T> values) override {
     if (values.empty()) return clear();
-    const int64_t now = clock_->now_ms();
+    const int64_t now = ttl_.now();
     Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
     w.value.clear();
     w.value.reserve(values.size());
@@ -348,14 +358,13 @@ class TtlListState final : public ListState<T> {
  private:
   size_t expired_prefix(const Entry& e, int64_t now) const {
     size_t n = 0;
-    while (n < e.value.size() && now - e.value[n].stamp >= cfg_.ttl.count()) ++n;
+    while (n < e.value.size() && ttl_.expired(e.value[n].stamp, now)) ++n;
     return n;
   }
 
   KeyedBackend<K>* b_;
   StateTable<K, Entry>* t_;
-  const StateTtlConfig cfg_;
-  const ProcessingTimeService* clock_;
+  const TtlRules ttl_;
 };
 
 // Map state with TTL: each user key's value carries its own stamp; the
@@ -366,14 +375,14 @@ class TtlMapState final : public MapState<UK, UV> {
   using Inner = absl::flat_hash_map<UK, TtlValue<UV>>;
   using Entry = TtlValue<Inner>;
   TtlMapState(KeyedBackend<K>* b, StateTable<K, Entry>* t, StateTtlConfig cfg, const ProcessingTimeService* clock)
-      : b_(b), t_(t), cfg_(cfg), clock_(clock) {}
+      : b_(b), t_(t), ttl_{cfg, clock} {}
 
   std::optional<UV> get(const UK& k) const override {
     const TtlValue<UV>* v = live(k);
     return v ? std::optional<UV>(v->value) : std::nullopt;
   }
   void put(const UK& k, const UV& v) override {
-    const int64_t now = clock_->now_ms();
+    const int64_t now = ttl_.now();
     Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
     w.value.insert_or_assign(k, TtlValue<UV>{now, v});
     w.stamp = now;
@@ -389,7 +398,7 @@ class TtlMapState final : public MapState<UK, UV> {
   std::vector<std::pair<UK, UV>> entries() const override {
     const Entry* e = t_->find(b_->current_key_group(), b_->current_key());
     if (!e) return {};
-    const int64_t now = clock_->now_ms();
+    const int64_t now = ttl_.now();
     bool any_expired = false;
     std::vector<std::pair<UK, UV>> out;
     for (const auto& [k, v] : e->value) {
@@ -428,9 +437,9 @@ class TtlMapState final : public MapState<UK, UV> {
   void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
 
  private:
-  bool expired(int64_t stamp, int64_t now) const { return now - stamp >= cfg_.ttl.count(); }
-  bool keep_expired() const { return cfg_.visibility == StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp; }
-  bool refresh() const { return cfg_.update_type == StateTtlConfig::UpdateType::kOnReadAndWrite; }
+  bool expired(int64_t stamp, int64_t now) const { return ttl_.expired(stamp, now); }
+  bool keep_expired() const { return ttl_.keep_expired(); }
+  bool refresh() const { return ttl_.refresh(); }
 
   // The value of user key `k` if visible, applying the TTL rules.
   const TtlValue<UV>* live(const UK& k) const {
@@ -438,7 +447,7 @@ class TtlMapState final : public MapState<UK, UV> {
     if (!e) return nullptr;
     auto it = e->value.find(k);
     if (it == e->value.end()) return nullptr;
-    const int64_t now = clock_->now_ms();
+    const int64_t now = ttl_.now();
     if (expired(it->second.stamp, now)) {
       if (keep_expired()) return &it->second;
       Entry& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
@@ -456,8 +465,7 @@ class TtlMapState final : public MapState<UK, UV> {
 
   KeyedBackend<K>* b_;
   StateTable<K, Entry>* t_;
-  const StateTtlConfig cfg_;
-  const ProcessingTimeService* clock_;
+  const TtlRules ttl_;
 };
 
 template <typename K, typename T>
