@@ -146,7 +146,10 @@ class TempDir {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
-  ~TempDir() { std::filesystem::remove_all(path_); }
+  // WEIR_KEEP_TEST_DIRS=1 keeps it, to look at after a failure.
+  ~TempDir() {
+    if (std::getenv("WEIR_KEEP_TEST_DIRS") == nullptr) std::filesystem::remove_all(path_);
+  }
   std::string path(const std::string& sub = "") const { return (path_ / sub).string(); }
 
  private:

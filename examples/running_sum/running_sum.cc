@@ -125,7 +125,8 @@ void build_running_sum(StreamEnvironment& env, const RunningSumOptions& o) {
   std::optional<DataStream<TextLine>> lines;
   for (size_t i = 0; i < o.inputs.size(); ++i) {
     std::string path = o.inputs[i];
-    auto src = env.from_source<TextLine>([path] { return std::make_unique<FileSource>(path); },
+    const int64_t rate = o.rate;
+    auto src = env.from_source<TextLine>([path, rate] { return std::make_unique<FileSource>(path, rate); },
                                          "source-" + std::to_string(i));
     src.uid("file-source-" + std::to_string(i)).parallelism(o.parallelism);
     lines = lines ? lines->union_with(src) : src;

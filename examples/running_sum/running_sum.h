@@ -26,6 +26,8 @@ struct RunningSumOptions {
   // the job always progresses.
   int64_t fail_every = 0;
   uint64_t seed = 0;
+  // Lines per second per source subtask (0: as fast as it goes).
+  int64_t rate = 0;
 };
 
 // Output prefixes inside output_dir.

@@ -134,6 +134,9 @@ struct JobConfig {
   bool restore_claim = false;
   // Skip state of operator uids the job no longer has. Default: false.
   bool allow_non_restored_state = false;
+  // Cluster: how long an attempt waits for enough free slots before the job
+  // fails. Default: 60 s.
+  Duration slot_timeout{60000};
 };
 
 }  // namespace weir

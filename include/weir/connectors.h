@@ -63,9 +63,34 @@ struct PendingPartFile {
   auto weir_fields() { return std::tie(checkpoint_id, subtask, seq, partition); }
 };
 
+// Caps a source subtask at `per_second` records per second of processing
+// time (0: no cap), counted from open().
+class RateLimiter {
+ public:
+  explicit RateLimiter(int64_t per_second) : per_second_(per_second) {}
+  void start(detail::ProcessingTimeService* clock) {
+    clock_ = clock;
+    start_ms_ = clock->now_ms();
+  }
+  // How many of `wanted` records may go now (0: poll again later).
+  int allow(int wanted) {
+    if (per_second_ <= 0) return wanted;
+    int64_t allowed = (clock_->now_ms() - start_ms_ + 1) * per_second_ / 1000 - emitted_;
+    int n = static_cast<int>(std::clamp<int64_t>(allowed, 0, wanted));
+    emitted_ += n;  // at most; the end of input stops it anyway
+    return n;
+  }
+
+ private:
+  const int64_t per_second_;
+  detail::ProcessingTimeService* clock_ = nullptr;
+  int64_t start_ms_ = 0, emitted_ = 0;
+};
+
 class FileSource final : public Source<TextLine> {
  public:
-  explicit FileSource(std::string path);
+  // At most `lines_per_second` lines per subtask (0: as fast as it goes).
+  explicit FileSource(std::string path, int64_t lines_per_second = 0);
   ~FileSource() override;
 
   absl::Status open(OperatorContext& ctx) override;
@@ -75,6 +100,7 @@ class FileSource final : public Source<TextLine> {
 
  private:
   const std::string path_;
+  RateLimiter rate_;
   std::unique_ptr<OperatorListState<FileSplit>> state_;
   std::vector<FileSplit> splits_;
   size_t current_ = 0;
@@ -96,11 +122,10 @@ template <Serializable T>
 class GeneratorSource final : public Source<T> {
  public:
   GeneratorSource(std::function<T(int64_t)> fn, int64_t count, int64_t per_second = 0)
-      : fn_(std::move(fn)), count_(count), per_second_(per_second) {}
+      : fn_(std::move(fn)), count_(count), rate_(per_second) {}
 
   absl::Status open(OperatorContext& ctx) override {
-    clock_ = &ctx.processing_time();
-    start_ms_ = clock_->now_ms();
+    rate_.start(&ctx.processing_time());
     state_ = std::make_unique<OperatorListState<std::pair<int64_t, int64_t>>>(ctx, "progressions");
     bool corrupt = false;
     progressions_ = state_->get(&corrupt);
@@ -109,12 +134,8 @@ class GeneratorSource final : public Source<T> {
     return absl::OkStatus();
   }
   PollStatus poll(SourceOutput<T>& out, int max_records) override {
-    if (per_second_ > 0) {
-      int64_t allowed = (clock_->now_ms() - start_ms_ + 1) * per_second_ / 1000 - emitted_;
-      if (allowed <= 0) return PollStatus::kIdle;
-      max_records = static_cast<int>(std::min<int64_t>(max_records, allowed));
-      emitted_ += max_records;  // at most; the end of input stops it anyway
-    }
+    max_records = rate_.allow(max_records);
+    if (max_records == 0) return PollStatus::kIdle;
     for (int i = 0; i < max_records; ++i) {
       auto it = progressions_.size() == 1 ? progressions_.begin()
                                           : std::min_element(progressions_.begin(), progressions_.end());
@@ -134,9 +155,7 @@ class GeneratorSource final : public Source<T> {
 
   std::function<T(int64_t)> fn_;
   const int64_t count_;
-  const int64_t per_second_;
-  detail::ProcessingTimeService* clock_ = nullptr;
-  int64_t start_ms_ = 0, emitted_ = 0;
+  RateLimiter rate_;
   std::vector<std::pair<int64_t, int64_t>> progressions_;  // (next index, stride)
   std::unique_ptr<OperatorListState<std::pair<int64_t, int64_t>>> state_;
 };

@@ -13,6 +13,14 @@ namespace weir {
 enum class JobStatus : uint8_t { kCreated, kRunning, kRestarting, kFinished, kFailed, kCanceled };
 std::string_view to_string(JobStatus s);
 
+// One subtask's part of a checkpoint, as it acknowledged it.
+struct SubtaskCheckpointStats {
+  int task = 0;               // index over all subtasks, vertex by vertex
+  int64_t sync_ms = 0;        // the synchronous part on the task thread
+  int64_t async_ms = 0;       // writing the state files
+  int64_t alignment_ms = 0;   // first to last barrier
+};
+
 struct CompletedCheckpointStats {
   int64_t id = 0;
   int64_t trigger_time_ms = 0;  // wall clock
@@ -21,6 +29,7 @@ struct CompletedCheckpointStats {
   bool is_final = false;        // the checkpoint taken at end of input
   bool is_savepoint = false;
   uint64_t new_bytes = 0;       // written by this checkpoint (less than state_bytes when incremental)
+  std::vector<SubtaskCheckpointStats> subtasks;  // by task
 };
 
 struct SavepointResult {

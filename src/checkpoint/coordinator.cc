@@ -146,6 +146,7 @@ void CheckpointCoordinator::on_ack(int task, int64_t id, TaskAck ack) {
   }
   Pending& p = it->second;
   if (p.awaiting.erase(task) == 0) return;
+  p.timings.push_back({task, ack.sync_ms, ack.async_ms, ack.alignment_ms});
   p.acks.push_back(std::move(ack));
   if (!p.awaiting.empty()) return;
   Pending done = std::move(p);
@@ -203,8 +204,10 @@ void CheckpointCoordinator::complete(Pending p) {
   }
   int64_t now = clock_->now_ms();
   const bool savepoint = !p.savepoint_dir.empty();
-  stats_.push_back(CompletedCheckpointStats{p.id, p.wall_ms, Duration(now - p.trigger_ms),
-                                            meta->total_bytes(), p.is_final, savepoint, meta->new_bytes()});
+  std::sort(p.timings.begin(), p.timings.end(),
+            [](const auto& a, const auto& b) { return a.task < b.task; });
+  stats_.push_back(CompletedCheckpointStats{p.id, p.wall_ms, Duration(now - p.trigger_ms), meta->total_bytes(),
+                                            p.is_final, savepoint, meta->new_bytes(), std::move(p.timings)});
   // A savepoint is the newest restore point too, but owned by the user.
   store_->add({p.id, *location, meta, !savepoint, savepoint});
   consecutive_failures_ = 0;

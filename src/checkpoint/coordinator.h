@@ -142,6 +142,7 @@ class CheckpointCoordinator {
     std::string savepoint_dir;  // empty for a checkpoint
     std::set<int> awaiting;
     std::vector<TaskAck> acks;
+    std::vector<SubtaskCheckpointStats> timings;  // per acknowledgement
   };
 
   bool periodic() const { return config_.mode != CheckpointingMode::kNone; }

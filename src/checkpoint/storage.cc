@@ -368,9 +368,13 @@ absl::Status RoutingCheckpointStorage::add_savepoint(int64_t id, const std::stri
   if (fs::exists(dir, ec)) return absl::AlreadyExistsError("savepoint directory " + dir + " already exists");
   fs::create_directories(dir, ec);
   if (ec) return errno_status("mkdir", dir, ec.value());
+  route_savepoint(id, dir);
+  return absl::OkStatus();
+}
+
+void RoutingCheckpointStorage::route_savepoint(int64_t id, const std::string& dir) {
   absl::MutexLock lock(&mu_);
   savepoints_[id] = FileCheckpointStorage::at_directory(dir);
-  return absl::OkStatus();
 }
 
 void discard_files(const std::vector<std::string>& files) {

@@ -160,6 +160,9 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
   void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
   std::string location(int64_t checkpoint_id) const override;
   absl::Status add_savepoint(int64_t checkpoint_id, const std::string& dir) override;
+  // Routes checkpoint `checkpoint_id` to the savepoint directory `dir` that
+  // another process created (a TaskManager writing a savepoint's files).
+  void route_savepoint(int64_t checkpoint_id, const std::string& dir);
   absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
                                           const std::string& name, bool shared) override;
   bool supports_native() const override { return checkpoints_->supports_native(); }

@@ -26,6 +26,8 @@
 #include "absl/cleanup/cleanup.h"
 #include "examples/nexmark/dump.h"
 #include "examples/nexmark/queries.h"
+#include "cli/cluster_commands.h"
+#include "cli/jobs.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
@@ -40,114 +42,13 @@ enum ExitCode : int {
   kJobFailed = 4,
 };
 
+using weir::cli::JobFlags;
+using weir::cli::NexmarkFlags;
+
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "weir: %s\n", message.c_str());
   return code;
 }
-
-struct JobFlags {
-  int parallelism = 1;
-  int max_parallelism = weir::kDefaultMaxParallelism;
-  std::string checkpoint_dir;
-  std::string checkpoint_interval = "1s";
-  std::string mode = "exactly-once";
-  std::string restore;
-  bool allow_non_restored = false;
-  std::string restart_strategy = "fixed-delay";
-  int restart_attempts = -1;
-  std::string restart_delay = "100ms";
-  int retained = 3;
-  std::string state = "heap";
-  std::string state_dir;
-  std::string savepoint_dir;
-  bool incremental = false;
-  bool no_local_recovery = false;
-  bool drain = false;
-  bool claim = false;
-  bool verbose = false;
-
-  void add_to(CLI::App* app) {
-    app->add_option("--parallelism,-p", parallelism, "Subtasks per operator")
-        ->check(CLI::Range(1, 1024));
-    app->add_option("--max-parallelism", max_parallelism, "Key groups; fixed for the job's life")
-        ->check(CLI::Range(1, 32768));
-    app->add_option("--checkpoint-dir", checkpoint_dir,
-                    "Directory for retained checkpoints (default: in memory)");
-    app->add_option("--checkpoint-interval", checkpoint_interval, "e.g. 500ms, 1s, 1min");
-    app->add_option("--mode", mode, "exactly-once | at-least-once | none");
-    app->add_option("--restore", restore, "latest | PATH of a chk-<n> directory");
-    app->add_flag("--allow-non-restored-state", allow_non_restored,
-                  "Skip state of operators the job lacks");
-    app->add_option("--restart-strategy", restart_strategy,
-                    "fixed-delay | exponential-delay | failure-rate | none");
-    app->add_option("--restart-attempts", restart_attempts, "fixed-delay: -1 for unlimited");
-    app->add_option("--restart-delay", restart_delay, "Wait before a restart");
-    app->add_option("--retained-checkpoints", retained, "Completed checkpoints kept")
-        ->check(CLI::Range(1, 1000));
-    app->add_option("--state", state, "State backend: heap | rocksdb");
-    app->add_option("--state-dir", state_dir,
-                    "rocksdb: directory for the working copies (default: system temp)");
-    app->add_flag("--incremental", incremental,
-                  "rocksdb: checkpoints upload only new SST files (needs --checkpoint-dir)");
-    app->add_flag("--no-local-recovery", no_local_recovery,
-                  "incremental: restore from the checkpoint, not from the local copy, after a failure");
-    app->add_option("--savepoint-dir", savepoint_dir,
-                    "Where SIGUSR1 (savepoint) and SIGUSR2 (stop with savepoint) write savepoints");
-    app->add_flag("--drain", drain, "SIGUSR2 drains: end the input and fire all timers first");
-    app->add_flag("--claim", claim,
-                  "Own the restored checkpoint: delete it once newer ones replace it");
-    app->add_flag("--verbose,-v", verbose, "Log restarts and checkpoints");
-  }
-
-  absl::StatusOr<weir::JobConfig> to_config() const {
-    weir::JobConfig c;
-    c.default_parallelism = parallelism;
-    c.max_parallelism = max_parallelism;
-    if (parallelism > max_parallelism) {
-      return absl::InvalidArgumentError("--parallelism " + std::to_string(parallelism) +
-                                        " exceeds --max-parallelism " +
-                                        std::to_string(max_parallelism));
-    }
-    auto interval = weir::parse_duration(checkpoint_interval);
-    if (!interval.ok()) return interval.status();
-    if (interval->count() < 1) return absl::InvalidArgumentError("--checkpoint-interval must be > 0");
-    c.checkpoint.interval = *interval;
-    auto m = weir::parse_checkpointing_mode(mode);
-    if (!m.ok()) return m.status();
-    c.checkpoint.mode = *m;
-    auto backend = weir::parse_state_backend(state);
-    if (!backend.ok()) return backend.status();
-    c.state.kind = *backend;
-    c.state.local_directory = state_dir;
-    c.checkpoint.directory = checkpoint_dir;
-    c.checkpoint.incremental = incremental;
-    c.state.local_recovery = !no_local_recovery;
-    c.checkpoint.retained = retained;
-    c.restore = restore;
-    c.restore_claim = claim;
-    c.allow_non_restored_state = allow_non_restored;
-    if (!restore.empty() && restore == "latest" && checkpoint_dir.empty()) {
-      return absl::InvalidArgumentError("--restore latest needs --checkpoint-dir");
-    }
-    auto delay = weir::parse_duration(restart_delay);
-    if (!delay.ok()) return delay.status();
-    c.restart.delay = *delay;
-    c.restart.initial_backoff = *delay;
-    c.restart.max_attempts = restart_attempts;
-    if (restart_strategy == "fixed-delay") {
-      c.restart.kind = weir::RestartStrategyKind::kFixedDelay;
-    } else if (restart_strategy == "exponential-delay") {
-      c.restart.kind = weir::RestartStrategyKind::kExponentialDelay;
-    } else if (restart_strategy == "failure-rate") {
-      c.restart.kind = weir::RestartStrategyKind::kFailureRate;
-    } else if (restart_strategy == "none") {
-      c.restart.kind = weir::RestartStrategyKind::kNone;
-    } else {
-      return absl::InvalidArgumentError("invalid --restart-strategy '" + restart_strategy + "'");
-    }
-    return c;
-  }
-};
 
 int exit_code_for(const absl::Status& s) {
   if (absl::IsInvalidArgument(s)) return kBadArguments;
@@ -256,29 +157,10 @@ double cpu_seconds() {
   return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-struct NexmarkFlags {
-  std::string query;
-  int64_t events = 10'000'000;
-  int64_t rate = 0;
-  int64_t event_rate = 10'000'000;
-  std::string output = "blackhole";
-  std::string dump_dir;
-  int64_t fail_every = 0;
-  uint64_t seed = 0;
-  std::string side_input;
-};
-
 int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
   auto config = flags.to_config();
   if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
-  weir::nexmark::QueryOptions o;
-  o.query = nf.query;
-  o.source.events = nf.events;
-  o.source.rate_limit = nf.rate;
-  o.source.fail_every = nf.fail_every;
-  o.source.seed = nf.seed;
-  o.generator.event_rate = nf.event_rate;
-  o.side_input = nf.side_input;
+  weir::nexmark::QueryOptions o = nf.to_query_options();
   std::string generated_side_input;  // removed on return
   absl::Cleanup remove_side_input = [&generated_side_input] {
     std::error_code ec;
@@ -383,32 +265,14 @@ int main(int argc, char** argv) {
   auto* rs = example->add_subcommand("running-sum", "Per-key running sum and count");
   weir::examples::RunningSumOptions rs_opts;
   JobFlags rs_flags;
-  rs->add_option("--input", rs_opts.inputs, "Input file of key,value lines (repeat for a union)")
-      ->required();
-  rs->add_option("--output", rs_opts.output_dir, "Output directory")->required();
-  rs->add_option("--fail-every", rs_opts.fail_every, "Inject a task failure every ~N records")
-      ->check(CLI::NonNegativeNumber);
-  rs->add_option("--seed", rs_opts.seed, "Seed for failure positions");
+  weir::cli::add_running_sum_options(rs, rs_opts);
   rs_flags.add_to(rs);
 
   // weir nexmark
   auto* nx = app.add_subcommand("nexmark", "Run a Nexmark query on generated events");
   NexmarkFlags nx_flags;
   JobFlags nx_job;
-  nx->add_option("--query", nx_flags.query, "q0 .. q22")->required();
-  nx->add_option("--events", nx_flags.events, "Events to generate")->check(CLI::PositiveNumber);
-  nx->add_option("--rate", nx_flags.rate, "Emit at most this many events/s (0: unlimited)")
-      ->check(CLI::NonNegativeNumber);
-  nx->add_option("--event-rate", nx_flags.event_rate,
-                 "Events per second of event time in the generator's clock")
-      ->check(CLI::PositiveNumber);
-  nx->add_option("--output", nx_flags.output, "FILE for the result rows, or blackhole");
-  nx->add_option("--dump-events", nx_flags.dump_dir, "Also write the events as CSV into DIR");
-  nx->add_option("--fail-every", nx_flags.fail_every, "Inject a source failure every ~N events")
-      ->check(CLI::NonNegativeNumber);
-  nx->add_option("--seed", nx_flags.seed, "Seed for failure positions");
-  nx->add_option("--side-input", nx_flags.side_input,
-                 "q13: lines <key>,<value> (default: 10 000 lines <i>,<i>)");
+  weir::cli::add_nexmark_options(nx, nx_flags, /*dump=*/true);
   nx_job.add_to(nx);
 
   // weir generate running-sum-input
@@ -436,6 +300,8 @@ int main(int argc, char** argv) {
   ver_rs->add_option("--output", ver_output, "The job's output directory")->required();
   ver_rs->add_flag("--at-least-once", ver_at_least_once, "Only require that nothing was lost");
 
+  weir::cli::ClusterCommands cluster(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -447,6 +313,7 @@ int main(int argc, char** argv) {
     return fail(kBadArguments, what.empty() ? e.get_name() : what);
   }
 
+  if (auto code = cluster.run()) return *code;
   if (rs->parsed()) {
     if (rs_flags.verbose) spdlog::set_level(spdlog::level::info);
     rs_opts.parallelism = rs_flags.parallelism;

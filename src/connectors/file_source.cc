@@ -6,7 +6,8 @@
 
 namespace weir {
 
-FileSource::FileSource(std::string path) : path_(std::move(path)) {}
+FileSource::FileSource(std::string path, int64_t lines_per_second)
+    : path_(std::move(path)), rate_(lines_per_second) {}
 
 FileSource::~FileSource() { close(); }
 
@@ -17,6 +18,7 @@ absl::Status FileSource::open(OperatorContext& ctx) {
   data_ = file_->bytes().data();
   size_ = static_cast<int64_t>(file_->bytes().size());
 
+  rate_.start(&ctx.processing_time());
   state_ = std::make_unique<OperatorListState<FileSplit>>(ctx, "splits");
   if (ctx.is_restored()) {
     bool corrupt = false;
@@ -48,6 +50,9 @@ absl::Status FileSource::open(OperatorContext& ctx) {
 }
 
 PollStatus FileSource::poll(SourceOutput<TextLine>& out, int max_records) {
+  if (current_ >= splits_.size()) return PollStatus::kEndOfInput;
+  max_records = rate_.allow(max_records);
+  if (max_records == 0) return PollStatus::kIdle;
   for (int n = 0; n < max_records;) {
     if (current_ >= splits_.size()) return PollStatus::kEndOfInput;
     FileSplit& s = splits_[current_];

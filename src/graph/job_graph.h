@@ -50,6 +50,13 @@ struct JobGraph {
     for (const auto& v : vertices) n += v.parallelism;
     return n;
   }
+  // Subtasks are numbered vertex by vertex: the task index of subtask s of
+  // vertex v (how deployments and checkpoint acknowledgements count them).
+  int task_index(int vertex, int subtask) const {
+    int n = 0;
+    for (int u = 0; u < vertex; ++u) n += vertices[u].parallelism;
+    return n + subtask;
+  }
   // The job edge a stream edge became, or -1 when it is chained.
   int job_edge_of(int stream_edge) const;
 };

@@ -15,15 +15,24 @@ bool LocalChannel::push(ChannelEvent ev) {
   return true;
 }
 
-std::optional<ChannelEvent> LocalChannel::poll() {
-  absl::MutexLock lock(&mu_);
-  if (queue_.empty()) return std::nullopt;
-  std::optional<ChannelEvent> ev(std::move(queue_.front()));
-  queue_.pop_front();
-  if (ev->kind == EventKind::kBuffer) {
-    --queued_buffers_;
-    not_full_.Signal();
+std::optional<ChannelEvent> LocalChannel::poll() { return poll_if(true); }
+
+std::optional<ChannelEvent> LocalChannel::poll_if(bool take_buffer) {
+  std::function<void()> taken;
+  std::optional<ChannelEvent> ev;
+  {
+    absl::MutexLock lock(&mu_);
+    if (queue_.empty()) return std::nullopt;
+    if (queue_.front().kind == EventKind::kBuffer && !take_buffer) return std::nullopt;
+    ev.emplace(std::move(queue_.front()));
+    queue_.pop_front();
+    if (ev->kind == EventKind::kBuffer) {
+      --queued_buffers_;
+      not_full_.Signal();
+      taken = on_buffer_taken_;
+    }
   }
+  if (taken) taken();
   return ev;
 }
 
@@ -34,12 +43,17 @@ bool LocalChannel::has_event() const {
 
 void LocalChannel::close() {
   std::deque<ChannelEvent> dropped;  // buffers return to the pool outside the lock
-  absl::MutexLock lock(&mu_);
-  closed_ = true;
-  dropped.swap(queue_);
-  queued_buffers_ = 0;
-  if (consumer_ != nullptr) consumer_->notify();
-  not_full_.SignalAll();
+  std::function<void()> closed;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!closed_) closed.swap(on_closed_);
+    closed_ = true;
+    dropped.swap(queue_);
+    queued_buffers_ = 0;
+    if (consumer_ != nullptr) consumer_->notify();
+    not_full_.SignalAll();
+  }
+  if (closed) closed();
 }
 
 bool LocalChannel::closed() const {
@@ -50,6 +64,17 @@ bool LocalChannel::closed() const {
 void LocalChannel::set_consumer(runtime::Wakeup* wakeup) {
   absl::MutexLock lock(&mu_);
   consumer_ = wakeup;
+}
+
+void LocalChannel::set_listener(std::function<void()> on_buffer_taken, std::function<void()> on_closed) {
+  bool already_closed;
+  {
+    absl::MutexLock lock(&mu_);
+    already_closed = closed_;
+    on_buffer_taken_ = std::move(on_buffer_taken);
+    if (!already_closed) on_closed_ = std::move(on_closed);
+  }
+  if (already_closed && on_closed) on_closed();
 }
 
 }  // namespace weir::network

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 
 #include "absl/synchronization/mutex.h"
@@ -45,6 +46,9 @@ class LocalChannel {
   bool push(ChannelEvent ev);
   // Non-blocking. Empty when nothing is queued.
   std::optional<ChannelEvent> poll();
+  // As poll(), but leaves a data buffer at the head queued unless
+  // `take_buffer` (a network sender without credit still sends events).
+  std::optional<ChannelEvent> poll_if(bool take_buffer);
   bool has_event() const;
   // Wakes both sides for good; later pushes fail, queued events are dropped.
   void close();
@@ -52,6 +56,10 @@ class LocalChannel {
   // The consumer's wakeup, signalled on every push. May be set after pushes;
   // the consumer resets it to null before the wakeup is destroyed.
   void set_consumer(runtime::Wakeup* wakeup);
+  // Called (outside the channel's lock) each time the consumer takes a data
+  // buffer, and once when the channel closes. A remote channel's receiving
+  // end returns credit and passes closes on through them. Set before use.
+  void set_listener(std::function<void()> on_buffer_taken, std::function<void()> on_closed);
 
  private:
   const int capacity_;
@@ -61,6 +69,8 @@ class LocalChannel {
   int queued_buffers_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   runtime::Wakeup* consumer_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::function<void()> on_buffer_taken_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> on_closed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weir::network

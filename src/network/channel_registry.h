@@ -1,9 +1,11 @@
 // Finds the local channel between a producer and a consumer subtask of one
-// job attempt, creating it on first use by either side, so tasks can be
-// deployed in any order. Thread-safe.
+// job attempt, creating it on first use by either side (or by the network,
+// for a remote producer), so tasks can be deployed in any order. A channel
+// of an attempt already released comes back closed. Thread-safe.
 #ifndef WEIR_NETWORK_CHANNEL_REGISTRY_H_
 #define WEIR_NETWORK_CHANNEL_REGISTRY_H_
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,8 +30,17 @@ class ChannelRegistry {
  public:
   explicit ChannelRegistry(int capacity) : capacity_(capacity) {}
 
+  // Data buffers a channel holds before its producer blocks.
+  int capacity() const { return capacity_; }
+
   std::shared_ptr<LocalChannel> get(const ChannelKey& key) {
     absl::MutexLock lock(&mu_);
+    auto released = released_.find(key.job_id);
+    if (released != released_.end() && key.attempt <= released->second) {
+      auto closed = std::make_shared<LocalChannel>(capacity_);
+      closed->close();
+      return closed;
+    }
     auto& c = channels_[key];
     if (!c) c = std::make_shared<LocalChannel>(capacity_);
     return c;
@@ -37,6 +48,8 @@ class ChannelRegistry {
   // Closes and forgets every channel of `job_id` attempts up to `attempt`.
   void release(const std::string& job_id, int attempt) {
     absl::MutexLock lock(&mu_);
+    int& released = released_.try_emplace(job_id, -1).first->second;
+    released = std::max(released, attempt);
     for (auto it = channels_.begin(); it != channels_.end();) {
       if (it->first.job_id == job_id && it->first.attempt <= attempt) {
         it->second->close();
@@ -51,6 +64,7 @@ class ChannelRegistry {
   const int capacity_;
   absl::Mutex mu_;
   std::map<ChannelKey, std::shared_ptr<LocalChannel>> channels_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> released_ ABSL_GUARDED_BY(mu_);  // job -> newest released attempt
 };
 
 }  // namespace weir::network

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "checkpoint/coordinator.h"
 #include "checkpoint/format.h"
 #include "weir/key_group.h"
@@ -38,12 +40,24 @@ struct TaskDeploymentDescriptor {
   // The checkpoint to restore from; null on a fresh start.
   std::string restore_location;
   std::shared_ptr<const checkpoint::CheckpointMetadata> restore;
+  // Multi-process cluster: the data address (host:port) of the process
+  // running each task of the attempt, by task index, and of this one. Empty
+  // in the embedded cluster: every channel is local.
+  std::shared_ptr<const std::vector<std::string>> task_locations;
+  std::string location;
 };
 
 // JobManager -> TaskManager.
 class TaskExecutorGateway {
  public:
   virtual ~TaskExecutorGateway() = default;
+  // Places the tasks of a new attempt before any is submitted (fills their
+  // locations). Unavailable while there are not enough free slots. The
+  // embedded cluster runs everything in its one TaskManager.
+  virtual absl::Status place(std::vector<TaskDeploymentDescriptor>& tdds) { return absl::OkStatus(); }
+  // Checkpoint `checkpoint_id` is a savepoint written to `directory`; sent
+  // before its trigger. Only other processes need to hear it.
+  virtual void prepare_savepoint(int64_t checkpoint_id, const std::string& directory) {}
   virtual void submit_task(TaskDeploymentDescriptor tdd) = 0;
   virtual void cancel_task(const ExecutionId& id) = 0;
   virtual void trigger_checkpoint(const ExecutionId& id, int64_t checkpoint_id,

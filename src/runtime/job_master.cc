@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "absl/synchronization/notification.h"
+
 namespace weir::runtime {
 namespace {
 
@@ -70,18 +72,59 @@ void JobMaster::cancel() {
   });
 }
 
+JobMaster::Status JobMaster::status() {
+  Status out;
+  absl::Notification done;
+  loop_.post([&] {
+    out.status = status_;
+    out.attempt = attempt_;
+    out.restarts = restarts_;
+    out.failure = last_failure_;
+    out.checkpoints = coordinator_.completed_stats();
+    out.failed_checkpoints = coordinator_.failed_checkpoints();
+    for (const auto& e : executions_) out.executions.push_back({e.id, e.state, e.terminal});
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return out;
+}
+
+bool JobMaster::place_attempt(std::vector<TaskDeploymentDescriptor>& tdds) {
+  absl::Status placed = tm_->place(tdds);
+  if (placed.ok()) {
+    waiting_for_slots_since_ms_ = -1;
+    return true;
+  }
+  const int64_t now = clock_->now_ms();
+  if (waiting_for_slots_since_ms_ < 0) {
+    waiting_for_slots_since_ms_ = now;
+    spdlog::info("job {}: waiting for slots: {}", job_id_, std::string(placed.message()));
+  }
+  if (now - waiting_for_slots_since_ms_ >= config_.slot_timeout.count()) {
+    waiting_for_slots_since_ms_ = -1;
+    finish_job(JobStatus::kFailed, "no slots for the job after " +
+                                       std::to_string(config_.slot_timeout.count()) +
+                                       " ms: " + std::string(placed.message()));
+    return false;
+  }
+  loop_.post_delayed(std::chrono::milliseconds(100), [this] {
+    if (status_ == JobStatus::kRunning && executions_.empty()) deploy_attempt();
+  });
+  return false;
+}
+
 void JobMaster::deploy_attempt() {
-  ++attempt_;
   restart_scheduled_ = false;
   executions_.clear();
   const checkpoint::CompletedCheckpointStore::Entry* latest = store_.latest();
   std::vector<TaskDeploymentDescriptor> tdds;
+  std::vector<Execution> executions;
   for (const auto& v : graph_->vertices) {
     for (int s = 0; s < v.parallelism; ++s) {
       TaskDeploymentDescriptor tdd;
       tdd.job_id = job_id_;
-      tdd.execution = ExecutionId{v.id, s, attempt_};
-      tdd.task_index = static_cast<int>(executions_.size());
+      tdd.execution = ExecutionId{v.id, s, attempt_ + 1};
+      tdd.task_index = static_cast<int>(executions.size());
       tdd.key_groups = key_group_range_for_operator(graph_->max_parallelism, v.parallelism, s);
       if (latest != nullptr) {
         tdd.restore_location = latest->location;
@@ -92,10 +135,13 @@ void JobMaster::deploy_attempt() {
       e.is_source = v.is_source;
       e.terminal = false;
       e.state = ExecutionState::kRunning;
-      executions_.push_back(e);
+      executions.push_back(e);
       tdds.push_back(std::move(tdd));
     }
   }
+  if (!place_attempt(tdds)) return;
+  ++attempt_;
+  executions_ = std::move(executions);
   if (latest != nullptr && attempt_ > 0) {
     spdlog::info("job {}: attempt {} restores checkpoint {} from {}", job_id_, attempt_,
                  latest->id, latest->location);
@@ -301,6 +347,7 @@ void JobMaster::end_of_data(const ExecutionId& id) {
 }
 
 void JobMaster::trigger_sources(int64_t cp, int64_t ts, bool savepoint) {
+  if (savepoint) tm_->prepare_savepoint(cp, storage_->location(cp));
   for (auto& e : executions_) {
     if (e.is_source) tm_->trigger_checkpoint(e.id, cp, ts, savepoint);
   }

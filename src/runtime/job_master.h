@@ -42,6 +42,24 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   // A savepoint or stop request (from JobControl, on any thread).
   void handle_request(JobControl::Request r);
 
+  // What the job is doing now, for clients. Blocks until the event loop
+  // answers; not to be called on it.
+  struct Status {
+    JobStatus status = JobStatus::kCreated;
+    int attempt = 0;
+    int restarts = 0;
+    std::string failure;
+    std::vector<CompletedCheckpointStats> checkpoints;
+    int64_t failed_checkpoints = 0;
+    struct Execution {
+      ExecutionId id;
+      ExecutionState state;
+      bool terminal;
+    };
+    std::vector<Execution> executions;  // of the current attempt
+  };
+  Status status();
+
   // JobMasterGateway.
   void update_task_state(const ExecutionId& id, ExecutionState state,
                          const std::string& error) override;
@@ -71,6 +89,9 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   void stop_tasks();
 
   void deploy_attempt();
+  // Slots for the next attempt; false (and a retry or the job failed) when
+  // there are not enough.
+  bool place_attempt(std::vector<TaskDeploymentDescriptor>& tdds);
   void on_task_state(const ExecutionId& id, ExecutionState state, const std::string& error);
   void handle_failure(const std::string& error);
   void maybe_restart();
@@ -97,6 +118,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   std::string last_failure_;
   int restarts_ = 0;
   int64_t start_ms_ = 0;
+  int64_t waiting_for_slots_since_ms_ = -1;
   int64_t restored_id_ = -1;
   std::string restored_from_;
   std::vector<SavepointResult> savepoints_;

@@ -18,7 +18,6 @@ absl::StatusOr<JobResult> StreamEnvironment::execute(const std::string& job_name
 }
 
 namespace runtime {
-namespace {
 
 std::string new_job_id() {
   std::random_device rd;
@@ -29,8 +28,8 @@ std::string new_job_id() {
   return buf;
 }
 
-// Network buffers the job needs at most at once: per channel, the queued
-// buffers, the one being filled and the one being read.
+// Per channel: the queued buffers, the one being filled and the one being
+// read.
 int64_t buffers_needed(const graph::JobGraph& g, const NetworkConfig& net) {
   int64_t channels = 0;
   for (const auto& e : g.edges) {
@@ -40,6 +39,8 @@ int64_t buffers_needed(const graph::JobGraph& g, const NetworkConfig& net) {
   }
   return channels * (net.buffers_per_channel + 2);
 }
+
+namespace {
 
 absl::Status check_restore(const graph::JobGraph& g, const checkpoint::CheckpointMetadata& m,
                            const std::string& location, bool allow_non_restored) {
@@ -79,6 +80,27 @@ absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobC
         std::to_string(config.network.total_buffers) + "; raise the network buffer count");
   }
 
+  auto restored = find_restore(**graph, config);
+  if (!restored.ok()) return restored.status();
+  std::string job_id = new_job_id();
+  auto storage = make_job_storage(config, job_id);
+
+  TaskManager tm(config.network, /*snapshot_threads=*/2);
+  JobMaster jm(job_id, *graph, config, &tm, storage, SystemClock::instance(), control);
+  tm.register_job(job_id, TaskManager::JobContext{*graph, storage, &jm, config});
+  jm.start(std::move(*restored));
+  if (control != nullptr) {
+    control->attach([&jm](JobControl::Request r) { jm.handle_request(std::move(r)); });
+  }
+  JobResult result = jm.wait();
+  if (control != nullptr) control->detach();
+  tm.unregister_job(job_id);
+  tm.drain_snapshots();
+  return result;
+}
+
+absl::StatusOr<std::optional<checkpoint::RestoredCheckpoint>> find_restore(const graph::JobGraph& g,
+                                                                          const JobConfig& config) {
   std::optional<checkpoint::RestoredCheckpoint> restored;
   if (!config.restore.empty()) {
     absl::StatusOr<checkpoint::RestoredCheckpoint> cp;
@@ -93,33 +115,22 @@ absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobC
       cp = checkpoint::load_checkpoint(config.restore);
     }
     if (!cp.ok()) return cp.status();
-    absl::Status s = check_restore(**graph, cp->metadata, cp->location,
-                                   config.allow_non_restored_state);
+    absl::Status s = check_restore(g, cp->metadata, cp->location, config.allow_non_restored_state);
     if (!s.ok()) return s;
     restored = std::move(*cp);
   }
+  return restored;
+}
 
-  std::string job_id = new_job_id();
+std::shared_ptr<checkpoint::RoutingCheckpointStorage> make_job_storage(const JobConfig& config,
+                                                                       const std::string& job_id) {
   std::shared_ptr<checkpoint::CheckpointStorage> checkpoints;
   if (config.checkpoint.directory.empty()) {
     checkpoints = std::make_shared<checkpoint::MemoryCheckpointStorage>(job_id);
   } else {
     checkpoints = std::make_shared<checkpoint::FileCheckpointStorage>(config.checkpoint.directory, job_id);
   }
-  auto storage = std::make_shared<checkpoint::RoutingCheckpointStorage>(std::move(checkpoints));
-
-  TaskManager tm(config.network, /*snapshot_threads=*/2);
-  JobMaster jm(job_id, *graph, config, &tm, storage, SystemClock::instance(), control);
-  tm.register_job(job_id, TaskManager::JobContext{*graph, storage, &jm, config});
-  jm.start(std::move(restored));
-  if (control != nullptr) {
-    control->attach([&jm](JobControl::Request r) { jm.handle_request(std::move(r)); });
-  }
-  JobResult result = jm.wait();
-  if (control != nullptr) control->detach();
-  tm.unregister_job(job_id);
-  tm.drain_snapshots();
-  return result;
+  return std::make_shared<checkpoint::RoutingCheckpointStorage>(std::move(checkpoints));
 }
 
 }  // namespace runtime

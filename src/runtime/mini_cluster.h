@@ -3,7 +3,12 @@
 #ifndef WEIR_RUNTIME_MINI_CLUSTER_H_
 #define WEIR_RUNTIME_MINI_CLUSTER_H_
 
+#include <memory>
+#include <optional>
 #include <string>
+
+#include "checkpoint/storage.h"
+#include "graph/job_graph.h"
 
 #include "absl/status/statusor.h"
 #include "weir/config.h"
@@ -17,6 +22,19 @@ namespace weir::runtime {
 // runs the job to its end. Errors in the job's definition, its restore
 // point or its configuration come back as a status; the job's own fate is
 // in JobResult::status.
+// The parts of starting a job the embedded cluster and the JobManager share.
+std::string new_job_id();
+// Network buffers the job needs at most at once.
+int64_t buffers_needed(const graph::JobGraph& g, const NetworkConfig& net);
+// The checkpoint config.restore names (null when it is empty), checked
+// against the job: known operators, same max parallelism.
+absl::StatusOr<std::optional<checkpoint::RestoredCheckpoint>> find_restore(const graph::JobGraph& g,
+                                                                          const JobConfig& config);
+// Where the job's checkpoints go: its checkpoint directory (in memory when
+// none), savepoints to their own directories.
+std::shared_ptr<checkpoint::RoutingCheckpointStorage> make_job_storage(const JobConfig& config,
+                                                                       const std::string& job_id);
+
 absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& graph, const JobConfig& config,
                                        const std::string& job_name, JobControl* control = nullptr);
 

@@ -205,8 +205,18 @@ absl::Status Task::build_chain() {
     std::vector<std::shared_ptr<network::LocalChannel>> chans;
     for (int c = 0; c < consumers; ++c) {
       if (je.pointwise && c != tdd_.execution.subtask) continue;
-      chans.push_back(services_.channels->get(
-          {tdd_.job_id, tdd_.execution.attempt, e, tdd_.execution.subtask, c}));
+      network::ChannelKey key{tdd_.job_id, tdd_.execution.attempt, e, tdd_.execution.subtask, c};
+      const std::string* where = nullptr;
+      if (tdd_.task_locations != nullptr) {
+        where = &tdd_.task_locations->at(graph_->task_index(je.target_vertex, c));
+      }
+      if (where != nullptr && *where != tdd_.location && services_.data_plane != nullptr) {
+        auto remote = services_.data_plane->outbound(*where, key);
+        if (!remote.ok()) return remote.status();
+        chans.push_back(std::move(*remote));
+      } else {
+        chans.push_back(services_.channels->get(key));
+      }
       register_channel(chans.back());
     }
     partitions_.push_back(

@@ -31,6 +31,7 @@
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
 #include "network/channel_registry.h"
+#include "network/data_plane.h"
 #include "network/partition_writer.h"
 #include "runtime/executor.h"
 #include "runtime/gateways.h"
@@ -46,6 +47,8 @@ namespace weir::runtime {
 struct TaskServices {
   network::NetworkBufferPool* pool = nullptr;
   network::ChannelRegistry* channels = nullptr;
+  // Channels to tasks in other processes; null in the embedded cluster.
+  network::DataPlane* data_plane = nullptr;
   checkpoint::CheckpointStorage* storage = nullptr;
   ThreadPool* snapshot_executor = nullptr;
   JobMasterGateway* job_master = nullptr;

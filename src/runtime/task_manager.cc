@@ -10,9 +10,19 @@
 namespace weir::runtime {
 
 TaskManager::TaskManager(const NetworkConfig& network, int snapshot_threads)
-    : pool_(network.total_buffers, network.buffer_size),
-      channels_(network.buffers_per_channel),
+    : own_pool_(std::make_unique<network::NetworkBufferPool>(network.total_buffers, network.buffer_size)),
+      own_channels_(std::make_unique<network::ChannelRegistry>(network.buffers_per_channel)),
+      pool_(own_pool_.get()),
+      data_plane_(nullptr),
       snapshot_executor_(snapshot_threads) {}
+
+TaskManager::TaskManager(network::NetworkBufferPool* pool, network::DataPlane* data_plane,
+                         int snapshot_threads)
+    : pool_(pool), data_plane_(data_plane), snapshot_executor_(snapshot_threads) {}
+
+network::ChannelRegistry* TaskManager::channels(const std::string& job_id) {
+  return data_plane_ != nullptr ? data_plane_->registry(job_id) : own_channels_.get();
+}
 
 TaskManager::~TaskManager() {
   std::map<Key, std::unique_ptr<Task>> tasks;
@@ -63,7 +73,7 @@ void TaskManager::unregister_job(const std::string& job_id) {
   }
   for (auto& t : done) t->cancel();
   done.clear();
-  channels_.release(job_id, INT32_MAX);
+  channels(job_id)->release(job_id, INT32_MAX);
   absl::MutexLock lock(&mu_);
   jobs_.erase(job_id);
 }
@@ -88,8 +98,9 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
       }
     }
     TaskServices services;
-    services.pool = &pool_;
-    services.channels = &channels_;
+    services.pool = pool_;
+    services.channels = channels(tdd.job_id);
+    services.data_plane = data_plane_;
     services.storage = job->second->storage.get();
     services.snapshot_executor = &snapshot_executor_;
     services.job_master = job->second->job_master;
@@ -102,7 +113,7 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
     tasks_[key] = std::move(t);
   }
   old.clear();  // joins outside the lock
-  if (tdd_attempt > 0) channels_.release(tdd_job, tdd_attempt - 1);
+  if (tdd_attempt > 0) channels(tdd_job)->release(tdd_job, tdd_attempt - 1);
   task->start();
 }
 

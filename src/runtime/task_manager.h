@@ -14,6 +14,7 @@
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
 #include "network/channel_registry.h"
+#include "network/data_plane.h"
 #include "runtime/executor.h"
 #include "runtime/gateways.h"
 #include "runtime/task.h"
@@ -35,7 +36,11 @@ class TaskManager final : public TaskExecutorGateway {
     std::shared_ptr<state::LocalStateStore> local_state;
   };
 
+  // Embedded: owns its buffer pool; every channel is local.
   TaskManager(const NetworkConfig& network, int snapshot_threads);
+  // In a TaskManager process: the process's buffer pool and data plane,
+  // which also holds the job's channel registry.
+  TaskManager(network::NetworkBufferPool* pool, network::DataPlane* data_plane, int snapshot_threads);
   ~TaskManager() override;
 
   // Makes a job's graph and services known before its tasks are submitted.
@@ -50,7 +55,7 @@ class TaskManager final : public TaskExecutorGateway {
   void finish_task(const ExecutionId& id) override;
   void stop_source(const ExecutionId& id) override;
 
-  network::NetworkBufferPool& buffer_pool() { return pool_; }
+  network::NetworkBufferPool& buffer_pool() { return *pool_; }
   // Waits for asynchronous snapshot work in flight (it reports to the
   // JobManager, which must outlive it).
   void drain_snapshots() { snapshot_executor_.drain(); }
@@ -65,8 +70,12 @@ class TaskManager final : public TaskExecutorGateway {
   };
   Task* find(const ExecutionId& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  network::NetworkBufferPool pool_;
-  network::ChannelRegistry channels_;
+  network::ChannelRegistry* channels(const std::string& job_id);
+
+  std::unique_ptr<network::NetworkBufferPool> own_pool_;
+  std::unique_ptr<network::ChannelRegistry> own_channels_;
+  network::NetworkBufferPool* const pool_;
+  network::DataPlane* const data_plane_;
   ThreadPool snapshot_executor_;
 
   absl::Mutex mu_;

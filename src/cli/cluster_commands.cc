@@ -1,0 +1,295 @@
+#include "cli/cluster_commands.h"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "cluster/client.h"
+#include "cluster/jobmanager.h"
+#include "cluster/protocol.h"
+#include "cluster/taskmanager.h"
+#include "weir/config.h"
+
+namespace weir::cli {
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kBadArguments = 2;
+constexpr int kBadInput = 3;
+constexpr int kJobFailed = 4;
+
+int fail(int code, const std::string& message) {
+  std::fprintf(stderr, "weir: %s\n", message.c_str());
+  return code;
+}
+
+int exit_code(const absl::Status& s) {
+  if (absl::IsUnavailable(s)) return kClusterUnreachable;
+  if (absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s)) return kClusterRefused;
+  if (absl::IsInvalidArgument(s) || absl::IsNotFound(s)) return kBadArguments;
+  return kBadInput;
+}
+
+// Clients talk to the REST port, TaskManagers to the session port.
+std::string default_address(const char* env_name, const char* fallback) {
+  const char* env = std::getenv(env_name);
+  return env != nullptr && *env != '\0' ? env : fallback;
+}
+
+// Blocks SIGINT and SIGTERM in every thread started later; wait() takes one.
+class StopSignals {
+ public:
+  StopSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+  }
+  int wait() {
+    int sig = 0;
+    while (sigwait(&set_, &sig) != 0) {
+    }
+    return sig;
+  }
+
+ private:
+  sigset_t set_;
+};
+
+void print_job(const nlohmann::json& j) {
+  std::string failure = j.value("failure", "");
+  std::printf("%s  %-10s  %-12s  restarts %d  checkpoints %lld%s%s\n", j.value("job_id", "").c_str(),
+              j.value("status", "").c_str(), j.value("name", "").c_str(), j.value("restarts", 0),
+              static_cast<long long>(j.value("completed_checkpoints", int64_t{0})), failure.empty() ? "" : "  failure: ",
+              failure.c_str());
+}
+
+}  // namespace
+
+struct ClusterCommands::Flags {
+  CLI::App* jobmanager = nullptr;
+  CLI::App* taskmanager = nullptr;
+  CLI::App* run = nullptr;
+  CLI::App* list = nullptr;
+  CLI::App* cancel = nullptr;
+  CLI::App* savepoint = nullptr;
+  CLI::App* stop = nullptr;
+  CLI::App* checkpoints = nullptr;
+  CLI::App* overview = nullptr;
+
+  std::string secret_file;
+  std::string address = default_address("WEIR_JOBMANAGER", "127.0.0.1:8081");
+  std::string session_address = default_address("WEIR_JOBMANAGER_RPC", "127.0.0.1:6123");
+  bool verbose = false;
+
+  std::string bind = "127.0.0.1:6123";
+  int rest_port = 8081;
+  std::string heartbeat_interval = "500ms";
+  std::string heartbeat_timeout = "5s";
+
+  cluster::TaskManagerOptions tm;
+
+  bool detached = false;
+  std::string job_id;
+  std::string directory;
+  bool drain = false;
+};
+
+ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) {
+  Flags& f = *f_;
+  auto common = [&f](CLI::App* c, bool client) {
+    c->add_option("--secret-file", f.secret_file, "File holding the cluster secret (else $WEIR_SECRET)");
+    if (client) {
+      c->add_option("--jobmanager", f.address,
+                    "HOST:PORT of the JobManager's REST API (else $WEIR_JOBMANAGER, else 127.0.0.1:8081)");
+    }
+    c->add_flag("--verbose,-v", f.verbose, "Log what happens");
+  };
+  f.jobmanager = app.add_subcommand("jobmanager", "Run a JobManager: schedules jobs, coordinates checkpoints");
+  common(f.jobmanager, false);
+  f.jobmanager->add_option("--bind", f.bind,
+                           "HOST:PORT for TaskManager sessions (default 127.0.0.1:6123; port 0: any)");
+  f.jobmanager->add_option("--rest-port", f.rest_port, "REST API port on the same host (default 8081; 0: any)")
+      ->check(CLI::Range(0, 65535));
+  f.jobmanager->add_option("--heartbeat-interval", f.heartbeat_interval, "e.g. 500ms");
+  f.jobmanager->add_option("--heartbeat-timeout", f.heartbeat_timeout,
+                           "A TaskManager silent this long is lost, e.g. 5s");
+
+  f.taskmanager = app.add_subcommand("taskmanager", "Run a TaskManager: offers slots, runs tasks");
+  common(f.taskmanager, false);
+  f.taskmanager->add_option("--jobmanager", f.session_address,
+                            "HOST:PORT of the JobManager's session port (else $WEIR_JOBMANAGER_RPC, "
+                            "else 127.0.0.1:6123)");
+  f.taskmanager->add_option("--slots", f.tm.slots, "Slots offered")->check(CLI::Range(1, 1024));
+  f.taskmanager->add_option("--bind", f.tm.bind_host, "IPv4 address of the data port (default 127.0.0.1)");
+  f.taskmanager->add_option("--data-port", f.tm.data_port, "Data port (0: any free one)")->check(CLI::Range(0, 65535));
+  f.taskmanager->add_option("--id", f.tm.id, "Name (default tm-<host>-<pid>)");
+  f.taskmanager->add_option("--network-buffers", f.tm.network_buffers, "32 KiB network buffers in the pool")
+      ->check(CLI::Range(16, 1 << 20));
+  f.taskmanager->add_option("--state-dir", f.tm.state_dir, "RocksDB working copies (default: system temp)");
+
+  f.run = app.add_subcommand("run", "Submit a job to the cluster: weir run [options] JOB JOB-ARGS...");
+  common(f.run, true);
+  f.run->add_flag("--detached", f.detached, "Return once submitted; do not wait for the end");
+  f.run->prefix_command();
+
+  f.list = app.add_subcommand("list", "List the cluster's jobs");
+  common(f.list, true);
+
+  f.cancel = app.add_subcommand("cancel", "Cancel a job");
+  common(f.cancel, true);
+  f.cancel->add_option("job", f.job_id, "Job id")->required();
+
+  f.savepoint = app.add_subcommand("savepoint", "Take a savepoint of a running job");
+  common(f.savepoint, true);
+  f.savepoint->add_option("job", f.job_id, "Job id")->required();
+  f.savepoint->add_option("--dir", f.directory, "Directory to write the savepoint under")->required();
+
+  f.stop = app.add_subcommand("stop", "Stop a job with a savepoint");
+  common(f.stop, true);
+  f.stop->add_option("job", f.job_id, "Job id")->required();
+  f.stop->add_option("--savepoint", f.directory, "Directory to write the savepoint under")->required();
+  f.stop->add_flag("--drain", f.drain, "End the input first: all event time passes, all timers fire");
+
+  f.checkpoints = app.add_subcommand("checkpoints", "A job's completed checkpoints");
+  common(f.checkpoints, true);
+  f.checkpoints->add_option("job", f.job_id, "Job id")->required();
+
+  f.overview = app.add_subcommand("overview", "The cluster's TaskManagers and slots");
+  common(f.overview, true);
+}
+
+ClusterCommands::~ClusterCommands() = default;
+
+std::optional<int> ClusterCommands::run() {
+  Flags& f = *f_;
+  CLI::App* parsed = nullptr;
+  for (CLI::App* c : {f.jobmanager, f.taskmanager, f.run, f.list, f.cancel, f.savepoint, f.stop, f.checkpoints,
+                      f.overview}) {
+    if (c->parsed()) parsed = c;
+  }
+  if (parsed == nullptr) return std::nullopt;
+  if (f.verbose) spdlog::set_level(spdlog::level::info);
+  auto secret = cluster::load_secret(f.secret_file);
+  if (!secret.ok()) return fail(kBadArguments, std::string(secret.status().message()));
+
+  if (parsed == f.jobmanager) {
+    cluster::JobManagerOptions o;
+    o.bind = f.bind;
+    o.rest_port = f.rest_port;
+    o.secret = *secret;
+    auto interval = parse_duration(f.heartbeat_interval);
+    auto timeout = parse_duration(f.heartbeat_timeout);
+    if (!interval.ok()) return fail(kBadArguments, "--heartbeat-interval: " + std::string(interval.status().message()));
+    if (!timeout.ok()) return fail(kBadArguments, "--heartbeat-timeout: " + std::string(timeout.status().message()));
+    if (*timeout <= *interval) return fail(kBadArguments, "--heartbeat-timeout must exceed --heartbeat-interval");
+    o.heartbeat_interval = *interval;
+    o.heartbeat_timeout = *timeout;
+    StopSignals signals;
+    cluster::JobManager jm(o);
+    absl::Status s = jm.start();
+    if (!s.ok()) return fail(kBadArguments, "jobmanager: " + std::string(s.message()));
+    std::string host = f.bind.substr(0, f.bind.rfind(':'));
+    std::printf("jobmanager listening on %s:%d, rest %s:%d\n", host.c_str(), jm.port(), host.c_str(),
+                jm.rest_port());
+    std::fflush(stdout);
+    signals.wait();
+    jm.shutdown();
+    return kOk;
+  }
+  if (parsed == f.taskmanager) {
+    f.tm.jobmanager = f.session_address;
+    f.tm.secret = *secret;
+    StopSignals signals;
+    cluster::TaskManagerProcess tm(f.tm);
+    absl::Status s = tm.start();
+    if (!s.ok()) return fail(kBadArguments, "taskmanager: " + std::string(s.message()));
+    absl::Status result;
+    std::thread runner([&] {
+      result = tm.run();
+      if (!result.ok()) ::kill(::getpid(), SIGTERM);  // wake the signal wait
+    });
+    std::printf("taskmanager started\n");
+    std::fflush(stdout);
+    signals.wait();
+    tm.shutdown();
+    runner.join();
+    if (!result.ok()) return fail(exit_code(result), std::string(result.message()));
+    return kOk;
+  }
+
+  cluster::ClusterClient client(f.address, *secret);
+  if (parsed == f.run) {
+    std::vector<std::string> rest = f.run->remaining();
+    if (rest.empty()) return fail(kBadArguments, "run: which job? (weir run [options] JOB JOB-ARGS...)");
+    std::string name = rest.front();
+    rest.erase(rest.begin());
+    auto id = client.submit(name, rest);
+    if (!id.ok()) return fail(exit_code(id.status()), "run: " + std::string(id.status().message()));
+    std::printf("submitted job %s\n", id->c_str());
+    std::fflush(stdout);
+    if (f.detached) return kOk;
+    while (true) {
+      auto info = client.wait(*id, 60000);
+      if (!info.ok()) return fail(exit_code(info.status()), std::string(info.status().message()));
+      const std::string status = info->value("status", "");
+      if (status == "RUNNING" || status == "RESTARTING" || status == "CREATED") continue;
+      print_job(*info);
+      const std::string savepoint = info->value("stopped_with_savepoint", "");
+      if (!savepoint.empty()) std::printf("stopped with savepoint %s\n", savepoint.c_str());
+      if (status == "FINISHED") return kOk;
+      const std::string failure = info->value("failure", "");
+      return fail(kJobFailed, "job " + status + (failure.empty() ? "" : ": " + failure));
+    }
+  }
+  if (parsed == f.list) {
+    auto jobs = client.list();
+    if (!jobs.ok()) return fail(exit_code(jobs.status()), std::string(jobs.status().message()));
+    for (const auto& j : (*jobs)["jobs"]) print_job(j);
+    return kOk;
+  }
+  if (parsed == f.cancel) {
+    auto info = client.cancel(f.job_id);
+    if (!info.ok()) return fail(exit_code(info.status()), std::string(info.status().message()));
+    print_job(*info);
+    return kOk;
+  }
+  if (parsed == f.savepoint || parsed == f.stop) {
+    auto r = client.savepoint(f.job_id, f.directory, parsed == f.stop, f.drain);
+    if (!r.ok()) return fail(exit_code(r.status()), std::string(r.status().message()));
+    std::printf("savepoint %lld completed: %s\n", static_cast<long long>((*r)["checkpoint_id"].get<int64_t>()),
+                (*r)["path"].get<std::string>().c_str());
+    if (parsed == f.stop) {
+      auto info = client.wait(f.job_id, 60000);
+      if (info.ok()) print_job(*info);
+    }
+    return kOk;
+  }
+  if (parsed == f.checkpoints) {
+    auto r = client.checkpoints(f.job_id);
+    if (!r.ok()) return fail(exit_code(r.status()), std::string(r.status().message()));
+    for (const auto& c : (*r)["completed"]) {
+      std::printf("checkpoint %lld: %lld ms, %llu bytes (%llu new)%s\n", static_cast<long long>(c["id"].get<int64_t>()),
+                  static_cast<long long>(c["duration_ms"].get<int64_t>()),
+                  static_cast<unsigned long long>(c["state_bytes"].get<uint64_t>()),
+                  static_cast<unsigned long long>(c["new_bytes"].get<uint64_t>()),
+                  c["savepoint"].get<bool>() ? " (savepoint)" : c["final"].get<bool>() ? " (final)" : "");
+    }
+    std::printf("failed checkpoints: %lld\n", static_cast<long long>((*r)["failed"].get<int64_t>()));
+    return kOk;
+  }
+  auto r = client.overview();
+  if (!r.ok()) return fail(exit_code(r.status()), std::string(r.status().message()));
+  for (const auto& t : (*r)["taskmanagers"]) {
+    std::printf("%s  data %s  slots %d/%d used  last heartbeat %lld ms ago\n", t["id"].get<std::string>().c_str(),
+                t["data_address"].get<std::string>().c_str(), t["slots_used"].get<int>(), t["slots"].get<int>(),
+                static_cast<long long>(t["last_heartbeat_ms_ago"].get<int64_t>()));
+  }
+  std::printf("running jobs: %d\n", (*r)["jobs_running"].get<int>());
+  return kOk;
+}
+
+}  // namespace weir::cli

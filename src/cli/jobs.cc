@@ -1,0 +1,83 @@
+#include "cli/jobs.h"
+
+#include <algorithm>
+
+#include "examples/nexmark/queries.h"
+
+namespace weir::cli {
+
+void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o) {
+  app->add_option("--input", o.inputs, "Input file of key,value lines (repeat for a union)")->required();
+  app->add_option("--output", o.output_dir, "Output directory")->required();
+  app->add_option("--fail-every", o.fail_every, "Inject a task failure every ~N records")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--seed", o.seed, "Seed for failure positions");
+  app->add_option("--rate", o.rate, "Read at most this many lines/s per source subtask (0: unlimited)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump) {
+  app->add_option("--query", f.query, "q0 .. q22")->required();
+  app->add_option("--events", f.events, "Events to generate")->check(CLI::PositiveNumber);
+  app->add_option("--rate", f.rate, "Emit at most this many events/s (0: unlimited)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--event-rate", f.event_rate, "Events per second of event time in the generator's clock")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--output", f.output, dump ? "FILE for the result rows, or blackhole"
+                                             : "DIRECTORY for the result part files, or blackhole");
+  if (dump) app->add_option("--dump-events", f.dump_dir, "Also write the events as CSV into DIR");
+  app->add_option("--fail-every", f.fail_every, "Inject a source failure every ~N events")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--seed", f.seed, "Seed for failure positions");
+  app->add_option("--side-input", f.side_input, "q13: lines <key>,<value>");
+}
+
+nexmark::QueryOptions NexmarkFlags::to_query_options() const {
+  nexmark::QueryOptions o;
+  o.query = query;
+  o.source.events = events;
+  o.source.rate_limit = rate;
+  o.source.fail_every = fail_every;
+  o.source.seed = seed;
+  o.generator.event_rate = event_rate;
+  o.side_input = side_input;
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& name,
+                                                             const std::vector<std::string>& args) {
+  CLI::App app{name};
+  JobFlags flags;
+  flags.add_to(&app);
+  examples::RunningSumOptions rs;
+  NexmarkFlags nx;
+  if (name == "running-sum") {
+    add_running_sum_options(&app, rs);
+  } else if (name == "nexmark") {
+    add_nexmark_options(&app, nx, /*dump=*/false);
+  } else {
+    return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: running-sum, nexmark)");
+  }
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(name + ": " + (std::string(e.what()).empty() ? e.get_name() : e.what()));
+  }
+  auto config = flags.to_config();
+  if (!config.ok()) return config.status();
+  auto env = std::make_unique<StreamEnvironment>(*config);
+  if (name == "running-sum") {
+    rs.parallelism = flags.parallelism;
+    examples::build_running_sum(*env, rs);
+  } else {
+    nexmark::QueryOptions o = nx.to_query_options();
+    if (nx.output != "blackhole") o.output_dir = nx.output;
+    auto s = nexmark::build_query(*env, o);
+    if (!s.ok()) return absl::InvalidArgumentError(std::string(s.message()));
+  }
+  if (!env->build_error().ok()) return env->build_error();
+  return env;
+}
+
+}  // namespace weir::cli

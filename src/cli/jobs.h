@@ -1,0 +1,154 @@
+// Built-in jobs and their command-line flags, shared by the embedded
+// commands (`weir example`, `weir nexmark`) and the cluster, where every
+// process builds the same job graph from the same arguments.
+#ifndef WEIR_CLI_JOBS_H_
+#define WEIR_CLI_JOBS_H_
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "examples/nexmark/queries.h"
+#include "examples/running_sum/running_sum.h"
+#include "weir/weir.h"
+
+namespace weir::cli {
+
+// Flags every job takes: parallelism, checkpointing, restarts, state.
+struct JobFlags {
+  int parallelism = 1;
+  int max_parallelism = kDefaultMaxParallelism;
+  std::string checkpoint_dir;
+  std::string checkpoint_interval = "1s";
+  std::string mode = "exactly-once";
+  std::string restore;
+  bool allow_non_restored = false;
+  std::string restart_strategy = "fixed-delay";
+  int restart_attempts = -1;
+  std::string restart_delay = "100ms";
+  int retained = 3;
+  std::string state = "heap";
+  std::string state_dir;
+  std::string savepoint_dir;
+  bool incremental = false;
+  bool no_local_recovery = false;
+  bool drain = false;
+  bool claim = false;
+  bool verbose = false;
+
+  void add_to(CLI::App* app) {
+    app->add_option("--parallelism,-p", parallelism, "Subtasks per operator")
+        ->check(CLI::Range(1, 1024));
+    app->add_option("--max-parallelism", max_parallelism, "Key groups; fixed for the job's life")
+        ->check(CLI::Range(1, 32768));
+    app->add_option("--checkpoint-dir", checkpoint_dir,
+                    "Directory for retained checkpoints (default: in memory)");
+    app->add_option("--checkpoint-interval", checkpoint_interval, "e.g. 500ms, 1s, 1min");
+    app->add_option("--mode", mode, "exactly-once | at-least-once | none");
+    app->add_option("--restore", restore, "latest | PATH of a chk-<n> directory");
+    app->add_flag("--allow-non-restored-state", allow_non_restored,
+                  "Skip state of operators the job lacks");
+    app->add_option("--restart-strategy", restart_strategy,
+                    "fixed-delay | exponential-delay | failure-rate | none");
+    app->add_option("--restart-attempts", restart_attempts, "fixed-delay: -1 for unlimited");
+    app->add_option("--restart-delay", restart_delay, "Wait before a restart");
+    app->add_option("--retained-checkpoints", retained, "Completed checkpoints kept")
+        ->check(CLI::Range(1, 1000));
+    app->add_option("--state", state, "State backend: heap | rocksdb");
+    app->add_option("--state-dir", state_dir,
+                    "rocksdb: directory for the working copies (default: system temp)");
+    app->add_flag("--incremental", incremental,
+                  "rocksdb: checkpoints upload only new SST files (needs --checkpoint-dir)");
+    app->add_flag("--no-local-recovery", no_local_recovery,
+                  "incremental: restore from the checkpoint, not from the local copy, after a failure");
+    app->add_option("--savepoint-dir", savepoint_dir,
+                    "Where SIGUSR1 (savepoint) and SIGUSR2 (stop with savepoint) write savepoints");
+    app->add_flag("--drain", drain, "SIGUSR2 drains: end the input and fire all timers first");
+    app->add_flag("--claim", claim,
+                  "Own the restored checkpoint: delete it once newer ones replace it");
+    app->add_flag("--verbose,-v", verbose, "Log restarts and checkpoints");
+  }
+
+  absl::StatusOr<JobConfig> to_config() const {
+    JobConfig c;
+    c.default_parallelism = parallelism;
+    c.max_parallelism = max_parallelism;
+    if (parallelism > max_parallelism) {
+      return absl::InvalidArgumentError("--parallelism " + std::to_string(parallelism) +
+                                        " exceeds --max-parallelism " +
+                                        std::to_string(max_parallelism));
+    }
+    auto interval = parse_duration(checkpoint_interval);
+    if (!interval.ok()) return interval.status();
+    if (interval->count() < 1) return absl::InvalidArgumentError("--checkpoint-interval must be > 0");
+    c.checkpoint.interval = *interval;
+    auto m = parse_checkpointing_mode(mode);
+    if (!m.ok()) return m.status();
+    c.checkpoint.mode = *m;
+    auto backend = parse_state_backend(state);
+    if (!backend.ok()) return backend.status();
+    c.state.kind = *backend;
+    c.state.local_directory = state_dir;
+    c.checkpoint.directory = checkpoint_dir;
+    c.checkpoint.incremental = incremental;
+    c.state.local_recovery = !no_local_recovery;
+    c.checkpoint.retained = retained;
+    c.restore = restore;
+    c.restore_claim = claim;
+    c.allow_non_restored_state = allow_non_restored;
+    if (!restore.empty() && restore == "latest" && checkpoint_dir.empty()) {
+      return absl::InvalidArgumentError("--restore latest needs --checkpoint-dir");
+    }
+    auto delay = parse_duration(restart_delay);
+    if (!delay.ok()) return delay.status();
+    c.restart.delay = *delay;
+    c.restart.initial_backoff = *delay;
+    c.restart.max_attempts = restart_attempts;
+    if (restart_strategy == "fixed-delay") {
+      c.restart.kind = RestartStrategyKind::kFixedDelay;
+    } else if (restart_strategy == "exponential-delay") {
+      c.restart.kind = RestartStrategyKind::kExponentialDelay;
+    } else if (restart_strategy == "failure-rate") {
+      c.restart.kind = RestartStrategyKind::kFailureRate;
+    } else if (restart_strategy == "none") {
+      c.restart.kind = RestartStrategyKind::kNone;
+    } else {
+      return absl::InvalidArgumentError("invalid --restart-strategy '" + restart_strategy + "'");
+    }
+    return c;
+  }
+};
+
+// Options of `running-sum`.
+void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o);
+
+struct NexmarkFlags {
+  std::string query;
+  int64_t events = 10'000'000;
+  int64_t rate = 0;
+  int64_t event_rate = 10'000'000;
+  std::string output = "blackhole";
+  std::string dump_dir;
+  int64_t fail_every = 0;
+  uint64_t seed = 0;
+  std::string side_input;
+
+  // The query and its source; output and side input handling are the
+  // caller's.
+  nexmark::QueryOptions to_query_options() const;
+};
+// Options of `nexmark` (`dump` adds --dump-events, which only the embedded
+// command has).
+void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump);
+
+// The job `name` (running-sum | nexmark) defined by `args`, as `weir example
+// running-sum ARGS` / `weir nexmark ARGS` would run it. InvalidArgument for
+// an unknown job or bad arguments.
+absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& name,
+                                                             const std::vector<std::string>& args);
+
+}  // namespace weir::cli
+
+#endif  // WEIR_CLI_JOBS_H_

@@ -1,0 +1,42 @@
+// A client of the JobManager's REST API (docs/rest-api.md): what `weir run`,
+// `weir list`, `weir cancel`, `weir savepoint`, `weir stop`, `weir
+// checkpoints` and `weir overview` call. Every request carries the cluster
+// secret; errors name the JobManager. Replies are the API's JSON documents.
+#ifndef WEIR_CLUSTER_CLIENT_H_
+#define WEIR_CLUSTER_CLIENT_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace weir::cluster {
+
+class ClusterClient {
+ public:
+  // `address`: HOST:PORT of the JobManager's REST API.
+  ClusterClient(std::string address, std::string secret);
+
+  absl::StatusOr<std::string> submit(const std::string& job, const std::vector<std::string>& args);
+  absl::StatusOr<nlohmann::json> list();
+  absl::StatusOr<nlohmann::json> job(const std::string& job_id);
+  // The job's state once it ended or `timeout_ms` passed.
+  absl::StatusOr<nlohmann::json> wait(const std::string& job_id, int64_t timeout_ms);
+  absl::StatusOr<nlohmann::json> cancel(const std::string& job_id);
+  absl::StatusOr<nlohmann::json> savepoint(const std::string& job_id, const std::string& directory, bool stop,
+                                           bool drain);
+  absl::StatusOr<nlohmann::json> checkpoints(const std::string& job_id);
+  absl::StatusOr<nlohmann::json> overview();
+
+ private:
+  absl::StatusOr<nlohmann::json> request(const std::string& method, const std::string& path,
+                                         const nlohmann::json* body, int timeout_s);
+
+  const std::string address_;
+  const std::string secret_;
+};
+
+}  // namespace weir::cluster
+
+#endif  // WEIR_CLUSTER_CLIENT_H_

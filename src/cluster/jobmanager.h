@@ -1,0 +1,51 @@
+// The JobManager process: accepts TaskManager sessions on a gRPC port and
+// clients on the REST port (docs/rest-api.md), keeps the cluster's slots, runs one JobMaster per job (the
+// same JobMaster the embedded cluster uses) behind a gateway that places
+// tasks into slots and carries its messages to the TaskManagers, and fails
+// the tasks of a TaskManager whose session breaks or whose heartbeats stop.
+#ifndef WEIR_CLUSTER_JOBMANAGER_H_
+#define WEIR_CLUSTER_JOBMANAGER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "weir/config.h"
+
+namespace weir::cluster {
+
+class JobGateway;
+
+struct JobManagerOptions {
+  std::string bind = "127.0.0.1:6123";  // HOST:PORT; port 0 picks a free one
+  std::string secret;
+  int rest_port = 8081;  // on the bind host; 0 picks a free one
+  Duration heartbeat_interval{500};
+  Duration heartbeat_timeout{5000};
+};
+
+class JobManager {
+ public:
+  explicit JobManager(JobManagerOptions options);
+  ~JobManager();
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
+
+  // Listens; an error names the address.
+  absl::Status start();
+  // The ports it listens on (after start): TaskManager sessions, REST.
+  int port() const;
+  int rest_port() const;
+  // Blocks until shutdown() (from another thread or a signal handler thread).
+  void wait();
+  void shutdown();
+
+ private:
+  friend class JobGateway;
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weir::cluster
+
+#endif  // WEIR_CLUSTER_JOBMANAGER_H_

@@ -1,0 +1,104 @@
+#include "cluster/protocol.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace weir::cluster {
+namespace {
+
+absl::StatusOr<std::string> read_secret_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError("cannot read the secret file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  if (!s.empty() && s.back() == '\r') s.pop_back();
+  if (s.empty()) return absl::InvalidArgumentError("the secret file " + path + " is empty");
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> load_secret(const std::string& file) {
+  if (!file.empty()) return read_secret_file(file);
+  if (const char* s = std::getenv("WEIR_SECRET"); s != nullptr && *s != '\0') return std::string(s);
+  if (const char* f = std::getenv("WEIR_SECRET_FILE"); f != nullptr && *f != '\0') return read_secret_file(f);
+  return absl::InvalidArgumentError(
+      "no cluster secret: pass --secret-file FILE or set WEIR_SECRET (or WEIR_SECRET_FILE)");
+}
+
+grpc::Status check_secret(const grpc::ServerContext& context, const std::string& secret) {
+  const auto& md = context.client_metadata();
+  auto it = md.find(kAuthMetadata);
+  const std::string expected = "Bearer " + secret;
+  bool ok = false;
+  if (it != md.end() && it->second.size() == expected.size()) {
+    unsigned diff = 0;
+    const char* given = it->second.data();
+    for (size_t i = 0; i < expected.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
+    ok = diff == 0;
+  }
+  if (ok) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      it == md.end() ? "no cluster secret given" : "wrong cluster secret");
+}
+
+void add_secret(grpc::ClientContext* context, const std::string& secret) {
+  context->AddMetadata(kAuthMetadata, "Bearer " + secret);
+}
+
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 256 << 20);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+proto::ExecutionId to_proto(const runtime::ExecutionId& id) {
+  proto::ExecutionId p;
+  p.set_vertex(id.vertex);
+  p.set_subtask(id.subtask);
+  p.set_attempt(id.attempt);
+  return p;
+}
+
+runtime::ExecutionId from_proto(const proto::ExecutionId& id) {
+  return runtime::ExecutionId{id.vertex(), id.subtask(), id.attempt()};
+}
+
+std::string encode_ack_states(int64_t checkpoint_id, const checkpoint::TaskAck& ack) {
+  checkpoint::CheckpointMetadata m;
+  m.checkpoint_id = checkpoint_id;
+  for (const auto& s : ack.states) {
+    checkpoint::OperatorStateHandles h;
+    h.uid = s.uid;
+    h.parallelism = s.parallelism;
+    h.max_parallelism = s.max_parallelism;
+    h.subtasks.push_back(s.handle);
+    m.operators.push_back(std::move(h));
+  }
+  return checkpoint::encode_metadata(m);
+}
+
+absl::StatusOr<std::vector<checkpoint::AckedOperatorState>> decode_ack_states(std::string_view bytes) {
+  auto m = checkpoint::decode_metadata(bytes, "checkpoint acknowledgement");
+  if (!m.ok()) return m.status();
+  std::vector<checkpoint::AckedOperatorState> out;
+  for (auto& op : m->operators) {
+    if (op.subtasks.size() != 1) {
+      return absl::DataLossError("checkpoint acknowledgement: operator " + op.uid + " without one subtask");
+    }
+    out.push_back({op.uid, op.parallelism, op.max_parallelism, std::move(op.subtasks[0])});
+  }
+  return out;
+}
+
+absl::Status from_grpc(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+}  // namespace weir::cluster

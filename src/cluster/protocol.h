@@ -1,0 +1,46 @@
+// What the cluster's processes share: the secret every connection carries,
+// and conversions between the runtime's messages and the control plane's
+// protobuf messages.
+#ifndef WEIR_CLUSTER_PROTOCOL_H_
+#define WEIR_CLUSTER_PROTOCOL_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "checkpoint/coordinator.h"
+#include "cluster/cluster.grpc.pb.h"
+#include "runtime/gateways.h"
+
+namespace weir::cluster {
+
+// The cluster secret: the contents of `file` when given (one trailing
+// newline dropped), else $WEIR_SECRET, else the file $WEIR_SECRET_FILE.
+// Never empty; the error says how to provide one.
+absl::StatusOr<std::string> load_secret(const std::string& file);
+
+// The metadata key every call carries: "Bearer <secret>".
+inline constexpr char kAuthMetadata[] = "authorization";
+
+// OK when the call carries the secret; UNAUTHENTICATED otherwise.
+grpc::Status check_secret(const grpc::ServerContext& context, const std::string& secret);
+// Adds the secret to a client call.
+void add_secret(grpc::ClientContext* context, const std::string& secret);
+
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address);
+
+proto::ExecutionId to_proto(const runtime::ExecutionId& id);
+runtime::ExecutionId from_proto(const proto::ExecutionId& id);
+
+// A task's acknowledgement travels as checkpoint metadata (one operator
+// entry per acknowledged operator state).
+std::string encode_ack_states(int64_t checkpoint_id, const checkpoint::TaskAck& ack);
+absl::StatusOr<std::vector<checkpoint::AckedOperatorState>> decode_ack_states(std::string_view bytes);
+
+absl::Status from_grpc(const grpc::Status& s);
+
+}  // namespace weir::cluster
+
+#endif  // WEIR_CLUSTER_PROTOCOL_H_

@@ -1,0 +1,375 @@
+#include "cluster/taskmanager.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "cli/jobs.h"
+#include "cluster/protocol.h"
+#include "cluster/queued_writer.h"
+#include "graph/job_graph.h"
+#include "network/buffer_pool.h"
+#include "network/data_plane.h"
+#include "runtime/mini_cluster.h"
+#include "runtime/task_manager.h"
+
+namespace weir::cluster {
+namespace {
+
+using proto::JobManagerMessage;
+using proto::TaskManagerMessage;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+class TaskManagerProcess::Impl {
+ public:
+  explicit Impl(TaskManagerOptions o)
+      : options_(std::move(o)),
+        pool_(options_.network_buffers, NetworkConfig{}.buffer_size),
+        data_plane_(options_.secret, &pool_, NetworkConfig{}.buffers_per_channel),
+        channel_(make_channel(options_.jobmanager)),
+        stub_(proto::JobManagerService::NewStub(channel_)) {
+    if (options_.id.empty()) {
+      char host[256] = "host";
+      ::gethostname(host, sizeof(host) - 1);
+      options_.id = "tm-" + std::string(host) + "-" + std::to_string(::getpid());
+    }
+  }
+  ~Impl() {
+    shutdown();
+    release_all();
+    data_plane_.shutdown();
+  }
+
+  absl::Status start() { return data_plane_.listen(options_.bind_host, options_.data_port); }
+
+  absl::Status run() {
+    while (!stopping()) {
+      absl::Status s = session();
+      release_all();  // the JobManager failed every task of this session
+      if (absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s)) return s;
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(500));
+    }
+    return absl::OkStatus();
+  }
+
+  void shutdown() {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    if (context_ != nullptr) context_->TryCancel();
+  }
+
+  // From task threads (through a job's JobMasterGateway).
+  void send(TaskManagerMessage m) {
+    absl::MutexLock lock(&mu_);
+    if (writer_ != nullptr) writer_->send(std::move(m));
+  }
+
+ private:
+  // Forwards a job's task reports to the JobManager.
+  class MasterProxy final : public runtime::JobMasterGateway {
+   public:
+    MasterProxy(Impl* tm, std::string job_id) : tm_(tm), job_id_(std::move(job_id)) {}
+    void update_task_state(const runtime::ExecutionId& id, runtime::ExecutionState state,
+                           const std::string& error) override {
+      TaskManagerMessage m;
+      auto* t = m.mutable_task_state();
+      t->set_job_id(job_id_);
+      *t->mutable_id() = to_proto(id);
+      t->set_state(static_cast<int>(state));
+      t->set_error(error);
+      tm_->send(std::move(m));
+    }
+    void acknowledge_checkpoint(const runtime::ExecutionId& id, int64_t cp, checkpoint::TaskAck ack) override {
+      TaskManagerMessage m;
+      auto* a = m.mutable_ack();
+      a->set_job_id(job_id_);
+      *a->mutable_id() = to_proto(id);
+      a->set_checkpoint_id(cp);
+      a->set_states(encode_ack_states(cp, ack));
+      a->set_sync_ms(ack.sync_ms);
+      a->set_async_ms(ack.async_ms);
+      a->set_alignment_ms(ack.alignment_ms);
+      tm_->send(std::move(m));
+    }
+    void decline_checkpoint(const runtime::ExecutionId& id, int64_t cp, const std::string& reason) override {
+      TaskManagerMessage m;
+      auto* d = m.mutable_decline();
+      d->set_job_id(job_id_);
+      *d->mutable_id() = to_proto(id);
+      d->set_checkpoint_id(cp);
+      d->set_reason(reason);
+      tm_->send(std::move(m));
+    }
+    void end_of_data(const runtime::ExecutionId& id) override {
+      TaskManagerMessage m;
+      m.mutable_end_of_data()->set_job_id(job_id_);
+      *m.mutable_end_of_data()->mutable_id() = to_proto(id);
+      tm_->send(std::move(m));
+    }
+
+   private:
+    Impl* const tm_;
+    const std::string job_id_;
+  };
+
+  struct Job {
+    std::shared_ptr<checkpoint::RoutingCheckpointStorage> storage;
+    std::unique_ptr<MasterProxy> proxy;
+    std::unique_ptr<runtime::TaskManager> tasks;  // after proxy: destroyed first
+  };
+
+  bool stopping() {
+    absl::MutexLock lock(&mu_);
+    return stopping_;
+  }
+
+  absl::Status session() {
+    grpc::ClientContext ctx;
+    add_secret(&ctx, options_.secret);
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return absl::OkStatus();
+      context_ = &ctx;
+    }
+    auto stream = stub_->Connect(&ctx);
+    TaskManagerMessage reg;
+    reg.mutable_register_()->set_taskmanager_id(options_.id);
+    reg.mutable_register_()->set_data_address(data_plane_.address());
+    reg.mutable_register_()->set_slots(options_.slots);
+    reg.mutable_register_()->set_network_buffers(options_.network_buffers);
+    JobManagerMessage m;
+    if (!stream->Write(reg) || !stream->Read(&m) || !m.has_registered()) {
+      stream->WritesDone();
+      absl::Status s = from_grpc(stream->Finish());
+      {
+        absl::MutexLock lock(&mu_);
+        context_ = nullptr;
+      }
+      if (s.ok()) s = absl::UnavailableError("the JobManager ended the session");
+      if (absl::IsUnauthenticated(s)) {
+        return absl::UnauthenticatedError("the JobManager at " + options_.jobmanager +
+                                          " refused this TaskManager: " + std::string(s.message()));
+      }
+      spdlog::warn("cannot register at the JobManager {}: {}", options_.jobmanager, std::string(s.message()));
+      return s;
+    }
+    const int64_t interval = std::max<int64_t>(m.registered().heartbeat_interval_ms(), 10);
+    const int64_t timeout = std::max<int64_t>(m.registered().heartbeat_timeout_ms(), interval);
+    spdlog::info("registered at the JobManager {} as {}", options_.jobmanager, options_.id);
+    auto writer = std::make_unique<QueuedWriter<TaskManagerMessage>>(
+        [&stream](const TaskManagerMessage& msg) { return stream->Write(msg); });
+    {
+      absl::MutexLock lock(&mu_);
+      writer_ = writer.get();
+    }
+    std::atomic<int64_t> last_heard{now_ms()};
+    std::atomic<bool> session_over{false};
+    absl::Mutex hb_mu;
+    std::thread heartbeats([&] {
+      while (!session_over) {
+        {
+          absl::MutexLock lock(&hb_mu);
+          hb_mu.AwaitWithTimeout(absl::Condition(
+                                     +[](std::atomic<bool>* b) { return b->load(); }, &session_over),
+                                 absl::Milliseconds(interval));
+        }
+        if (session_over) return;
+        int64_t silent = now_ms() - last_heard;
+        if (silent > timeout) {
+          spdlog::warn("no heartbeat from the JobManager for {} ms; ending the session", silent);
+          ctx.TryCancel();
+          return;
+        }
+        TaskManagerMessage hb;
+        hb.mutable_heartbeat()->set_sent_ms(now_ms());
+        send(std::move(hb));
+      }
+    });
+    while (stream->Read(&m)) {
+      last_heard = now_ms();
+      handle(m);
+    }
+    {
+      absl::MutexLock lock(&hb_mu);
+      session_over = true;
+    }
+    heartbeats.join();
+    {
+      absl::MutexLock lock(&mu_);
+      writer_ = nullptr;
+      context_ = nullptr;
+    }
+    writer->close();
+    stream->WritesDone();
+    absl::Status s = from_grpc(stream->Finish());
+    if (!stopping()) {
+      spdlog::warn("session with the JobManager {} ended: {}", options_.jobmanager,
+                   s.ok() ? "closed" : std::string(s.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  void handle(const JobManagerMessage& m) {
+    switch (m.msg_case()) {
+      case JobManagerMessage::kDeploy:
+        deploy(m.deploy());
+        break;
+      case JobManagerMessage::kAction: {
+        const auto& a = m.action();
+        runtime::TaskManager* t = find(a.job_id());
+        if (t == nullptr) break;
+        const runtime::ExecutionId id = from_proto(a.id());
+        switch (a.kind()) {
+          case proto::TaskAction::CANCEL: t->cancel_task(id); break;
+          case proto::TaskAction::TRIGGER_CHECKPOINT:
+            t->trigger_checkpoint(id, a.checkpoint_id(), a.timestamp_ms(), a.savepoint());
+            break;
+          case proto::TaskAction::CHECKPOINT_COMPLETE: t->notify_checkpoint_complete(id, a.checkpoint_id()); break;
+          case proto::TaskAction::CHECKPOINT_ABORTED: t->notify_checkpoint_aborted(id, a.checkpoint_id()); break;
+          case proto::TaskAction::FINISH: t->finish_task(id); break;
+          case proto::TaskAction::STOP_SOURCE: t->stop_source(id); break;
+          default: break;
+        }
+        break;
+      }
+      case JobManagerMessage::kPrepareSavepoint: {
+        const auto& p = m.prepare_savepoint();
+        absl::MutexLock lock(&mu_);
+        auto it = jobs_.find(p.job_id());
+        if (it != jobs_.end()) it->second->storage->route_savepoint(p.checkpoint_id(), p.directory());
+        break;
+      }
+      case JobManagerMessage::kRelease:
+        release(m.release().job_id());
+        break;
+      default:
+        break;  // heartbeats only refresh last_heard
+    }
+  }
+
+  runtime::TaskManager* find(const std::string& job_id) {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(job_id);
+    return it == jobs_.end() ? nullptr : it->second->tasks.get();
+  }
+
+  // Builds the job from its spec on first sight, as the JobManager did.
+  absl::StatusOr<runtime::TaskManager*> job_for(const proto::DeployTask& d) {
+    if (runtime::TaskManager* t = find(d.job_id())) return t;
+    std::vector<std::string> args(d.spec().args().begin(), d.spec().args().end());
+    auto env = cli::build_job(d.spec().name(), args);
+    if (!env.ok()) return env.status();
+    JobConfig config = (*env)->config();
+    // Working copies of this process apart from other TaskManagers' on the host.
+    std::filesystem::path base = config.state.local_directory.empty()
+                                     ? std::filesystem::temp_directory_path() / "weir-rocksdb"
+                                     : std::filesystem::path(config.state.local_directory);
+    if (!options_.state_dir.empty()) base = options_.state_dir;
+    config.state.local_directory = (base / options_.id).string();
+    auto graph = graph::build_job_graph((*env)->graph(), config);
+    if (!graph.ok()) return graph.status();
+    auto job = std::make_unique<Job>();
+    job->storage = runtime::make_job_storage(config, d.job_id());
+    job->proxy = std::make_unique<MasterProxy>(this, d.job_id());
+    job->tasks = std::make_unique<runtime::TaskManager>(&pool_, &data_plane_, /*snapshot_threads=*/2);
+    job->tasks->register_job(d.job_id(),
+                             runtime::TaskManager::JobContext{*graph, job->storage, job->proxy.get(), config});
+    absl::MutexLock lock(&mu_);
+    auto& slot = jobs_[d.job_id()];
+    slot = std::move(job);
+    return slot->tasks.get();
+  }
+
+  void deploy(const proto::DeployTask& d) {
+    runtime::TaskDeploymentDescriptor tdd;
+    tdd.job_id = d.job_id();
+    tdd.execution = from_proto(d.id());
+    tdd.task_index = d.task_index();
+    tdd.key_groups = KeyGroupRange{d.key_group_start(), d.key_group_end()};
+    tdd.restore_location = d.restore_location();
+    tdd.location = data_plane_.address();
+    auto locations = std::make_shared<std::vector<std::string>>(d.task_locations().begin(),
+                                                                d.task_locations().end());
+    tdd.task_locations = std::move(locations);
+    absl::Status failed;
+    if (!d.restore_metadata().empty()) {
+      auto meta = checkpoint::decode_metadata(d.restore_metadata(), "restore point of " + d.restore_location());
+      if (meta.ok()) {
+        tdd.restore = std::make_shared<const checkpoint::CheckpointMetadata>(std::move(*meta));
+      } else {
+        failed = meta.status();
+      }
+    }
+    auto tasks = job_for(d);
+    if (failed.ok() && !tasks.ok()) failed = tasks.status();
+    if (!failed.ok()) {
+      TaskManagerMessage m;
+      auto* t = m.mutable_task_state();
+      t->set_job_id(d.job_id());
+      *t->mutable_id() = d.id();
+      t->set_state(static_cast<int>(runtime::ExecutionState::kFailed));
+      t->set_error("deploying on " + options_.id + ": " + std::string(failed.message()));
+      send(std::move(m));
+      return;
+    }
+    (*tasks)->submit_task(std::move(tdd));
+  }
+
+  void release(const std::string& job_id) {
+    std::unique_ptr<Job> job;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = jobs_.find(job_id);
+      if (it == jobs_.end()) return;
+      job = std::move(it->second);
+      jobs_.erase(it);
+    }
+    job->tasks->unregister_job(job_id);
+    job->tasks->drain_snapshots();
+    data_plane_.release_job(job_id);
+  }
+
+  void release_all() {
+    std::vector<std::string> ids;
+    {
+      absl::MutexLock lock(&mu_);
+      for (auto& [id, j] : jobs_) ids.push_back(id);
+    }
+    for (const auto& id : ids) release(id);
+  }
+
+  TaskManagerOptions options_;
+  network::NetworkBufferPool pool_;
+  network::DataPlane data_plane_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<proto::JobManagerService::Stub> stub_;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  QueuedWriter<TaskManagerMessage>* writer_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::map<std::string, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
+};
+
+TaskManagerProcess::TaskManagerProcess(TaskManagerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+TaskManagerProcess::~TaskManagerProcess() = default;
+absl::Status TaskManagerProcess::start() { return impl_->start(); }
+absl::Status TaskManagerProcess::run() { return impl_->run(); }
+void TaskManagerProcess::shutdown() { impl_->shutdown(); }
+
+}  // namespace weir::cluster

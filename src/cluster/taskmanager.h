@@ -1,0 +1,49 @@
+// The TaskManager process: offers its slots to a JobManager over one
+// session stream, runs the tasks deployed to it (a runtime::TaskManager per
+// job, sharing this process's network buffer pool and data plane), reports
+// their states and checkpoints back, and sends heartbeats. When the session
+// breaks or the JobManager's heartbeats stop, it cancels every task (the
+// JobManager has failed them) and registers again.
+#ifndef WEIR_CLUSTER_TASKMANAGER_H_
+#define WEIR_CLUSTER_TASKMANAGER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace weir::cluster {
+
+struct TaskManagerOptions {
+  std::string jobmanager = "127.0.0.1:6123";
+  std::string secret;
+  std::string bind_host = "127.0.0.1";  // the data plane's address
+  int data_port = 0;                    // 0: any free port
+  int slots = 1;
+  std::string id;                       // default: tm-<host>-<pid>
+  int network_buffers = 4096;           // the process's pool (32 KiB each)
+  std::string state_dir;                // RocksDB working copies (default: system temp)
+};
+
+class TaskManagerProcess {
+ public:
+  explicit TaskManagerProcess(TaskManagerOptions options);
+  ~TaskManagerProcess();
+  TaskManagerProcess(const TaskManagerProcess&) = delete;
+  TaskManagerProcess& operator=(const TaskManagerProcess&) = delete;
+
+  // Opens the data port.
+  absl::Status start();
+  // Keeps a session with the JobManager until shutdown(). Returns an error
+  // when the JobManager refuses the secret.
+  absl::Status run();
+  void shutdown();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace weir::cluster
+
+#endif  // WEIR_CLUSTER_TASKMANAGER_H_

@@ -1,0 +1,641 @@
+#include "network/data_plane.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/wakeup.h"
+
+namespace weir::network {
+namespace {
+
+constexpr size_t kHeaderBytes = 9;  // u32 length | u8 type | u32 channel
+constexpr uint32_t kMaxControlPayload = 64 * 1024;
+
+std::string errno_text() { return std::strerror(errno); }
+
+bool write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t r = ::recv(fd, p, n, 0);
+    if (r == 0) return false;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+void put_u32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
+void put_i32(std::string& out, int32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
+void put_i64(std::string& out, int64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+
+// Appends a frame header for a payload of `n` bytes.
+void put_header(std::string& out, FrameType type, uint32_t channel, size_t n) {
+  put_u32(out, static_cast<uint32_t>(n));
+  out.push_back(static_cast<char>(type));
+  put_u32(out, channel);
+}
+
+std::string frame(FrameType type, uint32_t channel, std::string_view payload) {
+  std::string out;
+  put_header(out, type, channel, payload.size());
+  out.append(payload);
+  return out;
+}
+
+struct Header {
+  uint32_t length;
+  FrameType type;
+  uint32_t channel;
+};
+
+bool read_header(int fd, Header* h) {
+  char buf[kHeaderBytes];
+  if (!read_all(fd, buf, sizeof(buf))) return false;
+  std::memcpy(&h->length, buf, 4);
+  h->type = static_cast<FrameType>(buf[4]);
+  std::memcpy(&h->channel, buf + 5, 4);
+  return true;
+}
+
+// Reads the fixed-width fields of a payload.
+class PayloadReader {
+ public:
+  explicit PayloadReader(std::string_view p) : p_(p) {}
+  template <typename T>
+  bool get(T* v) {
+    if (p_.size() < sizeof(T)) return false;
+    std::memcpy(v, p_.data(), sizeof(T));
+    p_.remove_prefix(sizeof(T));
+    return true;
+  }
+  bool get_string(std::string* s) {
+    uint32_t n;
+    if (!get(&n) || p_.size() < n) return false;
+    s->assign(p_.data(), n);
+    p_.remove_prefix(n);
+    return true;
+  }
+
+ private:
+  std::string_view p_;
+};
+
+void set_nodelay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+bool secrets_equal(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() ^ b.size();
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    unsigned char x = i < a.size() ? a[i] : 0, y = i < b.size() ? b[i] : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, int>> parse_address(const std::string& address) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return absl::InvalidArgumentError("address '" + address + "' is not HOST:PORT");
+  }
+  int port = 0;
+  for (size_t i = colon + 1; i < address.size(); ++i) {
+    if (address[i] < '0' || address[i] > '9' || port > 65535) {
+      return absl::InvalidArgumentError("address '" + address + "' has no valid port");
+    }
+    port = port * 10 + (address[i] - '0');
+  }
+  if (port > 65535) return absl::InvalidArgumentError("address '" + address + "' has no valid port");
+  return std::make_pair(address.substr(0, colon), port);
+}
+
+absl::StatusOr<int> connect_tcp(const std::string& address, int timeout_ms) {
+  auto hp = parse_address(address);
+  if (!hp.ok()) return hp.status();
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(hp->first.c_str(), std::to_string(hp->second).c_str(), &hints, &res);
+  if (rc != 0) {
+    return absl::UnavailableError("cannot resolve " + address + ": " + ::gai_strerror(rc));
+  }
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    ::freeaddrinfo(res);
+    return absl::UnavailableError("socket for " + address + ": " + errno_text());
+  }
+  rc = ::connect(fd, res->ai_addr, res->ai_addrlen);
+  ::freeaddrinfo(res);
+  if (rc != 0 && errno != EINPROGRESS) {
+    std::string why = errno_text();
+    ::close(fd);
+    return absl::UnavailableError("cannot connect to " + address + ": " + why);
+  }
+  if (rc != 0) {
+    pollfd p{fd, POLLOUT, 0};
+    rc = ::poll(&p, 1, timeout_ms);
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (rc == 1) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (rc != 1 || err != 0) {
+      std::string why = rc == 0 ? "timed out" : std::strerror(rc < 0 ? errno : err);
+      ::close(fd);
+      return absl::UnavailableError("cannot connect to " + address + ": " + why);
+    }
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  set_nodelay(fd);
+  return fd;
+}
+
+// ---- sending side ------------------------------------------------------------
+
+class DataPlane::Outbound {
+ public:
+  Outbound(DataPlane* plane, std::string address, int fd)
+      : plane_(plane), address_(std::move(address)), fd_(fd) {}
+  ~Outbound() {
+    stop();
+    if (writer_.joinable()) writer_.join();
+    if (reader_.joinable()) reader_.join();
+    ::close(fd_);
+  }
+
+  void start() {
+    writer_ = std::thread([this] { write_loop(); });
+    reader_ = std::thread([this] { read_loop(); });
+  }
+
+  // False when the connection is dead.
+  bool add(const ChannelKey& key, const std::shared_ptr<LocalChannel>& queue) {
+    absl::MutexLock lock(&mu_);
+    if (dead_) return false;
+    auto s = std::make_shared<Sender>();
+    s->id = next_id_++;
+    s->key = key;
+    s->queue = queue;
+    queue->set_consumer(&wakeup_);
+    senders_[s->id] = s;
+    wakeup_.notify();
+    return true;
+  }
+
+  bool dead() {
+    absl::MutexLock lock(&mu_);
+    return dead_;
+  }
+
+  void stop() {
+    ::shutdown(fd_, SHUT_RDWR);
+    fail("shut down");
+  }
+
+ private:
+  struct Sender {
+    uint32_t id = 0;
+    ChannelKey key;
+    std::shared_ptr<LocalChannel> queue;
+    std::atomic<int64_t> credit{0};
+    bool opened = false;  // writer thread only
+  };
+
+  // The connection is gone: every channel on it closes, so producers fail
+  // at once rather than wait.
+  void fail(const std::string& why) {
+    std::map<uint32_t, std::shared_ptr<Sender>> senders;
+    {
+      absl::MutexLock lock(&mu_);
+      if (dead_) return;
+      dead_ = true;
+      senders.swap(senders_);
+    }
+    if (!plane_->stopping_) spdlog::warn("data connection to {} lost: {}", address_, why);
+    for (auto& [id, s] : senders) {
+      s->queue->set_consumer(nullptr);
+      s->queue->close();
+    }
+    wakeup_.notify();
+    plane_->forget(this);
+  }
+
+  void write_loop() {
+    std::string out;
+    while (true) {
+      std::vector<std::shared_ptr<Sender>> senders;
+      {
+        absl::MutexLock lock(&mu_);
+        if (dead_) return;
+        for (auto& [id, s] : senders_) senders.push_back(s);
+      }
+      bool progress = false;
+      for (auto& s : senders) {
+        if (!s->opened) {
+          std::string p;
+          put_u32(p, static_cast<uint32_t>(s->key.job_id.size()));
+          p += s->key.job_id;
+          put_i32(p, s->key.attempt);
+          put_i32(p, s->key.job_edge);
+          put_i32(p, s->key.producer);
+          put_i32(p, s->key.consumer);
+          out += frame(FrameType::kOpen, s->id, p);
+          s->opened = true;
+        }
+        while (auto ev = s->queue->poll_if(s->credit.load() > 0)) {
+          progress = true;
+          if (ev->kind == EventKind::kBuffer) {
+            s->credit.fetch_sub(1);
+            put_header(out, FrameType::kBuffer, s->id, ev->buffer.size());
+            // Large buffers go straight from the pooled segment.
+            if (!write_all(fd_, out.data(), out.size()) ||
+                !write_all(fd_, ev->buffer.data(), ev->buffer.size())) {
+              return fail(errno_text());
+            }
+            out.clear();
+          } else {
+            std::string p;
+            p.push_back(static_cast<char>(ev->kind));
+            put_i64(p, ev->checkpoint_id);
+            put_i64(p, ev->timestamp_ms);
+            p.push_back(static_cast<char>((ev->idle ? 1 : 0) | (ev->savepoint ? 2 : 0)));
+            out += frame(FrameType::kEvent, s->id, p);
+          }
+        }
+        if (s->queue->closed()) {
+          out += frame(FrameType::kClose, s->id, {});
+          s->queue->set_consumer(nullptr);
+          absl::MutexLock lock(&mu_);
+          senders_.erase(s->id);
+        }
+      }
+      if (!out.empty()) {
+        if (!write_all(fd_, out.data(), out.size())) return fail(errno_text());
+        out.clear();
+      }
+      if (!progress) wakeup_.wait_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
+    }
+  }
+
+  void read_loop() {
+    Header h;
+    while (read_header(fd_, &h)) {
+      if (h.length > kMaxControlPayload) return fail("oversized frame from the receiver");
+      std::string payload(h.length, '\0');
+      if (!read_all(fd_, payload.data(), payload.size())) break;
+      std::shared_ptr<Sender> s;
+      {
+        absl::MutexLock lock(&mu_);
+        auto it = senders_.find(h.channel);
+        if (it != senders_.end()) s = it->second;
+      }
+      if (s == nullptr) continue;  // closed meanwhile
+      if (h.type == FrameType::kCredit) {
+        uint32_t n = 0;
+        PayloadReader(payload).get(&n);
+        s->credit.fetch_add(n);
+        wakeup_.notify();
+      } else if (h.type == FrameType::kClose) {
+        s->queue->close();  // the consumer is gone: its producer fails on the next push
+        wakeup_.notify();
+      } else {
+        return fail("unexpected frame type " + std::to_string(static_cast<int>(h.type)));
+      }
+    }
+    fail("closed by the peer");
+  }
+
+  DataPlane* const plane_;
+  const std::string address_;
+  const int fd_;
+  std::thread writer_, reader_;
+  runtime::Wakeup wakeup_;
+  absl::Mutex mu_;
+  bool dead_ ABSL_GUARDED_BY(mu_) = false;
+  uint32_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint32_t, std::shared_ptr<Sender>> senders_ ABSL_GUARDED_BY(mu_);
+};
+
+// ---- receiving side ----------------------------------------------------------
+
+class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inbound> {
+ public:
+  Inbound(DataPlane* plane, int fd, std::string peer) : plane_(plane), fd_(fd), peer_(std::move(peer)) {}
+  ~Inbound() {
+    stop();
+    if (thread_.joinable()) thread_.join();
+    ::close(fd_);
+  }
+  void start() {
+    thread_ = std::thread([this] { run(); });  // the plane owns this; it joins before destroying
+  }
+  void stop() {
+    cancelled_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+  }
+  bool done() const { return done_; }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void send(const std::string& bytes) {
+    absl::MutexLock lock(&write_mu_);
+    write_all(fd_, bytes.data(), bytes.size());  // a dead socket shows on the read side
+  }
+
+  void grant(uint32_t channel, uint32_t n) {
+    std::string p;
+    put_u32(p, n);
+    send(frame(FrameType::kCredit, channel, p));
+  }
+
+  void run() {
+    serve();
+    ::shutdown(fd_, SHUT_RDWR);  // the peer sees the end now, not when this is reaped
+    // The sender is gone: its channels close, so consumers see it at once.
+    for (auto& [id, ch] : channels_) {
+      ch->set_listener({}, {});
+      ch->close();
+    }
+    channels_.clear();
+    done_ = true;
+  }
+
+  void serve() {
+    Header h;
+    if (!read_header(fd_, &h) || h.type != FrameType::kHello || h.length > kMaxControlPayload) {
+      spdlog::warn("refused a data connection from {}: no handshake", peer_);
+      return;
+    }
+    std::string secret(h.length, '\0');
+    if (!read_all(fd_, secret.data(), secret.size())) return;
+    if (!secrets_equal(secret, plane_->secret_)) {
+      spdlog::warn("refused a data connection from {}: wrong cluster secret", peer_);
+      send(frame(FrameType::kRefused, 0, "wrong cluster secret"));
+      return;
+    }
+    send(frame(FrameType::kHelloOk, 0, {}));
+    while (read_header(fd_, &h)) {
+      if (h.type == FrameType::kBuffer) {
+        if (h.length > static_cast<uint32_t>(plane_->pool_->buffer_size())) {
+          spdlog::warn("data connection from {}: buffer of {} bytes exceeds the buffer size", peer_, h.length);
+          return;
+        }
+        Buffer b = plane_->pool_->request(cancelled_);
+        if (!b) return;
+        if (!read_all(fd_, b.data(), h.length)) return;
+        b.set_size(h.length);
+        auto it = channels_.find(h.channel);
+        if (it == channels_.end()) continue;  // closed at this end; the buffer returns to the pool
+        ChannelEvent ev;
+        ev.kind = EventKind::kBuffer;
+        ev.buffer = std::move(b);
+        it->second->push(std::move(ev));  // never blocks: the sender spends credit
+        continue;
+      }
+      if (h.length > kMaxControlPayload) return;
+      std::string payload(h.length, '\0');
+      if (!read_all(fd_, payload.data(), payload.size())) return;
+      PayloadReader r(payload);
+      if (h.type == FrameType::kOpen) {
+        ChannelKey key;
+        if (!r.get_string(&key.job_id) || !r.get(&key.attempt) || !r.get(&key.job_edge) ||
+            !r.get(&key.producer) || !r.get(&key.consumer)) {
+          spdlog::warn("data connection from {}: malformed open frame", peer_);
+          return;
+        }
+        auto ch = plane_->registry(key.job_id)->get(key);
+        const uint32_t id = h.channel;
+        std::weak_ptr<Inbound> weak = weak_from_this();
+        ch->set_listener(
+            [weak, id] {
+              if (auto self = weak.lock()) self->grant(id, 1);
+            },
+            [weak, id] {
+              if (auto self = weak.lock()) self->send(frame(FrameType::kClose, id, {}));
+            });
+        channels_[id] = ch;
+        grant(id, static_cast<uint32_t>(plane_->capacity_));
+      } else if (h.type == FrameType::kEvent) {
+        ChannelEvent ev;
+        uint8_t kind = 0, flags = 0;
+        if (!r.get(&kind) || !r.get(&ev.checkpoint_id) || !r.get(&ev.timestamp_ms) || !r.get(&flags)) {
+          spdlog::warn("data connection from {}: malformed event frame", peer_);
+          return;
+        }
+        ev.kind = static_cast<EventKind>(kind);
+        ev.idle = flags & 1;
+        ev.savepoint = flags & 2;
+        auto it = channels_.find(h.channel);
+        if (it != channels_.end()) it->second->push(std::move(ev));
+      } else if (h.type == FrameType::kClose) {
+        auto it = channels_.find(h.channel);
+        if (it != channels_.end()) {
+          it->second->set_listener({}, {});
+          it->second->close();
+          channels_.erase(it);
+        }
+      } else {
+        spdlog::warn("data connection from {}: unexpected frame type {}", peer_, static_cast<int>(h.type));
+        return;
+      }
+    }
+  }
+
+  DataPlane* const plane_;
+  const int fd_;
+  const std::string peer_;
+  std::thread thread_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> done_{false};
+  absl::Mutex write_mu_;
+  std::map<uint32_t, std::shared_ptr<LocalChannel>> channels_;  // reading thread only
+};
+
+// ---- the plane -----------------------------------------------------------------
+
+DataPlane::DataPlane(std::string secret, NetworkBufferPool* pool, int channel_capacity)
+    : secret_(std::move(secret)), pool_(pool), capacity_(channel_capacity) {}
+
+DataPlane::~DataPlane() { shutdown(); }
+
+absl::Status DataPlane::listen(const std::string& host, int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::UnavailableError("data port socket: " + errno_text());
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    ::close(fd);
+    return absl::InvalidArgumentError("data port: '" + host + "' is not an IPv4 address");
+  }
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 64) != 0) {
+    std::string why = errno_text();
+    ::close(fd);
+    return absl::UnavailableError("cannot listen on " + host + ":" + std::to_string(port) + ": " + why);
+  }
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  listen_fd_ = fd;
+  address_ = host + ":" + std::to_string(ntohs(addr.sin_port));
+  acceptor_ = std::thread([this] { accept_loop(); });
+  return absl::OkStatus();
+}
+
+void DataPlane::accept_loop() {
+  while (!stopping_) {
+    sockaddr_in peer{};
+    socklen_t len = sizeof(peer);
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;  // shut down
+    }
+    set_nodelay(fd);
+    char ip[INET_ADDRSTRLEN] = "?";
+    ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof(ip));
+    auto in = std::make_shared<Inbound>(this, fd, std::string(ip) + ":" + std::to_string(ntohs(peer.sin_port)));
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    // Drop connections that ended.
+    std::erase_if(inbound_, [](const std::shared_ptr<Inbound>& c) {
+      if (!c->done()) return false;
+      c->join();
+      return true;
+    });
+    inbound_.push_back(in);
+    in->start();
+  }
+}
+
+ChannelRegistry* DataPlane::registry(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  auto& r = registries_[job_id];
+  if (r == nullptr) {
+    r = std::make_unique<ChannelRegistry>(capacity_);
+    if (released_.count(job_id)) r->release(job_id, INT32_MAX);
+  }
+  return r.get();
+}
+
+void DataPlane::release_job(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  released_.insert(job_id);
+  auto it = registries_.find(job_id);
+  if (it != registries_.end()) it->second->release(job_id, INT32_MAX);
+}
+
+absl::StatusOr<std::shared_ptr<LocalChannel>> DataPlane::outbound(const std::string& address,
+                                                                  const ChannelKey& key) {
+  for (int tries = 0; tries < 2; ++tries) {
+    std::shared_ptr<Outbound> conn;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = outbound_.find(address);
+      if (it != outbound_.end()) conn = it->second;
+    }
+    if (conn == nullptr) {
+      auto fd = connect_tcp(address, 5000);
+      if (!fd.ok()) return absl::UnavailableError("data connection: " + std::string(fd.status().message()));
+      std::string hello = frame(FrameType::kHello, 0, secret_);
+      Header h{};
+      if (!write_all(*fd, hello.data(), hello.size()) || !read_header(*fd, &h)) {
+        ::close(*fd);
+        return absl::UnavailableError("data connection to " + address + ": closed during the handshake");
+      }
+      if (h.type != FrameType::kHelloOk) {
+        std::string why(std::min<uint32_t>(h.length, kMaxControlPayload), '\0');
+        read_all(*fd, why.data(), why.size());
+        ::close(*fd);
+        return absl::PermissionDeniedError("data connection to " + address + " refused: " + why);
+      }
+      conn = std::make_shared<Outbound>(this, address, *fd);
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return absl::CancelledError("the data plane is shut down");
+      auto [it, inserted] = outbound_.emplace(address, conn);
+      if (inserted) {
+        conn->start();
+      } else {
+        dead_outbound_.push_back(conn);  // lost a race; the other connection serves
+        conn = it->second;
+      }
+    }
+    auto queue = std::make_shared<LocalChannel>(capacity_);
+    if (conn->add(key, queue)) return queue;
+  }
+  return absl::UnavailableError("data connection to " + address + " keeps failing");
+}
+
+void DataPlane::forget(Outbound* o) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = outbound_.begin(); it != outbound_.end(); ++it) {
+    if (it->second.get() == o) {
+      dead_outbound_.push_back(it->second);  // joined at shutdown, not on its own thread
+      outbound_.erase(it);
+      return;
+    }
+  }
+}
+
+void DataPlane::shutdown() {
+  if (stopping_.exchange(true)) return;
+  if (listen_fd_ >= 0) {
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    ::close(listen_fd_);
+  }
+  if (acceptor_.joinable()) acceptor_.join();
+  std::vector<std::shared_ptr<Outbound>> out;
+  std::vector<std::shared_ptr<Inbound>> in;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [a, o] : outbound_) out.push_back(o);
+    outbound_.clear();
+    in.swap(inbound_);
+  }
+  for (auto& o : out) o->stop();
+  for (auto& i : in) i->stop();
+  pool_->wake_all();
+  out.clear();
+  in.clear();
+  std::vector<std::shared_ptr<Outbound>> dead;
+  {
+    absl::MutexLock lock(&mu_);
+    dead.swap(dead_outbound_);
+  }
+  dead.clear();
+  absl::MutexLock lock(&mu_);
+  for (auto& [job, r] : registries_) r->release(job, INT32_MAX);
+}
+
+}  // namespace weir::network

@@ -1,0 +1,109 @@
+// The data plane between TaskManager processes: channels whose producer and
+// consumer run in different processes travel over TCP, carrying the same
+// buffers, barriers, watermarks and end-of-data markers as local channels.
+//
+// Each side keeps a LocalChannel: the producer pushes into a bounded queue
+// here, a writer thread drains it onto one connection per peer process, and
+// the receiving process pushes what arrives into the consumer's channel from
+// its ChannelRegistry. Flow control is credit-based per channel: the
+// receiver grants one credit per data buffer its consumer has taken (and
+// the channel's capacity at the start), the sender sends a data buffer only
+// against a credit, so the receiving thread never blocks on a full channel
+// and a slow consumer holds back only its own channel, never the others
+// sharing the connection. Events need no credit.
+//
+// Every connection starts with the shared secret; a peer without it is
+// refused before any channel opens.
+//
+// Wire format (little-endian): frames of `u32 payload length | u8 type |
+// u32 channel id | payload`; see FrameType.
+#ifndef WEIR_NETWORK_DATA_PLANE_H_
+#define WEIR_NETWORK_DATA_PLANE_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "network/buffer_pool.h"
+#include "network/channel_registry.h"
+
+namespace weir::network {
+
+// DO NOT CHANGE values: the wire protocol uses them.
+enum class FrameType : uint8_t {
+  kHello = 1,    // client -> server: the shared secret
+  kHelloOk = 2,  // server -> client
+  kRefused = 3,  // server -> client: why, then the server closes
+  kOpen = 4,     // sender -> receiver: channel id -> ChannelKey
+  kBuffer = 5,   // sender -> receiver: one data buffer
+  kEvent = 6,    // sender -> receiver: barrier, watermark, end of data, idle
+  kClose = 7,    // either way: the channel is closed at the sending end
+  kCredit = 8,   // receiver -> sender: u32 more buffers may be sent
+};
+
+class DataPlane {
+ public:
+  // `pool` holds the buffers of received data; `channel_capacity` is the
+  // data buffers a channel holds (its initial credit).
+  DataPlane(std::string secret, NetworkBufferPool* pool, int channel_capacity);
+  ~DataPlane();
+  DataPlane(const DataPlane&) = delete;
+  DataPlane& operator=(const DataPlane&) = delete;
+
+  // Listens on host:port (0: any free port).
+  absl::Status listen(const std::string& host, int port);
+  // host:port peers connect to.
+  const std::string& address() const { return address_; }
+
+  // The channels of a job on this process, local and remotely fed.
+  ChannelRegistry* registry(const std::string& job_id);
+  // Closes the job's channels and forgets them; later arrivals for the job
+  // find them closed.
+  void release_job(const std::string& job_id);
+
+  // The sending end of channel `key` towards the process at `address`: a
+  // queue of `capacity` data buffers the producer pushes into. Connects on
+  // first use; an error names the peer.
+  absl::StatusOr<std::shared_ptr<LocalChannel>> outbound(const std::string& address, const ChannelKey& key);
+
+  // Closes every connection; channels on them close too.
+  void shutdown();
+
+ private:
+  class Outbound;
+  class Inbound;
+
+  void accept_loop();
+  void forget(Outbound* o);
+
+  const std::string secret_;
+  NetworkBufferPool* const pool_;
+  const int capacity_;
+  int listen_fd_ = -1;
+  std::string address_;
+  std::thread acceptor_;
+  std::atomic<bool> stopping_{false};
+
+  absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<ChannelRegistry>> registries_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> released_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<Outbound>> outbound_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Inbound>> inbound_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Outbound>> dead_outbound_ ABSL_GUARDED_BY(mu_);  // joined at shutdown
+};
+
+// Splits "host:port"; an error names the address.
+absl::StatusOr<std::pair<std::string, int>> parse_address(const std::string& address);
+// A connected TCP socket to host:port, or an error naming it.
+absl::StatusOr<int> connect_tcp(const std::string& address, int timeout_ms);
+
+}  // namespace weir::network
+
+#endif  // WEIR_NETWORK_DATA_PLANE_H_

@@ -1,0 +1,341 @@
+// The multi-process cluster: a JobManager and TaskManagers as real processes
+// on loopback, jobs submitted through the client, TaskManagers SIGKILLed or
+// frozen, and requests without the cluster secret on every port.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "cluster/client.h"
+#include "examples/running_sum/running_sum.h"
+#include "network/data_plane.h"
+#include "tests/process.h"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace weir {
+namespace {
+
+using testing::Child;
+using testing::TempDir;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Polls `done` every 20 ms until it holds or `deadline` passes.
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds deadline) {
+  auto until = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+// A JobManager and TaskManagers, each a `weir` process, in one temp dir.
+class Cluster {
+ public:
+  explicit Cluster(const std::string& name, std::string heartbeat_timeout = "2s")
+      : dir_(name), timeout_(std::move(heartbeat_timeout)) {
+    secret_file_ = dir_.path("secret");
+    std::ofstream(secret_file_) << "cluster-secret-" << std::random_device{}() << "\n";
+  }
+
+  const TempDir& dir() const { return dir_; }
+  const std::string& secret_file() const { return secret_file_; }
+  std::string secret() const {
+    std::string s = slurp(secret_file_);
+    return s.substr(0, s.find('\n'));
+  }
+  // The session port (TaskManagers) and the REST API (clients).
+  const std::string& address() const { return address_; }
+  const std::string& rest() const { return rest_; }
+  cluster::ClusterClient client() const { return cluster::ClusterClient(rest_, secret()); }
+
+  // Starts the JobManager on a free port and waits until it listens.
+  void start_jobmanager() {
+    jm_ = std::make_unique<Child>(
+        std::vector<std::string>{testing::weir_bin(), "jobmanager", "--bind", "127.0.0.1:0", "--rest-port", "0",
+                                 "--secret-file",
+                                 secret_file_, "--verbose", "--heartbeat-interval", "100ms",
+                                 "--heartbeat-timeout", timeout_},
+        dir_.path("jm"));
+    ASSERT_TRUE(eventually([&] { return slurp(dir_.path("jm.out")).find("listening on") != std::string::npos; },
+                           20s))
+        << slurp(dir_.path("jm.err"));
+    std::string out = slurp(dir_.path("jm.out"));  // "listening on H:P, rest H:R"
+    address_ = out.substr(out.find("listening on ") + 13);
+    address_ = address_.substr(0, address_.find(','));
+    rest_ = out.substr(out.find("rest ") + 5);
+    rest_ = rest_.substr(0, rest_.find('\n'));
+  }
+
+  // Starts a TaskManager and waits until the JobManager lists it.
+  Child* start_taskmanager(const std::string& id, int slots) {
+    tms_[id] = std::make_unique<Child>(
+        std::vector<std::string>{testing::weir_bin(), "taskmanager", "--jobmanager", address_, "--slots",
+                                 std::to_string(slots), "--id", id, "--secret-file", secret_file_, "--verbose",
+                                 "--state-dir", dir_.path("state")},
+        dir_.path(id));
+    bool listed = eventually(
+        [&] {
+          auto o = client().overview();
+          if (!o.ok()) return false;
+          for (const auto& t : (*o)["taskmanagers"]) {
+            if (t["id"] == id) return true;
+          }
+          return false;
+        },
+        20s);
+    EXPECT_TRUE(listed) << slurp(dir_.path(id + ".err"));
+    return tms_[id].get();
+  }
+  Child* taskmanager(const std::string& id) { return tms_.at(id).get(); }
+  std::string jm_log() const { return slurp(dir_.path("jm.err")); }
+
+ private:
+  TempDir dir_;
+  std::string timeout_;
+  std::string secret_file_;
+  std::string address_, rest_;
+  std::unique_ptr<Child> jm_;
+  std::map<std::string, std::unique_ptr<Child>> tms_;  // destroyed (killed) before jm_
+};
+
+int64_t completed_checkpoints(Cluster& c, const std::string& job) {
+  auto r = c.client().checkpoints(job);
+  return r.ok() ? static_cast<int64_t>((*r)["completed"].size()) : -1;
+}
+
+void expect_exactly_once(const std::vector<std::string>& inputs, const std::string& out) {
+  auto check = examples::check_running_sum(inputs, out);
+  ASSERT_TRUE(check.ok()) << check.status();
+  for (const auto& p : check->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(check->exactly_once);
+}
+
+// 1 JobManager + 3 TaskManagers, running-sum at parallelism 6; a random
+// TaskManager is SIGKILLed (and a new one started) several times while the
+// job runs: the committed output is exactly-once.
+TEST(ClusterTest, KilledTaskManagersAreReplacedAndOutputIsExactlyOnce) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  Cluster c("cluster-kill");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 300000, 2000, 997, seed).ok());
+  c.start_jobmanager();
+  std::vector<std::string> live;
+  int next_tm = 0;
+  for (; next_tm < 3; ++next_tm) {
+    live.push_back("tm" + std::to_string(next_tm));
+    c.start_taskmanager(live.back(), 2);
+  }
+  // 6 sources at 5000 lines/s: about 10 s of input.
+  auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "6",
+                                               "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                               "100ms", "--rate", "5000"});
+  ASSERT_TRUE(job.ok()) << job.status();
+
+  int kills = 0;
+  for (int round = 0; round < 3; ++round) {
+    // Let the job make progress: a few more checkpoints.
+    int64_t before = completed_checkpoints(c, *job);
+    int64_t more = 1 + static_cast<int64_t>(rng() % 4);
+    bool progressed = eventually([&] { return completed_checkpoints(c, *job) >= before + more; }, 60s);
+    auto info = c.client().job(*job);
+    ASSERT_TRUE(info.ok()) << info.status();
+    if ((*info)["status"] == "FINISHED") break;
+    ASSERT_TRUE(progressed) << c.jm_log();
+    size_t victim = rng() % live.size();
+    c.taskmanager(live[victim])->kill9();
+    ++kills;
+    live.erase(live.begin() + static_cast<long>(victim));
+    live.push_back("tm" + std::to_string(next_tm++));
+    c.start_taskmanager(live.back(), 2);
+  }
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_GE(kills, 1);
+  EXPECT_GE((*done)["restarts"].get<int>(), kills);
+  expect_exactly_once({input}, c.dir().path("out"));
+}
+
+// A frozen TaskManager (SIGSTOP) keeps its connections open; only missing
+// heartbeats reveal it. The JobManager declares it lost, the job moves to a
+// new TaskManager, and the output stays exactly-once.
+TEST(ClusterTest, FrozenTaskManagerIsDetectedByHeartbeatTimeout) {
+  Cluster c("cluster-freeze", "1s");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 100000, 500, 0, 7).ok());
+  c.start_jobmanager();
+  c.start_taskmanager("tm-a", 1);
+  c.start_taskmanager("tm-b", 1);
+  auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "2",
+                                               "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                               "100ms", "--rate", "5000"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 2; }, 60s)) << c.jm_log();
+  c.taskmanager("tm-b")->signal(SIGSTOP);
+  auto frozen_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return c.jm_log().find("TaskManager tm-b") != std::string::npos &&
+                                      c.jm_log().find("lost: no heartbeat") != std::string::npos; },
+                         20s))
+      << c.jm_log();
+  auto detected = std::chrono::steady_clock::now() - frozen_at;
+  EXPECT_GE(detected, 900ms);  // not before the timeout
+  c.start_taskmanager("tm-c", 1);
+  c.taskmanager("tm-b")->signal(SIGCONT);  // it finds its session gone and drops its tasks
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_GE((*done)["restarts"].get<int>(), 1);
+  expect_exactly_once({input}, c.dir().path("out"));
+}
+
+// Without the secret nothing runs: the client port, the TaskManager session
+// and the data port all refuse.
+TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {
+  Cluster c("cluster-auth");
+  c.start_jobmanager();
+  c.start_taskmanager("tm-ok", 1);
+  TempDir scratch("cluster-auth-wrong");
+  const std::string wrong = scratch.path("wrong");
+  std::ofstream(wrong) << "not-the-secret\n";
+
+  // REST port: without the secret, or with a wrong one, the request is
+  // refused (401); the client exits with code 6.
+  auto hp = network::parse_address(c.rest());
+  ASSERT_TRUE(hp.ok());
+  httplib::Client http(hp->first, hp->second);
+  auto bare = http.Get("/v1/jobs");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->status, 401);
+  EXPECT_NE(bare->body.find("no cluster secret given"), std::string::npos) << bare->body;
+  auto r = testing::run_weir({"list", "--jobmanager", c.rest(), "--secret-file", wrong}, scratch.path("list"));
+  EXPECT_EQ(r.code, 6) << r.err;
+  EXPECT_NE(r.err.find("wrong cluster secret"), std::string::npos) << r.err;
+  // A submission with the wrong secret runs nothing.
+  cluster::ClusterClient intruder(c.rest(), "not-the-secret");
+  auto sub = intruder.submit("running-sum", {"--input", wrong, "--output", scratch.path("o"), "--checkpoint-dir",
+                                             scratch.path("chk")});
+  EXPECT_TRUE(absl::IsUnauthenticated(sub.status())) << sub.status();
+  auto jobs = c.client().list();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ((*jobs)["jobs"].size(), 0u);
+  EXPECT_FALSE(fs::exists(scratch.path("o")));
+
+  // Session port: a TaskManager with the wrong secret is refused and exits.
+  auto tm = testing::run_weir({"taskmanager", "--jobmanager", c.address(), "--secret-file", wrong, "--id", "tm-bad"},
+                              scratch.path("tm-bad"));
+  EXPECT_EQ(tm.code, 6) << tm.err;
+  EXPECT_NE(tm.err.find("refused this TaskManager"), std::string::npos) << tm.err;
+  auto o = c.client().overview();
+  ASSERT_TRUE(o.ok());
+  ASSERT_EQ((*o)["taskmanagers"].size(), 1u);
+  EXPECT_EQ((*o)["taskmanagers"][0]["id"], "tm-ok");
+
+  // Data port: a handshake with the wrong secret gets a refusal frame and
+  // the connection closes.
+  auto fd = network::connect_tcp((*o)["taskmanagers"][0]["data_address"].get<std::string>(), 5000);
+  ASSERT_TRUE(fd.ok()) << fd.status();
+  std::string hello;
+  uint32_t len = 14;
+  hello.append(reinterpret_cast<const char*>(&len), 4);
+  hello.push_back(static_cast<char>(network::FrameType::kHello));
+  hello.append(4, '\0');
+  hello += "not-the-secret";
+  ASSERT_EQ(::send(*fd, hello.data(), hello.size(), MSG_NOSIGNAL), static_cast<ssize_t>(hello.size()));
+  char header[9];
+  ASSERT_EQ(::recv(*fd, header, sizeof(header), MSG_WAITALL), 9);
+  EXPECT_EQ(header[4], static_cast<char>(network::FrameType::kRefused));
+  uint32_t n;
+  std::memcpy(&n, header, 4);
+  std::string why(n, '\0');
+  ASSERT_EQ(::recv(*fd, why.data(), n, MSG_WAITALL), static_cast<ssize_t>(n));
+  EXPECT_EQ(why, "wrong cluster secret");
+  char more;
+  EXPECT_EQ(::recv(*fd, &more, 1, 0), 0);  // closed
+  ::close(*fd);
+  EXPECT_NE(slurp(c.dir().path("tm-ok.err")).find("wrong cluster secret"), std::string::npos);
+}
+
+// The README's flow: submit, stop with a savepoint, resume from it at
+// another parallelism; the output of both runs together is exactly-once.
+TEST(ClusterTest, StopWithSavepointAndResumeAtAnotherParallelism) {
+  Cluster c("cluster-savepoint");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 100000, 300, 0, 11).ok());
+  c.start_jobmanager();
+  c.start_taskmanager("tm-a", 2);
+  c.start_taskmanager("tm-b", 2);
+  auto args = [&](const std::string& p) {
+    return std::vector<std::string>{"--input", input, "--output", c.dir().path("out"), "-p", p,
+                                    "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval", "100ms",
+                                    "--rate", "4000"};
+  };
+  auto first = c.client().submit("running-sum", args("4"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *first) >= 2; }, 60s)) << c.jm_log();
+  // The REST API shows the job graph with every subtask's attempt, state and
+  // TaskManager, and per-subtask checkpoint timings.
+  auto detail = c.client().job(*first);
+  ASSERT_TRUE(detail.ok()) << detail.status();
+  EXPECT_EQ((*detail)["status"], "RUNNING");
+  ASSERT_GE((*detail)["vertices"].size(), 2u) << *detail;
+  size_t subtasks = 0;
+  for (const auto& v : (*detail)["vertices"]) {
+    EXPECT_EQ(v["parallelism"], 4) << v;
+    ASSERT_EQ(v["subtasks"].size(), 4u) << v;
+    for (const auto& s : v["subtasks"]) {
+      EXPECT_EQ(s["attempt"], 0) << s;
+      EXPECT_EQ(s["state"], "RUNNING") << s;
+      EXPECT_TRUE(s["taskmanager"] == "tm-a" || s["taskmanager"] == "tm-b") << s;
+      ++subtasks;
+    }
+  }
+  auto cps = c.client().checkpoints(*first);
+  ASSERT_TRUE(cps.ok()) << cps.status();
+  ASSERT_GE((*cps)["completed"].size(), 2u);
+  EXPECT_EQ((*cps)["completed"][0]["subtasks"].size(), subtasks) << (*cps)["completed"][0];
+  auto r = testing::run_weir({"stop", *first, "--savepoint", c.dir().path("sp"), "--jobmanager", c.rest(),
+                              "--secret-file", c.secret_file()},
+                             c.dir().path("stop"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string path = r.out.substr(r.out.find("completed: ") + 11);
+  path = path.substr(0, path.find('\n'));
+  ASSERT_TRUE(fs::exists(fs::path(path) / "_metadata")) << r.out;
+  auto stopped = c.client().wait(*first, 60000);
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ((*stopped)["status"], "FINISHED");
+  EXPECT_EQ((*stopped)["stopped_with_savepoint"], path);
+
+  auto resumed_args = args("3");
+  resumed_args.push_back("--restore");
+  resumed_args.push_back(path);
+  auto run = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "running-sum"},
+                               c.dir().path("resume-bad"));
+  EXPECT_NE(run.code, 0);  // running-sum without its arguments is refused
+  std::vector<std::string> cmd = {"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(),
+                                  "running-sum"};
+  cmd.insert(cmd.end(), resumed_args.begin(), resumed_args.end());
+  auto second = testing::run_weir(cmd, c.dir().path("resume"));
+  ASSERT_EQ(second.code, 0) << second.err << second.out;
+  EXPECT_NE(second.out.find("FINISHED"), std::string::npos) << second.out;
+  expect_exactly_once({input}, c.dir().path("out"));
+}
+
+}  // namespace
+}  // namespace weir
