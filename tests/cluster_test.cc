@@ -12,10 +12,9 @@
 #include <random>
 #include <thread>
 
-#include "cluster/client.h"
 #include "examples/running_sum/running_sum.h"
 #include "network/data_plane.h"
-#include "tests/process.h"
+#include "tests/cluster.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -24,94 +23,10 @@ namespace weir {
 namespace {
 
 using testing::Child;
+using testing::Cluster;
+using testing::eventually;
+using testing::slurp;
 using testing::TempDir;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Polls `done` every 20 ms until it holds or `deadline` passes.
-bool eventually(const std::function<bool()>& done, std::chrono::milliseconds deadline) {
-  auto until = std::chrono::steady_clock::now() + deadline;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
-// A JobManager and TaskManagers, each a `weir` process, in one temp dir.
-class Cluster {
- public:
-  explicit Cluster(const std::string& name, std::string heartbeat_timeout = "2s")
-      : dir_(name), timeout_(std::move(heartbeat_timeout)) {
-    secret_file_ = dir_.path("secret");
-    std::ofstream(secret_file_) << "cluster-secret-" << std::random_device{}() << "\n";
-  }
-
-  const TempDir& dir() const { return dir_; }
-  const std::string& secret_file() const { return secret_file_; }
-  std::string secret() const {
-    std::string s = slurp(secret_file_);
-    return s.substr(0, s.find('\n'));
-  }
-  // The session port (TaskManagers) and the REST API (clients).
-  const std::string& address() const { return address_; }
-  const std::string& rest() const { return rest_; }
-  cluster::ClusterClient client() const { return cluster::ClusterClient(rest_, secret()); }
-
-  // Starts the JobManager on a free port and waits until it listens.
-  void start_jobmanager() {
-    jm_ = std::make_unique<Child>(
-        std::vector<std::string>{testing::weir_bin(), "jobmanager", "--bind", "127.0.0.1:0", "--rest-port", "0",
-                                 "--secret-file",
-                                 secret_file_, "--verbose", "--heartbeat-interval", "100ms",
-                                 "--heartbeat-timeout", timeout_},
-        dir_.path("jm"));
-    ASSERT_TRUE(eventually([&] { return slurp(dir_.path("jm.out")).find("listening on") != std::string::npos; },
-                           20s))
-        << slurp(dir_.path("jm.err"));
-    std::string out = slurp(dir_.path("jm.out"));  // "listening on H:P, rest H:R"
-    address_ = out.substr(out.find("listening on ") + 13);
-    address_ = address_.substr(0, address_.find(','));
-    rest_ = out.substr(out.find("rest ") + 5);
-    rest_ = rest_.substr(0, rest_.find('\n'));
-  }
-
-  // Starts a TaskManager and waits until the JobManager lists it.
-  Child* start_taskmanager(const std::string& id, int slots) {
-    tms_[id] = std::make_unique<Child>(
-        std::vector<std::string>{testing::weir_bin(), "taskmanager", "--jobmanager", address_, "--slots",
-                                 std::to_string(slots), "--id", id, "--secret-file", secret_file_, "--verbose",
-                                 "--state-dir", dir_.path("state")},
-        dir_.path(id));
-    bool listed = eventually(
-        [&] {
-          auto o = client().overview();
-          if (!o.ok()) return false;
-          for (const auto& t : (*o)["taskmanagers"]) {
-            if (t["id"] == id) return true;
-          }
-          return false;
-        },
-        20s);
-    EXPECT_TRUE(listed) << slurp(dir_.path(id + ".err"));
-    return tms_[id].get();
-  }
-  Child* taskmanager(const std::string& id) { return tms_.at(id).get(); }
-  std::string jm_log() const { return slurp(dir_.path("jm.err")); }
-
- private:
-  TempDir dir_;
-  std::string timeout_;
-  std::string secret_file_;
-  std::string address_, rest_;
-  std::unique_ptr<Child> jm_;
-  std::map<std::string, std::unique_ptr<Child>> tms_;  // destroyed (killed) before jm_
-};
 
 int64_t completed_checkpoints(Cluster& c, const std::string& job) {
   auto r = c.client().checkpoints(job);
@@ -136,11 +51,13 @@ TEST(ClusterTest, KilledTaskManagersAreReplacedAndOutputIsExactlyOnce) {
   const std::string input = c.dir().path("in.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(input, 300000, 2000, 997, seed).ok());
   c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
   std::vector<std::string> live;
   int next_tm = 0;
   for (; next_tm < 3; ++next_tm) {
     live.push_back("tm" + std::to_string(next_tm));
     c.start_taskmanager(live.back(), 2);
+    ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
   }
   // 6 sources at 5000 lines/s: about 10 s of input.
   auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "6",
@@ -164,6 +81,7 @@ TEST(ClusterTest, KilledTaskManagersAreReplacedAndOutputIsExactlyOnce) {
     live.erase(live.begin() + static_cast<long>(victim));
     live.push_back("tm" + std::to_string(next_tm++));
     c.start_taskmanager(live.back(), 2);
+    ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
   }
   auto done = c.client().wait(*job, 120000);
   ASSERT_TRUE(done.ok()) << done.status();
@@ -181,8 +99,11 @@ TEST(ClusterTest, FrozenTaskManagerIsDetectedByHeartbeatTimeout) {
   const std::string input = c.dir().path("in.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(input, 100000, 500, 0, 7).ok());
   c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
   c.start_taskmanager("tm-a", 1);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
   c.start_taskmanager("tm-b", 1);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
   auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "2",
                                                "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
                                                "100ms", "--rate", "5000"});
@@ -197,6 +118,7 @@ TEST(ClusterTest, FrozenTaskManagerIsDetectedByHeartbeatTimeout) {
   auto detected = std::chrono::steady_clock::now() - frozen_at;
   EXPECT_GE(detected, 900ms);  // not before the timeout
   c.start_taskmanager("tm-c", 1);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
   c.taskmanager("tm-b")->signal(SIGCONT);  // it finds its session gone and drops its tasks
   auto done = c.client().wait(*job, 120000);
   ASSERT_TRUE(done.ok()) << done.status();
@@ -210,7 +132,9 @@ TEST(ClusterTest, FrozenTaskManagerIsDetectedByHeartbeatTimeout) {
 TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {
   Cluster c("cluster-auth");
   c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
   c.start_taskmanager("tm-ok", 1);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
   TempDir scratch("cluster-auth-wrong");
   const std::string wrong = scratch.path("wrong");
   std::ofstream(wrong) << "not-the-secret\n";
@@ -279,8 +203,11 @@ TEST(ClusterTest, StopWithSavepointAndResumeAtAnotherParallelism) {
   const std::string input = c.dir().path("in.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(input, 100000, 300, 0, 11).ok());
   c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
   c.start_taskmanager("tm-a", 2);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
   c.start_taskmanager("tm-b", 2);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
   auto args = [&](const std::string& p) {
     return std::vector<std::string>{"--input", input, "--output", c.dir().path("out"), "-p", p,
                                     "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval", "100ms",

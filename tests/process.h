@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,7 +89,9 @@ class Child {
   int wait() {
     if (exited_) return code_;
     int status = 0;
-    ::waitpid(pid_, &status, 0);
+    rusage ru{};
+    ::wait4(pid_, &status, 0, &ru);
+    peak_rss_kb_ = ru.ru_maxrss;
     exited_ = true;
     code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return code_;
@@ -103,6 +106,9 @@ class Child {
     return false;
   }
   void kill9() { signal(SIGKILL); }
+  pid_t pid() const { return pid_; }
+  // The child's peak resident set, once wait() returned.
+  long peak_rss_kb() const { return peak_rss_kb_; }
   void signal(int sig) {
     if (!exited_) ::kill(pid_, sig);
   }
@@ -122,6 +128,7 @@ class Child {
   std::string pending_, piped_;
   bool exited_ = false;
   int code_ = -1;
+  long peak_rss_kb_ = 0;
   std::string out_path_, err_path_;
 };
 

@@ -1,0 +1,119 @@
+// A JobManager and TaskManagers as `weir` processes on loopback, for the
+// cluster tests and benchmarks: started, waited for (each with a deadline),
+// and killed with the object.
+#ifndef WEIR_TESTS_CLUSTER_H_
+#define WEIR_TESTS_CLUSTER_H_
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/client.h"
+#include "tests/process.h"
+
+namespace weir::testing {
+
+using namespace std::chrono_literals;
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Polls `done` every 20 ms until it holds or `deadline` passes.
+inline bool eventually(const std::function<bool()>& done, std::chrono::milliseconds deadline) {
+  auto until = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+// A JobManager and TaskManagers, each a `weir` process, in one temp dir.
+class Cluster {
+ public:
+  explicit Cluster(const std::string& name, std::string heartbeat_timeout = "2s")
+      : dir_(name), timeout_(std::move(heartbeat_timeout)) {
+    secret_file_ = dir_.path("secret");
+    std::ofstream(secret_file_) << "cluster-secret-" << std::random_device{}() << "\n";
+  }
+
+  const TempDir& dir() const { return dir_; }
+  const std::string& secret_file() const { return secret_file_; }
+  std::string secret() const {
+    std::string s = slurp(secret_file_);
+    return s.substr(0, s.find('\n'));
+  }
+  // The session port (TaskManagers) and the REST API (clients).
+  const std::string& address() const { return address_; }
+  const std::string& rest() const { return rest_; }
+  cluster::ClusterClient client() const { return cluster::ClusterClient(rest_, secret()); }
+
+  // Starts the JobManager on a free port and waits until it listens.
+  void start_jobmanager() {
+    jm_ = std::make_unique<Child>(
+        std::vector<std::string>{testing::weir_bin(), "jobmanager", "--bind", "127.0.0.1:0", "--rest-port", "0",
+                                 "--secret-file",
+                                 secret_file_, "--verbose", "--heartbeat-interval", "100ms",
+                                 "--heartbeat-timeout", timeout_},
+        dir_.path("jm"));
+    if (!eventually([&] { return slurp(dir_.path("jm.out")).find("listening on") != std::string::npos; }, 20s)) {
+      ok_ = false;
+      return;
+    }
+    std::string out = slurp(dir_.path("jm.out"));  // "listening on H:P, rest H:R"
+    address_ = out.substr(out.find("listening on ") + 13);
+    address_ = address_.substr(0, address_.find(','));
+    rest_ = out.substr(out.find("rest ") + 5);
+    rest_ = rest_.substr(0, rest_.find('\n'));
+  }
+
+  // Starts a TaskManager and waits until the JobManager lists it.
+  Child* start_taskmanager(const std::string& id, int slots) {
+    tms_[id] = std::make_unique<Child>(
+        std::vector<std::string>{testing::weir_bin(), "taskmanager", "--jobmanager", address_, "--slots",
+                                 std::to_string(slots), "--id", id, "--secret-file", secret_file_, "--verbose",
+                                 "--state-dir", dir_.path("state")},
+        dir_.path(id));
+    bool listed = eventually(
+        [&] {
+          auto o = client().overview();
+          if (!o.ok()) return false;
+          for (const auto& t : (*o)["taskmanagers"]) {
+            if (t["id"] == id) return true;
+          }
+          return false;
+        },
+        20s);
+    if (!listed) ok_ = false;
+    return tms_[id].get();
+  }
+  Child* taskmanager(const std::string& id) { return tms_.at(id).get(); }
+  std::string jm_log() const { return slurp(dir_.path("jm.err")); }
+  // False once a process did not come up in time (its log says why).
+  bool ok() const { return ok_; }
+  Child* jobmanager() { return jm_.get(); }
+
+ private:
+  TempDir dir_;
+  std::string timeout_;
+  std::string secret_file_;
+  bool ok_ = true;
+  std::string address_, rest_;
+  std::unique_ptr<Child> jm_;
+  std::map<std::string, std::unique_ptr<Child>> tms_;  // destroyed (killed) before jm_
+};
+
+}  // namespace weir::testing
+
+#endif  // WEIR_TESTS_CLUSTER_H_
