@@ -5,6 +5,7 @@
 #define WEIR_TESTS_CLUSTER_H_
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -59,10 +60,20 @@ class Cluster {
   const std::string& rest() const { return rest_; }
   cluster::ClusterClient client() const { return cluster::ClusterClient(rest_, secret()); }
 
-  // Starts the JobManager on a free port and waits until it listens.
-  void start_jobmanager() {
+  // SIGKILLs the JobManager and starts a new one on the same ports.
+  void restart_jobmanager() {
+    jm_->kill9();
+    jm_->wait();
+    std::string rest_port = rest_.substr(rest_.rfind(':') + 1);
+    std::remove(dir_.path("jm.out").c_str());
+    start_jobmanager(address_, rest_port);
+  }
+
+  // Starts the JobManager (on free ports unless given) and waits until it
+  // listens.
+  void start_jobmanager(const std::string& bind = "127.0.0.1:0", const std::string& rest_port = "0") {
     jm_ = std::make_unique<Child>(
-        std::vector<std::string>{testing::weir_bin(), "jobmanager", "--bind", "127.0.0.1:0", "--rest-port", "0",
+        std::vector<std::string>{testing::weir_bin(), "jobmanager", "--bind", bind, "--rest-port", rest_port,
                                  "--secret-file",
                                  secret_file_, "--verbose", "--heartbeat-interval", "100ms",
                                  "--heartbeat-timeout", timeout_},

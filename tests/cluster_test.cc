@@ -127,6 +127,117 @@ TEST(ClusterTest, FrozenTaskManagerIsDetectedByHeartbeatTimeout) {
   expect_exactly_once({input}, c.dir().path("out"));
 }
 
+// Region failover: line-copy's subtasks are independent pipelines (one
+// region each). Subtask 2 fails once; only its region restarts: its attempt
+// becomes 1 while every other subtask stays in attempt 0 and keeps running,
+// and the output is exactly-once. With --failover full every subtask
+// restarts.
+TEST(ClusterTest, RegionFailoverRestartsOnlyTheFailedRegion) {
+  Cluster c("cluster-region");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 60000, 100, 0, 5).ok());
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  c.start_taskmanager("tm-a", 2);
+  c.start_taskmanager("tm-b", 2);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  for (const std::string failover : {"region", "full"}) {
+    SCOPED_TRACE("--failover " + failover);
+    const std::string out = c.dir().path("out-" + failover);
+    // 4 subtasks at 2500 lines/s: about 6 s of input.
+    auto job = c.client().submit("line-copy", {"--input", input, "--output", out, "-p", "4", "--checkpoint-dir",
+                                               c.dir().path("chk"), "--checkpoint-interval", "100ms", "--rate",
+                                               "2500", "--fail-subtask", "2", "--fail-after", "2000",
+                                               "--failover", failover});
+    ASSERT_TRUE(job.ok()) << job.status();
+    nlohmann::json detail;
+    ASSERT_TRUE(eventually(
+        [&] {
+          auto d = c.client().job(*job);
+          if (!d.ok() || (*d)["restarts"] != 1 || !d->contains("vertices")) return false;
+          for (const auto& s : (*d)["vertices"][0]["subtasks"]) {
+            if (s["state"] != "RUNNING") return false;
+          }
+          detail = *d;
+          return true;
+        },
+        60s))
+        << c.jm_log();
+    ASSERT_EQ(detail["vertices"].size(), 1u) << detail;  // source -> number -> sink, chained
+    for (const auto& s : detail["vertices"][0]["subtasks"]) {
+      int expected = failover == "full" || s["subtask"] == 2 ? 1 : 0;
+      EXPECT_EQ(s["attempt"], expected) << s;
+    }
+    auto done = c.client().wait(*job, 120000);
+    ASSERT_TRUE(done.ok()) << done.status();
+    ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+    EXPECT_EQ((*done)["restarts"], 1);
+    std::vector<std::string> problems;
+    auto exact = examples::check_line_copy(input, out, &problems);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    for (const auto& p : problems) ADD_FAILURE() << p;
+    EXPECT_TRUE(*exact);
+  }
+}
+
+// A job that needs more slots than the cluster has waits, then fails
+// naming what it needed.
+TEST(ClusterTest, JobWithoutEnoughSlotsFailsAfterTheSlotTimeout) {
+  Cluster c("cluster-slots");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 1000, 10, 0, 3).ok());
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  c.start_taskmanager("tm-a", 1);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "2",
+                                               "--checkpoint-dir", c.dir().path("chk"), "--slot-timeout", "1s"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto done = c.client().wait(*job, 60000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ((*done)["status"], "FAILED");
+  EXPECT_NE((*done)["failure"].get<std::string>().find("no slots for the job after 1000 ms: needs 2 slots, 1 free"),
+            std::string::npos)
+      << *done;
+}
+
+// The JobManager is SIGKILLed while a job runs: the TaskManagers cancel
+// their tasks and register with the restarted JobManager, and the job
+// resumes from the shared checkpoint directory with --restore latest.
+TEST(ClusterTest, JobResumesAfterAJobManagerRestart) {
+  Cluster c("cluster-jm-restart");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 60000, 500, 0, 13).ok());
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  c.start_taskmanager("tm-a", 2);
+  c.start_taskmanager("tm-b", 2);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  std::vector<std::string> args = {"--input", input, "--output", c.dir().path("out"), "-p", "4",
+                                   "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval", "100ms",
+                                   "--rate", "2500"};
+  auto job = c.client().submit("running-sum", args);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 3; }, 60s)) << c.jm_log();
+  c.restart_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto o = c.client().overview();
+        return o.ok() && (*o)["taskmanagers"].size() == 2;
+      },
+      30s))
+      << c.jm_log();
+  args.push_back("--restore");
+  args.push_back("latest");
+  auto resumed = c.client().submit("running-sum", args);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  auto done = c.client().wait(*resumed, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  expect_exactly_once({input}, c.dir().path("out"));
+}
+
 // Without the secret nothing runs: the client port, the TaskManager session
 // and the data port all refuse.
 TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {

@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <random>
 
+#include "checkpoint/format.h"
+#include "checkpoint/storage.h"
 #include "examples/running_sum/running_sum.h"
+#include "weir/connectors.h"
 #include "tests/process.h"
 
 namespace fs = std::filesystem;
@@ -116,11 +119,46 @@ TEST_P(KillRestoreBackendTest, RepeatedKillsAndRestoreLatestGiveExactlyOnceOutpu
 
 INSTANTIATE_TEST_SUITE_P(Backends, KillRestoreBackendTest, ::testing::Values("heap", "rocksdb"));
 
+// Whether the killed run had already published a part file that checkpoint
+// `dir` pre-committed: then restoring an older checkpoint re-emits rows that
+// are committed output, and only at-least-once can hold.
+bool committed_part_of(const fs::path& dir, const std::string& out) {
+  auto cp = checkpoint::load_checkpoint(dir.string());
+  EXPECT_TRUE(cp.ok()) << cp.status();
+  if (!cp.ok()) return true;
+  auto storage = checkpoint::FileCheckpointStorage::at_directory(cp->location);
+  for (const auto& op : cp->metadata.operators) {
+    for (const auto& s : op.subtasks) {
+      if (s.operator_state_length == 0) continue;
+      auto bytes = storage->read_state_file(cp->location, s);
+      EXPECT_TRUE(bytes.ok()) << bytes.status();
+      if (!bytes.ok()) return true;
+      auto state = checkpoint::decode_operator_state(
+          (*bytes)->bytes().substr(s.operator_state_offset, s.operator_state_length));
+      if (!state.ok()) return true;
+      auto it = state->find("pending-files");
+      if (it == state->end()) continue;
+      for (const auto& e : it->second.entries) {
+        auto f = deserialize_from_string<PendingPartFile>(e);
+        if (!f || f->checkpoint_id != cp->metadata.checkpoint_id) continue;
+        std::string prefix = op.uid == "rejects-sink" ? examples::kRejectsPrefix : examples::kOutputPrefix;
+        if (fs::exists(fs::path(out) / (prefix + "-" + std::to_string(f->subtask) + "-" + std::to_string(f->seq)))) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 TEST_F(KillRestoreTest, CorruptNewestCheckpointIsReportedAndSkipped) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   ASSERT_TRUE(run_and_kill(false, 3, 0));
   fs::path newest = newest_checkpoint_dir(dir_->path("chk"));
   ASSERT_FALSE(newest.empty());
+  // The job was killed right after the newest checkpoint completed; usually
+  // before its sinks heard of it, but not always.
+  const bool rolled_back_committed_output = committed_part_of(newest, dir_->path("out"));
   // Flip a byte in one of its state files.
   fs::path victim;
   for (const auto& f : fs::directory_iterator(newest)) {
@@ -139,6 +177,8 @@ TEST_F(KillRestoreTest, CorruptNewestCheckpointIsReportedAndSkipped) {
   auto check = examples::check_running_sum({dir_->path("a.txt"), dir_->path("b.txt")},
                                            dir_->path("out"));
   ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_TRUE(check->nothing_lost);
+  if (rolled_back_committed_output) return;  // duplicates are then the only right outcome
   for (const auto& p : check->problems) ADD_FAILURE() << p;
   EXPECT_TRUE(check->exactly_once);
 }

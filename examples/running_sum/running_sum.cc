@@ -2,6 +2,8 @@
 #include "running_sum.h"
 
 #include <charconv>
+#include <fstream>
+#include <map>
 #include <random>
 #include <stdexcept>
 
@@ -157,6 +159,81 @@ void build_running_sum(StreamEnvironment& env, const RunningSumOptions& o) {
                "output-sink")
       .uid("output-sink")
       .parallelism(o.parallelism);
+}
+
+namespace {
+
+// The file sink, failing once in one subtask's first attempt.
+class FailingOnceSink final : public Sink<std::string> {
+ public:
+  FailingOnceSink(std::string dir, int fail_subtask, int64_t fail_after)
+      : sink_(std::move(dir), kOutputPrefix), fail_subtask_(fail_subtask), fail_after_(fail_after) {}
+  absl::Status open(OperatorContext& ctx) override {
+    armed_ = ctx.subtask_index() == fail_subtask_ && ctx.attempt() == 0;
+    return sink_.open(ctx);
+  }
+  absl::Status write(const std::string& line) override {
+    if (armed_ && ++written_ >= fail_after_) {
+      armed_ = false;
+      throw std::runtime_error("injected failure after " + std::to_string(written_) + " lines");
+    }
+    return sink_.write(line);
+  }
+  absl::Status finish() override { return sink_.finish(); }
+  absl::Status snapshot_state(int64_t id) override { return sink_.snapshot_state(id); }
+  void notify_checkpoint_complete(int64_t id) override { sink_.notify_checkpoint_complete(id); }
+  void close() override { sink_.close(); }
+
+ private:
+  ExactlyOnceFileSink sink_;
+  const int fail_subtask_;
+  const int64_t fail_after_;
+  bool armed_ = false;
+  int64_t written_ = 0;
+};
+
+}  // namespace
+
+void build_line_copy(StreamEnvironment& env, const LineCopyOptions& o) {
+  env.config().default_parallelism = o.parallelism;
+  const std::string path = o.input, out_dir = o.output_dir;
+  const int64_t rate = o.rate, fail_after = o.fail_after;
+  const int fail_subtask = o.fail_subtask;
+  env.from_source<TextLine>([path, rate] { return std::make_unique<FileSource>(path, rate); }, "source")
+      .uid("file-source")
+      .parallelism(o.parallelism)
+      .map([](const TextLine& l) { return std::to_string(l.line_number) + "," + l.text; }, "number")
+      .uid("number")
+      .parallelism(o.parallelism)
+      .sink_to([out_dir, fail_subtask, fail_after] {
+        return std::make_unique<FailingOnceSink>(out_dir, fail_subtask, fail_after);
+      }, "sink")
+      .uid("sink")
+      .parallelism(o.parallelism);
+}
+
+absl::StatusOr<bool> check_line_copy(const std::string& input, const std::string& output_dir,
+                                     std::vector<std::string>* problems) {
+  std::ifstream in(input);
+  if (!in) return absl::NotFoundError("cannot read " + input);
+  std::map<std::string, int> expected;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    expected[std::to_string(n) + "," + line] += 1;
+  }
+  auto out = read_published_lines(output_dir, kOutputPrefix);
+  if (!out.ok()) return out.status();
+  for (const auto& l : *out) expected[l] -= 1;
+  bool ok = true;
+  for (const auto& [l, n] : expected) {
+    if (n == 0) continue;
+    ok = false;
+    if (problems->size() < 5) {
+      problems->push_back((n > 0 ? "missing: " : "duplicated: ") + l);
+    }
+  }
+  return ok;
 }
 
 }  // namespace weir::examples

@@ -30,6 +30,24 @@ struct RunningSumOptions {
   int64_t rate = 0;
 };
 
+// The line-copy job: independent pipelines (forward edges only, so each
+// subtask is its own pipelined region). Subtask i reads its splits of the
+// input and writes `<line number>,<line>` for each line to output_dir. With
+// fail_subtask >= 0, that subtask fails once, in its first attempt, after
+// fail_after lines: only its region restarts.
+struct LineCopyOptions {
+  std::string input;
+  std::string output_dir;
+  int parallelism = 1;
+  int64_t rate = 0;  // lines per second per subtask (0: as fast as it goes)
+  int fail_subtask = -1;
+  int64_t fail_after = 1000;
+};
+void build_line_copy(StreamEnvironment& env, const LineCopyOptions& options);
+// Whether the committed output holds every line of `input` exactly once.
+absl::StatusOr<bool> check_line_copy(const std::string& input, const std::string& output_dir,
+                                     std::vector<std::string>* problems);
+
 // Output prefixes inside output_dir.
 inline constexpr char kOutputPrefix[] = "part";
 inline constexpr char kRejectsPrefix[] = "rejects";

@@ -116,10 +116,20 @@ struct StateBackendConfig {
   bool local_recovery = true;
 };
 
+// What restarts when a task fails. kRegion restarts only the failed task's
+// pipelined region: the subtasks connected to it through network edges
+// (an all-to-all edge joins all its producers and consumers, a forward edge
+// joins subtask i to subtask i), restoring them from the latest completed
+// checkpoint while the other regions keep running. kFull restarts every task.
+enum class FailoverStrategy : uint8_t { kFull = 0, kRegion = 1 };
+absl::StatusOr<FailoverStrategy> parse_failover_strategy(std::string_view text);
+
 struct JobConfig {
   CheckpointConfig checkpoint;
   StateBackendConfig state;
   RestartStrategyConfig restart;
+  // Default: kRegion.
+  FailoverStrategy failover = FailoverStrategy::kRegion;
   NetworkConfig network;
   // Parallelism of operators that do not set one. Default: 1.
   int default_parallelism = 1;

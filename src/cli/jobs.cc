@@ -50,13 +50,20 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   JobFlags flags;
   flags.add_to(&app);
   examples::RunningSumOptions rs;
+  examples::LineCopyOptions lc;
   NexmarkFlags nx;
   if (name == "running-sum") {
     add_running_sum_options(&app, rs);
+  } else if (name == "line-copy") {
+    app.add_option("--input", lc.input, "Input file")->required();
+    app.add_option("--output", lc.output_dir, "Output directory")->required();
+    app.add_option("--rate", lc.rate, "Lines/s per subtask (0: unlimited)")->check(CLI::NonNegativeNumber);
+    app.add_option("--fail-subtask", lc.fail_subtask, "This subtask fails once, in its first attempt");
+    app.add_option("--fail-after", lc.fail_after, "...after this many lines")->check(CLI::PositiveNumber);
   } else if (name == "nexmark") {
     add_nexmark_options(&app, nx, /*dump=*/false);
   } else {
-    return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: running-sum, nexmark)");
+    return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: running-sum, line-copy, nexmark)");
   }
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
   try {
@@ -70,6 +77,9 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   if (name == "running-sum") {
     rs.parallelism = flags.parallelism;
     examples::build_running_sum(*env, rs);
+  } else if (name == "line-copy") {
+    lc.parallelism = flags.parallelism;
+    examples::build_line_copy(*env, lc);
   } else {
     nexmark::QueryOptions o = nx.to_query_options();
     if (nx.output != "blackhole") o.output_dir = nx.output;

@@ -26,6 +26,8 @@ struct JobFlags {
   std::string restore;
   bool allow_non_restored = false;
   std::string restart_strategy = "fixed-delay";
+  std::string failover = "region";
+  std::string slot_timeout = "60s";
   int restart_attempts = -1;
   std::string restart_delay = "100ms";
   int retained = 3;
@@ -50,6 +52,9 @@ struct JobFlags {
     app->add_option("--restore", restore, "latest | PATH of a chk-<n> directory");
     app->add_flag("--allow-non-restored-state", allow_non_restored,
                   "Skip state of operators the job lacks");
+    app->add_option("--failover", failover,
+                    "region (restart only the failed task's pipelined region) | full");
+    app->add_option("--slot-timeout", slot_timeout, "Cluster: how long a deployment waits for free slots");
     app->add_option("--restart-strategy", restart_strategy,
                     "fixed-delay | exponential-delay | failure-rate | none");
     app->add_option("--restart-attempts", restart_attempts, "fixed-delay: -1 for unlimited");
@@ -101,6 +106,12 @@ struct JobFlags {
     if (!restore.empty() && restore == "latest" && checkpoint_dir.empty()) {
       return absl::InvalidArgumentError("--restore latest needs --checkpoint-dir");
     }
+    auto failover_strategy = parse_failover_strategy(failover);
+    if (!failover_strategy.ok()) return failover_strategy.status();
+    c.failover = *failover_strategy;
+    auto slots = parse_duration(slot_timeout);
+    if (!slots.ok()) return slots.status();
+    c.slot_timeout = *slots;
     auto delay = parse_duration(restart_delay);
     if (!delay.ok()) return delay.status();
     c.restart.delay = *delay;
@@ -143,9 +154,10 @@ struct NexmarkFlags {
 // command has).
 void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump);
 
-// The job `name` (running-sum | nexmark) defined by `args`, as `weir example
-// running-sum ARGS` / `weir nexmark ARGS` would run it. InvalidArgument for
-// an unknown job or bad arguments.
+// The job `name` defined by `args`: running-sum and nexmark as `weir example
+// running-sum ARGS` / `weir nexmark ARGS` would run them; line-copy, the
+// forward-only job of examples/running_sum (independent pipelines, one
+// region per subtask). InvalidArgument for an unknown job or bad arguments.
 absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& name,
                                                              const std::vector<std::string>& args);
 

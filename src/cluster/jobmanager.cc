@@ -72,8 +72,10 @@ using SessionPtr = std::shared_ptr<Session>;
 // each message to the TaskManager running the task.
 class JobGateway final : public runtime::TaskExecutorGateway {
  public:
-  JobGateway(JobManager::Impl* jm, std::string job_id, proto::JobSpec spec, int64_t buffers_needed)
-      : jm_(jm), job_id_(std::move(job_id)), spec_(std::move(spec)), buffers_needed_(buffers_needed) {}
+  JobGateway(JobManager::Impl* jm, std::string job_id, proto::JobSpec spec,
+             std::shared_ptr<const graph::JobGraph> graph, int64_t buffers_needed)
+      : jm_(jm), job_id_(std::move(job_id)), spec_(std::move(spec)), graph_(std::move(graph)),
+        buffers_needed_(buffers_needed) {}
 
   void set_master(runtime::JobMasterGateway* master) { master_ = master; }
 
@@ -111,6 +113,7 @@ class JobGateway final : public runtime::TaskExecutorGateway {
   JobManager::Impl* const jm_;
   const std::string job_id_;
   const proto::JobSpec spec_;
+  const std::shared_ptr<const graph::JobGraph> graph_;
   const int64_t buffers_needed_;
   runtime::JobMasterGateway* master_ = nullptr;
 
@@ -228,7 +231,9 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
 
   void free_slots(const std::vector<SessionPtr>& slots) {
     absl::MutexLock lock(&mu_);
-    for (auto& s : slots) --s->used_slots;
+    for (auto& s : slots) {
+      if (s != nullptr) --s->used_slots;
+    }
   }
 
   std::vector<SessionPtr> live_sessions() {
@@ -443,7 +448,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     job->start_ms = wall_ms();
     job->graph = *graph;
     auto storage = runtime::make_job_storage(config, job->id);
-    job->gateway = std::make_unique<JobGateway>(this, job->id, spec,
+    job->gateway = std::make_unique<JobGateway>(this, job->id, spec, *graph,
                                                 runtime::buffers_needed(**graph, config.network));
     job->master = std::make_unique<runtime::JobMaster>(job->id, *graph, config, job->gateway.get(), storage,
                                                        SystemClock::instance(), &job->control);
@@ -710,21 +715,42 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
 // ---- JobGateway ----------------------------------------------------------------------
 
 absl::Status JobGateway::place(std::vector<runtime::TaskDeploymentDescriptor>& tdds) {
-  int needed = 0;
-  for (const auto& t : tdds) needed = std::max(needed, t.execution.subtask + 1);
-  std::vector<SessionPtr> previous;
+  // Slot i holds subtask i of every vertex. Slots on live TaskManagers stay
+  // where they are (a region restart redeploys beside the running regions);
+  // the others are allocated anew.
+  int width = 0;
+  for (const auto& v : graph_->vertices) width = std::max(width, v.parallelism);
+  std::set<int> needed;
+  for (const auto& t : tdds) needed.insert(t.execution.subtask);
+  std::vector<int> missing;
+  std::vector<SessionPtr> gone;
   {
     absl::MutexLock lock(&mu_);
-    previous.swap(slots_);
+    slots_.resize(width);
+    for (int i : needed) {
+      if (slots_[i] != nullptr && !slots_[i]->lost) continue;
+      missing.push_back(i);
+      if (slots_[i] != nullptr) gone.push_back(slots_[i]);
+    }
   }
-  auto slots = jm_->allocate(needed, buffers_needed_, previous);
-  if (!slots.ok()) return slots.status();
-  auto locations = std::make_shared<std::vector<std::string>>();
-  for (const auto& t : tdds) locations->push_back((*slots)[t.execution.subtask]->data_address);
+  std::vector<SessionPtr> fresh;
+  if (!missing.empty() || !gone.empty()) {
+    auto slots = jm_->allocate(static_cast<int>(missing.size()), buffers_needed_, gone);
+    if (!slots.ok()) {
+      absl::MutexLock lock(&mu_);
+      for (int i : missing) slots_[i] = nullptr;  // released above
+      return slots.status();
+    }
+    fresh = std::move(*slots);
+  }
   absl::MutexLock lock(&mu_);
-  slots_ = *slots;
-  placed_.clear();
-  attempt_.clear();
+  for (size_t k = 0; k < missing.size(); ++k) slots_[missing[k]] = fresh[k];
+  auto locations = std::make_shared<std::vector<std::string>>(graph_->total_subtasks());
+  for (const auto& v : graph_->vertices) {
+    for (int s = 0; s < v.parallelism; ++s) {
+      if (slots_[s] != nullptr) (*locations)[graph_->task_index(v.id, s)] = slots_[s]->data_address;
+    }
+  }
   for (auto& t : tdds) {
     const SessionPtr& s = slots_[t.execution.subtask];
     placed_[{t.execution.vertex, t.execution.subtask}] = s;
@@ -787,7 +813,9 @@ void JobGateway::prepare_savepoint(int64_t cp, const std::string& directory) {
   std::set<SessionPtr> sessions;
   {
     absl::MutexLock lock(&mu_);
-    sessions.insert(slots_.begin(), slots_.end());
+    for (const auto& s : slots_) {
+      if (s != nullptr) sessions.insert(s);
+    }
   }
   for (const auto& s : sessions) {
     JobManagerMessage m;

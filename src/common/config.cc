@@ -49,6 +49,13 @@ std::string_view to_string(CheckpointingMode mode) {
   return "?";
 }
 
+absl::StatusOr<FailoverStrategy> parse_failover_strategy(std::string_view text) {
+  if (text == "region") return FailoverStrategy::kRegion;
+  if (text == "full") return FailoverStrategy::kFull;
+  return absl::InvalidArgumentError("invalid failover strategy '" + std::string(text) +
+                                    "': expected region or full");
+}
+
 absl::StatusOr<StateBackendKind> parse_state_backend(std::string_view text) {
   if (text == "heap") return StateBackendKind::kHeap;
   if (text == "rocksdb") return StateBackendKind::kRocksDb;

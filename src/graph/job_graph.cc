@@ -1,6 +1,8 @@
 #include "graph/job_graph.h"
 
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <set>
 
 #include "weir/key_group.h"
@@ -129,6 +131,30 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
     g->edges.push_back(je);
   }
   return std::shared_ptr<const JobGraph>(std::move(g));
+}
+
+std::vector<int> pipelined_regions(const JobGraph& g) {
+  std::vector<int> parent(g.total_subtasks());
+  for (size_t i = 0; i < parent.size(); ++i) parent[i] = static_cast<int>(i);
+  std::function<int(int)> find = [&](int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
+  auto join = [&](int a, int b) { parent[find(a)] = find(b); };
+  for (const auto& e : g.edges) {
+    const int producers = g.vertices[e.source_vertex].parallelism;
+    const int consumers = g.vertices[e.target_vertex].parallelism;
+    if (e.pointwise) {
+      for (int s = 0; s < producers; ++s) join(g.task_index(e.source_vertex, s), g.task_index(e.target_vertex, s));
+      continue;
+    }
+    const int first = g.task_index(e.source_vertex, 0);
+    for (int s = 1; s < producers; ++s) join(first, g.task_index(e.source_vertex, s));
+    for (int s = 0; s < consumers; ++s) join(first, g.task_index(e.target_vertex, s));
+  }
+  std::vector<int> region(parent.size());
+  std::map<int, int> ids;
+  for (size_t i = 0; i < parent.size(); ++i) {
+    region[i] = ids.try_emplace(find(static_cast<int>(i)), static_cast<int>(ids.size())).first->second;
+  }
+  return region;
 }
 
 }  // namespace weir::graph

@@ -61,6 +61,11 @@ struct JobGraph {
   int job_edge_of(int stream_edge) const;
 };
 
+// The pipelined regions of the execution graph: for each task index, the
+// id (0..n-1) of its region. A forward (pointwise) edge joins subtask i of
+// its ends; any other edge joins all its producers and consumers.
+std::vector<int> pipelined_regions(const JobGraph& g);
+
 // Validates the graph (parallelism bounds, unique uids, forward edges
 // between equal parallelism) and chains it.
 absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::StreamGraph& graph,

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "weir/connectors.h"
 #include "weir/stream.h"
 
@@ -48,6 +50,31 @@ TEST(JobGraphTest, DifferentParallelismRebalancesAndUnionIsNotChained) {
   }
   EXPECT_EQ(rebalance, 1);
   EXPECT_EQ(forward, 2);  // the union's inputs: forward but not chained
+}
+
+// Forward edges join subtask i to subtask i; all-to-all edges join every
+// producer and consumer.
+TEST(JobGraphTest, PipelinedRegionsFollowTheNetworkEdges) {
+  StreamEnvironment env;
+  auto a = numbers(env, 3);
+  auto b = numbers(env, 3);
+  // a -> union (forward, not chained) -> map: pointwise, 3 regions so far.
+  a.union_with(b).map([](const int64_t& x) { return x; }).parallelism(3);
+  auto g = build_job_graph(env.graph(), env.config());
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto regions = pipelined_regions(**g);
+  ASSERT_EQ(regions.size(), static_cast<size_t>((*g)->total_subtasks()));
+  EXPECT_EQ(*std::max_element(regions.begin(), regions.end()), 2);  // subtask i of all three vertices
+  for (const auto& v : (*g)->vertices) {
+    for (int s = 0; s < v.parallelism; ++s) EXPECT_EQ(regions[(*g)->task_index(v.id, s)], regions[s]);
+  }
+
+  StreamEnvironment keyed;
+  numbers(keyed, 3).key_by([](const int64_t& x) { return x; }).process<int64_t>(nullptr, "k").parallelism(2);
+  auto k = build_job_graph(keyed.graph(), keyed.config());
+  ASSERT_TRUE(k.ok()) << k.status();
+  auto one = pipelined_regions(**k);
+  EXPECT_EQ(one, std::vector<int>(5, 0));
 }
 
 TEST(JobGraphTest, DerivedUidsAreDeterministicAndExplicitOnesKept) {

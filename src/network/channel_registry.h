@@ -6,6 +6,7 @@
 #define WEIR_NETWORK_CHANNEL_REGISTRY_H_
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,7 +46,20 @@ class ChannelRegistry {
     if (!c) c = std::make_shared<LocalChannel>(capacity_);
     return c;
   }
-  // Closes and forgets every channel of `job_id` attempts up to `attempt`.
+  // Closes and forgets the channels of `job_id` that `pred` picks.
+  void release_if(const std::string& job_id, const std::function<bool(const ChannelKey&)>& pred) {
+    absl::MutexLock lock(&mu_);
+    for (auto it = channels_.begin(); it != channels_.end();) {
+      if (it->first.job_id == job_id && pred(it->first)) {
+        it->second->close();
+        it = channels_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // Closes and forgets every channel of `job_id` attempts up to `attempt`;
+  // later requests for them get closed channels.
   void release(const std::string& job_id, int attempt) {
     absl::MutexLock lock(&mu_);
     int& released = released_.try_emplace(job_id, -1).first->second;

@@ -31,7 +31,14 @@ JobMaster::JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> 
       store_(config_.checkpoint.retained, storage_.get()),
       coordinator_(config_.checkpoint, job_id_, clock_, storage_.get(), &store_, this),
       restart_(make_restart_strategy(config_.restart, std::hash<std::string>{}(job_id_))),
+      region_of_(graph::pipelined_regions(*graph_)),
+      num_regions_(region_of_.empty() ? 0 : *std::max_element(region_of_.begin(), region_of_.end()) + 1),
+      region_attempt_(num_regions_, -1),
+      executions_(region_of_.size()),
       loop_(std::chrono::milliseconds(5), [this] { coordinator_.tick(); }) {
+  for (const auto& v : graph_->vertices) {
+    for (int s = 0; s < v.parallelism; ++s) executions_[graph_->task_index(v.id, s)].id = ExecutionId{v.id, s, -1};
+  }
   loop_.start();
 }
 
@@ -51,7 +58,7 @@ void JobMaster::start(std::optional<checkpoint::RestoredCheckpoint> restored) {
       coordinator_.set_next_checkpoint_id(restored_id_ + 1);
     }
     status_ = JobStatus::kRunning;
-    deploy_attempt();
+    deploy_all();
   });
 }
 
@@ -89,7 +96,7 @@ JobMaster::Status JobMaster::status() {
   return out;
 }
 
-bool JobMaster::place_attempt(std::vector<TaskDeploymentDescriptor>& tdds) {
+bool JobMaster::place_attempt(std::vector<TaskDeploymentDescriptor>& tdds, const std::set<int>& regions) {
   absl::Status placed = tm_->place(tdds);
   if (placed.ok()) {
     waiting_for_slots_since_ms_ = -1;
@@ -107,24 +114,36 @@ bool JobMaster::place_attempt(std::vector<TaskDeploymentDescriptor>& tdds) {
                                        " ms: " + std::string(placed.message()));
     return false;
   }
+  waiting_for_slots_ = regions;
   loop_.post_delayed(std::chrono::milliseconds(100), [this] {
-    if (status_ == JobStatus::kRunning && executions_.empty()) deploy_attempt();
+    if (status_ != JobStatus::kRunning || waiting_for_slots_.empty()) return;
+    std::set<int> regions;
+    regions.swap(waiting_for_slots_);
+    deploy(regions);
   });
   return false;
 }
 
-void JobMaster::deploy_attempt() {
+void JobMaster::deploy_all() {
+  std::set<int> all;
+  for (int r = 0; r < num_regions_; ++r) all.insert(r);
+  deploy(all);
+}
+
+void JobMaster::deploy(const std::set<int>& regions) {
   restart_scheduled_ = false;
-  executions_.clear();
   const checkpoint::CompletedCheckpointStore::Entry* latest = store_.latest();
   std::vector<TaskDeploymentDescriptor> tdds;
   std::vector<Execution> executions;
   for (const auto& v : graph_->vertices) {
     for (int s = 0; s < v.parallelism; ++s) {
+      const int index = graph_->task_index(v.id, s);
+      const int region = region_of_[index];
+      if (regions.count(region) == 0) continue;
       TaskDeploymentDescriptor tdd;
       tdd.job_id = job_id_;
-      tdd.execution = ExecutionId{v.id, s, attempt_ + 1};
-      tdd.task_index = static_cast<int>(executions.size());
+      tdd.execution = ExecutionId{v.id, s, region_attempt_[region] + 1};
+      tdd.task_index = index;
       tdd.key_groups = key_group_range_for_operator(graph_->max_parallelism, v.parallelism, s);
       if (latest != nullptr) {
         tdd.restore_location = latest->location;
@@ -139,18 +158,22 @@ void JobMaster::deploy_attempt() {
       tdds.push_back(std::move(tdd));
     }
   }
-  if (!place_attempt(tdds)) return;
-  ++attempt_;
-  executions_ = std::move(executions);
+  if (!place_attempt(tdds, regions)) return;
+  for (int r : regions) ++region_attempt_[r];
+  attempt_ = *std::max_element(region_attempt_.begin(), region_attempt_.end());
+  for (size_t i = 0; i < tdds.size(); ++i) executions_[tdds[i].task_index] = executions[i];
   if (latest != nullptr && attempt_ > 0) {
-    spdlog::info("job {}: attempt {} restores checkpoint {} from {}", job_id_, attempt_,
+    spdlog::info("job {}: {} restores checkpoint {} from {}", job_id_,
+                 static_cast<int>(regions.size()) == num_regions_
+                     ? "attempt " + std::to_string(attempt_)
+                     : std::to_string(regions.size()) + " of " + std::to_string(num_regions_) + " regions",
                  latest->id, latest->location);
   }
   coordinator_.start(static_cast<int>(executions_.size()));
   for (auto& tdd : tdds) tm_->submit_task(std::move(tdd));
   if (draining_) {  // a restart during stop-with-drain: the new sources stop too
-    for (auto& e : executions_) {
-      if (e.is_source) tm_->stop_source(e.id);
+    for (const auto& tdd : tdds) {
+      if (executions_[tdd.task_index].is_source) tm_->stop_source(executions_[tdd.task_index].id);
     }
   }
 }
@@ -214,11 +237,12 @@ void JobMaster::stop_tasks() {
 }
 
 int JobMaster::task_index(const ExecutionId& id) const {
-  if (id.attempt != attempt_) return -1;
-  for (size_t i = 0; i < executions_.size(); ++i) {
-    if (executions_[i].id == id) return static_cast<int>(i);
+  if (id.vertex < 0 || id.vertex >= static_cast<int>(graph_->vertices.size()) || id.subtask < 0 ||
+      id.subtask >= graph_->vertices[id.vertex].parallelism) {
+    return -1;
   }
-  return -1;
+  int index = graph_->task_index(id.vertex, id.subtask);
+  return executions_[index].id == id ? index : -1;  // -1: another attempt
 }
 
 void JobMaster::update_task_state(const ExecutionId& id, ExecutionState state,
@@ -243,12 +267,13 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
     }
     return;
   }
-  if (state == ExecutionState::kFailed) {
-    handle_failure(error);
-  } else if (state == ExecutionState::kCanceled && status_ == JobStatus::kRunning) {
-    handle_failure(id.to_string() + " was cancelled unexpectedly");
+  const bool restarting = restarting_.count(region_of_[idx]) != 0;
+  if (state == ExecutionState::kFailed && !restarting) {
+    handle_failure(region_of_[idx], error);
+  } else if (state == ExecutionState::kCanceled && !restarting && status_ == JobStatus::kRunning) {
+    handle_failure(region_of_[idx], id.to_string() + " was cancelled unexpectedly");
   }
-  if (status_ == JobStatus::kRestarting) {
+  if (!restarting_.empty()) {
     maybe_restart();
     return;
   }
@@ -260,24 +285,34 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
   }
 }
 
-void JobMaster::handle_failure(const std::string& error) {
+void JobMaster::handle_failure(int region, const std::string& error) {
   if (status_ != JobStatus::kRunning) return;
+  const bool first = restarting_.empty();
   last_failure_ = error;
-  spdlog::info("job {}: attempt {} failed: {}", job_id_, attempt_, error);
-  status_ = JobStatus::kRestarting;
-  coordinator_.stop();
-  for (auto& e : executions_) {
-    if (!e.terminal) tm_->cancel_task(e.id);
+  if (region < 0 || config_.failover == FailoverStrategy::kFull) {
+    for (int r = 0; r < num_regions_; ++r) restarting_.insert(r);
+  } else {
+    restarting_.insert(region);
   }
-  restart_->notify_failure(clock_->now_ms());
+  if (static_cast<int>(restarting_.size()) == num_regions_) status_ = JobStatus::kRestarting;
+  spdlog::info("job {}: {} failed: {}", job_id_,
+               status_ == JobStatus::kRestarting ? "attempt " + std::to_string(attempt_)
+                                                 : "region " + std::to_string(region),
+               error);
+  // Pending checkpoints cannot complete without the region's tasks.
+  coordinator_.stop();
+  for (size_t i = 0; i < executions_.size(); ++i) {
+    if (restarting_.count(region_of_[i]) != 0 && !executions_[i].terminal) tm_->cancel_task(executions_[i].id);
+  }
+  if (first) restart_->notify_failure(clock_->now_ms());
   maybe_restart();
 }
 
 void JobMaster::maybe_restart() {
   if (restart_scheduled_) return;
-  if (!std::all_of(executions_.begin(), executions_.end(),
-                   [](const Execution& x) { return x.terminal; })) {
-    return;  // wait until every task of the failed attempt has ended
+  for (size_t i = 0; i < executions_.size(); ++i) {
+    // Wait until every task of the failed regions has ended.
+    if (restarting_.count(region_of_[i]) != 0 && !executions_[i].terminal) return;
   }
   if (!restart_->can_restart()) {
     finish_job(JobStatus::kFailed, last_failure_);
@@ -286,9 +321,11 @@ void JobMaster::maybe_restart() {
   restart_scheduled_ = true;
   ++restarts_;
   loop_.post_delayed(std::chrono::milliseconds(restart_->backoff_ms()), [this] {
-    if (status_ != JobStatus::kRestarting) return;
+    if (status_ != JobStatus::kRunning && status_ != JobStatus::kRestarting) return;
+    std::set<int> regions;
+    regions.swap(restarting_);
     status_ = JobStatus::kRunning;
-    deploy_attempt();
+    deploy(regions);
   });
 }
 
@@ -374,7 +411,7 @@ void JobMaster::final_checkpoint_complete(int64_t) {
 
 void JobMaster::fail_job(const absl::Status& why) {
   // Called from inside the coordinator: fail after it has returned.
-  loop_.post([this, msg = std::string(why.message())] { handle_failure(msg); });
+  loop_.post([this, msg = std::string(why.message())] { handle_failure(-1, msg); });
 }
 
 }  // namespace weir::runtime

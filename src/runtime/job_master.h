@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,12 +89,17 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
                       const absl::Status& status) override;
   void stop_tasks();
 
-  void deploy_attempt();
-  // Slots for the next attempt; false (and a retry or the job failed) when
-  // there are not enough.
-  bool place_attempt(std::vector<TaskDeploymentDescriptor>& tdds);
+  void deploy_all();
+  // Deploys the next attempt of the tasks of `regions`, restoring the latest
+  // completed checkpoint.
+  void deploy(const std::set<int>& regions);
+  // Slots for the tasks; false (and a retry, or the job failed) when there
+  // are not enough.
+  bool place_attempt(std::vector<TaskDeploymentDescriptor>& tdds, const std::set<int>& regions);
   void on_task_state(const ExecutionId& id, ExecutionState state, const std::string& error);
-  void handle_failure(const std::string& error);
+  // A task of `region` failed: restarts it (or, with full failover or
+  // region -1, all).
+  void handle_failure(int region, const std::string& error);
   void maybe_restart();
   void finish_job(JobStatus status, const std::string& failure);
   int task_index(const ExecutionId& id) const;  // -1 when not of the current attempt
@@ -111,8 +117,13 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   checkpoint::CompletedCheckpointStore store_;
   checkpoint::CheckpointCoordinator coordinator_;
   std::unique_ptr<RestartStrategy> restart_;
+  const std::vector<int> region_of_;   // by task index
+  const int num_regions_;
+  std::vector<int> region_attempt_;    // by region; the attempt its tasks run
   std::vector<Execution> executions_;  // by task index
-  int attempt_ = -1;
+  std::set<int> restarting_;           // regions waiting for their tasks to end, then redeployed
+  std::set<int> waiting_for_slots_;    // regions whose deployment waits for slots
+  int attempt_ = -1;                   // the newest attempt of any region
   JobStatus status_ = JobStatus::kCreated;
   bool restart_scheduled_ = false;
   std::string last_failure_;

@@ -83,14 +83,18 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
   Task* task = nullptr;
   const std::string tdd_job = tdd.job_id;
   const int tdd_attempt = tdd.execution.attempt;
+  const int vertex = tdd.execution.vertex, subtask = tdd.execution.subtask;
+  std::shared_ptr<const graph::JobGraph> graph;
   {
     absl::MutexLock lock(&mu_);
     auto job = jobs_.find(tdd.job_id);
     if (job == jobs_.end()) return;  // the job was unregistered meanwhile
-    // Tasks of earlier attempts have ended (the JobManager waits for that
-    // before redeploying); join and drop them.
+    // Earlier attempts of this subtask have ended (the JobManager waits for
+    // that before redeploying); join and drop them. Other subtasks may run
+    // older attempts: with region failover only the failed regions restart.
     for (auto it = tasks_.begin(); it != tasks_.end();) {
-      if (it->first.job == tdd.job_id && it->first.attempt < tdd.execution.attempt) {
+      if (it->first.job == tdd.job_id && it->first.vertex == tdd.execution.vertex &&
+          it->first.subtask == tdd.execution.subtask && it->first.attempt < tdd.execution.attempt) {
         old.push_back(std::move(it->second));
         it = tasks_.erase(it);
       } else {
@@ -107,13 +111,20 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
     services.config = &job->second->config;
     services.local_state = job->second->local_state;
     Key key{tdd.job_id, tdd.execution.vertex, tdd.execution.subtask, tdd.execution.attempt};
-    auto graph = job->second->graph;
-    auto t = std::make_unique<Task>(std::move(tdd), std::move(graph), services);
+    graph = job->second->graph;
+    auto t = std::make_unique<Task>(std::move(tdd), graph, services);
     task = t.get();
     tasks_[key] = std::move(t);
   }
   old.clear();  // joins outside the lock
-  if (tdd_attempt > 0) channels(tdd_job)->release(tdd_job, tdd_attempt - 1);
+  if (tdd_attempt > 0) {
+    // The channels of this subtask's earlier attempts, at either end.
+    channels(tdd_job)->release_if(tdd_job, [&](const network::ChannelKey& k) {
+      if (k.attempt >= tdd_attempt) return false;
+      const graph::JobEdge& e = graph->edges[k.job_edge];
+      return (e.target_vertex == vertex && k.consumer == subtask) || (e.source_vertex == vertex && k.producer == subtask);
+    });
+  }
   task->start();
 }
 
