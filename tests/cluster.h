@@ -71,13 +71,16 @@ class Cluster {
 
   // Starts the JobManager (on free ports unless given) and waits until it
   // listens.
-  void start_jobmanager(const std::string& bind = "127.0.0.1:0", const std::string& rest_port = "0") {
-    jm_ = std::make_unique<Child>(
-        std::vector<std::string>{testing::weir_bin(), "jobmanager", "--bind", bind, "--rest-port", rest_port,
-                                 "--secret-file",
-                                 secret_file_, "--verbose", "--heartbeat-interval", "100ms",
-                                 "--heartbeat-timeout", timeout_},
-        dir_.path("jm"));
+  // `launcher` runs the process elsewhere (e.g. `ip netns exec NS`).
+  void start_jobmanager(const std::string& bind = "127.0.0.1:0", const std::string& rest_port = "0",
+                        std::vector<std::string> launcher = {}) {
+    for (const std::string& a : {testing::weir_bin(), std::string("jobmanager"), std::string("--bind"), bind,
+                                 std::string("--rest-port"), rest_port, std::string("--secret-file"), secret_file_,
+                                 std::string("--verbose"), std::string("--heartbeat-interval"), std::string("100ms"),
+                                 std::string("--heartbeat-timeout"), timeout_}) {
+      launcher.push_back(a);
+    }
+    jm_ = std::make_unique<Child>(launcher, dir_.path("jm"));
     if (!eventually([&] { return slurp(dir_.path("jm.out")).find("listening on") != std::string::npos; }, 20s)) {
       ok_ = false;
       return;
@@ -90,12 +93,17 @@ class Cluster {
   }
 
   // Starts a TaskManager and waits until the JobManager lists it.
-  Child* start_taskmanager(const std::string& id, int slots) {
-    tms_[id] = std::make_unique<Child>(
-        std::vector<std::string>{testing::weir_bin(), "taskmanager", "--jobmanager", address_, "--slots",
-                                 std::to_string(slots), "--id", id, "--secret-file", secret_file_, "--verbose",
-                                 "--state-dir", dir_.path("state")},
-        dir_.path(id));
+  // `bind`: the host of its data port; `launcher` as for the JobManager.
+  Child* start_taskmanager(const std::string& id, int slots, const std::string& bind = "127.0.0.1",
+                           std::vector<std::string> launcher = {}) {
+    for (const std::string& a :
+         {testing::weir_bin(), std::string("taskmanager"), std::string("--jobmanager"), address_,
+          std::string("--slots"), std::to_string(slots), std::string("--id"), id, std::string("--bind"), bind,
+          std::string("--secret-file"), secret_file_, std::string("--verbose"), std::string("--state-dir"),
+          dir_.path("state")}) {
+      launcher.push_back(a);
+    }
+    tms_[id] = std::make_unique<Child>(launcher, dir_.path(id));
     bool listed = eventually(
         [&] {
           auto o = client().overview();

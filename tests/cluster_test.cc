@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "examples/running_sum/running_sum.h"
@@ -235,6 +236,123 @@ TEST(ClusterTest, JobResumesAfterAJobManagerRestart) {
   auto done = c.client().wait(*resumed, 120000);
   ASSERT_TRUE(done.ok()) << done.status();
   ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  expect_exactly_once({input}, c.dir().path("out"));
+}
+
+// Network namespaces joined by a bridge, as separate hosts on 10.77.0.0/24
+// (this process gets 10.77.0.254). Needs root and `ip`; removed with the
+// object.
+class Hosts {
+ public:
+  explicit Hosts(const std::vector<std::string>& names) {
+    tag_ = std::to_string(::getpid() % 100000);
+    sw_ = "wsw" + tag_;
+    if (!run({"netns", "add", sw_})) {
+      error_ = "cannot create network namespaces (needs root and ip netns): " + last_;
+      return;
+    }
+    ok_ = run({"-n", sw_, "link", "add", "br0", "type", "bridge"}) && run({"-n", sw_, "link", "set", "br0", "up"});
+    for (size_t i = 0; ok_ && i < names.size(); ++i) {
+      std::string ns = "w" + names[i] + tag_;
+      std::string ip = "10.77.0." + std::to_string(i + 1);
+      ok_ = run({"netns", "add", ns}) && plug(ns, "v" + std::to_string(i) + "-" + tag_, ip);
+      namespaces_.push_back(ns);
+      ips_[names[i]] = ip;
+      links_[names[i]] = "e" + std::to_string(i) + "-" + tag_;
+    }
+    // This process's leg, so the test reaches the REST API.
+    ok_ = ok_ && run({"link", "add", "r-" + tag_, "type", "veth", "peer", "name", "er-" + tag_}) &&
+          run({"link", "set", "er-" + tag_, "netns", sw_}) &&
+          run({"-n", sw_, "link", "set", "er-" + tag_, "master", "br0"}) &&
+          run({"-n", sw_, "link", "set", "er-" + tag_, "up"}) &&
+          run({"addr", "add", "10.77.0.254/24", "dev", "r-" + tag_}) && run({"link", "set", "r-" + tag_, "up"});
+    if (!ok_) error_ = "cannot set up the namespaces' network: " + last_;
+  }
+  ~Hosts() {
+    run({"link", "del", "r-" + tag_});
+    for (const auto& ns : namespaces_) run({"netns", "del", ns});
+    run({"netns", "del", sw_});
+  }
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }
+  std::string ip(const std::string& host) const { return ips_.at(host); }
+  std::vector<std::string> launcher(const std::string& host) const {
+    return {"/usr/sbin/ip", "netns", "exec", "w" + host + tag_};
+  }
+  // Unplugs (or plugs back) a host's cable at the switch: its connections
+  // stay open but nothing passes.
+  bool set_cable(const std::string& host, bool up) {
+    return run({"-n", sw_, "link", "set", links_.at(host), up ? "up" : "down"});
+  }
+
+ private:
+  bool plug(const std::string& ns, const std::string& veth, const std::string& ip) {
+    std::string peer = "e" + veth.substr(1);
+    return run({"link", "add", veth, "type", "veth", "peer", "name", peer}) && run({"link", "set", veth, "netns", ns}) &&
+           run({"link", "set", peer, "netns", sw_}) && run({"-n", sw_, "link", "set", peer, "master", "br0"}) &&
+           run({"-n", sw_, "link", "set", peer, "up"}) && run({"-n", ns, "addr", "add", ip + "/24", "dev", veth}) &&
+           run({"-n", ns, "link", "set", veth, "up"}) && run({"-n", ns, "link", "set", "lo", "up"});
+  }
+  bool run(std::vector<std::string> args) {
+    args.insert(args.begin(), "/usr/sbin/ip");
+    TempDir log("ip-" + tag_);
+    Child c(args, log.path("ip"));
+    int code = c.wait();
+    last_ = c.err();
+    return code == 0;
+  }
+
+  std::string tag_, sw_, error_, last_;
+  bool ok_ = false;
+  std::vector<std::string> namespaces_;
+  std::map<std::string, std::string> ips_, links_;
+};
+
+// The JobManager and two TaskManagers on separate hosts (network
+// namespaces). One TaskManager's cable is pulled: its connections stay open
+// but silent, so only heartbeats reveal it; its tasks are failed, it drops
+// them when the JobManager's heartbeats stop, and registers again once the
+// cable is back; the job finishes exactly-once.
+TEST(ClusterTest, TaskManagersOnSeparateHostsSurviveAPulledCable) {
+  if (::access("/usr/sbin/ip", X_OK) != 0) GTEST_SKIP() << "no /usr/sbin/ip: cannot create network namespaces";
+  Hosts hosts({"jm", "tm1", "tm2"});
+  if (!hosts.ok()) GTEST_SKIP() << hosts.error();
+  Cluster c("cluster-netns", "1s");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 60000, 500, 0, 17).ok());
+  c.start_jobmanager(hosts.ip("jm") + ":6123", "8081", hosts.launcher("jm"));
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  ASSERT_EQ(c.address(), hosts.ip("jm") + ":6123");
+  c.start_taskmanager("tm1", 2, hosts.ip("tm1"), hosts.launcher("tm1"));
+  c.start_taskmanager("tm2", 2, hosts.ip("tm2"), hosts.launcher("tm2"));
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "4",
+                                               "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                               "100ms", "--rate", "2500"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 3; }, 60s)) << c.jm_log();
+  // Channels between the hosts carry the job: both TaskManagers run subtasks.
+  auto detail = c.client().job(*job);
+  ASSERT_TRUE(detail.ok());
+  std::set<std::string> used;
+  for (const auto& v : (*detail)["vertices"]) {
+    for (const auto& s : v["subtasks"]) used.insert(s["taskmanager"].get<std::string>());
+  }
+  EXPECT_EQ(used, (std::set<std::string>{"tm1", "tm2"}));
+  ASSERT_TRUE(hosts.set_cable("tm2", false));
+  EXPECT_TRUE(eventually([&] { return c.jm_log().find("TaskManager tm2 (" + hosts.ip("tm2")) != std::string::npos &&
+                                      c.jm_log().find("lost: no heartbeat") != std::string::npos; },
+                         20s))
+      << c.jm_log();
+  // tm2 notices the silence too and drops its tasks.
+  EXPECT_TRUE(eventually([&] { return slurp(c.dir().path("tm2.err")).find("no heartbeat from the JobManager") !=
+                                      std::string::npos; },
+                         20s));
+  ASSERT_TRUE(hosts.set_cable("tm2", true));
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_GE((*done)["restarts"].get<int>(), 1);
   expect_exactly_once({input}, c.dir().path("out"));
 }
 

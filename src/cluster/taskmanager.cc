@@ -282,6 +282,7 @@ class TaskManagerProcess::Impl {
     config.state.local_directory = (base / options_.id).string();
     auto graph = graph::build_job_graph((*env)->graph(), config);
     if (!graph.ok()) return graph.status();
+    data_plane_.admit_job(d.job_id());
     auto job = std::make_unique<Job>();
     job->storage = runtime::make_job_storage(config, d.job_id());
     job->proxy = std::make_unique<MasterProxy>(this, d.job_id());

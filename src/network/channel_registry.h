@@ -46,6 +46,12 @@ class ChannelRegistry {
     if (!c) c = std::make_shared<LocalChannel>(capacity_);
     return c;
   }
+  // The job runs here again (a TaskManager that lost its JobManager and was
+  // given the job anew): its channels are no longer released.
+  void reopen(const std::string& job_id) {
+    absl::MutexLock lock(&mu_);
+    released_.erase(job_id);
+  }
   // Closes and forgets the channels of `job_id` that `pred` picks.
   void release_if(const std::string& job_id, const std::function<bool(const ChannelKey&)>& pred) {
     absl::MutexLock lock(&mu_);

@@ -65,8 +65,10 @@ class DataPlane {
   // The channels of a job on this process, local and remotely fed.
   ChannelRegistry* registry(const std::string& job_id);
   // Closes the job's channels and forgets them; later arrivals for the job
-  // find them closed.
+  // find them closed, until admit_job.
   void release_job(const std::string& job_id);
+  // The job is deployed here (again).
+  void admit_job(const std::string& job_id);
 
   // The sending end of channel `key` towards the process at `address`: a
   // queue of `capacity` data buffers the producer pushes into. Connects on
