@@ -484,9 +484,12 @@ TEST(ClusterTest, StopWithSavepointAndResumeAtAnotherParallelism) {
   auto run = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "running-sum"},
                                c.dir().path("resume-bad"));
   EXPECT_NE(run.code, 0);  // running-sum without its arguments is refused
-  std::vector<std::string> cmd = {"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(),
-                                  "running-sum"};
+  // The embedded command with --jobmanager submits to the cluster.
+  std::vector<std::string> cmd = {"example", "running-sum"};
   cmd.insert(cmd.end(), resumed_args.begin(), resumed_args.end());
+  for (const std::string& a : {std::string("--jobmanager"), c.rest(), std::string("--secret-file"), c.secret_file()}) {
+    cmd.push_back(a);
+  }
   auto second = testing::run_weir(cmd, c.dir().path("resume"));
   ASSERT_EQ(second.code, 0) << second.err << second.out;
   EXPECT_NE(second.out.find("FINISHED"), std::string::npos) << second.out;
