@@ -454,6 +454,7 @@ TEST(ClusterTest, StopWithSavepointAndResumeAtAnotherParallelism) {
   size_t subtasks = 0;
   for (const auto& v : (*detail)["vertices"]) {
     EXPECT_EQ(v["parallelism"], 4) << v;
+    EXPECT_EQ(v["state"], "RUNNING") << v;
     ASSERT_EQ(v["subtasks"].size(), 4u) << v;
     for (const auto& s : v["subtasks"]) {
       EXPECT_EQ(s["attempt"], 0) << s;

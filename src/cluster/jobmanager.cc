@@ -530,16 +530,30 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     nlohmann::json vertices = nlohmann::json::array();
     for (const auto& v : j.graph->vertices) {
       nlohmann::json subtasks = nlohmann::json::array();
+      std::set<std::string> states;
       if (st) {
         for (const auto& e : st->executions) {
           if (e.id.vertex != v.id) continue;
+          std::string state = execution_state_name(e.state, e.terminal);
+          states.insert(state);
           subtasks.push_back({{"subtask", e.id.subtask},
                               {"attempt", e.id.attempt},
-                              {"state", execution_state_name(e.state, e.terminal)},
+                              {"state", state},
                               {"taskmanager", j.gateway->taskmanager_of(e.id)}});
         }
       }
-      vertices.push_back({{"id", v.id}, {"name", v.name}, {"parallelism", v.parallelism}, {"subtasks", subtasks}});
+      // The vertex as a whole: failed if any subtask failed, running while
+      // any runs, else the one state they share (once the job ended: its own).
+      std::string state = !st ? out["status"].get<std::string>()
+                          : states.count("FAILED") ? "FAILED"
+                          : states.count("RUNNING") ? "RUNNING"
+                          : states.size() == 1 ? *states.begin()
+                                               : "ENDED";
+      vertices.push_back({{"id", v.id},
+                          {"name", v.name},
+                          {"parallelism", v.parallelism},
+                          {"state", state},
+                          {"subtasks", subtasks}});
     }
     out["vertices"] = vertices;
     out["max_parallelism"] = j.graph->max_parallelism;
