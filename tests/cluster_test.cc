@@ -222,12 +222,14 @@ TEST(ClusterTest, JobResumesAfterAJobManagerRestart) {
   ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 3; }, 60s)) << c.jm_log();
   c.restart_jobmanager();
   ASSERT_TRUE(c.ok()) << c.jm_log();
+  // The TaskManagers register again within seconds, not after gRPC's
+  // reconnect backoff.
   ASSERT_TRUE(eventually(
       [&] {
         auto o = c.client().overview();
         return o.ok() && (*o)["taskmanagers"].size() == 2;
       },
-      30s))
+      5s))
       << c.jm_log();
   args.push_back("--restore");
   args.push_back("latest");

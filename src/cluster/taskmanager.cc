@@ -38,9 +38,7 @@ class TaskManagerProcess::Impl {
   explicit Impl(TaskManagerOptions o)
       : options_(std::move(o)),
         pool_(options_.network_buffers, NetworkConfig{}.buffer_size),
-        data_plane_(options_.secret, &pool_, NetworkConfig{}.buffers_per_channel),
-        channel_(make_channel(options_.jobmanager)),
-        stub_(proto::JobManagerService::NewStub(channel_)) {
+        data_plane_(options_.secret, &pool_, NetworkConfig{}.buffers_per_channel) {
     if (options_.id.empty()) {
       char host[256] = "host";
       ::gethostname(host, sizeof(host) - 1);
@@ -138,6 +136,10 @@ class TaskManagerProcess::Impl {
   }
 
   absl::Status session() {
+    // A fresh channel each time: one that failed to connect would wait out
+    // gRPC's reconnect backoff (up to 20 s) before trying again.
+    channel_ = make_channel(options_.jobmanager);
+    stub_ = proto::JobManagerService::NewStub(channel_);
     grpc::ClientContext ctx;
     add_secret(&ctx, options_.secret);
     {
@@ -356,8 +358,8 @@ class TaskManagerProcess::Impl {
   TaskManagerOptions options_;
   network::NetworkBufferPool pool_;
   network::DataPlane data_plane_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<proto::JobManagerService::Stub> stub_;
+  std::shared_ptr<grpc::Channel> channel_;                // run() thread only
+  std::unique_ptr<proto::JobManagerService::Stub> stub_;  // run() thread only
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
