@@ -60,6 +60,11 @@ class Cluster {
   const std::string& rest() const { return rest_; }
   cluster::ClusterClient client() const { return cluster::ClusterClient(rest_, secret()); }
 
+  // More arguments for the JobManager, before it starts.
+  void add_jobmanager_args(const std::vector<std::string>& args) {
+    jm_args_.insert(jm_args_.end(), args.begin(), args.end());
+  }
+
   // SIGKILLs the JobManager and starts a new one on the same ports.
   void restart_jobmanager() {
     jm_->kill9();
@@ -80,6 +85,7 @@ class Cluster {
                                  std::string("--heartbeat-timeout"), timeout_}) {
       launcher.push_back(a);
     }
+    launcher.insert(launcher.end(), jm_args_.begin(), jm_args_.end());
     jm_ = std::make_unique<Child>(launcher, dir_.path("jm"));
     if (!eventually([&] { return slurp(dir_.path("jm.out")).find("listening on") != std::string::npos; }, 20s)) {
       ok_ = false;
@@ -128,6 +134,7 @@ class Cluster {
   std::string timeout_;
   std::string secret_file_;
   bool ok_ = true;
+  std::vector<std::string> jm_args_;
   std::string address_, rest_;
   std::unique_ptr<Child> jm_;
   std::map<std::string, std::unique_ptr<Child>> tms_;  // destroyed (killed) before jm_

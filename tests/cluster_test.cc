@@ -358,6 +358,38 @@ TEST(ClusterTest, TaskManagersOnSeparateHostsSurviveAPulledCable) {
   expect_exactly_once({input}, c.dir().path("out"));
 }
 
+// The JobManager forgets the oldest ended jobs beyond --keep-ended-jobs, so
+// its memory does not grow with every job it ever ran.
+TEST(ClusterTest, OnlyTheNewestEndedJobsAreKept) {
+  Cluster c("cluster-keep");
+  c.add_jobmanager_args({"--keep-ended-jobs", "1"});
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 100, 10, 0, 1).ok());
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  c.start_taskmanager("tm-a", 1);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out" + std::to_string(i)),
+                                                 "--checkpoint-dir", c.dir().path("chk")});
+    ASSERT_TRUE(job.ok()) << job.status();
+    auto done = c.client().wait(*job, 60000);
+    ASSERT_TRUE(done.ok()) << done.status();
+    ASSERT_EQ((*done)["status"], "FINISHED") << *done;
+    ids.push_back(*job);
+  }
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto jobs = c.client().list();
+        return jobs.ok() && (*jobs)["jobs"].size() == 1 && (*jobs)["jobs"][0]["job_id"] == ids.back();
+      },
+      10s))
+      << c.jm_log();
+  auto first = c.client().job(ids.front());
+  EXPECT_TRUE(absl::IsNotFound(first.status())) << first.status();
+}
+
 // Without the secret nothing runs: the client port, the TaskManager session
 // and the data port all refuse.
 TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {

@@ -89,6 +89,7 @@ struct ClusterCommands::Flags {
   int rest_port = 8081;
   std::string heartbeat_interval = "500ms";
   std::string heartbeat_timeout = "5s";
+  int keep_ended_jobs = 100;
 
   cluster::TaskManagerOptions tm;
 
@@ -115,6 +116,8 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   f.jobmanager->add_option("--rest-port", f.rest_port, "REST API port on the same host (default 8081; 0: any)")
       ->check(CLI::Range(0, 65535));
   f.jobmanager->add_option("--heartbeat-interval", f.heartbeat_interval, "e.g. 500ms");
+  f.jobmanager->add_option("--keep-ended-jobs", f.keep_ended_jobs, "Ended jobs still listed (older ones are forgotten)")
+      ->check(CLI::Range(1, 1000000));
   f.jobmanager->add_option("--heartbeat-timeout", f.heartbeat_timeout,
                            "A TaskManager silent this long is lost, e.g. 5s");
 
@@ -180,6 +183,7 @@ std::optional<int> ClusterCommands::run() {
     cluster::JobManagerOptions o;
     o.bind = f.bind;
     o.rest_port = f.rest_port;
+    o.keep_ended_jobs = f.keep_ended_jobs;
     o.secret = *secret;
     auto interval = parse_duration(f.heartbeat_interval);
     auto timeout = parse_duration(f.heartbeat_timeout);

@@ -467,16 +467,44 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     }
     spdlog::info("job {} ({}) submitted", job->id, spec.name());
     job->master->start(std::move(*restored));
-    job->waiter = std::thread([raw] {
+    job->waiter = std::thread([this, raw] {
       JobResult r = raw->master->wait();
       raw->control.detach();
       raw->gateway->release();
       spdlog::info("job {} {}{}", raw->id, std::string(to_string(r.status)),
                    r.failure.empty() ? "" : ": " + r.failure);
-      absl::MutexLock lock(&raw->mu);
-      raw->result = std::move(r);
+      {
+        absl::MutexLock lock(&raw->mu);
+        raw->result = std::move(r);
+      }
+      forget_old_jobs(raw);
     });
     return job->id;
+  }
+
+  // Drops the oldest ended jobs beyond keep_ended_jobs (never `current`,
+  // whose waiter thread this runs on).
+  void forget_old_jobs(Job* current) {
+    std::vector<JobPtr> forgotten;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      std::vector<std::string> ended;
+      for (const auto& id : job_order_) {
+        absl::MutexLock jl(&jobs_[id]->mu);
+        if (jobs_[id]->result.has_value()) ended.push_back(id);
+      }
+      for (size_t i = 0; i + static_cast<size_t>(options_.keep_ended_jobs) < ended.size(); ++i) {
+        auto it = jobs_.find(ended[i]);
+        if (it->second.get() == current) continue;
+        forgotten.push_back(it->second);
+        jobs_.erase(it);
+        job_order_.erase(std::find(job_order_.begin(), job_order_.end(), ended[i]));
+      }
+    }
+    for (auto& j : forgotten) {
+      if (j->waiter.joinable()) j->waiter.join();  // ended: it set the result
+    }
   }
 
   // A savepoint (or stop with one) of `j`, once it completed. One at a time
