@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "examples/running_sum/running_sum.h"
 #include "tests/cluster.h"
 
@@ -28,11 +29,6 @@ using weir::testing::eventually;
 
 namespace {
 
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -138,10 +134,10 @@ int run(const Options& o) {
       // The victim: a TaskManager that runs subtasks.
       auto detail = c.client().job(*job);
       std::string victim = (*detail)["vertices"][0]["subtasks"][0]["taskmanager"];
-      int64_t killed_at = wall_ms();
+      int64_t killed_at = weir::SystemClock::instance()->wall_ms();
       c.taskmanager(victim)->kill9();
       if (!eventually([&] { return c.jm_log().find("TaskManager " + victim) != std::string::npos; }, 30s)) return 1;
-      int64_t detected_at = wall_ms();
+      int64_t detected_at = weir::SystemClock::instance()->wall_ms();
       int64_t committed_at = -1;
       eventually(
           [&] {

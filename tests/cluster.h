@@ -23,13 +23,6 @@ namespace weir::testing {
 
 using namespace std::chrono_literals;
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Polls `done` every 20 ms until it holds or `deadline` passes.
 inline bool eventually(const std::function<bool()>& done, std::chrono::milliseconds deadline) {
   auto until = std::chrono::steady_clock::now() + deadline;

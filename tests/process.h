@@ -22,6 +22,14 @@
 
 namespace weir::testing {
 
+// The whole contents of a file ("" when it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 inline std::string weir_bin() {
   const char* p = std::getenv("WEIR_BIN");
   return p ? p : "weir";
@@ -116,13 +124,6 @@ class Child {
   std::string err() const { return err_fd_ >= 0 ? piped_ + pending_ : slurp(err_path_); }
 
  private:
-  static std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
   pid_t pid_ = -1;
   int err_fd_ = -1;
   std::string pending_, piped_;

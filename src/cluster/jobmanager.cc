@@ -31,17 +31,7 @@ using proto::JobManagerMessage;
 using proto::TaskManagerMessage;
 using Stream = grpc::ServerReaderWriter<JobManagerMessage, TaskManagerMessage>;
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // One registered TaskManager and its session stream.
 struct Session {
@@ -260,7 +250,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     s->data_address = first.register_().data_address();
     s->slots = first.register_().slots();
     s->network_buffers = first.register_().network_buffers();
-    s->last_heartbeat_ms = now_ms();
+    s->last_heartbeat_ms = SystemClock::instance()->now_ms();
     {
       absl::MutexLock lock(&s->context_mu);
       s->context = ctx;
@@ -284,7 +274,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
 
     TaskManagerMessage m;
     while (stream->Read(&m)) {
-      s->last_heartbeat_ms = now_ms();
+      s->last_heartbeat_ms = SystemClock::instance()->now_ms();
       dispatch(m);
     }
     lose(s, "its connection closed");
@@ -300,12 +290,10 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
 
   absl::Status start_rest(const std::string& host, int port) {
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      const std::string expected = "Bearer " + options_.secret;
       const std::string given = req.get_header_value("Authorization");
-      bool ok = given.size() == expected.size();
-      unsigned diff = 0;
-      for (size_t i = 0; ok && i < given.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
-      if (ok && diff == 0) return httplib::Server::HandlerResponse::Unhandled;
+      if (network::secrets_equal(given, "Bearer " + options_.secret)) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
       spdlog::warn("refused a REST request {} {} from {}: {}", req.method, req.path, req.remote_addr,
                    given.empty() ? "no cluster secret" : "wrong cluster secret");
       reply_error(res, absl::UnauthenticatedError(given.empty() ? "no cluster secret given" : "wrong cluster secret"));
@@ -445,7 +433,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     auto job = std::make_shared<Job>();
     job->id = runtime::new_job_id();
     job->spec = spec;
-    job->start_ms = wall_ms();
+    job->start_ms = SystemClock::instance()->wall_ms();
     job->graph = *graph;
     auto storage = runtime::make_job_storage(config, job->id);
     job->gateway = std::make_unique<JobGateway>(this, job->id, spec, *graph,
@@ -643,7 +631,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
                      {"data_address", s->data_address},
                      {"slots", s->slots},
                      {"slots_used", s->used_slots},
-                     {"last_heartbeat_ms_ago", now_ms() - s->last_heartbeat_ms}});
+                     {"last_heartbeat_ms_ago", SystemClock::instance()->now_ms() - s->last_heartbeat_ms}});
       total += s->slots;
       used += s->used_slots;
     }
@@ -725,7 +713,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
         absl::MutexLock lock(&mu_);
         if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(options_.heartbeat_interval))) return;
       }
-      const int64_t now = now_ms();
+      const int64_t now = SystemClock::instance()->now_ms();
       for (auto& s : live_sessions()) {
         int64_t silent = now - s->last_heartbeat_ms;
         if (silent > options_.heartbeat_timeout.count()) {

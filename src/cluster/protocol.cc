@@ -1,5 +1,7 @@
 #include "cluster/protocol.h"
 
+#include "network/data_plane.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -32,15 +34,10 @@ absl::StatusOr<std::string> load_secret(const std::string& file) {
 grpc::Status check_secret(const grpc::ServerContext& context, const std::string& secret) {
   const auto& md = context.client_metadata();
   auto it = md.find(kAuthMetadata);
-  const std::string expected = "Bearer " + secret;
-  bool ok = false;
-  if (it != md.end() && it->second.size() == expected.size()) {
-    unsigned diff = 0;
-    const char* given = it->second.data();
-    for (size_t i = 0; i < expected.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
-    ok = diff == 0;
+  if (it != md.end() &&
+      network::secrets_equal(std::string_view(it->second.data(), it->second.size()), "Bearer " + secret)) {
+    return grpc::Status::OK;
   }
-  if (ok) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       it == md.end() ? "no cluster secret given" : "wrong cluster secret");
 }

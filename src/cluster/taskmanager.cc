@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cli/jobs.h"
 #include "cluster/protocol.h"
+#include "common/clock.h"
 #include "cluster/queued_writer.h"
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
@@ -25,11 +26,6 @@ namespace {
 using proto::JobManagerMessage;
 using proto::TaskManagerMessage;
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -178,7 +174,7 @@ class TaskManagerProcess::Impl {
       absl::MutexLock lock(&mu_);
       writer_ = writer.get();
     }
-    std::atomic<int64_t> last_heard{now_ms()};
+    std::atomic<int64_t> last_heard{SystemClock::instance()->now_ms()};
     std::atomic<bool> session_over{false};
     absl::Mutex hb_mu;
     std::thread heartbeats([&] {
@@ -190,19 +186,19 @@ class TaskManagerProcess::Impl {
                                  absl::Milliseconds(interval));
         }
         if (session_over) return;
-        int64_t silent = now_ms() - last_heard;
+        int64_t silent = SystemClock::instance()->now_ms() - last_heard;
         if (silent > timeout) {
           spdlog::warn("no heartbeat from the JobManager for {} ms; ending the session", silent);
           ctx.TryCancel();
           return;
         }
         TaskManagerMessage hb;
-        hb.mutable_heartbeat()->set_sent_ms(now_ms());
+        hb.mutable_heartbeat()->set_sent_ms(SystemClock::instance()->now_ms());
         send(std::move(hb));
       }
     });
     while (stream->Read(&m)) {
-      last_heard = now_ms();
+      last_heard = SystemClock::instance()->now_ms();
       handle(m);
     }
     {

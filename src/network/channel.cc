@@ -18,7 +18,7 @@ bool LocalChannel::push(ChannelEvent ev) {
 std::optional<ChannelEvent> LocalChannel::poll() { return poll_if(true); }
 
 std::optional<ChannelEvent> LocalChannel::poll_if(bool take_buffer) {
-  std::function<void()> taken;
+  std::shared_ptr<const std::function<void()>> taken;
   std::optional<ChannelEvent> ev;
   {
     absl::MutexLock lock(&mu_);
@@ -32,7 +32,7 @@ std::optional<ChannelEvent> LocalChannel::poll_if(bool take_buffer) {
       taken = on_buffer_taken_;
     }
   }
-  if (taken) taken();
+  if (taken) (*taken)();
   return ev;
 }
 
@@ -71,7 +71,9 @@ void LocalChannel::set_listener(std::function<void()> on_buffer_taken, std::func
   {
     absl::MutexLock lock(&mu_);
     already_closed = closed_;
-    on_buffer_taken_ = std::move(on_buffer_taken);
+    on_buffer_taken_ = on_buffer_taken
+                           ? std::make_shared<const std::function<void()>>(std::move(on_buffer_taken))
+                           : nullptr;
     if (!already_closed) on_closed_ = std::move(on_closed);
   }
   if (already_closed && on_closed) on_closed();

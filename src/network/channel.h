@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "absl/synchronization/mutex.h"
@@ -69,7 +70,8 @@ class LocalChannel {
   int queued_buffers_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   runtime::Wakeup* consumer_ ABSL_GUARDED_BY(mu_) = nullptr;
-  std::function<void()> on_buffer_taken_ ABSL_GUARDED_BY(mu_);
+  // Shared, so taking a buffer copies a pointer, not the function.
+  std::shared_ptr<const std::function<void()>> on_buffer_taken_ ABSL_GUARDED_BY(mu_);
   std::function<void()> on_closed_ ABSL_GUARDED_BY(mu_);
 };
 

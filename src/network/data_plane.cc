@@ -120,6 +120,8 @@ void tune_socket(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
 }
 
+}  // namespace
+
 bool secrets_equal(std::string_view a, std::string_view b) {
   unsigned diff = a.size() ^ b.size();
   for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
@@ -128,8 +130,6 @@ bool secrets_equal(std::string_view a, std::string_view b) {
   }
   return diff == 0;
 }
-
-}  // namespace
 
 absl::StatusOr<std::pair<std::string, int>> parse_address(const std::string& address) {
   size_t colon = address.rfind(':');

@@ -26,6 +26,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -103,6 +104,9 @@ class DataPlane {
 
 // Splits "host:port"; an error names the address.
 absl::StatusOr<std::pair<std::string, int>> parse_address(const std::string& address);
+// Compares a given secret with the expected one in time independent of
+// where they differ. Every port of the cluster checks secrets with it.
+bool secrets_equal(std::string_view given, std::string_view expected);
 // A connected TCP socket to host:port, or an error naming it.
 absl::StatusOr<int> connect_tcp(const std::string& address, int timeout_ms);
 

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <thread>
 
+#include "runtime/wakeup.h"
+
 namespace weir::network {
 namespace {
 
@@ -40,14 +42,25 @@ class DataPlaneTest : public ::testing::Test {
     return ch.push(std::move(ev));
   }
 
-  // Polls until an event arrives or 10 s pass.
+  // The next event, waiting on the channel's wakeup up to 10 s.
   std::optional<ChannelEvent> next(LocalChannel& ch) {
+    runtime::Wakeup wakeup;
+    ch.set_consumer(&wakeup);
     auto until = std::chrono::steady_clock::now() + 10s;
-    while (std::chrono::steady_clock::now() < until) {
-      if (auto ev = ch.poll()) return ev;
-      std::this_thread::sleep_for(1ms);
-    }
-    return std::nullopt;
+    std::optional<ChannelEvent> ev;
+    while (!(ev = ch.poll()) && std::chrono::steady_clock::now() < until) wakeup.wait_until(until);
+    ch.set_consumer(nullptr);
+    return ev;
+  }
+
+  // Waits up to 10 s for the receiving end `ch` to close.
+  static bool closes(LocalChannel& ch) {
+    runtime::Wakeup wakeup;
+    ch.set_consumer(&wakeup);
+    auto until = std::chrono::steady_clock::now() + 10s;
+    while (!ch.closed() && std::chrono::steady_clock::now() < until) wakeup.wait_until(until);
+    ch.set_consumer(nullptr);
+    return ch.closed();
   }
 
   NetworkBufferPool sender_pool_, receiver_pool_;
@@ -148,18 +161,24 @@ TEST_F(DataPlaneTest, ClosingEitherEndClosesTheOther) {
   ASSERT_TRUE(push_value(**out, 1));
   ASSERT_TRUE(next(*in).has_value());
   (*out)->close();  // the producer ended
-  auto until = std::chrono::steady_clock::now() + 10s;
-  while (!in->closed() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
-  EXPECT_TRUE(in->closed());
+  EXPECT_TRUE(closes(*in));
 
   auto out2 = sender_.outbound(receiver_.address(), key(1));
   ASSERT_TRUE(out2.ok());
+  // The sending queue's wakeup belongs to the connection's writer; its close
+  // listener tells this test.
+  runtime::Wakeup producer_side;
+  std::atomic<bool> producer_closed{false};
+  (*out2)->set_listener({}, [&] {
+    producer_closed = true;
+    producer_side.notify();
+  });
   auto in2 = receiver_.registry("job")->get(key(1));
   ASSERT_TRUE(push_value(**out2, 1));
   ASSERT_TRUE(next(*in2).has_value());
   in2->close();  // the consumer was cancelled: its producer's pushes fail
-  until = std::chrono::steady_clock::now() + 10s;
-  while (!(*out2)->closed() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (!producer_closed && std::chrono::steady_clock::now() < until) producer_side.wait_until(until);
   EXPECT_TRUE((*out2)->closed());
   EXPECT_FALSE(push_value(**out2, 2));
 }
