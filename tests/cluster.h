@@ -75,7 +75,8 @@ class Cluster {
     for (const std::string& a : {testing::weir_bin(), std::string("jobmanager"), std::string("--bind"), bind,
                                  std::string("--rest-port"), rest_port, std::string("--secret-file"), secret_file_,
                                  std::string("--verbose"), std::string("--heartbeat-interval"), std::string("100ms"),
-                                 std::string("--heartbeat-timeout"), timeout_}) {
+                                 std::string("--heartbeat-timeout"), timeout_, std::string("--library-dir"),
+                                 dir_.path("jm-libraries")}) {
       launcher.push_back(a);
     }
     launcher.insert(launcher.end(), jm_args_.begin(), jm_args_.end());
@@ -99,7 +100,7 @@ class Cluster {
          {testing::weir_bin(), std::string("taskmanager"), std::string("--jobmanager"), address_,
           std::string("--slots"), std::to_string(slots), std::string("--id"), id, std::string("--bind"), bind,
           std::string("--secret-file"), secret_file_, std::string("--verbose"), std::string("--state-dir"),
-          dir_.path("state")}) {
+          dir_.path("state"), std::string("--library-dir"), dir_.path(id + "-libraries")}) {
       launcher.push_back(a);
     }
     tms_[id] = std::make_unique<Child>(launcher, dir_.path(id));

@@ -138,11 +138,16 @@ struct RunResult {
   std::string out, err;
 };
 
-inline RunResult run_weir(std::vector<std::string> args, const std::string& log_prefix) {
-  args.insert(args.begin(), weir_bin());
+// Runs `args` (args[0]: the program's path) to its end.
+inline RunResult run_program(const std::vector<std::string>& args, const std::string& log_prefix) {
   Child c(args, log_prefix);
   int code = c.wait();
   return {code, c.out(), c.err()};
+}
+
+inline RunResult run_weir(std::vector<std::string> args, const std::string& log_prefix) {
+  args.insert(args.begin(), weir_bin());
+  return run_program(args, log_prefix);
 }
 
 // A fresh directory under the system temp directory, removed on destruction.

@@ -7,7 +7,10 @@
 #include <cstdlib>
 #include <thread>
 
+#include "cli/embedded.h"
+#include "cli/jobs.h"
 #include "cluster/client.h"
+#include "cluster/job_library.h"
 #include "cluster/jobmanager.h"
 #include "cluster/protocol.h"
 #include "cluster/taskmanager.h"
@@ -59,6 +62,38 @@ class StopSignals {
   sigset_t set_;
 };
 
+// `weir run` takes a job library by path (anything with a slash or ending in
+// .so), a built-in job by name otherwise.
+bool is_library_path(const std::string& job) {
+  return job.find('/') != std::string::npos || (job.size() > 3 && job.compare(job.size() - 3, 3, ".so") == 0);
+}
+
+// `weir run --embedded JOB ARGS`: the job in this process, as `weir example`
+// runs the built-in ones.
+int run_embedded(const std::string& job, const std::vector<std::string>& args) {
+  const cluster::JobLibrary* library = nullptr;
+  std::string name = job;
+  if (is_library_path(job)) {
+    auto l = cluster::JobLibrary::load(job);
+    if (!l.ok()) return fail(kBadArguments, std::string(l.status().message()));
+    library = *l;
+    name = library->name();
+  }
+  JobFlags flags;
+  auto env = build_job(name, args, library, &flags);
+  if (!env.ok()) return fail(kBadArguments, std::string(env.status().message()));
+  if (flags.verbose) spdlog::set_level(spdlog::level::info);
+  SignalControl signals(flags.savepoint_dir, flags.drain);
+  auto result = (*env)->execute(name, signals.control());
+  if (!result.ok()) {
+    return fail(absl::IsInvalidArgument(result.status()) ? kBadArguments : kBadInput,
+                std::string(result.status().message()));
+  }
+  print_result(*result, stdout);
+  if (result->status != JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
+  return kOk;
+}
+
 void print_job(const nlohmann::json& j) {
   std::string failure = j.value("failure", "");
   std::printf("%s  %-10s  %-12s  restarts %d  checkpoints %lld%s%s\n", j.value("job_id", "").c_str(),
@@ -90,10 +125,12 @@ struct ClusterCommands::Flags {
   std::string heartbeat_interval = "500ms";
   std::string heartbeat_timeout = "5s";
   int keep_ended_jobs = 100;
+  std::string library_dir;
 
   cluster::TaskManagerOptions tm;
 
   bool detached = false;
+  bool embedded = false;
   std::string job_id;
   std::string directory;
   bool drain = false;
@@ -118,6 +155,8 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   f.jobmanager->add_option("--heartbeat-interval", f.heartbeat_interval, "e.g. 500ms");
   f.jobmanager->add_option("--keep-ended-jobs", f.keep_ended_jobs, "Ended jobs still listed (older ones are forgotten)")
       ->check(CLI::Range(1, 1000000));
+  f.jobmanager->add_option("--library-dir", f.library_dir,
+                           "Uploaded job libraries (default: <temp>/weir-libraries-<uid>)");
   f.jobmanager->add_option("--heartbeat-timeout", f.heartbeat_timeout,
                            "A TaskManager silent this long is lost, e.g. 5s");
 
@@ -133,10 +172,14 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   f.taskmanager->add_option("--network-buffers", f.tm.network_buffers, "32 KiB network buffers in the pool")
       ->check(CLI::Range(16, 1 << 20));
   f.taskmanager->add_option("--state-dir", f.tm.state_dir, "RocksDB working copies (default: system temp)");
+  f.taskmanager->add_option("--library-dir", f.tm.library_dir,
+                            "Job libraries fetched from the JobManager (default: <temp>/weir-libraries-<uid>)");
 
-  f.run = app.add_subcommand("run", "Submit a job to the cluster: weir run [options] JOB JOB-ARGS...");
+  f.run = app.add_subcommand("run",
+                              "Submit a job to the cluster: weir run [options] JOB|LIBRARY.so JOB-ARGS...");
   common(f.run, true);
   f.run->add_flag("--detached", f.detached, "Return once submitted; do not wait for the end");
+  f.run->add_flag("--embedded", f.embedded, "Run the job in this process instead (no cluster)");
   f.run->prefix_command();
 
   f.list = app.add_subcommand("list", "List the cluster's jobs");
@@ -176,6 +219,11 @@ std::optional<int> ClusterCommands::run() {
   }
   if (parsed == nullptr) return std::nullopt;
   if (f.verbose) spdlog::set_level(spdlog::level::info);
+  if (parsed == f.run && f.embedded) {
+    std::vector<std::string> rest = f.run->remaining();
+    if (rest.empty()) return fail(kBadArguments, "run: which job? (weir run --embedded JOB|LIBRARY.so JOB-ARGS...)");
+    return run_embedded(rest.front(), std::vector<std::string>(rest.begin() + 1, rest.end()));
+  }
   auto secret = cluster::load_secret(f.secret_file);
   if (!secret.ok()) return fail(kBadArguments, std::string(secret.status().message()));
 
@@ -184,6 +232,7 @@ std::optional<int> ClusterCommands::run() {
     o.bind = f.bind;
     o.rest_port = f.rest_port;
     o.keep_ended_jobs = f.keep_ended_jobs;
+    o.library_dir = f.library_dir;
     o.secret = *secret;
     auto interval = parse_duration(f.heartbeat_interval);
     auto timeout = parse_duration(f.heartbeat_timeout);
@@ -231,7 +280,13 @@ std::optional<int> ClusterCommands::run() {
     if (rest.empty()) return fail(kBadArguments, "run: which job? (weir run [options] JOB JOB-ARGS...)");
     std::string name = rest.front();
     rest.erase(rest.begin());
-    auto id = client.submit(name, rest);
+    std::string library;
+    if (is_library_path(name)) {
+      auto digest = client.upload_library(name);
+      if (!digest.ok()) return fail(exit_code(digest.status()), "run: " + std::string(digest.status().message()));
+      library = *digest;
+    }
+    auto id = client.submit(name, rest, library);
     if (!id.ok()) return fail(exit_code(id.status()), "run: " + std::string(id.status().message()));
     std::printf("submitted job %s\n", id->c_str());
     std::fflush(stdout);

@@ -45,14 +45,18 @@ nexmark::QueryOptions NexmarkFlags::to_query_options() const {
 }
 
 absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& name,
-                                                             const std::vector<std::string>& args) {
+                                                             const std::vector<std::string>& args,
+                                                             const cluster::JobLibrary* library,
+                                                             JobFlags* flags_out) {
   CLI::App app{name};
   JobFlags flags;
   flags.add_to(&app);
   examples::RunningSumOptions rs;
   examples::LineCopyOptions lc;
   NexmarkFlags nx;
-  if (name == "running-sum") {
+  if (library != nullptr) {
+    app.allow_extras();  // the library's own arguments
+  } else if (name == "running-sum") {
     add_running_sum_options(&app, rs);
   } else if (name == "line-copy") {
     app.add_option("--input", lc.input, "Input file")->required();
@@ -74,7 +78,11 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   auto config = flags.to_config();
   if (!config.ok()) return config.status();
   auto env = std::make_unique<StreamEnvironment>(*config);
-  if (name == "running-sum") {
+  if (flags_out != nullptr) *flags_out = flags;
+  if (library != nullptr) {
+    auto s = library->build(*env, app.remaining());
+    if (!s.ok()) return s;
+  } else if (name == "running-sum") {
     rs.parallelism = flags.parallelism;
     examples::build_running_sum(*env, rs);
   } else if (name == "line-copy") {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cluster/job_library.h"
 #include "examples/nexmark/queries.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/weir.h"
@@ -157,9 +158,13 @@ void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump);
 // The job `name` defined by `args`: running-sum and nexmark as `weir example
 // running-sum ARGS` / `weir nexmark ARGS` would run them; line-copy, the
 // forward-only job of examples/running_sum (independent pipelines, one
-// region per subtask). InvalidArgument for an unknown job or bad arguments.
+// region per subtask); or, given `library`, the library's job, which gets
+// the arguments that are not job flags. InvalidArgument for an unknown job
+// or bad arguments. `flags`, when given, receives the parsed job flags.
 absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& name,
-                                                             const std::vector<std::string>& args);
+                                                             const std::vector<std::string>& args,
+                                                             const cluster::JobLibrary* library = nullptr,
+                                                             JobFlags* flags = nullptr);
 
 }  // namespace weir::cli
 

@@ -28,6 +28,7 @@
 #include "examples/nexmark/dump.h"
 #include "examples/nexmark/queries.h"
 #include "cli/cluster_commands.h"
+#include "cli/embedded.h"
 #include "cli/jobs.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
@@ -56,73 +57,6 @@ int exit_code_for(const absl::Status& s) {
   return kBadInput;
 }
 
-// Savepoints on signals: SIGUSR1 takes a savepoint into --savepoint-dir,
-// SIGUSR2 stops the job with one. The signals are blocked in every thread
-// (so construct this before the job starts any) and taken by sigwait on a
-// thread of their own, which forwards them to the job's JobControl.
-class SignalControl {
- public:
-  SignalControl(std::string dir, bool drain) : dir_(std::move(dir)), drain_(drain) {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGUSR1);
-    sigaddset(&set_, SIGUSR2);
-    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
-    control_.on_savepoint([](const weir::SavepointResult& r) {
-      if (r.error.empty()) {
-        std::printf("savepoint %lld completed: %s\n", static_cast<long long>(r.id), r.path.c_str());
-      } else {
-        std::printf("savepoint failed: %s\n", r.error.c_str());
-      }
-      std::fflush(stdout);
-    });
-    thread_ = std::thread([this] {
-      while (true) {
-        int sig = 0;
-        if (sigwait(&set_, &sig) != 0) continue;
-        if (done_) return;
-        if (sig == SIGUSR1) control_.trigger_savepoint(dir_);
-        if (sig == SIGUSR2) control_.stop_with_savepoint(dir_, drain_);
-      }
-    });
-  }
-  ~SignalControl() {
-    done_ = true;
-    pthread_kill(thread_.native_handle(), SIGUSR1);
-    thread_.join();
-  }
-  weir::JobControl* control() { return &control_; }
-
- private:
-  const std::string dir_;
-  const bool drain_;
-  sigset_t set_;
-  std::atomic<bool> done_{false};
-  weir::JobControl control_;
-  std::thread thread_;
-};
-
-void print_result(const weir::JobResult& r, std::FILE* out) {
-  int64_t total_ms = 0, max_ms = 0;
-  for (const auto& c : r.checkpoints) {
-    total_ms += c.duration.count();
-    max_ms = std::max<int64_t>(max_ms, c.duration.count());
-  }
-  std::fprintf(out, "job %s %s in %.3f s\n", r.job_id.c_str(),
-               std::string(weir::to_string(r.status)).c_str(), r.wall_time.count() / 1000.0);
-  if (r.restored_checkpoint_id >= 0) {
-    std::fprintf(out, "restored from checkpoint %lld (%s)\n",
-                 static_cast<long long>(r.restored_checkpoint_id), r.restored_from.c_str());
-  }
-  std::fprintf(out, "checkpoints completed: %zu (failed: %lld, mean %.1f ms, max %lld ms)\n",
-               r.checkpoints.size(), static_cast<long long>(r.failed_checkpoints),
-               r.checkpoints.empty() ? 0.0 : static_cast<double>(total_ms) / r.checkpoints.size(),
-               static_cast<long long>(max_ms));
-  std::fprintf(out, "restarts: %d\n", r.restarts);
-  if (!r.stopped_with_savepoint.empty()) {
-    std::fprintf(out, "stopped with savepoint %s\n", r.stopped_with_savepoint.c_str());
-  }
-}
-
 int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlags& flags) {
   auto config = flags.to_config();
   if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
@@ -135,12 +69,12 @@ int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlag
   std::error_code ec;
   std::filesystem::create_directories(opts.output_dir, ec);
   if (ec) return fail(kBadInput, "cannot create output directory " + opts.output_dir + ": " + ec.message());
-  SignalControl signals(flags.savepoint_dir, flags.drain);
+  weir::cli::SignalControl signals(flags.savepoint_dir, flags.drain);
   weir::StreamEnvironment env(*config);
   weir::examples::build_running_sum(env, opts);
   auto result = env.execute("running-sum", signals.control());
   if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
-  print_result(*result, stdout);
+  weir::cli::print_result(*result, stdout);
   if (result->status != weir::JobStatus::kFinished) {
     return fail(kJobFailed, "job failed: " + result->failure);
   }
@@ -192,7 +126,7 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
     auto s = weir::nexmark::dump_events(gen, nf.events, nf.dump_dir);
     if (!s.ok()) return fail(kBadInput, std::string(s.message()));
   }
-  SignalControl signals(flags.savepoint_dir, flags.drain);
+  weir::cli::SignalControl signals(flags.savepoint_dir, flags.drain);
   weir::StreamEnvironment env(*config);
   auto s = weir::nexmark::build_query(env, o);
   if (!s.ok()) return fail(kBadArguments, std::string(s.message()));
@@ -201,7 +135,7 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
   double cpu = cpu_seconds() - cpu0;
   if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
   if (result->status != weir::JobStatus::kFinished) {
-    print_result(*result, stdout);
+    weir::cli::print_result(*result, stdout);
     return fail(kJobFailed, "job failed: " + result->failure);
   }
   int64_t out_rows = rows.load();
@@ -226,7 +160,7 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
     std::filesystem::remove_all(parts, ec);
   }
   double wall = result->wall_time.count() / 1000.0;
-  print_result(*result, stdout);
+  weir::cli::print_result(*result, stdout);
   rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   if (!result->stopped_with_savepoint.empty()) {

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "cluster/job_library.h"
+#include "common/file_util.h"
 #include "network/data_plane.h"
 
 namespace weir::cluster {
@@ -28,16 +30,22 @@ ClusterClient::ClusterClient(std::string address, std::string secret)
 
 absl::StatusOr<nlohmann::json> ClusterClient::request(const std::string& method, const std::string& path,
                                                       const nlohmann::json* body, int timeout_s) {
+  return request_raw(method, path, body != nullptr ? body->dump() : "{}", "application/json", timeout_s);
+}
+
+absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& method, const std::string& path,
+                                                          const std::string& body, const char* content_type,
+                                                          int timeout_s) {
   auto hp = network::parse_address(address_);
   if (!hp.ok()) return hp.status();
   httplib::Client http(hp->first, hp->second);
   http.set_connection_timeout(5);
   http.set_read_timeout(timeout_s);
-  http.set_write_timeout(30);
+  http.set_write_timeout(timeout_s);
   httplib::Headers headers = {{"Authorization", "Bearer " + secret_}};
-  httplib::Result r = method == "GET" ? http.Get(path.c_str(), headers)
-                                      : http.Post(path.c_str(), headers, body ? body->dump() : "{}",
-                                                  "application/json");
+  httplib::Result r = method == "GET"   ? http.Get(path.c_str(), headers)
+                      : method == "PUT" ? http.Put(path.c_str(), headers, body, content_type)
+                                        : http.Post(path.c_str(), headers, body, content_type);
   if (!r) {
     return absl::UnavailableError("JobManager " + address_ + " unreachable: " + httplib::to_string(r.error()));
   }
@@ -52,8 +60,22 @@ absl::StatusOr<nlohmann::json> ClusterClient::request(const std::string& method,
   return json;
 }
 
-absl::StatusOr<std::string> ClusterClient::submit(const std::string& job, const std::vector<std::string>& args) {
+absl::StatusOr<std::string> ClusterClient::upload_library(const std::string& path) {
+  auto bytes = read_file(path);
+  if (!bytes.ok()) return absl::InvalidArgumentError("job library: " + std::string(bytes.status().message()));
+  const std::string digest = sha256_hex(*bytes);
+  auto have = request("GET", "/v1/libraries/" + digest, nullptr, 60);
+  if (have.ok()) return digest;
+  if (absl::IsUnavailable(have.status()) || absl::IsUnauthenticated(have.status())) return have.status();
+  auto put = request_raw("PUT", "/v1/libraries/" + digest, *bytes, "application/octet-stream", 600);
+  if (!put.ok()) return absl::Status(put.status().code(), "uploading " + path + ": " + std::string(put.status().message()));
+  return digest;
+}
+
+absl::StatusOr<std::string> ClusterClient::submit(const std::string& job, const std::vector<std::string>& args,
+                                                  const std::string& library) {
   nlohmann::json body = {{"name", job}, {"args", args}};
+  if (!library.empty()) body["library"] = library;
   auto r = request("POST", "/v1/jobs", &body, 60);
   if (!r.ok()) return r.status();
   return (*r)["job_id"].get<std::string>();

@@ -18,7 +18,13 @@ class ClusterClient {
   // `address`: HOST:PORT of the JobManager's REST API.
   ClusterClient(std::string address, std::string secret);
 
-  absl::StatusOr<std::string> submit(const std::string& job, const std::vector<std::string>& args);
+  // Submits a built-in job by name, or, given `library` (a digest from
+  // upload_library), that library's job.
+  absl::StatusOr<std::string> submit(const std::string& job, const std::vector<std::string>& args,
+                                     const std::string& library = "");
+  // Uploads the job library at `path` unless the JobManager has it already;
+  // returns its digest (the SHA-256 of its bytes).
+  absl::StatusOr<std::string> upload_library(const std::string& path);
   absl::StatusOr<nlohmann::json> list();
   absl::StatusOr<nlohmann::json> job(const std::string& job_id);
   // The job's state once it ended or `timeout_ms` passed.
@@ -32,6 +38,9 @@ class ClusterClient {
  private:
   absl::StatusOr<nlohmann::json> request(const std::string& method, const std::string& path,
                                          const nlohmann::json* body, int timeout_s);
+  // `method` GET, POST or PUT; `body` sent as `content_type`.
+  absl::StatusOr<nlohmann::json> request_raw(const std::string& method, const std::string& path,
+                                             const std::string& body, const char* content_type, int timeout_s);
 
   const std::string address_;
   const std::string secret_;

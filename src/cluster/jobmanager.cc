@@ -16,6 +16,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cli/jobs.h"
+#include "cluster/job_library.h"
 #include "cluster/protocol.h"
 #include "cluster/queued_writer.h"
 #include "common/clock.h"
@@ -141,7 +142,9 @@ using JobPtr = std::shared_ptr<Job>;
 
 class JobManager::Impl final : public proto::JobManagerService::Service {
  public:
-  explicit Impl(JobManagerOptions o) : options_(std::move(o)) {}
+  explicit Impl(JobManagerOptions o)
+      : options_(std::move(o)),
+        libraries_(options_.library_dir.empty() ? LibraryStore::default_directory() : options_.library_dir) {}
   ~Impl() override { shutdown(); }
 
   absl::Status start() {
@@ -286,6 +289,27 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status FetchLibrary(grpc::ServerContext* ctx, const proto::LibraryRequest* req,
+                            grpc::ServerWriter<proto::LibraryChunk>* writer) override {
+    grpc::Status auth = check_secret(*ctx, options_.secret);
+    if (!auth.ok()) {
+      spdlog::warn("refused a library request from {}: {}", ctx->peer(), auth.error_message());
+      return auth;
+    }
+    auto bytes = libraries_.read(req->digest());
+    if (!bytes.ok()) {
+      return grpc::Status(absl::IsNotFound(bytes.status()) ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::INTERNAL,
+                          std::string(bytes.status().message()));
+    }
+    constexpr size_t kChunk = 1 << 20;
+    proto::LibraryChunk chunk;
+    for (size_t at = 0; at < bytes->size(); at += kChunk) {
+      chunk.set_data(bytes->substr(at, kChunk));
+      if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "the TaskManager went away");
+    }
+    return grpc::Status::OK;
+  }
+
   // ---- REST (docs/rest-api.md) ---------------------------------------------------
 
   absl::Status start_rest(const std::string& host, int port) {
@@ -312,10 +336,30 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       for (auto& j : jobs) out["jobs"].push_back(job_json(*j, false));
       reply(res, out);
     });
+    // Job libraries, by the SHA-256 of their bytes.
+    http_.set_payload_max_length(kMaxLibraryBytes);
+    http_.Put(R"(/v1/libraries/([0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string digest = req.matches[1];
+      absl::Status s = libraries_.put(digest, req.body);
+      if (!s.ok()) return reply_error(res, s);
+      spdlog::info("job library {} stored ({} bytes)", digest, req.body.size());
+      reply(res, {{"library", digest}, {"bytes", req.body.size()}});
+    });
+    http_.Get(R"(/v1/libraries/([0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string digest = req.matches[1];
+      auto bytes = libraries_.read(digest);
+      if (!bytes.ok()) return reply_error(res, absl::IsDataLoss(bytes.status()) ? absl::NotFoundError(bytes.status().message()) : bytes.status());
+      reply(res, {{"library", digest}, {"bytes", bytes->size()}});
+    });
     http_.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
       auto body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
       if (!body.is_object() || !body.contains("name") || !body["name"].is_string()) {
         return reply_error(res, absl::InvalidArgumentError("the body must be {\"name\": JOB, \"args\": [...]}"));
+      }
+      std::string library;
+      if (body.contains("library")) {
+        if (!body["library"].is_string()) return reply_error(res, absl::InvalidArgumentError("\"library\" must be a digest"));
+        library = body["library"].get<std::string>();
       }
       std::vector<std::string> args;
       if (body.contains("args")) {
@@ -325,7 +369,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
           args.push_back(a.get<std::string>());
         }
       }
-      auto id = submit(body["name"].get<std::string>(), args);
+      auto id = submit(body["name"].get<std::string>(), args, library);
       if (!id.ok()) return reply_error(res, id.status());
       reply(res, {{"job_id", *id}});
     });
@@ -414,11 +458,25 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     return it == jobs_.end() ? nullptr : it->second;
   }
 
-  absl::StatusOr<std::string> submit(const std::string& name, const std::vector<std::string>& args) {
+  // A job by name, or, given `library` (a digest), the job of that library.
+  absl::StatusOr<std::string> submit(const std::string& name, const std::vector<std::string>& args,
+                                     const std::string& library) {
     proto::JobSpec spec;
     spec.set_name(name);
     for (const auto& a : args) spec.add_args(a);
-    auto env = cli::build_job(name, args);
+    const JobLibrary* lib = nullptr;
+    if (!library.empty()) {
+      auto l = libraries_.load(library);
+      if (absl::IsNotFound(l.status())) {
+        return absl::NotFoundError("no job library " + library + " here: upload it first (PUT /v1/libraries/" +
+                                   library + ")");
+      }
+      if (!l.ok()) return l.status();
+      lib = *l;
+      spec.set_name(lib->name());
+      spec.set_library(library);
+    }
+    auto env = cli::build_job(spec.name(), args, lib);
     if (!env.ok()) return env.status();
     const JobConfig& config = (*env)->config();
     if (config.checkpoint.mode != CheckpointingMode::kNone && config.checkpoint.directory.empty()) {
@@ -522,6 +580,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
   // The job's state; with `detail` also its vertices and their subtasks.
   nlohmann::json job_json(Job& j, bool detail) {
     nlohmann::json out = {{"job_id", j.id}, {"name", j.spec.name()}, {"start_time_ms", j.start_ms}};
+    if (!j.spec.library().empty()) out["library"] = j.spec.library();
     std::optional<runtime::JobMaster::Status> st;
     {
       absl::MutexLock lock(&j.mu);
@@ -727,7 +786,11 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     }
   }
 
+  // The largest job library a client may upload.
+  static constexpr size_t kMaxLibraryBytes = size_t{512} << 20;
+
   const JobManagerOptions options_;
+  LibraryStore libraries_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   httplib::Server http_;

@@ -25,6 +25,8 @@ struct JobManagerOptions {
   int keep_ended_jobs = 100;
   Duration heartbeat_interval{500};
   Duration heartbeat_timeout{5000};
+  // Uploaded job libraries, by digest (default: <system temp>/weir-libraries-<uid>).
+  std::string library_dir;
 };
 
 class JobManager {

@@ -11,6 +11,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cli/jobs.h"
+#include "cluster/job_library.h"
 #include "cluster/protocol.h"
 #include "common/clock.h"
 #include "cluster/queued_writer.h"
@@ -34,7 +35,8 @@ class TaskManagerProcess::Impl {
   explicit Impl(TaskManagerOptions o)
       : options_(std::move(o)),
         pool_(options_.network_buffers, NetworkConfig{}.buffer_size),
-        data_plane_(options_.secret, &pool_, NetworkConfig{}.buffers_per_channel) {
+        data_plane_(options_.secret, &pool_, NetworkConfig{}.buffers_per_channel),
+        libraries_(options_.library_dir.empty() ? LibraryStore::default_directory() : options_.library_dir) {
     if (options_.id.empty()) {
       char host[256] = "host";
       ::gethostname(host, sizeof(host) - 1);
@@ -174,7 +176,7 @@ class TaskManagerProcess::Impl {
       absl::MutexLock lock(&mu_);
       writer_ = writer.get();
     }
-    std::atomic<int64_t> last_heard{SystemClock::instance()->now_ms()};
+    last_heard_ = SystemClock::instance()->now_ms();
     std::atomic<bool> session_over{false};
     absl::Mutex hb_mu;
     std::thread heartbeats([&] {
@@ -186,7 +188,7 @@ class TaskManagerProcess::Impl {
                                  absl::Milliseconds(interval));
         }
         if (session_over) return;
-        int64_t silent = SystemClock::instance()->now_ms() - last_heard;
+        int64_t silent = SystemClock::instance()->now_ms() - last_heard_;
         if (silent > timeout) {
           spdlog::warn("no heartbeat from the JobManager for {} ms; ending the session", silent);
           ctx.TryCancel();
@@ -198,7 +200,7 @@ class TaskManagerProcess::Impl {
       }
     });
     while (stream->Read(&m)) {
-      last_heard = SystemClock::instance()->now_ms();
+      last_heard_ = SystemClock::instance()->now_ms();
       handle(m);
     }
     {
@@ -255,7 +257,7 @@ class TaskManagerProcess::Impl {
         release(m.release().job_id());
         break;
       default:
-        break;  // heartbeats only refresh last_heard
+        break;  // heartbeats only refresh last_heard_
     }
   }
 
@@ -265,11 +267,45 @@ class TaskManagerProcess::Impl {
     return it == jobs_.end() ? nullptr : it->second->tasks.get();
   }
 
+  // The job library `digest`, from the local store or else fetched from the
+  // JobManager (on the session's thread; each chunk counts as hearing from
+  // the JobManager).
+  absl::StatusOr<const JobLibrary*> library(const std::string& digest) {
+    auto local = libraries_.load(digest);
+    if (local.ok() || !(absl::IsNotFound(local.status()) || absl::IsDataLoss(local.status()))) return local;
+    grpc::ClientContext ctx;
+    add_secret(&ctx, options_.secret);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
+    proto::LibraryRequest req;
+    req.set_digest(digest);
+    auto reader = stub_->FetchLibrary(&ctx, req);
+    std::string bytes;
+    proto::LibraryChunk chunk;
+    while (reader->Read(&chunk)) {
+      bytes += chunk.data();
+      last_heard_ = SystemClock::instance()->now_ms();
+    }
+    absl::Status s = from_grpc(reader->Finish());
+    if (!s.ok()) {
+      return absl::Status(s.code(), "cannot fetch job library " + digest + " from the JobManager: " +
+                                        std::string(s.message()));
+    }
+    if (absl::Status p = libraries_.put(digest, bytes); !p.ok()) return p;  // checks the digest
+    spdlog::info("fetched job library {} ({} bytes)", digest, bytes.size());
+    return libraries_.load(digest);
+  }
+
   // Builds the job from its spec on first sight, as the JobManager did.
   absl::StatusOr<runtime::TaskManager*> job_for(const proto::DeployTask& d) {
     if (runtime::TaskManager* t = find(d.job_id())) return t;
     std::vector<std::string> args(d.spec().args().begin(), d.spec().args().end());
-    auto env = cli::build_job(d.spec().name(), args);
+    const JobLibrary* lib = nullptr;
+    if (!d.spec().library().empty()) {
+      auto l = library(d.spec().library());
+      if (!l.ok()) return l.status();
+      lib = *l;
+    }
+    auto env = cli::build_job(d.spec().name(), args, lib);
     if (!env.ok()) return env.status();
     JobConfig config = (*env)->config();
     // Working copies of this process apart from other TaskManagers' on the host.
@@ -354,6 +390,8 @@ class TaskManagerProcess::Impl {
   TaskManagerOptions options_;
   network::NetworkBufferPool pool_;
   network::DataPlane data_plane_;
+  LibraryStore libraries_;
+  std::atomic<int64_t> last_heard_{0};                    // the session's last message from the JobManager
   std::shared_ptr<grpc::Channel> channel_;                // run() thread only
   std::unique_ptr<proto::JobManagerService::Stub> stub_;  // run() thread only
 

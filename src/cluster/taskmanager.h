@@ -23,6 +23,8 @@ struct TaskManagerOptions {
   std::string id;                       // default: tm-<host>-<pid>
   int network_buffers = 4096;           // the process's pool (32 KiB each)
   std::string state_dir;                // RocksDB working copies (default: system temp)
+  std::string library_dir;              // job libraries fetched from the JobManager
+                                        // (default: <system temp>/weir-libraries-<uid>)
 };
 
 class TaskManagerProcess {

@@ -1,0 +1,61 @@
+#include "cli/embedded.h"
+
+#include <algorithm>
+
+#include "weir/config.h"
+
+namespace weir::cli {
+
+SignalControl::SignalControl(std::string dir, bool drain) : dir_(std::move(dir)), drain_(drain) {
+  sigemptyset(&set_);
+  sigaddset(&set_, SIGUSR1);
+  sigaddset(&set_, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+  control_.on_savepoint([](const SavepointResult& r) {
+    if (r.error.empty()) {
+      std::printf("savepoint %lld completed: %s\n", static_cast<long long>(r.id), r.path.c_str());
+    } else {
+      std::printf("savepoint failed: %s\n", r.error.c_str());
+    }
+    std::fflush(stdout);
+  });
+  thread_ = std::thread([this] {
+    while (true) {
+      int sig = 0;
+      if (sigwait(&set_, &sig) != 0) continue;
+      if (done_) return;
+      if (sig == SIGUSR1) control_.trigger_savepoint(dir_);
+      if (sig == SIGUSR2) control_.stop_with_savepoint(dir_, drain_);
+    }
+  });
+}
+
+SignalControl::~SignalControl() {
+  done_ = true;
+  pthread_kill(thread_.native_handle(), SIGUSR1);
+  thread_.join();
+}
+
+void print_result(const JobResult& r, std::FILE* out) {
+  int64_t total_ms = 0, max_ms = 0;
+  for (const auto& c : r.checkpoints) {
+    total_ms += c.duration.count();
+    max_ms = std::max<int64_t>(max_ms, c.duration.count());
+  }
+  std::fprintf(out, "job %s %s in %.3f s\n", r.job_id.c_str(), std::string(to_string(r.status)).c_str(),
+               r.wall_time.count() / 1000.0);
+  if (r.restored_checkpoint_id >= 0) {
+    std::fprintf(out, "restored from checkpoint %lld (%s)\n", static_cast<long long>(r.restored_checkpoint_id),
+                 r.restored_from.c_str());
+  }
+  std::fprintf(out, "checkpoints completed: %zu (failed: %lld, mean %.1f ms, max %lld ms)\n", r.checkpoints.size(),
+               static_cast<long long>(r.failed_checkpoints),
+               r.checkpoints.empty() ? 0.0 : static_cast<double>(total_ms) / r.checkpoints.size(),
+               static_cast<long long>(max_ms));
+  std::fprintf(out, "restarts: %d\n", r.restarts);
+  if (!r.stopped_with_savepoint.empty()) {
+    std::fprintf(out, "stopped with savepoint %s\n", r.stopped_with_savepoint.c_str());
+  }
+}
+
+}  // namespace weir::cli

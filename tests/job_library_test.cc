@@ -1,0 +1,348 @@
+// Jobs built out of tree: this build of weir is installed into a prefix, the
+// job template (examples/job-template) is built against it with CMake's
+// find_package(weir) as a user would, and the library runs on a cluster
+// (uploaded by the client, fetched and verified by the TaskManagers),
+// stops with a savepoint and resumes at another parallelism; and libraries
+// that are not weir jobs, or are built for another weir, are refused.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "cluster/job_library.h"
+#include "network/data_plane.h"
+#include "tests/cluster.h"
+#include "weir/connectors.h"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace weir {
+namespace {
+
+using testing::Cluster;
+using testing::eventually;
+using testing::RunResult;
+using testing::slurp;
+using testing::TempDir;
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// Writes `text` to `path` unless it holds it already (an unchanged file
+// keeps its time, so the build stays up to date).
+void write_if_changed(const std::string& path, const std::string& text) {
+  if (slurp(path) == text) return;
+  std::ofstream(path, std::ios::trunc) << text;
+}
+
+// A library whose entry point claims another weir release, and one with no
+// entry point: what a user gets from a stale build or the wrong file.
+constexpr char kBadProject[] = R"(cmake_minimum_required(VERSION 3.25)
+project(bad_jobs LANGUAGES CXX)
+find_package(weir REQUIRED)
+weir_add_job(old_abi old_abi.cc)
+weir_add_job(no_entry no_entry.cc)
+)";
+constexpr char kOldAbi[] = R"(#include <weir/job_library.h>
+static absl::Status build(weir::StreamEnvironment&, const std::vector<std::string>&) { return absl::OkStatus(); }
+extern "C" const weir::JobLibraryEntry* weir_job_entry_v1() {
+  static const weir::JobLibraryEntry entry{"weir 0.0.1, libstdc++ 12, cxx11 abi 1", "old", &build};
+  return &entry;
+}
+)";
+constexpr char kNoEntry[] = "extern \"C\" int not_a_job() { return 1; }\n";
+
+struct JobLibraries {
+  std::string error;  // why they could not be built
+  std::string weir;   // the installed executable
+  std::string word_count, old_abi, no_entry;
+};
+
+// Installs this build into <build>/test-job-libraries/prefix and builds the
+// template and the bad libraries against the installation. Test processes
+// run in parallel; a file lock makes one build while the others wait, and
+// find it up to date.
+JobLibraries build_job_libraries() {
+  JobLibraries out;
+  const std::string build = env_or_empty("WEIR_BUILD_DIR"), source = env_or_empty("WEIR_SOURCE_DIR"),
+                    cmake = env_or_empty("WEIR_CMAKE");
+  if (build.empty() || source.empty() || cmake.empty()) {
+    out.error = "WEIR_BUILD_DIR, WEIR_SOURCE_DIR and WEIR_CMAKE must be set (ctest sets them)";
+    return out;
+  }
+  const fs::path root = fs::path(build) / "test-job-libraries";
+  fs::create_directories(root / "bad-src");
+  int lock = ::open((root / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
+    out.error = "cannot lock " + (root / "lock").string();
+    return out;
+  }
+  const std::string prefix = (root / "prefix").string(), logs = (root / "log").string();
+  write_if_changed((root / "bad-src" / "CMakeLists.txt").string(), kBadProject);
+  write_if_changed((root / "bad-src" / "old_abi.cc").string(), kOldAbi);
+  write_if_changed((root / "bad-src" / "no_entry.cc").string(), kNoEntry);
+  const std::vector<std::vector<std::string>> steps = {
+      {cmake, "--install", build, "--prefix", prefix},
+      {cmake, "-S", source + "/examples/job-template", "-B", (root / "template").string(), "-G", "Ninja",
+       "-DCMAKE_PREFIX_PATH=" + prefix},
+      {cmake, "--build", (root / "template").string()},
+      {cmake, "-S", (root / "bad-src").string(), "-B", (root / "bad").string(), "-G", "Ninja",
+       "-DCMAKE_PREFIX_PATH=" + prefix},
+      {cmake, "--build", (root / "bad").string()},
+  };
+  for (const auto& step : steps) {
+    RunResult r = testing::run_program(step, logs);
+    if (r.code != 0) {
+      std::string cmd;
+      for (const auto& a : step) cmd += a + " ";
+      out.error = cmd + "exited with " + std::to_string(r.code) + "\n" + r.out + r.err;
+      break;
+    }
+  }
+  ::close(lock);
+  out.weir = prefix + "/bin/weir";
+  out.word_count = (root / "template" / "libword_count.so").string();
+  out.old_abi = (root / "bad" / "libold_abi.so").string();
+  out.no_entry = (root / "bad" / "libno_entry.so").string();
+  return out;
+}
+
+// Lines of words drawn from a small vocabulary, some lines empty.
+void write_words(const std::string& path, int lines, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::ofstream out(path);
+  for (int i = 0; i < lines; ++i) {
+    int n = static_cast<int>(rng() % 9);
+    for (int w = 0; w < n; ++w) out << (w ? " " : "") << "w" << rng() % 300;
+    out << "\n";
+  }
+}
+
+// The template's output is "word,count" for every occurrence: exactly once
+// means each word's counts are 1..n, each once, n its occurrences.
+void expect_word_counts_exactly_once(const std::string& input, const std::string& output) {
+  std::map<std::string, int64_t> expected;
+  std::ifstream in(input);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t i = 0;
+    while (i < line.size()) {
+      size_t j = line.find(' ', i);
+      if (j == std::string::npos) j = line.size();
+      if (j > i) ++expected[line.substr(i, j - i)];
+      i = j + 1;
+    }
+  }
+  auto lines = read_published_lines(output, "part");
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  std::map<std::string, std::vector<int64_t>> seen;
+  for (const auto& l : *lines) {
+    size_t comma = l.rfind(',');
+    ASSERT_NE(comma, std::string::npos) << l;
+    seen[l.substr(0, comma)].push_back(std::stoll(l.substr(comma + 1)));
+  }
+  ASSERT_FALSE(expected.empty());
+  int wrong = 0;
+  for (const auto& [word, n] : expected) {
+    auto counts = seen[word];
+    std::sort(counts.begin(), counts.end());
+    std::vector<int64_t> want(n);
+    for (int64_t k = 0; k < n; ++k) want[k] = k + 1;
+    if (counts != want && ++wrong <= 5) {
+      ADD_FAILURE() << "word " << word << ": " << counts.size() << " counts emitted for " << n << " occurrences";
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(seen.size(), expected.size()) << "words in the output that the input lacks";
+}
+
+std::string submitted_job(const std::string& out) {
+  size_t at = out.find("submitted job ");
+  if (at == std::string::npos) return "";
+  std::string id = out.substr(at + 14);
+  return id.substr(0, id.find('\n'));
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The README's flow with a job built out of tree: a JobManager and two
+// TaskManagers; `weir run LIBRARY.so` uploads the library, the TaskManagers
+// fetch it; stop with a savepoint; resume at another parallelism; the
+// output of both runs together is exactly-once. A TaskManager's copy that
+// no longer matches its digest is fetched again.
+TEST(JobLibraryTest, TemplateBuiltOutOfTreeRunsOnAClusterAndResumesAtAnotherParallelism) {
+  JobLibraries libs = build_job_libraries();
+  ASSERT_TRUE(libs.error.empty()) << libs.error;
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Cluster c("job-library-cluster");
+  const std::string input = c.dir().path("words.txt");
+  write_words(input, 60000, seed);
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  c.start_taskmanager("tm-a", 2);
+  c.start_taskmanager("tm-b", 2);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  const std::vector<std::string> client = {"--jobmanager", c.rest(), "--secret-file", c.secret_file()};
+  // weir run [--detached] LIBRARY JOB-FLAGS JOB-ARGS: weir takes its job
+  // flags (-p, --checkpoint-dir, ...), the job gets the rest (--input,
+  // --output, --rate) in order.
+  auto run = [&](bool detached, std::vector<std::string> more, const std::string& output, const std::string& log) {
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), client.begin(), client.end());
+    if (detached) args.push_back("--detached");
+    for (const std::string& a : {libs.word_count, std::string("--input"), input, std::string("--checkpoint-dir"),
+                                 c.dir().path("chk"), std::string("--checkpoint-interval"), std::string("100ms"),
+                                 std::string("--output"), output}) {
+      args.push_back(a);
+    }
+    args.insert(args.end(), more.begin(), more.end());
+    return testing::run_weir(args, c.dir().path(log));
+  };
+
+  RunResult submitted = run(true, {"-p", "2", "--rate", "3000"}, c.dir().path("out"), "first");
+  ASSERT_EQ(submitted.code, 0) << submitted.err;
+  const std::string first = submitted_job(submitted.out);
+  ASSERT_FALSE(first.empty()) << submitted.out;
+  ASSERT_TRUE(eventually([&] { auto r = c.client().checkpoints(first); return r.ok() && (*r)["completed"].size() >= 2; },
+                         60s))
+      << c.jm_log();
+  const std::string digest = cluster::sha256_hex(slurp(libs.word_count));
+  auto detail = c.client().job(first);
+  ASSERT_TRUE(detail.ok()) << detail.status();
+  EXPECT_EQ((*detail)["name"], "word-count");
+  EXPECT_EQ((*detail)["library"], digest);
+  EXPECT_EQ((*detail)["status"], "RUNNING");
+  // Each process holds the library under its digest, verified.
+  for (const std::string& dir : {"jm-libraries", "tm-a-libraries", "tm-b-libraries"}) {
+    EXPECT_EQ(cluster::sha256_hex(slurp(c.dir().path(dir) + "/" + digest + ".so")), digest) << dir;
+  }
+
+  RunResult stop = testing::run_weir({"stop", first, "--savepoint", c.dir().path("sp"), "--jobmanager", c.rest(),
+                                      "--secret-file", c.secret_file()},
+                                     c.dir().path("stop"));
+  ASSERT_EQ(stop.code, 0) << stop.err;
+  std::string savepoint = stop.out.substr(stop.out.find("completed: ") + 11);
+  savepoint = savepoint.substr(0, savepoint.find('\n'));
+  ASSERT_TRUE(fs::exists(fs::path(savepoint) / "_metadata")) << stop.out;
+
+  RunResult resumed = run(false, {"-p", "3", "--restore", savepoint}, c.dir().path("out"), "resumed");
+  ASSERT_EQ(resumed.code, 0) << resumed.err << resumed.out;
+  EXPECT_NE(resumed.out.find("FINISHED"), std::string::npos) << resumed.out;
+  expect_word_counts_exactly_once(input, c.dir().path("out"));
+  // The second submission found the library already uploaded.
+  EXPECT_EQ(count_of(c.jm_log(), "job library " + digest + " stored"), 1u) << c.jm_log();
+
+  // A TaskManager that finds its copy damaged on disk when it starts again
+  // fetches the library again.
+  const std::string copy = c.dir().path("tm-a-libraries") + "/" + digest + ".so";
+  c.taskmanager("tm-a")->kill9();
+  c.taskmanager("tm-a")->wait();
+  std::ofstream(copy, std::ios::trunc) << "damaged";
+  c.start_taskmanager("tm-a", 2);
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  RunResult again = run(false, {"-p", "4"}, c.dir().path("out-again"), "again");
+  ASSERT_EQ(again.code, 0) << again.err << again.out;
+  expect_word_counts_exactly_once(input, c.dir().path("out-again"));
+  EXPECT_EQ(cluster::sha256_hex(slurp(copy)), digest);
+  EXPECT_EQ(count_of(slurp(c.dir().path("tm-a.err")), "fetched job library " + digest), 1u)
+      << slurp(c.dir().path("tm-a.err"));
+}
+
+// Embedded runs of a library, and every way a library or its upload can be
+// wrong: each refused with one line naming the library and the cause, and
+// nothing runs.
+TEST(JobLibraryTest, BadLibrariesAndUploadsAreRefusedWithAClearError) {
+  JobLibraries libs = build_job_libraries();
+  ASSERT_TRUE(libs.error.empty()) << libs.error;
+  TempDir dir("job-library-errors");
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const std::string input = dir.path("words.txt");
+  write_words(input, 20000, seed);
+
+  // The installed weir runs the library in its own process.
+  RunResult embedded = testing::run_program({libs.weir, "run", "--embedded", libs.word_count, "-p", "2",
+                                             "--checkpoint-interval", "50ms", "--input", input, "--output",
+                                             dir.path("out")},
+                                            dir.path("embedded"));
+  ASSERT_EQ(embedded.code, 0) << embedded.err;
+  expect_word_counts_exactly_once(input, dir.path("out"));
+
+  const std::string not_elf = dir.path("notes.so");
+  std::ofstream(not_elf) << "not a shared library\n";
+  struct Case {
+    std::string library;
+    std::string message;
+  };
+  for (const Case& k : {Case{not_elf, "cannot load job library " + not_elf + ": "},
+                        Case{libs.no_entry, "job library " + libs.no_entry + " has no entry point weir_job_entry_v1"},
+                        Case{libs.old_abi, "job library " + libs.old_abi + " was built for weir 0.0.1"},
+                        Case{dir.path("missing.so"), "cannot read job library " + dir.path("missing.so")}}) {
+    RunResult r = testing::run_weir({"run", "--embedded", k.library, "--input", input, "--output", dir.path("o")},
+                                    dir.path("bad"));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(k.message), std::string::npos) << r.err;
+    EXPECT_EQ(count_of(r.err, "\n"), 1u) << r.err;
+  }
+  RunResult bad_args = testing::run_weir({"run", "--embedded", libs.word_count, "--input", input, "--bogus", "1"},
+                                         dir.path("bad-args"));
+  EXPECT_EQ(bad_args.code, 2);
+  EXPECT_NE(bad_args.err.find("word-count: unknown argument --bogus"), std::string::npos) << bad_args.err;
+
+  // On a cluster: the JobManager refuses the same libraries before anything
+  // is deployed.
+  Cluster c("job-library-errors-cluster");
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  c.start_taskmanager("tm-a", 1);
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  RunResult old = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), libs.old_abi},
+                                    c.dir().path("old"));
+  EXPECT_EQ(old.code, 2) << old.err;
+  EXPECT_NE(old.err.find("was built for weir 0.0.1"), std::string::npos) << old.err;
+  RunResult missing = testing::run_weir(
+      {"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), dir.path("missing.so")}, c.dir().path("miss"));
+  EXPECT_EQ(missing.code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("job library: open " + dir.path("missing.so")), std::string::npos) << missing.err;
+
+  // An upload whose bytes do not hash to the digest it names is refused,
+  // and a job naming a library never uploaded is refused.
+  auto hp = network::parse_address(c.rest());
+  ASSERT_TRUE(hp.ok());
+  httplib::Client http(hp->first, hp->second);
+  httplib::Headers auth = {{"Authorization", "Bearer " + c.secret()}};
+  const std::string bytes = slurp(libs.word_count);
+  const std::string digest = cluster::sha256_hex(bytes);
+  auto torn = http.Put(("/v1/libraries/" + digest).c_str(), auth, bytes.substr(0, bytes.size() / 2),
+                       "application/octet-stream");
+  ASSERT_TRUE(torn);
+  EXPECT_EQ(torn->status, 400);
+  EXPECT_NE(torn->body.find("library upload corrupted"), std::string::npos) << torn->body;
+  EXPECT_FALSE(fs::exists(c.dir().path("jm-libraries") + "/" + digest + ".so"));
+  auto unknown = http.Post("/v1/jobs", auth, R"({"name": "x", "args": [], "library": ")" + digest + "\"}",
+                           "application/json");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_NE(unknown->body.find("upload it first"), std::string::npos) << unknown->body;
+  auto jobs = c.client().list();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ((*jobs)["jobs"].size(), 0u);
+}
+
+}  // namespace
+}  // namespace weir
