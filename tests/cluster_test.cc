@@ -531,5 +531,55 @@ TEST(ClusterTest, StopWithSavepointAndResumeAtAnotherParallelism) {
   expect_exactly_once({input}, c.dir().path("out"));
 }
 
+// A config file gives every command its defaults: the secret at the top,
+// the client's JobManager in [client], a TaskManager's in [taskmanager];
+// the command line wins; unknown keys, sections and bad values are refused
+// naming the file and the key.
+TEST(ClusterTest, ConfigFileSuppliesOptionsAndRefusesUnknownKeys) {
+  Cluster c("cluster-config");
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  const std::string config = c.dir().path("weir.toml");
+  std::ofstream(config) << "# the cluster\nsecret-file = \"" << c.secret_file() << "\"\n\n[taskmanager]\njobmanager = \""
+                        << c.address() << "\"\nslots = 3\n\n[client]\njobmanager = \"" << c.rest() << "\"\n";
+  Child from_file({testing::weir_bin(), "taskmanager", "--config", config, "--id", "tm-file"}, c.dir().path("tm-file"));
+  Child overridden({testing::weir_bin(), "taskmanager", "--config", config, "--id", "tm-cli", "--slots", "2"},
+                   c.dir().path("tm-cli"));
+  std::map<std::string, int> slots;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto o = c.client().overview();
+        if (!o.ok()) return false;
+        slots.clear();
+        for (const auto& t : (*o)["taskmanagers"]) slots[t["id"].get<std::string>()] = t["slots"].get<int>();
+        return slots.size() == 2;
+      },
+      20s))
+      << slurp(c.dir().path("tm-file.err")) << slurp(c.dir().path("tm-cli.err"));
+  EXPECT_EQ(slots["tm-file"], 3);
+  EXPECT_EQ(slots["tm-cli"], 2);
+  // A client with nothing but the file reaches the JobManager.
+  auto overview = testing::run_weir({"overview", "--config", config}, c.dir().path("overview"));
+  EXPECT_EQ(overview.code, 0) << overview.err;
+  EXPECT_NE(overview.out.find("tm-file"), std::string::npos) << overview.out;
+
+  struct Case {
+    std::string text, command, message;
+  };
+  for (const Case& k : {Case{"slots = 3\n", "list", "'slots' belongs in a section"},
+                        Case{"[client]\nslots = 3\n", "list", "'client.slots' is not an option of weir list"},
+                        Case{"[taskmanager]\nslots = \"many\"\n", "taskmanager", "'taskmanager.slots': --slots"},
+                        Case{"[clients]\njobmanager = \"x\"\n", "list", "unknown section of 'clients.jobmanager'"}}) {
+    const std::string bad = c.dir().path("bad.toml");
+    std::ofstream(bad, std::ios::trunc) << k.text;
+    auto r = testing::run_weir({k.command, "--config", bad}, c.dir().path("bad"));
+    EXPECT_EQ(r.code, 2) << k.text << r.err;
+    EXPECT_NE(r.err.find("config file " + bad + ": " + k.message), std::string::npos) << r.err;
+  }
+  auto missing = testing::run_weir({"list", "--config", c.dir().path("none.toml")}, c.dir().path("none"));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("cannot read config file " + c.dir().path("none.toml")), std::string::npos) << missing.err;
+}
+
 }  // namespace
 }  // namespace weir

@@ -5,6 +5,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
 #include <thread>
 
 #include "cli/embedded.h"
@@ -36,8 +39,8 @@ int exit_code(const absl::Status& s) {
   return kBadInput;
 }
 
-// Clients talk to the REST port, TaskManagers to the session port.
-std::string default_address(const char* env_name, const char* fallback) {
+// The environment variable's value, or `fallback` when it is unset or empty.
+std::string env_or(const char* env_name, const char* fallback) {
   const char* env = std::getenv(env_name);
   return env != nullptr && *env != '\0' ? env : fallback;
 }
@@ -61,6 +64,51 @@ class StopSignals {
  private:
   sigset_t set_;
 };
+
+// Options from a config file (TOML subset, docs/cli.md): the top-level keys
+// secret-file and verbose, and per role the sections [jobmanager],
+// [taskmanager] and [client], whose keys are the long options of those
+// commands. An option given on the command line wins. Unknown sections and
+// keys are errors naming the file and the key.
+absl::Status apply_config(const std::string& path, CLI::App* command, const std::string& role) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError("cannot read config file " + path + ": " + std::strerror(errno));
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_config(in);
+  } catch (const CLI::Error& e) {
+    return absl::InvalidArgumentError("config file " + path + ": " + e.what());
+  }
+  static const std::set<std::string> kSections = {"jobmanager", "taskmanager", "client"};
+  static const std::set<std::string> kTopLevel = {"secret-file", "verbose"};
+  for (const auto& item : items) {
+    if (item.name == "++" || item.name == "--") continue;  // section markers
+    const std::string key = item.fullname();
+    if (item.parents.size() > 1 || (item.parents.size() == 1 && kSections.count(item.parents[0]) == 0)) {
+      return absl::InvalidArgumentError("config file " + path + ": unknown section of '" + key +
+                                        "' (sections: jobmanager, taskmanager, client)");
+    }
+    if (item.parents.empty() && kTopLevel.count(item.name) == 0) {
+      return absl::InvalidArgumentError("config file " + path + ": '" + key +
+                                        "' belongs in a section ([jobmanager], [taskmanager] or [client]); only "
+                                        "secret-file and verbose stand at the top");
+    }
+    if (!item.parents.empty() && item.parents[0] != role) continue;  // another role's
+    CLI::Option* opt = item.name == "config" ? nullptr : command->get_option_no_throw("--" + item.name);
+    if (opt == nullptr) {
+      return absl::InvalidArgumentError("config file " + path + ": '" + key + "' is not an option of weir " +
+                                        command->get_name());
+    }
+    if (opt->count() > 0) continue;  // given on the command line
+    try {
+      for (const auto& v : item.inputs) opt->add_result(v);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      return absl::InvalidArgumentError("config file " + path + ": '" + key + "': " + e.what());
+    }
+  }
+  return absl::OkStatus();
+}
 
 // `weir run` takes a job library by path (anything with a slash or ending in
 // .so), a built-in job by name otherwise.
@@ -116,8 +164,9 @@ struct ClusterCommands::Flags {
   CLI::App* overview = nullptr;
 
   std::string secret_file;
-  std::string address = default_address("WEIR_JOBMANAGER", "127.0.0.1:8081");
-  std::string session_address = default_address("WEIR_JOBMANAGER_RPC", "127.0.0.1:6123");
+  std::string config = env_or("WEIR_CONFIG", "");
+  std::string address = env_or("WEIR_JOBMANAGER", "127.0.0.1:8081");
+  std::string session_address = env_or("WEIR_JOBMANAGER_RPC", "127.0.0.1:6123");
   bool verbose = false;
 
   std::string bind = "127.0.0.1:6123";
@@ -140,6 +189,8 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   Flags& f = *f_;
   auto common = [&f](CLI::App* c, bool client) {
     c->add_option("--secret-file", f.secret_file, "File holding the cluster secret (else $WEIR_SECRET)");
+    c->add_option("--config", f.config,
+                  "Config file with defaults for these options (else $WEIR_CONFIG); see docs/cli.md");
     if (client) {
       c->add_option("--jobmanager", f.address,
                     "HOST:PORT of the JobManager's REST API (else $WEIR_JOBMANAGER, else 127.0.0.1:8081)");
@@ -218,6 +269,11 @@ std::optional<int> ClusterCommands::run() {
     if (c->parsed()) parsed = c;
   }
   if (parsed == nullptr) return std::nullopt;
+  if (!f.config.empty()) {
+    const std::string role = parsed == f.jobmanager ? "jobmanager" : parsed == f.taskmanager ? "taskmanager" : "client";
+    absl::Status s = apply_config(f.config, parsed, role);
+    if (!s.ok()) return fail(kBadArguments, std::string(s.message()));
+  }
   if (f.verbose) spdlog::set_level(spdlog::level::info);
   if (parsed == f.run && f.embedded) {
     std::vector<std::string> rest = f.run->remaining();

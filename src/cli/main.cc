@@ -189,7 +189,7 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
 // `weir example running-sum ARGS --jobmanager HOST:PORT` and `weir nexmark
 // ARGS --jobmanager HOST:PORT` submit the job to a cluster instead of running
 // it here: they become `weir run --jobmanager HOST:PORT JOB ARGS` (with
-// --secret-file and --detached passed on). Empty when not asked for.
+// --secret-file, --config and --detached passed on). Empty when not asked for.
 std::vector<std::string> as_cluster_submission(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   size_t job_at = 0;
@@ -200,7 +200,7 @@ std::vector<std::string> as_cluster_submission(int argc, char** argv) {
   std::vector<std::string> job_args;
   for (size_t i = job_at + 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if ((a == "--jobmanager" || a == "--secret-file") && i + 1 < args.size()) {
+    if ((a == "--jobmanager" || a == "--secret-file" || a == "--config") && i + 1 < args.size()) {
       run.push_back(a);
       run.push_back(args[++i]);
     } else if (a == "--detached") {
