@@ -10,7 +10,6 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -33,9 +32,14 @@ using testing::RunResult;
 using testing::slurp;
 using testing::TempDir;
 
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
+// The value of `key` in the build's CMakeCache.txt ("" if absent).
+std::string cache_entry(const std::string& build, const std::string& key) {
+  std::ifstream in(build + "/CMakeCache.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return line.substr(line.find('=') + 1);
+  }
+  return "";
 }
 
 // Writes `text` to `path` unless it holds it already (an unchanged file
@@ -74,10 +78,11 @@ struct JobLibraries {
 // find it up to date.
 JobLibraries build_job_libraries() {
   JobLibraries out;
-  const std::string build = env_or_empty("WEIR_BUILD_DIR"), source = env_or_empty("WEIR_SOURCE_DIR"),
-                    cmake = env_or_empty("WEIR_CMAKE");
-  if (build.empty() || source.empty() || cmake.empty()) {
-    out.error = "WEIR_BUILD_DIR, WEIR_SOURCE_DIR and WEIR_CMAKE must be set (ctest sets them)";
+  // The build tree is where the weir under test was built.
+  const std::string build = fs::path(testing::weir_bin()).parent_path().string();
+  const std::string source = cache_entry(build, "CMAKE_HOME_DIRECTORY"), cmake = cache_entry(build, "CMAKE_COMMAND");
+  if (source.empty() || cmake.empty()) {
+    out.error = "no CMakeCache.txt beside " + testing::weir_bin() + " naming the source tree and cmake";
     return out;
   }
   const fs::path root = fs::path(build) / "test-job-libraries";
@@ -232,12 +237,13 @@ TEST(JobLibraryTest, TemplateBuiltOutOfTreeRunsOnAClusterAndResumesAtAnotherPara
     EXPECT_EQ(cluster::sha256_hex(slurp(c.dir().path(dir) + "/" + digest + ".so")), digest) << dir;
   }
 
-  RunResult stop = testing::run_weir({"stop", first, "--savepoint", c.dir().path("sp"), "--jobmanager", c.rest(),
-                                      "--secret-file", c.secret_file()},
+  // Without --savepoint the savepoint goes under <checkpoint-dir>/savepoints.
+  RunResult stop = testing::run_weir({"stop", first, "--jobmanager", c.rest(), "--secret-file", c.secret_file()},
                                      c.dir().path("stop"));
   ASSERT_EQ(stop.code, 0) << stop.err;
   std::string savepoint = stop.out.substr(stop.out.find("completed: ") + 11);
   savepoint = savepoint.substr(0, savepoint.find('\n'));
+  EXPECT_EQ(fs::path(savepoint).parent_path(), fs::path(c.dir().path("chk")) / "savepoints") << stop.out;
   ASSERT_TRUE(fs::exists(fs::path(savepoint) / "_metadata")) << stop.out;
 
   RunResult resumed = run(false, {"-p", "3", "--restore", savepoint}, c.dir().path("out"), "resumed");

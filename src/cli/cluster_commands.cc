@@ -131,7 +131,7 @@ int run_embedded(const std::string& job, const std::vector<std::string>& args) {
   auto env = build_job(name, args, library, &flags);
   if (!env.ok()) return fail(kBadArguments, std::string(env.status().message()));
   if (flags.verbose) spdlog::set_level(spdlog::level::info);
-  SignalControl signals(flags.savepoint_dir, flags.drain);
+  SignalControl signals(flags.default_savepoint_dir(), flags.drain);
   auto result = (*env)->execute(name, signals.control());
   if (!result.ok()) {
     return fail(absl::IsInvalidArgument(result.status()) ? kBadArguments : kBadInput,
@@ -243,12 +243,16 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   f.savepoint = app.add_subcommand("savepoint", "Take a savepoint of a running job");
   common(f.savepoint, true);
   f.savepoint->add_option("job", f.job_id, "Job id")->required();
-  f.savepoint->add_option("--dir", f.directory, "Directory to write the savepoint under")->required();
+  f.savepoint->add_option("--dir", f.directory,
+                          "Directory to write the savepoint under (default: the job's --savepoint-dir, else "
+                          "<checkpoint-dir>/savepoints)");
 
   f.stop = app.add_subcommand("stop", "Stop a job with a savepoint");
   common(f.stop, true);
   f.stop->add_option("job", f.job_id, "Job id")->required();
-  f.stop->add_option("--savepoint", f.directory, "Directory to write the savepoint under")->required();
+  f.stop->add_option("--savepoint", f.directory,
+                     "Directory to write the savepoint under (default: the job's --savepoint-dir, else "
+                     "<checkpoint-dir>/savepoints)");
   f.stop->add_flag("--drain", f.drain, "End the input first: all event time passes, all timers fire");
 
   f.checkpoints = app.add_subcommand("checkpoints", "A job's completed checkpoints");

@@ -70,11 +70,19 @@ struct JobFlags {
     app->add_flag("--no-local-recovery", no_local_recovery,
                   "incremental: restore from the checkpoint, not from the local copy, after a failure");
     app->add_option("--savepoint-dir", savepoint_dir,
-                    "Where SIGUSR1 (savepoint) and SIGUSR2 (stop with savepoint) write savepoints");
+                    "Where savepoints go unless a request names a directory (SIGUSR1, SIGUSR2, weir savepoint, "
+                    "weir stop; default: <checkpoint-dir>/savepoints)");
     app->add_flag("--drain", drain, "SIGUSR2 drains: end the input and fire all timers first");
     app->add_flag("--claim", claim,
                   "Own the restored checkpoint: delete it once newer ones replace it");
     app->add_flag("--verbose,-v", verbose, "Log restarts and checkpoints");
+  }
+
+  // Where a savepoint goes when its request names no directory: the
+  // --savepoint-dir, else <checkpoint-dir>/savepoints, else nowhere ("").
+  std::string default_savepoint_dir() const {
+    if (!savepoint_dir.empty()) return savepoint_dir;
+    return checkpoint_dir.empty() ? "" : checkpoint_dir + "/savepoints";
   }
 
   absl::StatusOr<JobConfig> to_config() const {

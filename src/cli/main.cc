@@ -69,7 +69,7 @@ int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlag
   std::error_code ec;
   std::filesystem::create_directories(opts.output_dir, ec);
   if (ec) return fail(kBadInput, "cannot create output directory " + opts.output_dir + ": " + ec.message());
-  weir::cli::SignalControl signals(flags.savepoint_dir, flags.drain);
+  weir::cli::SignalControl signals(flags.default_savepoint_dir(), flags.drain);
   weir::StreamEnvironment env(*config);
   weir::examples::build_running_sum(env, opts);
   auto result = env.execute("running-sum", signals.control());
@@ -126,7 +126,7 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
     auto s = weir::nexmark::dump_events(gen, nf.events, nf.dump_dir);
     if (!s.ok()) return fail(kBadInput, std::string(s.message()));
   }
-  weir::cli::SignalControl signals(flags.savepoint_dir, flags.drain);
+  weir::cli::SignalControl signals(flags.default_savepoint_dir(), flags.drain);
   weir::StreamEnvironment env(*config);
   auto s = weir::nexmark::build_query(env, o);
   if (!s.ok()) return fail(kBadArguments, std::string(s.message()));

@@ -108,7 +108,8 @@ absl::StatusOr<nlohmann::json> ClusterClient::cancel(const std::string& id) {
 
 absl::StatusOr<nlohmann::json> ClusterClient::savepoint(const std::string& id, const std::string& directory,
                                                         bool stop, bool drain) {
-  nlohmann::json body = {{"directory", directory}};
+  nlohmann::json body = nlohmann::json::object();
+  if (!directory.empty()) body["directory"] = directory;  // else the job's default
   if (stop) body["drain"] = drain;
   return request("POST", "/v1/jobs/" + id + (stop ? "/stop" : "/savepoints"), &body, 600);
 }

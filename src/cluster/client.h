@@ -30,6 +30,7 @@ class ClusterClient {
   // The job's state once it ended or `timeout_ms` passed.
   absl::StatusOr<nlohmann::json> wait(const std::string& job_id, int64_t timeout_ms);
   absl::StatusOr<nlohmann::json> cancel(const std::string& job_id);
+  // `directory` "": the job's default (docs/rest-api.md).
   absl::StatusOr<nlohmann::json> savepoint(const std::string& job_id, const std::string& directory, bool stop,
                                            bool drain);
   absl::StatusOr<nlohmann::json> checkpoints(const std::string& job_id);

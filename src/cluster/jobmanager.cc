@@ -125,6 +125,7 @@ struct Job {
   std::string id;
   proto::JobSpec spec;
   std::shared_ptr<const graph::JobGraph> graph;
+  std::string savepoint_dir;  // for requests that name none; "" if the job has none
   int64_t start_ms = 0;
   JobControl control;
   std::unique_ptr<JobGateway> gateway;
@@ -404,12 +405,18 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     auto savepoint_handler = [this](bool stop) {
       return [this, stop](const httplib::Request& req, httplib::Response& res) {
         with_job(req, res, [&](Job& j) {
-          auto body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-          if (!body.is_object() || !body.contains("directory") || !body["directory"].is_string()) {
-            return reply_error(res, absl::InvalidArgumentError("the body must be {\"directory\": DIR}"));
+          auto body = nlohmann::json::parse(req.body.empty() ? "{}" : req.body, nullptr, /*allow_exceptions=*/false);
+          if (!body.is_object() || (body.contains("directory") && !body["directory"].is_string())) {
+            return reply_error(res, absl::InvalidArgumentError("the body must be {\"directory\": DIR} or {}"));
+          }
+          std::string directory = body.value("directory", j.savepoint_dir);
+          if (directory.empty()) {
+            return reply_error(res, absl::InvalidArgumentError(
+                                        "no savepoint directory: name one, or start the job with --savepoint-dir "
+                                        "or --checkpoint-dir"));
           }
           bool drain = stop && body.value("drain", false);
-          auto r = savepoint(j, body["directory"].get<std::string>(), stop, drain);
+          auto r = savepoint(j, directory, stop, drain);
           if (!r.ok()) return reply_error(res, r.status());
           reply(res, {{"checkpoint_id", r->id}, {"path", r->path}});
         });
@@ -476,7 +483,8 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       spec.set_name(lib->name());
       spec.set_library(library);
     }
-    auto env = cli::build_job(spec.name(), args, lib);
+    cli::JobFlags flags;
+    auto env = cli::build_job(spec.name(), args, lib, &flags);
     if (!env.ok()) return env.status();
     const JobConfig& config = (*env)->config();
     if (config.checkpoint.mode != CheckpointingMode::kNone && config.checkpoint.directory.empty()) {
@@ -491,6 +499,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     auto job = std::make_shared<Job>();
     job->id = runtime::new_job_id();
     job->spec = spec;
+    job->savepoint_dir = flags.default_savepoint_dir();
     job->start_ms = SystemClock::instance()->wall_ms();
     job->graph = *graph;
     auto storage = runtime::make_job_storage(config, job->id);
