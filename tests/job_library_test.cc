@@ -50,12 +50,46 @@ void write_if_changed(const std::string& path, const std::string& text) {
 }
 
 // A library whose entry point claims another weir release, and one with no
-// entry point: what a user gets from a stale build or the wrong file.
-constexpr char kBadProject[] = R"(cmake_minimum_required(VERSION 3.25)
-project(bad_jobs LANGUAGES CXX)
+// entry point: what a user gets from a stale build or the wrong file. And a
+// job with a slow operator behind a rebalance, to watch backpressure.
+constexpr char kTestProject[] = R"(cmake_minimum_required(VERSION 3.25)
+project(test_jobs LANGUAGES CXX)
 find_package(weir REQUIRED)
 weir_add_job(old_abi old_abi.cc)
 weir_add_job(no_entry no_entry.cc)
+weir_add_job(slow slow.cc)
+)";
+// slow --records N --micros M: N numbers through a map that takes M µs a
+// record (as a slow sink would), into a sink that drops them.
+constexpr char kSlow[] = R"(#include <weir/job_library.h>
+#include <chrono>
+#include <thread>
+namespace {
+class Drop final : public weir::Sink<int64_t> {
+ public:
+  absl::Status open(weir::OperatorContext&) override { return absl::OkStatus(); }
+  absl::Status write(const int64_t&) override { return absl::OkStatus(); }
+};
+absl::Status build(weir::StreamEnvironment& env, const std::vector<std::string>& args) {
+  if (args.size() != 4 || args[0] != "--records" || args[2] != "--micros") {
+    return absl::InvalidArgumentError("usage: --records N --micros M");
+  }
+  const int64_t n = std::stoll(args[1]), micros = std::stoll(args[3]);
+  env.from_source<int64_t>([n] { return std::make_unique<weir::GeneratorSource<int64_t>>([](int64_t i) { return i; }, n); },
+                           "numbers")
+      .uid("numbers")
+      .rebalance()
+      .map([micros](const int64_t& v) {
+        std::this_thread::sleep_for(std::chrono::microseconds(micros));
+        return v;
+      }, "slow")
+      .uid("slow")
+      .sink_to([] { return std::make_unique<Drop>(); }, "drop")
+      .uid("drop");
+  return absl::OkStatus();
+}
+}  // namespace
+WEIR_JOB("slow", build)
 )";
 constexpr char kOldAbi[] = R"(#include <weir/job_library.h>
 static absl::Status build(weir::StreamEnvironment&, const std::vector<std::string>&) { return absl::OkStatus(); }
@@ -69,7 +103,7 @@ constexpr char kNoEntry[] = "extern \"C\" int not_a_job() { return 1; }\n";
 struct JobLibraries {
   std::string error;  // why they could not be built
   std::string weir;   // the installed executable
-  std::string word_count, old_abi, no_entry;
+  std::string word_count, old_abi, no_entry, slow;
 };
 
 // Installs this build into <build>/test-job-libraries/prefix and builds the
@@ -86,24 +120,25 @@ JobLibraries build_job_libraries() {
     return out;
   }
   const fs::path root = fs::path(build) / "test-job-libraries";
-  fs::create_directories(root / "bad-src");
+  fs::create_directories(root / "test-jobs-src");
   int lock = ::open((root / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
     out.error = "cannot lock " + (root / "lock").string();
     return out;
   }
   const std::string prefix = (root / "prefix").string(), logs = (root / "log").string();
-  write_if_changed((root / "bad-src" / "CMakeLists.txt").string(), kBadProject);
-  write_if_changed((root / "bad-src" / "old_abi.cc").string(), kOldAbi);
-  write_if_changed((root / "bad-src" / "no_entry.cc").string(), kNoEntry);
+  write_if_changed((root / "test-jobs-src" / "CMakeLists.txt").string(), kTestProject);
+  write_if_changed((root / "test-jobs-src" / "old_abi.cc").string(), kOldAbi);
+  write_if_changed((root / "test-jobs-src" / "no_entry.cc").string(), kNoEntry);
+  write_if_changed((root / "test-jobs-src" / "slow.cc").string(), kSlow);
   const std::vector<std::vector<std::string>> steps = {
       {cmake, "--install", build, "--prefix", prefix},
       {cmake, "-S", source + "/examples/job-template", "-B", (root / "template").string(), "-G", "Ninja",
        "-DCMAKE_PREFIX_PATH=" + prefix},
       {cmake, "--build", (root / "template").string()},
-      {cmake, "-S", (root / "bad-src").string(), "-B", (root / "bad").string(), "-G", "Ninja",
+      {cmake, "-S", (root / "test-jobs-src").string(), "-B", (root / "test-jobs").string(), "-G", "Ninja",
        "-DCMAKE_PREFIX_PATH=" + prefix},
-      {cmake, "--build", (root / "bad").string()},
+      {cmake, "--build", (root / "test-jobs").string()},
   };
   for (const auto& step : steps) {
     RunResult r = testing::run_program(step, logs);
@@ -117,8 +152,9 @@ JobLibraries build_job_libraries() {
   ::close(lock);
   out.weir = prefix + "/bin/weir";
   out.word_count = (root / "template" / "libword_count.so").string();
-  out.old_abi = (root / "bad" / "libold_abi.so").string();
-  out.no_entry = (root / "bad" / "libno_entry.so").string();
+  out.old_abi = (root / "test-jobs" / "libold_abi.so").string();
+  out.no_entry = (root / "test-jobs" / "libno_entry.so").string();
+  out.slow = (root / "test-jobs" / "libslow.so").string();
   return out;
 }
 
@@ -348,6 +384,54 @@ TEST(JobLibraryTest, BadLibrariesAndUploadsAreRefusedWithAClearError) {
   auto jobs = c.client().list();
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ((*jobs)["jobs"].size(), 0u);
+}
+
+// The REST API reports each vertex's and subtask's records, bytes and time
+// shares from the TaskManagers' heartbeats: behind a slow operator the
+// source is backpressured (high), the slow operator busy and not.
+TEST(JobLibraryTest, MetricsShowRecordsAndWhereBackpressureComesFrom) {
+  JobLibraries libs = build_job_libraries();
+  ASSERT_TRUE(libs.error.empty()) << libs.error;
+  Cluster c("job-library-metrics");
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  c.start_taskmanager("tm-a", 2);
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  RunResult submitted = testing::run_weir({"run", "--detached", "--jobmanager", c.rest(), "--secret-file",
+                                           c.secret_file(), libs.slow, "-p", "2", "--mode", "none", "--records",
+                                           "100000000", "--micros", "200"},
+                                          c.dir().path("submit"));
+  ASSERT_EQ(submitted.code, 0) << submitted.err;
+  const std::string job = submitted_job(submitted.out);
+  nlohmann::json source, slow;
+  // Rates need two heartbeats a second apart.
+  const bool reported = eventually(
+      [&] {
+        auto d = c.client().job(job);
+        if (!d.ok() || (*d)["vertices"].size() != 2) return false;
+        source = (*d)["vertices"][0];
+        slow = (*d)["vertices"][1];
+        return source["metrics"].contains("backpressure") && slow["metrics"].contains("backpressure") &&
+               slow["subtasks"].size() == 2 && slow["subtasks"][1]["metrics"].contains("busy_ms_per_s");
+      },
+      30s);
+  ASSERT_TRUE(reported) << source << slow;
+  const nlohmann::json& sm = source["metrics"];
+  const nlohmann::json& wm = slow["metrics"];
+  EXPECT_EQ(sm["backpressure"], "high") << source;
+  EXPECT_GT(sm["backpressured_ms_per_s"].get<int64_t>(), 500) << source;
+  EXPECT_GT(sm["records_out"].get<int64_t>(), 0) << source;
+  EXPECT_EQ(sm["records_in"].get<int64_t>(), 0) << source;  // a source reads no channel
+  EXPECT_EQ(wm["backpressure"], "ok") << slow;  // its sink is chained: no output channel to wait on
+  EXPECT_GT(wm["busy_ms_per_s"].get<int64_t>(), 500) << slow;
+  EXPECT_GT(wm["records_in"].get<int64_t>(), 0) << slow;
+  // Records leave the source only as fast as the slow operator takes them:
+  // 2 subtasks at 200 µs a record, at most ~10 000/s.
+  EXPECT_LT(wm["records_in_per_s"].get<int64_t>(), 12000) << slow;
+  EXPECT_GT(wm["bytes_in"].get<int64_t>(), wm["records_in"].get<int64_t>()) << slow;
+  auto canceled = c.client().cancel(job);
+  ASSERT_TRUE(canceled.ok()) << canceled.status();
+  EXPECT_EQ((*canceled)["status"], "CANCELED");
 }
 
 }  // namespace

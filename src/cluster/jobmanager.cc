@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "network/data_plane.h"
 #include "runtime/job_master.h"
 #include "runtime/mini_cluster.h"
+#include "runtime/task_metrics.h"
 
 namespace weir::cluster {
 namespace {
@@ -121,6 +123,109 @@ class JobGateway final : public runtime::TaskExecutorGateway {
 
 namespace {
 
+// Each subtask's counters from the heartbeats of its TaskManager (latest
+// attempt only), and its rates over the last second or so.
+class JobMetrics {
+ public:
+  struct Rates {
+    double records_in = 0, records_out = 0, bytes_in = 0, bytes_out = 0;
+    double backpressured_ms = 0, idle_ms = 0, busy_ms = 0;  // per second
+  };
+  struct Subtask {
+    int attempt = 0;
+    runtime::TaskMetricsSnapshot now, base;
+    int64_t base_ms = 0;
+    bool has_rates = false;
+    Rates rates;
+  };
+
+  void report(const runtime::ExecutionId& id, const runtime::TaskMetricsSnapshot& m, int64_t now_ms) {
+    absl::MutexLock lock(&mu_);
+    auto [it, fresh] = subtasks_.try_emplace({id.vertex, id.subtask});
+    Subtask& s = it->second;
+    if (!fresh && id.attempt < s.attempt) return;  // a late report of an older attempt
+    if (fresh || id.attempt > s.attempt) {
+      s = Subtask{};
+      s.attempt = id.attempt;
+      s.now = s.base = m;
+      s.base_ms = now_ms;
+      return;
+    }
+    s.now = m;
+    const int64_t dt = now_ms - s.base_ms;
+    if (dt < 1000) return;
+    auto per_s = [dt](int64_t a, int64_t b) { return static_cast<double>(a - b) * 1000.0 / static_cast<double>(dt); };
+    s.rates.records_in = per_s(m.records_in, s.base.records_in);
+    s.rates.records_out = per_s(m.records_out, s.base.records_out);
+    s.rates.bytes_in = per_s(m.bytes_in, s.base.bytes_in);
+    s.rates.bytes_out = per_s(m.bytes_out, s.base.bytes_out);
+    s.rates.backpressured_ms = std::clamp(per_s(m.backpressured_ms, s.base.backpressured_ms), 0.0, 1000.0);
+    s.rates.idle_ms = std::clamp(per_s(m.idle_ms, s.base.idle_ms), 0.0, 1000.0 - s.rates.backpressured_ms);
+    s.rates.busy_ms = 1000.0 - s.rates.backpressured_ms - s.rates.idle_ms;
+    s.has_rates = true;
+    s.base = m;
+    s.base_ms = now_ms;
+  }
+
+  // docs/rest-api.md: METRICS of one subtask (null when it never reported
+  // for `attempt`), and of a vertex (counts and rates summed, time shares
+  // the worst subtask's).
+  nlohmann::json subtask_json(int vertex, int subtask, int attempt) {
+    absl::MutexLock lock(&mu_);
+    auto it = subtasks_.find({vertex, subtask});
+    if (it == subtasks_.end() || it->second.attempt != attempt) return nullptr;
+    return to_json(it->second.now, it->second.rates, it->second.has_rates);
+  }
+  nlohmann::json vertex_json(int vertex) {
+    absl::MutexLock lock(&mu_);
+    runtime::TaskMetricsSnapshot sum;
+    Rates rates;
+    bool any = false, has_rates = false;
+    for (const auto& [key, s] : subtasks_) {
+      if (key.first != vertex) continue;
+      any = true;
+      sum.records_in += s.now.records_in;
+      sum.records_out += s.now.records_out;
+      sum.bytes_in += s.now.bytes_in;
+      sum.bytes_out += s.now.bytes_out;
+      sum.backpressured_ms += s.now.backpressured_ms;
+      sum.idle_ms += s.now.idle_ms;
+      if (!s.has_rates) continue;
+      has_rates = true;
+      rates.records_in += s.rates.records_in;
+      rates.records_out += s.rates.records_out;
+      rates.bytes_in += s.rates.bytes_in;
+      rates.bytes_out += s.rates.bytes_out;
+      rates.backpressured_ms = std::max(rates.backpressured_ms, s.rates.backpressured_ms);
+      rates.busy_ms = std::max(rates.busy_ms, s.rates.busy_ms);
+      rates.idle_ms = std::max(rates.idle_ms, s.rates.idle_ms);
+    }
+    if (!any) return nullptr;
+    return to_json(sum, rates, has_rates);
+  }
+
+ private:
+  static nlohmann::json to_json(const runtime::TaskMetricsSnapshot& m, const Rates& r, bool has_rates) {
+    nlohmann::json out = {{"records_in", m.records_in},     {"records_out", m.records_out},
+                          {"bytes_in", m.bytes_in},         {"bytes_out", m.bytes_out},
+                          {"backpressured_ms", m.backpressured_ms}, {"idle_ms", m.idle_ms}};
+    if (!has_rates) return out;  // one report so far: no rates yet
+    out["records_in_per_s"] = std::llround(r.records_in);
+    out["records_out_per_s"] = std::llround(r.records_out);
+    out["bytes_in_per_s"] = std::llround(r.bytes_in);
+    out["bytes_out_per_s"] = std::llround(r.bytes_out);
+    out["backpressured_ms_per_s"] = std::llround(r.backpressured_ms);
+    out["idle_ms_per_s"] = std::llround(r.idle_ms);
+    out["busy_ms_per_s"] = std::llround(r.busy_ms);
+    // The levels of Flink's web UI: up to 10% ok, up to 50% low, else high.
+    out["backpressure"] = r.backpressured_ms <= 100 ? "ok" : r.backpressured_ms <= 500 ? "low" : "high";
+    return out;
+  }
+
+  absl::Mutex mu_;
+  std::map<std::pair<int, int>, Subtask> subtasks_ ABSL_GUARDED_BY(mu_);  // (vertex, subtask)
+};
+
 struct Job {
   std::string id;
   proto::JobSpec spec;
@@ -131,6 +236,7 @@ struct Job {
   std::unique_ptr<JobGateway> gateway;
   std::unique_ptr<runtime::JobMaster> master;  // after gateway and control: destroyed first
   std::thread waiter;
+  JobMetrics metrics;
 
   absl::Mutex mu;
   std::optional<JobResult> result ABSL_GUARDED_BY(mu);
@@ -623,7 +729,8 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
           subtasks.push_back({{"subtask", e.id.subtask},
                               {"attempt", e.id.attempt},
                               {"state", state},
-                              {"taskmanager", j.gateway->taskmanager_of(e.id)}});
+                              {"taskmanager", j.gateway->taskmanager_of(e.id)},
+                              {"metrics", j.metrics.subtask_json(e.id.vertex, e.id.subtask, e.id.attempt)}});
         }
       }
       // The vertex as a whole: failed if any subtask failed, running while
@@ -637,6 +744,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
                           {"name", v.name},
                           {"parallelism", v.parallelism},
                           {"state", state},
+                          {"metrics", j.metrics.vertex_json(v.id)},
                           {"subtasks", subtasks}});
     }
     out["vertices"] = vertices;
@@ -750,8 +858,24 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
         if (JobPtr j = find_job(e.job_id())) j->master->end_of_data(from_proto(e.id()));
         break;
       }
+      case TaskManagerMessage::kHeartbeat: {
+        const int64_t now = SystemClock::instance()->now_ms();
+        for (const auto& t : m.heartbeat().metrics()) {
+          JobPtr j = find_job(t.job_id());
+          if (j == nullptr) continue;
+          runtime::TaskMetricsSnapshot s;
+          s.records_in = t.records_in();
+          s.records_out = t.records_out();
+          s.bytes_in = t.bytes_in();
+          s.bytes_out = t.bytes_out();
+          s.backpressured_ms = t.backpressured_ms();
+          s.idle_ms = t.idle_ms();
+          j->metrics.report(from_proto(t.id()), s, now);
+        }
+        break;
+      }
       default:
-        break;  // heartbeats only refresh last_heartbeat_ms
+        break;
     }
   }
 

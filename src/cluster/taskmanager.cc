@@ -196,6 +196,7 @@ class TaskManagerProcess::Impl {
         }
         TaskManagerMessage hb;
         hb.mutable_heartbeat()->set_sent_ms(SystemClock::instance()->now_ms());
+        add_metrics(hb.mutable_heartbeat());
         send(std::move(hb));
       }
     });
@@ -258,6 +259,26 @@ class TaskManagerProcess::Impl {
         break;
       default:
         break;  // heartbeats only refresh last_heard_
+    }
+  }
+
+  // Every task's counters, for a heartbeat. Under mu_, so no job is
+  // released meanwhile (a runtime::TaskManager never calls back into this
+  // object under its own lock).
+  void add_metrics(proto::Heartbeat* hb) {
+    absl::MutexLock lock(&mu_);
+    for (auto& [id, job] : jobs_) {
+      for (const auto& e : job->tasks->task_metrics()) {
+        proto::TaskMetrics* m = hb->add_metrics();
+        m->set_job_id(e.job_id);
+        *m->mutable_id() = to_proto(e.id);
+        m->set_records_in(e.metrics.records_in);
+        m->set_records_out(e.metrics.records_out);
+        m->set_bytes_in(e.metrics.bytes_in);
+        m->set_bytes_out(e.metrics.bytes_out);
+        m->set_backpressured_ms(e.metrics.backpressured_ms);
+        m->set_idle_ms(e.metrics.idle_ms);
+      }
     }
   }
 

@@ -1,11 +1,21 @@
 #include "network/channel.h"
 
+#include <chrono>
+
 namespace weir::network {
 
-bool LocalChannel::push(ChannelEvent ev) {
+bool LocalChannel::push(ChannelEvent ev, std::atomic<int64_t>* waited_ns) {
   absl::MutexLock lock(&mu_);
   if (ev.kind == EventKind::kBuffer) {
-    while (!closed_ && queued_buffers_ >= capacity_) not_full_.Wait(&mu_);
+    if (!closed_ && queued_buffers_ >= capacity_) {
+      const auto start = std::chrono::steady_clock::now();
+      while (!closed_ && queued_buffers_ >= capacity_) not_full_.Wait(&mu_);
+      if (waited_ns != nullptr) {
+        waited_ns->fetch_add(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+            std::memory_order_relaxed);
+      }
+    }
     ++queued_buffers_;
   }
   if (closed_) return false;

@@ -43,8 +43,9 @@ class LocalChannel {
  public:
   explicit LocalChannel(int capacity) : capacity_(capacity) {}
 
-  // Blocks while full of data buffers. Returns false once closed.
-  bool push(ChannelEvent ev);
+  // Blocks while full of data buffers (adding the time to `waited_ns` when
+  // given). Returns false once closed.
+  bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr);
   // Non-blocking. Empty when nothing is queued.
   std::optional<ChannelEvent> poll();
   // As poll(), but leaves a data buffer at the head queued unless

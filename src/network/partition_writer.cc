@@ -6,8 +6,13 @@
 namespace weir::network {
 
 ResultPartition::ResultPartition(std::vector<std::shared_ptr<LocalChannel>> channels,
-                                 NetworkBufferPool* pool, const std::atomic<bool>* cancelled)
-    : channels_(std::move(channels)), current_(channels_.size()), pool_(pool), cancelled_(cancelled) {}
+                                 NetworkBufferPool* pool, const std::atomic<bool>* cancelled,
+                                 runtime::TaskMetrics* metrics)
+    : channels_(std::move(channels)),
+      current_(channels_.size()),
+      pool_(pool),
+      cancelled_(cancelled),
+      metrics_(metrics) {}
 
 void ResultPartition::emit(int channel, std::string_view record) {
   char header[10];
@@ -20,13 +25,14 @@ void ResultPartition::emit(int channel, std::string_view record) {
   header[h++] = static_cast<char>(v);
   write(channel, header, h);
   write(channel, record.data(), record.size());
+  if (metrics_ != nullptr) runtime::TaskMetrics::add(metrics_->records_out, 1);
 }
 
 void ResultPartition::write(int channel, const char* p, size_t n) {
   Buffer& b = current_[channel];
   while (n > 0) {
     if (!b) {
-      b = pool_->request(*cancelled_);
+      b = pool_->request(*cancelled_, metrics_ != nullptr ? &metrics_->backpressured_ns : nullptr);
       if (!b) throw TaskCancelled();
     }
     size_t take = std::min(n, b.free_space());
@@ -41,6 +47,7 @@ void ResultPartition::write(int channel, const char* p, size_t n) {
 void ResultPartition::flush(int channel) {
   Buffer& b = current_[channel];
   if (!b || b.size() == 0) return;
+  if (metrics_ != nullptr) runtime::TaskMetrics::add(metrics_->bytes_out, static_cast<int64_t>(b.size()));
   ChannelEvent ev;
   ev.kind = EventKind::kBuffer;
   ev.buffer = std::move(b);
@@ -73,7 +80,7 @@ void ResultPartition::broadcast_idle(bool idle) { broadcast_event(EventKind::kId
 
 void ResultPartition::push(int channel, ChannelEvent ev) {
   const bool end = ev.kind == EventKind::kEndOfData;
-  if (!channels_[channel]->push(std::move(ev))) {
+  if (!channels_[channel]->push(std::move(ev), metrics_ != nullptr ? &metrics_->backpressured_ns : nullptr)) {
     // After end-of-data a consumer may finish (the final checkpoint is
     // complete) while a barrier of a later checkpoint is still on its way
     // here: it needs nothing more, so that is not a failure. A consumer

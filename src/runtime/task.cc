@@ -48,7 +48,10 @@ void Task::wait(Clock::time_point deadline) {
     auto until_timer = std::chrono::milliseconds(std::max<int64_t>(0, next_timer - time_.now_ms()));
     deadline = std::min(deadline, Clock::now() + until_timer);
   }
+  const auto start = Clock::now();
   wakeup_.wait_until(deadline);
+  TaskMetrics::add(metrics_.idle_ns,
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
 }
 
 Task::Task(TaskDeploymentDescriptor tdd, std::shared_ptr<const graph::JobGraph> graph,
@@ -220,7 +223,7 @@ absl::Status Task::build_chain() {
       register_channel(chans.back());
     }
     partitions_.push_back(
-        std::make_unique<network::ResultPartition>(std::move(chans), services_.pool, &cancelled_));
+        std::make_unique<network::ResultPartition>(std::move(chans), services_.pool, &cancelled_, &metrics_));
     partition_of_edge[e] = partitions_.back().get();
   }
   // Operators, last first, so each output can point at its target.
@@ -448,9 +451,13 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
   InputChannel& in = inputs_[ch];
   switch (ev.kind) {
     case network::EventKind::kBuffer: {
+      int64_t records = 0;
       bool ok = in.deserializer.feed(ev.buffer.data(), ev.buffer.size(), [&](std::string_view rec) {
+        ++records;
         return in.adapter->process_serialized(rec);
       });
+      TaskMetrics::add(metrics_.records_in, records);
+      TaskMetrics::add(metrics_.bytes_in, static_cast<int64_t>(ev.buffer.size()));
       if (!ok) throw std::runtime_error("corrupt record on input channel " + std::to_string(ch));
       break;
     }

@@ -36,6 +36,7 @@
 #include "runtime/executor.h"
 #include "runtime/gateways.h"
 #include "runtime/operator_context.h"
+#include "runtime/task_metrics.h"
 #include "runtime/wakeup.h"
 #include "state/local_state.h"
 #include "weir/config.h"
@@ -77,6 +78,8 @@ class Task {
   void join();
 
   const ExecutionId& id() const { return tdd_.execution; }
+  // Its counters so far; any thread.
+  TaskMetricsSnapshot metrics() const { return metrics_.snapshot(); }
 
  private:
   struct InputChannel {
@@ -140,6 +143,7 @@ class Task {
 
   std::thread thread_;
   std::atomic<bool> cancelled_{false};
+  TaskMetrics metrics_;
   Wakeup wakeup_;
 
   absl::Mutex mail_mu_;

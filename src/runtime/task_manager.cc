@@ -135,6 +135,14 @@ Task* TaskManager::find(const ExecutionId& id) {
   return nullptr;
 }
 
+std::vector<TaskManager::TaskMetricsEntry> TaskManager::task_metrics() {
+  absl::MutexLock lock(&mu_);
+  std::vector<TaskMetricsEntry> out;
+  out.reserve(tasks_.size());
+  for (const auto& [key, task] : tasks_) out.push_back({key.job, task->id(), task->metrics()});
+  return out;
+}
+
 void TaskManager::cancel_task(const ExecutionId& id) {
   absl::MutexLock lock(&mu_);
   if (Task* t = find(id)) t->cancel();

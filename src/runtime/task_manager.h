@@ -56,6 +56,13 @@ class TaskManager final : public TaskExecutorGateway {
   void stop_source(const ExecutionId& id) override;
 
   network::NetworkBufferPool& buffer_pool() { return *pool_; }
+  // The counters of every task it holds (running or ended), by job.
+  struct TaskMetricsEntry {
+    std::string job_id;
+    ExecutionId id;
+    TaskMetricsSnapshot metrics;
+  };
+  std::vector<TaskMetricsEntry> task_metrics();
   // Waits for asynchronous snapshot work in flight (it reports to the
   // JobManager, which must outlive it).
   void drain_snapshots() { snapshot_executor_.drain(); }

@@ -1,0 +1,51 @@
+// What a task has done, counted by its thread and read by anyone: records
+// and bytes through its inputs and outputs, and the time it spent waiting
+// for output space (backpressured) or for input (idle). The rest of its time
+// it was busy. Counters only grow; rates are differences over time.
+#ifndef WEIR_RUNTIME_TASK_METRICS_H_
+#define WEIR_RUNTIME_TASK_METRICS_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace weir::runtime {
+
+struct TaskMetricsSnapshot {
+  int64_t records_in = 0;   // records read from input channels
+  int64_t records_out = 0;  // records written to output channels (once per channel)
+  int64_t bytes_in = 0;     // buffer bytes read from input channels
+  int64_t bytes_out = 0;    // buffer bytes written to output channels
+  int64_t backpressured_ms = 0;
+  int64_t idle_ms = 0;
+};
+
+class TaskMetrics {
+ public:
+  // Single writer (the task thread): a relaxed load and store, no locked
+  // instruction per record.
+  static void add(std::atomic<int64_t>& counter, int64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+
+  std::atomic<int64_t> records_in{0};
+  std::atomic<int64_t> records_out{0};
+  std::atomic<int64_t> bytes_in{0};
+  std::atomic<int64_t> bytes_out{0};
+  std::atomic<int64_t> backpressured_ns{0};
+  std::atomic<int64_t> idle_ns{0};
+
+  TaskMetricsSnapshot snapshot() const {
+    TaskMetricsSnapshot s;
+    s.records_in = records_in.load(std::memory_order_relaxed);
+    s.records_out = records_out.load(std::memory_order_relaxed);
+    s.bytes_in = bytes_in.load(std::memory_order_relaxed);
+    s.bytes_out = bytes_out.load(std::memory_order_relaxed);
+    s.backpressured_ms = backpressured_ns.load(std::memory_order_relaxed) / 1000000;
+    s.idle_ms = idle_ns.load(std::memory_order_relaxed) / 1000000;
+    return s;
+  }
+};
+
+}  // namespace weir::runtime
+
+#endif  // WEIR_RUNTIME_TASK_METRICS_H_
