@@ -19,7 +19,9 @@ struct TaskMetricsSnapshot {
   int64_t idle_ms = 0;
 };
 
-class TaskMetrics {
+// On cache lines of its own: its writer is the task thread, and what sits
+// next to it in a Task (its wakeup) is written by other threads.
+class alignas(64) TaskMetrics {
  public:
   // Single writer (the task thread): a relaxed load and store, no locked
   // instruction per record.
