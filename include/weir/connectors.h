@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -107,6 +108,7 @@ class FileSource final : public Source<TextLine> {
   std::unique_ptr<MappedFile> file_;
   const char* data_ = nullptr;  // file_'s bytes
   int64_t size_ = 0;
+  int64_t released_ = 0;  // pages of the current split before this offset left memory
   TextLine scratch_;
 };
 
@@ -209,6 +211,9 @@ class PrintSink final : public Sink<std::string> {
 // each subtask's files in the order they were committed.
 absl::StatusOr<std::vector<std::string>> read_published_lines(const std::string& directory,
                                                               const std::string& prefix);
+// The same lines, one at a time, holding one file in memory at most.
+absl::Status for_each_published_line(const std::string& directory, const std::string& prefix,
+                                     const std::function<void(std::string_view line)>& fn);
 
 }  // namespace weir
 

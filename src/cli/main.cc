@@ -78,10 +78,14 @@ int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlag
   if (result->status != weir::JobStatus::kFinished) {
     return fail(kJobFailed, "job failed: " + result->failure);
   }
-  auto rejects = weir::read_published_lines(opts.output_dir, weir::examples::kRejectsPrefix);
-  auto output = weir::read_published_lines(opts.output_dir, weir::examples::kOutputPrefix);
-  if (rejects.ok() && output.ok()) {
-    std::printf("output records: %zu, rejected lines: %zu\n", output->size(), rejects->size());
+  int64_t output = 0, rejects = 0;
+  auto counted = weir::for_each_published_line(opts.output_dir, weir::examples::kOutputPrefix,
+                                               [&](std::string_view) { ++output; });
+  auto rejected = weir::for_each_published_line(opts.output_dir, weir::examples::kRejectsPrefix,
+                                                [&](std::string_view) { ++rejects; });
+  if (counted.ok() && rejected.ok()) {
+    std::printf("output records: %lld, rejected lines: %lld\n", static_cast<long long>(output),
+                static_cast<long long>(rejects));
   }
   return kOk;
 }

@@ -160,9 +160,8 @@ absl::Status PrintSink::write(const std::string& line) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> read_published_lines(const std::string& directory,
-                                                              const std::string& prefix) {
-  std::vector<std::string> lines;
+absl::Status for_each_published_line(const std::string& directory, const std::string& prefix,
+                                     const std::function<void(std::string_view line)>& fn) {
   std::error_code ec;
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
@@ -183,16 +182,25 @@ absl::StatusOr<std::vector<std::string>> read_published_lines(const std::string&
   std::sort(files.begin(), files.end(),
             [&](const fs::path& a, const fs::path& b) { return order(a) < order(b); });
   for (const auto& f : files) {
-    auto content = read_file(f.string());
+    auto content = read_file(f.string());  // one file at a time
     if (!content.ok()) return content.status();
+    std::string_view text = *content;
     size_t pos = 0;
-    while (pos < content->size()) {
-      size_t nl = content->find('\n', pos);
-      if (nl == std::string::npos) nl = content->size();
-      lines.emplace_back(content->substr(pos, nl - pos));
+    while (pos < text.size()) {
+      size_t nl = text.find('\n', pos);
+      if (nl == std::string_view::npos) nl = text.size();
+      fn(text.substr(pos, nl - pos));
       pos = nl + 1;
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> read_published_lines(const std::string& directory,
+                                                              const std::string& prefix) {
+  std::vector<std::string> lines;
+  absl::Status s = for_each_published_line(directory, prefix, [&](std::string_view l) { lines.emplace_back(l); });
+  if (!s.ok()) return s;
   return lines;
 }
 

@@ -5,6 +5,13 @@
 #include "weir/connectors.h"
 
 namespace weir {
+namespace {
+
+// Read pages leave the process's memory in steps of this many bytes, so a
+// source's resident set does not grow with the size of its file.
+constexpr int64_t kReleaseStep = 8 << 20;
+
+}  // namespace
 
 FileSource::FileSource(std::string path, int64_t lines_per_second)
     : path_(std::move(path)), rate_(lines_per_second) {}
@@ -30,6 +37,7 @@ absl::Status FileSource::open(OperatorContext& ctx) {
                                              ": the file is shorter than the restored position");
       }
     }
+    if (!splits_.empty()) released_ = splits_[0].offset;
     return absl::OkStatus();
   }
   // A fresh start: this subtask's byte range, moved to line boundaries.
@@ -44,8 +52,17 @@ absl::Status FileSource::open(OperatorContext& ctx) {
   s.start = boundary(size_ * i / p);
   s.end = boundary(size_ * (i + 1) / p);
   s.offset = s.start;
-  s.line = 1 + std::count(data_, data_ + s.start, '\n');
+  // The line number at the start, counted a step at a time: pages counted
+  // leave memory at once (every subtask before the last reads most of the
+  // file here).
+  s.line = 1;
+  for (int64_t at = 0; at < s.start; at += kReleaseStep) {
+    const int64_t n = std::min(kReleaseStep, s.start - at);
+    s.line += std::count(data_ + at, data_ + at + n, '\n');
+    file_->release(std::string_view(data_ + at, static_cast<size_t>(n)));
+  }
   if (s.start < s.end) splits_.push_back(s);
+  released_ = s.start;
   return absl::OkStatus();
 }
 
@@ -57,8 +74,14 @@ PollStatus FileSource::poll(SourceOutput<TextLine>& out, int max_records) {
     if (current_ >= splits_.size()) return PollStatus::kEndOfInput;
     FileSplit& s = splits_[current_];
     if (s.offset >= s.end) {
+      file_->release(std::string_view(data_ + released_, static_cast<size_t>(s.end - released_)));
       ++current_;
+      if (current_ < splits_.size()) released_ = splits_[current_].offset;
       continue;
+    }
+    if (s.offset - released_ >= kReleaseStep) {
+      file_->release(std::string_view(data_ + released_, static_cast<size_t>(s.offset - released_)));
+      released_ = s.offset;
     }
     const char* begin = data_ + s.offset;
     const void* nl = std::memchr(begin, '\n', static_cast<size_t>(size_ - s.offset));
