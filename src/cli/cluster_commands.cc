@@ -150,6 +150,26 @@ void print_job(const nlohmann::json& j) {
               failure.c_str());
 }
 
+// One line a vertex: "name  p=N  STATE  in R/s  out R/s  busy B ms/s  backpressure LEVEL".
+void print_vertex(const nlohmann::json& v) {
+  std::printf("  %-40s p=%-3d %-9s", v.value("name", "").c_str(), v.value("parallelism", 0),
+              v.value("state", "").c_str());
+  const nlohmann::json& m = v.contains("metrics") ? v["metrics"] : nlohmann::json();
+  if (m.is_object()) {
+    std::printf("  records in %lld out %lld", static_cast<long long>(m.value("records_in", int64_t{0})),
+                static_cast<long long>(m.value("records_out", int64_t{0})));
+    if (m.contains("backpressure")) {
+      std::printf("  (%lld/s in, %lld/s out)  busy %lld ms/s  backpressure %s (%lld ms/s)",
+                  static_cast<long long>(m.value("records_in_per_s", int64_t{0})),
+                  static_cast<long long>(m.value("records_out_per_s", int64_t{0})),
+                  static_cast<long long>(m.value("busy_ms_per_s", int64_t{0})),
+                  m.value("backpressure", "").c_str(),
+                  static_cast<long long>(m.value("backpressured_ms_per_s", int64_t{0})));
+    }
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 struct ClusterCommands::Flags {
@@ -162,6 +182,7 @@ struct ClusterCommands::Flags {
   CLI::App* stop = nullptr;
   CLI::App* checkpoints = nullptr;
   CLI::App* overview = nullptr;
+  CLI::App* job = nullptr;
 
   std::string secret_file;
   std::string config = env_or("WEIR_CONFIG", "");
@@ -261,6 +282,10 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
 
   f.overview = app.add_subcommand("overview", "The cluster's TaskManagers and slots");
   common(f.overview, true);
+
+  f.job = app.add_subcommand("job", "A job's vertices: state, records, backpressure");
+  common(f.job, true);
+  f.job->add_option("job", f.job_id, "Job id")->required();
 }
 
 ClusterCommands::~ClusterCommands() = default;
@@ -269,7 +294,7 @@ std::optional<int> ClusterCommands::run() {
   Flags& f = *f_;
   CLI::App* parsed = nullptr;
   for (CLI::App* c : {f.jobmanager, f.taskmanager, f.run, f.list, f.cancel, f.savepoint, f.stop, f.checkpoints,
-                      f.overview}) {
+                      f.overview, f.job}) {
     if (c->parsed()) parsed = c;
   }
   if (parsed == nullptr) return std::nullopt;
@@ -385,6 +410,13 @@ std::optional<int> ClusterCommands::run() {
       auto info = client.wait(f.job_id, 60000);
       if (info.ok()) print_job(*info);
     }
+    return kOk;
+  }
+  if (parsed == f.job) {
+    auto r = client.job(f.job_id);
+    if (!r.ok()) return fail(exit_code(r.status()), std::string(r.status().message()));
+    print_job(*r);
+    for (const auto& v : (*r)["vertices"]) print_vertex(v);
     return kOk;
   }
   if (parsed == f.checkpoints) {

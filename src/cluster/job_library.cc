@@ -95,8 +95,11 @@ std::string LibraryStore::default_directory() {
 }
 
 absl::Status LibraryStore::ensure_directory() {
-  if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST) {
-    return absl::InternalError("cannot create library directory " + dir_ + ": " + std::strerror(errno));
+  std::error_code ec;
+  if (!std::filesystem::exists(dir_, ec)) {
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) return absl::InternalError("cannot create library directory " + dir_ + ": " + ec.message());
+    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all, ec);  // private
   }
   struct stat st;
   if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
