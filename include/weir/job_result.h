@@ -38,6 +38,22 @@ struct SavepointResult {
   std::string error;  // empty when it completed
 };
 
+// What one vertex (a chain of operators) did in the last attempt of each of
+// its subtasks, summed over them: records and buffer bytes through its
+// network channels (records passed within the chain are not counted; a
+// record on a broadcast edge counts once per channel), and the time its
+// subtasks waited for output space (backpressured) or for input (idle).
+struct VertexStats {
+  std::string name;
+  int parallelism = 0;
+  int64_t records_in = 0;
+  int64_t records_out = 0;
+  int64_t bytes_in = 0;
+  int64_t bytes_out = 0;
+  int64_t backpressured_ms = 0;
+  int64_t idle_ms = 0;
+};
+
 struct JobResult {
   std::string job_id;
   JobStatus status = JobStatus::kCreated;
@@ -51,6 +67,9 @@ struct JobResult {
   // The job was stopped with a savepoint: its path.
   std::string stopped_with_savepoint;
   Duration wall_time{0};
+  // By vertex id; filled by the embedded cluster (a cluster's JobManager
+  // reports them through its REST API instead).
+  std::vector<VertexStats> vertices;
 };
 
 }  // namespace weir

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <random>
 
 #include "checkpoint/storage.h"
@@ -67,6 +68,31 @@ absl::Status check_restore(const graph::JobGraph& g, const checkpoint::Checkpoin
   return absl::OkStatus();
 }
 
+// Sums each vertex's subtasks, the last attempt of each.
+std::vector<VertexStats> vertex_stats(const graph::JobGraph& g,
+                                      const std::vector<TaskManager::TaskMetricsEntry>& tasks) {
+  std::map<std::pair<int, int>, const TaskManager::TaskMetricsEntry*> last;
+  for (const auto& t : tasks) {
+    auto& slot = last[{t.id.vertex, t.id.subtask}];
+    if (slot == nullptr || slot->id.attempt < t.id.attempt) slot = &t;
+  }
+  std::vector<VertexStats> out(g.vertices.size());
+  for (const auto& v : g.vertices) {
+    out[v.id].name = v.name;
+    out[v.id].parallelism = v.parallelism;
+  }
+  for (const auto& [key, t] : last) {
+    VertexStats& s = out[key.first];
+    s.records_in += t->metrics.records_in;
+    s.records_out += t->metrics.records_out;
+    s.bytes_in += t->metrics.bytes_in;
+    s.bytes_out += t->metrics.bytes_out;
+    s.backpressured_ms += t->metrics.backpressured_ms;
+    s.idle_ms += t->metrics.idle_ms;
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobConfig& config,
@@ -94,6 +120,7 @@ absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobC
   }
   JobResult result = jm.wait();
   if (control != nullptr) control->detach();
+  result.vertices = vertex_stats(**graph, tm.task_metrics());
   tm.unregister_job(job_id);
   tm.drain_snapshots();
   return result;

@@ -270,6 +270,22 @@ TEST(PartitioningTest, BroadcastReachesEverySubtaskAndRebalanceSpreads) {
   per_subtask.clear();
   for (int s : rebalance_out.subtasks) per_subtask[s]++;
   EXPECT_EQ(per_subtask, (std::map<int, int>{{0, 250}, {1, 250}, {2, 250}, {3, 250}}));
+  // What each vertex sent and received: every number once on each of the 3
+  // broadcast channels and once on a rebalance channel.
+  ASSERT_EQ(r->vertices.size(), 3u);
+  std::map<std::string, VertexStats> by_name;
+  for (const auto& v : r->vertices) by_name[v.name] = v;
+  ASSERT_EQ(by_name.count("source"), 1u);
+  ASSERT_EQ(by_name.count("b -> sink"), 1u);
+  ASSERT_EQ(by_name.count("r -> sink"), 1u);
+  EXPECT_EQ(by_name["source"].records_in, 0);
+  EXPECT_EQ(by_name["source"].records_out, 4000);
+  EXPECT_EQ(by_name["b -> sink"].records_in, 3000);
+  EXPECT_EQ(by_name["b -> sink"].parallelism, 3);
+  EXPECT_EQ(by_name["r -> sink"].records_in, 1000);
+  EXPECT_EQ(by_name["r -> sink"].records_out, 0);
+  EXPECT_EQ(by_name["source"].bytes_out, by_name["b -> sink"].bytes_in + by_name["r -> sink"].bytes_in);
+  EXPECT_GT(by_name["source"].bytes_out, 4000);
 }
 
 // Runs a job with a stateful operator "extra" (when `with_extra`) and a
