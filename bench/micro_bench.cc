@@ -59,7 +59,7 @@ BENCHMARK(BM_FrameAndReassemble);
 void BM_HeapValueStateUpdate(benchmark::State& state) {
   const int64_t keys = state.range(0);
   weir::KeyGroupRange all{0, 128};
-  weir::runtime::RuntimeOperatorContext op({0, 1, 128, 0, "op", all, false});
+  weir::runtime::RuntimeOperatorContext op({0, 1, 128, 0, "op", all, false, nullptr, "", nullptr});
   weir::detail::KeyedBackend<int64_t> backend(all, nullptr);
   weir::KeyedRuntimeContext<int64_t> ctx(&op, &backend);
   auto& v = ctx.get_state(weir::ValueStateDescriptor<int64_t>{"v"});

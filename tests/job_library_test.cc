@@ -269,7 +269,7 @@ TEST(JobLibraryTest, TemplateBuiltOutOfTreeRunsOnAClusterAndResumesAtAnotherPara
   EXPECT_EQ((*detail)["library"], digest);
   EXPECT_EQ((*detail)["status"], "RUNNING");
   // Each process holds the library under its digest, verified.
-  for (const std::string& dir : {"jm-libraries", "tm-a-libraries", "tm-b-libraries"}) {
+  for (const char* dir : {"jm-libraries", "tm-a-libraries", "tm-b-libraries"}) {
     EXPECT_EQ(cluster::sha256_hex(slurp(c.dir().path(dir) + "/" + digest + ".so")), digest) << dir;
   }
 

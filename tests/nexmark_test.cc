@@ -381,7 +381,9 @@ TEST_P(NexmarkTest, MatchesTheReference) {
   }
   auto r = testing::run_weir(args, dir.path("run"));
   ASSERT_EQ(r.code, 0) << r.err;
-  if (c.failures) EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected";
+  if (c.failures) {
+    EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected";
+  }
   std::vector<PersonRow> persons;
   for (auto& f : read_csv(dir.path("events/persons.csv"))) {
     persons.push_back({std::stoll(f[0]), f[1], f[4], f[5], std::stoll(f[6])});

@@ -343,7 +343,7 @@ class TaskManagerProcess::Impl {
     job->proxy = std::make_unique<MasterProxy>(this, d.job_id());
     job->tasks = std::make_unique<runtime::TaskManager>(&pool_, &data_plane_, /*snapshot_threads=*/2);
     job->tasks->register_job(d.job_id(),
-                             runtime::TaskManager::JobContext{*graph, job->storage, job->proxy.get(), config});
+                             runtime::TaskManager::JobContext{*graph, job->storage, job->proxy.get(), config, nullptr, nullptr});
     absl::MutexLock lock(&mu_);
     auto& slot = jobs_[d.job_id()];
     slot = std::move(job);

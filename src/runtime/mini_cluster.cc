@@ -113,7 +113,7 @@ absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobC
 
   TaskManager tm(config.network, /*snapshot_threads=*/2);
   JobMaster jm(job_id, *graph, config, &tm, storage, SystemClock::instance(), control);
-  tm.register_job(job_id, TaskManager::JobContext{*graph, storage, &jm, config});
+  tm.register_job(job_id, TaskManager::JobContext{*graph, storage, &jm, config, nullptr, nullptr});
   jm.start(std::move(*restored));
   if (control != nullptr) {
     control->attach([&jm](JobControl::Request r) { jm.handle_request(std::move(r)); });

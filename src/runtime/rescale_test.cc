@@ -177,7 +177,9 @@ class RescaleTest : public ::testing::TestWithParam<std::tuple<JobKind, Via, std
     EXPECT_TRUE(r.ok()) << r.status();
     if (!r.ok()) return "";
     SCOPED_TRACE("stage " + std::to_string(index) + " at parallelism " + std::to_string(st.parallelism));
-    if (!restore.empty()) EXPECT_GE(r->restored_checkpoint_id, 1) << "stage did not restore";
+    if (!restore.empty()) {
+      EXPECT_GE(r->restored_checkpoint_id, 1) << "stage did not restore";
+    }
     if (last) {
       EXPECT_EQ(r->status, JobStatus::kFinished) << r->failure;
       return "";
@@ -200,7 +202,9 @@ class RescaleTest : public ::testing::TestWithParam<std::tuple<JobKind, Via, std
       std::string savepoint = run_stage(all[i], last, restore, static_cast<int>(i));
       if (::testing::Test::HasFatalFailure()) return;
       restore = std::get<1>(GetParam()) == Via::kSavepoint ? savepoint : "latest";
-      if (!last) ASSERT_FALSE(restore.empty());
+      if (!last) {
+        ASSERT_FALSE(restore.empty());
+      }
     }
     std::vector<Row> got = log_.all();
     std::sort(got.begin(), got.end());

@@ -155,7 +155,9 @@ class WindowTest : public ::testing::TestWithParam<std::tuple<bool, StateBackend
     testing::CommitLog<Result> out;
     JobResult r = run(sc, &out);
     ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
-    if (failures()) EXPECT_GE(r.restarts, 1);
+    if (failures()) {
+      EXPECT_GE(r.restarts, 1);
+    }
     std::vector<Result> got = out.all();
     std::sort(got.begin(), got.end());
     std::vector<Result> want = reference(sc);

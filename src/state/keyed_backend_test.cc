@@ -38,7 +38,7 @@ class ManualClock final : public ProcessingTimeService {
 class Harness {
  public:
   explicit Harness(KeyGroupRange range, StateBackendKind kind = StateBackendKind::kHeap)
-      : op_(runtime::RuntimeOperatorContext::Info{0, 1, kMaxP, 0, "op", range, false, &clock_}),
+      : op_(runtime::RuntimeOperatorContext::Info{0, 1, kMaxP, 0, "op", range, false, &clock_, "", nullptr}),
         store_(make_store(kind)),
         backend_(range, store_),
         ctx_(&op_, &backend_) {}
