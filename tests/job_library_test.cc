@@ -58,6 +58,16 @@ find_package(weir REQUIRED)
 weir_add_job(old_abi old_abi.cc)
 weir_add_job(no_entry no_entry.cc)
 weir_add_job(slow slow.cc)
+weir_add_job(crash crash.cc)
+)";
+// A job whose build function crashes the process that calls it.
+constexpr char kCrash[] = R"(#include <weir/job_library.h>
+#include <csignal>
+static absl::Status build(weir::StreamEnvironment&, const std::vector<std::string>&) {
+  std::raise(SIGSEGV);
+  return absl::OkStatus();
+}
+WEIR_JOB("crash", build)
 )";
 // slow --records N --micros M: N numbers through a map that takes M µs a
 // record (as a slow sink would), into a sink that drops them.
@@ -103,7 +113,7 @@ constexpr char kNoEntry[] = "extern \"C\" int not_a_job() { return 1; }\n";
 struct JobLibraries {
   std::string error;  // why they could not be built
   std::string weir;   // the installed executable
-  std::string word_count, old_abi, no_entry, slow;
+  std::string word_count, old_abi, no_entry, slow, crash;
 };
 
 // Installs this build into <build>/test-job-libraries/prefix and builds the
@@ -131,6 +141,7 @@ JobLibraries build_job_libraries() {
   write_if_changed((root / "test-jobs-src" / "old_abi.cc").string(), kOldAbi);
   write_if_changed((root / "test-jobs-src" / "no_entry.cc").string(), kNoEntry);
   write_if_changed((root / "test-jobs-src" / "slow.cc").string(), kSlow);
+  write_if_changed((root / "test-jobs-src" / "crash.cc").string(), kCrash);
   const std::vector<std::vector<std::string>> steps = {
       {cmake, "--install", build, "--prefix", prefix},
       {cmake, "-S", source + "/examples/job-template", "-B", (root / "template").string(), "-G", "Ninja",
@@ -155,6 +166,7 @@ JobLibraries build_job_libraries() {
   out.old_abi = (root / "test-jobs" / "libold_abi.so").string();
   out.no_entry = (root / "test-jobs" / "libno_entry.so").string();
   out.slow = (root / "test-jobs" / "libslow.so").string();
+  out.crash = (root / "test-jobs" / "libcrash.so").string();
   return out;
 }
 
@@ -341,6 +353,13 @@ TEST(JobLibraryTest, BadLibrariesAndUploadsAreRefusedWithAClearError) {
     EXPECT_NE(r.err.find(k.message), std::string::npos) << r.err;
     EXPECT_EQ(count_of(r.err, "\n"), 1u) << r.err;
   }
+  // --dry-run builds the graph and runs nothing.
+  RunResult dry = testing::run_weir({"run", "--dry-run", libs.word_count, "-p", "3", "--input", input, "--output",
+                                     dir.path("dry-out")},
+                                    dir.path("dry"));
+  EXPECT_EQ(dry.code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("job word-count: 2 vertices, 6 subtasks"), std::string::npos) << dry.out;
+  EXPECT_FALSE(fs::exists(dir.path("dry-out")));
   RunResult bad_args = testing::run_weir({"run", "--embedded", libs.word_count, "--input", input, "--bogus", "1"},
                                          dir.path("bad-args"));
   EXPECT_EQ(bad_args.code, 2);
@@ -357,6 +376,15 @@ TEST(JobLibraryTest, BadLibrariesAndUploadsAreRefusedWithAClearError) {
                                     c.dir().path("old"));
   EXPECT_EQ(old.code, 2) << old.err;
   EXPECT_NE(old.err.find("was built for weir 0.0.1"), std::string::npos) << old.err;
+  // A build function that crashes does so in a child process of the
+  // JobManager, which refuses the job and stays up.
+  RunResult crash = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), libs.crash},
+                                      c.dir().path("crash"));
+  EXPECT_EQ(crash.code, 2) << crash.err;
+  EXPECT_NE(crash.err.find("building the job crashed (signal 11"), std::string::npos) << crash.err;
+  EXPECT_EQ(count_of(crash.err, "\n"), 1u) << crash.err;
+  EXPECT_TRUE(c.jobmanager()->running());
+  EXPECT_TRUE(c.client().overview().ok());
   RunResult missing = testing::run_weir(
       {"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), dir.path("missing.so")}, c.dir().path("miss"));
   EXPECT_EQ(missing.code, 2) << missing.err;

@@ -14,6 +14,7 @@
 #include "cli/jobs.h"
 #include "cluster/client.h"
 #include "cluster/job_library.h"
+#include "graph/job_graph.h"
 #include "cluster/jobmanager.h"
 #include "cluster/protocol.h"
 #include "cluster/taskmanager.h"
@@ -117,8 +118,8 @@ bool is_library_path(const std::string& job) {
 }
 
 // `weir run --embedded JOB ARGS`: the job in this process, as `weir example`
-// runs the built-in ones.
-int run_embedded(const std::string& job, const std::vector<std::string>& args) {
+// runs the built-in ones. `dry_run`: build its graph, say so, run nothing.
+int run_embedded(const std::string& job, const std::vector<std::string>& args, bool dry_run) {
   const cluster::JobLibrary* library = nullptr;
   std::string name = job;
   if (is_library_path(job)) {
@@ -130,6 +131,13 @@ int run_embedded(const std::string& job, const std::vector<std::string>& args) {
   JobFlags flags;
   auto env = build_job(name, args, library, &flags);
   if (!env.ok()) return fail(kBadArguments, std::string(env.status().message()));
+  if (dry_run) {
+    auto graph = graph::build_job_graph((*env)->graph(), (*env)->config());
+    if (!graph.ok()) return fail(kBadArguments, std::string(graph.status().message()));
+    std::printf("job %s: %zu vertices, %d subtasks\n", name.c_str(), (*graph)->vertices.size(),
+                (*graph)->total_subtasks());
+    return kOk;
+  }
   if (flags.verbose) spdlog::set_level(spdlog::level::info);
   SignalControl signals(flags.default_savepoint_dir(), flags.drain);
   auto result = (*env)->execute(name, signals.control());
@@ -201,6 +209,7 @@ struct ClusterCommands::Flags {
 
   bool detached = false;
   bool embedded = false;
+  bool dry_run = false;
   std::string job_id;
   std::string directory;
   bool drain = false;
@@ -252,6 +261,7 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   common(f.run, true);
   f.run->add_flag("--detached", f.detached, "Return once submitted; do not wait for the end");
   f.run->add_flag("--embedded", f.embedded, "Run the job in this process instead (no cluster)");
+  f.run->add_flag("--dry-run", f.dry_run, "Build the job's graph in this process and stop there");
   f.run->prefix_command();
 
   f.list = app.add_subcommand("list", "List the cluster's jobs");
@@ -304,10 +314,10 @@ std::optional<int> ClusterCommands::run() {
     if (!s.ok()) return fail(kBadArguments, std::string(s.message()));
   }
   if (f.verbose) spdlog::set_level(spdlog::level::info);
-  if (parsed == f.run && f.embedded) {
+  if (parsed == f.run && (f.embedded || f.dry_run)) {
     std::vector<std::string> rest = f.run->remaining();
     if (rest.empty()) return fail(kBadArguments, "run: which job? (weir run --embedded JOB|LIBRARY.so JOB-ARGS...)");
-    return run_embedded(rest.front(), std::vector<std::string>(rest.begin() + 1, rest.end()));
+    return run_embedded(rest.front(), std::vector<std::string>(rest.begin() + 1, rest.end()), f.dry_run);
   }
   auto secret = cluster::load_secret(f.secret_file);
   if (!secret.ok()) return fail(kBadArguments, std::string(secret.status().message()));

@@ -1,8 +1,13 @@
 #include "cluster/job_library.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -150,10 +155,80 @@ absl::StatusOr<std::string> LibraryStore::read(const std::string& digest) {
   return bytes;
 }
 
-absl::StatusOr<const JobLibrary*> LibraryStore::load(const std::string& digest) {
+absl::StatusOr<std::string> LibraryStore::verified_path(const std::string& digest) {
   auto bytes = read(digest);  // verifies the content before any code of it runs
   if (!bytes.ok()) return bytes.status();
-  return JobLibrary::load(path(digest));
+  return path(digest);
+}
+
+absl::StatusOr<const JobLibrary*> LibraryStore::load(const std::string& digest) {
+  auto p = verified_path(digest);
+  if (!p.ok()) return p.status();
+  return JobLibrary::load(*p);
+}
+
+absl::Status build_in_child(const std::string& path, const std::vector<std::string>& args,
+                            std::chrono::milliseconds timeout) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return absl::InternalError(std::string("pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 2);
+  std::vector<std::string> argv_s = {"weir", "run", "--dry-run", path};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int err = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  if (err != 0) {
+    ::close(out[0]);
+    return absl::InternalError(std::string("cannot start a process to build the job: ") + std::strerror(err));
+  }
+  // Its output until it exits, or the deadline.
+  std::string said;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd p{out[0], POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::read(out[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the child closed its output: it is exiting
+    if (said.size() < 64 * 1024) said.append(buf, static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const std::string lib = "job library " + path + ": ";
+  if (timed_out) {
+    return absl::InvalidArgumentError(lib + "building the job did not end within " +
+                                      std::to_string(timeout.count() / 1000) + " s");
+  }
+  if (WIFSIGNALED(status)) {
+    return absl::InvalidArgumentError(lib + "building the job crashed (signal " + std::to_string(WTERMSIG(status)) +
+                                      ", " + strsignal(WTERMSIG(status)) + ")");
+  }
+  if (WEXITSTATUS(status) != 0) {
+    // Its one-line error, without the command's prefix.
+    std::string line = said.substr(0, said.find('\n'));
+    if (line.rfind("weir: ", 0) == 0) line = line.substr(6);
+    return absl::InvalidArgumentError(line.empty() ? lib + "building the job failed" : line);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace weir::cluster

@@ -5,6 +5,7 @@
 #ifndef WEIR_CLUSTER_JOB_LIBRARY_H_
 #define WEIR_CLUSTER_JOB_LIBRARY_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,6 +41,14 @@ class JobLibrary {
   const JobBuildFunction build_;
 };
 
+// Builds the job of the library at `path` with `args` in a child process
+// (this executable's `weir run --dry-run`), so that a build function that
+// crashes or hangs takes down only the child. InvalidArgument naming the
+// library and what the child said, the signal that ended it, or the
+// timeout.
+absl::Status build_in_child(const std::string& path, const std::vector<std::string>& args,
+                            std::chrono::milliseconds timeout);
+
 // Lower-case hex SHA-256 of `bytes`.
 std::string sha256_hex(std::string_view bytes);
 // InvalidArgument unless `digest` is 64 lower-case hex digits.
@@ -62,6 +71,8 @@ class LibraryStore {
   absl::StatusOr<std::string> read(const std::string& digest);
   // The library `digest`, verified and loaded.
   absl::StatusOr<const JobLibrary*> load(const std::string& digest);
+  // The path of the library `digest`, once its content is verified.
+  absl::StatusOr<std::string> verified_path(const std::string& digest);
 
   const std::string& directory() const { return dir_; }
 

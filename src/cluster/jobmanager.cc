@@ -579,11 +579,16 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     for (const auto& a : args) spec.add_args(a);
     const JobLibrary* lib = nullptr;
     if (!library.empty()) {
-      auto l = libraries_.load(library);
-      if (absl::IsNotFound(l.status())) {
+      auto path = libraries_.verified_path(library);
+      if (absl::IsNotFound(path.status())) {
         return absl::NotFoundError("no job library " + library + " here: upload it first (PUT /v1/libraries/" +
                                    library + ")");
       }
+      if (!path.ok()) return path.status();
+      // The library's code runs first in a child process: a build that
+      // crashes or hangs is refused there instead of taking this process down.
+      if (absl::Status s = build_in_child(*path, args, std::chrono::seconds(60)); !s.ok()) return s;
+      auto l = libraries_.load(library);
       if (!l.ok()) return l.status();
       lib = *l;
       spec.set_name(lib->name());
