@@ -184,12 +184,7 @@ class JobMetrics {
     for (const auto& [key, s] : subtasks_) {
       if (key.first != vertex) continue;
       any = true;
-      sum.records_in += s.now.records_in;
-      sum.records_out += s.now.records_out;
-      sum.bytes_in += s.now.bytes_in;
-      sum.bytes_out += s.now.bytes_out;
-      sum.backpressured_ms += s.now.backpressured_ms;
-      sum.idle_ms += s.now.idle_ms;
+      sum += s.now;
       if (!s.has_rates) continue;
       has_rates = true;
       rates.records_in += s.rates.records_in;

@@ -76,19 +76,13 @@ std::vector<VertexStats> vertex_stats(const graph::JobGraph& g,
     auto& slot = last[{t.id.vertex, t.id.subtask}];
     if (slot == nullptr || slot->id.attempt < t.id.attempt) slot = &t;
   }
+  std::vector<TaskMetricsSnapshot> sums(g.vertices.size());
+  for (const auto& [key, t] : last) sums[key.first] += t->metrics;
   std::vector<VertexStats> out(g.vertices.size());
   for (const auto& v : g.vertices) {
-    out[v.id].name = v.name;
-    out[v.id].parallelism = v.parallelism;
-  }
-  for (const auto& [key, t] : last) {
-    VertexStats& s = out[key.first];
-    s.records_in += t->metrics.records_in;
-    s.records_out += t->metrics.records_out;
-    s.bytes_in += t->metrics.bytes_in;
-    s.bytes_out += t->metrics.bytes_out;
-    s.backpressured_ms += t->metrics.backpressured_ms;
-    s.idle_ms += t->metrics.idle_ms;
+    const TaskMetricsSnapshot& m = sums[v.id];
+    out[v.id] = VertexStats{v.name,      v.parallelism, m.records_in,       m.records_out,
+                            m.bytes_in,  m.bytes_out,   m.backpressured_ms, m.idle_ms};
   }
   return out;
 }

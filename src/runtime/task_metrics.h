@@ -17,6 +17,16 @@ struct TaskMetricsSnapshot {
   int64_t bytes_out = 0;    // buffer bytes written to output channels
   int64_t backpressured_ms = 0;
   int64_t idle_ms = 0;
+
+  TaskMetricsSnapshot& operator+=(const TaskMetricsSnapshot& o) {
+    records_in += o.records_in;
+    records_out += o.records_out;
+    bytes_in += o.bytes_in;
+    bytes_out += o.bytes_out;
+    backpressured_ms += o.backpressured_ms;
+    idle_ms += o.idle_ms;
+    return *this;
+  }
 };
 
 // On cache lines of its own: its writer is the task thread, and what sits
