@@ -21,12 +21,28 @@
 
 namespace weir::cluster {
 
-absl::StatusOr<const JobLibrary*> JobLibrary::load(const std::string& path) {
-  static absl::Mutex mu(absl::kConstInit);
+namespace {
+
+// Every library this process loaded, by path; never unloaded.
+absl::Mutex loaded_mu(absl::kConstInit);
+std::map<std::string, std::unique_ptr<JobLibrary>>& loaded_libraries() ABSL_EXCLUSIVE_LOCKS_REQUIRED(loaded_mu) {
   static auto* loaded = new std::map<std::string, std::unique_ptr<JobLibrary>>();  // never freed
-  absl::MutexLock lock(&mu);
-  auto it = loaded->find(path);
-  if (it != loaded->end()) return it->second.get();
+  return *loaded;
+}
+
+}  // namespace
+
+const JobLibrary* JobLibrary::loaded(const std::string& path) {
+  absl::MutexLock lock(&loaded_mu);
+  auto it = loaded_libraries().find(path);
+  return it == loaded_libraries().end() ? nullptr : it->second.get();
+}
+
+absl::StatusOr<const JobLibrary*> JobLibrary::load(const std::string& path) {
+  absl::MutexLock lock(&loaded_mu);
+  auto& loaded = loaded_libraries();
+  auto it = loaded.find(path);
+  if (it != loaded.end()) return it->second.get();
   if (::access(path.c_str(), R_OK) != 0) {
     return absl::InvalidArgumentError("cannot read job library " + path + ": " + std::strerror(errno));
   }
@@ -58,7 +74,7 @@ absl::StatusOr<const JobLibrary*> JobLibrary::load(const std::string& path) {
   }
   auto lib = std::unique_ptr<JobLibrary>(new JobLibrary(path, entry->name, entry->build));
   const JobLibrary* out = lib.get();
-  (*loaded)[path] = std::move(lib);
+  loaded[path] = std::move(lib);
   return out;
 }
 
@@ -118,7 +134,7 @@ absl::Status LibraryStore::ensure_directory() {
   return absl::OkStatus();
 }
 
-absl::Status LibraryStore::put(const std::string& digest, std::string_view bytes) {
+absl::StatusOr<std::string> LibraryStore::put(const std::string& digest, std::string_view bytes) {
   if (auto s = check_digest(digest); !s.ok()) return s;
   const std::string actual = sha256_hex(bytes);
   if (actual != digest) {
@@ -137,7 +153,7 @@ absl::Status LibraryStore::put(const std::string& digest, std::string_view bytes
     std::remove(tmp.c_str());
     return s;
   }
-  return absl::OkStatus();
+  return path(digest);
 }
 
 absl::StatusOr<std::string> LibraryStore::read(const std::string& digest) {
@@ -162,6 +178,9 @@ absl::StatusOr<std::string> LibraryStore::verified_path(const std::string& diges
 }
 
 absl::StatusOr<const JobLibrary*> LibraryStore::load(const std::string& digest) {
+  if (check_digest(digest).ok()) {
+    if (const JobLibrary* l = JobLibrary::loaded(path(digest))) return l;
+  }
   auto p = verified_path(digest);
   if (!p.ok()) return p.status();
   return JobLibrary::load(*p);

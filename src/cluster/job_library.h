@@ -25,6 +25,8 @@ class JobLibrary {
   // same object). Errors name the path and the cause: not a shared library,
   // missing symbols, no weir entry point, built against another weir.
   static absl::StatusOr<const JobLibrary*> load(const std::string& path);
+  // The library loaded from `path`, or null.
+  static const JobLibrary* loaded(const std::string& path);
 
   const std::string& name() const { return name_; }
   const std::string& path() const { return path_; }
@@ -64,12 +66,14 @@ class LibraryStore {
   // The default directory: <system temp>/weir-libraries-<uid>.
   static std::string default_directory();
 
-  // Stores `bytes`, refusing them unless they hash to `digest`.
-  absl::Status put(const std::string& digest, std::string_view bytes);
+  // Stores `bytes`, refusing them unless they hash to `digest`; returns the
+  // path they are stored at.
+  absl::StatusOr<std::string> put(const std::string& digest, std::string_view bytes);
   // The stored bytes of `digest`: NotFound when absent, DataLoss when the
   // file no longer hashes to its name (it is removed then).
   absl::StatusOr<std::string> read(const std::string& digest);
-  // The library `digest`, verified and loaded.
+  // The library `digest`, verified and loaded (once loaded, the code in
+  // memory is what was verified: the file is not hashed again).
   absl::StatusOr<const JobLibrary*> load(const std::string& digest);
   // The path of the library `digest`, once its content is verified.
   absl::StatusOr<std::string> verified_path(const std::string& digest);

@@ -442,8 +442,8 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     http_.set_payload_max_length(kMaxLibraryBytes);
     http_.Put(R"(/v1/libraries/([0-9a-f]{64}))", [this](const httplib::Request& req, httplib::Response& res) {
       const std::string digest = req.matches[1];
-      absl::Status s = libraries_.put(digest, req.body);
-      if (!s.ok()) return reply_error(res, s);
+      auto stored = libraries_.put(digest, req.body);
+      if (!stored.ok()) return reply_error(res, stored.status());
       spdlog::info("job library {} stored ({} bytes)", digest, req.body.size());
       reply(res, {{"library", digest}, {"bytes", req.body.size()}});
     });
@@ -583,7 +583,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       // The library's code runs first in a child process: a build that
       // crashes or hangs is refused there instead of taking this process down.
       if (absl::Status s = build_in_child(*path, args, std::chrono::seconds(60)); !s.ok()) return s;
-      auto l = libraries_.load(library);
+      auto l = JobLibrary::load(*path);  // verified above
       if (!l.ok()) return l.status();
       lib = *l;
       spec.set_name(lib->name());
@@ -861,16 +861,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       case TaskManagerMessage::kHeartbeat: {
         const int64_t now = SystemClock::instance()->now_ms();
         for (const auto& t : m.heartbeat().metrics()) {
-          JobPtr j = find_job(t.job_id());
-          if (j == nullptr) continue;
-          runtime::TaskMetricsSnapshot s;
-          s.records_in = t.records_in();
-          s.records_out = t.records_out();
-          s.bytes_in = t.bytes_in();
-          s.bytes_out = t.bytes_out();
-          s.backpressured_ms = t.backpressured_ms();
-          s.idle_ms = t.idle_ms();
-          j->metrics.report(from_proto(t.id()), s, now);
+          if (JobPtr j = find_job(t.job_id())) j->metrics.report(from_proto(t.id()), from_proto(t), now);
         }
         break;
       }

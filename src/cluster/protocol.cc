@@ -67,6 +67,29 @@ runtime::ExecutionId from_proto(const proto::ExecutionId& id) {
   return runtime::ExecutionId{id.vertex(), id.subtask(), id.attempt()};
 }
 
+void to_proto(const std::string& job_id, const runtime::ExecutionId& id, const runtime::TaskMetricsSnapshot& m,
+              proto::TaskMetrics* out) {
+  out->set_job_id(job_id);
+  *out->mutable_id() = to_proto(id);
+  out->set_records_in(m.records_in);
+  out->set_records_out(m.records_out);
+  out->set_bytes_in(m.bytes_in);
+  out->set_bytes_out(m.bytes_out);
+  out->set_backpressured_ms(m.backpressured_ms);
+  out->set_idle_ms(m.idle_ms);
+}
+
+runtime::TaskMetricsSnapshot from_proto(const proto::TaskMetrics& m) {
+  runtime::TaskMetricsSnapshot s;
+  s.records_in = m.records_in();
+  s.records_out = m.records_out();
+  s.bytes_in = m.bytes_in();
+  s.bytes_out = m.bytes_out();
+  s.backpressured_ms = m.backpressured_ms();
+  s.idle_ms = m.idle_ms();
+  return s;
+}
+
 std::string encode_ack_states(int64_t checkpoint_id, const checkpoint::TaskAck& ack) {
   checkpoint::CheckpointMetadata m;
   m.checkpoint_id = checkpoint_id;

@@ -268,17 +268,7 @@ class TaskManagerProcess::Impl {
   void add_metrics(proto::Heartbeat* hb) {
     absl::MutexLock lock(&mu_);
     for (auto& [id, job] : jobs_) {
-      for (const auto& e : job->tasks->task_metrics()) {
-        proto::TaskMetrics* m = hb->add_metrics();
-        m->set_job_id(e.job_id);
-        *m->mutable_id() = to_proto(e.id);
-        m->set_records_in(e.metrics.records_in);
-        m->set_records_out(e.metrics.records_out);
-        m->set_bytes_in(e.metrics.bytes_in);
-        m->set_bytes_out(e.metrics.bytes_out);
-        m->set_backpressured_ms(e.metrics.backpressured_ms);
-        m->set_idle_ms(e.metrics.idle_ms);
-      }
+      for (const auto& e : job->tasks->task_metrics()) to_proto(e.job_id, e.id, e.metrics, hb->add_metrics());
     }
   }
 
@@ -311,9 +301,10 @@ class TaskManagerProcess::Impl {
       return absl::Status(s.code(), "cannot fetch job library " + digest + " from the JobManager: " +
                                         std::string(s.message()));
     }
-    if (absl::Status p = libraries_.put(digest, bytes); !p.ok()) return p;  // checks the digest
+    auto stored = libraries_.put(digest, bytes);  // checks the digest
+    if (!stored.ok()) return stored.status();
     spdlog::info("fetched job library {} ({} bytes)", digest, bytes.size());
-    return libraries_.load(digest);
+    return JobLibrary::load(*stored);
   }
 
   // Builds the job from its spec on first sight, as the JobManager did.

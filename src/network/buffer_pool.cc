@@ -1,6 +1,6 @@
 #include "network/buffer_pool.h"
 
-#include <chrono>
+#include "runtime/task_metrics.h"
 
 namespace weir::network {
 
@@ -38,12 +38,8 @@ NetworkBufferPool::NetworkBufferPool(int num_buffers, int buffer_size)
 Buffer NetworkBufferPool::request(const std::atomic<bool>& cancelled, std::atomic<int64_t>* waited_ns) {
   absl::MutexLock lock(&mu_);
   if (free_.empty() && !cancelled.load()) {
-    const auto start = std::chrono::steady_clock::now();
+    runtime::WaitTimer timer(waited_ns);
     while (free_.empty() && !cancelled.load()) freed_.Wait(&mu_);
-    if (waited_ns != nullptr) {
-      waited_ns->fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
-                           std::memory_order_relaxed);
-    }
   }
   if (free_.empty()) return Buffer();
   char* seg = free_.back();

@@ -53,7 +53,8 @@ class NetworkBufferPool {
 
   // Blocks until a buffer is free. Returns an empty Buffer once `cancelled`
   // is set (callers wake waiters with wake_all()).
-  // `waited_ns`, when given, grows by the time spent waiting for a buffer.
+  // `waited_ns`, when given, grows by the time spent waiting for a buffer
+  // (a counter only the calling thread writes).
   Buffer request(const std::atomic<bool>& cancelled, std::atomic<int64_t>* waited_ns = nullptr);
   void wake_all();
 

@@ -1,6 +1,6 @@
 #include "network/channel.h"
 
-#include <chrono>
+#include "runtime/task_metrics.h"
 
 namespace weir::network {
 
@@ -8,13 +8,8 @@ bool LocalChannel::push(ChannelEvent ev, std::atomic<int64_t>* waited_ns) {
   absl::MutexLock lock(&mu_);
   if (ev.kind == EventKind::kBuffer) {
     if (!closed_ && queued_buffers_ >= capacity_) {
-      const auto start = std::chrono::steady_clock::now();
+      runtime::WaitTimer timer(waited_ns);
       while (!closed_ && queued_buffers_ >= capacity_) not_full_.Wait(&mu_);
-      if (waited_ns != nullptr) {
-        waited_ns->fetch_add(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
-            std::memory_order_relaxed);
-      }
     }
     ++queued_buffers_;
   }

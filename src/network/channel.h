@@ -44,7 +44,8 @@ class LocalChannel {
   explicit LocalChannel(int capacity) : capacity_(capacity) {}
 
   // Blocks while full of data buffers (adding the time to `waited_ns` when
-  // given). Returns false once closed.
+  // given, a counter only the calling thread writes). Returns false once
+  // closed.
   bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr);
   // Non-blocking. Empty when nothing is queued.
   std::optional<ChannelEvent> poll();

@@ -48,10 +48,8 @@ void Task::wait(Clock::time_point deadline) {
     auto until_timer = std::chrono::milliseconds(std::max<int64_t>(0, next_timer - time_.now_ms()));
     deadline = std::min(deadline, Clock::now() + until_timer);
   }
-  const auto start = Clock::now();
+  WaitTimer idle(&metrics_.idle_ns);
   wakeup_.wait_until(deadline);
-  TaskMetrics::add(metrics_.idle_ns,
-                   std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
 }
 
 Task::Task(TaskDeploymentDescriptor tdd, std::shared_ptr<const graph::JobGraph> graph,

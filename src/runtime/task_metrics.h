@@ -6,6 +6,7 @@
 #define WEIR_RUNTIME_TASK_METRICS_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace weir::runtime {
@@ -56,6 +57,28 @@ class alignas(64) TaskMetrics {
     s.idle_ms = idle_ns.load(std::memory_order_relaxed) / 1000000;
     return s;
   }
+};
+
+// Adds the time between its construction and its destruction to `counter`
+// (nothing when null); for the one thread that writes the counter, around
+// a wait.
+class WaitTimer {
+ public:
+  explicit WaitTimer(std::atomic<int64_t>* counter)
+      : counter_(counter), start_(counter != nullptr ? std::chrono::steady_clock::now()
+                                                     : std::chrono::steady_clock::time_point()) {}
+  ~WaitTimer() {
+    if (counter_ == nullptr) return;
+    TaskMetrics::add(*counter_, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now() - start_)
+                                    .count());
+  }
+  WaitTimer(const WaitTimer&) = delete;
+  WaitTimer& operator=(const WaitTimer&) = delete;
+
+ private:
+  std::atomic<int64_t>* const counter_;
+  const std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace weir::runtime
