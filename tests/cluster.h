@@ -117,6 +117,15 @@ class Cluster {
     if (!listed) ok_ = false;
     return tms_[id].get();
   }
+  // A JobManager on free ports and TaskManagers (id, slots), each waited
+  // for; false when one did not come up (the JobManager's log says why).
+  bool start(const std::vector<std::pair<std::string, int>>& taskmanagers) {
+    start_jobmanager();
+    for (const auto& [id, slots] : taskmanagers) {
+      if (ok_) start_taskmanager(id, slots);
+    }
+    return ok_;
+  }
   Child* taskmanager(const std::string& id) { return tms_.at(id).get(); }
   std::string jm_log() const { return slurp(dir_.path("jm.err")); }
   // False once a process did not come up in time (its log says why).

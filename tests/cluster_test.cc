@@ -99,12 +99,7 @@ TEST(ClusterTest, FrozenTaskManagerIsDetectedByHeartbeatTimeout) {
   Cluster c("cluster-freeze", "1s");
   const std::string input = c.dir().path("in.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(input, 100000, 500, 0, 7).ok());
-  c.start_jobmanager();
-  ASSERT_TRUE(c.ok()) << c.jm_log();
-  c.start_taskmanager("tm-a", 1);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
-  c.start_taskmanager("tm-b", 1);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  ASSERT_TRUE(c.start({{"tm-a", 1}, {"tm-b", 1}})) << "the cluster did not come up\n" << c.jm_log();
   auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "2",
                                                "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
                                                "100ms", "--rate", "5000"});
@@ -137,11 +132,7 @@ TEST(ClusterTest, RegionFailoverRestartsOnlyTheFailedRegion) {
   Cluster c("cluster-region");
   const std::string input = c.dir().path("in.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(input, 60000, 100, 0, 5).ok());
-  c.start_jobmanager();
-  ASSERT_TRUE(c.ok()) << c.jm_log();
-  c.start_taskmanager("tm-a", 2);
-  c.start_taskmanager("tm-b", 2);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
   for (const std::string failover : {"region", "full"}) {
     SCOPED_TRACE("--failover " + failover);
     const std::string out = c.dir().path("out-" + failover);
@@ -187,10 +178,7 @@ TEST(ClusterTest, JobWithoutEnoughSlotsFailsAfterTheSlotTimeout) {
   Cluster c("cluster-slots");
   const std::string input = c.dir().path("in.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(input, 1000, 10, 0, 3).ok());
-  c.start_jobmanager();
-  ASSERT_TRUE(c.ok()) << c.jm_log();
-  c.start_taskmanager("tm-a", 1);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  ASSERT_TRUE(c.start({{"tm-a", 1}})) << "the cluster did not come up\n" << c.jm_log();
   auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "2",
                                                "--checkpoint-dir", c.dir().path("chk"), "--slot-timeout", "1s"});
   ASSERT_TRUE(job.ok()) << job.status();
@@ -209,11 +197,7 @@ TEST(ClusterTest, JobResumesAfterAJobManagerRestart) {
   Cluster c("cluster-jm-restart");
   const std::string input = c.dir().path("in.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(input, 60000, 500, 0, 13).ok());
-  c.start_jobmanager();
-  ASSERT_TRUE(c.ok()) << c.jm_log();
-  c.start_taskmanager("tm-a", 2);
-  c.start_taskmanager("tm-b", 2);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
   std::vector<std::string> args = {"--input", input, "--output", c.dir().path("out"), "-p", "4",
                                    "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval", "100ms",
                                    "--rate", "2500"};
@@ -365,10 +349,7 @@ TEST(ClusterTest, OnlyTheNewestEndedJobsAreKept) {
   c.add_jobmanager_args({"--keep-ended-jobs", "1"});
   const std::string input = c.dir().path("in.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(input, 100, 10, 0, 1).ok());
-  c.start_jobmanager();
-  ASSERT_TRUE(c.ok()) << c.jm_log();
-  c.start_taskmanager("tm-a", 1);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  ASSERT_TRUE(c.start({{"tm-a", 1}})) << "the cluster did not come up\n" << c.jm_log();
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {
     auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out" + std::to_string(i)),
@@ -394,10 +375,7 @@ TEST(ClusterTest, OnlyTheNewestEndedJobsAreKept) {
 // and the data port all refuse.
 TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {
   Cluster c("cluster-auth");
-  c.start_jobmanager();
-  ASSERT_TRUE(c.ok()) << c.jm_log();
-  c.start_taskmanager("tm-ok", 1);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  ASSERT_TRUE(c.start({{"tm-ok", 1}})) << "the cluster did not come up\n" << c.jm_log();
   TempDir scratch("cluster-auth-wrong");
   const std::string wrong = scratch.path("wrong");
   std::ofstream(wrong) << "not-the-secret\n";
@@ -465,12 +443,7 @@ TEST(ClusterTest, StopWithSavepointAndResumeAtAnotherParallelism) {
   Cluster c("cluster-savepoint");
   const std::string input = c.dir().path("in.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(input, 100000, 300, 0, 11).ok());
-  c.start_jobmanager();
-  ASSERT_TRUE(c.ok()) << c.jm_log();
-  c.start_taskmanager("tm-a", 2);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
-  c.start_taskmanager("tm-b", 2);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
   auto args = [&](const std::string& p) {
     return std::vector<std::string>{"--input", input, "--output", c.dir().path("out"), "-p", p,
                                     "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval", "100ms",

@@ -245,11 +245,7 @@ TEST(JobLibraryTest, TemplateBuiltOutOfTreeRunsOnAClusterAndResumesAtAnotherPara
   Cluster c("job-library-cluster");
   const std::string input = c.dir().path("words.txt");
   write_words(input, 60000, seed);
-  c.start_jobmanager();
-  ASSERT_TRUE(c.ok()) << c.jm_log();
-  c.start_taskmanager("tm-a", 2);
-  c.start_taskmanager("tm-b", 2);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
   const std::vector<std::string> client = {"--jobmanager", c.rest(), "--secret-file", c.secret_file()};
   // weir run [--detached] LIBRARY JOB-FLAGS JOB-ARGS: weir takes its job
   // flags (-p, --checkpoint-dir, ...), the job gets the rest (--input,
@@ -368,10 +364,7 @@ TEST(JobLibraryTest, BadLibrariesAndUploadsAreRefusedWithAClearError) {
   // On a cluster: the JobManager refuses the same libraries before anything
   // is deployed.
   Cluster c("job-library-errors-cluster");
-  c.start_jobmanager();
-  ASSERT_TRUE(c.ok()) << c.jm_log();
-  c.start_taskmanager("tm-a", 1);
-  ASSERT_TRUE(c.ok()) << c.jm_log();
+  ASSERT_TRUE(c.start({{"tm-a", 1}})) << "the cluster did not come up\n" << c.jm_log();
   RunResult old = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), libs.old_abi},
                                     c.dir().path("old"));
   EXPECT_EQ(old.code, 2) << old.err;
@@ -421,10 +414,7 @@ TEST(JobLibraryTest, MetricsShowRecordsAndWhereBackpressureComesFrom) {
   JobLibraries libs = build_job_libraries();
   ASSERT_TRUE(libs.error.empty()) << libs.error;
   Cluster c("job-library-metrics");
-  c.start_jobmanager();
-  ASSERT_TRUE(c.ok()) << c.jm_log();
-  c.start_taskmanager("tm-a", 2);
-  ASSERT_TRUE(c.ok()) << c.jm_log();
+  ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();
   RunResult submitted = testing::run_weir({"run", "--detached", "--jobmanager", c.rest(), "--secret-file",
                                            c.secret_file(), libs.slow, "-p", "2", "--mode", "none", "--records",
                                            "100000000", "--micros", "200"},
