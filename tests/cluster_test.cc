@@ -3,6 +3,7 @@
 // frozen, and requests without the cluster secret on every port.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -435,6 +436,155 @@ TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {
   EXPECT_EQ(::recv(*fd, &more, 1, 0), 0);  // closed
   ::close(*fd);
   EXPECT_NE(slurp(c.dir().path("tm-ok.err")).find("wrong cluster secret"), std::string::npos);
+}
+
+// Sends `request` on a new connection to `address` and returns all the
+// server answers until it closes (at most `deadline`).
+std::string raw_http(const std::string& address, const std::string& request,
+                     std::chrono::milliseconds deadline = 10s) {
+  auto fd = network::connect_tcp(address, 5000);
+  if (!fd.ok()) return "connect failed: " + std::string(fd.status().message());
+  ::send(*fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string got;
+  auto until = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < until) {
+    pollfd p{*fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    ssize_t n = ::recv(*fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(*fd);
+  return got;
+}
+
+int64_t rss_kb(pid_t pid) {
+  std::string status = slurp("/proc/" + std::to_string(pid) + "/status");
+  size_t at = status.find("VmRSS:");
+  return at == std::string::npos ? -1 : std::atoll(status.c_str() + at + 6);
+}
+
+// Slowloris: peers that send a request head a byte at a time (or nothing)
+// hold no worker; an authenticated client is served at once meanwhile, and
+// the slow connections are closed after the head deadline (10 s).
+TEST(ClusterTest, SlowPeersOnTheRestPortDoNotLockOutClients) {
+  Cluster c("cluster-slowloris");
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  std::vector<int> slow;
+  for (int i = 0; i < 40; ++i) {
+    auto fd = network::connect_tcp(c.rest(), 5000);
+    ASSERT_TRUE(fd.ok()) << fd.status();
+    ::send(*fd, "GET /v1/ov", 10, MSG_NOSIGNAL);
+    slow.push_back(*fd);
+  }
+  for (int round = 0; round < 5; ++round) {
+    for (int fd : slow) ::send(fd, "e", 1, MSG_NOSIGNAL);  // keep them trickling
+    auto started = std::chrono::steady_clock::now();
+    auto o = c.client().overview();
+    ASSERT_TRUE(o.ok()) << o.status();
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+  }
+  for (int fd : slow) {
+    pollfd p{fd, POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 20000), 1) << "a slow connection was still open after 20 s";
+    char b;
+    EXPECT_LE(::recv(fd, &b, 1, 0), 0);
+    ::close(fd);
+  }
+}
+
+// Bodies are bounded before they are read: a job submission over 1 MiB is
+// refused with 413 (and without the secret, 401) from its head alone; JSON
+// nested too deep and oversized job arguments are refused with 400; the
+// JobManager's memory does not grow with what was sent; unknown routes and
+// bodiless POSTs get JSON errors.
+TEST(ClusterTest, OversizedAndHostileRequestsAreRefusedCheaply) {
+  Cluster c("cluster-bodies");
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  const std::string auth = "Authorization: Bearer " + c.secret() + "\r\n";
+  const int64_t rss_before = rss_kb(c.jobmanager()->pid());
+
+  std::string big = raw_http(c.rest(), "POST /v1/jobs HTTP/1.1\r\nHost: x\r\n" + auth +
+                                           "Content-Type: application/json\r\nContent-Length: 20000000\r\n\r\n" +
+                                           std::string(64 * 1024, '['));
+  EXPECT_EQ(big.rfind("HTTP/1.1 413", 0), 0u) << big.substr(0, 200);
+  EXPECT_NE(big.find("exceeds the limit of 1048576 bytes"), std::string::npos) << big;
+  std::string anonymous = raw_http(c.rest(), "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 20000000\r\n\r\n");
+  EXPECT_EQ(anonymous.rfind("HTTP/1.1 401", 0), 0u) << anonymous.substr(0, 200);
+  std::string chunked = raw_http(c.rest(), "POST /v1/jobs HTTP/1.1\r\nHost: x\r\n" + auth +
+                                               "Transfer-Encoding: chunked\r\n\r\n");
+  EXPECT_EQ(chunked.rfind("HTTP/1.1 411", 0), 0u) << chunked.substr(0, 200);
+
+  auto hp = network::parse_address(c.rest());
+  ASSERT_TRUE(hp.ok());
+  httplib::Client http(hp->first, hp->second);
+  httplib::Headers headers = {{"Authorization", "Bearer " + c.secret()}};
+  auto deep = http.Post("/v1/jobs", headers, std::string(100000, '[') + std::string(100000, ']'), "application/json");
+  ASSERT_TRUE(deep);
+  EXPECT_EQ(deep->status, 400) << deep->body;
+  nlohmann::json many = {{"name", "running-sum"}, {"args", {std::string(70000, 'x')}}};
+  auto args = http.Post("/v1/jobs", headers, many.dump(), "application/json");
+  ASSERT_TRUE(args);
+  EXPECT_EQ(args->status, 400) << args->body;
+  EXPECT_NE(args->body.find("job arguments too large"), std::string::npos) << args->body;
+  auto nowhere = http.Get("/v1/nowhere", headers);
+  ASSERT_TRUE(nowhere);
+  EXPECT_EQ(nowhere->status, 404);
+  EXPECT_TRUE(nlohmann::json::parse(nowhere->body, nullptr, false).contains("error")) << nowhere->body;
+  std::string bodiless = raw_http(c.rest(), "POST /v1/jobs/0123abcd/cancel HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n");
+  EXPECT_EQ(bodiless.rfind("HTTP/1.1 411", 0), 0u) << bodiless;
+  EXPECT_NE(bodiless.find("{\"error\":\"POST /v1/jobs/0123abcd/cancel needs a Content-Length header"), std::string::npos)
+      << bodiless;
+
+  const int64_t rss_after = rss_kb(c.jobmanager()->pid());
+  EXPECT_LT(rss_after - rss_before, 64 * 1024) << "JobManager RSS grew from " << rss_before << " kB to " << rss_after
+                                               << " kB";
+  auto o = c.client().overview();
+  EXPECT_TRUE(o.ok()) << o.status();
+}
+
+// A TaskManager under a low descriptor limit gets hundreds of silent
+// connections on its data port (no hello, never closed): they are dropped
+// after the handshake deadline, the port keeps accepting (also through
+// EMFILE), and a job spread over it and another TaskManager runs
+// exactly-once.
+TEST(ClusterTest, SilentConnectionsNeitherKillTheDataPortNorTheNextJob) {
+  Cluster c("cluster-silent");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 100000, 500, 0, 11).ok());
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  c.start_taskmanager("tm-a", 2, "127.0.0.1", {"/bin/bash", "-c", "ulimit -n 64 && exec \"$@\"", "bash"});
+  c.start_taskmanager("tm-b", 2);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  auto o = c.client().overview();
+  ASSERT_TRUE(o.ok()) << o.status();
+  std::string data_address;
+  for (const auto& t : (*o)["taskmanagers"]) {
+    if (t["id"] == "tm-a") data_address = t["data_address"].get<std::string>();
+  }
+  ASSERT_FALSE(data_address.empty()) << *o;
+  EXPECT_NE(slurp(c.dir().path("tm-a.out")).find("data port " + data_address), std::string::npos);
+  std::vector<int> silent;
+  const auto flood_until = std::chrono::steady_clock::now() + 20s;
+  for (int i = 0; i < 300 && std::chrono::steady_clock::now() < flood_until; ++i) {
+    auto fd = network::connect_tcp(data_address, 1000);
+    if (fd.ok()) silent.push_back(*fd);
+  }
+  EXPECT_GE(silent.size(), 200u);
+  auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "4",
+                                               "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                               "100ms", "--rate", "20000"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log() << slurp(c.dir().path("tm-a.err"));
+  expect_exactly_once({input}, c.dir().path("out"));
+  EXPECT_EQ(c.taskmanager("tm-a")->running(), true);
+  for (int fd : silent) ::close(fd);
 }
 
 // The README's flow: submit, stop with a savepoint, resume from it at

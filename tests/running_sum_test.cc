@@ -2,7 +2,12 @@
 // process, real files, exit codes and messages.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_split.h"
 
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
@@ -175,10 +180,93 @@ TEST_F(RunningSumTest, FullDiskIsReportedWithPathAndCause) {
                     path("run"));
   std::string umount = "umount " + mnt;
   EXPECT_EQ(r.code, 4) << r.err;
-  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(mnt + "/out"), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // One line ends it; the one restart before was logged with its cause.
+  std::vector<std::string> lines = absl::StrSplit(r.err, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << r.err;
+  EXPECT_NE(lines[0].find("restart 1 in"), std::string::npos) << r.err;
+  EXPECT_NE(lines[0].find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_EQ(lines[1].rfind("weir: job failed: ", 0), 0u) << r.err;
+  EXPECT_NE(lines[1].find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_NE(lines[1].find(mnt + "/out"), std::string::npos) << r.err;
   ASSERT_EQ(std::system(umount.c_str()), 0);
+}
+
+// Counts out of range, fractions and huge numbers are refused naming the
+// option and the range, in one short line.
+TEST_F(RunningSumTest, NumbersOutOfRangeAreRefusedNamingTheRange) {
+  for (const auto& [flag, value, range] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--events", "99999999999999999999", "from 1 to 9223372036854775807"},
+           {"--events", "1e400", "from 1 to 9223372036854775807"},
+           {"--events", "0", "from 1 to 9223372036854775807"},
+           {"--rate", "-1", "from 0 to 9223372036854775807"},
+           {"--rate", "2.5", "from 0 to 9223372036854775807"}}) {
+    auto r = run_weir({"nexmark", "--query", "q0", flag, value}, path("nx"));
+    EXPECT_EQ(r.code, 2) << flag << " " << value << ": " << r.err;
+    EXPECT_EQ(r.err, "weir: " + flag + ": " + value + " is not a whole number " + range + "\n");
+  }
+}
+
+// A permanent error (here a checkpoint directory that cannot be created)
+// does not restart forever: after 10 failures in a row, over 10 s, without
+// a completed checkpoint the job fails with the cause, exit 4, and the
+// failures were logged at the default level, repeats folded into a count.
+TEST_F(RunningSumTest, PermanentErrorEndsTheJobInsteadOfRestartingForever) {
+  generate("a.txt", 200000, 0, seed_);
+  { std::ofstream(path("afile")) << "x"; }
+  auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", path("out"),
+                     "--checkpoint-dir", path("afile") + "/chk", "--checkpoint-interval", "20ms", "-p", "2"},
+                    path("run"));
+  EXPECT_EQ(r.code, 4) << r.err;
+  std::vector<std::string> lines = absl::StrSplit(r.err, '\n', absl::SkipEmpty());
+  ASSERT_GE(lines.size(), 3u) << r.err;
+  EXPECT_LE(lines.size(), 8u) << "repeated failures are not folded: " << r.err;
+  EXPECT_NE(lines.front().find("Not a directory); tolerable failed checkpoints: 0; restart 1 in 100 ms"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(lines[lines.size() - 2].find("more failures like the one"), std::string::npos) << r.err;
+  EXPECT_EQ(lines.back().rfind("weir: job failed: ", 0), 0u) << r.err;
+  EXPECT_NE(lines.back().find(" failures in a row over 10 s without a completed checkpoint; the last: "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(lines.back().find(path("afile") + "/chk"), std::string::npos) << r.err;
+  EXPECT_NE(lines.back().find("Not a directory"), std::string::npos) << r.err;
+
+  // The limit is a flag: with it off, --restart-attempts bounds the restarts.
+  auto unlimited = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", path("out2"),
+                             "--checkpoint-dir", path("afile") + "/chk", "--checkpoint-interval", "20ms",
+                             "--max-failures-without-progress", "0", "--restart-attempts", "12"},
+                            path("run2"));
+  EXPECT_EQ(unlimited.code, 4) << unlimited.err;
+  EXPECT_NE(unlimited.out.find("restarts: 12"), std::string::npos) << unlimited.out;
+}
+
+// Checkpoint failures up to --tolerable-checkpoint-failures in a row do not
+// fail the job: they are logged, and once the checkpoint directory can be
+// written again the job completes, exactly-once, without a restart.
+TEST_F(RunningSumTest, ToleratedCheckpointFailuresAreLoggedAndTheJobCarriesOn) {
+  generate("a.txt", 300000, 0, seed_);
+  { std::ofstream(path("blocked")) << "x"; }
+  testing::Child job({testing::weir_bin(), "example", "running-sum", "--input", path("a.txt"), "--output",
+                      path("out"), "--checkpoint-dir", path("blocked") + "/chk", "--checkpoint-interval", "20ms",
+                      "--tolerable-checkpoint-failures", "1000000", "--rate", "100000"},
+                     path("run"), /*pipe_stderr=*/true);
+  ASSERT_TRUE(job.wait_for_line(
+      [](const std::string& line) { return line.find("1 failed in a row, 1000000 tolerated") != std::string::npos; },
+      std::chrono::seconds(30)))
+      << job.err();
+  std::filesystem::remove(path("blocked"));  // the directory can be made again
+  ASSERT_EQ(job.wait(), 0) << job.err();
+  EXPECT_NE(job.out().find("restarts: 0"), std::string::npos) << job.out();
+  auto check = examples::check_running_sum({path("a.txt")}, path("out"));
+  ASSERT_TRUE(check.ok()) << check.status();
+  for (const auto& p : check->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(check->exactly_once);
+
+  auto bad = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", path("out2"),
+                       "--tolerable-checkpoint-failures", "-1"},
+                      path("bad"));
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--tolerable-checkpoint-failures"), std::string::npos) << bad.err;
 }
 
 }  // namespace

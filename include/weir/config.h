@@ -77,6 +77,14 @@ struct RestartStrategyConfig {
   // failure_rate_interval fail the job. Defaults: 1 per 60 s.
   int max_failures_per_interval = 1;
   Duration failure_rate_interval{60000};
+  // Any strategy: the job fails, with the last cause, after this many
+  // failures in a row without progress in between, once they span at least
+  // 10 s. Progress is a completed checkpoint, or a minute without failure
+  // (for jobs whose checkpoints never complete, or that take none). So a
+  // job that can only fail again (a corrupted checkpoint, an unwritable
+  // directory, a full disk) ends instead of restarting forever, and one
+  // that meets a passing condition rides it out. 0: unlimited. Default: 10.
+  int max_failures_without_progress = 10;
 };
 
 struct NetworkConfig {

@@ -59,6 +59,9 @@ struct JobResult {
   JobStatus status = JobStatus::kCreated;
   std::string failure;  // why the job failed, when it did
   int restarts = 0;
+  // The cause of the last failure the job restarted after (or failed with),
+  // even when it then finished; empty when nothing failed.
+  std::string last_failure;
   std::vector<CompletedCheckpointStats> checkpoints;
   int64_t failed_checkpoints = 0;
   int64_t restored_checkpoint_id = -1;  // -1: started fresh

@@ -1,5 +1,7 @@
 #include "checkpoint/coordinator.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -77,6 +79,7 @@ void CheckpointCoordinator::stop() {
 void CheckpointCoordinator::request_final_checkpoint() {
   if (!running_ || final_done_) return;
   final_requested_ = true;
+  next_trigger_ms_ = clock_->now_ms();  // now; a failed one is retried an interval later
   tick();
 }
 
@@ -94,7 +97,7 @@ void CheckpointCoordinator::tick() {
   if (final_requested_) {
     bool final_pending = std::any_of(pending_.begin(), pending_.end(),
                                      [](const auto& kv) { return kv.second.is_final; });
-    if (pending_.empty() && !final_pending) {
+    if (pending_.empty() && !final_pending && now >= next_trigger_ms_) {
       auto id = trigger(true, final_savepoint_dir_);
       if (!id.ok()) {  // no savepoint directory: take the final checkpoint as a checkpoint
         actions_->savepoint_done(-1, final_savepoint_dir_, id.status());
@@ -239,6 +242,12 @@ void CheckpointCoordinator::abort(int64_t id, const std::string& reason, bool co
   ++consecutive_failures_;
   next_trigger_ms_ = std::max(next_trigger_ms_,
                               clock_->now_ms() + static_cast<int64_t>(config_.min_pause.count()));
+  const int64_t n = consecutive_failures_;
+  if (n <= config_.tolerable_failed_checkpoints && (n == 1 || n == 10 || n == 100 || n % 1000 == 0)) {
+    // Tolerated: logged when it starts and then ever more rarely.
+    spdlog::warn("job {}: checkpoint {} failed ({}); {} failed in a row, {} tolerated", job_id_, id, reason, n,
+                 config_.tolerable_failed_checkpoints);
+  }
   if (consecutive_failures_ > config_.tolerable_failed_checkpoints) {
     actions_->fail_job(absl::AbortedError("checkpoint " + std::to_string(id) + " failed (" +
                                           reason + "); tolerable failed checkpoints: " +

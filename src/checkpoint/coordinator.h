@@ -80,6 +80,11 @@ class CompletedCheckpointStore {
   // stays listed only while it is the latest.
   void add(Entry e);
   const Entry* latest() const { return entries_.empty() ? nullptr : &entries_.back(); }
+  // Forgets the latest entry, found broken; its files stay where they are
+  // (for whoever looks into why), and nothing it shares is deleted.
+  void drop_latest() {
+    if (!entries_.empty()) entries_.pop_back();
+  }
   const std::deque<Entry>& entries() const { return entries_; }
   // Shared files referred to by retained owned checkpoints (absolute paths).
   size_t num_shared_files() const { return shared_refs_.size(); }

@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "common/file_util.h"
+
 namespace weir::checkpoint {
 namespace {
 
@@ -92,6 +94,7 @@ std::string encode_metadata(const CheckpointMetadata& m) {
         w.put_string(f.path);
         w.put_fixed<uint64_t>(f.size);
         w.put_fixed<uint8_t>(f.shared ? 1 : 0);
+        w.put_fixed<uint64_t>(f.checksum);
       }
       w.put_varint(s.native_states.size());
       for (const detail::StateMeta& st : s.native_states) {
@@ -109,7 +112,7 @@ absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::
   // Versions 1 (no native state) and 2 (no type signatures) are read too.
   uint32_t version = kMetadataVersion;
   if (bytes.size() >= kHeaderSize) std::memcpy(&version, bytes.data() + kMetaMagic.size(), sizeof(version));
-  if (version != 1 && version != 2) version = kMetadataVersion;
+  if (version < 1 || version > kMetadataVersion) version = kMetadataVersion;
   auto body = open_envelope(bytes, kMetaMagic, version, what);
   if (!body.ok()) return body.status();
   ByteReader r(*body);
@@ -143,6 +146,10 @@ absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::
           f.path = r.get_string();
           f.size = r.get_fixed<uint64_t>();
           f.shared = r.get_fixed<uint8_t>() != 0;
+          if (version >= 4) {
+            f.checksum = r.get_fixed<uint64_t>();
+            f.has_checksum = true;
+          }
           s.native_files.push_back(std::move(f));
         }
         uint64_t states = r.get_length();
@@ -249,6 +256,13 @@ std::string encode_state_file(const detail::OperatorSnapshot& snap, OperatorSubt
   } sink;
   (void)write_state_file(snap, handle, &sink);  // a string sink cannot fail
   return std::move(sink.out);
+}
+
+absl::StatusOr<uint64_t> checksum_file(const std::string& path) {
+  auto file = MappedFile::open(path);
+  if (!file.ok()) return file.status();
+  // Pages leave the process as they are hashed: a large SST costs no memory.
+  return hash_in_chunks((*file)->bytes(), [&file](std::string_view chunk) { (*file)->release(chunk); });
 }
 
 absl::Status verify_state_file(std::string_view bytes, std::string_view what,

@@ -26,6 +26,8 @@
 //                      varint states | (string name, u8 kind) * states
 //       (version >= 3) each native state also has a string type signature
 //                      after its kind
+//       (version >= 4) each native file also has a u64 xxh64 of its bytes
+//                      after its shared flag
 //   [8]  u64 xxh64 of all preceding bytes
 //
 // DO NOT CHANGE these layouts without bumping the version numbers.
@@ -46,8 +48,9 @@ namespace weir::checkpoint {
 
 // 2 added type signatures to keyed state (state_table.h).
 inline constexpr uint32_t kStateFileVersion = 2;
-// 2 added native (incremental) keyed state, 3 type signatures of native states.
-inline constexpr uint32_t kMetadataVersion = 3;
+// 2 added native (incremental) keyed state, 3 type signatures of native
+// states, 4 checksums of native files.
+inline constexpr uint32_t kMetadataVersion = 4;
 inline constexpr std::string_view kMetadataFileName = "_metadata";
 
 // A file of a native (RocksDB) snapshot: `path` relative to the
@@ -57,6 +60,8 @@ struct NativeFile {
   std::string path;
   uint64_t size = 0;
   bool shared = false;
+  uint64_t checksum = 0;      // xxh64 of the file's bytes
+  bool has_checksum = false;  // false in metadata before version 4
 };
 
 // Where one operator subtask's state lives inside a checkpoint.
@@ -128,6 +133,8 @@ struct CheckpointMetadata {
 };
 
 std::string encode_metadata(const CheckpointMetadata& m);
+// The xxh64 of a file's bytes (as NativeFile::checksum); an error names the file.
+absl::StatusOr<uint64_t> checksum_file(const std::string& path);
 // `what` names the file in error messages.
 absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::string_view what);
 

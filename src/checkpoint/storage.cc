@@ -79,10 +79,17 @@ absl::Status verify_files(const RestoredCheckpoint& cp, CheckpointStorage& stora
         fs::path p = (fs::path(cp.location) / f.path).lexically_normal();
         std::error_code ec;
         uint64_t size = fs::file_size(p, ec);
-        if (ec) return absl::DataLossError(p.string() + ": " + ec.message());
+        // Shared files live outside the checkpoint's directory: name both.
+        const std::string what = cp.location + ": " + p.string();
+        if (ec) return absl::DataLossError(what + ": " + ec.message());
         if (size != f.size) {
-          return absl::DataLossError(p.string() + ": size " + std::to_string(size) + ", expected " +
+          return absl::DataLossError(what + ": size " + std::to_string(size) + ", expected " +
                                      std::to_string(f.size));
+        }
+        if (f.has_checksum) {
+          auto sum = checksum_file(p.string());
+          if (!sum.ok()) return absl::DataLossError(what + ": " + std::string(sum.status().message()));
+          if (*sum != f.checksum) return absl::DataLossError(what + ": checksum mismatch (the file is corrupted)");
         }
       }
     }

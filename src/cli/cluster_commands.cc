@@ -360,7 +360,7 @@ std::optional<int> ClusterCommands::run() {
       result = tm.run();
       if (!result.ok()) ::kill(::getpid(), SIGTERM);  // wake the signal wait
     });
-    std::printf("taskmanager started\n");
+    std::printf("taskmanager started, data port %s\n", tm.data_address().c_str());
     std::fflush(stdout);
     signals.wait();
     tm.shutdown();
@@ -386,16 +386,24 @@ std::optional<int> ClusterCommands::run() {
     std::printf("submitted job %s\n", id->c_str());
     std::fflush(stdout);
     if (f.detached) return kOk;
+    // Failures and restarts are printed as they happen (within a second).
+    int restarts_seen = 0;
     while (true) {
-      auto info = client.wait(*id, 60000);
+      auto info = client.wait(*id, 1000);
       if (!info.ok()) return fail(exit_code(info.status()), std::string(info.status().message()));
       const std::string status = info->value("status", "");
+      const int restarts = info->value("restarts", 0);
+      if (restarts > restarts_seen) {
+        std::fprintf(stderr, "job %s restarted (%d restart%s so far) after: %s\n", id->c_str(), restarts,
+                     restarts == 1 ? "" : "s", info->value("failure", std::string("?")).c_str());
+        restarts_seen = restarts;
+      }
       if (status == "RUNNING" || status == "RESTARTING" || status == "CREATED") continue;
       print_job(*info);
       const std::string savepoint = info->value("stopped_with_savepoint", "");
       if (!savepoint.empty()) std::printf("stopped with savepoint %s\n", savepoint.c_str());
       if (status == "FINISHED") return kOk;
-      const std::string failure = info->value("failure", "");
+      const std::string failure = info->value("failure", "");  // why it failed
       return fail(kJobFailed, "job " + status + (failure.empty() ? "" : ": " + failure));
     }
   }

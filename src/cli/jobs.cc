@@ -1,33 +1,48 @@
 #include "cli/jobs.h"
 
+#include <charconv>
+
 #include <algorithm>
 
 #include "examples/nexmark/queries.h"
 
 namespace weir::cli {
 
+CLI::Validator whole_number(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        int64_t v = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) {
+          return text + " is not a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+        }
+        return "";
+      },
+      "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
 void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o) {
   app->add_option("--input", o.inputs, "Input file of key,value lines (repeat for a union)")->required();
   app->add_option("--output", o.output_dir, "Output directory")->required();
   app->add_option("--fail-every", o.fail_every, "Inject a task failure every ~N records")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   app->add_option("--seed", o.seed, "Seed for failure positions");
   app->add_option("--rate", o.rate, "Read at most this many lines/s per source subtask (0: unlimited)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
 }
 
 void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump) {
   app->add_option("--query", f.query, "q0 .. q22")->required();
-  app->add_option("--events", f.events, "Events to generate")->check(CLI::PositiveNumber);
+  app->add_option("--events", f.events, "Events to generate")->check(whole_number(1));
   app->add_option("--rate", f.rate, "Emit at most this many events/s (0: unlimited)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   app->add_option("--event-rate", f.event_rate, "Events per second of event time in the generator's clock")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   app->add_option("--output", f.output, dump ? "FILE for the result rows, or blackhole"
                                              : "DIRECTORY for the result part files, or blackhole");
   if (dump) app->add_option("--dump-events", f.dump_dir, "Also write the events as CSV into DIR");
   app->add_option("--fail-every", f.fail_every, "Inject a source failure every ~N events")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   app->add_option("--seed", f.seed, "Seed for failure positions");
   app->add_option("--side-input", f.side_input, "q13: lines <key>,<value>");
 }
@@ -61,9 +76,9 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   } else if (name == "line-copy") {
     app.add_option("--input", lc.input, "Input file")->required();
     app.add_option("--output", lc.output_dir, "Output directory")->required();
-    app.add_option("--rate", lc.rate, "Lines/s per subtask (0: unlimited)")->check(CLI::NonNegativeNumber);
+    app.add_option("--rate", lc.rate, "Lines/s per subtask (0: unlimited)")->check(whole_number(0));
     app.add_option("--fail-subtask", lc.fail_subtask, "This subtask fails once, in its first attempt");
-    app.add_option("--fail-after", lc.fail_after, "...after this many lines")->check(CLI::PositiveNumber);
+    app.add_option("--fail-after", lc.fail_after, "...after this many lines")->check(whole_number(1));
   } else if (name == "nexmark") {
     add_nexmark_options(&app, nx, /*dump=*/false);
   } else {

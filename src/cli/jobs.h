@@ -31,6 +31,10 @@ struct JobFlags {
   std::string slot_timeout = "60s";
   int restart_attempts = -1;
   std::string restart_delay = "100ms";
+  int max_failures_without_progress = 10;
+  int failure_rate_max = 1;
+  std::string failure_rate_interval = "1min";
+  int tolerable_checkpoint_failures = 0;
   int retained = 3;
   std::string state = "heap";
   std::string state_dir;
@@ -60,6 +64,17 @@ struct JobFlags {
                     "fixed-delay | exponential-delay | failure-rate | none");
     app->add_option("--restart-attempts", restart_attempts, "fixed-delay: -1 for unlimited");
     app->add_option("--restart-delay", restart_delay, "Wait before a restart");
+    app->add_option("--max-failures-without-progress", max_failures_without_progress,
+                    "Fail the job after this many failures in a row with no checkpoint completed (or a "
+                    "minute without failure) in between; 0: never (default 10)")
+        ->check(CLI::Range(0, 1000000));
+    app->add_option("--failure-rate-max", failure_rate_max,
+                    "failure-rate: failures allowed within --failure-rate-interval (default 1)")
+        ->check(CLI::Range(0, 1000000));
+    app->add_option("--failure-rate-interval", failure_rate_interval, "failure-rate: the window (default 1min)");
+    app->add_option("--tolerable-checkpoint-failures", tolerable_checkpoint_failures,
+                    "Checkpoints that may fail in a row before the job fails (default 0)")
+        ->check(CLI::Range(0, 1000000));
     app->add_option("--retained-checkpoints", retained, "Completed checkpoints kept")
         ->check(CLI::Range(1, 1000));
     app->add_option("--state", state, "State backend: heap | rocksdb");
@@ -126,6 +141,12 @@ struct JobFlags {
     c.restart.delay = *delay;
     c.restart.initial_backoff = *delay;
     c.restart.max_attempts = restart_attempts;
+    c.restart.max_failures_without_progress = max_failures_without_progress;
+    c.restart.max_failures_per_interval = failure_rate_max;
+    auto window = parse_duration(failure_rate_interval);
+    if (!window.ok()) return window.status();
+    c.restart.failure_rate_interval = *window;
+    c.checkpoint.tolerable_failed_checkpoints = tolerable_checkpoint_failures;
     if (restart_strategy == "fixed-delay") {
       c.restart.kind = RestartStrategyKind::kFixedDelay;
     } else if (restart_strategy == "exponential-delay") {
@@ -140,6 +161,11 @@ struct JobFlags {
     return c;
   }
 };
+
+// Accepts a whole number from `lo` to `hi`; anything else (a fraction, a
+// number out of range, text) is refused naming the range, e.g. "--events:
+// 1e400 is not a whole number from 1 to 9223372036854775807".
+CLI::Validator whole_number(int64_t lo, int64_t hi = INT64_MAX);
 
 // Options of `running-sum`.
 void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o);

@@ -257,10 +257,10 @@ int main(int argc, char** argv) {
   int64_t gen_lines = 100000, gen_keys = 100, gen_bad_every = 0;
   uint64_t gen_seed = 1;
   gen_rs->add_option("--output", gen_path, "File to write")->required();
-  gen_rs->add_option("--lines", gen_lines, "Number of lines")->check(CLI::NonNegativeNumber);
-  gen_rs->add_option("--keys", gen_keys, "Number of distinct keys")->check(CLI::PositiveNumber);
+  gen_rs->add_option("--lines", gen_lines, "Number of lines")->check(weir::cli::whole_number(0));
+  gen_rs->add_option("--keys", gen_keys, "Number of distinct keys")->check(weir::cli::whole_number(1));
   gen_rs->add_option("--bad-every", gen_bad_every, "Every N-th line malformed (0: none)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(weir::cli::whole_number(0));
   gen_rs->add_option("--seed", gen_seed, "Seed");
 
   // weir verify running-sum

@@ -17,10 +17,12 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cli/jobs.h"
+#include "cluster/http_server.h"
 #include "cluster/job_library.h"
 #include "cluster/protocol.h"
 #include "cluster/queued_writer.h"
 #include "common/clock.h"
+#include "common/rate_limited_log.h"
 #include "graph/job_graph.h"
 #include "network/data_plane.h"
 #include "runtime/job_master.h"
@@ -253,6 +255,9 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options_.bind, grpc::InsecureServerCredentials(), &port_);
     builder.SetMaxReceiveMessageSize(256 << 20);
+    // A connection that does not finish its HTTP/2 handshake in time is
+    // dropped; gRPC serves connections without a thread each.
+    builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 5000);
     builder.RegisterService(this);
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || port_ == 0) {
@@ -286,8 +291,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     }
     for (auto& s : sessions) s->cancel();
     if (heartbeat_.joinable()) heartbeat_.join();
-    http_.stop();
-    if (rest_thread_.joinable()) rest_thread_.join();
+    http_.shutdown();
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }
 
@@ -415,16 +419,38 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
   // ---- REST (docs/rest-api.md) ---------------------------------------------------
 
   absl::Status start_rest(const std::string& host, int port) {
+    // Runs once the request head is in and before any body is read: the
+    // secret, then the body's size.
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       const std::string given = req.get_header_value("Authorization");
-      if (network::secrets_equal(given, "Bearer " + options_.secret)) {
-        return httplib::Server::HandlerResponse::Unhandled;
+      if (!network::secrets_equal(given, "Bearer " + options_.secret)) {
+        refusals_.log([&] {
+          return fmt::format("refused a REST request {} {} from {}: {}", req.method, req.path, req.remote_addr,
+                             given.empty() ? "no cluster secret" : "wrong cluster secret");
+        });
+        reply_error(res,
+                    absl::UnauthenticatedError(given.empty() ? "no cluster secret given" : "wrong cluster secret"));
+        return httplib::Server::HandlerResponse::Handled;
       }
-      spdlog::warn("refused a REST request {} {} from {}: {}", req.method, req.path, req.remote_addr,
-                   given.empty() ? "no cluster secret" : "wrong cluster secret");
-      reply_error(res, absl::UnauthenticatedError(given.empty() ? "no cluster secret given" : "wrong cluster secret"));
-      return httplib::Server::HandlerResponse::Handled;
+      std::string why;
+      if (int status = check_body_size(req, &why); status != 0) {
+        res.status = status;
+        res.set_content(nlohmann::json{{"error", why}}.dump(), "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
     });
+    // Errors httplib answers itself (no route, unreadable request) get a
+    // JSON body too.
+    http_.set_error_handler(httplib::Server::HandlerWithResponse(
+        [](const httplib::Request& req, httplib::Response& res) {
+          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+          std::string what = res.status == 404 ? "no such resource: " + req.method + " " + req.path
+                                               : "the request could not be served (HTTP " +
+                                                     std::to_string(res.status) + ")";
+          res.set_content(nlohmann::json{{"error", what}}.dump(), "application/json");
+          return httplib::Server::HandlerResponse::Handled;
+        }));
     http_.Get("/v1/overview", [this](const httplib::Request&, httplib::Response& res) {
       reply(res, overview_json());
     });
@@ -454,7 +480,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       reply(res, {{"library", digest}, {"bytes", bytes->size()}});
     });
     http_.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-      auto body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+      auto body = parse_json_body(req.body);
       if (!body.is_object() || !body.contains("name") || !body["name"].is_string()) {
         return reply_error(res, absl::InvalidArgumentError("the body must be {\"name\": JOB, \"args\": [...]}"));
       }
@@ -466,9 +492,18 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       std::vector<std::string> args;
       if (body.contains("args")) {
         if (!body["args"].is_array()) return reply_error(res, absl::InvalidArgumentError("\"args\" must be a list"));
+        size_t bytes = 0;
         for (const auto& a : body["args"]) {
           if (!a.is_string()) return reply_error(res, absl::InvalidArgumentError("\"args\" must hold strings"));
           args.push_back(a.get<std::string>());
+          bytes += args.back().size();
+        }
+        // Arguments travel in every deployment: they are kept small.
+        if (args.size() > kMaxJobArgs || bytes > kMaxJobArgBytes) {
+          return reply_error(res, absl::InvalidArgumentError(
+                                      "job arguments too large: " + std::to_string(args.size()) + " arguments, " +
+                                      std::to_string(bytes) + " bytes (at most " + std::to_string(kMaxJobArgs) +
+                                      " arguments, " + std::to_string(kMaxJobArgBytes) + " bytes)"));
         }
       }
       auto id = submit(body["name"].get<std::string>(), args, library);
@@ -506,7 +541,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     auto savepoint_handler = [this](bool stop) {
       return [this, stop](const httplib::Request& req, httplib::Response& res) {
         with_job(req, res, [&](Job& j) {
-          auto body = nlohmann::json::parse(req.body.empty() ? "{}" : req.body, nullptr, /*allow_exceptions=*/false);
+          auto body = parse_json_body(req.body.empty() ? "{}" : req.body);
           if (!body.is_object() || (body.contains("directory") && !body["directory"].is_string())) {
             return reply_error(res, absl::InvalidArgumentError("the body must be {\"directory\": DIR} or {}"));
           }
@@ -526,9 +561,9 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     http_.Post(R"(/v1/jobs/([0-9a-f]+)/savepoints)", savepoint_handler(false));
     http_.Post(R"(/v1/jobs/([0-9a-f]+)/stop)", savepoint_handler(true));
 
-    rest_port_ = port == 0 ? http_.bind_to_any_port(host) : (http_.bind_to_port(host, port) ? port : -1);
-    if (rest_port_ <= 0) return absl::UnavailableError("cannot listen on " + host + ":" + std::to_string(port) + " (REST)");
-    rest_thread_ = std::thread([this] { http_.listen_after_bind(); });
+    auto bound = http_.listen_on(host, port);
+    if (!bound.ok()) return bound.status();
+    rest_port_ = *bound;
     return absl::OkStatus();
   }
   int rest_port() const { return rest_port_; }
@@ -546,6 +581,65 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       case absl::StatusCode::kUnavailable: return 503;
       default: return 500;
     }
+  }
+  // Request bodies: a job library may be large, everything else is small
+  // JSON. Refused before it is read, and so are bodies of unknown length.
+  // Request bodies: a job library may be large, everything else is small
+  // JSON. Checked from the head, before the body is read. 0 when
+  // acceptable, else the HTTP status to refuse with and `why`.
+  static int check_body_size(const httplib::Request& req, std::string* why) {
+    if (req.method != "POST" && req.method != "PUT") return 0;
+    if (req.has_header("Transfer-Encoding")) {
+      *why = "chunked request bodies are not accepted; send Content-Length";
+      return 411;
+    }
+    const std::string length = req.get_header_value("Content-Length");
+    if (length.empty()) {
+      *why = req.method + " " + req.path + " needs a Content-Length header (0 for an empty body)";
+      return 411;
+    }
+    const size_t limit = req.method == "PUT" && req.path.rfind("/v1/libraries/", 0) == 0 ? kMaxLibraryBytes
+                                                                                          : kMaxJsonBodyBytes;
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long n = std::strtoull(length.c_str(), &end, 10);
+    if (errno != 0 || end == length.c_str() || *end != '\0') {
+      *why = "bad Content-Length '" + length + "'";
+      return 400;
+    }
+    if (n > limit) {
+      *why = "request body of " + std::to_string(n) + " bytes exceeds the limit of " + std::to_string(limit) +
+             " bytes for " + req.method + " " + req.path;
+      return 413;
+    }
+    return 0;
+  }
+  // A JSON body, or a discarded value when it does not parse or nests
+  // deeper than kMaxJsonDepth (parsing and freeing deep nests costs stack
+  // and memory out of proportion to the bytes).
+  static nlohmann::json parse_json_body(const std::string& body) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (char c : body) {
+      if (in_string) {
+        if (escaped) {
+          escaped = false;
+        } else if (c == '\\') {
+          escaped = true;
+        } else if (c == '"') {
+          in_string = false;
+        }
+        continue;
+      }
+      if (c == '"') {
+        in_string = true;
+      } else if (c == '[' || c == '{') {
+        if (++depth > kMaxJsonDepth) return nlohmann::json::value_t::discarded;
+      } else if (c == ']' || c == '}') {
+        --depth;
+      }
+    }
+    return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   }
   static void reply(httplib::Response& res, const nlohmann::json& body) {
     res.set_content(body.dump(), "application/json");
@@ -632,8 +726,8 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       JobResult r = raw->master->wait();
       raw->control.detach();
       raw->gateway->release();
-      spdlog::info("job {} {}{}", raw->id, std::string(to_string(r.status)),
-                   r.failure.empty() ? "" : ": " + r.failure);
+      spdlog::log(r.status == JobStatus::kFailed ? spdlog::level::err : spdlog::level::info, "job {} {}{}", raw->id,
+                  std::string(to_string(r.status)), r.failure.empty() ? "" : ": " + r.failure);
       {
         absl::MutexLock lock(&raw->mu);
         raw->result = std::move(r);
@@ -701,7 +795,8 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       absl::MutexLock lock(&j.mu);
       if (j.result) {
         out["status"] = std::string(to_string(j.result->status));
-        out["failure"] = j.result->failure;
+        // The last failure: why it failed, else why it last restarted.
+        out["failure"] = j.result->failure.empty() ? j.result->last_failure : j.result->failure;
         out["restarts"] = j.result->restarts;
         out["completed_checkpoints"] = j.result->checkpoints.size();
         out["stopped_with_savepoint"] = j.result->stopped_with_savepoint;
@@ -912,14 +1007,18 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
 
   // The largest job library a client may upload.
   static constexpr size_t kMaxLibraryBytes = size_t{512} << 20;
+  static constexpr size_t kMaxJsonBodyBytes = size_t{1} << 20;
+  static constexpr int kMaxJsonDepth = 32;
+  static constexpr size_t kMaxJobArgs = 1024;
+  static constexpr size_t kMaxJobArgBytes = 64 * 1024;
 
   const JobManagerOptions options_;
   LibraryStore libraries_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
-  httplib::Server http_;
+  HttpServer http_;
+  RateLimitedLog refusals_;  // of REST requests without the secret
   int rest_port_ = -1;
-  std::thread rest_thread_;
   std::thread heartbeat_;
 
   absl::Mutex mu_;

@@ -50,6 +50,7 @@ class TaskManagerProcess::Impl {
   }
 
   absl::Status start() { return data_plane_.listen(options_.bind_host, options_.data_port); }
+  const std::string& data_address() const { return data_plane_.address(); }
 
   absl::Status run() {
     while (!stopping()) {
@@ -418,6 +419,7 @@ TaskManagerProcess::TaskManagerProcess(TaskManagerOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {}
 TaskManagerProcess::~TaskManagerProcess() = default;
 absl::Status TaskManagerProcess::start() { return impl_->start(); }
+const std::string& TaskManagerProcess::data_address() const { return impl_->data_address(); }
 absl::Status TaskManagerProcess::run() { return impl_->run(); }
 void TaskManagerProcess::shutdown() { impl_->shutdown(); }
 

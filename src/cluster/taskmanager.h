@@ -36,6 +36,8 @@ class TaskManagerProcess {
 
   // Opens the data port.
   absl::Status start();
+  // host:port of the data port, once started.
+  const std::string& data_address() const;
   // Keeps a session with the JobManager until shutdown(). Returns an error
   // when the JobManager refuses the secret.
   absl::Status run();

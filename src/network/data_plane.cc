@@ -7,12 +7,18 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <deque>
 
+#include "common/rate_limited_log.h"
 #include "runtime/wakeup.h"
 
 namespace weir::network {
@@ -20,6 +26,22 @@ namespace {
 
 constexpr size_t kHeaderBytes = 9;  // u32 length | u8 type | u32 channel
 constexpr uint32_t kMaxControlPayload = 64 * 1024;
+// The longest secret a hello may carry.
+constexpr uint32_t kMaxHelloPayload = 4096;
+// A peer has this long from connecting to completing its hello, both ways.
+constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
+// Connections that may wait for their hello at once; fewer when the
+// process may open few descriptors (a quarter of them at most), so that
+// unauthenticated peers leave the tasks room for their files.
+constexpr size_t kMaxPendingHandshakes = 64;
+
+size_t max_pending_handshakes() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kMaxPendingHandshakes;
+  return std::clamp<size_t>(static_cast<size_t>(limit.rlim_cur / 4), 4, kMaxPendingHandshakes);
+}
+// How long accepting pauses after running out of descriptors or memory.
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(200);
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -118,6 +140,13 @@ void tune_socket(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
   ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
+}
+
+// SO_RCVTIMEO; zero waits forever.
+void set_receive_timeout(int fd, std::chrono::seconds t) {
+  timeval tv{};
+  tv.tv_sec = t.count();
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 }
 
 }  // namespace
@@ -397,22 +426,12 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
     }
     channels_.clear();
     done_ = true;
+    plane_->wake_acceptor();  // to be reaped now: its descriptor is released
   }
 
+  // The peer passed the handshake (DataPlane::accept_loop).
   void serve() {
     Header h;
-    if (!read_header(fd_, &h) || h.type != FrameType::kHello || h.length > kMaxControlPayload) {
-      spdlog::warn("refused a data connection from {}: no handshake", peer_);
-      return;
-    }
-    std::string secret(h.length, '\0');
-    if (!read_all(fd_, secret.data(), secret.size())) return;
-    if (!secrets_equal(secret, plane_->secret_)) {
-      spdlog::warn("refused a data connection from {}: wrong cluster secret", peer_);
-      send(frame(FrameType::kRefused, 0, "wrong cluster secret"));
-      return;
-    }
-    send(frame(FrameType::kHelloOk, 0, {}));
     while (read_header(fd_, &h)) {
       if (h.type == FrameType::kBuffer) {
         if (h.length > static_cast<uint32_t>(plane_->pool_->buffer_size())) {
@@ -493,9 +512,15 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
 // ---- the plane -----------------------------------------------------------------
 
 DataPlane::DataPlane(std::string secret, NetworkBufferPool* pool, int channel_capacity)
-    : secret_(std::move(secret)), pool_(pool), capacity_(channel_capacity) {}
+    : secret_(std::move(secret)),
+      pool_(pool),
+      capacity_(channel_capacity),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
-DataPlane::~DataPlane() { shutdown(); }
+DataPlane::~DataPlane() {
+  shutdown();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
 
 absl::Status DataPlane::listen(const std::string& host, int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -516,36 +541,188 @@ absl::Status DataPlane::listen(const std::string& host, int port) {
   }
   socklen_t len = sizeof(addr);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   listen_fd_ = fd;
   address_ = host + ":" + std::to_string(ntohs(addr.sin_port));
   acceptor_ = std::thread([this] { accept_loop(); });
   return absl::OkStatus();
 }
 
-void DataPlane::accept_loop() {
-  while (!stopping_) {
-    sockaddr_in peer{};
-    socklen_t len = sizeof(peer);
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      return;  // shut down
-    }
-    tune_socket(fd);
-    char ip[INET_ADDRSTRLEN] = "?";
-    ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof(ip));
-    auto in = std::make_shared<Inbound>(this, fd, std::string(ip) + ":" + std::to_string(ntohs(peer.sin_port)));
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return;
-    // Drop connections that ended.
-    std::erase_if(inbound_, [](const std::shared_ptr<Inbound>& c) {
-      if (!c->done()) return false;
-      c->join();
-      return true;
-    });
-    inbound_.push_back(in);
-    in->start();
+namespace {
+
+// A connection accepted but not yet authenticated: the acceptor reads its
+// hello without blocking, within a deadline.
+struct PendingHandshake {
+  int fd = -1;
+  std::string peer;
+  std::string bytes;  // of the hello frame, so far
+  std::chrono::steady_clock::time_point deadline;
+};
+
+enum class HelloState { kIncomplete, kValid, kWrongSecret, kMalformed };
+
+HelloState check_hello(const std::string& bytes, const std::string& secret) {
+  if (bytes.size() < kHeaderBytes) return HelloState::kIncomplete;
+  uint32_t length;
+  std::memcpy(&length, bytes.data(), 4);
+  if (static_cast<FrameType>(bytes[4]) != FrameType::kHello || length > kMaxHelloPayload) {
+    return HelloState::kMalformed;
   }
+  if (bytes.size() < kHeaderBytes + length) return HelloState::kIncomplete;
+  if (bytes.size() > kHeaderBytes + length) return HelloState::kMalformed;  // the peer must wait for the answer
+  return secrets_equal(std::string_view(bytes).substr(kHeaderBytes), secret) ? HelloState::kValid
+                                                                             : HelloState::kWrongSecret;
+}
+
+// Errors of accept() that say nothing about the listening socket: the
+// process or system is out of a resource for now, or the peer gave up.
+bool transient_accept_error(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM || err == EPERM || err == EPROTO ||
+         err == ENETDOWN || err == ENOPROTOOPT || err == EHOSTDOWN || err == ENONET || err == EHOSTUNREACH ||
+         err == EOPNOTSUPP || err == ENETUNREACH || err == ETIMEDOUT;
+}
+
+}  // namespace
+
+void DataPlane::wake_acceptor() {
+  uint64_t one = 1;
+  ssize_t w = ::write(wake_fd_, &one, sizeof(one));
+  (void)w;  // a full counter already wakes it
+}
+
+// One thread accepts connections and runs every handshake: a connection holds
+// no thread until it has shown the secret, at most kMaxPendingHandshakes wait
+// at once (the oldest is dropped for a new one), each for at most
+// kHandshakeTimeout. Running out of descriptors pauses accepting and retries;
+// only shutdown ends the loop.
+void DataPlane::accept_loop() {
+  using Clock = std::chrono::steady_clock;
+  const size_t max_pending = max_pending_handshakes();
+  std::deque<PendingHandshake> pending;
+  Clock::time_point resume_accepting{};  // after a resource error
+  bool accept_failing = false;
+  RateLimitedLog refusals;
+  auto drop = [&](PendingHandshake& p, const char* why) {
+    refusals.log([&] { return fmt::format("refused a data connection from {}: {}", p.peer, why); });
+    ::close(p.fd);
+    p.fd = -1;
+  };
+  while (!stopping_) {
+    const Clock::time_point now = Clock::now();
+    const bool accepting = now >= resume_accepting;
+    std::vector<pollfd> fds;
+    fds.push_back({wake_fd_, POLLIN, 0});
+    fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
+    Clock::time_point next = accepting ? now + std::chrono::seconds(1) : resume_accepting;
+    for (const auto& p : pending) {
+      fds.push_back({p.fd, POLLIN, 0});
+      next = std::min(next, p.deadline);
+    }
+    int timeout_ms = static_cast<int>(
+        std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
+    int n = ::poll(fds.data(), fds.size(), timeout_ms);
+    if (n < 0 && errno != EINTR) {
+      spdlog::error("data port {}: poll failed: {}", address_, errno_text());
+      resume_accepting = Clock::now() + kAcceptBackoff;
+      continue;
+    }
+    if (stopping_) break;
+    if (fds[0].revents & POLLIN) {
+      uint64_t count;
+      ssize_t r = ::read(wake_fd_, &count, sizeof(count));
+      (void)r;
+      absl::MutexLock lock(&mu_);
+      std::erase_if(inbound_, [](const std::shared_ptr<Inbound>& c) {
+        if (!c->done()) return false;
+        c->join();
+        return true;
+      });
+    }
+    // Handshakes that progressed or ran out of time.
+    for (size_t i = 0; i < pending.size(); ++i) {
+      PendingHandshake& p = pending[i];
+      const short revents = fds[2 + i].revents;
+      if (revents != 0) {
+        char buf[512];
+        ssize_t r = ::recv(p.fd, buf, std::min(sizeof(buf), kHeaderBytes + kMaxHelloPayload + 1 - p.bytes.size()), 0);
+        if (r <= 0 && !(r < 0 && (errno == EAGAIN || errno == EINTR))) {
+          drop(p, "closed before the handshake");
+          continue;
+        }
+        if (r > 0) p.bytes.append(buf, static_cast<size_t>(r));
+        switch (check_hello(p.bytes, secret_)) {
+          case HelloState::kIncomplete:
+            break;
+          case HelloState::kMalformed:
+            drop(p, "no handshake");
+            continue;
+          case HelloState::kWrongSecret: {
+            std::string refused = frame(FrameType::kRefused, 0, "wrong cluster secret");
+            ssize_t w = ::send(p.fd, refused.data(), refused.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)w;  // best effort: the connection closes either way
+            drop(p, "wrong cluster secret");
+            continue;
+          }
+          case HelloState::kValid: {
+            ::fcntl(p.fd, F_SETFL, ::fcntl(p.fd, F_GETFL) & ~O_NONBLOCK);
+            std::string ok = frame(FrameType::kHelloOk, 0, {});
+            if (!write_all(p.fd, ok.data(), ok.size())) {
+              drop(p, "closed during the handshake");
+              continue;
+            }
+            auto in = std::make_shared<Inbound>(this, p.fd, p.peer);
+            p.fd = -1;
+            absl::MutexLock lock(&mu_);
+            if (!stopping_) {
+              inbound_.push_back(in);
+              in->start();
+            }
+            continue;
+          }
+        }
+      }
+      if (Clock::now() >= p.deadline) drop(p, "no handshake within 5 s");
+    }
+    std::erase_if(pending, [](const PendingHandshake& p) { return p.fd < 0; });
+    if (!accepting || !(fds[1].revents & POLLIN)) continue;
+    // New connections, as many as are waiting.
+    while (!stopping_) {
+      sockaddr_in peer{};
+      socklen_t len = sizeof(peer);
+      int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        if ((errno == EMFILE || errno == ENFILE) && !pending.empty()) {
+          // Out of descriptors: the oldest unauthenticated peer gives its up.
+          drop(pending.front(), "out of file descriptors");
+          pending.pop_front();
+          continue;
+        }
+        if (!accept_failing) {
+          spdlog::error("data port {}: cannot accept connections: {}; retrying", address_, errno_text());
+        }
+        accept_failing = true;
+        if (!transient_accept_error(errno)) spdlog::error("data port {}: accept: {}", address_, errno_text());
+        resume_accepting = Clock::now() + kAcceptBackoff;
+        break;
+      }
+      if (accept_failing) {
+        spdlog::info("data port {}: accepting connections again", address_);
+        accept_failing = false;
+      }
+      tune_socket(fd);
+      char ip[INET_ADDRSTRLEN] = "?";
+      ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof(ip));
+      if (pending.size() >= max_pending) {
+        drop(pending.front(), "too many connections waiting for their handshake");
+        pending.pop_front();
+      }
+      pending.push_back({fd, std::string(ip) + ":" + std::to_string(ntohs(peer.sin_port)), "",
+                         Clock::now() + kHandshakeTimeout});
+    }
+  }
+  for (auto& p : pending) ::close(p.fd);
 }
 
 ChannelRegistry* DataPlane::registry(const std::string& job_id) {
@@ -586,9 +763,12 @@ absl::StatusOr<std::shared_ptr<LocalChannel>> DataPlane::outbound(const std::str
       if (!fd.ok()) return absl::UnavailableError("data connection: " + std::string(fd.status().message()));
       std::string hello = frame(FrameType::kHello, 0, secret_);
       Header h{};
+      set_receive_timeout(*fd, kHandshakeTimeout);
       if (!write_all(*fd, hello.data(), hello.size()) || !read_header(*fd, &h)) {
+        std::string why = errno == EAGAIN || errno == EWOULDBLOCK ? "no answer to the handshake within 5 s"
+                                                                  : "closed during the handshake";
         ::close(*fd);
-        return absl::UnavailableError("data connection to " + address + ": closed during the handshake");
+        return absl::UnavailableError("data connection to " + address + ": " + why);
       }
       if (h.type != FrameType::kHelloOk) {
         std::string why(std::min<uint32_t>(h.length, kMaxControlPayload), '\0');
@@ -596,6 +776,7 @@ absl::StatusOr<std::shared_ptr<LocalChannel>> DataPlane::outbound(const std::str
         ::close(*fd);
         return absl::PermissionDeniedError("data connection to " + address + " refused: " + why);
       }
+      set_receive_timeout(*fd, std::chrono::seconds(0));
       conn = std::make_shared<Outbound>(this, address, *fd);
       absl::MutexLock lock(&mu_);
       if (stopping_) return absl::CancelledError("the data plane is shut down");
@@ -626,11 +807,9 @@ void DataPlane::forget(Outbound* o) {
 
 void DataPlane::shutdown() {
   if (stopping_.exchange(true)) return;
-  if (listen_fd_ >= 0) {
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    ::close(listen_fd_);
-  }
+  wake_acceptor();
   if (acceptor_.joinable()) acceptor_.join();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
   std::vector<std::shared_ptr<Outbound>> out;
   std::vector<std::shared_ptr<Inbound>> in;
   {

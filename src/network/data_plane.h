@@ -13,7 +13,12 @@
 // sharing the connection. Events need no credit.
 //
 // Every connection starts with the shared secret; a peer without it is
-// refused before any channel opens.
+// refused before any channel opens. Handshakes run on the accepting thread
+// without blocking, each within 5 s and at most 64 at once (a quarter of the
+// process's descriptor limit if that is less), so silent or
+// hostile peers hold neither threads nor the port; only authenticated
+// connections get a reading thread. Running out of file descriptors pauses
+// accepting for a moment (logged once), never for good.
 //
 // Wire format (little-endian): frames of `u32 payload length | u8 type |
 // u32 channel id | payload`; see FrameType.
@@ -84,12 +89,14 @@ class DataPlane {
   class Inbound;
 
   void accept_loop();
+  void wake_acceptor();
   void forget(Outbound* o);
 
   const std::string secret_;
   NetworkBufferPool* const pool_;
   const int capacity_;
   int listen_fd_ = -1;
+  const int wake_fd_;  // eventfd: shutdown, or an inbound connection ended
   std::string address_;
   std::thread acceptor_;
   std::atomic<bool> stopping_{false};

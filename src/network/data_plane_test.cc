@@ -3,12 +3,18 @@
 // handshake.
 #include "network/data_plane.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "runtime/wakeup.h"
 
@@ -206,6 +212,63 @@ TEST(DataPlaneHandshakeTest, UnreachablePeerIsNamed) {
   EXPECT_NE(out.status().message().find("127.0.0.1:1"), std::string_view::npos) << out.status();
   EXPECT_FALSE(parse_address("no-port").ok());
   EXPECT_FALSE(parse_address("host:99999").ok());
+}
+
+// Silent peers (connected, never a hello) get no thread and are dropped
+// after the handshake deadline; beyond 64 waiting, the oldest go at once.
+// Meanwhile a real peer connects and sends as usual.
+TEST(DataPlaneHandshakeTest, SilentPeersAreDroppedAndDoNotBlockRealOnes) {
+  NetworkBufferPool pool(16, 1024);
+  DataPlane server("s", &pool, kCapacity), client("s", &pool, kCapacity);
+  ASSERT_TRUE(server.listen("127.0.0.1", 0).ok());
+  std::vector<int> silent;
+  for (int i = 0; i < 150; ++i) {
+    auto fd = connect_tcp(server.address(), 5000);
+    ASSERT_TRUE(fd.ok()) << fd.status();
+    silent.push_back(*fd);
+  }
+  auto out = client.outbound(server.address(), ChannelKey{"job", 0, 0, 0, 0});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto in = server.registry("job")->get(ChannelKey{"job", 0, 0, 0, 0});
+  ChannelEvent end;
+  end.kind = EventKind::kEndOfData;
+  ASSERT_TRUE((*out)->push(std::move(end)));
+  runtime::Wakeup wakeup;
+  in->set_consumer(&wakeup);
+  auto until = std::chrono::steady_clock::now() + 10s;
+  std::optional<ChannelEvent> got;
+  while (!(got = in->poll()) && std::chrono::steady_clock::now() < until) wakeup.wait_until(until);
+  in->set_consumer(nullptr);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->kind, EventKind::kEndOfData);
+  // Every silent connection is closed by the server: the 5 s deadline plus slack.
+  for (int fd : silent) {
+    pollfd p{fd, POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 15000), 1) << "a silent connection was still open after 15 s";
+    char c;
+    EXPECT_LE(::recv(fd, &c, 1, 0), 0);
+    ::close(fd);
+  }
+}
+
+// A peer that accepts the connection but never answers the hello is an
+// error within the handshake deadline, not a hang.
+TEST(DataPlaneHandshakeTest, PeerThatNeverAnswersIsAnErrorNotAHang) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 8), 0);  // the kernel completes connections; nobody reads
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  NetworkBufferPool pool(8, 1024);
+  DataPlane client("s", &pool, kCapacity);
+  auto out = client.outbound("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), ChannelKey{"job", 0, 0, 0, 0});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("no answer to the handshake"), std::string_view::npos) << out.status();
+  ::close(fd);
 }
 
 }  // namespace

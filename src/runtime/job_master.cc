@@ -10,6 +10,16 @@
 namespace weir::runtime {
 namespace {
 
+// A minute without failure counts as progress (max_failures_without_progress).
+constexpr int64_t kProgressQuietMs = 60'000;
+// Failures without progress end the job only once they span this long, so
+// that a passing condition (a TaskManager restarting, descriptors or disk
+// space short for a moment) is ridden out.
+constexpr int64_t kMinStuckMs = 10'000;
+// A restart after the same failure (but for its numbers) is logged at most
+// once in this long.
+constexpr int64_t kRepeatedLogIntervalMs = 10'000;
+
 bool is_terminal(ExecutionState s) {
   return s == ExecutionState::kFinished || s == ExecutionState::kCanceled ||
          s == ExecutionState::kFailed;
@@ -295,10 +305,15 @@ void JobMaster::handle_failure(int region, const std::string& error) {
     restarting_.insert(region);
   }
   if (static_cast<int>(restarting_.size()) == num_regions_) status_ = JobStatus::kRestarting;
-  spdlog::info("job {}: {} failed: {}", job_id_,
-               status_ == JobStatus::kRestarting ? "attempt " + std::to_string(attempt_)
-                                                 : "region " + std::to_string(region),
-               error);
+  failed_what_ = status_ == JobStatus::kRestarting ? "attempt " + std::to_string(attempt_)
+                                                   : "region " + std::to_string(region);
+  if (first) {
+    const int64_t now = clock_->now_ms();
+    if (last_failure_ms_ >= 0 && now - last_failure_ms_ >= kProgressQuietMs) failures_without_progress_ = 0;
+    if (failures_without_progress_ == 0) first_failure_without_progress_ms_ = now;
+    last_failure_ms_ = now;
+    ++failures_without_progress_;
+  }
   // Pending checkpoints cannot complete without the region's tasks.
   coordinator_.stop();
   for (size_t i = 0; i < executions_.size(); ++i) {
@@ -314,14 +329,27 @@ void JobMaster::maybe_restart() {
     // Wait until every task of the failed regions has ended.
     if (restarting_.count(region_of_[i]) != 0 && !executions_[i].terminal) return;
   }
+  // A failure that ends the job is reported by whoever reports the job's
+  // end; one that is followed by a restart is logged here.
   if (!restart_->can_restart()) {
-    finish_job(JobStatus::kFailed, last_failure_);
+    fail_now(last_failure_);
+    return;
+  }
+  const int limit = config_.restart.max_failures_without_progress;
+  const int64_t stuck_ms = clock_->now_ms() - first_failure_without_progress_ms_;
+  if (limit > 0 && failures_without_progress_ >= limit && stuck_ms >= kMinStuckMs) {
+    std::string why = std::to_string(failures_without_progress_) + " failures in a row over " +
+                      std::to_string(stuck_ms / 1000) + " s without a completed checkpoint; the last: " +
+                      last_failure_;
+    fail_now(why);
     return;
   }
   restart_scheduled_ = true;
   ++restarts_;
+  log_restart();
   loop_.post_delayed(std::chrono::milliseconds(restart_->backoff_ms()), [this] {
     if (status_ != JobStatus::kRunning && status_ != JobStatus::kRestarting) return;
+    if (!ensure_latest_is_intact()) return;
     std::set<int> regions;
     regions.swap(restarting_);
     status_ = JobStatus::kRunning;
@@ -329,13 +357,79 @@ void JobMaster::maybe_restart() {
   });
 }
 
+bool JobMaster::ensure_latest_is_intact() {
+  // One failure can have any cause; a second in a row without progress may
+  // be the checkpoint itself.
+  if (failures_without_progress_ < 2) return true;
+  std::string broken;
+  while (const checkpoint::CompletedCheckpointStore::Entry* latest = store_.latest()) {
+    if (verified_checkpoints_.count(latest->id) != 0 || latest->location.rfind("memory://", 0) == 0) return true;
+    auto cp = checkpoint::load_checkpoint(latest->location);
+    if (cp.ok()) {
+      verified_checkpoints_.insert(latest->id);
+      if (!broken.empty()) {
+        spdlog::warn("job {}: restoring checkpoint {} instead; output committed after it may be repeated",
+                     job_id_, latest->id);
+      }
+      return true;
+    }
+    broken = "checkpoint " + std::to_string(latest->id) + " at " + latest->location +
+             " cannot be restored: " + std::string(cp.status().message());
+    spdlog::error("job {}: {}", job_id_, broken);
+    store_.drop_latest();
+  }
+  if (broken.empty()) return true;  // there was none: the job starts afresh, as before
+  fail_now("no intact checkpoint left to restore; " + broken);
+  return false;
+}
+
+void JobMaster::fail_now(const std::string& why) {
+  // Regions that did not fail are still running: they end too.
+  coordinator_.stop();
+  for (auto& e : executions_) {
+    if (!e.terminal) tm_->cancel_task(e.id);
+  }
+  finish_job(JobStatus::kFailed, why);
+}
+
+void JobMaster::log_restart() {
+  const int64_t now = clock_->now_ms();
+  // The same failure again, but for its numbers (checkpoint ids, subtasks),
+  // is counted, not logged, for a while.
+  std::string shape;
+  for (char c : last_failure_) {
+    bool digit = c >= '0' && c <= '9';
+    if (!digit || shape.empty() || shape.back() != '#') shape.push_back(digit ? '#' : c);
+  }
+  if (shape == last_logged_failure_ && now - last_logged_failure_ms_ < kRepeatedLogIntervalMs) {
+    ++unlogged_failures_;
+    return;
+  }
+  if (unlogged_failures_ > 0) {
+    spdlog::warn("job {}: {} more failure{} like the one before, each followed by a restart", job_id_,
+                 unlogged_failures_, unlogged_failures_ == 1 ? "" : "s");
+  }
+  const checkpoint::CompletedCheckpointStore::Entry* latest = store_.latest();
+  spdlog::warn("job {}: {} failed: {}; restart {} in {} ms from {}", job_id_, failed_what_, last_failure_, restarts_,
+               restart_->backoff_ms(), latest != nullptr ? "checkpoint " + std::to_string(latest->id) : "the start");
+  last_logged_failure_ = shape;
+  last_logged_failure_ms_ = now;
+  unlogged_failures_ = 0;
+}
+
 void JobMaster::finish_job(JobStatus status, const std::string& failure) {
+  if (unlogged_failures_ > 0) {
+    spdlog::warn("job {}: {} more failure{} like the one logged before, each followed by a restart", job_id_,
+                 unlogged_failures_, unlogged_failures_ == 1 ? "" : "s");
+    unlogged_failures_ = 0;
+  }
   status_ = status;
   JobResult r;
   r.job_id = job_id_;
   r.status = status;
   r.failure = failure;
   r.restarts = restarts_;
+  r.last_failure = last_failure_;
   r.checkpoints = coordinator_.completed_stats();
   r.failed_checkpoints = coordinator_.failed_checkpoints();
   r.restored_checkpoint_id = restored_id_;
@@ -392,6 +486,7 @@ void JobMaster::trigger_sources(int64_t cp, int64_t ts, bool savepoint) {
 
 void JobMaster::notify_complete(int64_t cp) {
   spdlog::info("job {}: checkpoint {} completed", job_id_, cp);
+  failures_without_progress_ = 0;
   for (auto& e : executions_) {
     if (!e.terminal) tm_->notify_checkpoint_complete(e.id, cp);
   }

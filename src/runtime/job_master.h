@@ -101,6 +101,15 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   // region -1, all).
   void handle_failure(int region, const std::string& error);
   void maybe_restart();
+  // Before restoring again after a restore that made no progress: verifies
+  // every file of the latest checkpoint, dropping broken ones (named in the
+  // log) until an intact one is latest. False when none is left: the job
+  // has failed.
+  bool ensure_latest_is_intact();
+  // Fails the job: cancels every task still running, then finishes.
+  void fail_now(const std::string& why);
+  // Logs the failure before a restart; the same again within 10 s counts.
+  void log_restart();
   void finish_job(JobStatus status, const std::string& failure);
   int task_index(const ExecutionId& id) const;  // -1 when not of the current attempt
 
@@ -128,6 +137,17 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   bool restart_scheduled_ = false;
   std::string last_failure_;
   int restarts_ = 0;
+  // Failures since the last progress (restart_strategy config), and when
+  // the last one happened.
+  int failures_without_progress_ = 0;
+  std::set<int64_t> verified_checkpoints_;  // ids checked by ensure_latest_is_intact
+  int64_t last_failure_ms_ = -1;
+  int64_t first_failure_without_progress_ms_ = 0;
+  std::string failed_what_;  // "attempt N" or "region R", of the last failure
+  // Repeated failure messages are logged once per interval.
+  std::string last_logged_failure_;
+  int64_t last_logged_failure_ms_ = -1;
+  int unlogged_failures_ = 0;
   int64_t start_ms_ = 0;
   int64_t waiting_for_slots_since_ms_ = -1;
   int64_t restored_id_ = -1;

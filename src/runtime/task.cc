@@ -149,7 +149,9 @@ void Task::run() {
     error = "unknown exception";
   }
   try {
-    for (auto& op : operators_) op->close();
+    for (size_t i = 0; i < operators_.size(); ++i) {
+      if (opened_[i]) operators_[i]->close();
+    }
   } catch (const std::exception& e) {
     if (final_state == ExecutionState::kFinished) {
       final_state = ExecutionState::kFailed;
@@ -181,6 +183,7 @@ absl::Status Task::initialize() {
       restore = std::move(*r);
     }
     s = operators_[i]->open(*contexts_[i], restore ? &*restore : nullptr);
+    opened_[i] = s.ok();
     if (!s.ok()) {
       return absl::Status(s.code(), "open " + graph_->uids[node] + ": " + std::string(s.message()));
     }
@@ -194,6 +197,7 @@ absl::Status Task::build_chain() {
   const int n = static_cast<int>(vertex_.nodes.size());
   operators_.resize(n);
   contexts_.resize(n);
+  opened_.assign(n, false);
   auto index_in_chain = [&](int node) {
     auto it = std::find(vertex_.nodes.begin(), vertex_.nodes.end(), node);
     return it == vertex_.nodes.end() ? -1 : static_cast<int>(it - vertex_.nodes.begin());
@@ -538,15 +542,18 @@ absl::Status upload_native(checkpoint::CheckpointStorage* storage, int64_t check
     uint64_t size = std::filesystem::file_size(local, ec);
     if (ec) return absl::InternalError("cannot read " + local + ": " + ec.message());
     const bool sst = state::is_immutable_file(name);
-    std::string path = sst ? native->confirmed_upload(name) : "";
-    if (path.empty()) {
+    std::optional<detail::UploadedFile> upload;
+    if (sst) upload = native->confirmed_upload(name);
+    if (!upload) {
+      auto sum = checkpoint::checksum_file(local);
+      if (!sum.ok()) return sum.status();
       auto up = storage->upload_file(checkpoint_id, local, owner + "~" + name, sst);
       if (!up.ok()) return up.status();
-      path = *up;
+      upload = detail::UploadedFile{*up, *sum};
     }
     // What this checkpoint refers to may be referred to again once it is confirmed.
-    if (sst) native->record_upload(checkpoint_id, name, path);
-    handle->native_files.push_back({path, size, sst});
+    if (sst) native->record_upload(checkpoint_id, name, *upload);
+    handle->native_files.push_back({upload->path, size, sst, upload->checksum, true});
   }
   handle->native_states = native->states();
   return absl::OkStatus();
@@ -659,6 +666,10 @@ void Task::close_channels() {
     in.channel->close();
     in.channel->set_consumer(nullptr);
   }
+  // Channels taken before building the chain failed belong to no partition
+  // or input yet; their other ends must see them close too.
+  absl::MutexLock lock(&channels_mu_);
+  for (auto& c : all_channels_) c->close();
 }
 
 }  // namespace weir::runtime

@@ -157,6 +157,9 @@ class Task {
   // Task thread only.
   std::vector<std::unique_ptr<RuntimeOperatorContext>> contexts_;   // per chained node
   std::vector<std::unique_ptr<detail::OperatorBase>> operators_;    // per chained node
+  // Operators whose open() succeeded; only they are closed. A task that
+  // failed while building its chain may have none.
+  std::vector<bool> opened_;
   detail::SourceOperatorBase* source_ = nullptr;
   std::vector<std::unique_ptr<network::ResultPartition>> partitions_;
   std::vector<std::unique_ptr<detail::InputAdapter>> adapters_;

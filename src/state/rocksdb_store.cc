@@ -216,7 +216,7 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     // its references before the older checkpoint is released. (With one
     // retained checkpoint, a task two notifications behind could still
     // reuse a file only an already released checkpoint held.)
-    confirmed_ = it == uploads_.end() ? std::map<std::string, std::string>() : std::move(it->second);
+    confirmed_ = it == uploads_.end() ? std::map<std::string, detail::UploadedFile>() : std::move(it->second);
     uploads_.erase(uploads_.begin(), uploads_.upper_bound(id));
   }
 
@@ -330,14 +330,15 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
       std::sort(out.begin(), out.end());
       return out;
     }
-    std::string confirmed_upload(const std::string& file) const override {
+    std::optional<detail::UploadedFile> confirmed_upload(const std::string& file) const override {
       std::lock_guard lock(store_->uploads_mu_);
       auto it = store_->confirmed_.find(file);
-      return it == store_->confirmed_.end() ? "" : it->second;
+      if (it == store_->confirmed_.end()) return std::nullopt;
+      return it->second;
     }
-    void record_upload(int64_t id, const std::string& file, const std::string& path) override {
+    void record_upload(int64_t id, const std::string& file, detail::UploadedFile upload) override {
       std::lock_guard lock(store_->uploads_mu_);
-      store_->uploads_[id][file] = path;
+      store_->uploads_[id][file] = std::move(upload);
     }
     std::vector<detail::StateMeta> states() const override { return states_; }
     bool keep_local_copy(const std::string& target) override {
@@ -402,8 +403,8 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
   const std::shared_ptr<TtlFilterFactory> ttl_filters_ = std::make_shared<TtlFilterFactory>();
   // SST uploads: per checkpoint, and those of the last confirmed one.
   std::mutex uploads_mu_;
-  std::map<int64_t, std::map<std::string, std::string>> uploads_;
-  std::map<std::string, std::string> confirmed_;
+  std::map<int64_t, std::map<std::string, detail::UploadedFile>> uploads_;
+  std::map<std::string, detail::UploadedFile> confirmed_;
 };
 
 }  // namespace

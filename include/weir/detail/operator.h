@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -135,6 +136,13 @@ struct StateMeta {
   std::string type;
 };
 
+// Where a checkpoint put one file of a native snapshot, and the xxh64 of
+// its bytes (verified before a restore uses it).
+struct UploadedFile {
+  std::string path;
+  uint64_t checksum = 0;
+};
+
 // A native (RocksDB) snapshot for incremental checkpoints: the files of a
 // RocksDB checkpoint in a local directory. Immutable SST files are uploaded
 // once and then referenced by later checkpoints.
@@ -143,11 +151,11 @@ class NativeSnapshot {
   virtual ~NativeSnapshot() = default;
   // The local files (absolute paths); SST files are shareable.
   virtual std::vector<std::string> files() const = 0;
-  // Where an SST was uploaded by the last checkpoint confirmed complete, or "".
-  virtual std::string confirmed_upload(const std::string& file_name) const = 0;
+  // Where an SST was uploaded by the last checkpoint confirmed complete.
+  virtual std::optional<UploadedFile> confirmed_upload(const std::string& file_name) const = 0;
   // Records this checkpoint's upload of `file_name` (becomes confirmed on
   // notify_checkpoint_complete of `checkpoint_id`).
-  virtual void record_upload(int64_t checkpoint_id, const std::string& file_name, const std::string& path) = 0;
+  virtual void record_upload(int64_t checkpoint_id, const std::string& file_name, UploadedFile upload) = 0;
   // The states in the store.
   virtual std::vector<StateMeta> states() const = 0;
   // Moves the snapshot's local directory to `target` (same filesystem), to
