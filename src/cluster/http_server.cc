@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -100,174 +99,78 @@ int head_state(int fd, size_t max) {
 }
 
 // A whole response written on a socket about to be closed; best effort.
-void answer_and_close(int fd, int status, const std::string& reason, const std::string& message) {
+void answer(int fd, int status, const std::string& reason, const std::string& message) {
   std::string body = "{\"error\": \"" + message + "\"}";
   std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason +
                     "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
                     std::to_string(body.size()) + "\r\n\r\n" + body;
   ssize_t w = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   (void)w;
-  ::close(fd);
 }
 
 }  // namespace
 
 HttpServer::HttpServer(HttpServerOptions options)
-    : options_(options), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    : options_(options),
+      acceptor_(network::GatedAcceptor::Options{"REST port", options.head_timeout, options.max_pending,
+                                                options.max_pending_per_address},
+                [this](network::GatedAcceptor::Connection& c, std::string* why) { return head_arrived(c, why); },
+                [this](network::GatedAcceptor::Connection c) { dispatch(std::move(c)); }) {
   set_keep_alive_max_count(1);  // every request passes the gate
 }
 
-HttpServer::~HttpServer() {
-  shutdown();
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-}
+HttpServer::~HttpServer() { shutdown(); }
 
 absl::StatusOr<int> HttpServer::listen_on(const std::string& host, int port) {
-  const std::string where = host + ":" + std::to_string(port);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    return absl::InvalidArgumentError("REST port: '" + host + "' is not an IPv4 address");
-  }
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return absl::UnavailableError("REST port socket: " + std::string(std::strerror(errno)));
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 128) != 0) {
-    std::string why = std::strerror(errno);
-    ::close(fd);
-    return absl::UnavailableError("cannot listen on " + where + " (REST): " + why);
-  }
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  listen_fd_ = fd;
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
-  acceptor_ = std::thread([this] { accept_loop(); });
-  return ntohs(addr.sin_port);
+  return acceptor_.listen(host, port);
 }
 
 void HttpServer::shutdown() {
   if (stopping_.exchange(true)) return;
-  uint64_t one = 1;
-  ssize_t w = ::write(wake_fd_, &one, sizeof(one));
-  (void)w;
-  if (acceptor_.joinable()) acceptor_.join();
+  acceptor_.shutdown();
   {
     absl::MutexLock lock(&mu_);
-    for (Pending& p : queue_) ::close(p.fd);
+    for (Connection& c : queue_) ::close(c.fd);
     queue_.clear();
     work_cv_.SignalAll();
   }
   for (auto& t : workers_) t.join();
   workers_.clear();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  listen_fd_ = -1;
 }
 
-void HttpServer::accept_loop() {
-  std::deque<Pending> pending;
-  Clock::time_point resume_accepting{};
-  bool accept_failing = false;
-  while (!stopping_) {
-    const Clock::time_point now = Clock::now();
-    const bool accepting = now >= resume_accepting;
-    std::vector<pollfd> fds;
-    fds.push_back({wake_fd_, POLLIN, 0});
-    fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
-    Clock::time_point next = accepting ? now + std::chrono::seconds(1) : resume_accepting;
-    for (const Pending& p : pending) {
-      fds.push_back({p.fd, POLLIN, 0});
-      next = std::min(next, p.deadline);
-    }
-    const int timeout_ms = static_cast<int>(
-        std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
-    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
-      resume_accepting = Clock::now() + std::chrono::milliseconds(200);
-      continue;
-    }
-    if (stopping_) break;
-    // Heads that arrived, peers that left, deadlines that passed.
-    for (size_t i = 0; i < pending.size(); ++i) {
-      Pending& p = pending[i];
-      if (fds[2 + i].revents != 0) {
-        int st = head_state(p.fd, options_.max_head_bytes);
-        if (st == 1) {
-          dispatch(p);
-          p.fd = -1;
-          continue;
-        }
-        if (st == -1) {
-          ::close(p.fd);
-          p.fd = -1;
-          continue;
-        }
-        if (st == 2) {
-          answer_and_close(p.fd, 431, "Request Header Fields Too Large",
-                           "request head longer than " + std::to_string(options_.max_head_bytes) + " bytes");
-          p.fd = -1;
-          continue;
-        }
-      }
-      if (Clock::now() >= p.deadline) {
-        ::close(p.fd);  // no whole request in time: nothing to answer
-        p.fd = -1;
-      }
-    }
-    std::erase_if(pending, [](const Pending& p) { return p.fd < 0; });
-    if (!accepting || !(fds[1].revents & POLLIN)) continue;
-    while (!stopping_) {
-      sockaddr_in peer{};
-      socklen_t len = sizeof(peer);
-      int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        if ((errno == EMFILE || errno == ENFILE) && !pending.empty()) {
-          ::close(pending.front().fd);  // the oldest waiting peer gives its descriptor up
-          pending.pop_front();
-          continue;
-        }
-        if (!accept_failing) spdlog::error("REST port: cannot accept connections: {}; retrying", std::strerror(errno));
-        accept_failing = true;
-        resume_accepting = Clock::now() + std::chrono::milliseconds(200);
-        break;
-      }
-      if (accept_failing) spdlog::info("REST port: accepting connections again");
-      accept_failing = false;
-      char ip[INET_ADDRSTRLEN] = "?";
-      ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof(ip));
-      Pending p{fd, ip, ntohs(peer.sin_port), Clock::now() + options_.head_timeout};
-      // Bound what one address, and everyone, may keep waiting.
-      size_t same = std::count_if(pending.begin(), pending.end(), [&](const Pending& x) { return x.ip == p.ip; });
-      if (same >= options_.max_pending_per_address) {
-        auto oldest = std::find_if(pending.begin(), pending.end(), [&](const Pending& x) { return x.ip == p.ip; });
-        ::close(oldest->fd);
-        pending.erase(oldest);
-      } else if (pending.size() >= options_.max_pending) {
-        ::close(pending.front().fd);
-        pending.pop_front();
-      }
-      pending.push_back(std::move(p));
-    }
+network::GatedAcceptor::Verdict HttpServer::head_arrived(Connection& c, std::string* why) {
+  switch (head_state(c.fd, options_.max_head_bytes)) {
+    case 1:
+      return network::GatedAcceptor::Verdict::kServe;
+    case -1:
+      *why = "closed before its request was complete";
+      return network::GatedAcceptor::Verdict::kDrop;
+    case 2:
+      answer(c.fd, 431, "Request Header Fields Too Large",
+             "request head longer than " + std::to_string(options_.max_head_bytes) + " bytes");
+      *why = "request head too large";
+      return network::GatedAcceptor::Verdict::kDrop;
+    default:
+      return network::GatedAcceptor::Verdict::kWait;
   }
-  for (Pending& p : pending) ::close(p.fd);
 }
 
-void HttpServer::dispatch(Pending p) {
-  ::fcntl(p.fd, F_SETFL, ::fcntl(p.fd, F_GETFL) & ~O_NONBLOCK);
+void HttpServer::dispatch(Connection c) {
+  ::fcntl(c.fd, F_SETFL, ::fcntl(c.fd, F_GETFL) & ~O_NONBLOCK);
   absl::MutexLock lock(&mu_);
-  if (queue_.size() >= options_.max_queued) {
-    answer_and_close(p.fd, 503, "Service Unavailable", "the server is busy; try again");
+  if (queue_.size() >= options_.max_queued || stopping_) {
+    answer(c.fd, 503, "Service Unavailable", "the server is busy; try again");
+    ::close(c.fd);
     return;
   }
-  queue_.push_back(std::move(p));
+  queue_.push_back(std::move(c));
   work_cv_.Signal();
 }
 
 void HttpServer::worker_loop() {
   while (true) {
-    Pending p;
+    Connection p;
     {
       absl::MutexLock lock(&mu_);
       while (queue_.empty() && !stopping_) work_cv_.Wait(&mu_);
@@ -279,7 +182,7 @@ void HttpServer::worker_loop() {
   }
 }
 
-void HttpServer::serve(const Pending& p) {
+void HttpServer::serve(const Connection& p) {
   SocketStream stream(p.fd, p.ip, p.port, options_.io_timeout);
   bool closed = false;
   process_request(stream, /*close_connection=*/true, closed, [&](httplib::Request& req) {

@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "network/gated_acceptor.h"
 
 namespace weir::cluster {
 
@@ -65,28 +66,21 @@ class HttpServer : public httplib::Server {
   void shutdown();
 
  private:
-  struct Pending {
-    int fd = -1;
-    std::string ip;
-    int port = 0;
-    std::chrono::steady_clock::time_point deadline;
-  };
-  void accept_loop();
-  void worker_loop();
+  using Connection = network::GatedAcceptor::Connection;
+  network::GatedAcceptor::Verdict head_arrived(Connection& c, std::string* why);
   // Hands a connection whose head has arrived to the workers, or answers
   // 503 when they are saturated.
-  void dispatch(Pending p);
-  void serve(const Pending& p);
+  void dispatch(Connection c);
+  void worker_loop();
+  void serve(const Connection& c);
 
   const HttpServerOptions options_;
-  int listen_fd_ = -1;
-  const int wake_fd_;
-  std::thread acceptor_;
-  std::vector<std::thread> workers_;
   std::atomic<bool> stopping_{false};
   absl::Mutex mu_;
   absl::CondVar work_cv_;
-  std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<Connection> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> workers_;
+  network::GatedAcceptor acceptor_;  // last: its thread calls the members above
 };
 
 }  // namespace weir::cluster

@@ -7,7 +7,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,8 +39,6 @@ size_t max_pending_handshakes() {
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kMaxPendingHandshakes;
   return std::clamp<size_t>(static_cast<size_t>(limit.rlim_cur / 4), 4, kMaxPendingHandshakes);
 }
-// How long accepting pauses after running out of descriptors or memory.
-constexpr auto kAcceptBackoff = std::chrono::milliseconds(200);
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -515,49 +512,21 @@ DataPlane::DataPlane(std::string secret, NetworkBufferPool* pool, int channel_ca
     : secret_(std::move(secret)),
       pool_(pool),
       capacity_(channel_capacity),
-      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+      acceptor_(GatedAcceptor::Options{"data port", kHandshakeTimeout, max_pending_handshakes(),
+                                       max_pending_handshakes()},
+                [this](GatedAcceptor::Connection& c, std::string* why) { return read_hello(c, why); },
+                [this](GatedAcceptor::Connection c) { admit(std::move(c)); }, [this] { reap_inbound(); }) {}
 
-DataPlane::~DataPlane() {
-  shutdown();
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-}
+DataPlane::~DataPlane() { shutdown(); }
 
 absl::Status DataPlane::listen(const std::string& host, int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::UnavailableError("data port socket: " + errno_text());
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    ::close(fd);
-    return absl::InvalidArgumentError("data port: '" + host + "' is not an IPv4 address");
-  }
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 64) != 0) {
-    std::string why = errno_text();
-    ::close(fd);
-    return absl::UnavailableError("cannot listen on " + host + ":" + std::to_string(port) + ": " + why);
-  }
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  listen_fd_ = fd;
-  address_ = host + ":" + std::to_string(ntohs(addr.sin_port));
-  acceptor_ = std::thread([this] { accept_loop(); });
+  auto bound = acceptor_.listen(host, port);
+  if (!bound.ok()) return bound.status();
+  address_ = host + ":" + std::to_string(*bound);
   return absl::OkStatus();
 }
 
 namespace {
-
-// A connection accepted but not yet authenticated: the acceptor reads its
-// hello without blocking, within a deadline.
-struct PendingHandshake {
-  int fd = -1;
-  std::string peer;
-  std::string bytes;  // of the hello frame, so far
-  std::chrono::steady_clock::time_point deadline;
-};
 
 enum class HelloState { kIncomplete, kValid, kWrongSecret, kMalformed };
 
@@ -574,155 +543,63 @@ HelloState check_hello(const std::string& bytes, const std::string& secret) {
                                                                              : HelloState::kWrongSecret;
 }
 
-// Errors of accept() that say nothing about the listening socket: the
-// process or system is out of a resource for now, or the peer gave up.
-bool transient_accept_error(int err) {
-  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM || err == EPERM || err == EPROTO ||
-         err == ENETDOWN || err == ENOPROTOOPT || err == EHOSTDOWN || err == ENONET || err == EHOSTUNREACH ||
-         err == EOPNOTSUPP || err == ENETUNREACH || err == ETIMEDOUT;
-}
-
 }  // namespace
 
-void DataPlane::wake_acceptor() {
-  uint64_t one = 1;
-  ssize_t w = ::write(wake_fd_, &one, sizeof(one));
-  (void)w;  // a full counter already wakes it
+void DataPlane::wake_acceptor() { acceptor_.wake(); }
+
+// On the accepting thread: reads what a connection sent of its hello.
+GatedAcceptor::Verdict DataPlane::read_hello(GatedAcceptor::Connection& c, std::string* why) {
+  char buf[512];
+  const size_t room = kHeaderBytes + kMaxHelloPayload + 1 - c.bytes.size();
+  ssize_t r = ::recv(c.fd, buf, std::min(sizeof(buf), room), 0);
+  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    *why = "closed before the handshake";
+    return GatedAcceptor::Verdict::kDrop;
+  }
+  if (r > 0) c.bytes.append(buf, static_cast<size_t>(r));
+  switch (check_hello(c.bytes, secret_)) {
+    case HelloState::kIncomplete:
+      return GatedAcceptor::Verdict::kWait;
+    case HelloState::kMalformed:
+      *why = "no handshake";
+      return GatedAcceptor::Verdict::kDrop;
+    case HelloState::kWrongSecret: {
+      std::string refused = frame(FrameType::kRefused, 0, "wrong cluster secret");
+      ssize_t w = ::send(c.fd, refused.data(), refused.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      (void)w;  // best effort: the connection closes either way
+      *why = "wrong cluster secret";
+      return GatedAcceptor::Verdict::kDrop;
+    }
+    case HelloState::kValid:
+      break;
+  }
+  return GatedAcceptor::Verdict::kServe;
 }
 
-// One thread accepts connections and runs every handshake: a connection holds
-// no thread until it has shown the secret, at most kMaxPendingHandshakes wait
-// at once (the oldest is dropped for a new one), each for at most
-// kHandshakeTimeout. Running out of descriptors pauses accepting and retries;
-// only shutdown ends the loop.
-void DataPlane::accept_loop() {
-  using Clock = std::chrono::steady_clock;
-  const size_t max_pending = max_pending_handshakes();
-  std::deque<PendingHandshake> pending;
-  Clock::time_point resume_accepting{};  // after a resource error
-  bool accept_failing = false;
-  RateLimitedLog refusals;
-  auto drop = [&](PendingHandshake& p, const char* why) {
-    refusals.log([&] { return fmt::format("refused a data connection from {}: {}", p.peer, why); });
-    ::close(p.fd);
-    p.fd = -1;
-  };
-  while (!stopping_) {
-    const Clock::time_point now = Clock::now();
-    const bool accepting = now >= resume_accepting;
-    std::vector<pollfd> fds;
-    fds.push_back({wake_fd_, POLLIN, 0});
-    fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
-    Clock::time_point next = accepting ? now + std::chrono::seconds(1) : resume_accepting;
-    for (const auto& p : pending) {
-      fds.push_back({p.fd, POLLIN, 0});
-      next = std::min(next, p.deadline);
-    }
-    int timeout_ms = static_cast<int>(
-        std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
-    int n = ::poll(fds.data(), fds.size(), timeout_ms);
-    if (n < 0 && errno != EINTR) {
-      spdlog::error("data port {}: poll failed: {}", address_, errno_text());
-      resume_accepting = Clock::now() + kAcceptBackoff;
-      continue;
-    }
-    if (stopping_) break;
-    if (fds[0].revents & POLLIN) {
-      uint64_t count;
-      ssize_t r = ::read(wake_fd_, &count, sizeof(count));
-      (void)r;
-      absl::MutexLock lock(&mu_);
-      std::erase_if(inbound_, [](const std::shared_ptr<Inbound>& c) {
-        if (!c->done()) return false;
-        c->join();
-        return true;
-      });
-    }
-    // Handshakes that progressed or ran out of time.
-    for (size_t i = 0; i < pending.size(); ++i) {
-      PendingHandshake& p = pending[i];
-      const short revents = fds[2 + i].revents;
-      if (revents != 0) {
-        char buf[512];
-        ssize_t r = ::recv(p.fd, buf, std::min(sizeof(buf), kHeaderBytes + kMaxHelloPayload + 1 - p.bytes.size()), 0);
-        if (r <= 0 && !(r < 0 && (errno == EAGAIN || errno == EINTR))) {
-          drop(p, "closed before the handshake");
-          continue;
-        }
-        if (r > 0) p.bytes.append(buf, static_cast<size_t>(r));
-        switch (check_hello(p.bytes, secret_)) {
-          case HelloState::kIncomplete:
-            break;
-          case HelloState::kMalformed:
-            drop(p, "no handshake");
-            continue;
-          case HelloState::kWrongSecret: {
-            std::string refused = frame(FrameType::kRefused, 0, "wrong cluster secret");
-            ssize_t w = ::send(p.fd, refused.data(), refused.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-            (void)w;  // best effort: the connection closes either way
-            drop(p, "wrong cluster secret");
-            continue;
-          }
-          case HelloState::kValid: {
-            ::fcntl(p.fd, F_SETFL, ::fcntl(p.fd, F_GETFL) & ~O_NONBLOCK);
-            std::string ok = frame(FrameType::kHelloOk, 0, {});
-            if (!write_all(p.fd, ok.data(), ok.size())) {
-              drop(p, "closed during the handshake");
-              continue;
-            }
-            auto in = std::make_shared<Inbound>(this, p.fd, p.peer);
-            p.fd = -1;
-            absl::MutexLock lock(&mu_);
-            if (!stopping_) {
-              inbound_.push_back(in);
-              in->start();
-            }
-            continue;
-          }
-        }
-      }
-      if (Clock::now() >= p.deadline) drop(p, "no handshake within 5 s");
-    }
-    std::erase_if(pending, [](const PendingHandshake& p) { return p.fd < 0; });
-    if (!accepting || !(fds[1].revents & POLLIN)) continue;
-    // New connections, as many as are waiting.
-    while (!stopping_) {
-      sockaddr_in peer{};
-      socklen_t len = sizeof(peer);
-      int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        if ((errno == EMFILE || errno == ENFILE) && !pending.empty()) {
-          // Out of descriptors: the oldest unauthenticated peer gives its up.
-          drop(pending.front(), "out of file descriptors");
-          pending.pop_front();
-          continue;
-        }
-        if (!accept_failing) {
-          spdlog::error("data port {}: cannot accept connections: {}; retrying", address_, errno_text());
-        }
-        accept_failing = true;
-        if (!transient_accept_error(errno)) spdlog::error("data port {}: accept: {}", address_, errno_text());
-        resume_accepting = Clock::now() + kAcceptBackoff;
-        break;
-      }
-      if (accept_failing) {
-        spdlog::info("data port {}: accepting connections again", address_);
-        accept_failing = false;
-      }
-      tune_socket(fd);
-      char ip[INET_ADDRSTRLEN] = "?";
-      ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof(ip));
-      if (pending.size() >= max_pending) {
-        drop(pending.front(), "too many connections waiting for their handshake");
-        pending.pop_front();
-      }
-      pending.push_back({fd, std::string(ip) + ":" + std::to_string(ntohs(peer.sin_port)), "",
-                         Clock::now() + kHandshakeTimeout});
-    }
+// On the accepting thread: an authenticated peer gets its reading thread.
+void DataPlane::admit(GatedAcceptor::Connection c) {
+  ::fcntl(c.fd, F_SETFL, ::fcntl(c.fd, F_GETFL) & ~O_NONBLOCK);
+  tune_socket(c.fd);
+  std::string ok = frame(FrameType::kHelloOk, 0, {});
+  if (!write_all(c.fd, ok.data(), ok.size())) {
+    ::close(c.fd);
+    return;
   }
-  for (auto& p : pending) ::close(p.fd);
+  auto in = std::make_shared<Inbound>(this, c.fd, c.peer());
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;  // `in` closes the descriptor
+  inbound_.push_back(in);
+  in->start();
+}
+
+// On the accepting thread, when an inbound connection ended: releases it.
+void DataPlane::reap_inbound() {
+  absl::MutexLock lock(&mu_);
+  std::erase_if(inbound_, [](const std::shared_ptr<Inbound>& c) {
+    if (!c->done()) return false;
+    c->join();
+    return true;
+  });
 }
 
 ChannelRegistry* DataPlane::registry(const std::string& job_id) {
@@ -807,9 +684,7 @@ void DataPlane::forget(Outbound* o) {
 
 void DataPlane::shutdown() {
   if (stopping_.exchange(true)) return;
-  wake_acceptor();
-  if (acceptor_.joinable()) acceptor_.join();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
+  acceptor_.shutdown();
   std::vector<std::shared_ptr<Outbound>> out;
   std::vector<std::shared_ptr<Inbound>> in;
   {

@@ -39,6 +39,7 @@
 #include "absl/synchronization/mutex.h"
 #include "network/buffer_pool.h"
 #include "network/channel_registry.h"
+#include "network/gated_acceptor.h"
 
 namespace weir::network {
 
@@ -88,18 +89,20 @@ class DataPlane {
   class Outbound;
   class Inbound;
 
-  void accept_loop();
+  GatedAcceptor::Verdict read_hello(GatedAcceptor::Connection& c, std::string* why);
+  void admit(GatedAcceptor::Connection c);
+  void reap_inbound();
   void wake_acceptor();
   void forget(Outbound* o);
 
   const std::string secret_;
   NetworkBufferPool* const pool_;
   const int capacity_;
-  int listen_fd_ = -1;
-  const int wake_fd_;  // eventfd: shutdown, or an inbound connection ended
   std::string address_;
-  std::thread acceptor_;
   std::atomic<bool> stopping_{false};
+
+  // Runs the handshakes; declared last of what its callbacks use.
+  GatedAcceptor acceptor_;
 
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<ChannelRegistry>> registries_ ABSL_GUARDED_BY(mu_);
