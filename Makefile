@@ -3,7 +3,10 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 
-.PHONY: deps configure build demo test bench check-locks clean
+FUZZ_SECONDS ?= 10
+FUZZ_TARGETS := metadata state_file records data_plane json_body config running_sum_line
+
+.PHONY: deps configure build demo test bench check-locks asan-configure asan tsan fuzz clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -29,5 +32,35 @@ check-locks: deps
 	@CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	@cmake --build build-clang -j $(JOBS) --target weir_core weir_unit_test
 
+# The unit tests built with clang under AddressSanitizer and
+# UndefinedBehaviorSanitizer (any report fails the run). The same build
+# holds the fuzz targets.
+asan-configure: deps
+	@CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DWEIR_SANITIZE=address,undefined -DWEIR_FUZZ=ON >/dev/null
+
+asan: asan-configure
+	@cmake --build build-asan -j $(JOBS) --target weir_unit_test
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/weir_unit_test --gtest_brief=1
+
+# The same under ThreadSanitizer.
+tsan: deps
+	@CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEIR_SANITIZE=thread >/dev/null
+	@cmake --build build-tsan -j $(JOBS) --target weir_unit_test
+	@TSAN_OPTIONS=halt_on_error=1 build-tsan/weir_unit_test --gtest_brief=1
+
+# Each fuzz target for FUZZ_SECONDS (make fuzz FUZZ_SECONDS=600 for a long
+# run) from its corpus in fuzz/corpus/; new inputs it finds go to
+# build-asan/corpus/, a crash to build-asan/crash-* (then add it to the
+# corpus and a regression test).
+fuzz: asan-configure
+	@cmake --build build-asan -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-asan/corpus/$$t; \
+	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
+	  build-asan/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-asan/crash-$$t- -print_final_stats=0 \
+	    build-asan/corpus/$$t fuzz/corpus/$$t 2>build-asan/fuzz_$$t.log || { tail -40 build-asan/fuzz_$$t.log; exit 1; }; \
+	done; echo "fuzz: every target ran $(FUZZ_SECONDS) s without a crash"
+
 clean:
-	@rm -rf $(BUILD_DIR)
+	@rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz

@@ -33,11 +33,12 @@ struct Acc {
   auto weir_fields() { return std::tie(sum, count); }
 };
 
-Parsed parse(const TextLine& l) {
-  Parsed p;
-  p.line = l.line_number;
-  size_t comma = l.text.find(',');
-  if (comma == std::string::npos) {
+}  // namespace
+
+ParsedLine parse_running_sum_line(std::string_view text) {
+  ParsedLine p;
+  size_t comma = text.find(',');
+  if (comma == std::string_view::npos) {
     p.reason = "missing comma";
     return p;
   }
@@ -45,8 +46,8 @@ Parsed parse(const TextLine& l) {
     p.reason = "empty key";
     return p;
   }
-  const char* b = l.text.data() + comma + 1;
-  const char* e = l.text.data() + l.text.size();
+  const char* b = text.data() + comma + 1;
+  const char* e = text.data() + text.size();
   if (b != e && *b == '+') ++b;
   auto [ptr, ec] = std::from_chars(b, e, p.value);
   if (ec == std::errc::result_out_of_range) {
@@ -57,8 +58,21 @@ Parsed parse(const TextLine& l) {
     p.reason = "value is not an integer";
     return p;
   }
-  p.key = l.text.substr(0, comma);
+  p.key = std::string(text.substr(0, comma));
   p.ok = true;
+  return p;
+}
+
+namespace {
+
+Parsed parse(const TextLine& l) {
+  ParsedLine pl = parse_running_sum_line(l.text);
+  Parsed p;
+  p.line = l.line_number;
+  p.ok = pl.ok;
+  p.key = std::move(pl.key);
+  p.value = pl.value;
+  p.reason = std::move(pl.reason);
   return p;
 }
 

@@ -54,6 +54,16 @@ inline constexpr char kRejectsPrefix[] = "rejects";
 
 void build_running_sum(StreamEnvironment& env, const RunningSumOptions& options);
 
+// One input line, `key,value` with a 64-bit integer value (an optional
+// leading '+'): the key and value, or why the line is rejected.
+struct ParsedLine {
+  bool ok = false;
+  std::string key;
+  int64_t value = 0;
+  std::string reason;
+};
+ParsedLine parse_running_sum_line(std::string_view text);
+
 struct RunningSumCheck {
   int64_t input_lines = 0;
   int64_t valid_records = 0;

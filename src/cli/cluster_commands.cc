@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/embedded.h"
+#include "cli/config_file.h"
 #include "cli/jobs.h"
 #include "cluster/client.h"
 #include "cluster/job_library.h"
@@ -65,51 +66,6 @@ class StopSignals {
  private:
   sigset_t set_;
 };
-
-// Options from a config file (TOML subset, docs/cli.md): the top-level keys
-// secret-file and verbose, and per role the sections [jobmanager],
-// [taskmanager] and [client], whose keys are the long options of those
-// commands. An option given on the command line wins. Unknown sections and
-// keys are errors naming the file and the key.
-absl::Status apply_config(const std::string& path, CLI::App* command, const std::string& role) {
-  std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError("cannot read config file " + path + ": " + std::strerror(errno));
-  std::vector<CLI::ConfigItem> items;
-  try {
-    items = CLI::ConfigTOML().from_config(in);
-  } catch (const CLI::Error& e) {
-    return absl::InvalidArgumentError("config file " + path + ": " + e.what());
-  }
-  static const std::set<std::string> kSections = {"jobmanager", "taskmanager", "client"};
-  static const std::set<std::string> kTopLevel = {"secret-file", "verbose"};
-  for (const auto& item : items) {
-    if (item.name == "++" || item.name == "--") continue;  // section markers
-    const std::string key = item.fullname();
-    if (item.parents.size() > 1 || (item.parents.size() == 1 && kSections.count(item.parents[0]) == 0)) {
-      return absl::InvalidArgumentError("config file " + path + ": unknown section of '" + key +
-                                        "' (sections: jobmanager, taskmanager, client)");
-    }
-    if (item.parents.empty() && kTopLevel.count(item.name) == 0) {
-      return absl::InvalidArgumentError("config file " + path + ": '" + key +
-                                        "' belongs in a section ([jobmanager], [taskmanager] or [client]); only "
-                                        "secret-file and verbose stand at the top");
-    }
-    if (!item.parents.empty() && item.parents[0] != role) continue;  // another role's
-    CLI::Option* opt = item.name == "config" ? nullptr : command->get_option_no_throw("--" + item.name);
-    if (opt == nullptr) {
-      return absl::InvalidArgumentError("config file " + path + ": '" + key + "' is not an option of weir " +
-                                        command->get_name());
-    }
-    if (opt->count() > 0) continue;  // given on the command line
-    try {
-      for (const auto& v : item.inputs) opt->add_result(v);
-      opt->run_callback();
-    } catch (const CLI::Error& e) {
-      return absl::InvalidArgumentError("config file " + path + ": '" + key + "': " + e.what());
-    }
-  }
-  return absl::OkStatus();
-}
 
 // `weir run` takes a job library by path (anything with a slash or ending in
 // .so), a built-in job by name otherwise.

@@ -19,6 +19,7 @@
 #include "cli/jobs.h"
 #include "cluster/http_server.h"
 #include "cluster/job_library.h"
+#include "cluster/json_body.h"
 #include "cluster/protocol.h"
 #include "cluster/queued_writer.h"
 #include "common/clock.h"
@@ -480,7 +481,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       reply(res, {{"library", digest}, {"bytes", bytes->size()}});
     });
     http_.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-      auto body = parse_json_body(req.body);
+      auto body = parse_json_body(req.body, kMaxJsonDepth);
       if (!body.is_object() || !body.contains("name") || !body["name"].is_string()) {
         return reply_error(res, absl::InvalidArgumentError("the body must be {\"name\": JOB, \"args\": [...]}"));
       }
@@ -541,7 +542,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     auto savepoint_handler = [this](bool stop) {
       return [this, stop](const httplib::Request& req, httplib::Response& res) {
         with_job(req, res, [&](Job& j) {
-          auto body = parse_json_body(req.body.empty() ? "{}" : req.body);
+          auto body = parse_json_body(req.body.empty() ? "{}" : req.body, kMaxJsonDepth);
           if (!body.is_object() || (body.contains("directory") && !body["directory"].is_string())) {
             return reply_error(res, absl::InvalidArgumentError("the body must be {\"directory\": DIR} or {}"));
           }
@@ -613,33 +614,6 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       return 413;
     }
     return 0;
-  }
-  // A JSON body, or a discarded value when it does not parse or nests
-  // deeper than kMaxJsonDepth (parsing and freeing deep nests costs stack
-  // and memory out of proportion to the bytes).
-  static nlohmann::json parse_json_body(const std::string& body) {
-    int depth = 0;
-    bool in_string = false, escaped = false;
-    for (char c : body) {
-      if (in_string) {
-        if (escaped) {
-          escaped = false;
-        } else if (c == '\\') {
-          escaped = true;
-        } else if (c == '"') {
-          in_string = false;
-        }
-        continue;
-      }
-      if (c == '"') {
-        in_string = true;
-      } else if (c == '[' || c == '{') {
-        if (++depth > kMaxJsonDepth) return nlohmann::json::value_t::discarded;
-      } else if (c == ']' || c == '}') {
-        --depth;
-      }
-    }
-    return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   }
   static void reply(httplib::Response& res, const nlohmann::json& body) {
     res.set_content(body.dump(), "application/json");

@@ -450,14 +450,13 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
       if (h.length > kMaxControlPayload) return;
       std::string payload(h.length, '\0');
       if (!read_all(fd_, payload.data(), payload.size())) return;
-      PayloadReader r(payload);
       if (h.type == FrameType::kOpen) {
-        ChannelKey key;
-        if (!r.get_string(&key.job_id) || !r.get(&key.attempt) || !r.get(&key.job_edge) ||
-            !r.get(&key.producer) || !r.get(&key.consumer)) {
+        std::optional<ChannelKey> open = decode_open(payload);
+        if (!open) {
           spdlog::warn("data connection from {}: malformed open frame", peer_);
           return;
         }
+        const ChannelKey& key = *open;
         auto ch = plane_->registry(key.job_id)->get(key);
         const uint32_t id = h.channel;
         std::weak_ptr<Inbound> weak = weak_from_this();
@@ -471,17 +470,13 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
         channels_[id] = ch;
         grant(id, static_cast<uint32_t>(plane_->capacity_));
       } else if (h.type == FrameType::kEvent) {
-        ChannelEvent ev;
-        uint8_t kind = 0, flags = 0;
-        if (!r.get(&kind) || !r.get(&ev.checkpoint_id) || !r.get(&ev.timestamp_ms) || !r.get(&flags)) {
+        std::optional<ChannelEvent> ev = decode_event(payload);
+        if (!ev) {
           spdlog::warn("data connection from {}: malformed event frame", peer_);
           return;
         }
-        ev.kind = static_cast<EventKind>(kind);
-        ev.idle = flags & 1;
-        ev.savepoint = flags & 2;
         auto it = channels_.find(h.channel);
-        if (it != channels_.end()) it->second->push(std::move(ev));
+        if (it != channels_.end()) it->second->push(std::move(*ev));
       } else if (h.type == FrameType::kClose) {
         auto it = channels_.find(h.channel);
         if (it != channels_.end()) {
@@ -526,11 +521,7 @@ absl::Status DataPlane::listen(const std::string& host, int port) {
   return absl::OkStatus();
 }
 
-namespace {
-
-enum class HelloState { kIncomplete, kValid, kWrongSecret, kMalformed };
-
-HelloState check_hello(const std::string& bytes, const std::string& secret) {
+HelloState check_hello(std::string_view bytes, std::string_view secret) {
   if (bytes.size() < kHeaderBytes) return HelloState::kIncomplete;
   uint32_t length;
   std::memcpy(&length, bytes.data(), 4);
@@ -539,11 +530,33 @@ HelloState check_hello(const std::string& bytes, const std::string& secret) {
   }
   if (bytes.size() < kHeaderBytes + length) return HelloState::kIncomplete;
   if (bytes.size() > kHeaderBytes + length) return HelloState::kMalformed;  // the peer must wait for the answer
-  return secrets_equal(std::string_view(bytes).substr(kHeaderBytes), secret) ? HelloState::kValid
-                                                                             : HelloState::kWrongSecret;
+  return secrets_equal(bytes.substr(kHeaderBytes), secret) ? HelloState::kValid : HelloState::kWrongSecret;
 }
 
-}  // namespace
+std::optional<ChannelKey> decode_open(std::string_view payload) {
+  PayloadReader r(payload);
+  ChannelKey key;
+  if (!r.get_string(&key.job_id) || !r.get(&key.attempt) || !r.get(&key.job_edge) || !r.get(&key.producer) ||
+      !r.get(&key.consumer)) {
+    return std::nullopt;
+  }
+  return key;
+}
+
+std::optional<ChannelEvent> decode_event(std::string_view payload) {
+  PayloadReader r(payload);
+  ChannelEvent ev;
+  uint8_t kind = 0, flags = 0;
+  if (!r.get(&kind) || !r.get(&ev.checkpoint_id) || !r.get(&ev.timestamp_ms) || !r.get(&flags)) return std::nullopt;
+  // A buffer travels in its own frame type, never as an event.
+  if (kind < static_cast<uint8_t>(EventKind::kBarrier) || kind > static_cast<uint8_t>(EventKind::kIdle)) {
+    return std::nullopt;
+  }
+  ev.kind = static_cast<EventKind>(kind);
+  ev.idle = flags & 1;
+  ev.savepoint = flags & 2;
+  return ev;
+}
 
 void DataPlane::wake_acceptor() { acceptor_.wake(); }
 

@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -111,6 +112,17 @@ class DataPlane {
   std::vector<std::shared_ptr<Inbound>> inbound_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Outbound>> dead_outbound_ ABSL_GUARDED_BY(mu_);  // joined at shutdown
 };
+
+// Decoders of what peers send, each refusing (nullopt, kMalformed) what is
+// not well formed.
+enum class HelloState { kIncomplete, kValid, kWrongSecret, kMalformed };
+// The bytes a connection sent so far against its expected hello frame.
+HelloState check_hello(std::string_view bytes, std::string_view secret);
+// The payload of a kOpen frame: the channel it opens.
+std::optional<ChannelKey> decode_open(std::string_view payload);
+// The payload of a kEvent frame: a barrier, watermark, end of data or idle
+// marker.
+std::optional<ChannelEvent> decode_event(std::string_view payload);
 
 // Splits "host:port"; an error names the address.
 absl::StatusOr<std::pair<std::string, int>> parse_address(const std::string& address);

@@ -271,5 +271,22 @@ TEST(DataPlaneHandshakeTest, PeerThatNeverAnswersIsAnErrorNotAHang) {
   ::close(fd);
 }
 
+// Found by fuzz_data_plane: an event frame claiming to be a data buffer was
+// accepted (and would have reached the task as a buffer without data).
+TEST(DataPlaneDecodeTest, EventFramesOfUnknownOrBufferKindAreMalformed) {
+  std::string payload(18, '\0');
+  payload[0] = static_cast<char>(EventKind::kBarrier);
+  auto barrier = decode_event(payload);
+  ASSERT_TRUE(barrier.has_value());
+  EXPECT_EQ(barrier->kind, EventKind::kBarrier);
+  for (int kind : {0, 5, 200}) {
+    payload[0] = static_cast<char>(kind);
+    EXPECT_FALSE(decode_event(payload).has_value()) << "kind " << kind;
+  }
+  EXPECT_FALSE(decode_event(payload.substr(0, 17)).has_value());
+  EXPECT_FALSE(decode_open("").has_value());
+  EXPECT_EQ(check_hello(std::string("\0\0\x01\0\x0e\0\0\xe0\0clusr-secret", 21), "s"), HelloState::kMalformed);
+}
+
 }  // namespace
 }  // namespace weir::network

@@ -41,13 +41,7 @@ class RecordingJobMaster final : public JobMasterGateway {
   // The first report other than kRunning, waiting up to `deadline`.
   std::optional<Report> final_report(absl::Duration deadline) {
     absl::MutexLock lock(&mu_);
-    auto ended = [this] {
-      for (const auto& r : states_) {
-        if (r.state != ExecutionState::kRunning) return true;
-      }
-      return false;
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&ended), deadline);
+    mu_.AwaitWithTimeout(absl::Condition(this, &RecordingJobMaster::ended), deadline);
     for (const auto& r : states_) {
       if (r.state != ExecutionState::kRunning) return r;
     }
@@ -55,6 +49,13 @@ class RecordingJobMaster final : public JobMasterGateway {
   }
 
  private:
+  bool ended() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& r : states_) {
+      if (r.state != ExecutionState::kRunning) return true;
+    }
+    return false;
+  }
+
   absl::Mutex mu_;
   std::vector<Report> states_ ABSL_GUARDED_BY(mu_);
 };
