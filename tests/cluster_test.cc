@@ -438,6 +438,35 @@ TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {
   EXPECT_NE(slurp(c.dir().path("tm-ok.err")).find("wrong cluster secret"), std::string::npos);
 }
 
+// A client command aimed where no JobManager listens says so in words.
+TEST(ClusterTest, UnreachableJobManagerIsNamedWithTheCause) {
+  TempDir dir("cluster-unreachable");
+  const std::string secret = dir.path("secret");
+  std::ofstream(secret) << "s\n";
+  auto r = testing::run_weir({"list", "--jobmanager", "127.0.0.1:1", "--secret-file", secret}, dir.path("list"));
+  EXPECT_EQ(r.code, 5) << r.err;
+  EXPECT_EQ(r.err, "weir: JobManager 127.0.0.1:1 unreachable: cannot connect (nothing listening there, or the host "
+                   "cannot be reached)\n");
+}
+
+// An attached `weir run` prints each restart with its cause as it happens,
+// and the job's failure stays visible after it finished.
+TEST(ClusterTest, AttachedRunPrintsRestartsAsTheyHappen) {
+  Cluster c("cluster-attached");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 20000, 100, 0, 5).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  auto r = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "line-copy",
+                              "--input", input, "--output", c.dir().path("out"), "-p", "2", "--checkpoint-dir",
+                              c.dir().path("chk"), "--checkpoint-interval", "100ms", "--rate", "5000",
+                              "--fail-subtask", "1", "--fail-after", "2000"},
+                             c.dir().path("run"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("restarted (1 restart so far) after: "), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("FINISHED"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("failure: "), std::string::npos) << "the last failure is shown: " << r.out;
+}
+
 // Sends `request` on a new connection to `address` and returns all the
 // server answers until it closes (at most `deadline`).
 std::string raw_http(const std::string& address, const std::string& request,

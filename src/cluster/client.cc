@@ -33,6 +33,28 @@ absl::StatusOr<nlohmann::json> ClusterClient::request(const std::string& method,
   return request_raw(method, path, body != nullptr ? body->dump() : "{}", "application/json", timeout_s);
 }
 
+namespace {
+
+// What went wrong with a request, in words (httplib's names are one word).
+std::string describe(httplib::Error e, int timeout_s) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "cannot connect (nothing listening there, or the host cannot be reached)";
+    case httplib::Error::ConnectionTimeout:
+      return "no connection within 5 s";
+    case httplib::Error::Read:
+      return "no complete answer within " + std::to_string(timeout_s) + " s (or the connection broke)";
+    case httplib::Error::Write:
+      return "the connection broke while sending the request";
+    case httplib::Error::BindIPAddress:
+      return "cannot bind the local address";
+    default:
+      return "request failed (" + httplib::to_string(e) + ")";
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& method, const std::string& path,
                                                           const std::string& body, const char* content_type,
                                                           int timeout_s) {
@@ -46,9 +68,7 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& met
   httplib::Result r = method == "GET"   ? http.Get(path.c_str(), headers)
                       : method == "PUT" ? http.Put(path.c_str(), headers, body, content_type)
                                         : http.Post(path.c_str(), headers, body, content_type);
-  if (!r) {
-    return absl::UnavailableError("JobManager " + address_ + " unreachable: " + httplib::to_string(r.error()));
-  }
+  if (!r) return absl::UnavailableError("JobManager " + address_ + " unreachable: " + describe(r.error(), timeout_s));
   auto json = nlohmann::json::parse(r->body, nullptr, /*allow_exceptions=*/false);
   if (r->status != 200) {
     std::string message = json.is_object() && json.contains("error") && json["error"].is_string()
