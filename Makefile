@@ -43,10 +43,9 @@ asan: asan-configure
 	@cmake --build build-asan -j $(JOBS) --target weir_unit_test
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/weir_unit_test --gtest_brief=1
 
-# The same under ThreadSanitizer. Debian's Abseil is not built with TSan, so
-# the synchronisation inside absl::Mutex is invisible to it and it reports
-# races between accesses that the mutex does order (e.g. LocalChannel's
-# queue); a clean run needs an instrumented Abseil. Not run in CI.
+# The same under ThreadSanitizer (Debian's Abseil is not built with TSan;
+# src/testing/tsan_absl_sync.cc tells TSan what its mutexes order). The whole
+# suite: cd build-tsan && ctest. Not run in CI.
 tsan: deps
 	@CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEIR_SANITIZE=thread >/dev/null
 	@cmake --build build-tsan -j $(JOBS) --target weir_unit_test

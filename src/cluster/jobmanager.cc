@@ -52,8 +52,14 @@ struct Session {
 
   absl::Mutex context_mu;
   grpc::ServerContext* context ABSL_GUARDED_BY(context_mu) = nullptr;  // null once the call ended
+  // Per job, the restore point whose metadata this session's TaskManager
+  // already has (DeployTask.restore_as_before).
+  std::map<std::string, std::shared_ptr<const checkpoint::CheckpointMetadata>> restore_sent
+      ABSL_GUARDED_BY(context_mu);
 
   void send(JobManagerMessage m) { writer->send(std::move(m)); }
+  // Heartbeats: ahead of queued deployments and actions.
+  void send_urgent(JobManagerMessage m) { writer->send_urgent(std::move(m)); }
   // Ends the session's call (its stream reads fail), if it still runs.
   void cancel() {
     absl::MutexLock lock(&context_mu);
@@ -974,7 +980,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
         }
         JobManagerMessage hb;
         hb.mutable_heartbeat()->set_sent_ms(now);
-        s->send(std::move(hb));
+        s->send_urgent(std::move(hb));
       }
     }
   }
@@ -1071,12 +1077,23 @@ void JobGateway::submit_task(runtime::TaskDeploymentDescriptor tdd) {
   d->set_key_group_end(tdd.key_groups.end);
   d->set_restore_location(tdd.restore_location);
   if (tdd.restore != nullptr) {
-    absl::MutexLock lock(&mu_);
-    if (encoded_for_ != tdd.restore) {
-      encoded_ = checkpoint::encode_metadata(*tdd.restore);
-      encoded_for_ = tdd.restore;
+    bool as_before;
+    {
+      absl::MutexLock lock(&s->context_mu);
+      auto& sent = s->restore_sent[job_id_];
+      as_before = sent == tdd.restore;
+      sent = tdd.restore;
     }
-    d->set_restore_metadata(encoded_);
+    if (as_before) {
+      d->set_restore_as_before(true);
+    } else {
+      absl::MutexLock lock(&mu_);
+      if (encoded_for_ != tdd.restore) {
+        encoded_ = checkpoint::encode_metadata(*tdd.restore);
+        encoded_for_ = tdd.restore;
+      }
+      d->set_restore_metadata(encoded_);
+    }
   }
   if (tdd.task_locations != nullptr) {
     for (const auto& l : *tdd.task_locations) d->add_task_locations(l);
@@ -1138,6 +1155,10 @@ void JobGateway::release() {
   }
   jm_->free_slots(slots);
   for (const auto& s : ran_on) {
+    {
+      absl::MutexLock lock(&s->context_mu);
+      s->restore_sent.erase(job_id_);
+    }
     if (s->lost) continue;
     JobManagerMessage m;
     m.mutable_release()->set_job_id(job_id_);

@@ -1,6 +1,13 @@
 // Writes messages to a gRPC stream from one thread of its own, so senders
 // (the JobMaster's event loop, task threads) only enqueue and never block on
 // a slow peer. Thread-safe.
+//
+// Two lanes: `send` keeps the order of everything sent through it (a
+// deployment before the actions on that task); `send_urgent` is for
+// heartbeats, which have no order relative to other messages and must not
+// wait behind a queue of deployments: the next write takes the urgent lane
+// first. Messages are written one at a time, so an urgent message waits at
+// most for the one message being written.
 #ifndef WEIR_CLUSTER_QUEUED_WRITER_H_
 #define WEIR_CLUSTER_QUEUED_WRITER_H_
 
@@ -23,11 +30,9 @@ class QueuedWriter {
   QueuedWriter(const QueuedWriter&) = delete;
   QueuedWriter& operator=(const QueuedWriter&) = delete;
 
-  void send(Msg m) {
-    absl::MutexLock lock(&mu_);
-    if (closed_) return;
-    queue_.push_back(std::move(m));
-  }
+  void send(Msg m) { enqueue(std::move(m), &ordered_); }
+  void send_urgent(Msg m) { enqueue(std::move(m), &urgent_); }
+
   // Writes what is queued unless the stream broke, then ends the thread.
   void close() {
     {
@@ -38,27 +43,36 @@ class QueuedWriter {
   }
 
  private:
+  void enqueue(Msg m, std::deque<Msg>* lane) {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    lane->push_back(std::move(m));
+  }
+
   void run() {
     bool broken = false;
     while (true) {
-      std::deque<Msg> batch;
+      Msg m;
       {
         absl::MutexLock lock(&mu_);
         mu_.Await(absl::Condition(
-            +[](QueuedWriter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu_) { return w->closed_ || !w->queue_.empty(); },
+            +[](QueuedWriter* w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(w->mu_) {
+              return w->closed_ || !w->urgent_.empty() || !w->ordered_.empty();
+            },
             this));
-        if (queue_.empty()) return;  // closed
-        batch.swap(queue_);
+        std::deque<Msg>* lane = !urgent_.empty() ? &urgent_ : &ordered_;
+        if (lane->empty()) return;  // closed and drained
+        m = std::move(lane->front());
+        lane->pop_front();
       }
-      for (auto& m : batch) {
-        if (!broken && !write_(m)) broken = true;
-      }
+      if (!broken && !write_(m)) broken = true;
     }
   }
 
   const std::function<bool(const Msg&)> write_;
   absl::Mutex mu_;
-  std::deque<Msg> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<Msg> ordered_ ABSL_GUARDED_BY(mu_);
+  std::deque<Msg> urgent_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

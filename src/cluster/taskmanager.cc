@@ -74,6 +74,11 @@ class TaskManagerProcess::Impl {
     absl::MutexLock lock(&mu_);
     if (writer_ != nullptr) writer_->send(std::move(m));
   }
+  // Heartbeats: ahead of queued task reports.
+  void send_urgent(TaskManagerMessage m) {
+    absl::MutexLock lock(&mu_);
+    if (writer_ != nullptr) writer_->send_urgent(std::move(m));
+  }
 
  private:
   // Forwards a job's task reports to the JobManager.
@@ -198,7 +203,7 @@ class TaskManagerProcess::Impl {
         TaskManagerMessage hb;
         hb.mutable_heartbeat()->set_sent_ms(SystemClock::instance()->now_ms());
         add_metrics(hb.mutable_heartbeat());
-        send(std::move(hb));
+        send_urgent(std::move(hb));
       }
     });
     while (stream->Read(&m)) {
@@ -354,11 +359,21 @@ class TaskManagerProcess::Impl {
                                                                 d.task_locations().end());
     tdd.task_locations = std::move(locations);
     absl::Status failed;
-    if (!d.restore_metadata().empty()) {
+    if (d.restore_as_before()) {
+      auto it = restore_points_.find(d.job_id());
+      if (it != restore_points_.end() && it->second.location == d.restore_location()) {
+        tdd.restore = it->second.metadata;
+      } else {
+        failed = absl::InternalError("the JobManager referred to restore point " + d.restore_location() +
+                                     " as sent before, but this TaskManager does not hold it");
+      }
+    } else if (!d.restore_metadata().empty()) {
       auto meta = checkpoint::decode_metadata(d.restore_metadata(), "restore point of " + d.restore_location());
       if (meta.ok()) {
         tdd.restore = std::make_shared<const checkpoint::CheckpointMetadata>(std::move(*meta));
+        restore_points_[d.job_id()] = RestorePoint{d.restore_location(), tdd.restore};
       } else {
+        restore_points_.erase(d.job_id());
         failed = meta.status();
       }
     }
@@ -378,6 +393,7 @@ class TaskManagerProcess::Impl {
   }
 
   void release(const std::string& job_id) {
+    restore_points_.erase(job_id);
     std::unique_ptr<Job> job;
     {
       absl::MutexLock lock(&mu_);
@@ -398,6 +414,7 @@ class TaskManagerProcess::Impl {
       for (auto& [id, j] : jobs_) ids.push_back(id);
     }
     for (const auto& id : ids) release(id);
+    restore_points_.clear();
   }
 
   TaskManagerOptions options_;
@@ -405,6 +422,14 @@ class TaskManagerProcess::Impl {
   network::DataPlane data_plane_;
   LibraryStore libraries_;
   std::atomic<int64_t> last_heard_{0};                    // the session's last message from the JobManager
+  // Per job, the restore point of its latest deployment in this session
+  // (DeployTask.restore_as_before). The thread of run() (and the
+  // destructor, after it).
+  struct RestorePoint {
+    std::string location;
+    std::shared_ptr<const checkpoint::CheckpointMetadata> metadata;
+  };
+  std::map<std::string, RestorePoint> restore_points_;
   std::shared_ptr<grpc::Channel> channel_;                // run() thread only
   std::unique_ptr<proto::JobManagerService::Stub> stub_;  // run() thread only
 
