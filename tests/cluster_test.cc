@@ -418,10 +418,11 @@ TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {
   auto fd = network::connect_tcp((*o)["taskmanagers"][0]["data_address"].get<std::string>(), 5000);
   ASSERT_TRUE(fd.ok()) << fd.status();
   std::string hello;
-  uint32_t len = 14;
+  uint32_t len = 15;
   hello.append(reinterpret_cast<const char*>(&len), 4);
   hello.push_back(static_cast<char>(network::FrameType::kHello));
   hello.append(4, '\0');
+  hello.push_back(static_cast<char>(network::kDataPlaneVersion));
   hello += "not-the-secret";
   ASSERT_EQ(::send(*fd, hello.data(), hello.size(), MSG_NOSIGNAL), static_cast<ssize_t>(hello.size()));
   char header[9];

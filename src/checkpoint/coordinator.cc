@@ -73,7 +73,7 @@ void CheckpointCoordinator::start(int num_tasks) {
 
 void CheckpointCoordinator::stop() {
   running_ = false;
-  while (!pending_.empty()) abort(pending_.begin()->first, "job attempt ended", false);
+  while (!pending_.empty()) abort(pending_.begin()->first, CheckpointFailureReason::kAttemptEnded);
 }
 
 void CheckpointCoordinator::request_final_checkpoint() {
@@ -91,7 +91,7 @@ void CheckpointCoordinator::tick() {
     if (now - p.trigger_ms >= config_.timeout.count()) expired.push_back(id);
   }
   for (int64_t id : expired) {
-    abort(id, "expired after " + std::to_string(config_.timeout.count()) + " ms", true);
+    abort(id, CheckpointFailureReason::kExpired, "after " + std::to_string(config_.timeout.count()) + " ms");
     if (!running_) return;
   }
   if (final_requested_) {
@@ -173,7 +173,7 @@ void CheckpointCoordinator::on_decline(int task, int64_t id, const std::string& 
     on_stale_report(id);
     return;
   }
-  abort(id, "declined by task " + std::to_string(task) + ": " + reason, true);
+  abort(id, CheckpointFailureReason::kDeclined, "by task " + std::to_string(task) + ": " + reason);
 }
 
 void CheckpointCoordinator::complete(Pending p) {
@@ -202,7 +202,7 @@ void CheckpointCoordinator::complete(Pending p) {
     // Back in the map so abort() sees it.
     int64_t id = p.id;
     pending_.emplace(id, std::move(p));
-    abort(id, "writing metadata failed: " + std::string(location.status().message()), true);
+    abort(id, CheckpointFailureReason::kFinalizeFailed, std::string(location.status().message()));
     return;
   }
   int64_t now = clock_->now_ms();
@@ -225,9 +225,34 @@ void CheckpointCoordinator::complete(Pending p) {
   }
 }
 
-void CheckpointCoordinator::abort(int64_t id, const std::string& reason, bool count_failure) {
+std::string_view to_string(CheckpointFailureReason r) {
+  switch (r) {
+    case CheckpointFailureReason::kAttemptEnded: return "job attempt ended";
+    case CheckpointFailureReason::kExpired: return "expired";
+    case CheckpointFailureReason::kDeclined: return "declined";
+    case CheckpointFailureReason::kFinalizeFailed: return "writing metadata failed";
+  }
+  return "?";
+}
+
+bool counts_as_failure(CheckpointFailureReason r) { return r != CheckpointFailureReason::kAttemptEnded; }
+
+namespace {
+
+// The reason in words, as logs and job failures show it: "expired after
+// 600000 ms", "declined by task 3: ...", "writing metadata failed: ...".
+std::string describe(CheckpointFailureReason why, const std::string& detail) {
+  if (detail.empty()) return std::string(to_string(why));
+  const char* separator = why == CheckpointFailureReason::kFinalizeFailed ? ": " : " ";
+  return std::string(to_string(why)) + separator + detail;
+}
+
+}  // namespace
+
+void CheckpointCoordinator::abort(int64_t id, CheckpointFailureReason why, const std::string& detail) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
+  const std::string reason = describe(why, detail);
   std::string savepoint_dir = it->second.savepoint_dir;
   pending_.erase(it);
   storage_->discard(id);
@@ -237,7 +262,7 @@ void CheckpointCoordinator::abort(int64_t id, const std::string& reason, bool co
                                                                    " failed: " + reason));
     return;  // a failed savepoint does not count against the job
   }
-  if (!count_failure) return;
+  if (!counts_as_failure(why)) return;
   ++failed_total_;
   ++consecutive_failures_;
   next_trigger_ms_ = std::max(next_trigger_ms_,

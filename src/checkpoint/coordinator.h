@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -41,6 +42,18 @@ struct TaskAck {
   int64_t async_ms = 0;
   int64_t alignment_ms = 0;
 };
+
+// Why a pending checkpoint was aborted (after Flink's CheckpointFailureReason).
+enum class CheckpointFailureReason {
+  kAttemptEnded,    // the job attempt ended before it completed
+  kExpired,         // not acknowledged by every task within the timeout
+  kDeclined,        // a task could not take its snapshot
+  kFinalizeFailed,  // its metadata could not be written
+};
+std::string_view to_string(CheckpointFailureReason r);
+// Whether an abort for `r` counts against tolerable_failed_checkpoints (an
+// attempt that ended is the job's failure, not the checkpoint's).
+bool counts_as_failure(CheckpointFailureReason r);
 
 class CoordinatorActions {
  public:
@@ -154,7 +167,9 @@ class CheckpointCoordinator {
   // Returns the id, or an error when a savepoint directory cannot be made.
   absl::StatusOr<int64_t> trigger(bool is_final, const std::string& savepoint_dir = "");
   void complete(Pending p);
-  void abort(int64_t id, const std::string& reason, bool count_failure);
+  // Aborts pending checkpoint `id` for `reason`; `detail` says more (the
+  // task's own reason, the storage error).
+  void abort(int64_t id, CheckpointFailureReason reason, const std::string& detail = "");
 
   const CheckpointConfig config_;
   const std::string job_id_;

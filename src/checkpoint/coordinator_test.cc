@@ -107,8 +107,24 @@ TEST_F(CoordinatorTest, DeclineAbortsAndFailsTheJobWhenNoFailureIsTolerated) {
   coord_->on_decline(1, 1, "disk full");
   EXPECT_EQ(actions_.aborted, std::vector<int64_t>{1});
   ASSERT_EQ(actions_.failures.size(), 1u);
-  EXPECT_NE(actions_.failures[0].find("disk full"), std::string::npos);
+  EXPECT_EQ(actions_.failures[0],
+            "checkpoint 1 failed (declined by task 1: disk full); tolerable failed checkpoints: 0");
   EXPECT_EQ(storage_.num_checkpoints(), 0u);
+}
+
+TEST(CheckpointFailureReasonTest, OnlyAnEndedAttemptIsNotTheCheckpointsFailure) {
+  struct Row {
+    CheckpointFailureReason reason;
+    std::string_view name;
+    bool counts;
+  };
+  for (const Row& row : {Row{CheckpointFailureReason::kAttemptEnded, "job attempt ended", false},
+                         Row{CheckpointFailureReason::kExpired, "expired", true},
+                         Row{CheckpointFailureReason::kDeclined, "declined", true},
+                         Row{CheckpointFailureReason::kFinalizeFailed, "writing metadata failed", true}}) {
+    EXPECT_EQ(to_string(row.reason), row.name);
+    EXPECT_EQ(counts_as_failure(row.reason), row.counts) << row.name;
+  }
 }
 
 TEST_F(CoordinatorTest, TolerableFailuresResetAfterASuccess) {
@@ -139,6 +155,14 @@ TEST_F(CoordinatorTest, ExpiresAfterTheTimeout) {
   advance(1);
   EXPECT_EQ(actions_.aborted, std::vector<int64_t>{1});
   EXPECT_EQ(coord_->failed_checkpoints(), 1);
+  // With none tolerated, the job fails naming the timeout.
+  c.tolerable_failed_checkpoints = 0;
+  make(c);
+  advance(100);
+  advance(1000);
+  ASSERT_EQ(actions_.failures.size(), 1u);
+  EXPECT_EQ(actions_.failures[0],
+            "checkpoint 1 failed (expired after 1000 ms); tolerable failed checkpoints: 0");
 }
 
 TEST_F(CoordinatorTest, RetainsTheNewestAndDeletesSubsumedCheckpoints) {

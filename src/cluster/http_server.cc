@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <map>
+
+#include <nlohmann/json.hpp>
 
 namespace weir::cluster {
 namespace {
@@ -117,11 +120,67 @@ HttpServer::HttpServer(HttpServerOptions options)
                 [this](network::GatedAcceptor::Connection& c, std::string* why) { return head_arrived(c, why); },
                 [this](network::GatedAcceptor::Connection c) { dispatch(std::move(c)); }) {
   set_keep_alive_max_count(1);  // every request passes the gate
+  set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (gate_ && !gate_(req, res)) return HandlerResponse::Handled;
+    std::string why;
+    if (int status = check_body_size(req, &why); status != 0) {
+      res.status = status;
+      res.set_content(nlohmann::json{{"error", why}}.dump(), "application/json");
+      return HandlerResponse::Handled;
+    }
+    return HandlerResponse::Unhandled;
+  });
+  // Errors httplib answers itself (no route, unreadable request) get a JSON
+  // body too.
+  set_error_handler(HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return HandlerResponse::Unhandled;
+    std::string what = res.status == 404 ? "no such resource: " + req.method + " " + req.path
+                                         : "the request could not be served (HTTP " + std::to_string(res.status) + ")";
+    res.set_content(nlohmann::json{{"error", what}}.dump(), "application/json");
+    return HandlerResponse::Handled;
+  }));
+}
+
+void HttpServer::allow_body(std::string method, std::string path_prefix, size_t max_bytes) {
+  body_limits_.push_back(BodyLimit{std::move(method), std::move(path_prefix), max_bytes});
+}
+
+int HttpServer::check_body_size(const httplib::Request& req, std::string* why) const {
+  if (req.method != "POST" && req.method != "PUT" && req.method != "PATCH") return 0;
+  if (req.has_header("Transfer-Encoding")) {
+    *why = "chunked request bodies are not accepted; send Content-Length";
+    return 411;
+  }
+  const std::string length = req.get_header_value("Content-Length");
+  if (length.empty()) {
+    *why = req.method + " " + req.path + " needs a Content-Length header (0 for an empty body)";
+    return 411;
+  }
+  size_t limit = options_.max_body_bytes;
+  for (const auto& l : body_limits_) {
+    if (req.method == l.method && req.path.rfind(l.path_prefix, 0) == 0) limit = l.max_bytes;
+  }
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(length.c_str(), &end, 10);
+  if (errno != 0 || end == length.c_str() || *end != '\0') {
+    *why = "bad Content-Length '" + length + "'";
+    return 400;
+  }
+  if (n > limit) {
+    *why = "request body of " + std::to_string(n) + " bytes exceeds the limit of " + std::to_string(limit) +
+           " bytes for " + req.method + " " + req.path;
+    return 413;
+  }
+  return 0;
 }
 
 HttpServer::~HttpServer() { shutdown(); }
 
 absl::StatusOr<int> HttpServer::listen_on(const std::string& host, int port) {
+  size_t largest = options_.max_body_bytes;
+  for (const auto& l : body_limits_) largest = std::max(largest, l.max_bytes);
+  set_payload_max_length(largest);
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
   return acceptor_.listen(host, port);
 }

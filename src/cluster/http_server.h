@@ -14,7 +14,14 @@
 // One request per connection (no keep-alive), so every request passes the
 // gate.
 //
-// Thread-safety: listen() and stop() from one owner thread; handlers run on
+// Before a route runs (and before any body is read) the server calls the
+// gate set with set_gate (the secret), then checks the body's declared size
+// against its limit: `max_body_bytes`, or a larger one allowed for a route
+// with allow_body. Bodies without a Content-Length are refused (411). Every
+// error the server answers itself has a JSON body {"error": ...}.
+//
+// Thread-safety: set_gate, allow_body, routes and listen_on() before
+// serving, from one owner thread; shutdown() from it too; handlers run on
 // the worker threads.
 #ifndef WEIR_CLUSTER_HTTP_SERVER_H_
 #define WEIR_CLUSTER_HTTP_SERVER_H_
@@ -25,6 +32,7 @@
 #include <chrono>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,6 +59,9 @@ struct HttpServerOptions {
   size_t max_queued = 64;
   // Each read or write of a request being processed. Default: 5 s.
   std::chrono::seconds io_timeout{5};
+  // Largest request body, unless allow_body says otherwise for a route.
+  // Default: 1 MiB.
+  size_t max_body_bytes = size_t{1} << 20;
 };
 
 class HttpServer : public httplib::Server {
@@ -61,12 +72,23 @@ class HttpServer : public httplib::Server {
   // Binds host:port (0: any free port) and starts serving; the port, or an
   // error naming the address.
   absl::StatusOr<int> listen_on(const std::string& host, int port);
+
+  // Runs first for every request: true lets it through; false means the
+  // gate has written the response (e.g. 401).
+  using Gate = std::function<bool(const httplib::Request&, httplib::Response&)>;
+  void set_gate(Gate gate) { gate_ = std::move(gate); }
+  // Requests `method` to paths starting with `path_prefix` may carry bodies
+  // up to `max_bytes`.
+  void allow_body(std::string method, std::string path_prefix, size_t max_bytes);
   // Stops accepting, closes waiting connections, lets requests in progress
   // end, and joins every thread. Idempotent.
   void shutdown();
 
  private:
   using Connection = network::GatedAcceptor::Connection;
+  // 0 when the declared body is acceptable, else the HTTP status to refuse
+  // with and `why`.
+  int check_body_size(const httplib::Request& req, std::string* why) const;
   network::GatedAcceptor::Verdict head_arrived(Connection& c, std::string* why);
   // Hands a connection whose head has arrived to the workers, or answers
   // 503 when they are saturated.
@@ -74,7 +96,14 @@ class HttpServer : public httplib::Server {
   void worker_loop();
   void serve(const Connection& c);
 
+  struct BodyLimit {
+    std::string method, path_prefix;
+    size_t max_bytes;
+  };
+
   const HttpServerOptions options_;
+  Gate gate_;
+  std::vector<BodyLimit> body_limits_;
   std::atomic<bool> stopping_{false};
   absl::Mutex mu_;
   absl::CondVar work_cv_;

@@ -14,8 +14,6 @@
 
 namespace weir::cluster {
 
-class JobGateway;
-
 struct JobManagerOptions {
   std::string bind = "127.0.0.1:6123";  // HOST:PORT; port 0 picks a free one
   std::string secret;
@@ -46,7 +44,6 @@ class JobManager {
   void shutdown();
 
  private:
-  friend class JobGateway;
   class Impl;
   std::unique_ptr<Impl> impl_;
 };

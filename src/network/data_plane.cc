@@ -530,7 +530,9 @@ HelloState check_hello(std::string_view bytes, std::string_view secret) {
   }
   if (bytes.size() < kHeaderBytes + length) return HelloState::kIncomplete;
   if (bytes.size() > kHeaderBytes + length) return HelloState::kMalformed;  // the peer must wait for the answer
-  return secrets_equal(bytes.substr(kHeaderBytes), secret) ? HelloState::kValid : HelloState::kWrongSecret;
+  if (length < 1) return HelloState::kMalformed;
+  if (static_cast<uint8_t>(bytes[kHeaderBytes]) != kDataPlaneVersion) return HelloState::kWrongVersion;
+  return secrets_equal(bytes.substr(kHeaderBytes + 1), secret) ? HelloState::kValid : HelloState::kWrongSecret;
 }
 
 std::optional<ChannelKey> decode_open(std::string_view payload) {
@@ -570,17 +572,23 @@ GatedAcceptor::Verdict DataPlane::read_hello(GatedAcceptor::Connection& c, std::
     return GatedAcceptor::Verdict::kDrop;
   }
   if (r > 0) c.bytes.append(buf, static_cast<size_t>(r));
-  switch (check_hello(c.bytes, secret_)) {
+  const HelloState state = check_hello(c.bytes, secret_);
+  switch (state) {
     case HelloState::kIncomplete:
       return GatedAcceptor::Verdict::kWait;
     case HelloState::kMalformed:
       *why = "no handshake";
       return GatedAcceptor::Verdict::kDrop;
-    case HelloState::kWrongSecret: {
-      std::string refused = frame(FrameType::kRefused, 0, "wrong cluster secret");
+    case HelloState::kWrongSecret:
+    case HelloState::kWrongVersion: {
+      *why = state == HelloState::kWrongSecret
+                 ? "wrong cluster secret"
+                 : "data-plane protocol version " + std::to_string(static_cast<uint8_t>(c.bytes[kHeaderBytes])) +
+                       ", but this process speaks version " + std::to_string(kDataPlaneVersion) +
+                       " (every process of a cluster must run the same weir)";
+      std::string refused = frame(FrameType::kRefused, 0, *why);
       ssize_t w = ::send(c.fd, refused.data(), refused.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       (void)w;  // best effort: the connection closes either way
-      *why = "wrong cluster secret";
       return GatedAcceptor::Verdict::kDrop;
     }
     case HelloState::kValid:
@@ -651,7 +659,7 @@ absl::StatusOr<std::shared_ptr<LocalChannel>> DataPlane::outbound(const std::str
     if (conn == nullptr) {
       auto fd = connect_tcp(address, 5000);
       if (!fd.ok()) return absl::UnavailableError("data connection: " + std::string(fd.status().message()));
-      std::string hello = frame(FrameType::kHello, 0, secret_);
+      std::string hello = frame(FrameType::kHello, 0, std::string(1, static_cast<char>(kDataPlaneVersion)) + secret_);
       Header h{};
       set_receive_timeout(*fd, kHandshakeTimeout);
       if (!write_all(*fd, hello.data(), hello.size()) || !read_header(*fd, &h)) {

@@ -46,7 +46,7 @@ namespace weir::network {
 
 // DO NOT CHANGE values: the wire protocol uses them.
 enum class FrameType : uint8_t {
-  kHello = 1,    // client -> server: the shared secret
+  kHello = 1,    // client -> server: u8 protocol version | the shared secret
   kHelloOk = 2,  // server -> client
   kRefused = 3,  // server -> client: why, then the server closes
   kOpen = 4,     // sender -> receiver: channel id -> ChannelKey
@@ -115,7 +115,10 @@ class DataPlane {
 
 // Decoders of what peers send, each refusing (nullopt, kMalformed) what is
 // not well formed.
-enum class HelloState { kIncomplete, kValid, kWrongSecret, kMalformed };
+enum class HelloState { kIncomplete, kValid, kWrongSecret, kWrongVersion, kMalformed };
+// The data plane's protocol version, the first byte of every hello: a peer
+// speaking another (a weir of another version) is refused, naming both.
+inline constexpr uint8_t kDataPlaneVersion = 1;
 // The bytes a connection sent so far against its expected hello frame.
 HelloState check_hello(std::string_view bytes, std::string_view secret);
 // The payload of a kOpen frame: the channel it opens.

@@ -21,6 +21,8 @@
 namespace weir::network {
 namespace {
 
+constexpr size_t kHeaderBytesForTest = 9;  // u32 length | u8 type | u32 channel (data_plane.h)
+
 using namespace std::chrono_literals;
 
 constexpr int kCapacity = 4;
@@ -217,6 +219,40 @@ TEST(DataPlaneHandshakeTest, UnreachablePeerIsNamed) {
 // Silent peers (connected, never a hello) get no thread and are dropped
 // after the handshake deadline; beyond 64 waiting, the oldest go at once.
 // Meanwhile a real peer connects and sends as usual.
+// A peer of another protocol version (another weir) is refused with both
+// versions named, whatever secret it carries.
+TEST(DataPlaneHandshakeTest, AnotherProtocolVersionIsRefusedNamingBoth) {
+  NetworkBufferPool pool(8, 1024);
+  DataPlane server("s", &pool, kCapacity);
+  ASSERT_TRUE(server.listen("127.0.0.1", 0).ok());
+  std::string hello;
+  const uint32_t length = 2;
+  hello.append(reinterpret_cast<const char*>(&length), 4);
+  hello.push_back(static_cast<char>(FrameType::kHello));
+  hello.append(4, '\0');
+  hello.push_back(static_cast<char>(kDataPlaneVersion + 1));
+  hello.push_back('s');
+  EXPECT_EQ(check_hello(hello, "s"), HelloState::kWrongVersion);
+  hello[kHeaderBytesForTest] = static_cast<char>(kDataPlaneVersion);
+  EXPECT_EQ(check_hello(hello, "s"), HelloState::kValid);
+  hello[kHeaderBytesForTest] = static_cast<char>(kDataPlaneVersion + 1);
+
+  auto fd = connect_tcp(server.address(), 5000);
+  ASSERT_TRUE(fd.ok()) << fd.status();
+  ASSERT_EQ(::send(*fd, hello.data(), hello.size(), MSG_NOSIGNAL), static_cast<ssize_t>(hello.size()));
+  char header[kHeaderBytesForTest];
+  ASSERT_EQ(::recv(*fd, header, sizeof(header), MSG_WAITALL), static_cast<ssize_t>(sizeof(header)));
+  EXPECT_EQ(header[4], static_cast<char>(FrameType::kRefused));
+  uint32_t n;
+  std::memcpy(&n, header, 4);
+  std::string why(n, '\0');
+  ASSERT_EQ(::recv(*fd, why.data(), n, MSG_WAITALL), static_cast<ssize_t>(n));
+  EXPECT_EQ(why, "data-plane protocol version " + std::to_string(kDataPlaneVersion + 1) +
+                     ", but this process speaks version " + std::to_string(kDataPlaneVersion) +
+                     " (every process of a cluster must run the same weir)");
+  ::close(*fd);
+}
+
 TEST(DataPlaneHandshakeTest, SilentPeersAreDroppedAndDoNotBlockRealOnes) {
   NetworkBufferPool pool(16, 1024);
   DataPlane server("s", &pool, kCapacity), client("s", &pool, kCapacity);

@@ -1,0 +1,55 @@
+// A job's task metrics as the JobManager sees them: each subtask's
+// counters from its TaskManager's heartbeats (the latest attempt only), its
+// rates over the last second or so, and their JSON for the REST API
+// (docs/rest-api.md, METRICS). Thread-safe.
+#ifndef WEIR_CLUSTER_JOB_METRICS_H_
+#define WEIR_CLUSTER_JOB_METRICS_H_
+
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/synchronization/mutex.h"
+#include "runtime/gateways.h"
+#include "runtime/task_metrics.h"
+
+namespace weir::cluster {
+
+class JobMetrics {
+ public:
+  // Per second.
+  struct Rates {
+    double records_in = 0, records_out = 0, bytes_in = 0, bytes_out = 0;
+    double backpressured_ms = 0, idle_ms = 0, busy_ms = 0;
+  };
+
+  // A report of `id`'s counters since it started, received at `now_ms`.
+  // Reports of an older attempt than the latest seen are ignored; a newer
+  // attempt starts afresh. Rates need two reports at least a second apart.
+  void report(const runtime::ExecutionId& id, const runtime::TaskMetricsSnapshot& m, int64_t now_ms);
+
+  // One subtask's METRICS (null when it never reported for `attempt`).
+  nlohmann::json subtask_json(int vertex, int subtask, int attempt);
+  // A vertex's: counts and rates summed over its subtasks, time shares the
+  // worst subtask's (null when none reported).
+  nlohmann::json vertex_json(int vertex);
+
+ private:
+  struct Subtask {
+    int attempt = 0;
+    runtime::TaskMetricsSnapshot now, base;
+    int64_t base_ms = 0;
+    bool has_rates = false;
+    Rates rates;
+  };
+  static nlohmann::json to_json(const runtime::TaskMetricsSnapshot& m, const Rates& r, bool has_rates);
+
+  absl::Mutex mu_;
+  std::map<std::pair<int, int>, Subtask> subtasks_ ABSL_GUARDED_BY(mu_);  // (vertex, subtask)
+};
+
+}  // namespace weir::cluster
+
+#endif  // WEIR_CLUSTER_JOB_METRICS_H_

@@ -1,0 +1,236 @@
+#include "cluster/job_registry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "cli/jobs.h"
+#include "cluster/protocol.h"
+#include "common/clock.h"
+#include "runtime/mini_cluster.h"
+
+namespace weir::cluster {
+
+bool Job::wait(std::chrono::milliseconds timeout) {
+  absl::MutexLock lock(&mu);
+  return mu.AwaitWithTimeout(
+      absl::Condition(+[](Job* j) ABSL_EXCLUSIVE_LOCKS_REQUIRED(j->mu) { return j->result.has_value(); }, this),
+      absl::FromChrono(timeout));
+}
+
+JobRegistry::JobRegistry(SlotPool* slots, LibraryStore* libraries, int keep_ended_jobs)
+    : slots_(slots), libraries_(libraries), keep_ended_jobs_(keep_ended_jobs) {}
+
+JobRegistry::~JobRegistry() { shutdown(); }
+
+void JobRegistry::shutdown() {
+  std::vector<JobPtr> jobs;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    for (auto& [id, j] : jobs_) jobs.push_back(j);
+  }
+  for (auto& j : jobs) j->master->cancel();
+  for (auto& j : jobs) {
+    if (j->waiter.joinable()) j->waiter.join();
+  }
+}
+
+JobPtr JobRegistry::find(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+std::vector<JobPtr> JobRegistry::list() {
+  absl::MutexLock lock(&mu_);
+  std::vector<JobPtr> out;
+  for (const auto& id : order_) out.push_back(jobs_[id]);
+  return out;
+}
+
+int JobRegistry::running() {
+  int n = 0;
+  for (auto& j : list()) n += j->ended() ? 0 : 1;
+  return n;
+}
+
+void JobRegistry::taskmanager_lost(const SessionPtr& s, const std::string& reason) {
+  for (auto& j : list()) j->gateway->taskmanager_lost(s, reason);
+}
+
+absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const std::vector<std::string>& args,
+                                   const std::string& library) {
+  proto::JobSpec spec;
+  spec.set_name(name);
+  for (const auto& a : args) spec.add_args(a);
+  const JobLibrary* lib = nullptr;
+  if (!library.empty()) {
+    auto path = libraries_->verified_path(library);
+    if (absl::IsNotFound(path.status())) {
+      return absl::NotFoundError("no job library " + library + " here: upload it first (PUT /v1/libraries/" +
+                                 library + ")");
+    }
+    if (!path.ok()) return path.status();
+    // The library's code runs first in a child process: a build that
+    // crashes or hangs is refused there instead of taking this process down.
+    if (absl::Status s = build_in_child(*path, args, std::chrono::seconds(60)); !s.ok()) return s;
+    auto l = JobLibrary::load(*path);  // verified above
+    if (!l.ok()) return l.status();
+    lib = *l;
+    spec.set_name(lib->name());
+    spec.set_library(library);
+  }
+  cli::JobFlags flags;
+  auto env = cli::build_job(spec.name(), args, lib, &flags);
+  if (!env.ok()) return env.status();
+  const JobConfig& config = (*env)->config();
+  if (config.checkpoint.mode != CheckpointingMode::kNone && config.checkpoint.directory.empty()) {
+    return absl::InvalidArgumentError(
+        "a cluster job needs --checkpoint-dir, on storage every TaskManager and the JobManager reach");
+  }
+  auto graph = graph::build_job_graph((*env)->graph(), config);
+  if (!graph.ok()) return graph.status();
+  auto restored = runtime::find_restore(**graph, config);
+  if (!restored.ok()) return restored.status();
+
+  auto job = std::make_shared<Job>();
+  job->id = runtime::new_job_id();
+  job->spec = spec;
+  job->savepoint_dir = flags.default_savepoint_dir();
+  job->start_ms = SystemClock::instance()->wall_ms();
+  job->graph = *graph;
+  auto storage = runtime::make_job_storage(config, job->id);
+  job->gateway = std::make_unique<JobGateway>(slots_, job->id, spec, *graph,
+                                              runtime::buffers_needed(**graph, config.network));
+  job->master = std::make_unique<runtime::JobMaster>(job->id, *graph, config, job->gateway.get(), storage,
+                                                     SystemClock::instance(), &job->control);
+  job->gateway->set_master(job->master.get());
+  Job* raw = job.get();
+  job->control.on_savepoint([raw](const SavepointResult& r) {
+    absl::MutexLock lock(&raw->mu);
+    raw->savepoints.push_back(r);
+  });
+  job->control.attach([raw](JobControl::Request r) { raw->master->handle_request(std::move(r)); });
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("the JobManager is shutting down");
+    jobs_[job->id] = job;
+    order_.push_back(job->id);
+  }
+  spdlog::info("job {} ({}) submitted", job->id, spec.name());
+  job->master->start(std::move(*restored));
+  job->waiter = std::thread([this, raw] {
+    JobResult r = raw->master->wait();
+    raw->control.detach();
+    raw->gateway->release();
+    spdlog::log(r.status == JobStatus::kFailed ? spdlog::level::err : spdlog::level::info, "job {} {}{}", raw->id,
+                std::string(to_string(r.status)), r.failure.empty() ? "" : ": " + r.failure);
+    {
+      absl::MutexLock lock(&raw->mu);
+      raw->result = std::move(r);
+    }
+    forget_old_jobs(raw);
+  });
+  return job->id;
+}
+
+// Drops the oldest ended jobs beyond keep_ended_jobs (never `current`,
+// whose waiter thread this runs on).
+void JobRegistry::forget_old_jobs(Job* current) {
+  std::vector<JobPtr> forgotten;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    std::vector<std::string> ended;
+    for (const auto& id : order_) {
+      absl::MutexLock jl(&jobs_[id]->mu);
+      if (jobs_[id]->result.has_value()) ended.push_back(id);
+    }
+    for (size_t i = 0; i + static_cast<size_t>(keep_ended_jobs_) < ended.size(); ++i) {
+      auto it = jobs_.find(ended[i]);
+      if (it->second.get() == current) continue;
+      forgotten.push_back(it->second);
+      jobs_.erase(it);
+      order_.erase(std::find(order_.begin(), order_.end(), ended[i]));
+    }
+  }
+  for (auto& j : forgotten) {
+    if (j->waiter.joinable()) j->waiter.join();  // ended: it set the result
+  }
+}
+
+absl::StatusOr<SavepointResult> JobRegistry::savepoint(Job& j, const std::string& directory, bool stop, bool drain) {
+  absl::MutexLock one(&j.savepoint_mu);
+  size_t seen;
+  {
+    absl::MutexLock lock(&j.mu);
+    if (j.result.has_value()) return absl::FailedPreconditionError("the job is not running");
+    seen = j.savepoints.size();
+  }
+  if (stop) {
+    j.control.stop_with_savepoint(directory, drain);
+  } else {
+    j.control.trigger_savepoint(directory);
+  }
+  absl::MutexLock lock(&j.mu);
+  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(j.mu) { return j.savepoints.size() > seen || j.result.has_value(); };
+  j.mu.Await(absl::Condition(&done));
+  if (j.savepoints.size() <= seen) return absl::AbortedError("the job ended before the savepoint completed");
+  SavepointResult r = j.savepoints[seen];
+  if (!r.error.empty()) return absl::AbortedError("savepoint failed: " + r.error);
+  return r;
+}
+
+void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
+  switch (m.msg_case()) {
+    case proto::TaskManagerMessage::kTaskState: {
+      const auto& t = m.task_state();
+      if (JobPtr j = find(t.job_id())) {
+        j->master->update_task_state(from_proto(t.id()), static_cast<runtime::ExecutionState>(t.state()),
+                                     t.error());
+      }
+      break;
+    }
+    case proto::TaskManagerMessage::kAck: {
+      const auto& a = m.ack();
+      JobPtr j = find(a.job_id());
+      if (j == nullptr) break;
+      checkpoint::TaskAck ack;
+      auto states = decode_ack_states(a.states());
+      if (!states.ok()) {
+        j->master->decline_checkpoint(from_proto(a.id()), a.checkpoint_id(), std::string(states.status().message()));
+        break;
+      }
+      ack.states = std::move(*states);
+      ack.sync_ms = a.sync_ms();
+      ack.async_ms = a.async_ms();
+      ack.alignment_ms = a.alignment_ms();
+      j->master->acknowledge_checkpoint(from_proto(a.id()), a.checkpoint_id(), std::move(ack));
+      break;
+    }
+    case proto::TaskManagerMessage::kDecline: {
+      const auto& d = m.decline();
+      if (JobPtr j = find(d.job_id())) {
+        j->master->decline_checkpoint(from_proto(d.id()), d.checkpoint_id(), d.reason());
+      }
+      break;
+    }
+    case proto::TaskManagerMessage::kEndOfData: {
+      const auto& e = m.end_of_data();
+      if (JobPtr j = find(e.job_id())) j->master->end_of_data(from_proto(e.id()));
+      break;
+    }
+    case proto::TaskManagerMessage::kHeartbeat: {
+      const int64_t now = SystemClock::instance()->now_ms();
+      for (const auto& t : m.heartbeat().metrics()) {
+        if (JobPtr j = find(t.job_id())) j->metrics.report(from_proto(t.id()), from_proto(t), now);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace weir::cluster

@@ -1,0 +1,105 @@
+// The JobManager's jobs: submission (a built-in job or a job library's,
+// built here as every TaskManager will build it), one JobMaster per job
+// behind its JobGateway, savepoints and cancellation on request, the
+// TaskManagers' reports delivered to the job they concern, and forgetting
+// the oldest ended jobs beyond a bound. Thread-safe.
+#ifndef WEIR_CLUSTER_JOB_REGISTRY_H_
+#define WEIR_CLUSTER_JOB_REGISTRY_H_
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "cluster/cluster.grpc.pb.h"
+#include "cluster/job_gateway.h"
+#include "cluster/job_library.h"
+#include "cluster/job_metrics.h"
+#include "cluster/session.h"
+#include "cluster/slot_pool.h"
+#include "graph/job_graph.h"
+#include "runtime/job_master.h"
+#include "weir/job_control.h"
+
+namespace weir::cluster {
+
+struct Job {
+  std::string id;
+  proto::JobSpec spec;
+  std::shared_ptr<const graph::JobGraph> graph;
+  std::string savepoint_dir;  // for requests that name none; "" if the job has none
+  int64_t start_ms = 0;
+  JobControl control;
+  std::unique_ptr<JobGateway> gateway;
+  std::unique_ptr<runtime::JobMaster> master;  // after gateway and control: destroyed first
+  std::thread waiter;                          // waits for the master's result
+  JobMetrics metrics;
+
+  absl::Mutex mu;
+  std::optional<JobResult> result ABSL_GUARDED_BY(mu);  // once ended
+  std::vector<SavepointResult> savepoints ABSL_GUARDED_BY(mu);
+  absl::Mutex savepoint_mu;  // one savepoint request at a time
+
+  bool ended() {
+    absl::MutexLock lock(&mu);
+    return result.has_value();
+  }
+  // Waits up to `timeout` for the job to end; whether it has.
+  bool wait(std::chrono::milliseconds timeout);
+};
+using JobPtr = std::shared_ptr<Job>;
+
+class JobRegistry {
+ public:
+  // Jobs take slots from `slots` and libraries from `libraries` (both
+  // outlive the registry); at most `keep_ended_jobs` ended jobs are kept.
+  JobRegistry(SlotPool* slots, LibraryStore* libraries, int keep_ended_jobs);
+  ~JobRegistry();
+  JobRegistry(const JobRegistry&) = delete;
+  JobRegistry& operator=(const JobRegistry&) = delete;
+
+  // Starts the job `name` with `args`, or given `library` (a digest) the job
+  // of that library; its id. The job is built first (in a child process for
+  // a library), so a job that cannot build is refused here.
+  absl::StatusOr<std::string> submit(const std::string& name, const std::vector<std::string>& args,
+                                     const std::string& library);
+  JobPtr find(const std::string& id);
+  // Every job kept, in submission order.
+  std::vector<JobPtr> list();
+  int running();
+
+  // A savepoint (or stop with one) of `j`, once it completed. One at a time
+  // per job.
+  absl::StatusOr<SavepointResult> savepoint(Job& j, const std::string& directory, bool stop, bool drain);
+
+  // A report from a TaskManager (task state, checkpoint ack or decline, end
+  // of data, heartbeat metrics), to the job it concerns.
+  void deliver(const proto::TaskManagerMessage& m);
+  // The tasks on `s` fail with `reason`.
+  void taskmanager_lost(const SessionPtr& s, const std::string& reason);
+
+  // Cancels every job and waits for them to end; later submissions are
+  // refused. Idempotent.
+  void shutdown();
+
+ private:
+  void forget_old_jobs(Job* current);
+
+  SlotPool* const slots_;
+  LibraryStore* const libraries_;
+  const int keep_ended_jobs_;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, JobPtr> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> order_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace weir::cluster
+
+#endif  // WEIR_CLUSTER_JOB_REGISTRY_H_

@@ -1,0 +1,305 @@
+#include "cluster/rest_api.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "cluster/json_body.h"
+#include "common/clock.h"
+#include "network/data_plane.h"
+
+namespace weir::cluster {
+namespace {
+
+int http_status(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument: return 400;
+    case absl::StatusCode::kUnauthenticated: return 401;
+    case absl::StatusCode::kPermissionDenied: return 403;
+    case absl::StatusCode::kNotFound: return 404;
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAborted: return 409;
+    case absl::StatusCode::kUnavailable: return 503;
+    default: return 500;
+  }
+}
+
+void reply(httplib::Response& res, const nlohmann::json& body) { res.set_content(body.dump(), "application/json"); }
+
+void reply_error(httplib::Response& res, const absl::Status& s) {
+  res.status = http_status(s);
+  res.set_content(nlohmann::json{{"error", std::string(s.message())}}.dump(), "application/json");
+}
+
+std::string execution_state_name(runtime::ExecutionState s, bool terminal) {
+  switch (s) {
+    case runtime::ExecutionState::kRunning: return terminal ? "ENDED" : "RUNNING";
+    case runtime::ExecutionState::kFinished: return "FINISHED";
+    case runtime::ExecutionState::kCanceled: return "CANCELED";
+    case runtime::ExecutionState::kFailed: return "FAILED";
+  }
+  return "?";
+}
+
+}  // namespace
+
+RestApi::RestApi(std::string secret, JobRegistry* jobs, SessionRegistry* sessions, SlotPool* slots,
+                 LibraryStore* libraries)
+    : secret_(std::move(secret)), jobs_(jobs), sessions_(sessions), slots_(slots), libraries_(libraries) {}
+
+absl::StatusOr<int> RestApi::start(const std::string& host, int port) {
+  http_.set_gate([this](const Request& req, Response& res) { return authorised(req, res); });
+  http_.allow_body("PUT", "/v1/libraries/", kMaxLibraryBytes);
+  auto route = [this](void (RestApi::*fn)(const Request&, Response&)) {
+    return [this, fn](const Request& req, Response& res) { (this->*fn)(req, res); };
+  };
+  http_.Get("/v1/overview", route(&RestApi::get_overview));
+  http_.Get("/v1/jobs", route(&RestApi::get_jobs));
+  http_.Post("/v1/jobs", route(&RestApi::post_job));
+  http_.Get(R"(/v1/jobs/([0-9a-f]+))", route(&RestApi::get_job));
+  http_.Get(R"(/v1/jobs/([0-9a-f]+)/wait)", route(&RestApi::get_job_wait));
+  http_.Get(R"(/v1/jobs/([0-9a-f]+)/checkpoints)", route(&RestApi::get_checkpoints));
+  http_.Post(R"(/v1/jobs/([0-9a-f]+)/cancel)", route(&RestApi::post_cancel));
+  http_.Post(R"(/v1/jobs/([0-9a-f]+)/savepoints)",
+             [this](const Request& req, Response& res) { post_savepoint(req, res, /*stop=*/false); });
+  http_.Post(R"(/v1/jobs/([0-9a-f]+)/stop)",
+             [this](const Request& req, Response& res) { post_savepoint(req, res, /*stop=*/true); });
+  // Job libraries, by the SHA-256 of their bytes.
+  http_.Put(R"(/v1/libraries/([0-9a-f]{64}))", route(&RestApi::put_library));
+  http_.Get(R"(/v1/libraries/([0-9a-f]{64}))", route(&RestApi::get_library));
+  return http_.listen_on(host, port);
+}
+
+bool RestApi::authorised(const Request& req, Response& res) {
+  const std::string given = req.get_header_value("Authorization");
+  if (network::secrets_equal(given, "Bearer " + secret_)) return true;
+  refusals_.log([&] {
+    return fmt::format("refused a REST request {} {} from {}: {}", req.method, req.path, req.remote_addr,
+                       given.empty() ? "no cluster secret" : "wrong cluster secret");
+  });
+  reply_error(res, absl::UnauthenticatedError(given.empty() ? "no cluster secret given" : "wrong cluster secret"));
+  return false;
+}
+
+JobPtr RestApi::job_of(const Request& req, Response& res) {
+  JobPtr j = jobs_->find(req.matches[1]);
+  if (j == nullptr) reply_error(res, absl::NotFoundError("no job " + std::string(req.matches[1])));
+  return j;
+}
+
+void RestApi::get_overview(const Request&, Response& res) {
+  nlohmann::json tms = nlohmann::json::array();
+  const int64_t now = SystemClock::instance()->now_ms();
+  for (const auto& s : sessions_->live()) {
+    tms.push_back({{"id", s->id},
+                   {"data_address", s->data_address},
+                   {"slots", s->slots},
+                   {"slots_used", slots_->used(s)},
+                   {"last_heartbeat_ms_ago", now - s->last_heartbeat_ms}});
+  }
+  const SlotPool::Totals t = slots_->totals();
+  reply(res, {{"taskmanagers", tms},
+              {"slots_total", t.slots},
+              {"slots_free", t.slots - t.used},
+              {"jobs_running", jobs_->running()}});
+}
+
+void RestApi::get_jobs(const Request&, Response& res) {
+  nlohmann::json out = {{"jobs", nlohmann::json::array()}};
+  for (auto& j : jobs_->list()) out["jobs"].push_back(job_json(*j, false));
+  reply(res, out);
+}
+
+void RestApi::post_job(const Request& req, Response& res) {
+  auto body = parse_json_body(req.body, kMaxJsonDepth);
+  if (!body.is_object() || !body.contains("name") || !body["name"].is_string()) {
+    return reply_error(res, absl::InvalidArgumentError("the body must be {\"name\": JOB, \"args\": [...]}"));
+  }
+  std::string library;
+  if (body.contains("library")) {
+    if (!body["library"].is_string()) return reply_error(res, absl::InvalidArgumentError("\"library\" must be a digest"));
+    library = body["library"].get<std::string>();
+  }
+  std::vector<std::string> args;
+  if (body.contains("args")) {
+    if (!body["args"].is_array()) return reply_error(res, absl::InvalidArgumentError("\"args\" must be a list"));
+    size_t bytes = 0;
+    for (const auto& a : body["args"]) {
+      if (!a.is_string()) return reply_error(res, absl::InvalidArgumentError("\"args\" must hold strings"));
+      args.push_back(a.get<std::string>());
+      bytes += args.back().size();
+    }
+    // Arguments travel in every deployment: they are kept small.
+    if (args.size() > kMaxJobArgs || bytes > kMaxJobArgBytes) {
+      return reply_error(res, absl::InvalidArgumentError("job arguments too large: " + std::to_string(args.size()) +
+                                                         " arguments, " + std::to_string(bytes) + " bytes (at most " +
+                                                         std::to_string(kMaxJobArgs) + " arguments, " +
+                                                         std::to_string(kMaxJobArgBytes) + " bytes)"));
+    }
+  }
+  auto id = jobs_->submit(body["name"].get<std::string>(), args, library);
+  if (!id.ok()) return reply_error(res, id.status());
+  reply(res, {{"job_id", *id}});
+}
+
+void RestApi::get_job(const Request& req, Response& res) {
+  if (JobPtr j = job_of(req, res)) reply(res, job_json(*j, true));
+}
+
+void RestApi::get_job_wait(const Request& req, Response& res) {
+  JobPtr j = job_of(req, res);
+  if (j == nullptr) return;
+  int64_t timeout = 0;
+  if (req.has_param("timeout_ms")) timeout = std::atoll(req.get_param_value("timeout_ms").c_str());
+  j->wait(std::chrono::milliseconds(std::clamp<int64_t>(timeout, 0, 60000)));
+  reply(res, job_json(*j, false));
+}
+
+void RestApi::get_checkpoints(const Request& req, Response& res) {
+  if (JobPtr j = job_of(req, res)) reply(res, checkpoints_json(*j));
+}
+
+void RestApi::post_cancel(const Request& req, Response& res) {
+  JobPtr j = job_of(req, res);
+  if (j == nullptr) return;
+  j->master->cancel();
+  j->wait(std::chrono::seconds(30));
+  reply(res, job_json(*j, false));
+}
+
+void RestApi::post_savepoint(const Request& req, Response& res, bool stop) {
+  JobPtr j = job_of(req, res);
+  if (j == nullptr) return;
+  auto body = parse_json_body(req.body.empty() ? "{}" : req.body, kMaxJsonDepth);
+  if (!body.is_object() || (body.contains("directory") && !body["directory"].is_string())) {
+    return reply_error(res, absl::InvalidArgumentError("the body must be {\"directory\": DIR} or {}"));
+  }
+  std::string directory = body.value("directory", j->savepoint_dir);
+  if (directory.empty()) {
+    return reply_error(res, absl::InvalidArgumentError(
+                                "no savepoint directory: name one, or start the job with --savepoint-dir "
+                                "or --checkpoint-dir"));
+  }
+  bool drain = stop && body.value("drain", false);
+  auto r = jobs_->savepoint(*j, directory, stop, drain);
+  if (!r.ok()) return reply_error(res, r.status());
+  reply(res, {{"checkpoint_id", r->id}, {"path", r->path}});
+}
+
+void RestApi::put_library(const Request& req, Response& res) {
+  const std::string digest = req.matches[1];
+  auto stored = libraries_->put(digest, req.body);
+  if (!stored.ok()) return reply_error(res, stored.status());
+  spdlog::info("job library {} stored ({} bytes)", digest, req.body.size());
+  reply(res, {{"library", digest}, {"bytes", req.body.size()}});
+}
+
+void RestApi::get_library(const Request& req, Response& res) {
+  const std::string digest = req.matches[1];
+  auto bytes = libraries_->read(digest);
+  if (!bytes.ok()) {
+    return reply_error(res, absl::IsDataLoss(bytes.status()) ? absl::NotFoundError(bytes.status().message())
+                                                             : bytes.status());
+  }
+  reply(res, {{"library", digest}, {"bytes", bytes->size()}});
+}
+
+nlohmann::json job_json(Job& j, bool detail) {
+  nlohmann::json out = {{"job_id", j.id}, {"name", j.spec.name()}, {"start_time_ms", j.start_ms}};
+  if (!j.spec.library().empty()) out["library"] = j.spec.library();
+  std::optional<runtime::JobMaster::Status> st;
+  {
+    absl::MutexLock lock(&j.mu);
+    if (j.result) {
+      out["status"] = std::string(to_string(j.result->status));
+      // The last failure: why it failed, else why it last restarted.
+      out["failure"] = j.result->failure.empty() ? j.result->last_failure : j.result->failure;
+      out["restarts"] = j.result->restarts;
+      out["completed_checkpoints"] = j.result->checkpoints.size();
+      out["stopped_with_savepoint"] = j.result->stopped_with_savepoint;
+      out["duration_ms"] = j.result->wall_time.count();
+    }
+  }
+  if (!out.contains("status")) {
+    st = j.master->status();
+    out["status"] = std::string(to_string(st->status));
+    out["failure"] = st->failure;
+    out["restarts"] = st->restarts;
+    out["attempt"] = st->attempt;
+    out["completed_checkpoints"] = st->checkpoints.size();
+  }
+  if (!detail) return out;
+  nlohmann::json vertices = nlohmann::json::array();
+  for (const auto& v : j.graph->vertices) {
+    nlohmann::json subtasks = nlohmann::json::array();
+    std::set<std::string> states;
+    if (st) {
+      for (const auto& e : st->executions) {
+        if (e.id.vertex != v.id) continue;
+        std::string state = execution_state_name(e.state, e.terminal);
+        states.insert(state);
+        subtasks.push_back({{"subtask", e.id.subtask},
+                            {"attempt", e.id.attempt},
+                            {"state", state},
+                            {"taskmanager", j.gateway->taskmanager_of(e.id)},
+                            {"metrics", j.metrics.subtask_json(e.id.vertex, e.id.subtask, e.id.attempt)}});
+      }
+    }
+    // The vertex as a whole: failed if any subtask failed, running while
+    // any runs, else the one state they share (once the job ended: its own).
+    std::string state = !st ? out["status"].get<std::string>()
+                        : states.count("FAILED") ? "FAILED"
+                        : states.count("RUNNING") ? "RUNNING"
+                        : states.size() == 1 ? *states.begin()
+                                             : "ENDED";
+    vertices.push_back({{"id", v.id},
+                        {"name", v.name},
+                        {"parallelism", v.parallelism},
+                        {"state", state},
+                        {"metrics", j.metrics.vertex_json(v.id)},
+                        {"subtasks", subtasks}});
+  }
+  out["vertices"] = vertices;
+  out["max_parallelism"] = j.graph->max_parallelism;
+  return out;
+}
+
+nlohmann::json checkpoints_json(Job& j) {
+  std::vector<CompletedCheckpointStats> stats;
+  int64_t failed = 0;
+  bool ended = false;
+  {
+    absl::MutexLock lock(&j.mu);
+    if (j.result) {
+      ended = true;
+      stats = j.result->checkpoints;
+      failed = j.result->failed_checkpoints;
+    }
+  }
+  if (!ended) {
+    auto st = j.master->status();
+    stats = st.checkpoints;
+    failed = st.failed_checkpoints;
+  }
+  nlohmann::json completed = nlohmann::json::array();
+  for (const auto& c : stats) {
+    nlohmann::json subtasks = nlohmann::json::array();
+    for (const auto& t : c.subtasks) {
+      subtasks.push_back({{"task", t.task}, {"sync_ms", t.sync_ms}, {"async_ms", t.async_ms},
+                          {"alignment_ms", t.alignment_ms}});
+    }
+    completed.push_back({{"id", c.id},
+                         {"trigger_time_ms", c.trigger_time_ms},
+                         {"duration_ms", c.duration.count()},
+                         {"state_bytes", c.state_bytes},
+                         {"new_bytes", c.new_bytes},
+                         {"savepoint", c.is_savepoint},
+                         {"final", c.is_final},
+                         {"subtasks", subtasks}});
+  }
+  return {{"completed", completed}, {"failed", failed}};
+}
+
+}  // namespace weir::cluster

@@ -1,0 +1,79 @@
+// The JobManager's REST API (docs/rest-api.md): its routes, one function
+// each, and the JSON views of jobs, checkpoints and the cluster they answer
+// with. Every request must carry the cluster secret ("Authorization: Bearer
+// <secret>"); JSON bodies are small and shallow, job libraries may be
+// large. Errors are {"error": MESSAGE} with the HTTP status of the cause.
+#ifndef WEIR_CLUSTER_REST_API_H_
+#define WEIR_CLUSTER_REST_API_H_
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "cluster/http_server.h"
+#include "cluster/job_library.h"
+#include "cluster/job_registry.h"
+#include "cluster/session_registry.h"
+#include "cluster/slot_pool.h"
+#include "common/rate_limited_log.h"
+
+namespace weir::cluster {
+
+class RestApi {
+ public:
+  // Serves `jobs`, `sessions`, `slots` and `libraries`, which outlive it.
+  RestApi(std::string secret, JobRegistry* jobs, SessionRegistry* sessions, SlotPool* slots,
+          LibraryStore* libraries);
+  RestApi(const RestApi&) = delete;
+  RestApi& operator=(const RestApi&) = delete;
+
+  // Listens on host:port (0: any free port); the port.
+  absl::StatusOr<int> start(const std::string& host, int port);
+  // Stops serving; requests in progress end first.
+  void shutdown() { http_.shutdown(); }
+
+  // The largest job library a client may upload, and the limits on
+  // everything else.
+  static constexpr size_t kMaxLibraryBytes = size_t{512} << 20;
+  static constexpr size_t kMaxJsonBodyBytes = size_t{1} << 20;
+  static constexpr int kMaxJsonDepth = 32;
+  static constexpr size_t kMaxJobArgs = 1024;
+  static constexpr size_t kMaxJobArgBytes = 64 * 1024;
+
+ private:
+  using Request = httplib::Request;
+  using Response = httplib::Response;
+
+  bool authorised(const Request& req, Response& res);
+  void get_overview(const Request& req, Response& res);
+  void get_jobs(const Request& req, Response& res);
+  void post_job(const Request& req, Response& res);
+  void get_job(const Request& req, Response& res);
+  void get_job_wait(const Request& req, Response& res);
+  void get_checkpoints(const Request& req, Response& res);
+  void post_cancel(const Request& req, Response& res);
+  void post_savepoint(const Request& req, Response& res, bool stop);
+  void put_library(const Request& req, Response& res);
+  void get_library(const Request& req, Response& res);
+
+  // The job named by the route's first match, or a 404 answered.
+  JobPtr job_of(const Request& req, Response& res);
+
+  const std::string secret_;
+  JobRegistry* const jobs_;
+  SessionRegistry* const sessions_;
+  SlotPool* const slots_;
+  LibraryStore* const libraries_;
+  RateLimitedLog refusals_;  // of requests without the secret
+  HttpServer http_;
+};
+
+// The JSON views (docs/rest-api.md). A job's state; with `detail` also its
+// vertices, their subtasks and metrics.
+nlohmann::json job_json(Job& j, bool detail);
+nlohmann::json checkpoints_json(Job& j);
+
+}  // namespace weir::cluster
+
+#endif  // WEIR_CLUSTER_REST_API_H_
