@@ -17,6 +17,7 @@
 #include "examples/running_sum/running_sum.h"
 #include "network/data_plane.h"
 #include "tests/cluster.h"
+#include "testing/seed.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -46,7 +47,7 @@ void expect_exactly_once(const std::vector<std::string>& inputs, const std::stri
 // TaskManager is SIGKILLed (and a new one started) several times while the
 // job runs: the committed output is exactly-once.
 TEST(ClusterTest, KilledTaskManagersAreReplacedAndOutputIsExactlyOnce) {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   Cluster c("cluster-kill");

@@ -19,6 +19,7 @@
 #include "network/data_plane.h"
 #include "tests/cluster.h"
 #include "weir/connectors.h"
+#include "testing/seed.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -240,7 +241,7 @@ size_t count_of(const std::string& text, const std::string& what) {
 TEST(JobLibraryTest, TemplateBuiltOutOfTreeRunsOnAClusterAndResumesAtAnotherParallelism) {
   JobLibraries libs = build_job_libraries();
   ASSERT_TRUE(libs.error.empty()) << libs.error;
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   Cluster c("job-library-cluster");
   const std::string input = c.dir().path("words.txt");
@@ -320,7 +321,7 @@ TEST(JobLibraryTest, BadLibrariesAndUploadsAreRefusedWithAClearError) {
   JobLibraries libs = build_job_libraries();
   ASSERT_TRUE(libs.error.empty()) << libs.error;
   TempDir dir("job-library-errors");
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const std::string input = dir.path("words.txt");
   write_words(input, 20000, seed);

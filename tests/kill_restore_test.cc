@@ -12,6 +12,7 @@
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "tests/process.h"
+#include "testing/seed.h"
 
 namespace fs = std::filesystem;
 
@@ -42,7 +43,7 @@ fs::path newest_checkpoint_dir(const std::string& root) {
 class KillRestoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    seed_ = std::random_device{}();
+    seed_ = testing::test_seed();
     rng_.seed(seed_);
     dir_ = std::make_unique<TempDir>(
         std::string("kill-") + ::testing::UnitTest::GetInstance()->current_test_info()->name());

@@ -16,6 +16,7 @@
 
 #include "examples/nexmark/queries.h"
 #include "tests/process.h"
+#include "testing/seed.h"
 
 namespace weir {
 namespace {
@@ -367,7 +368,7 @@ class NexmarkTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(NexmarkTest, MatchesTheReference) {
   const Case& c = GetParam();
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::TempDir dir("nexmark-" + c.query + "-" + std::to_string(c.parallelism) + (c.failures ? "-f-" : "-") +
                       c.state);

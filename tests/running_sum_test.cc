@@ -12,6 +12,7 @@
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "tests/process.h"
+#include "testing/seed.h"
 
 namespace weir {
 namespace {
@@ -22,7 +23,7 @@ using testing::TempDir;
 class RunningSumTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    seed_ = std::random_device{}();
+    seed_ = testing::test_seed();
     dir_ = std::make_unique<TempDir>(
         std::string("rs-") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
   }

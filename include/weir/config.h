@@ -15,6 +15,9 @@ using Duration = std::chrono::milliseconds;
 
 // Parses "250ms", "2s", "1min", "1h" or a plain number of milliseconds.
 absl::StatusOr<Duration> parse_duration(std::string_view text);
+// The same in its largest whole unit, as parse_duration reads it: "100ms",
+// "1s", "10min".
+std::string format_duration(Duration d);
 
 enum class CheckpointingMode : uint8_t {
   kExactlyOnce = 0,   // barriers are aligned: each record affects state once
@@ -58,6 +61,9 @@ enum class RestartStrategyKind : uint8_t {
   kExponentialDelay = 2,
   kFailureRate = 3,
 };
+
+absl::StatusOr<RestartStrategyKind> parse_restart_strategy(std::string_view text);
+std::string_view to_string(RestartStrategyKind kind);
 
 struct RestartStrategyConfig {
   RestartStrategyKind kind = RestartStrategyKind::kFixedDelay;
@@ -131,6 +137,7 @@ struct StateBackendConfig {
 // checkpoint while the other regions keep running. kFull restarts every task.
 enum class FailoverStrategy : uint8_t { kFull = 0, kRegion = 1 };
 absl::StatusOr<FailoverStrategy> parse_failover_strategy(std::string_view text);
+std::string_view to_string(FailoverStrategy strategy);
 
 struct JobConfig {
   CheckpointConfig checkpoint;

@@ -17,30 +17,33 @@
 
 namespace weir::cli {
 
-// Flags every job takes: parallelism, checkpointing, restarts, state.
+// Flags every job takes: parallelism, checkpointing, restarts, state. Their
+// defaults are JobConfig's (weir/config.h), stated there once.
 struct JobFlags {
-  int parallelism = 1;
-  int max_parallelism = kDefaultMaxParallelism;
-  std::string checkpoint_dir;
-  std::string checkpoint_interval = "1s";
-  std::string mode = "exactly-once";
-  std::string restore;
-  bool allow_non_restored = false;
-  std::string restart_strategy = "fixed-delay";
-  std::string failover = "region";
-  std::string slot_timeout = "60s";
-  int restart_attempts = -1;
-  std::string restart_delay = "100ms";
-  int max_failures_without_progress = 10;
-  int failure_rate_max = 1;
-  std::string failure_rate_interval = "1min";
-  int tolerable_checkpoint_failures = 0;
-  int retained = 3;
-  std::string state = "heap";
-  std::string state_dir;
+  inline static const JobConfig kDefaults{};
+
+  int parallelism = kDefaults.default_parallelism;
+  int max_parallelism = kDefaults.max_parallelism;
+  std::string checkpoint_dir = kDefaults.checkpoint.directory;
+  std::string checkpoint_interval = format_duration(kDefaults.checkpoint.interval);
+  std::string mode = std::string(to_string(kDefaults.checkpoint.mode));
+  std::string restore = kDefaults.restore;
+  bool allow_non_restored = kDefaults.allow_non_restored_state;
+  std::string restart_strategy = std::string(to_string(kDefaults.restart.kind));
+  std::string failover = std::string(to_string(kDefaults.failover));
+  std::string slot_timeout = format_duration(kDefaults.slot_timeout);
+  int restart_attempts = kDefaults.restart.max_attempts;
+  std::string restart_delay = format_duration(kDefaults.restart.delay);
+  int max_failures_without_progress = kDefaults.restart.max_failures_without_progress;
+  int failure_rate_max = kDefaults.restart.max_failures_per_interval;
+  std::string failure_rate_interval = format_duration(kDefaults.restart.failure_rate_interval);
+  int tolerable_checkpoint_failures = kDefaults.checkpoint.tolerable_failed_checkpoints;
+  int retained = kDefaults.checkpoint.retained;
+  std::string state = std::string(to_string(kDefaults.state.kind));
+  std::string state_dir = kDefaults.state.local_directory;
   std::string savepoint_dir;
-  bool incremental = false;
-  bool no_local_recovery = false;
+  bool incremental = kDefaults.checkpoint.incremental;
+  bool no_local_recovery = !kDefaults.state.local_recovery;
   bool drain = false;
   bool claim = false;
   bool verbose = false;
@@ -49,35 +52,44 @@ struct JobFlags {
     app->add_option("--parallelism,-p", parallelism, "Subtasks per operator")
         ->check(CLI::Range(1, 1024));
     app->add_option("--max-parallelism", max_parallelism, "Key groups; fixed for the job's life")
+        ->capture_default_str()
         ->check(CLI::Range(1, 32768));
     app->add_option("--checkpoint-dir", checkpoint_dir,
                     "Directory for retained checkpoints (default: in memory)");
-    app->add_option("--checkpoint-interval", checkpoint_interval, "e.g. 500ms, 1s, 1min");
-    app->add_option("--mode", mode, "exactly-once | at-least-once | none");
+    app->add_option("--checkpoint-interval", checkpoint_interval, "e.g. 500ms, 1s, 1min")->capture_default_str();
+    app->add_option("--mode", mode, "exactly-once | at-least-once | none")->capture_default_str();
     app->add_option("--restore", restore, "latest | PATH of a chk-<n> directory");
     app->add_flag("--allow-non-restored-state", allow_non_restored,
                   "Skip state of operators the job lacks");
     app->add_option("--failover", failover,
-                    "region (restart only the failed task's pipelined region) | full");
-    app->add_option("--slot-timeout", slot_timeout, "Cluster: how long a deployment waits for free slots");
+                    "region (restart only the failed task's pipelined region) | full")
+        ->capture_default_str();
+    app->add_option("--slot-timeout", slot_timeout, "Cluster: how long a deployment waits for free slots")
+        ->capture_default_str();
     app->add_option("--restart-strategy", restart_strategy,
-                    "fixed-delay | exponential-delay | failure-rate | none");
-    app->add_option("--restart-attempts", restart_attempts, "fixed-delay: -1 for unlimited");
-    app->add_option("--restart-delay", restart_delay, "Wait before a restart");
+                    "fixed-delay | exponential-delay | failure-rate | none")
+        ->capture_default_str();
+    app->add_option("--restart-attempts", restart_attempts, "fixed-delay: -1 for unlimited")->capture_default_str();
+    app->add_option("--restart-delay", restart_delay, "Wait before a restart")->capture_default_str();
     app->add_option("--max-failures-without-progress", max_failures_without_progress,
                     "Fail the job after this many failures in a row with no checkpoint completed (or a "
-                    "minute without failure) in between; 0: never (default 10)")
+                    "minute without failure) in between; 0: never")
+        ->capture_default_str()
         ->check(CLI::Range(0, 1000000));
     app->add_option("--failure-rate-max", failure_rate_max,
-                    "failure-rate: failures allowed within --failure-rate-interval (default 1)")
+                    "failure-rate: failures allowed within --failure-rate-interval")
+        ->capture_default_str()
         ->check(CLI::Range(0, 1000000));
-    app->add_option("--failure-rate-interval", failure_rate_interval, "failure-rate: the window (default 1min)");
+    app->add_option("--failure-rate-interval", failure_rate_interval, "failure-rate: the window")
+        ->capture_default_str();
     app->add_option("--tolerable-checkpoint-failures", tolerable_checkpoint_failures,
-                    "Checkpoints that may fail in a row before the job fails (default 0)")
+                    "Checkpoints that may fail in a row before the job fails")
+        ->capture_default_str()
         ->check(CLI::Range(0, 1000000));
     app->add_option("--retained-checkpoints", retained, "Completed checkpoints kept")
+        ->capture_default_str()
         ->check(CLI::Range(1, 1000));
-    app->add_option("--state", state, "State backend: heap | rocksdb");
+    app->add_option("--state", state, "State backend: heap | rocksdb")->capture_default_str();
     app->add_option("--state-dir", state_dir,
                     "rocksdb: directory for the working copies (default: system temp)");
     app->add_flag("--incremental", incremental,
@@ -147,17 +159,9 @@ struct JobFlags {
     if (!window.ok()) return window.status();
     c.restart.failure_rate_interval = *window;
     c.checkpoint.tolerable_failed_checkpoints = tolerable_checkpoint_failures;
-    if (restart_strategy == "fixed-delay") {
-      c.restart.kind = RestartStrategyKind::kFixedDelay;
-    } else if (restart_strategy == "exponential-delay") {
-      c.restart.kind = RestartStrategyKind::kExponentialDelay;
-    } else if (restart_strategy == "failure-rate") {
-      c.restart.kind = RestartStrategyKind::kFailureRate;
-    } else if (restart_strategy == "none") {
-      c.restart.kind = RestartStrategyKind::kNone;
-    } else {
-      return absl::InvalidArgumentError("invalid --restart-strategy '" + restart_strategy + "'");
-    }
+    auto kind = parse_restart_strategy(restart_strategy);
+    if (!kind.ok()) return kind.status();
+    c.restart.kind = *kind;
     return c;
   }
 };

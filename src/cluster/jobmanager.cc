@@ -101,14 +101,20 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       absl::MutexLock lock(&s->mu);
       s->context = ctx;
     }
-    s->writer = std::make_unique<QueuedWriter<JobManagerMessage>>(
-        [stream](const JobManagerMessage& m) { return stream->Write(m); });
-    if (!sessions_.add(s)) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the JobManager is shutting down");
-    slots_.add(s);
+    // Registered is the session's first message: written here, before the
+    // writer exists and the session is published (heartbeats take the
+    // writer's urgent lane and could otherwise overtake it).
     JobManagerMessage reply;
     reply.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval.count());
     reply.mutable_registered()->set_heartbeat_timeout_ms(options_.heartbeat_timeout.count());
-    s->send(std::move(reply));
+    if (!stream->Write(reply)) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the TaskManager went away");
+    s->writer = std::make_unique<QueuedWriter<JobManagerMessage>>(
+        [stream](const JobManagerMessage& m) { return stream->Write(m); });
+    if (!sessions_.add(s)) {
+      s->writer->close();
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the JobManager is shutting down");
+    }
+    slots_.add(s);
     spdlog::info("TaskManager {} registered (data {}, {} slots)", s->id, s->data_address, s->slots);
 
     TaskManagerMessage m;

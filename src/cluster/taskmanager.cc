@@ -158,7 +158,13 @@ class TaskManagerProcess::Impl {
     reg.mutable_register_()->set_slots(options_.slots);
     reg.mutable_register_()->set_network_buffers(options_.network_buffers);
     JobManagerMessage m;
-    if (!stream->Write(reg) || !stream->Read(&m) || !m.has_registered()) {
+    // Registered is the JobManager's first message; anything before it is
+    // skipped. On failure the stream has nothing left to read, so Finish
+    // (which waits for unread messages) returns.
+    bool ok = stream->Write(reg);
+    while (ok && (ok = stream->Read(&m)) && !m.has_registered()) {
+    }
+    if (!ok) {
       stream->WritesDone();
       absl::Status s = from_grpc(stream->Finish());
       {

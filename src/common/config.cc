@@ -32,6 +32,40 @@ absl::StatusOr<Duration> parse_duration(std::string_view text) {
   return Duration(value * factor);
 }
 
+std::string format_duration(Duration d) {
+  const int64_t ms = d.count();
+  if (ms != 0 && ms % (60 * 1000) == 0) return std::to_string(ms / (60 * 1000)) + "min";
+  if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  return std::to_string(ms) + "ms";
+}
+
+absl::StatusOr<RestartStrategyKind> parse_restart_strategy(std::string_view text) {
+  if (text == "fixed-delay") return RestartStrategyKind::kFixedDelay;
+  if (text == "exponential-delay") return RestartStrategyKind::kExponentialDelay;
+  if (text == "failure-rate") return RestartStrategyKind::kFailureRate;
+  if (text == "none") return RestartStrategyKind::kNone;
+  return absl::InvalidArgumentError("invalid --restart-strategy '" + std::string(text) +
+                                    "': expected fixed-delay, exponential-delay, failure-rate or none");
+}
+
+std::string_view to_string(RestartStrategyKind kind) {
+  switch (kind) {
+    case RestartStrategyKind::kFixedDelay: return "fixed-delay";
+    case RestartStrategyKind::kExponentialDelay: return "exponential-delay";
+    case RestartStrategyKind::kFailureRate: return "failure-rate";
+    case RestartStrategyKind::kNone: return "none";
+  }
+  return "?";
+}
+
+std::string_view to_string(FailoverStrategy strategy) {
+  switch (strategy) {
+    case FailoverStrategy::kRegion: return "region";
+    case FailoverStrategy::kFull: return "full";
+  }
+  return "?";
+}
+
 absl::StatusOr<CheckpointingMode> parse_checkpointing_mode(std::string_view text) {
   if (text == "exactly-once") return CheckpointingMode::kExactlyOnce;
   if (text == "at-least-once") return CheckpointingMode::kAtLeastOnce;

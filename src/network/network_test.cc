@@ -7,6 +7,7 @@
 #include "network/buffer_pool.h"
 #include "network/channel.h"
 #include "network/partition_writer.h"
+#include "testing/seed.h"
 
 namespace weir::network {
 namespace {
@@ -76,7 +77,7 @@ TEST(ChannelTest, EventsKeepTheirOrderAndBarriersDoNotCountAgainstCapacity) {
 // Records of random sizes, some larger than a buffer, written through a
 // partition and read back through the deserializer.
 TEST(RecordFramingTest, RecordsSpanningBuffersArriveWhole) {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   NetworkBufferPool pool(64, 128);

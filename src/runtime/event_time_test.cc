@@ -10,6 +10,7 @@
 #include "testing/committing_sink.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
+#include "testing/seed.h"
 
 namespace weir {
 namespace {
@@ -123,7 +124,7 @@ TEST(EventTimeTest, EventTimeTimersFireOncePerWindowWithExactCounts) {
 class TimerBackendTest : public ::testing::TestWithParam<StateBackendKind> {};
 
 TEST_P(TimerBackendTest, TimersAndWindowStateAreExactlyOnceUnderFailures) {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::CommitLog<WindowCount> out;
   const int64_t events = 600000;

@@ -15,6 +15,7 @@
 #include "tests/process.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
+#include "testing/seed.h"
 
 namespace weir {
 namespace {
@@ -73,7 +74,7 @@ void expect_exactly_once(const testing::CommitLog<Count>& log) {
 }
 
 TEST(IncrementalCheckpointTest, ExactlyOnceAndNoOrphansUnderFailuresAndAbortedCheckpoints) {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::TempDir dir("incremental");
   testing::CommitLog<Count> log;
@@ -217,7 +218,9 @@ class RunningCountAsDoubles final : public KeyedProcessFunction<int64_t, Event, 
 class ChangedStateTypeTest : public ::testing::TestWithParam<std::tuple<bool, StateBackendKind>> {};
 
 TEST_P(ChangedStateTypeTest, RestoreFailsNamingTheState) {
-  const auto [incremental, target] = GetParam();
+  // Not a structured binding: clang 14 cannot capture one in a lambda.
+  const bool incremental = std::get<0>(GetParam());
+  const StateBackendKind target = std::get<1>(GetParam());
   testing::TempDir dir("changed-type");
   testing::CollectingSink<Count>::Rows rows;
   auto run = [&](bool changed, StateBackendKind backend, const std::string& restore) {

@@ -10,6 +10,7 @@
 #include "testing/committing_sink.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
+#include "testing/seed.h"
 
 namespace weir {
 namespace {
@@ -150,7 +151,7 @@ TEST_P(ExactlyOncePipelineTest, ExactlyOnceWithoutFailures) {
 }
 
 TEST_P(ExactlyOncePipelineTest, ExactlyOnceUnderRepeatedTaskFailures) {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::CommitLog<Count> log;
   RunSpec spec;
@@ -167,7 +168,7 @@ TEST_P(ExactlyOncePipelineTest, ExactlyOnceUnderRepeatedTaskFailures) {
 INSTANTIATE_TEST_SUITE_P(Backends, ExactlyOncePipelineTest, testing::kBothBackends, testing::backend_name);
 
 TEST(PipelineTest, AtLeastOnceLosesNothingUnderFailures) {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::CommitLog<Count> log;
   RunSpec spec;

@@ -19,6 +19,7 @@
 #include "tests/process.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
+#include "testing/seed.h"
 
 namespace weir {
 namespace {
@@ -78,7 +79,7 @@ struct Stage {
 class RescaleTest : public ::testing::TestWithParam<std::tuple<JobKind, Via, std::string>> {
  protected:
   void SetUp() override {
-    seed_ = std::random_device{}();
+    seed_ = testing::test_seed();
     dir_ = std::make_unique<testing::TempDir>(
         std::string("rescale-") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
   }

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "checkpoint/format.h"
-#include "state/rocksdb_store.h"
+#include "checkpoint/state_assignment.h"
 
 namespace weir::runtime {
 namespace {
@@ -20,12 +20,6 @@ int64_t ms_since(Clock::time_point t) {
 }
 
 }  // namespace
-
-int64_t Task::TimeService::now_ms() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 void Task::TimeService::schedule(int64_t at_ms, std::function<void()> fn) {
   queue_.push(Entry{at_ms, seq_++, std::move(fn)});
@@ -57,7 +51,12 @@ Task::Task(TaskDeploymentDescriptor tdd, std::shared_ptr<const graph::JobGraph> 
     : tdd_(std::move(tdd)),
       graph_(std::move(graph)),
       services_(services),
-      vertex_(graph_->vertices[tdd_.execution.vertex]) {}
+      vertex_(graph_->vertices[tdd_.execution.vertex]),
+      checkpointer_(tdd_.execution, vertex_.parallelism, graph_->max_parallelism,
+                    SubtaskCheckpointer::Services{services_.storage, services_.snapshot_executor,
+                                                  services_.job_master, services_.local_state,
+                                                  services_.config->checkpoint.incremental}),
+      time_(services_.clock) {}
 
 Task::~Task() {
   cancel();
@@ -323,62 +322,28 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
       }
     }
   };
-  const int me = tdd_.execution.subtask;
-  const int p = vertex_.parallelism;
   // Read each needed state file once.
   std::vector<std::pair<const checkpoint::OperatorSubtaskState*, std::string_view>> read;
-  for (const auto& s : h->subtasks) {
-    bool keyed_overlap = std::max(s.key_groups.start, tdd_.key_groups.start) <
-                         std::min(s.key_groups.end, tdd_.key_groups.end);
-    bool op_state = s.operator_state_length > 0;
-    if (!keyed_overlap && !op_state) continue;
-    auto bytes = services_.storage->read_state_file(tdd_.restore_location, s);
+  for (const checkpoint::OperatorSubtaskState* s : checkpoint::states_to_read(*h, tdd_.key_groups)) {
+    auto bytes = services_.storage->read_state_file(tdd_.restore_location, *s);
     if (!bytes.ok()) return bytes.status();
     files->push_back(std::move(*bytes));
-    read.emplace_back(&s, files->back()->bytes());
+    read.emplace_back(s, files->back()->bytes());
   }
-  // Operator state: own entries at equal parallelism, else redistributed.
   std::vector<std::pair<int, detail::OperatorStateMap>> op_states;
   for (auto& [s, bytes] : read) {
-    auto st = checkpoint::decode_operator_state(
-        bytes.substr(s->operator_state_offset, s->operator_state_length));
+    auto st = checkpoint::decode_operator_state(bytes.substr(s->operator_state_offset, s->operator_state_length));
     if (!st.ok()) return st.status();
     op_states.emplace_back(s->subtask, std::move(*st));
   }
-  std::sort(op_states.begin(), op_states.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  // Even-split lists keep their subtask at an unchanged parallelism and are
-  // dealt out in order otherwise; union lists give every subtask all
-  // entries; broadcast lists give every subtask subtask 0's entries.
-  const bool same_parallelism = h->parallelism == p;
-  for (auto& [sub, st] : op_states) {
-    for (auto& [name, list] : st) {
-      detail::OperatorListStateData& d = r.operator_state[name];
-      d.mode = list.mode;
-      bool take = false;
-      switch (list.mode) {
-        case detail::Redistribution::kEvenSplit: take = !same_parallelism || sub == me; break;
-        case detail::Redistribution::kUnion: take = true; break;
-        case detail::Redistribution::kBroadcast: take = sub == 0; break;
-      }
-      if (take) d.entries.insert(d.entries.end(), list.entries.begin(), list.entries.end());
-    }
-  }
-  if (!same_parallelism) {
-    for (auto& [name, d] : r.operator_state) {
-      if (d.mode != detail::Redistribution::kEvenSplit) continue;
-      size_t total = d.entries.size();
-      size_t begin = total * me / p, end = total * (me + 1) / p;
-      d.entries = std::vector<std::string>(d.entries.begin() + begin, d.entries.begin() + end);
-    }
-  }
+  r.operator_state = checkpoint::assign_operator_state(std::move(op_states), h->parallelism,
+                                                       tdd_.execution.subtask, vertex_.parallelism);
   // Keyed state: the key groups of this subtask's range, or the native
   // snapshots holding them.
   for (auto& [s, bytes] : read) {
+    const KeyGroupRange take = checkpoint::overlap(s->key_groups, tdd_.key_groups);
+    if (take.empty()) continue;
     if (s->is_native()) {
-      bool overlap = std::max(s->key_groups.start, tdd_.key_groups.start) <
-                     std::min(s->key_groups.end, tdd_.key_groups.end);
-      if (!overlap) continue;
       detail::NativeRestore n;
       n.range = s->key_groups;
       std::vector<uint64_t> sizes;
@@ -395,10 +360,7 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
       r.native.push_back(std::move(n));
       continue;
     }
-    for (int kg = std::max(s->key_groups.start, tdd_.key_groups.start);
-         kg < std::min(s->key_groups.end, tdd_.key_groups.end); ++kg) {
-      r.key_groups.push_back({kg, s->key_group_bytes(bytes, kg)});
-    }
+    for (int kg = take.start; kg < take.end; ++kg) r.key_groups.push_back({kg, s->key_group_bytes(bytes, kg)});
   }
   return r;
 }
@@ -530,112 +492,23 @@ void Task::update_input_watermark() {
   }
 }
 
-// Incremental checkpoint of a native snapshot: SST files already uploaded by
-// the last confirmed checkpoint are referenced again; new ones are uploaded
-// as shared files; the rest (manifest, options) are private to this
-// checkpoint. Runs on a snapshot thread.
-absl::Status upload_native(checkpoint::CheckpointStorage* storage, int64_t checkpoint_id, const std::string& owner,
-                           detail::NativeSnapshot* native, checkpoint::OperatorSubtaskState* handle) {
-  for (const std::string& local : native->files()) {
-    std::string name = std::filesystem::path(local).filename().string();
-    std::error_code ec;
-    uint64_t size = std::filesystem::file_size(local, ec);
-    if (ec) return absl::InternalError("cannot read " + local + ": " + ec.message());
-    const bool sst = state::is_immutable_file(name);
-    std::optional<detail::UploadedFile> upload;
-    if (sst) upload = native->confirmed_upload(name);
-    if (!upload) {
-      auto sum = checkpoint::checksum_file(local);
-      if (!sum.ok()) return sum.status();
-      auto up = storage->upload_file(checkpoint_id, local, owner + "~" + name, sst);
-      if (!up.ok()) return up.status();
-      upload = detail::UploadedFile{*up, *sum};
-    }
-    // What this checkpoint refers to may be referred to again once it is confirmed.
-    if (sst) native->record_upload(checkpoint_id, name, *upload);
-    handle->native_files.push_back({upload->path, size, sst, upload->checksum, true});
-  }
-  handle->native_states = native->states();
-  return absl::OkStatus();
-}
-
 void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms,
                               bool savepoint) {
-  auto start = Clock::now();
-  struct Captured {
-    std::string uid;
-    detail::OperatorSnapshot snapshot;
-  };
-  auto captured = std::make_shared<std::vector<Captured>>();
-  std::string decline;
-  // Incremental checkpoints take native snapshots; savepoints are canonical.
-  detail::native_snapshots_allowed() =
-      !savepoint && services_.config->checkpoint.incremental && services_.storage->supports_native();
-  for (size_t i = 0; i < operators_.size(); ++i) {
-    auto snap = operators_[i]->snapshot(checkpoint_id);
-    if (!snap.ok()) {
-      decline = graph_->uids[vertex_.nodes[i]] + ": " + std::string(snap.status().message());
-      break;
-    }
-    if (snap->operator_state.empty() && !snap->keyed) continue;
-    captured->push_back({graph_->uids[vertex_.nodes[i]], std::move(*snap)});
-  }
+  const auto start = Clock::now();
+  std::vector<SubtaskCheckpointer::ChainedOperator> chain;
+  for (size_t i = 0; i < operators_.size(); ++i) chain.push_back({graph_->uids[vertex_.nodes[i]], operators_[i].get()});
+  auto captured = checkpointer_.snapshot(chain, checkpoint_id, savepoint);
   // The barrier goes downstream whatever happened here: records after it
   // belong to the next checkpoint.
   for (auto& p : partitions_) {
     p->broadcast_event(network::EventKind::kBarrier, checkpoint_id, timestamp_ms, savepoint);
   }
   last_flush_ = Clock::now();
-  if (!decline.empty()) {
-    services_.job_master->decline_checkpoint(id(), checkpoint_id, decline);
+  if (!captured.ok()) {
+    services_.job_master->decline_checkpoint(id(), checkpoint_id, std::string(captured.status().message()));
     return;
   }
-  int64_t sync_ms = ms_since(start);
-  ExecutionId exec = id();
-  int parallelism = vertex_.parallelism;
-  int max_parallelism = graph_->max_parallelism;
-  checkpoint::CheckpointStorage* storage = services_.storage;
-  JobMasterGateway* jm = services_.job_master;
-  std::shared_ptr<state::LocalStateStore> local = services_.local_state;
-  services_.snapshot_executor->post([=] {
-    auto async_start = Clock::now();
-    checkpoint::TaskAck ack;
-    ack.sync_ms = sync_ms;
-    ack.alignment_ms = alignment_ms;
-    for (Captured& c : *captured) {
-      checkpoint::AckedOperatorState s;
-      s.uid = c.uid;
-      s.parallelism = parallelism;
-      s.max_parallelism = max_parallelism;
-      s.handle.subtask = exec.subtask;
-      s.handle.file = c.uid + "-" + std::to_string(exec.subtask) + ".state";
-      absl::Status st;
-      if (detail::NativeSnapshot* native = c.snapshot.keyed ? c.snapshot.keyed->native() : nullptr) {
-        const std::string owner = snapshot_owner(c.uid, exec.subtask);
-        st = upload_native(storage, checkpoint_id, owner, native, &s.handle);
-        // Local recovery keeps the snapshot's directory once uploaded.
-        if (st.ok() && local != nullptr && native->keep_local_copy(local->directory_for(owner, checkpoint_id))) {
-          local->put(owner, checkpoint_id, c.snapshot.keyed->range());
-        }
-      }
-      auto out = st.ok() ? storage->create_state_file(checkpoint_id, s.handle.file)
-                         : absl::StatusOr<std::unique_ptr<checkpoint::StateFileOutput>>(st);
-      if (!out.ok()) {
-        st = out.status();
-      } else {
-        st = checkpoint::write_state_file(c.snapshot, &s.handle, out->get());
-        if (st.ok()) st = (*out)->finish();
-      }
-      if (!st.ok()) {
-        jm->decline_checkpoint(exec, checkpoint_id, std::string(st.message()));
-        return;
-      }
-      ack.states.push_back(std::move(s));
-    }
-    captured->clear();  // release copy-on-write views before acknowledging
-    ack.async_ms = ms_since(async_start);
-    jm->acknowledge_checkpoint(exec, checkpoint_id, std::move(ack));
-  });
+  checkpointer_.finish_async(std::move(*captured), checkpoint_id, ms_since(start), alignment_ms);
 }
 
 void Task::end_of_input() {

@@ -9,6 +9,11 @@
 // from operator code fails the task (FAILED, reported with its message);
 // cancel() ends it as CANCELED.
 //
+// Its parts: the chain (operators and their outputs, built from the job
+// graph), the mailbox loop (this file), the checkpoint part of a subtask
+// (SubtaskCheckpointer: synchronous snapshot, asynchronous upload) and the
+// restore assignment (checkpoint/state_assignment.h).
+//
 // Public methods are thread-safe; everything else is confined to the task
 // thread, except the asynchronous snapshot parts, which run on the snapshot
 // executor with immutable data only.
@@ -28,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "checkpoint/barrier_handler.h"
 #include "checkpoint/storage.h"
+#include "common/clock.h"
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
 #include "network/channel_registry.h"
@@ -36,6 +42,7 @@
 #include "runtime/executor.h"
 #include "runtime/gateways.h"
 #include "runtime/operator_context.h"
+#include "runtime/subtask_checkpointer.h"
 #include "runtime/task_metrics.h"
 #include "runtime/wakeup.h"
 #include "state/local_state.h"
@@ -56,6 +63,9 @@ struct TaskServices {
   const JobConfig* config = nullptr;
   // Local copies of the job's native snapshots; null without local recovery.
   std::shared_ptr<state::LocalStateStore> local_state;
+  // Processing time (its wall_ms()): what operators see as now and when
+  // their processing-time timers fire.
+  const Clock* clock = SystemClock::instance();
 };
 
 class Task {
@@ -94,7 +104,8 @@ class Task {
   // Processing-time callbacks, run by the task loop. Task thread only.
   class TimeService final : public detail::ProcessingTimeService {
    public:
-    int64_t now_ms() const override;
+    explicit TimeService(const Clock* clock) : clock_(clock) {}
+    int64_t now_ms() const override { return clock_->wall_ms(); }
     void schedule(int64_t at_ms, std::function<void()> fn) override;
     // Runs the callbacks that are due; returns the time of the next one or
     // INT64_MAX.
@@ -108,6 +119,7 @@ class Task {
       std::function<void()> fn;
       bool operator>(const Entry& o) const { return at != o.at ? at > o.at : seq > o.seq; }
     };
+    const Clock* const clock_;
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> queue_;
     uint64_t seq_ = 0;
   };
@@ -140,6 +152,7 @@ class Task {
   const std::shared_ptr<const graph::JobGraph> graph_;
   const TaskServices services_;
   const graph::JobVertex& vertex_;
+  SubtaskCheckpointer checkpointer_;
 
   std::thread thread_;
   std::atomic<bool> cancelled_{false};

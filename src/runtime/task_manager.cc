@@ -110,6 +110,7 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
     services.job_master = job->second->job_master;
     services.config = &job->second->config;
     services.local_state = job->second->local_state;
+    services.clock = job->second->clock;
     Key key{tdd.job_id, tdd.execution.vertex, tdd.execution.subtask, tdd.execution.attempt};
     graph = job->second->graph;
     auto t = std::make_unique<Task>(std::move(tdd), graph, services);

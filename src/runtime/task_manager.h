@@ -11,6 +11,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "checkpoint/storage.h"
+#include "common/clock.h"
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
 #include "network/channel_registry.h"
@@ -34,6 +35,8 @@ class TaskManager final : public TaskExecutorGateway {
     std::shared_ptr<state::JobStateDirectory> state_directory;
     // Local recovery: copies of native snapshots (set by register_job).
     std::shared_ptr<state::LocalStateStore> local_state;
+    // The tasks' processing time.
+    const Clock* clock = SystemClock::instance();
   };
 
   // Embedded: owns its buffer pool; every channel is local.

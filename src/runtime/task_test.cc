@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -14,6 +18,7 @@
 #include "network/buffer_pool.h"
 #include "network/data_plane.h"
 #include "runtime/task_manager.h"
+#include "testing/committing_sink.h"
 #include "weir/connectors.h"
 #include "weir/stream.h"
 
@@ -31,7 +36,16 @@ class RecordingJobMaster final : public JobMasterGateway {
   }
   void acknowledge_checkpoint(const ExecutionId&, int64_t, checkpoint::TaskAck) override {}
   void decline_checkpoint(const ExecutionId&, int64_t, const std::string&) override {}
-  void end_of_data(const ExecutionId&) override {}
+  void end_of_data(const ExecutionId&) override {
+    absl::MutexLock lock(&mu_);
+    ++ended_inputs_;
+  }
+  // Whether `n` tasks reported the end of their input within `deadline`.
+  bool wait_for_end_of_data(int n, absl::Duration deadline) {
+    absl::MutexLock lock(&mu_);
+    auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ended_inputs_ >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&reached), deadline);
+  }
 
   struct Report {
     ExecutionId id;
@@ -58,6 +72,7 @@ class RecordingJobMaster final : public JobMasterGateway {
 
   absl::Mutex mu_;
   std::vector<Report> states_ ABSL_GUARDED_BY(mu_);
+  int ended_inputs_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 TEST(TaskTest, OutputChannelThatCannotConnectFailsTheTaskWithItsCause) {
@@ -97,6 +112,85 @@ TEST(TaskTest, OutputChannelThatCannotConnectFailsTheTaskWithItsCause) {
   ASSERT_TRUE(report.has_value()) << "the task reported no end within 30 s";
   EXPECT_EQ(report->state, ExecutionState::kFailed);
   EXPECT_NE(report->error.find("127.0.0.1:1"), std::string::npos) << report->error;
+  tm.unregister_job("job");
+}
+
+// The last checkpoint RemindLater was told of: the task thread has handled
+// that mail (and looked at its timers right after).
+std::atomic<int64_t> g_notified_checkpoint{0};
+
+// Emits (key, time) when a processing-time timer set 1 s after the record
+// fires.
+class RemindLater final : public KeyedProcessFunction<int64_t, int64_t, std::pair<int64_t, int64_t>> {
+ public:
+  void notify_checkpoint_complete(int64_t id) override { g_notified_checkpoint = id; }
+  void process_element(const int64_t& key, Context& ctx, Collector<std::pair<int64_t, int64_t>>&) override {
+    ctx.timer_service().register_processing_time_timer(ctx.timer_service().current_processing_time() + 1000);
+  }
+  void on_timer(int64_t at, OnTimerContext& ctx, Collector<std::pair<int64_t, int64_t>>& out) override {
+    out.collect({ctx.current_key(), at});
+  }
+};
+
+// A task's processing time is the injected clock: a timer fires when that
+// clock passes it, not when the machine's does.
+TEST(TaskTest, ProcessingTimeIsTheInjectedClock) {
+  ManualClock clock(5'000'000);
+  testing::CollectingSink<std::pair<int64_t, int64_t>>::Rows rows;
+  StreamEnvironment env;
+  env.from_source<int64_t>([] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i % 3; }, 30); })
+      .parallelism(1)
+      .key_by([](const int64_t& k) { return k; })
+      .process<std::pair<int64_t, int64_t>>([] { return std::make_unique<RemindLater>(); })
+      .parallelism(1)
+      .sink_to([&rows] { return std::make_unique<testing::CollectingSink<std::pair<int64_t, int64_t>>>(&rows); });
+  auto graph = graph::build_job_graph(env.graph(), env.config());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+
+  TaskManager tm(env.config().network, 1);
+  RecordingJobMaster jm;
+  TaskManager::JobContext ctx;
+  ctx.graph = *graph;
+  ctx.job_master = &jm;
+  ctx.config = env.config();
+  ctx.clock = &clock;
+  tm.register_job("job", std::move(ctx));
+  for (const auto& v : (*graph)->vertices) {
+    TaskDeploymentDescriptor tdd;
+    tdd.job_id = "job";
+    tdd.execution = ExecutionId{v.id, 0, 0};
+    tdd.task_index = (*graph)->task_index(v.id, 0);
+    tdd.key_groups = KeyGroupRange{0, (*graph)->max_parallelism};
+    tm.submit_task(tdd);
+  }
+  auto fired = [&] {
+    std::lock_guard lock(rows.mu);
+    return rows.rows;
+  };
+  // Mail to the keyed task, handled once the function saw it: the task has
+  // run its due timers after the mail before it takes the next one.
+  const ExecutionId keyed{1, 0, 0};
+  auto handled = [&](int64_t id) {
+    tm.notify_checkpoint_complete(keyed, id);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (g_notified_checkpoint < id && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    return g_notified_checkpoint >= id;
+  };
+  g_notified_checkpoint = 0;
+  // Every record is in (both tasks saw the end of their input) while the
+  // manual clock stands still: nothing fires, however long that takes.
+  ASSERT_TRUE(jm.wait_for_end_of_data(2, absl::Seconds(30)));
+  clock.advance(999);
+  ASSERT_TRUE(handled(1));
+  ASSERT_TRUE(handled(2));  // the timers were looked at after mail 1
+  EXPECT_TRUE(fired().empty()) << "a timer fired before its time";
+  clock.advance(1);
+  ASSERT_TRUE(handled(3));
+  ASSERT_TRUE(handled(4));
+  auto got = fired();
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::pair<int64_t, int64_t>>{{0, 5'001'000}, {1, 5'001'000}, {2, 5'001'000}}));
+  for (const auto& v : (*graph)->vertices) tm.finish_task(ExecutionId{v.id, 0, 0});
   tm.unregister_job("job");
 }
 

@@ -10,6 +10,7 @@
 #include "testing/committing_sink.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
+#include "testing/seed.h"
 
 namespace weir {
 namespace {
@@ -97,7 +98,7 @@ TEST(TwoInputTest, CoProcessSharesKeyedStateAcrossInputs) {
 class TwoInputBackendTest : public ::testing::TestWithParam<StateBackendKind> {};
 
 TEST_P(TwoInputBackendTest, CoProcessIsExactlyOnceUnderFailures) {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::CommitLog<std::string> rows;
   JobResult r = run_enrich(400000, 20000, seed, &rows, GetParam());
@@ -191,7 +192,7 @@ TEST(TwoInputTest, WindowJoinPairsEqualKeysInTheSameWindow) {
 }
 
 TEST_P(TwoInputBackendTest, WindowJoinIsExactlyOnceUnderFailures) {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::CommitLog<std::string> rows;
   JobResult r = run_window_join(8000, seed, &rows, GetParam());

@@ -10,6 +10,7 @@
 #include "testing/committing_sink.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
+#include "testing/seed.h"
 
 namespace weir {
 namespace {
@@ -146,7 +147,7 @@ class WindowTest : public ::testing::TestWithParam<std::tuple<bool, StateBackend
     if (failures()) {
       // Several failures per run whatever the number of windows.
       sc.fail_every = std::max<int64_t>(1, static_cast<int64_t>(reference(sc).size()) / 30);
-      sc.seed = std::random_device{}();
+      sc.seed = testing::test_seed();
     }
     return sc;
   }

@@ -208,8 +208,8 @@ absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot() {
-  if (store_ != nullptr && native_snapshots_allowed() && pending_.empty()) {
+absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot(bool native_allowed) {
+  if (store_ != nullptr && native_allowed && pending_.empty()) {
     std::vector<StateMeta> states;
     for (const auto& [name, t] : tables_) {
       t->flush();

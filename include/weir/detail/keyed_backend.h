@@ -54,12 +54,12 @@ class KeyedBackendCore {
   // state took yet (a state registered later still gets it).
   void end_restore();
 
-  // Canonical, or native when native_snapshots_allowed() and the tables
-  // live in a store (RocksDB) and no restored state is still unregistered.
-  absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> snapshot();
+  // Canonical, or native when `native_allowed` and the tables live in a
+  // store (RocksDB) and no restored state is still unregistered.
+  absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> snapshot(bool native_allowed = false);
   // The snapshot of a keyed operator: this keyed state, no operator state.
-  absl::StatusOr<OperatorSnapshot> operator_snapshot() {
-    auto keyed = snapshot();
+  absl::StatusOr<OperatorSnapshot> operator_snapshot(bool native_allowed) {
+    auto keyed = snapshot(native_allowed);
     if (!keyed.ok()) return keyed.status();
     OperatorSnapshot snap;
     snap.keyed = std::move(*keyed);

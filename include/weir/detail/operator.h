@@ -176,13 +176,14 @@ class KeyedStateSnapshot {
   virtual NativeSnapshot* native() const { return nullptr; }
 };
 
-// Whether snapshots taken now may be native (incremental): set by the task
-// around each snapshot (false for savepoints and without incremental
-// checkpoints). Task thread only.
-inline bool& native_snapshots_allowed() {
-  static thread_local bool allowed = false;
-  return allowed;
-}
+// What kind of snapshot a checkpoint takes.
+struct SnapshotOptions {
+  int64_t checkpoint_id = 0;
+  // Keyed state kept in a store (RocksDB) may be snapshotted natively
+  // (incremental: its files, shared with earlier checkpoints). False for
+  // savepoints, which are canonical, and without incremental checkpoints.
+  bool native_allowed = false;
+};
 
 // A file of a restored native snapshot.
 struct NativeRestore {
@@ -223,7 +224,7 @@ class OperatorBase {
   // `restore` is null on a fresh start.
   virtual absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) = 0;
   // The synchronous part of a checkpoint.
-  virtual absl::StatusOr<OperatorSnapshot> snapshot(int64_t checkpoint_id) = 0;
+  virtual absl::StatusOr<OperatorSnapshot> snapshot(const SnapshotOptions& options) = 0;
   virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
   virtual void notify_checkpoint_aborted(int64_t /*checkpoint_id*/) {}
   // End of input: flush whatever is buffered downstream.

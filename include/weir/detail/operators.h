@@ -136,7 +136,7 @@ class OneOutputOperator : public OperatorBase {
   absl::Status open(OperatorContext&, const OperatorRestore*) override {
     return absl::OkStatus();
   }
-  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override { return OperatorSnapshot{}; }
+  absl::StatusOr<OperatorSnapshot> snapshot(const SnapshotOptions&) override { return OperatorSnapshot{}; }
   void process_watermark(int64_t wm) override {
     out_->emit_watermark(wm);
     this->side_outputs_watermark(wm);
@@ -239,8 +239,8 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
   }
   void release_split(int64_t id) override { splits_.erase(id); }
 
-  absl::StatusOr<OperatorSnapshot> snapshot(int64_t id) override {
-    absl::Status s = source_->snapshot_state(id);
+  absl::StatusOr<OperatorSnapshot> snapshot(const SnapshotOptions& options) override {
+    absl::Status s = source_->snapshot_state(options.checkpoint_id);
     if (!s.ok()) return s;
     return OperatorSnapshot{capture_operator_state(*ctx_), nullptr};
   }
@@ -355,8 +355,8 @@ class SinkOperator final : public OperatorBase, public Input<T> {
     if (!s.ok()) throw std::runtime_error("sink " + ctx_->operator_uid() + ": " + std::string(s.message()));
   }
   absl::Status finish() override { return sink_->finish(); }
-  absl::StatusOr<OperatorSnapshot> snapshot(int64_t id) override {
-    absl::Status s = sink_->snapshot_state(id);
+  absl::StatusOr<OperatorSnapshot> snapshot(const SnapshotOptions& options) override {
+    absl::Status s = sink_->snapshot_state(options.checkpoint_id);
     if (!s.ok()) return s;
     return OperatorSnapshot{capture_operator_state(*ctx_), nullptr};
   }
@@ -412,7 +412,9 @@ class KeyedOperatorBase : public OneOutputOperator<Out>,
     this->side_outputs_watermark(wm);
   }
 
-  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override { return backend_->core().operator_snapshot(); }
+  absl::StatusOr<OperatorSnapshot> snapshot(const SnapshotOptions& options) override {
+    return backend_->core().operator_snapshot(options.native_allowed);
+  }
   // Checkpoint `id` completed: the backend may reuse its uploads.
   void backend_checkpoint_complete(int64_t id) { backend_->core().checkpoint_complete(id); }
 

@@ -130,7 +130,9 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<OperatorSnapshot> snapshot(int64_t) override { return backend_->core().operator_snapshot(); }
+  absl::StatusOr<OperatorSnapshot> snapshot(const SnapshotOptions& options) override {
+    return backend_->core().operator_snapshot(options.native_allowed);
+  }
   void notify_checkpoint_complete(int64_t id) override { backend_->core().checkpoint_complete(id); }
 
   // Records dropped because every window they belonged to was past its

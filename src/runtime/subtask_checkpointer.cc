@@ -1,0 +1,126 @@
+#include "runtime/subtask_checkpointer.h"
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+
+#include "checkpoint/format.h"
+#include "runtime/operator_context.h"
+#include "state/rocksdb_store.h"
+
+namespace weir::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ms_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+// Incremental checkpoint of a native snapshot: SST files already uploaded by
+// the last confirmed checkpoint are referenced again; new ones are uploaded
+// as shared files; the rest (manifest, options) are private to this
+// checkpoint. Each uploaded file gets its checksum in the handle.
+absl::Status upload_native(checkpoint::CheckpointStorage* storage, int64_t checkpoint_id, const std::string& owner,
+                           detail::NativeSnapshot* native, checkpoint::OperatorSubtaskState* handle) {
+  for (const std::string& local : native->files()) {
+    std::string name = std::filesystem::path(local).filename().string();
+    std::error_code ec;
+    uint64_t size = std::filesystem::file_size(local, ec);
+    if (ec) return absl::InternalError("cannot read " + local + ": " + ec.message());
+    const bool sst = state::is_immutable_file(name);
+    std::optional<detail::UploadedFile> upload;
+    if (sst) upload = native->confirmed_upload(name);
+    if (!upload) {
+      auto sum = checkpoint::checksum_file(local);
+      if (!sum.ok()) return sum.status();
+      auto up = storage->upload_file(checkpoint_id, local, owner + "~" + name, sst);
+      if (!up.ok()) return up.status();
+      upload = detail::UploadedFile{*up, *sum};
+    }
+    // What this checkpoint refers to may be referred to again once it is confirmed.
+    if (sst) native->record_upload(checkpoint_id, name, *upload);
+    handle->native_files.push_back({upload->path, size, sst, upload->checksum, true});
+  }
+  handle->native_states = native->states();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct SubtaskCheckpointer::Captured {
+  struct Operator {
+    std::string uid;
+    detail::OperatorSnapshot snapshot;
+  };
+  std::vector<Operator> operators;  // those with state, in chain order
+};
+
+SubtaskCheckpointer::SubtaskCheckpointer(ExecutionId id, int parallelism, int max_parallelism, Services services)
+    : id_(id), parallelism_(parallelism), max_parallelism_(max_parallelism), services_(std::move(services)) {}
+
+absl::StatusOr<std::shared_ptr<SubtaskCheckpointer::Captured>> SubtaskCheckpointer::snapshot(
+    const std::vector<ChainedOperator>& chain, int64_t checkpoint_id, bool savepoint) {
+  detail::SnapshotOptions options;
+  options.checkpoint_id = checkpoint_id;
+  // Incremental checkpoints take native snapshots; savepoints are canonical.
+  options.native_allowed = !savepoint && services_.incremental && services_.storage->supports_native();
+  auto captured = std::make_shared<Captured>();
+  for (const ChainedOperator& c : chain) {
+    auto snap = c.op->snapshot(options);
+    if (!snap.ok()) return absl::Status(snap.status().code(), c.uid + ": " + std::string(snap.status().message()));
+    if (snap->operator_state.empty() && !snap->keyed) continue;
+    captured->operators.push_back({c.uid, std::move(*snap)});
+  }
+  return captured;
+}
+
+void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64_t checkpoint_id, int64_t sync_ms,
+                                       int64_t alignment_ms) {
+  // Copies only: the task (and this object) may be gone before it runs.
+  services_.executor->post([services = services_, id = id_, parallelism = parallelism_,
+                            max_parallelism = max_parallelism_, captured = std::move(captured), checkpoint_id,
+                            sync_ms, alignment_ms] {
+    const auto start = Clock::now();
+    checkpoint::CheckpointStorage* storage = services.storage;
+    checkpoint::TaskAck ack;
+    ack.sync_ms = sync_ms;
+    ack.alignment_ms = alignment_ms;
+    for (Captured::Operator& c : captured->operators) {
+      checkpoint::AckedOperatorState s;
+      s.uid = c.uid;
+      s.parallelism = parallelism;
+      s.max_parallelism = max_parallelism;
+      s.handle.subtask = id.subtask;
+      s.handle.file = c.uid + "-" + std::to_string(id.subtask) + ".state";
+      absl::Status st;
+      if (detail::NativeSnapshot* native = c.snapshot.keyed ? c.snapshot.keyed->native() : nullptr) {
+        const std::string owner = snapshot_owner(c.uid, id.subtask);
+        st = upload_native(storage, checkpoint_id, owner, native, &s.handle);
+        // Local recovery keeps the snapshot's directory once uploaded.
+        const auto& local = services.local_state;
+        if (st.ok() && local != nullptr && native->keep_local_copy(local->directory_for(owner, checkpoint_id))) {
+          local->put(owner, checkpoint_id, c.snapshot.keyed->range());
+        }
+      }
+      auto out = st.ok() ? storage->create_state_file(checkpoint_id, s.handle.file)
+                         : absl::StatusOr<std::unique_ptr<checkpoint::StateFileOutput>>(st);
+      if (!out.ok()) {
+        st = out.status();
+      } else {
+        st = checkpoint::write_state_file(c.snapshot, &s.handle, out->get());
+        if (st.ok()) st = (*out)->finish();
+      }
+      if (!st.ok()) {
+        services.job_master->decline_checkpoint(id, checkpoint_id, std::string(st.message()));
+        return;
+      }
+      ack.states.push_back(std::move(s));
+    }
+    captured->operators.clear();  // release copy-on-write views before acknowledging
+    ack.async_ms = ms_since(start);
+    services.job_master->acknowledge_checkpoint(id, checkpoint_id, std::move(ack));
+  });
+}
+
+}  // namespace weir::runtime

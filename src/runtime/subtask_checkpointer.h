@@ -1,0 +1,67 @@
+// A task's part of a checkpoint (after Flink's SubtaskCheckpointCoordinator):
+// the synchronous snapshot of every chained operator, on the task thread
+// while its input is held at the barrier, then the asynchronous part on the
+// snapshot executor: state files written, native (incremental) snapshots
+// uploaded with a checksum per file (files a confirmed checkpoint already
+// uploaded are referenced again), local copies kept for local recovery, and
+// the acknowledgement, or a decline, sent to the JobMaster.
+//
+// The task sends the barrier downstream between the two parts, so records
+// after it belong to the next checkpoint whatever the snapshot's outcome.
+// snapshot() on the task thread only; the asynchronous part touches nothing
+// of the task but the captured snapshots.
+#ifndef WEIR_RUNTIME_SUBTASK_CHECKPOINTER_H_
+#define WEIR_RUNTIME_SUBTASK_CHECKPOINTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "checkpoint/storage.h"
+#include "runtime/executor.h"
+#include "runtime/gateways.h"
+#include "state/local_state.h"
+#include "weir/detail/operator.h"
+
+namespace weir::runtime {
+
+class SubtaskCheckpointer {
+ public:
+  struct Services {
+    checkpoint::CheckpointStorage* storage = nullptr;
+    ThreadPool* executor = nullptr;
+    JobMasterGateway* job_master = nullptr;
+    std::shared_ptr<state::LocalStateStore> local_state;  // null without local recovery
+    bool incremental = false;                             // the job takes incremental checkpoints
+  };
+  // One chained operator, by its uid.
+  struct ChainedOperator {
+    std::string uid;
+    detail::OperatorBase* op;
+  };
+  // The snapshots taken by the synchronous part.
+  struct Captured;
+
+  SubtaskCheckpointer(ExecutionId id, int parallelism, int max_parallelism, Services services);
+
+  // The synchronous part: each operator's snapshot, in chain order (native
+  // ones only for an incremental checkpoint, never for a savepoint). An
+  // error names the operator that failed.
+  absl::StatusOr<std::shared_ptr<Captured>> snapshot(const std::vector<ChainedOperator>& chain,
+                                                     int64_t checkpoint_id, bool savepoint);
+  // The asynchronous part, on the executor; it acknowledges with these
+  // timings or declines with the cause.
+  void finish_async(std::shared_ptr<Captured> captured, int64_t checkpoint_id, int64_t sync_ms,
+                    int64_t alignment_ms);
+
+ private:
+  const ExecutionId id_;
+  const int parallelism_;
+  const int max_parallelism_;
+  const Services services_;
+};
+
+}  // namespace weir::runtime
+
+#endif  // WEIR_RUNTIME_SUBTASK_CHECKPOINTER_H_
