@@ -151,15 +151,17 @@ struct ClusterCommands::Flags {
   std::string secret_file;
   std::string config = env_or("WEIR_CONFIG", "");
   std::string address = env_or("WEIR_JOBMANAGER", "127.0.0.1:8081");
-  std::string session_address = env_or("WEIR_JOBMANAGER_RPC", "127.0.0.1:6123");
+  std::string session_address = env_or("WEIR_JOBMANAGER_RPC", cluster::TaskManagerOptions{}.jobmanager.c_str());
   bool verbose = false;
 
-  std::string bind = "127.0.0.1:6123";
-  int rest_port = 8081;
-  std::string heartbeat_interval = "500ms";
-  std::string heartbeat_timeout = "5s";
-  int keep_ended_jobs = 100;
-  std::string library_dir;
+  // The JobManager's defaults are JobManagerOptions'.
+  inline static const cluster::JobManagerOptions kJobManagerDefaults{};
+  std::string bind = kJobManagerDefaults.bind;
+  int rest_port = kJobManagerDefaults.rest_port;
+  std::string heartbeat_interval = format_duration(kJobManagerDefaults.heartbeat_interval);
+  std::string heartbeat_timeout = format_duration(kJobManagerDefaults.heartbeat_timeout);
+  int keep_ended_jobs = kJobManagerDefaults.keep_ended_jobs;
+  std::string library_dir = kJobManagerDefaults.library_dir;
 
   cluster::TaskManagerOptions tm;
 
@@ -185,28 +187,31 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   };
   f.jobmanager = app.add_subcommand("jobmanager", "Run a JobManager: schedules jobs, coordinates checkpoints");
   common(f.jobmanager, false);
-  f.jobmanager->add_option("--bind", f.bind,
-                           "HOST:PORT for TaskManager sessions (default 127.0.0.1:6123; port 0: any)");
-  f.jobmanager->add_option("--rest-port", f.rest_port, "REST API port on the same host (default 8081; 0: any)")
+  f.jobmanager->add_option("--bind", f.bind, "HOST:PORT for TaskManager sessions (port 0: any)")
+      ->capture_default_str();
+  f.jobmanager->add_option("--rest-port", f.rest_port, "REST API port on the same host (0: any)")
+      ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  f.jobmanager->add_option("--heartbeat-interval", f.heartbeat_interval, "e.g. 500ms");
+  f.jobmanager->add_option("--heartbeat-interval", f.heartbeat_interval, "e.g. 500ms")->capture_default_str();
   f.jobmanager->add_option("--keep-ended-jobs", f.keep_ended_jobs, "Ended jobs still listed (older ones are forgotten)")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
   f.jobmanager->add_option("--library-dir", f.library_dir,
                            "Uploaded job libraries (default: <temp>/weir-libraries-<uid>)");
-  f.jobmanager->add_option("--heartbeat-timeout", f.heartbeat_timeout,
-                           "A TaskManager silent this long is lost, e.g. 5s");
+  f.jobmanager->add_option("--heartbeat-timeout", f.heartbeat_timeout, "A TaskManager silent this long is lost")
+      ->capture_default_str();
 
   f.taskmanager = app.add_subcommand("taskmanager", "Run a TaskManager: offers slots, runs tasks");
   common(f.taskmanager, false);
   f.taskmanager->add_option("--jobmanager", f.session_address,
                             "HOST:PORT of the JobManager's session port (else $WEIR_JOBMANAGER_RPC, "
-                            "else 127.0.0.1:6123)");
-  f.taskmanager->add_option("--slots", f.tm.slots, "Slots offered")->check(CLI::Range(1, 1024));
-  f.taskmanager->add_option("--bind", f.tm.bind_host, "IPv4 address of the data port (default 127.0.0.1)");
+                            "else " + cluster::TaskManagerOptions{}.jobmanager + ")");
+  f.taskmanager->add_option("--slots", f.tm.slots, "Slots offered")->capture_default_str()->check(CLI::Range(1, 1024));
+  f.taskmanager->add_option("--bind", f.tm.bind_host, "IPv4 address of the data port")->capture_default_str();
   f.taskmanager->add_option("--data-port", f.tm.data_port, "Data port (0: any free one)")->check(CLI::Range(0, 65535));
   f.taskmanager->add_option("--id", f.tm.id, "Name (default tm-<host>-<pid>)");
   f.taskmanager->add_option("--network-buffers", f.tm.network_buffers, "32 KiB network buffers in the pool")
+      ->capture_default_str()
       ->check(CLI::Range(16, 1 << 20));
   f.taskmanager->add_option("--state-dir", f.tm.state_dir, "RocksDB working copies (default: system temp)");
   f.taskmanager->add_option("--library-dir", f.tm.library_dir,
