@@ -5,7 +5,7 @@
 
 namespace weir::cluster {
 
-void JobMetrics::report(const runtime::ExecutionId& id, const runtime::TaskMetricsSnapshot& m, int64_t now_ms) {
+void JobMetrics::report(const runtime::ExecutionId& id, const TaskMetricsSnapshot& m, int64_t now_ms) {
   absl::MutexLock lock(&mu_);
   auto [it, fresh] = subtasks_.try_emplace({id.vertex, id.subtask});
   Subtask& s = it->second;
@@ -42,7 +42,7 @@ nlohmann::json JobMetrics::subtask_json(int vertex, int subtask, int attempt) {
 
 nlohmann::json JobMetrics::vertex_json(int vertex) {
   absl::MutexLock lock(&mu_);
-  runtime::TaskMetricsSnapshot sum;
+  TaskMetricsSnapshot sum;
   Rates rates;
   bool any = false, has_rates = false;
   for (const auto& [key, s] : subtasks_) {
@@ -63,7 +63,7 @@ nlohmann::json JobMetrics::vertex_json(int vertex) {
   return to_json(sum, rates, has_rates);
 }
 
-nlohmann::json JobMetrics::to_json(const runtime::TaskMetricsSnapshot& m, const Rates& r, bool has_rates) {
+nlohmann::json JobMetrics::to_json(const TaskMetricsSnapshot& m, const Rates& r, bool has_rates) {
   nlohmann::json out = {{"records_in", m.records_in},     {"records_out", m.records_out},
                         {"bytes_in", m.bytes_in},         {"bytes_out", m.bytes_out},
                         {"backpressured_ms", m.backpressured_ms}, {"idle_ms", m.idle_ms}};

@@ -13,7 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "runtime/gateways.h"
-#include "runtime/task_metrics.h"
+#include "common/task_metrics.h"
 
 namespace weir::cluster {
 
@@ -28,7 +28,7 @@ class JobMetrics {
   // A report of `id`'s counters since it started, received at `now_ms`.
   // Reports of an older attempt than the latest seen are ignored; a newer
   // attempt starts afresh. Rates need two reports at least a second apart.
-  void report(const runtime::ExecutionId& id, const runtime::TaskMetricsSnapshot& m, int64_t now_ms);
+  void report(const runtime::ExecutionId& id, const TaskMetricsSnapshot& m, int64_t now_ms);
 
   // One subtask's METRICS (null when it never reported for `attempt`).
   nlohmann::json subtask_json(int vertex, int subtask, int attempt);
@@ -39,12 +39,12 @@ class JobMetrics {
  private:
   struct Subtask {
     int attempt = 0;
-    runtime::TaskMetricsSnapshot now, base;
+    TaskMetricsSnapshot now, base;
     int64_t base_ms = 0;
     bool has_rates = false;
     Rates rates;
   };
-  static nlohmann::json to_json(const runtime::TaskMetricsSnapshot& m, const Rates& r, bool has_rates);
+  static nlohmann::json to_json(const TaskMetricsSnapshot& m, const Rates& r, bool has_rates);
 
   absl::Mutex mu_;
   std::map<std::pair<int, int>, Subtask> subtasks_ ABSL_GUARDED_BY(mu_);  // (vertex, subtask)

@@ -5,9 +5,9 @@
 namespace weir::cluster {
 namespace {
 
-runtime::TaskMetricsSnapshot counters(int64_t records_in, int64_t records_out, int64_t backpressured_ms,
+TaskMetricsSnapshot counters(int64_t records_in, int64_t records_out, int64_t backpressured_ms,
                                       int64_t idle_ms) {
-  runtime::TaskMetricsSnapshot m;
+  TaskMetricsSnapshot m;
   m.records_in = records_in;
   m.records_out = records_out;
   m.bytes_in = records_in * 10;

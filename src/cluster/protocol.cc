@@ -67,7 +67,7 @@ runtime::ExecutionId from_proto(const proto::ExecutionId& id) {
   return runtime::ExecutionId{id.vertex(), id.subtask(), id.attempt()};
 }
 
-void to_proto(const std::string& job_id, const runtime::ExecutionId& id, const runtime::TaskMetricsSnapshot& m,
+void to_proto(const std::string& job_id, const runtime::ExecutionId& id, const TaskMetricsSnapshot& m,
               proto::TaskMetrics* out) {
   out->set_job_id(job_id);
   *out->mutable_id() = to_proto(id);
@@ -79,8 +79,8 @@ void to_proto(const std::string& job_id, const runtime::ExecutionId& id, const r
   out->set_idle_ms(m.idle_ms);
 }
 
-runtime::TaskMetricsSnapshot from_proto(const proto::TaskMetrics& m) {
-  runtime::TaskMetricsSnapshot s;
+TaskMetricsSnapshot from_proto(const proto::TaskMetrics& m) {
+  TaskMetricsSnapshot s;
   s.records_in = m.records_in();
   s.records_out = m.records_out();
   s.bytes_in = m.bytes_in();

@@ -13,7 +13,7 @@
 #include "checkpoint/coordinator.h"
 #include "cluster/cluster.grpc.pb.h"
 #include "runtime/gateways.h"
-#include "runtime/task_metrics.h"
+#include "common/task_metrics.h"
 
 namespace weir::cluster {
 
@@ -36,9 +36,9 @@ proto::ExecutionId to_proto(const runtime::ExecutionId& id);
 runtime::ExecutionId from_proto(const proto::ExecutionId& id);
 
 // A task's counters as a heartbeat carries them.
-void to_proto(const std::string& job_id, const runtime::ExecutionId& id, const runtime::TaskMetricsSnapshot& m,
+void to_proto(const std::string& job_id, const runtime::ExecutionId& id, const TaskMetricsSnapshot& m,
               proto::TaskMetrics* out);
-runtime::TaskMetricsSnapshot from_proto(const proto::TaskMetrics& m);
+TaskMetricsSnapshot from_proto(const proto::TaskMetrics& m);
 
 // A task's acknowledgement travels as checkpoint metadata (one operator
 // entry per acknowledged operator state).

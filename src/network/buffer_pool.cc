@@ -1,6 +1,6 @@
 #include "network/buffer_pool.h"
 
-#include "runtime/task_metrics.h"
+#include "common/task_metrics.h"
 
 namespace weir::network {
 
@@ -38,7 +38,7 @@ NetworkBufferPool::NetworkBufferPool(int num_buffers, int buffer_size)
 Buffer NetworkBufferPool::request(const std::atomic<bool>& cancelled, std::atomic<int64_t>* waited_ns) {
   absl::MutexLock lock(&mu_);
   if (free_.empty() && !cancelled.load()) {
-    runtime::WaitTimer timer(waited_ns);
+    WaitTimer timer(waited_ns);
     while (free_.empty() && !cancelled.load()) freed_.Wait(&mu_);
   }
   if (free_.empty()) return Buffer();

@@ -1,6 +1,6 @@
 #include "network/channel.h"
 
-#include "runtime/task_metrics.h"
+#include "common/task_metrics.h"
 
 namespace weir::network {
 
@@ -8,7 +8,7 @@ bool LocalChannel::push(ChannelEvent ev, std::atomic<int64_t>* waited_ns) {
   absl::MutexLock lock(&mu_);
   if (ev.kind == EventKind::kBuffer) {
     if (!closed_ && queued_buffers_ >= capacity_) {
-      runtime::WaitTimer timer(waited_ns);
+      WaitTimer timer(waited_ns);
       while (!closed_ && queued_buffers_ >= capacity_) not_full_.Wait(&mu_);
     }
     ++queued_buffers_;
@@ -66,7 +66,7 @@ bool LocalChannel::closed() const {
   return closed_;
 }
 
-void LocalChannel::set_consumer(runtime::Wakeup* wakeup) {
+void LocalChannel::set_consumer(Wakeup* wakeup) {
   absl::MutexLock lock(&mu_);
   consumer_ = wakeup;
 }

@@ -17,7 +17,7 @@
 #include "absl/synchronization/mutex.h"
 
 #include "network/buffer_pool.h"
-#include "runtime/wakeup.h"
+#include "common/wakeup.h"
 
 namespace weir::network {
 
@@ -58,7 +58,7 @@ class LocalChannel {
   bool closed() const;
   // The consumer's wakeup, signalled on every push. May be set after pushes;
   // the consumer resets it to null before the wakeup is destroyed.
-  void set_consumer(runtime::Wakeup* wakeup);
+  void set_consumer(Wakeup* wakeup);
   // Called (outside the channel's lock) each time the consumer takes a data
   // buffer, and once when the channel closes. A remote channel's receiving
   // end returns credit and passes closes on through them. Set before use.
@@ -71,7 +71,7 @@ class LocalChannel {
   std::deque<ChannelEvent> queue_ ABSL_GUARDED_BY(mu_);
   int queued_buffers_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  runtime::Wakeup* consumer_ ABSL_GUARDED_BY(mu_) = nullptr;
+  Wakeup* consumer_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Shared, so taking a buffer copies a pointer, not the function.
   std::shared_ptr<const std::function<void()>> on_buffer_taken_ ABSL_GUARDED_BY(mu_);
   std::function<void()> on_closed_ ABSL_GUARDED_BY(mu_);

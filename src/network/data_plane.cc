@@ -18,7 +18,7 @@
 #include <deque>
 
 #include "common/rate_limited_log.h"
-#include "runtime/wakeup.h"
+#include "common/wakeup.h"
 
 namespace weir::network {
 namespace {
@@ -372,7 +372,7 @@ class DataPlane::Outbound {
   const std::string address_;
   const int fd_;
   std::thread writer_, reader_;
-  runtime::Wakeup wakeup_;
+  Wakeup wakeup_;
   absl::Mutex mu_;
   bool dead_ ABSL_GUARDED_BY(mu_) = false;
   uint32_t next_id_ ABSL_GUARDED_BY(mu_) = 1;

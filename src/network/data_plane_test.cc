@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/wakeup.h"
+#include "common/wakeup.h"
 
 namespace weir::network {
 namespace {
@@ -52,7 +52,7 @@ class DataPlaneTest : public ::testing::Test {
 
   // The next event, waiting on the channel's wakeup up to 10 s.
   std::optional<ChannelEvent> next(LocalChannel& ch) {
-    runtime::Wakeup wakeup;
+    Wakeup wakeup;
     ch.set_consumer(&wakeup);
     auto until = std::chrono::steady_clock::now() + 10s;
     std::optional<ChannelEvent> ev;
@@ -63,7 +63,7 @@ class DataPlaneTest : public ::testing::Test {
 
   // Waits up to 10 s for the receiving end `ch` to close.
   static bool closes(LocalChannel& ch) {
-    runtime::Wakeup wakeup;
+    Wakeup wakeup;
     ch.set_consumer(&wakeup);
     auto until = std::chrono::steady_clock::now() + 10s;
     while (!ch.closed() && std::chrono::steady_clock::now() < until) wakeup.wait_until(until);
@@ -175,7 +175,7 @@ TEST_F(DataPlaneTest, ClosingEitherEndClosesTheOther) {
   ASSERT_TRUE(out2.ok());
   // The sending queue's wakeup belongs to the connection's writer; its close
   // listener tells this test.
-  runtime::Wakeup producer_side;
+  Wakeup producer_side;
   std::atomic<bool> producer_closed{false};
   (*out2)->set_listener({}, [&] {
     producer_closed = true;
@@ -269,7 +269,7 @@ TEST(DataPlaneHandshakeTest, SilentPeersAreDroppedAndDoNotBlockRealOnes) {
   ChannelEvent end;
   end.kind = EventKind::kEndOfData;
   ASSERT_TRUE((*out)->push(std::move(end)));
-  runtime::Wakeup wakeup;
+  Wakeup wakeup;
   in->set_consumer(&wakeup);
   auto until = std::chrono::steady_clock::now() + 10s;
   std::optional<ChannelEvent> got;

@@ -7,7 +7,7 @@ namespace weir::network {
 
 ResultPartition::ResultPartition(std::vector<std::shared_ptr<LocalChannel>> channels,
                                  NetworkBufferPool* pool, const std::atomic<bool>* cancelled,
-                                 runtime::TaskMetrics* metrics)
+                                 TaskMetrics* metrics)
     : channels_(std::move(channels)),
       current_(channels_.size()),
       pool_(pool),
@@ -25,7 +25,7 @@ void ResultPartition::emit(int channel, std::string_view record) {
   header[h++] = static_cast<char>(v);
   write(channel, header, h);
   write(channel, record.data(), record.size());
-  if (metrics_ != nullptr) runtime::TaskMetrics::add(metrics_->records_out, 1);
+  if (metrics_ != nullptr) TaskMetrics::add(metrics_->records_out, 1);
 }
 
 void ResultPartition::write(int channel, const char* p, size_t n) {
@@ -47,7 +47,7 @@ void ResultPartition::write(int channel, const char* p, size_t n) {
 void ResultPartition::flush(int channel) {
   Buffer& b = current_[channel];
   if (!b || b.size() == 0) return;
-  if (metrics_ != nullptr) runtime::TaskMetrics::add(metrics_->bytes_out, static_cast<int64_t>(b.size()));
+  if (metrics_ != nullptr) TaskMetrics::add(metrics_->bytes_out, static_cast<int64_t>(b.size()));
   ChannelEvent ev;
   ev.kind = EventKind::kBuffer;
   ev.buffer = std::move(b);

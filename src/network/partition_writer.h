@@ -12,7 +12,7 @@
 
 #include "network/buffer_pool.h"
 #include "network/channel.h"
-#include "runtime/task_metrics.h"
+#include "common/task_metrics.h"
 #include "weir/detail/operator.h"
 
 namespace weir::network {
@@ -29,7 +29,7 @@ class ResultPartition final : public detail::PartitionWriter {
   // `metrics` (the task's; may be null) counts records and bytes written
   // and the time spent waiting for buffers or channel space.
   ResultPartition(std::vector<std::shared_ptr<LocalChannel>> channels, NetworkBufferPool* pool,
-                  const std::atomic<bool>* cancelled, runtime::TaskMetrics* metrics = nullptr);
+                  const std::atomic<bool>* cancelled, TaskMetrics* metrics = nullptr);
 
   int num_channels() const override { return static_cast<int>(channels_.size()); }
   void emit(int channel, std::string_view record) override;
@@ -52,7 +52,7 @@ class ResultPartition final : public detail::PartitionWriter {
   std::vector<Buffer> current_;
   NetworkBufferPool* pool_;
   const std::atomic<bool>* cancelled_;
-  runtime::TaskMetrics* const metrics_;
+  TaskMetrics* const metrics_;
   bool ended_ = false;  // end-of-data went out
 };
 

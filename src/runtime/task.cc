@@ -109,7 +109,7 @@ void Task::notify_checkpoint_aborted(int64_t id) {
 }
 
 void Task::finish() {
-  post([this] { finish_requested_ = true; });
+  post([this] { enter(TaskPhase::kFinishing); });
 }
 
 void Task::stop_source() {
@@ -128,12 +128,46 @@ void Task::cancel() {
   post([] {});
 }
 
+std::string_view to_string(TaskPhase phase) {
+  switch (phase) {
+    case TaskPhase::kCreated: return "created";
+    case TaskPhase::kInitializing: return "initializing";
+    case TaskPhase::kRunning: return "running";
+    case TaskPhase::kInputEnded: return "input ended";
+    case TaskPhase::kFinishing: return "finishing";
+    case TaskPhase::kClosed: return "closed";
+  }
+  return "?";
+}
+
+bool task_phase_may_follow(TaskPhase from, TaskPhase to) {
+  switch (to) {
+    case TaskPhase::kCreated: return false;
+    case TaskPhase::kInitializing: return from == TaskPhase::kCreated;
+    case TaskPhase::kRunning: return from == TaskPhase::kInitializing;
+    case TaskPhase::kInputEnded: return from == TaskPhase::kRunning;
+    case TaskPhase::kFinishing: return from == TaskPhase::kRunning || from == TaskPhase::kInputEnded;
+    case TaskPhase::kClosed: return from != TaskPhase::kClosed;
+  }
+  return false;
+}
+
+void Task::enter(TaskPhase next) {
+  if (!task_phase_may_follow(phase_, next)) {
+    throw std::logic_error("task phase " + std::string(to_string(phase_)) + " cannot be followed by " +
+                           std::string(to_string(next)));
+  }
+  phase_ = next;
+}
+
 void Task::run() {
   ExecutionState final_state = ExecutionState::kFinished;
   std::string error;
   try {
+    enter(TaskPhase::kInitializing);
     absl::Status s = initialize();
     if (!s.ok()) throw std::runtime_error(std::string(s.message()));
+    enter(TaskPhase::kRunning);
     services_.job_master->update_task_state(id(), ExecutionState::kRunning, "");
     loop();
     if (cancelled_) final_state = ExecutionState::kCanceled;
@@ -157,6 +191,7 @@ void Task::run() {
       error = std::string("close: ") + e.what();
     }
   }
+  enter(TaskPhase::kClosed);  // allowed from any phase but itself
   if (final_state != ExecutionState::kFailed) error.clear();
   // Report before closing the channels: a neighbour that sees them close
   // fails too, and the root cause must reach the JobManager first.
@@ -369,9 +404,9 @@ void Task::loop() {
   const auto idle_wait = std::chrono::milliseconds(200);  // a safety net; wakeups do the work
   while (true) {
     drain_mailbox();
-    if (cancelled_ || finish_requested_) return;
+    if (cancelled_ || phase_ == TaskPhase::kFinishing) return;
     time_.run_due();
-    if (source_ != nullptr && !end_of_input_) {
+    if (source_ != nullptr && phase_ == TaskPhase::kRunning) {
       if (stop_requested_) {
         source_->end_input_now();
         end_of_input();
@@ -512,7 +547,7 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
 }
 
 void Task::end_of_input() {
-  end_of_input_ = true;
+  enter(TaskPhase::kInputEnded);
   for (size_t i = 0; i < operators_.size(); ++i) {
     absl::Status s = operators_[i]->finish();
     if (!s.ok()) {

@@ -27,6 +27,7 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -43,13 +44,25 @@
 #include "runtime/gateways.h"
 #include "runtime/operator_context.h"
 #include "runtime/subtask_checkpointer.h"
-#include "runtime/task_metrics.h"
-#include "runtime/wakeup.h"
+#include "common/task_metrics.h"
+#include "common/wakeup.h"
 #include "state/local_state.h"
 #include "weir/config.h"
 #include "weir/detail/operator.h"
 
 namespace weir::runtime {
+
+// A task's life, on its own thread:
+//   kCreated -> kInitializing -> kRunning -> kInputEnded -> kFinishing -> kClosed
+// and from any phase to kClosed when it fails or is cancelled. kInputEnded:
+// its operators finished and end-of-data went downstream; it still takes
+// part in the final checkpoint and waits for the finish mail (which may also
+// come while kRunning). Cancellation is a flag any thread may set; the loop
+// sees it between records.
+enum class TaskPhase { kCreated, kInitializing, kRunning, kInputEnded, kFinishing, kClosed };
+std::string_view to_string(TaskPhase phase);
+// Whether a task in `from` may enter `to` (every transition is checked).
+bool task_phase_may_follow(TaskPhase from, TaskPhase to);
 
 // What a task uses but does not own; all outlive the task.
 struct TaskServices {
@@ -125,6 +138,8 @@ class Task {
   };
 
   void run();
+  // Moves to `next`; an illegal transition is a bug and fails the task.
+  void enter(TaskPhase next);
   absl::Status initialize();
   absl::Status build_chain();
   absl::Status build_inputs();
@@ -183,9 +198,8 @@ class Task {
   bool input_idle_ = false;
   size_t next_input_ = 0;
   int inputs_ended_ = 0;
-  bool end_of_input_ = false;
-  bool finish_requested_ = false;
-  bool stop_requested_ = false;
+  TaskPhase phase_ = TaskPhase::kCreated;
+  bool stop_requested_ = false;  // stop with drain: the source ends its input at the next poll
   int64_t align_id_ = -1;
   std::chrono::steady_clock::time_point align_start_;
   std::chrono::steady_clock::time_point last_flush_;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <string>
 #include <vector>
@@ -118,6 +119,22 @@ TEST(TaskTest, OutputChannelThatCannotConnectFailsTheTaskWithItsCause) {
 // The last checkpoint RemindLater was told of: the task thread has handled
 // that mail (and looked at its timers right after).
 std::atomic<int64_t> g_notified_checkpoint{0};
+
+TEST(TaskTest, PhasesFollowOneAnotherInOrderAndAnyPhaseMayClose) {
+  using P = TaskPhase;
+  const std::vector<P> all = {P::kCreated, P::kInitializing, P::kRunning, P::kInputEnded, P::kFinishing, P::kClosed};
+  const std::set<std::pair<P, P>> allowed = {
+      {P::kCreated, P::kInitializing},   {P::kInitializing, P::kRunning}, {P::kRunning, P::kInputEnded},
+      {P::kRunning, P::kFinishing},      {P::kInputEnded, P::kFinishing}, {P::kCreated, P::kClosed},
+      {P::kInitializing, P::kClosed},    {P::kRunning, P::kClosed},       {P::kInputEnded, P::kClosed},
+      {P::kFinishing, P::kClosed}};
+  for (P from : all) {
+    for (P to : all) {
+      EXPECT_EQ(task_phase_may_follow(from, to), allowed.count({from, to}) == 1)
+          << to_string(from) << " -> " << to_string(to);
+    }
+  }
+}
 
 // Emits (key, time) when a processing-time timer set 1 s after the record
 // fires.

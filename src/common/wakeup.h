@@ -1,13 +1,13 @@
 // Wakes a task thread waiting for input or mail. Thread-safe.
-#ifndef WEIR_RUNTIME_WAKEUP_H_
-#define WEIR_RUNTIME_WAKEUP_H_
+#ifndef WEIR_COMMON_WAKEUP_H_
+#define WEIR_COMMON_WAKEUP_H_
 
 #include <chrono>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 
-namespace weir::runtime {
+namespace weir {
 
 class Wakeup {
  public:
@@ -33,6 +33,6 @@ class Wakeup {
   bool signalled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace weir::runtime
+}  // namespace weir
 
-#endif  // WEIR_RUNTIME_WAKEUP_H_
+#endif  // WEIR_COMMON_WAKEUP_H_

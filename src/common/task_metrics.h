@@ -2,14 +2,14 @@
 // and bytes through its inputs and outputs, and the time it spent waiting
 // for output space (backpressured) or for input (idle). The rest of its time
 // it was busy. Counters only grow; rates are differences over time.
-#ifndef WEIR_RUNTIME_TASK_METRICS_H_
-#define WEIR_RUNTIME_TASK_METRICS_H_
+#ifndef WEIR_COMMON_TASK_METRICS_H_
+#define WEIR_COMMON_TASK_METRICS_H_
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 
-namespace weir::runtime {
+namespace weir {
 
 struct TaskMetricsSnapshot {
   int64_t records_in = 0;   // records read from input channels
@@ -81,6 +81,6 @@ class WaitTimer {
   const std::chrono::steady_clock::time_point start_;
 };
 
-}  // namespace weir::runtime
+}  // namespace weir
 
-#endif  // WEIR_RUNTIME_TASK_METRICS_H_
+#endif  // WEIR_COMMON_TASK_METRICS_H_
