@@ -30,7 +30,7 @@ bench: configure
 # Builds the engine with clang to check the lock annotations.
 check-locks: deps
 	@CXX=clang++ cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	@cmake --build build-clang -j $(JOBS) --target weir_core weir_cluster weir_unit_test
+	@cmake --build build-clang -j $(JOBS) --target weir_cli weir_unit_test
 
 # The unit tests built with clang under AddressSanitizer and
 # UndefinedBehaviorSanitizer (any report fails the run). The same build

@@ -6,9 +6,11 @@
 #include <functional>
 #include <fstream>
 #include <random>
+#include <tuple>
 
 #include "checkpoint/format.h"
 #include "checkpoint/storage.h"
+#include "common/test_points.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "tests/process.h"
@@ -123,6 +125,52 @@ TEST_P(KillRestoreBackendTest, RepeatedKillsAndRestoreLatestGiveExactlyOnceOutpu
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, KillRestoreBackendTest, ::testing::Values("heap", "rocksdb"));
+
+#if WEIR_TEST_POINTS
+// Parameter: a crash point. The job dies at a visit of the point late
+// enough that a checkpoint or two are complete (points passed once per
+// subtask are visited more often than those passed once per checkpoint),
+// and `--restore latest` must still give exactly-once output.
+// Parameters: the crash point, and the state backend (rocksdb with
+// incremental checkpoints).
+class CrashPointTest : public KillRestoreTest,
+                       public ::testing::WithParamInterface<std::tuple<CrashPoint, std::string>> {};
+
+int visit_to_crash_at(CrashPoint p) {
+  switch (p) {
+    case CrashPoint::kStateFileWritten: return 60;  // every operator of every subtask
+    case CrashPoint::kSinkPreCommitted:
+    case CrashPoint::kSinkPublished: return 20;     // every sink subtask
+    default: return 3;                              // once per checkpoint
+  }
+}
+
+TEST_P(CrashPointTest, KilledAtTheCrashPointRestoresLatestExactlyOnce) {
+  const CrashPoint p = std::get<0>(GetParam());
+  const std::string point(to_string(p));
+  state_ = std::get<1>(GetParam());
+  incremental_ = state_ == "rocksdb";
+  Child c(args(false), dir_->path("crash"), /*pipe_stderr=*/true,
+          {"WEIR_CRASH_AT=" + point + ":" + std::to_string(visit_to_crash_at(p))});
+  bool reached = c.wait_for_line(
+      [&](const std::string& line) { return line.find("crash point " + point + " reached") != std::string::npos; },
+      std::chrono::seconds(60));
+  ASSERT_TRUE(reached) << "the job never reached crash point " << point << "; stderr: " << c.err();
+  ASSERT_EQ(c.wait(), 128 + SIGKILL) << c.err();
+  finish_and_check(1);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPoint, CrashPointTest,
+                         ::testing::Combine(::testing::ValuesIn(kAllCrashPoints),
+                                            ::testing::Values("heap", "rocksdb")),
+                         [](const ::testing::TestParamInfo<std::tuple<CrashPoint, std::string>>& info) {
+                           std::string name;
+                           for (char ch : to_string(std::get<0>(info.param))) {
+                             if (ch != '-') name.push_back(ch);
+                           }
+                           return name + "_" + std::get<1>(info.param);
+                         });
+#endif
 
 // Whether the killed run had already published a part file that checkpoint
 // `dir` pre-committed: then restoring an older checkpoint re-emits rows that

@@ -39,8 +39,9 @@ inline std::string weir_bin() {
 // (with `pipe_stderr`) to a pipe the test reads with wait_for_line().
 class Child {
  public:
+  // `env`: NAME=VALUE settings added to the child's environment.
   Child(const std::vector<std::string>& args, const std::string& log_prefix,
-        bool pipe_stderr = false)
+        bool pipe_stderr = false, const std::vector<std::string>& env = {})
       : out_path_(log_prefix + ".out"), err_path_(log_prefix + ".err") {
     int fds[2] = {-1, -1};
     if (pipe_stderr && ::pipe2(fds, O_CLOEXEC) != 0) fds[0] = fds[1] = -1;
@@ -50,6 +51,7 @@ class Child {
       int err = fds[1] >= 0 ? fds[1] : ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(out, 1);
       ::dup2(err, 2);
+      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
       std::vector<char*> argv;
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);

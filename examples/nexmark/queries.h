@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "examples/nexmark/generator.h"
 #include "examples/nexmark/source.h"
-#include "weir/weir.h"
+#include "weir/stream.h"
 
 namespace weir::nexmark {
 

@@ -5,6 +5,8 @@
 #include <optional>
 
 #include "examples/nexmark/query_util.h"
+#include "weir/joins.h"
+#include "weir/windowed_stream.h"
 
 namespace weir::nexmark::internal {
 // ---- joins ------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "examples/nexmark/query_util.h"
+#include "weir/windowed_stream.h"
 
 namespace weir::nexmark::internal {
 

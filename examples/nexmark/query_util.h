@@ -9,7 +9,7 @@
 #include <string>
 
 #include "examples/nexmark/queries.h"
-#include "weir/weir.h"
+#include "weir/stream.h"
 
 namespace weir::nexmark::internal {
 

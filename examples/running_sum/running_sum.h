@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "weir/weir.h"
+#include "weir/stream.h"
 
 namespace weir::examples {
 

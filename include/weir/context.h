@@ -16,9 +16,27 @@
 #include "weir/serializer.h"
 
 namespace weir {
+class OperatorContext;
 namespace detail {
 class KvStore;
 struct NativeRestore;
+
+// Where the keyed state of an operator lives: the stores of the job's state
+// backend. The engine's side of an OperatorContext, reached by the keyed
+// backend through keyed_stores(ctx), not by jobs.
+class KeyedStoreFactory {
+ public:
+  virtual ~KeyedStoreFactory() = default;
+  // The store for keyed state the job's state backend asks for: null for
+  // the heap backend, a fresh RocksDB instance for the RocksDB backend.
+  virtual absl::StatusOr<std::shared_ptr<KvStore>> create_keyed_store() = 0;
+  // True when create_keyed_store() makes RocksDB stores.
+  virtual bool keyed_store_is_native() const = 0;
+  // A RocksDB store opened on a copy of a native snapshot's files, in a
+  // fresh working directory (removed when the store goes).
+  virtual absl::StatusOr<std::shared_ptr<KvStore>> open_native_store(const NativeRestore& from) = 0;
+};
+KeyedStoreFactory& keyed_stores(OperatorContext& ctx);
 }  // namespace detail
 
 class OperatorContext {
@@ -36,18 +54,16 @@ class OperatorContext {
   virtual bool is_restored() const = 0;
   // The task's processing-time clock and timer callbacks.
   virtual detail::ProcessingTimeService& processing_time() = 0;
-  // The store for keyed state the job's state backend asks for: null for
-  // the heap backend, a fresh RocksDB instance for the RocksDB backend.
-  virtual absl::StatusOr<std::shared_ptr<detail::KvStore>> create_keyed_store() = 0;
-  // True when create_keyed_store() makes RocksDB stores.
-  virtual bool keyed_store_is_native() const = 0;
-  // A RocksDB store opened on a copy of a native snapshot's files, in a
-  // fresh working directory (removed when the store goes).
-  virtual absl::StatusOr<std::shared_ptr<detail::KvStore>> open_native_store(const detail::NativeRestore& from) = 0;
   // Raw operator state; prefer OperatorListState<T>.
   virtual detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                         detail::Redistribution mode) = 0;
+
+ private:
+  friend detail::KeyedStoreFactory& detail::keyed_stores(OperatorContext& ctx);
+  virtual detail::KeyedStoreFactory& keyed_store_factory() = 0;
 };
+
+inline detail::KeyedStoreFactory& detail::keyed_stores(OperatorContext& ctx) { return ctx.keyed_store_factory(); }
 
 // A list of T that survives failures with the operator (for example a
 // source's read positions). Stored serialized; get() decodes, update()

@@ -30,8 +30,6 @@
 #include "weir/job_result.h"
 #include "weir/watermark.h"
 #include "weir/window.h"
-#include "weir/detail/interval_join.h"
-#include "weir/detail/window_operator.h"
 
 namespace weir {
 
@@ -42,6 +40,11 @@ using SinkFactory = std::function<std::unique_ptr<Sink<T>>()>;
 
 template <typename T>
 class DataStream;
+template <typename K, typename T>
+class KeyedStream;
+namespace detail {
+class GraphBuilder;
+}  // namespace detail
 
 class StreamEnvironment {
  public:
@@ -69,7 +72,8 @@ class StreamEnvironment {
   // (see weir/job_control.h).
   absl::StatusOr<JobResult> execute(const std::string& job_name, JobControl* control = nullptr);
 
-  // Internal: used by DataStream.
+ private:
+  friend class detail::GraphBuilder;
   detail::StreamNode& add_node(std::string name) {
     detail::StreamNode n;
     n.id = static_cast<int>(graph_.nodes.size());
@@ -80,26 +84,67 @@ class StreamEnvironment {
   detail::StreamNode& node(int id) { return graph_.nodes[id]; }
   void add_edge(detail::StreamEdge e) { graph_.edges.push_back(std::move(e)); }
 
- private:
   JobConfig config_;
   detail::StreamGraph graph_;
   absl::Status build_error_;
 };
+
+namespace detail {
+
+// The graph-building side of the API, for the API's own templates (and
+// operators written outside weir that need a node of their own): nodes,
+// edges, keyed inputs. Jobs use DataStream and its friends instead.
+class GraphBuilder {
+ public:
+  static StreamNode& add_node(StreamEnvironment& env, std::string name) { return env.add_node(std::move(name)); }
+  static StreamNode& node(StreamEnvironment& env, int id) { return env.node(id); }
+  static void add_edge(StreamEnvironment& env, StreamEdge e) { env.add_edge(std::move(e)); }
+  // Feeds `stream`, hashed by `key_hash`, into input `input` of `node`.
+  template <typename T>
+  static void connect_keyed(const DataStream<T>& stream, int node, int input,
+                            std::type_identity_t<std::function<uint64_t(const T&)>> key_hash) {
+    stream.connect_keyed(node, input, std::move(key_hash));
+  }
+  // A keyed operator `make` builds, fed by `stream` hashed by `key_hash`.
+  template <typename Out, typename T>
+  static DataStream<Out> add_keyed(const DataStream<T>& stream, std::string name,
+                                   std::type_identity_t<std::function<uint64_t(const T&)>> key_hash,
+                                   std::function<std::unique_ptr<OperatorBase>()> make) {
+    return stream.template add_keyed<Out>(std::move(name), std::move(key_hash), std::move(make));
+  }
+  // A keyed operator built from the key selector of `stream`.
+  template <typename Out, typename K, typename T>
+  static DataStream<Out> transform(
+      const KeyedStream<K, T>& stream, std::string name,
+      std::type_identity_t<std::function<std::unique_ptr<OperatorBase>(std::function<K(const T&)>)>> make) {
+    return stream.template transform<Out>(std::move(name), std::move(make));
+  }
+};
+
+// Combines several outputs of records of type T into one.
+template <typename T>
+std::function<std::unique_ptr<OutputBase>(std::vector<std::unique_ptr<OutputBase>>)> fanout_factory() {
+  return [](std::vector<std::unique_ptr<OutputBase>> outs) -> std::unique_ptr<OutputBase> {
+    return std::make_unique<FanOutput<T>>(std::move(outs));
+  };
+}
+
+}  // namespace detail
 
 // Settings of the last operator added: parallelism, uid, name.
 class OperatorHandle {
  public:
   OperatorHandle(StreamEnvironment* env, int node) : env_(env), node_(node) {}
   OperatorHandle& parallelism(int p) {
-    env_->node(node_).parallelism = p;
+    detail::GraphBuilder::node(*env_, node_).parallelism = p;
     return *this;
   }
   OperatorHandle& uid(std::string u) {
-    env_->node(node_).uid = std::move(u);
+    detail::GraphBuilder::node(*env_, node_).uid = std::move(u);
     return *this;
   }
   OperatorHandle& name(std::string n) {
-    env_->node(node_).name = std::move(n);
+    detail::GraphBuilder::node(*env_, node_).name = std::move(n);
     return *this;
   }
 
@@ -108,8 +153,6 @@ class OperatorHandle {
   int node_;
 };
 
-template <typename K, typename T>
-class KeyedStream;
 template <typename A, typename B>
 class ConnectedStreams;
 template <typename K, typename A, typename B>
@@ -184,15 +227,15 @@ class DataStream {
 
   // ---- settings of the operator that produced this stream ----
   DataStream<T>& parallelism(int p) {
-    for (int n : nodes_) env_->node(n).parallelism = p;
+    for (int n : nodes_) detail::GraphBuilder::node(*env_, n).parallelism = p;
     return *this;
   }
   DataStream<T>& uid(std::string u) {
-    env_->node(nodes_.back()).uid = std::move(u);
+    detail::GraphBuilder::node(*env_, nodes_.back()).uid = std::move(u);
     return *this;
   }
   DataStream<T>& name(std::string n) {
-    env_->node(nodes_.back()).name = std::move(n);
+    detail::GraphBuilder::node(*env_, nodes_.back()).name = std::move(n);
     return *this;
   }
 
@@ -206,55 +249,51 @@ class DataStream {
 
   // Window join: records of both streams with equal keys that fall into the
   // same window. Finish with .where(ka).equal_to(kb).window(assigner) and then
-  // .apply(fn) for every matching pair or .co_group(fn) for both sides at once.
+  // .apply(fn) for every matching pair or .co_group(fn) for both sides at once
+  // (include weir/joins.h).
   template <typename U>
   JoinedStreams<T, U> join(const DataStream<U>& other) const {
     return JoinedStreams<T, U>(*this, other);
   }
 
-  // Internal: feeds this stream, hashed by `key_hash`, into input `input` of `node`.
-  void connect_keyed(int node, int input, std::function<uint64_t(const T&)> key_hash) const {
-    DataStream<T> hashed(env_, nodes_, detail::PartitionKind::kHash, std::move(key_hash), tag_);
-    for (int from : nodes_) env_->add_edge(hashed.edge_to(from, node, input));
+ private:
+  friend class detail::GraphBuilder;
+  template <typename U>
+  friend class DataStream;
+
+  DataStream<T> with_kind(detail::PartitionKind k) const {
+    return DataStream<T>(env_, nodes_, k, nullptr, tag_);
   }
 
-  // Internal: used by KeyedStream.
+  // Feeds this stream, hashed by `key_hash`, into input `input` of `node`.
+  void connect_keyed(int node, int input, std::function<uint64_t(const T&)> key_hash) const {
+    DataStream<T> hashed(env_, nodes_, detail::PartitionKind::kHash, std::move(key_hash), tag_);
+    for (int from : nodes_) detail::GraphBuilder::add_edge(*env_, hashed.edge_to(from, node, input));
+  }
+
   template <typename Out>
   DataStream<Out> add_keyed(std::string name, std::function<uint64_t(const T&)> key_hash,
                             std::function<std::unique_ptr<detail::OperatorBase>()> make) const {
     DataStream<T> hashed(env_, nodes_, detail::PartitionKind::kHash, std::move(key_hash), tag_);
     int id = hashed.add_raw(std::move(name), true, std::move(make));
-    env_->node(id).make_fanout = fanout_factory<Out>();
+    detail::GraphBuilder::node(*env_, id).make_fanout = detail::fanout_factory<Out>();
     return DataStream<Out>(env_, {id});
-  }
-
- private:
-  DataStream<T> with_kind(detail::PartitionKind k) const {
-    return DataStream<T>(env_, nodes_, k, nullptr, tag_);
-  }
-
-  template <typename Out>
-  static auto fanout_factory() {
-    return [](std::vector<std::unique_ptr<detail::OutputBase>> outs)
-               -> std::unique_ptr<detail::OutputBase> {
-      return std::make_unique<detail::FanOutput<Out>>(std::move(outs));
-    };
   }
 
   template <typename Out, typename Make>
   DataStream<Out> add(std::string name, Make make) const {
     int id = add_raw(std::move(name), false, std::move(make));
-    env_->node(id).make_fanout = fanout_factory<Out>();
+    detail::GraphBuilder::node(*env_, id).make_fanout = detail::fanout_factory<Out>();
     return DataStream<Out>(env_, {id});
   }
 
   int add_raw(std::string name, bool keyed,
               std::function<std::unique_ptr<detail::OperatorBase>()> make) const {
-    detail::StreamNode& n = env_->add_node(std::move(name));
+    detail::StreamNode& n = detail::GraphBuilder::add_node(*env_, std::move(name));
     n.make_operator = std::move(make);
     n.is_keyed = keyed;
     int id = n.id;
-    for (int from : nodes_) env_->add_edge(edge_to(from, id));
+    for (int from : nodes_) detail::GraphBuilder::add_edge(*env_, edge_to(from, id));
     return id;
   }
 
@@ -265,7 +304,7 @@ class DataStream {
     e.input = input;
     e.kind = kind_;
     e.tag = tag_;
-    e.make_fanout = fanout_factory<T>();
+    e.make_fanout = detail::fanout_factory<T>();
     detail::PartitionKind kind = kind_;
     std::function<uint64_t(const T&)> key_hash = key_hash_;
     e.make_writer = [kind, key_hash](detail::PartitionWriter* w, int max_parallelism)
@@ -301,9 +340,6 @@ class DataStream {
     return e;
   }
 
-  template <typename U>
-  friend class DataStream;
-
   StreamEnvironment* env_;
   std::vector<int> nodes_;
   detail::PartitionKind kind_;
@@ -320,7 +356,8 @@ class KeyedStream {
   KeyedStream(DataStream<T> input, std::function<K(const T&)> key_of)
       : input_(std::move(input)), key_of_(std::move(key_of)) {}
 
-  // Groups each key's records into windows (see weir/window.h).
+  // Groups each key's records into windows (see weir/window.h; a job that
+  // uses windows includes weir/windowed_stream.h).
   WindowedStream<K, T> window(WindowAssigner assigner) const {
     return WindowedStream<K, T>(*this, assigner);
   }
@@ -332,24 +369,13 @@ class KeyedStream {
     return WindowedStream<K, T>(*this, a);
   }
 
-  // Internal: adds a keyed operator built from the key selector.
-  template <typename Out>
-  DataStream<Out> transform(
-      std::string name,
-      std::function<std::unique_ptr<detail::OperatorBase>(std::function<K(const T&)>)> make) const {
-    auto key_of = key_of_;
-    std::function<uint64_t(const T&)> key_hash = [key_of](const T& r) {
-      return KeyHash<K>{}(key_of(r));
-    };
-    return input_.template add_keyed<Out>(std::move(name), std::move(key_hash),
-                                          [key_of, make]() { return make(key_of); });
-  }
   StreamEnvironment* environment() const { return input_.environment(); }
   const DataStream<T>& stream() const { return input_; }
   const std::function<K(const T&)>& key_selector() const { return key_of_; }
 
   // Joins records of this stream and `other` with equal keys whose times
-  // are close: finish with .between(lower, upper).process(fn).
+  // are close: finish with .between(lower, upper).process(fn) (include
+  // weir/joins.h).
   template <typename U>
   IntervalJoin<K, T, U> interval_join(const KeyedStream<K, U>& other) const {
     return IntervalJoin<K, T, U>(*this, other);
@@ -362,141 +388,29 @@ class KeyedStream {
     std::function<uint64_t(const T&)> key_hash = [key_of](const T& r) {
       return KeyHash<K>{}(key_of(r));
     };
-    return input_.template add_keyed<Out>(std::move(name), std::move(key_hash), [key_of, make]() {
+    return detail::GraphBuilder::add_keyed<Out>(input_, std::move(name), std::move(key_hash), [key_of, make]() {
       return std::make_unique<detail::KeyedProcessOperator<K, T, Out>>(key_of, make());
     });
   }
 
  private:
+  friend class detail::GraphBuilder;
+
+  // A keyed operator built from the key selector.
+  template <typename Out>
+  DataStream<Out> transform(
+      std::string name,
+      std::function<std::unique_ptr<detail::OperatorBase>(std::function<K(const T&)>)> make) const {
+    auto key_of = key_of_;
+    std::function<uint64_t(const T&)> key_hash = [key_of](const T& r) {
+      return KeyHash<K>{}(key_of(r));
+    };
+    return detail::GraphBuilder::add_keyed<Out>(input_, std::move(name), std::move(key_hash),
+                                                [key_of, make]() { return make(key_of); });
+  }
+
   DataStream<T> input_;
   std::function<K(const T&)> key_of_;
-};
-
-// A keyed stream cut into windows; finish it with reduce, aggregate or
-// process. Semantics in weir/window.h.
-template <typename K, typename T>
-class WindowedStream {
- public:
-  WindowedStream(KeyedStream<K, T> input, WindowAssigner assigner)
-      : input_(std::move(input)), assigner_(assigner) {}
-
-  WindowedStream& allowed_lateness(Duration d) {
-    lateness_ = d.count();
-    return *this;
-  }
-  // Records too late for every window go to this side output instead of
-  // being dropped; read it with get_side_output(tag) on the result.
-  WindowedStream& side_output_late_data(OutputTag<T> tag) {
-    late_tag_ = tag.id;
-    return *this;
-  }
-
-  // Folds records with `f(const T&, const T&) -> T`; emits the folded value.
-  template <typename F>
-  DataStream<T> reduce(F f, std::string name = "window-reduce") const {
-    typename detail::WindowOperator<K, T, std::optional<T>, T>::Spec spec;
-    spec.create = [] { return std::optional<T>(); };
-    spec.add = [f](std::optional<T>& acc, const T& r) { acc = acc ? f(*acc, r) : r; };
-    spec.merge = [f](const std::optional<T>& a, const std::optional<T>& b) {
-      if (!a) return b;
-      if (!b) return a;
-      return std::optional<T>(f(*a, *b));
-    };
-    spec.make_emit = [] {
-      return [](const K&, const TimeWindow&, const std::optional<T>& acc, int64_t, int64_t,
-                Collector<T>& out) {
-        if (acc) out.collect(*acc);
-      };
-    };
-    return build<std::optional<T>, T>(std::move(spec), std::move(name));
-  }
-
-  template <Serializable Acc, Serializable Out>
-  DataStream<Out> aggregate(AggregateFunction<T, Acc, Out> agg,
-                            std::string name = "window-aggregate") const {
-    auto spec = incremental<Acc, Out>(agg);
-    spec.make_emit = [agg] {
-      return [agg](const K&, const TimeWindow&, const Acc& acc, int64_t, int64_t,
-                   Collector<Out>& out) { out.collect(agg.get_result(acc)); };
-    };
-    return build<Acc, Out>(std::move(spec), std::move(name));
-  }
-
-  // Hands the window's records to a ProcessWindowFunction.
-  template <Serializable Out>
-  DataStream<Out> process(std::function<std::unique_ptr<ProcessWindowFunction<K, T, Out>>()> make,
-                          std::string name = "window-process") const {
-    typename detail::WindowOperator<K, T, std::vector<T>, Out>::Spec spec;
-    spec.create = [] { return std::vector<T>(); };
-    spec.add = [](std::vector<T>& acc, const T& r) { acc.push_back(r); };
-    spec.merge = [](const std::vector<T>& a, const std::vector<T>& b) {
-      std::vector<T> all = a;
-      all.insert(all.end(), b.begin(), b.end());
-      return all;
-    };
-    spec.make_emit = [make] {
-      std::shared_ptr<ProcessWindowFunction<K, T, Out>> fn = make();
-      return [fn](const K& key, const TimeWindow& w, const std::vector<T>& acc, int64_t wm,
-                  int64_t now, Collector<Out>& out) {
-        fn->process(key, {w, wm, now}, acc, out);
-      };
-    };
-    return build<std::vector<T>, Out>(std::move(spec), std::move(name));
-  }
-
-  // Aggregates incrementally, then hands the single result to `make()`'s
-  // function with the window's metadata.
-  template <Serializable Acc, typename Mid, Serializable Out>
-  DataStream<Out> aggregate(AggregateFunction<T, Acc, Mid> agg,
-                            std::function<std::unique_ptr<ProcessWindowFunction<K, Mid, Out>>()> make,
-                            std::string name = "window-aggregate") const {
-    auto spec = incremental<Acc, Out>(agg);
-    spec.make_emit = [agg, make] {
-      std::shared_ptr<ProcessWindowFunction<K, Mid, Out>> fn = make();
-      return [agg, fn](const K& key, const TimeWindow& w, const Acc& acc, int64_t wm, int64_t now,
-                       Collector<Out>& out) {
-        fn->process(key, {w, wm, now}, std::vector<Mid>{agg.get_result(acc)}, out);
-      };
-    };
-    return build<Acc, Out>(std::move(spec), std::move(name));
-  }
-
- private:
-  template <typename Acc, typename Out, typename Mid>
-  typename detail::WindowOperator<K, T, Acc, Out>::Spec incremental(
-      const AggregateFunction<T, Acc, Mid>& agg) const {
-    typename detail::WindowOperator<K, T, Acc, Out>::Spec spec;
-    spec.create = agg.create_accumulator;
-    spec.add = agg.add;
-    spec.merge = agg.merge;
-    return spec;
-  }
-
-  template <typename Acc, typename Out>
-  DataStream<Out> build(typename detail::WindowOperator<K, T, Acc, Out>::Spec spec,
-                        std::string name) const {
-    spec.assigner = assigner_;
-    spec.allowed_lateness = lateness_;
-    spec.late_tag = late_tag_;
-    absl::Status s = assigner_.validate();
-    if (s.ok() && lateness_ < 0) s = absl::InvalidArgumentError("allowed lateness must not be negative");
-    if (s.ok() && assigner_.is_merging() && !spec.merge) {
-      s = absl::InvalidArgumentError("session windows need an AggregateFunction with merge");
-    }
-    if (!s.ok()) {
-      input_.environment()->record_error(
-          absl::InvalidArgumentError("window '" + name + "': " + std::string(s.message())));
-    }
-    return input_.template transform<Out>(
-        std::move(name), [spec](std::function<K(const T&)> key_of) -> std::unique_ptr<detail::OperatorBase> {
-          return std::make_unique<detail::WindowOperator<K, T, Acc, Out>>(std::move(key_of), spec);
-        });
-  }
-
-  KeyedStream<K, T> input_;
-  WindowAssigner assigner_;
-  int64_t lateness_ = 0;
-  std::string late_tag_;
 };
 
 template <typename K, typename A, typename B>
@@ -510,20 +424,17 @@ class KeyedConnectedStreams {
   DataStream<Out> process(std::function<std::unique_ptr<KeyedCoProcessFunction<K, A, B, Out>>()> make,
                           std::string name = "co-process") const {
     StreamEnvironment* env = a_.environment();
-    detail::StreamNode& n = env->add_node(std::move(name));
+    detail::StreamNode& n = detail::GraphBuilder::add_node(*env, std::move(name));
     n.is_keyed = true;
     auto ka = ka_;
     auto kb = kb_;
     n.make_operator = [ka, kb, make]() {
       return std::make_unique<detail::KeyedCoProcessOperator<K, A, B, Out>>(ka, kb, make());
     };
-    n.make_fanout = [](std::vector<std::unique_ptr<detail::OutputBase>> outs)
-        -> std::unique_ptr<detail::OutputBase> {
-      return std::make_unique<detail::FanOutput<Out>>(std::move(outs));
-    };
+    n.make_fanout = detail::fanout_factory<Out>();
     int id = n.id;
-    a_.connect_keyed(id, 0, [ka](const A& r) { return KeyHash<K>{}(ka(r)); });
-    b_.connect_keyed(id, 1, [kb](const B& r) { return KeyHash<K>{}(kb(r)); });
+    detail::GraphBuilder::connect_keyed<A>(a_, id, 0, [ka](const A& r) { return KeyHash<K>{}(ka(r)); });
+    detail::GraphBuilder::connect_keyed<B>(b_, id, 1, [kb](const B& r) { return KeyHash<K>{}(kb(r)); });
     return DataStream<Out>(env, {id});
   }
 
@@ -550,161 +461,6 @@ class ConnectedStreams {
   DataStream<B> b_;
 };
 
-template <typename K, typename A, typename B>
-class IntervalJoin {
- public:
-  IntervalJoin(KeyedStream<K, A> a, KeyedStream<K, B> b) : a_(std::move(a)), b_(std::move(b)) {}
-
-  // Pairs (a, b) with a.time + lower <= b.time <= a.time + upper.
-  IntervalJoin& between(Duration lower, Duration upper) {
-    lower_ = lower.count();
-    upper_ = upper.count();
-    return *this;
-  }
-
-  template <Serializable Out>
-  DataStream<Out> process(std::function<void(const A&, const B&, Collector<Out>&)> fn,
-                          std::string name = "interval-join") const {
-    if (lower_ > upper_) {
-      a_.environment()->record_error(absl::InvalidArgumentError(
-          "interval join '" + name + "': lower bound " + std::to_string(lower_) +
-          " ms is above the upper bound " + std::to_string(upper_) + " ms"));
-    }
-    int64_t lo = lower_, hi = upper_;
-    return KeyedConnectedStreams<K, A, B>(a_.stream(), b_.stream(), a_.key_selector(), b_.key_selector())
-        .template process<Out>(
-            [fn, lo, hi] { return std::make_unique<detail::IntervalJoinFunction<K, A, B, Out>>(lo, hi, fn); },
-            std::move(name));
-  }
-
- private:
-  KeyedStream<K, A> a_;
-  KeyedStream<K, B> b_;
-  int64_t lower_ = 0;
-  int64_t upper_ = 0;
-};
-
-namespace detail {
-// One record of either side of a window join, so both sides share one window.
-template <typename A, typename B>
-struct JoinSide {
-  std::optional<A> left;
-  std::optional<B> right;
-  auto weir_fields() { return std::tie(left, right); }
-};
-}  // namespace detail
-
-// The window stage of a window join; see DataStream::join.
-template <typename K, typename A, typename B>
-class WindowJoin {
- public:
-  WindowJoin(DataStream<A> a, DataStream<B> b, std::function<K(const A&)> ka,
-             std::function<K(const B&)> kb, WindowAssigner assigner)
-      : a_(std::move(a)), b_(std::move(b)), ka_(std::move(ka)), kb_(std::move(kb)), assigner_(assigner) {}
-
-  // Calls `fn(key, window, lefts, rights, out)` once per key and window in
-  // which at least one side has records (an outer co-group; an inner join
-  // skips the calls where one side is empty).
-  template <Serializable Out>
-  DataStream<Out> co_group(
-      std::function<void(const K&, const TimeWindow&, const std::vector<A>&, const std::vector<B>&,
-                         Collector<Out>&)> fn,
-      std::string name = "window-co-group") const {
-    using Side = detail::JoinSide<A, B>;
-    class Split final : public ProcessWindowFunction<K, Side, Out> {
-     public:
-      explicit Split(decltype(fn) f) : fn_(std::move(f)) {}
-      void process(const K& key, const typename ProcessWindowFunction<K, Side, Out>::Context& ctx,
-                   const std::vector<Side>& elements, Collector<Out>& out) override {
-        std::vector<A> lefts;
-        std::vector<B> rights;
-        for (const Side& s : elements) {
-          if (s.left) lefts.push_back(*s.left);
-          if (s.right) rights.push_back(*s.right);
-        }
-        fn_(key, ctx.window, lefts, rights, out);
-      }
-
-     private:
-      decltype(fn) fn_;
-    };
-    auto left = a_.map([](const A& r) { return Side{r, std::nullopt}; }, name + "-left");
-    auto right = b_.map([](const B& r) { return Side{std::nullopt, r}; }, name + "-right");
-    auto ka = ka_;
-    auto kb = kb_;
-    return left.union_with(right)
-        .key_by([ka, kb](const Side& s) -> K { return s.left ? ka(*s.left) : kb(*s.right); })
-        .window(assigner_)
-        .template process<Out>([fn] { return std::make_unique<Split>(fn); }, std::move(name));
-  }
-
-  // Calls `fn(a, b, out)` for every pair of records with equal keys in the
-  // same window (an inner join, like Flink's JoinedStreams).
-  template <Serializable Out>
-  DataStream<Out> apply(std::function<void(const A&, const B&, Collector<Out>&)> fn,
-                        std::string name = "window-join") const {
-    return co_group<Out>(
-        [fn](const K&, const TimeWindow&, const std::vector<A>& lefts, const std::vector<B>& rights,
-             Collector<Out>& out) {
-          for (const A& a : lefts) {
-            for (const B& b : rights) fn(a, b, out);
-          }
-        },
-        std::move(name));
-  }
-
- private:
-  DataStream<A> a_;
-  DataStream<B> b_;
-  std::function<K(const A&)> ka_;
-  std::function<K(const B&)> kb_;
-  WindowAssigner assigner_;
-};
-
-template <typename A, typename B>
-class JoinedStreams {
- public:
-  JoinedStreams(DataStream<A> a, DataStream<B> b) : a_(std::move(a)), b_(std::move(b)) {}
-
-  template <typename K>
-  class Where {
-   public:
-    Where(DataStream<A> a, DataStream<B> b, std::function<K(const A&)> ka)
-        : a_(std::move(a)), b_(std::move(b)), ka_(std::move(ka)) {}
-
-    class EqualTo {
-     public:
-      EqualTo(const Where& w, std::function<K(const B&)> kb) : w_(w), kb_(std::move(kb)) {}
-      WindowJoin<K, A, B> window(WindowAssigner assigner) const {
-        return WindowJoin<K, A, B>(w_.a_, w_.b_, w_.ka_, kb_, assigner);
-      }
-
-     private:
-      Where w_;
-      std::function<K(const B&)> kb_;
-    };
-
-    template <typename FB>
-    EqualTo equal_to(FB kb) const {
-      return EqualTo(*this, std::function<K(const B&)>(kb));
-    }
-
-   private:
-    DataStream<A> a_;
-    DataStream<B> b_;
-    std::function<K(const A&)> ka_;
-  };
-
-  template <typename FA, typename K = std::decay_t<std::invoke_result_t<FA&, const A&>>>
-  Where<K> where(FA ka) const {
-    return Where<K>(a_, b_, std::function<K(const A&)>(ka));
-  }
-
- private:
-  DataStream<A> a_;
-  DataStream<B> b_;
-};
-
 template <Serializable T>
 DataStream<T> StreamEnvironment::from_source(SourceFactory<T> factory, std::string name,
                                              std::optional<WatermarkStrategy<T>> watermarks) {
@@ -717,10 +473,7 @@ DataStream<T> StreamEnvironment::from_source(SourceFactory<T> factory, std::stri
   n.make_operator = [factory, watermarks]() {
     return std::make_unique<detail::SourceOperator<T>>(factory(), watermarks);
   };
-  n.make_fanout = [](std::vector<std::unique_ptr<detail::OutputBase>> outs)
-      -> std::unique_ptr<detail::OutputBase> {
-    return std::make_unique<detail::FanOutput<T>>(std::move(outs));
-  };
+  n.make_fanout = detail::fanout_factory<T>();
   return DataStream<T>(this, {n.id});
 }
 

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "common/file_util.h"
+#include "common/test_points.h"
 
 namespace fs = std::filesystem;
 
@@ -148,8 +149,18 @@ absl::StatusOr<std::string> FileCheckpointStorage::finalize(const CheckpointMeta
   std::string dir = location(m.checkpoint_id);
   s = fsync_directory(dir);
   if (!s.ok()) return s;
-  s = write_file_atomic((fs::path(dir) / kMetadataFileName).string(), encode_metadata(m));
+  // _metadata appears at once, complete: written beside it, then renamed.
+  const std::string metadata = (fs::path(dir) / kMetadataFileName).string();
+  const std::string tmp = metadata + ".tmp";
+  s = write_file_synced(tmp, encode_metadata(m));
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  WEIR_CRASH_POINT(CrashPoint::kMetadataBeforeRename);
+  s = rename_durable(tmp, metadata);
   if (!s.ok()) return s;
+  WEIR_CRASH_POINT(CrashPoint::kMetadataAfterRename);
   s = fsync_directory(fixed_ ? fs::path(job_dir_).parent_path().string() : job_dir_);
   if (!s.ok()) return s;
   return dir;

@@ -290,6 +290,7 @@ std::optional<int> ClusterCommands::run() {
     o.keep_ended_jobs = f.keep_ended_jobs;
     o.library_dir = f.library_dir;
     o.secret = *secret;
+    o.catalog = builtin_job_catalog();
     auto interval = parse_duration(f.heartbeat_interval);
     auto timeout = parse_duration(f.heartbeat_timeout);
     if (!interval.ok()) return fail(kBadArguments, "--heartbeat-interval: " + std::string(interval.status().message()));
@@ -312,6 +313,7 @@ std::optional<int> ClusterCommands::run() {
   if (parsed == f.taskmanager) {
     f.tm.jobmanager = f.session_address;
     f.tm.secret = *secret;
+    f.tm.catalog = builtin_job_catalog();
     StopSignals signals;
     cluster::TaskManagerProcess tm(f.tm);
     absl::Status s = tm.start();

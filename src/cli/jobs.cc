@@ -113,4 +113,14 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   return env;
 }
 
+cluster::JobCatalog builtin_job_catalog() {
+  return [](const std::string& name, const std::vector<std::string>& args,
+            const cluster::JobLibrary* library) -> absl::StatusOr<cluster::BuiltJob> {
+    JobFlags flags;
+    auto env = build_job(name, args, library, &flags);
+    if (!env.ok()) return env.status();
+    return cluster::BuiltJob{std::move(*env), flags.default_savepoint_dir()};
+  };
+}
+
 }  // namespace weir::cli

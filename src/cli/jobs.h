@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cluster/job_catalog.h"
 #include "cluster/job_library.h"
 #include "examples/nexmark/queries.h"
 #include "examples/running_sum/running_sum.h"
@@ -203,6 +204,10 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
                                                              const std::vector<std::string>& args,
                                                              const cluster::JobLibrary* library = nullptr,
                                                              JobFlags* flags = nullptr);
+
+// The built-in jobs and job libraries as the cluster builds them: build_job,
+// with the savepoint directory its job flags imply.
+cluster::JobCatalog builtin_job_catalog();
 
 }  // namespace weir::cli
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "cli/jobs.h"
 #include "cluster/protocol.h"
 #include "common/clock.h"
 #include "runtime/mini_cluster.h"
@@ -18,8 +17,8 @@ bool Job::wait(std::chrono::milliseconds timeout) {
       absl::FromChrono(timeout));
 }
 
-JobRegistry::JobRegistry(SlotPool* slots, LibraryStore* libraries, int keep_ended_jobs)
-    : slots_(slots), libraries_(libraries), keep_ended_jobs_(keep_ended_jobs) {}
+JobRegistry::JobRegistry(SlotPool* slots, LibraryStore* libraries, JobCatalog catalog, int keep_ended_jobs)
+    : slots_(slots), libraries_(libraries), catalog_(std::move(catalog)), keep_ended_jobs_(keep_ended_jobs) {}
 
 JobRegistry::~JobRegistry() { shutdown(); }
 
@@ -81,15 +80,14 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     spec.set_name(lib->name());
     spec.set_library(library);
   }
-  cli::JobFlags flags;
-  auto env = cli::build_job(spec.name(), args, lib, &flags);
-  if (!env.ok()) return env.status();
-  const JobConfig& config = (*env)->config();
+  auto built = catalog_(spec.name(), args, lib);
+  if (!built.ok()) return built.status();
+  const JobConfig& config = built->env->config();
   if (config.checkpoint.mode != CheckpointingMode::kNone && config.checkpoint.directory.empty()) {
     return absl::InvalidArgumentError(
         "a cluster job needs --checkpoint-dir, on storage every TaskManager and the JobManager reach");
   }
-  auto graph = graph::build_job_graph((*env)->graph(), config);
+  auto graph = graph::build_job_graph(built->env->graph(), config);
   if (!graph.ok()) return graph.status();
   auto restored = runtime::find_restore(**graph, config);
   if (!restored.ok()) return restored.status();
@@ -97,7 +95,7 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
   auto job = std::make_shared<Job>();
   job->id = runtime::new_job_id();
   job->spec = spec;
-  job->savepoint_dir = flags.default_savepoint_dir();
+  job->savepoint_dir = built->savepoint_dir;
   job->start_ms = SystemClock::instance()->wall_ms();
   job->graph = *graph;
   auto storage = runtime::make_job_storage(config, job->id);

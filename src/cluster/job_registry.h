@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "cluster/cluster.grpc.pb.h"
+#include "cluster/job_catalog.h"
 #include "cluster/job_gateway.h"
 #include "cluster/job_library.h"
 #include "cluster/job_metrics.h"
@@ -58,7 +59,7 @@ class JobRegistry {
  public:
   // Jobs take slots from `slots` and libraries from `libraries` (both
   // outlive the registry); at most `keep_ended_jobs` ended jobs are kept.
-  JobRegistry(SlotPool* slots, LibraryStore* libraries, int keep_ended_jobs);
+  JobRegistry(SlotPool* slots, LibraryStore* libraries, JobCatalog catalog, int keep_ended_jobs);
   ~JobRegistry();
   JobRegistry(const JobRegistry&) = delete;
   JobRegistry& operator=(const JobRegistry&) = delete;
@@ -92,6 +93,7 @@ class JobRegistry {
 
   SlotPool* const slots_;
   LibraryStore* const libraries_;
+  const JobCatalog catalog_;
   const int keep_ended_jobs_;
 
   absl::Mutex mu_;

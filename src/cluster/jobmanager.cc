@@ -29,7 +29,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
   explicit Impl(JobManagerOptions o)
       : options_(std::move(o)),
         libraries_(options_.library_dir.empty() ? LibraryStore::default_directory() : options_.library_dir),
-        jobs_(&slots_, &libraries_, options_.keep_ended_jobs),
+        jobs_(&slots_, &libraries_, options_.catalog, options_.keep_ended_jobs),
         sessions_(options_.heartbeat_interval, options_.heartbeat_timeout,
                   [this](const SessionPtr& s, const std::string& reason) {
                     slots_.remove(s);
@@ -39,6 +39,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
   ~Impl() override { shutdown(); }
 
   absl::Status start() {
+    if (!options_.catalog) return absl::FailedPreconditionError("JobManager: no job catalog to build jobs with");
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options_.bind, grpc::InsecureServerCredentials(), &port_);
     builder.SetMaxReceiveMessageSize(256 << 20);

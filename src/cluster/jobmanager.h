@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "cluster/job_catalog.h"
 #include "weir/config.h"
 
 namespace weir::cluster {
@@ -25,6 +26,8 @@ struct JobManagerOptions {
   Duration heartbeat_timeout{5000};
   // Uploaded job libraries, by digest (default: <system temp>/weir-libraries-<uid>).
   std::string library_dir;
+  // How the jobs it is asked to run are built (required).
+  JobCatalog catalog;
 };
 
 class JobManager {

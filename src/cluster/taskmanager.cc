@@ -10,7 +10,6 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
-#include "cli/jobs.h"
 #include "cluster/job_library.h"
 #include "cluster/protocol.h"
 #include "common/clock.h"
@@ -49,7 +48,10 @@ class TaskManagerProcess::Impl {
     data_plane_.shutdown();
   }
 
-  absl::Status start() { return data_plane_.listen(options_.bind_host, options_.data_port); }
+  absl::Status start() {
+    if (!options_.catalog) return absl::FailedPreconditionError("TaskManager: no job catalog to build jobs with");
+    return data_plane_.listen(options_.bind_host, options_.data_port);
+  }
   const std::string& data_address() const { return data_plane_.address(); }
 
   absl::Status run() {
@@ -329,16 +331,16 @@ class TaskManagerProcess::Impl {
       if (!l.ok()) return l.status();
       lib = *l;
     }
-    auto env = cli::build_job(d.spec().name(), args, lib);
-    if (!env.ok()) return env.status();
-    JobConfig config = (*env)->config();
+    auto built = options_.catalog(d.spec().name(), args, lib);
+    if (!built.ok()) return built.status();
+    JobConfig config = built->env->config();
     // Working copies of this process apart from other TaskManagers' on the host.
     std::filesystem::path base = config.state.local_directory.empty()
                                      ? std::filesystem::temp_directory_path() / "weir-rocksdb"
                                      : std::filesystem::path(config.state.local_directory);
     if (!options_.state_dir.empty()) base = options_.state_dir;
     config.state.local_directory = (base / options_.id).string();
-    auto graph = graph::build_job_graph((*env)->graph(), config);
+    auto graph = graph::build_job_graph(built->env->graph(), config);
     if (!graph.ok()) return graph.status();
     data_plane_.admit_job(d.job_id());
     auto job = std::make_unique<Job>();

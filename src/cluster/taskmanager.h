@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "cluster/job_catalog.h"
 
 namespace weir::cluster {
 
@@ -25,6 +26,7 @@ struct TaskManagerOptions {
   std::string state_dir;                // RocksDB working copies (default: system temp)
   std::string library_dir;              // job libraries fetched from the JobManager
                                         // (default: <system temp>/weir-libraries-<uid>)
+  JobCatalog catalog;                   // how deployed jobs are built (required)
 };
 
 class TaskManagerProcess {

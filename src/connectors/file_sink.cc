@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/file_util.h"
+#include "common/test_points.h"
 #include "weir/connectors.h"
 
 namespace fs = std::filesystem;
@@ -132,6 +133,7 @@ absl::Status ExactlyOnceFileSink::snapshot_state(int64_t checkpoint_id) {
   open_.clear();
   pending_state_->update(pending_);
   seq_state_->update({seq_});
+  WEIR_CRASH_POINT(CrashPoint::kSinkPreCommitted);
   return absl::OkStatus();
 }
 
@@ -145,6 +147,7 @@ void ExactlyOnceFileSink::notify_checkpoint_complete(int64_t checkpoint_id) {
   }
   pending_.erase(pending_.begin(), it);
   for (const auto& d : dirs) (void)fsync_directory(d);
+  if (!dirs.empty()) WEIR_CRASH_POINT(CrashPoint::kSinkPublished);
 }
 
 void ExactlyOnceFileSink::close() {

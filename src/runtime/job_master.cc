@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "absl/synchronization/notification.h"
+#include "common/test_points.h"
 
 namespace weir::runtime {
 namespace {
@@ -486,6 +487,7 @@ void JobMaster::trigger_sources(int64_t cp, int64_t ts, bool savepoint) {
 
 void JobMaster::notify_complete(int64_t cp) {
   spdlog::info("job {}: checkpoint {} completed", job_id_, cp);
+  WEIR_CRASH_POINT(CrashPoint::kCompletedBeforeNotify);
   failures_without_progress_ = 0;
   for (auto& e : executions_) {
     if (!e.terminal) tm_->notify_checkpoint_complete(e.id, cp);

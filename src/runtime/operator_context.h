@@ -11,7 +11,7 @@
 
 namespace weir::runtime {
 
-class RuntimeOperatorContext final : public OperatorContext {
+class RuntimeOperatorContext final : public OperatorContext, private detail::KeyedStoreFactory {
  public:
   struct Info {
     int subtask = 0;
@@ -35,11 +35,6 @@ class RuntimeOperatorContext final : public OperatorContext {
   KeyGroupRange key_group_range() const override { return info_.key_groups; }
   bool is_restored() const override { return info_.restored; }
   detail::ProcessingTimeService& processing_time() override { return *info_.processing_time; }
-  absl::StatusOr<std::shared_ptr<detail::KvStore>> create_keyed_store() override;
-  bool keyed_store_is_native() const override {
-    return info_.state_backend != nullptr && info_.state_backend->kind == StateBackendKind::kRocksDb;
-  }
-  absl::StatusOr<std::shared_ptr<detail::KvStore>> open_native_store(const detail::NativeRestore& from) override;
   detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                 detail::Redistribution mode) override {
     auto [it, inserted] = state_.try_emplace(std::string(name));
@@ -49,6 +44,13 @@ class RuntimeOperatorContext final : public OperatorContext {
   detail::OperatorStateMap& state() { return state_; }
 
  private:
+  detail::KeyedStoreFactory& keyed_store_factory() override { return *this; }
+  absl::StatusOr<std::shared_ptr<detail::KvStore>> create_keyed_store() override;
+  bool keyed_store_is_native() const override {
+    return info_.state_backend != nullptr && info_.state_backend->kind == StateBackendKind::kRocksDb;
+  }
+  absl::StatusOr<std::shared_ptr<detail::KvStore>> open_native_store(const detail::NativeRestore& from) override;
+
   // The working directory of a store: <root>/<job>/<uid>-<subtask>-a<attempt><suffix>.
   std::filesystem::path store_dir(const std::string& suffix) const;
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "checkpoint/format.h"
+#include "common/test_points.h"
 #include "runtime/operator_context.h"
 #include "state/rocksdb_store.h"
 
@@ -81,6 +82,7 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
   services_.executor->post([services = services_, id = id_, parallelism = parallelism_,
                             max_parallelism = max_parallelism_, captured = std::move(captured), checkpoint_id,
                             sync_ms, alignment_ms] {
+    WEIR_SYNC_POINT("SubtaskCheckpointer::async_part");
     const auto start = Clock::now();
     checkpoint::CheckpointStorage* storage = services.storage;
     checkpoint::TaskAck ack;
@@ -115,12 +117,15 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
         services.job_master->decline_checkpoint(id, checkpoint_id, std::string(st.message()));
         return;
       }
+      WEIR_CRASH_POINT(CrashPoint::kStateFileWritten);
       ack.states.push_back(std::move(s));
     }
     captured->operators.clear();  // release copy-on-write views before acknowledging
     ack.async_ms = ms_since(start);
     services.job_master->acknowledge_checkpoint(id, checkpoint_id, std::move(ack));
+    WEIR_SYNC_POINT("SubtaskCheckpointer::acknowledged");
   });
+  WEIR_SYNC_POINT("SubtaskCheckpointer::async_part_posted");
 }
 
 }  // namespace weir::runtime

@@ -91,20 +91,20 @@ void Task::drain_mailbox() {
 
 void Task::trigger_checkpoint(int64_t id, int64_t ts, bool savepoint) {
   post([this, id, ts, savepoint] {
-    if (source_ != nullptr) perform_checkpoint(id, ts, 0, savepoint);
+    if (chain_.source != nullptr) perform_checkpoint(id, ts, 0, savepoint);
   });
 }
 
 void Task::notify_checkpoint_complete(int64_t id) {
   post([this, id] {
-    for (auto& op : operators_) op->notify_checkpoint_complete(id);
+    for (auto& op : chain_.operators) op->notify_checkpoint_complete(id);
   });
 }
 
 void Task::notify_checkpoint_aborted(int64_t id) {
   post([this, id] {
     if (barriers_) barriers_->on_abort(id);
-    for (auto& op : operators_) op->notify_checkpoint_aborted(id);
+    for (auto& op : chain_.operators) op->notify_checkpoint_aborted(id);
   });
 }
 
@@ -182,8 +182,8 @@ void Task::run() {
     error = "unknown exception";
   }
   try {
-    for (size_t i = 0; i < operators_.size(); ++i) {
-      if (opened_[i]) operators_[i]->close();
+    for (size_t i = 0; i < chain_.operators.size(); ++i) {
+      if (opened_[i]) chain_.operators[i]->close();
     }
   } catch (const std::exception& e) {
     if (final_state == ExecutionState::kFinished) {
@@ -216,7 +216,7 @@ absl::Status Task::initialize() {
       if (!r.ok()) return r.status();
       restore = std::move(*r);
     }
-    s = operators_[i]->open(*contexts_[i], restore ? &*restore : nullptr);
+    s = chain_.operators[i]->open(*chain_.contexts[i], restore ? &*restore : nullptr);
     opened_[i] = s.ok();
     if (!s.ok()) {
       return absl::Status(s.code(), "open " + graph_->uids[node] + ": " + std::string(s.message()));
@@ -227,93 +227,24 @@ absl::Status Task::initialize() {
 }
 
 absl::Status Task::build_chain() {
-  const auto& sg = graph_->stream;
-  const int n = static_cast<int>(vertex_.nodes.size());
-  operators_.resize(n);
-  contexts_.resize(n);
-  opened_.assign(n, false);
-  auto index_in_chain = [&](int node) {
-    auto it = std::find(vertex_.nodes.begin(), vertex_.nodes.end(), node);
-    return it == vertex_.nodes.end() ? -1 : static_cast<int>(it - vertex_.nodes.begin());
-  };
-  // Output partitions, one per outgoing job edge.
-  std::vector<network::ResultPartition*> partition_of_edge(graph_->edges.size(), nullptr);
-  for (int e : vertex_.outputs) {
-    const graph::JobEdge& je = graph_->edges[e];
-    int consumers = graph_->vertices[je.target_vertex].parallelism;
-    std::vector<std::shared_ptr<network::LocalChannel>> chans;
-    for (int c = 0; c < consumers; ++c) {
-      if (je.pointwise && c != tdd_.execution.subtask) continue;
-      network::ChannelKey key{tdd_.job_id, tdd_.execution.attempt, e, tdd_.execution.subtask, c};
-      const std::string* where = nullptr;
-      if (tdd_.task_locations != nullptr) {
-        where = &tdd_.task_locations->at(graph_->task_index(je.target_vertex, c));
-      }
-      if (where != nullptr && *where != tdd_.location && services_.data_plane != nullptr) {
-        auto remote = services_.data_plane->outbound(*where, key);
-        if (!remote.ok()) return remote.status();
-        chans.push_back(std::move(*remote));
-      } else {
-        chans.push_back(services_.channels->get(key));
-      }
-      register_channel(chans.back());
-    }
-    partitions_.push_back(
-        std::make_unique<network::ResultPartition>(std::move(chans), services_.pool, &cancelled_, &metrics_));
-    partition_of_edge[e] = partitions_.back().get();
-  }
-  // Operators, last first, so each output can point at its target.
-  for (int i = n - 1; i >= 0; --i) {
-    int node = vertex_.nodes[i];
-    const detail::StreamNode& sn = sg.nodes[node];
-    operators_[i] = sn.make_operator();
-    RuntimeOperatorContext::Info info;
-    info.subtask = tdd_.execution.subtask;
-    info.parallelism = vertex_.parallelism;
-    info.max_parallelism = graph_->max_parallelism;
-    info.attempt = tdd_.execution.attempt;
-    info.uid = graph_->uids[node];
-    info.key_groups = tdd_.key_groups;
-    info.restored = tdd_.restore != nullptr && tdd_.restore->find(info.uid) != nullptr;
-    info.processing_time = &time_;
-    info.job_id = tdd_.job_id;
-    info.state_backend = &services_.config->state;
-    contexts_[i] = std::make_unique<RuntimeOperatorContext>(std::move(info));
-    // Outputs by side-output tag ("" is the main output).
-    std::map<std::string, std::vector<std::unique_ptr<detail::OutputBase>>> outs;
-    std::map<std::string, const detail::StreamEdge*> edge_of_tag;
-    for (size_t e = 0; e < sg.edges.size(); ++e) {
-      const detail::StreamEdge& se = sg.edges[e];
-      if (se.from != node) continue;
-      int target = index_in_chain(se.to);
-      if (target >= 0) {
-        outs[se.tag].push_back(se.make_chained(operators_[target].get()));
-      } else {
-        int je = graph_->job_edge_of(static_cast<int>(e));
-        outs[se.tag].push_back(se.make_writer(partition_of_edge[je], graph_->max_parallelism));
-      }
-      edge_of_tag[se.tag] = &se;
-    }
-    operators_[i]->set_output(nullptr);
-    for (auto& [tag, list] : outs) {
-      std::unique_ptr<detail::OutputBase> out =
-          list.size() == 1 ? std::move(list[0]) : edge_of_tag[tag]->make_fanout(std::move(list));
-      if (tag.empty()) {
-        operators_[i]->set_output(std::move(out));
-      } else {
-        operators_[i]->set_side_output(tag, std::move(out));
-      }
-    }
-  }
-  if (vertex_.is_source) {
-    source_ = dynamic_cast<detail::SourceOperatorBase*>(operators_[0].get());
-    if (source_ == nullptr) return absl::InternalError("source vertex without a source operator");
-  }
-  return absl::OkStatus();
+  opened_.assign(vertex_.nodes.size(), false);
+  ChainSetting setting;
+  setting.graph = graph_.get();
+  setting.vertex = &vertex_;
+  setting.tdd = &tdd_;
+  setting.pool = services_.pool;
+  setting.channels = services_.channels;
+  setting.data_plane = services_.data_plane;
+  setting.state_backend = &services_.config->state;
+  setting.processing_time = &time_;
+  setting.cancelled = &cancelled_;
+  setting.metrics = &metrics_;
+  setting.register_channel = [this](const std::shared_ptr<network::LocalChannel>& c) { register_channel(c); };
+  return build_operator_chain(setting, &chain_);
 }
 
 absl::Status Task::build_inputs() {
-  detail::OperatorBase* head = operators_[0].get();
+  detail::OperatorBase* head = chain_.operators[0].get();
   for (int e : vertex_.inputs) {
     const graph::JobEdge& je = graph_->edges[e];
     adapters_.push_back(graph_->stream.edges[je.stream_edge].make_reader(head));
@@ -406,13 +337,13 @@ void Task::loop() {
     drain_mailbox();
     if (cancelled_ || phase_ == TaskPhase::kFinishing) return;
     time_.run_due();
-    if (source_ != nullptr && phase_ == TaskPhase::kRunning) {
+    if (chain_.source != nullptr && phase_ == TaskPhase::kRunning) {
       if (stop_requested_) {
-        source_->end_input_now();
+        chain_.source->end_input_now();
         end_of_input();
         continue;
       }
-      detail::PollStatus st = source_->poll(kSourceBatch);
+      detail::PollStatus st = chain_.source->poll(kSourceBatch);
       if (st == detail::PollStatus::kEndOfInput) {
         end_of_input();
       } else if (st == detail::PollStatus::kIdle) {
@@ -508,7 +439,7 @@ void Task::update_input_watermark() {
     any_active = true;
     min = std::min(min, in.watermark);
   }
-  detail::OperatorBase* head = operators_[0].get();
+  detail::OperatorBase* head = chain_.operators[0].get();
   if (any_live && !any_active) {
     if (!input_idle_) {
       input_idle_ = true;
@@ -531,11 +462,11 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
                               bool savepoint) {
   const auto start = Clock::now();
   std::vector<SubtaskCheckpointer::ChainedOperator> chain;
-  for (size_t i = 0; i < operators_.size(); ++i) chain.push_back({graph_->uids[vertex_.nodes[i]], operators_[i].get()});
+  for (size_t i = 0; i < chain_.operators.size(); ++i) chain.push_back({graph_->uids[vertex_.nodes[i]], chain_.operators[i].get()});
   auto captured = checkpointer_.snapshot(chain, checkpoint_id, savepoint);
   // The barrier goes downstream whatever happened here: records after it
   // belong to the next checkpoint.
-  for (auto& p : partitions_) {
+  for (auto& p : chain_.partitions) {
     p->broadcast_event(network::EventKind::kBarrier, checkpoint_id, timestamp_ms, savepoint);
   }
   last_flush_ = Clock::now();
@@ -548,19 +479,19 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
 
 void Task::end_of_input() {
   enter(TaskPhase::kInputEnded);
-  for (size_t i = 0; i < operators_.size(); ++i) {
-    absl::Status s = operators_[i]->finish();
+  for (size_t i = 0; i < chain_.operators.size(); ++i) {
+    absl::Status s = chain_.operators[i]->finish();
     if (!s.ok()) {
       throw std::runtime_error("finish " + graph_->uids[vertex_.nodes[i]] + ": " +
                                std::string(s.message()));
     }
   }
-  for (auto& p : partitions_) p->broadcast_event(network::EventKind::kEndOfData);
+  for (auto& p : chain_.partitions) p->broadcast_event(network::EventKind::kEndOfData);
   services_.job_master->end_of_data(id());
 }
 
 void Task::flush_outputs() {
-  for (auto& p : partitions_) p->flush_all();
+  for (auto& p : chain_.partitions) p->flush_all();
   last_flush_ = Clock::now();
 }
 
@@ -569,7 +500,7 @@ void Task::maybe_flush(Clock::time_point now) {
 }
 
 void Task::close_channels() {
-  for (auto& p : partitions_) p->close_channels();
+  for (auto& p : chain_.partitions) p->close_channels();
   for (auto& in : inputs_) {
     in.channel->close();
     in.channel->set_consumer(nullptr);

@@ -10,9 +10,10 @@
 // cancel() ends it as CANCELED.
 //
 // Its parts: the chain (operators and their outputs, built from the job
-// graph), the mailbox loop (this file), the checkpoint part of a subtask
-// (SubtaskCheckpointer: synchronous snapshot, asynchronous upload) and the
-// restore assignment (checkpoint/state_assignment.h).
+// graph by runtime/operator_chain.h), the mailbox loop (this file), the
+// checkpoint part of a subtask (SubtaskCheckpointer: synchronous snapshot,
+// asynchronous upload) and the restore assignment
+// (checkpoint/state_assignment.h).
 //
 // Public methods are thread-safe; everything else is confined to the task
 // thread, except the asynchronous snapshot parts, which run on the snapshot
@@ -42,6 +43,7 @@
 #include "network/partition_writer.h"
 #include "runtime/executor.h"
 #include "runtime/gateways.h"
+#include "runtime/operator_chain.h"
 #include "runtime/operator_context.h"
 #include "runtime/subtask_checkpointer.h"
 #include "common/task_metrics.h"
@@ -183,13 +185,10 @@ class Task {
   std::vector<std::shared_ptr<network::LocalChannel>> all_channels_ ABSL_GUARDED_BY(channels_mu_);
 
   // Task thread only.
-  std::vector<std::unique_ptr<RuntimeOperatorContext>> contexts_;   // per chained node
-  std::vector<std::unique_ptr<detail::OperatorBase>> operators_;    // per chained node
+  OperatorChain chain_;
   // Operators whose open() succeeded; only they are closed. A task that
   // failed while building its chain may have none.
   std::vector<bool> opened_;
-  detail::SourceOperatorBase* source_ = nullptr;
-  std::vector<std::unique_ptr<network::ResultPartition>> partitions_;
   std::vector<std::unique_ptr<detail::InputAdapter>> adapters_;
   std::vector<InputChannel> inputs_;
   std::unique_ptr<checkpoint::BarrierHandler> barriers_;

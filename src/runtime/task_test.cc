@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "checkpoint/storage.h"
+#include "common/test_points.h"
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
 #include "network/data_plane.h"
@@ -35,7 +37,10 @@ class RecordingJobMaster final : public JobMasterGateway {
     absl::MutexLock lock(&mu_);
     states_.push_back({id, state, error});
   }
-  void acknowledge_checkpoint(const ExecutionId&, int64_t, checkpoint::TaskAck) override {}
+  void acknowledge_checkpoint(const ExecutionId& id, int64_t checkpoint_id, checkpoint::TaskAck ack) override {
+    absl::MutexLock lock(&mu_);
+    acks_.push_back({id, checkpoint_id, std::move(ack)});
+  }
   void decline_checkpoint(const ExecutionId&, int64_t, const std::string&) override {}
   void end_of_data(const ExecutionId&) override {
     absl::MutexLock lock(&mu_);
@@ -48,6 +53,16 @@ class RecordingJobMaster final : public JobMasterGateway {
     return mu_.AwaitWithTimeout(absl::Condition(&reached), deadline);
   }
 
+  struct Ack {
+    ExecutionId id;
+    int64_t checkpoint_id;
+    checkpoint::TaskAck ack;
+  };
+  // The first acknowledgement, waiting up to `deadline`.
+  std::optional<Ack> first_ack(absl::Duration deadline) {
+    return first_of(acks_, [](const Ack&) { return true; }, deadline);
+  }
+
   struct Report {
     ExecutionId id;
     ExecutionState state;
@@ -55,26 +70,42 @@ class RecordingJobMaster final : public JobMasterGateway {
   };
   // The first report other than kRunning, waiting up to `deadline`.
   std::optional<Report> final_report(absl::Duration deadline) {
-    absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(this, &RecordingJobMaster::ended), deadline);
-    for (const auto& r : states_) {
-      if (r.state != ExecutionState::kRunning) return r;
-    }
-    return std::nullopt;
+    return first_of(states_, [](const Report& r) { return r.state != ExecutionState::kRunning; }, deadline);
   }
 
  private:
-  bool ended() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (const auto& r : states_) {
-      if (r.state != ExecutionState::kRunning) return true;
-    }
-    return false;
+  // The first element of `list` that satisfies `match`, waiting up to
+  // `deadline` for one.
+  template <typename T, typename Match>
+  std::optional<T> first_of(const std::vector<T>& list, Match match, absl::Duration deadline) {
+    absl::MutexLock lock(&mu_);
+    auto find = [&]() -> const T* {
+      for (const T& e : list) {
+        if (match(e)) return &e;
+      }
+      return nullptr;
+    };
+    auto found = [&find]() { return find() != nullptr; };
+    mu_.AwaitWithTimeout(absl::Condition(&found), deadline);
+    const T* e = find();
+    return e ? std::optional<T>(*e) : std::nullopt;
   }
 
   absl::Mutex mu_;
   std::vector<Report> states_ ABSL_GUARDED_BY(mu_);
   int ended_inputs_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<Ack> acks_ ABSL_GUARDED_BY(mu_);
 };
+
+// The context of job "job" reporting to `jm`.
+TaskManager::JobContext job_context(const std::shared_ptr<const graph::JobGraph>& graph, const JobConfig& config,
+                                    RecordingJobMaster* jm) {
+  TaskManager::JobContext ctx;
+  ctx.graph = graph;
+  ctx.job_master = jm;
+  ctx.config = config;
+  return ctx;
+}
 
 TEST(TaskTest, OutputChannelThatCannotConnectFailsTheTaskWithItsCause) {
   StreamEnvironment env;
@@ -91,11 +122,7 @@ TEST(TaskTest, OutputChannelThatCannotConnectFailsTheTaskWithItsCause) {
   ASSERT_TRUE(plane.listen("127.0.0.1", 0).ok());
   TaskManager tm(&pool, &plane, 1);
   RecordingJobMaster jm;
-  TaskManager::JobContext ctx;
-  ctx.graph = *graph;
-  ctx.job_master = &jm;
-  ctx.config = env.config();
-  tm.register_job("job", std::move(ctx));
+  tm.register_job("job", job_context(*graph, env.config(), &jm));
 
   // The source runs here; map subtask 0 on a process whose data port has
   // nothing listening (port 1 on loopback refuses), map subtask 1 here.
@@ -166,10 +193,7 @@ TEST(TaskTest, ProcessingTimeIsTheInjectedClock) {
 
   TaskManager tm(env.config().network, 1);
   RecordingJobMaster jm;
-  TaskManager::JobContext ctx;
-  ctx.graph = *graph;
-  ctx.job_master = &jm;
-  ctx.config = env.config();
+  TaskManager::JobContext ctx = job_context(*graph, env.config(), &jm);
   ctx.clock = &clock;
   tm.register_job("job", std::move(ctx));
   for (const auto& v : (*graph)->vertices) {
@@ -210,6 +234,63 @@ TEST(TaskTest, ProcessingTimeIsTheInjectedClock) {
   for (const auto& v : (*graph)->vertices) tm.finish_task(ExecutionId{v.id, 0, 0});
   tm.unregister_job("job");
 }
+
+#if WEIR_TEST_POINTS
+class DropSink final : public Sink<int64_t> {
+ public:
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  absl::Status write(const int64_t&) override { return absl::OkStatus(); }
+};
+
+// The asynchronous part of a checkpoint outlives its task: held back (by a
+// sync point) until the task was cancelled and reported so, it still writes
+// the state files and acknowledges, touching nothing of the ended task.
+TEST(TaskTest, AsynchronousPartOfACheckpointRunsAfterItsTaskWasCancelled) {
+  SyncPoints::reset();
+  SyncPoints::load_dependencies({{"SubtaskCheckpointer::async_part_posted", "TaskTest:cancel"},
+                                 {"TaskTest:task_cancelled", "SubtaskCheckpointer::async_part"}});
+  SyncPoints::enable();
+  StreamEnvironment env;
+  env.from_source<int64_t>(
+         [] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, INT64_MAX); })
+      .parallelism(1)
+      .sink_to([] { return std::make_unique<DropSink>(); })
+      .parallelism(1);
+  auto graph = graph::build_job_graph(env.graph(), env.config());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ((*graph)->vertices.size(), 1u);  // source and sink chained
+
+  auto storage = std::make_shared<checkpoint::MemoryCheckpointStorage>("job");
+  TaskManager tm(env.config().network, 1);
+  RecordingJobMaster jm;
+  TaskManager::JobContext ctx = job_context(*graph, env.config(), &jm);
+  ctx.storage = storage;
+  tm.register_job("job", std::move(ctx));
+  const ExecutionId id{0, 0, 0};
+  TaskDeploymentDescriptor tdd;
+  tdd.job_id = "job";
+  tdd.execution = id;
+  tdd.task_index = (*graph)->task_index(0, 0);
+  tm.submit_task(tdd);
+
+  tm.trigger_checkpoint(id, 1, 0, /*savepoint=*/false);
+  WEIR_SYNC_POINT("TaskTest:cancel");  // once the synchronous part is done
+  tm.cancel_task(id);
+  auto report = jm.final_report(absl::Seconds(30));
+  ASSERT_TRUE(report.has_value()) << "the task did not end while its checkpoint's upload was held back";
+  EXPECT_EQ(report->state, ExecutionState::kCanceled);
+  EXPECT_FALSE(jm.first_ack(absl::ZeroDuration()).has_value()) << "acknowledged before the upload ran";
+  WEIR_SYNC_POINT("TaskTest:task_cancelled");
+
+  auto ack = jm.first_ack(absl::Seconds(30));
+  SyncPoints::reset();
+  ASSERT_TRUE(ack.has_value()) << "the held-back upload never acknowledged";
+  EXPECT_EQ(ack->checkpoint_id, 1);
+  ASSERT_FALSE(ack->ack.states.empty());
+  EXPECT_EQ(storage->num_checkpoints(), 1u);
+  tm.unregister_job("job");
+}
+#endif
 
 }  // namespace
 }  // namespace weir::runtime

@@ -1,6 +1,8 @@
 // The untyped half of the keyed state backend (see
 // include/weir/detail/state_table.h for the layout it reads and writes).
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "weir/detail/keyed_backend.h"
@@ -82,7 +84,87 @@ class NativeKeyedSnapshot final : public KeyedStateSnapshot {
 
 }  // namespace
 
+// The state of a KeyedBackendCore.
+class KeyedBackendCore::Impl {
+ public:
+  Impl(KeyGroupRange range, std::shared_ptr<KvStore> store) : range_(range), store_(std::move(store)) {}
+
+  absl::Status restore_key_group(int kg, std::string_view bytes, bool borrow);
+  void end_restore();
+  absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> snapshot(bool native_allowed);
+  absl::Status restore_from_store(KvStore* source, const NativeRestore& from);
+  absl::StatusOr<StateTableBase*> find_or_add(const std::string& name, StateKind kind, const std::string& type,
+                                              TableTtl ttl, TableFactory make);
+
+  struct Pending {
+    StateKind kind;
+    std::string type;
+    std::string owned;
+    std::string_view borrowed;  // when `owned` is unused
+    bool is_borrowed = false;
+    std::string_view bytes() const { return is_borrowed ? borrowed : std::string_view(owned); }
+  };
+  // An error naming the state when it was checkpointed as another kind or
+  // with another type signature than it is declared with now.
+  absl::Status check_compatible(const std::string& name, StateKind kind, const std::string& type) const;
+  absl::Status apply_pending(StateTableBase& table);
+
+  const KeyGroupRange range_;
+  const std::shared_ptr<KvStore> store_;
+  std::map<std::string, std::unique_ptr<StateTableBase>> tables_;
+  // state name -> key group -> raw entries, for states restored but not yet
+  // registered. Written back verbatim by snapshots so nothing is lost.
+  std::map<std::string, std::map<int, Pending>> pending_;
+  // States of an adopted native snapshot, by name.
+  std::map<std::string, StateMeta> restored_meta_;
+  // Borrowed key groups: their bytes and how many of their states are pending.
+  struct BorrowedGroup {
+    std::string_view bytes;
+    int pending = 0;
+  };
+  std::map<int, BorrowedGroup> borrowed_;
+  std::function<void(std::string_view)> release_;
+};
+
+KeyedBackendCore::KeyedBackendCore(KeyGroupRange range, std::shared_ptr<KvStore> store)
+    : impl_(std::make_unique<Impl>(range, std::move(store))) {}
+KeyedBackendCore::~KeyedBackendCore() = default;
+
+KeyGroupRange KeyedBackendCore::range() const { return impl_->range_; }
+bool KeyedBackendCore::is_heap() const { return impl_->store_ == nullptr; }
 absl::Status KeyedBackendCore::restore_key_group(int kg, std::string_view bytes, bool borrow) {
+  return impl_->restore_key_group(kg, bytes, borrow);
+}
+void KeyedBackendCore::set_release(std::function<void(std::string_view)> release) {
+  impl_->release_ = std::move(release);
+}
+void KeyedBackendCore::end_restore() { impl_->end_restore(); }
+absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot(bool native_allowed) {
+  return impl_->snapshot(native_allowed);
+}
+absl::StatusOr<OperatorSnapshot> KeyedBackendCore::operator_snapshot(bool native_allowed) {
+  auto keyed = snapshot(native_allowed);
+  if (!keyed.ok()) return keyed.status();
+  OperatorSnapshot snap;
+  snap.keyed = std::move(*keyed);
+  return snap;
+}
+void KeyedBackendCore::checkpoint_complete(int64_t checkpoint_id) {
+  if (impl_->store_ != nullptr) impl_->store_->checkpoint_complete(checkpoint_id);
+}
+absl::Status KeyedBackendCore::restore_from_store(KvStore* source, const NativeRestore& from) {
+  return impl_->restore_from_store(source, from);
+}
+void KeyedBackendCore::adopt_states(const std::vector<StateMeta>& states) {
+  for (const StateMeta& m : states) impl_->restored_meta_[m.name] = m;
+}
+absl::StatusOr<StateTableBase*> KeyedBackendCore::find_or_add(const std::string& name, StateKind kind,
+                                                              const std::string& type, TableTtl ttl,
+                                                              TableFactory make) {
+  return impl_->find_or_add(name, kind, type, ttl, make);
+}
+
+absl::Status KeyedBackendCore::Impl::restore_key_group(int kg, std::string_view bytes, bool borrow) {
   auto corrupt = [&](const std::string& what) {
     return absl::DataLossError("keyed state of key group " + std::to_string(kg) +
                                " is corrupt: " + what);
@@ -134,7 +216,32 @@ const char* kind_name(uint8_t kind) {
 }
 }  // namespace
 
-absl::Status KeyedBackendCore::check_compatible(const std::string& name, StateKind kind,
+absl::StatusOr<StateTableBase*> KeyedBackendCore::Impl::find_or_add(const std::string& name, StateKind kind,
+                                                              const std::string& type, TableTtl ttl,
+                                                              TableFactory make) {
+  auto it = tables_.find(name);
+  if (it != tables_.end()) {
+    if (it->second->kind() != kind) {
+      return absl::FailedPreconditionError("state '" + name + "' is registered twice with different kinds");
+    }
+    return it->second.get();
+  }
+  // Checked before a RocksDB column family is opened under the name.
+  absl::Status compatible = check_compatible(name, kind, type);
+  if (!compatible.ok()) return compatible;
+  std::unique_ptr<StateTableBase> owned = make(name, kind, range_, store_, ttl);
+  StateTableBase* t = owned.get();
+  tables_.emplace(name, std::move(owned));
+  absl::Status s = apply_pending(*t);
+  if (!s.ok()) return s;
+  return t;
+}
+
+absl::Status KeyedBackendCore::registered_with_other_types(const std::string& name) {
+  return absl::FailedPreconditionError("state '" + name + "' is registered twice with different types");
+}
+
+absl::Status KeyedBackendCore::Impl::check_compatible(const std::string& name, StateKind kind,
                                                 const std::string& type) const {
   auto check = [&](uint8_t was_kind, const std::string& was_type) {
     if (was_kind != static_cast<uint8_t>(kind)) {
@@ -161,7 +268,7 @@ absl::Status KeyedBackendCore::check_compatible(const std::string& name, StateKi
   return absl::OkStatus();
 }
 
-void KeyedBackendCore::end_restore() {
+void KeyedBackendCore::Impl::end_restore() {
   for (auto& [name, groups] : pending_) {
     for (auto& [kg, p] : groups) {
       if (!p.is_borrowed) continue;
@@ -176,7 +283,7 @@ void KeyedBackendCore::end_restore() {
   borrowed_.clear();
 }
 
-absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
+absl::Status KeyedBackendCore::Impl::apply_pending(StateTableBase& table) {
   auto it = pending_.find(table.name());
   if (it == pending_.end()) return absl::OkStatus();
   absl::Status compatible = check_compatible(table.name(), table.kind(), table.type());
@@ -208,7 +315,7 @@ absl::Status KeyedBackendCore::apply_pending(StateTableBase& table) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot(bool native_allowed) {
+absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::Impl::snapshot(bool native_allowed) {
   if (store_ != nullptr && native_allowed && pending_.empty()) {
     std::vector<StateMeta> states;
     for (const auto& [name, t] : tables_) {
@@ -240,7 +347,7 @@ absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot(b
       std::make_unique<KeyedSnapshot>(range_, std::move(tables), std::move(raw)));
 }
 
-absl::Status KeyedBackendCore::restore_from_store(KvStore* source, const NativeRestore& from) {
+absl::Status KeyedBackendCore::Impl::restore_from_store(KvStore* source, const NativeRestore& from) {
   std::vector<int> columns;
   for (const StateMeta& st : from.states) {
     if (st.kind > static_cast<uint8_t>(StateKind::kReducing)) {
@@ -260,7 +367,7 @@ absl::Status KeyedBackendCore::restore_from_store(KvStore* source, const NativeR
       write_canonical_entries(scan, columns[i], kg, e);
       put_canonical_state(out, from.states[i].name, from.states[i].kind, from.states[i].type, entries);
     }
-    absl::Status s = restore_key_group(kg, blob);
+    absl::Status s = restore_key_group(kg, blob, /*borrow=*/false);
     if (!s.ok()) return s;
   }
   return absl::OkStatus();

@@ -32,15 +32,17 @@
 namespace weir::detail {
 
 // Untyped part of the backend: tables by name, snapshots, raw restored bytes
-// of states not yet registered.
+// of states not yet registered. Implemented in src/state/keyed_backend.cc.
 class KeyedBackendCore {
  public:
   // `store` null: heap tables; otherwise tables in `store`.
-  KeyedBackendCore(KeyGroupRange range, std::shared_ptr<KvStore> store)
-      : range_(range), store_(std::move(store)) {}
+  KeyedBackendCore(KeyGroupRange range, std::shared_ptr<KvStore> store);
+  ~KeyedBackendCore();
+  KeyedBackendCore(const KeyedBackendCore&) = delete;
+  KeyedBackendCore& operator=(const KeyedBackendCore&) = delete;
 
-  KeyGroupRange range() const { return range_; }
-  bool is_heap() const { return store_ == nullptr; }
+  KeyGroupRange range() const;
+  bool is_heap() const;
 
   // Keeps restored bytes until the state is registered (types are known
   // only then). Returns an error naming the key group on corrupt input.
@@ -49,7 +51,7 @@ class KeyedBackendCore {
   absl::Status restore_key_group(int kg, std::string_view bytes, bool borrow = false);
   // Called with a borrowed key group's bytes once every state in it is
   // restored (or copied by end_restore).
-  void set_release(std::function<void(std::string_view)> release) { release_ = std::move(release); }
+  void set_release(std::function<void(std::string_view)> release);
   // The borrowed restored bytes are about to go: copies what no registered
   // state took yet (a state registered later still gets it).
   void end_restore();
@@ -58,85 +60,46 @@ class KeyedBackendCore {
   // store (RocksDB) and no restored state is still unregistered.
   absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> snapshot(bool native_allowed = false);
   // The snapshot of a keyed operator: this keyed state, no operator state.
-  absl::StatusOr<OperatorSnapshot> operator_snapshot(bool native_allowed) {
-    auto keyed = snapshot(native_allowed);
-    if (!keyed.ok()) return keyed.status();
-    OperatorSnapshot snap;
-    snap.keyed = std::move(*keyed);
-    return snap;
-  }
-  void checkpoint_complete(int64_t checkpoint_id) {
-    if (store_ != nullptr) store_->checkpoint_complete(checkpoint_id);
-  }
+  absl::StatusOr<OperatorSnapshot> operator_snapshot(bool native_allowed);
+  void checkpoint_complete(int64_t checkpoint_id);
   // Restores the key groups of this range from a native snapshot opened as
   // `source` (another store), converting them to the canonical layout.
   absl::Status restore_from_store(KvStore* source, const NativeRestore& from);
   // The store was opened from a native snapshot with these states: each is
   // checked against its declaration when registered.
-  void adopt_states(const std::vector<StateMeta>& states) {
-    for (const StateMeta& m : states) restored_meta_[m.name] = m;
-  }
+  void adopt_states(const std::vector<StateMeta>& states);
 
+  // The table of state `name`, created (and given its restored entries)
+  // on first use. An error when the name is registered again with another
+  // kind or type, or was checkpointed with another kind or type.
   template <typename K, typename V>
   absl::StatusOr<StateTable<K, V>*> table(const std::string& name, StateKind kind, TableTtl ttl = {}) {
-    auto it = tables_.find(name);
-    if (it != tables_.end()) {
-      if (it->second->kind() != kind) {
-        return absl::FailedPreconditionError("state '" + name +
-                                             "' is registered twice with different kinds");
-      }
-      auto* typed = dynamic_cast<StateTable<K, V>*>(it->second.get());
-      if (typed == nullptr) {
-        return absl::FailedPreconditionError("state '" + name +
-                                             "' is registered twice with different types");
-      }
-      return typed;
-    }
-    // Checked before a RocksDB column family is opened under the name.
-    absl::Status compatible = check_compatible(name, kind, type_signature<K>() + "->" + type_signature<V>());
-    if (!compatible.ok()) return compatible;
-    std::unique_ptr<StateTable<K, V>> owned;
-    if (store_ == nullptr) {
-      owned = std::make_unique<HeapTable<K, V>>(name, kind, range_, ttl);
-    } else {
-      owned = std::make_unique<KvTable<K, V>>(name, kind, store_, ttl);
-    }
-    StateTable<K, V>* t = owned.get();
-    tables_.emplace(name, std::move(owned));
-    absl::Status s = apply_pending(*t);
-    if (!s.ok()) return s;
-    return t;
+    absl::StatusOr<StateTableBase*> t =
+        find_or_add(name, kind, type_signature<K>() + "->" + type_signature<V>(), ttl, &make_table<K, V>);
+    if (!t.ok()) return t.status();
+    auto* typed = dynamic_cast<StateTable<K, V>*>(*t);
+    if (typed == nullptr) return registered_with_other_types(name);
+    return typed;
   }
 
  private:
-  struct Pending {
-    StateKind kind;
-    std::string type;
-    std::string owned;
-    std::string_view borrowed;  // when `owned` is unused
-    bool is_borrowed = false;
-    std::string_view bytes() const { return is_borrowed ? borrowed : std::string_view(owned); }
-  };
-  // An error naming the state when it was checkpointed as another kind or
-  // with another type signature than it is declared with now.
-  absl::Status check_compatible(const std::string& name, StateKind kind, const std::string& type) const;
-  absl::Status apply_pending(StateTableBase& table);
+  using TableFactory = std::unique_ptr<StateTableBase> (*)(const std::string& name, StateKind kind,
+                                                           KeyGroupRange range,
+                                                           const std::shared_ptr<KvStore>& store, TableTtl ttl);
+  template <typename K, typename V>
+  static std::unique_ptr<StateTableBase> make_table(const std::string& name, StateKind kind, KeyGroupRange range,
+                                                    const std::shared_ptr<KvStore>& store, TableTtl ttl) {
+    if (store == nullptr) return std::make_unique<HeapTable<K, V>>(name, kind, range, ttl);
+    return std::make_unique<KvTable<K, V>>(name, kind, store, ttl);
+  }
+  // The untyped part of table(): the registered table, or a new one from
+  // `make` (checked against the restored state first).
+  absl::StatusOr<StateTableBase*> find_or_add(const std::string& name, StateKind kind, const std::string& type,
+                                              TableTtl ttl, TableFactory make);
+  static absl::Status registered_with_other_types(const std::string& name);
 
-  const KeyGroupRange range_;
-  const std::shared_ptr<KvStore> store_;
-  std::map<std::string, std::unique_ptr<StateTableBase>> tables_;
-  // state name -> key group -> raw entries, for states restored but not yet
-  // registered. Written back verbatim by snapshots so nothing is lost.
-  std::map<std::string, std::map<int, Pending>> pending_;
-  // States of an adopted native snapshot, by name.
-  std::map<std::string, StateMeta> restored_meta_;
-  // Borrowed key groups: their bytes and how many of their states are pending.
-  struct BorrowedGroup {
-    std::string_view bytes;
-    int pending = 0;
-  };
-  std::map<int, BorrowedGroup> borrowed_;
-  std::function<void(std::string_view)> release_;
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // The typed face of the backend for keys of type K: the current key, and the
@@ -172,9 +135,9 @@ absl::StatusOr<std::unique_ptr<KeyedBackend<K>>> open_keyed_backend(OperatorCont
   // Fast path: a RocksDB backend restoring one native snapshot of exactly
   // its range opens that snapshot's files as its store.
   const bool adopt = restore != nullptr && restore->native.size() == 1 && restore->key_groups.empty() &&
-                     restore->native[0].range == range && ctx.keyed_store_is_native();
+                     restore->native[0].range == range && keyed_stores(ctx).keyed_store_is_native();
   absl::StatusOr<std::shared_ptr<KvStore>> store =
-      adopt ? ctx.open_native_store(restore->native[0]) : ctx.create_keyed_store();
+      adopt ? keyed_stores(ctx).open_native_store(restore->native[0]) : keyed_stores(ctx).create_keyed_store();
   if (!store.ok()) return store.status();
   auto backend = std::make_unique<KeyedBackend<K>>(range, std::move(*store));
   if (restore == nullptr) return backend;
@@ -189,7 +152,7 @@ absl::StatusOr<std::unique_ptr<KeyedBackend<K>>> open_keyed_backend(OperatorCont
   // Otherwise (another range, or the heap backend): read the key groups out
   // of each native snapshot in the canonical layout.
   for (const NativeRestore& n : restore->native) {
-    auto source = ctx.open_native_store(n);
+    auto source = keyed_stores(ctx).open_native_store(n);
     if (!source.ok()) return source.status();
     absl::Status s = backend->core().restore_from_store(source->get(), n);
     if (!s.ok()) return s;

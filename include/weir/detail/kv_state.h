@@ -25,10 +25,8 @@
 
 #include <climits>
 #include <cstring>
-#include <algorithm>
 #include <functional>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -93,33 +91,45 @@ class KvStore {
 // Appends `varint count | (key, value) * count` of key group `kg` of column
 // `cf` in canonical layout: keys without their key-group prefix. With
 // `min_stamp`, values are TtlValues and those stamped before it are left out.
-template <typename Scan>
-void write_canonical_entries(const Scan& scan, int cf, int kg, ByteWriter& out, int64_t min_stamp = INT64_MIN) {
-  std::string prefix;
-  put_key_group_prefix(&prefix, kg);
-  std::string entries;
-  uint64_t count = 0;
-  scan(cf, prefix, [&](std::string_view k, std::string_view v) {
-    if (min_stamp != INT64_MIN) {
-      int64_t stamp = INT64_MIN;
-      if (v.size() >= sizeof(stamp)) std::memcpy(&stamp, v.data(), sizeof(stamp));
-      if (stamp < min_stamp) return;
-    }
-    entries.append(k.substr(kKeyGroupPrefixSize));
-    entries.append(v);
-    ++count;
-  });
-  out.put_varint(count);
-  out.put_bytes(entries.data(), entries.size());
-}
+// `scan` visits a column's entries under a prefix (a store's or a view's).
+using KvScan = std::function<void(int cf, std::string_view prefix, const KvVisitor& fn)>;
+void write_canonical_entries(const KvScan& scan, int cf, int kg, ByteWriter& out, int64_t min_stamp = INT64_MIN);
+
+// The part of a KvTable that does not depend on its types: the store and
+// the table's column, restores and snapshots of its bytes. Implemented in
+// src/state/keyed_backend.cc, so a job compiles it once, not per state type.
+class KvColumn {
+ public:
+  // Steps over one key or value in Serializer format (a failure shows in
+  // `in`).
+  using Skip = void (*)(ByteReader& in);
+
+  KvColumn(const std::string& name, std::shared_ptr<KvStore> store, int64_t ttl_ms);
+
+  KvStore& store() const { return *store_; }
+  int cf() const { return cf_; }
+  // An immutable view of the column, written in canonical layout.
+  std::shared_ptr<const TableSnapshot> snapshot(int64_t min_stamp) const;
+  void begin_restore() { store_->bulk_begin(cf_); }
+  void end_restore() { store_->bulk_end(cf_); }
+  // Replaces key group `kg` with the canonical entries in `in`, whose keys
+  // and values `skip_key` and `skip_value` step over.
+  bool restore_entries(int kg, ByteReader& in, Skip skip_key, Skip skip_value);
+  // Throws the error of a stored `what` ("key", "value") of state `name`
+  // that does not decode as its declared type.
+  [[noreturn]] static void undecodable(const std::string& name, const char* what);
+
+ private:
+  const std::shared_ptr<KvStore> store_;
+  const int cf_;
+};
 
 template <typename K, typename V>
 class KvTable final : public StateTable<K, V> {
  public:
   KvTable(std::string name, StateKind kind, std::shared_ptr<KvStore> store, TableTtl ttl = {})
       : StateTable<K, V>(std::move(name), kind),
-        store_(std::move(store)),
-        cf_(store_->column(this->name(), IsTtlValue<V>::value ? ttl.ttl_ms : 0)),
+        column_(this->name(), std::move(store), IsTtlValue<V>::value ? ttl.ttl_ms : 0),
         ttl_(ttl) {}
 
   const V* find(int kg, const K& key) override {
@@ -150,11 +160,11 @@ class KvTable final : public StateTable<K, V> {
     present_ = false;
     dirty_ = false;
     value_ = V{};
-    store_->erase(cf_, key_bytes_);
+    column_.store().erase(column_.cf(), key_bytes_);
   }
   void for_each(const std::function<void(const K&, const V&)>& fn) override {
     flush();
-    store_->scan(cf_, {}, [&](std::string_view k, std::string_view v) {
+    column_.store().scan(column_.cf(), {}, [&](std::string_view k, std::string_view v) {
       K key = decode<K>(k.substr(kKeyGroupPrefixSize), "key");
       V value = decode<V>(v, "value");
       fn(key, value);
@@ -165,77 +175,35 @@ class KvTable final : public StateTable<K, V> {
   // lists and maps expire on access and when the whole entry expires).
   std::shared_ptr<const TableSnapshot> snapshot() override {
     flush();
-    return std::make_shared<Snapshot>(store_->pin(), cf_, min_live_stamp<V>(ttl_));
+    return column_.snapshot(min_live_stamp<V>(ttl_));
   }
   void flush() override {
     if (!dirty_) return;
     scratch_.clear();
     ByteWriter w(&scratch_);
     Serializer<V>::write(w, value_);
-    store_->put(cf_, key_bytes_, scratch_);
+    column_.store().put(column_.cf(), key_bytes_, scratch_);
     dirty_ = false;
   }
 
-  void begin_restore() override { store_->bulk_begin(cf_); }
-  void end_restore() override { store_->bulk_end(cf_); }
+  void begin_restore() override { column_.begin_restore(); }
+  void end_restore() override { column_.end_restore(); }
   bool restore_entries(int kg, ByteReader& in) override {
     forget();
-    std::string prefix;
-    put_key_group_prefix(&prefix, kg);
-    store_->erase_prefix(cf_, prefix);
-    uint64_t n = in.get_length();
-    std::vector<std::pair<std::string, std::string_view>> entries;
-    entries.reserve(n);
-    for (uint64_t i = 0; i < n && in.ok(); ++i) {
-      // Entries are (key, value) in Serializer format: decode to find their ends.
-      const char* k0 = in.position();
-      Serializer<K>::read(in);
-      const char* v0 = in.position();
-      Serializer<V>::read(in);
-      if (!in.ok()) return false;
-      std::string key = prefix;
-      key.append(k0, static_cast<size_t>(v0 - k0));
-      entries.emplace_back(std::move(key), std::string_view(v0, static_cast<size_t>(in.position() - v0)));
-    }
-    if (!in.ok()) return false;
-    // In key order, the last of equal keys winning (as puts in order would).
-    std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    size_t out = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (i + 1 < entries.size() && entries[i + 1].first == entries[i].first) continue;
-      if (out != i) entries[out] = std::move(entries[i]);
-      ++out;
-    }
-    entries.resize(out);
-    store_->bulk_put(cf_, entries);
-    return true;
+    return column_.restore_entries(kg, in, &skip<K>, &skip<V>);
   }
 
  private:
-  class Snapshot final : public TableSnapshot {
-   public:
-    Snapshot(std::shared_ptr<const KvView> view, int cf, int64_t min_stamp)
-        : view_(std::move(view)), cf_(cf), min_stamp_(min_stamp) {}
-    void write_entries(int kg, ByteWriter& out) const override {
-      write_canonical_entries(
-          [this](int cf, std::string_view prefix, const KvVisitor& fn) { view_->scan(cf, prefix, fn); }, cf_, kg,
-          out, min_stamp_);
-    }
-
-   private:
-    const std::shared_ptr<const KvView> view_;
-    const int cf_;
-    const int64_t min_stamp_;
-  };
+  template <typename T>
+  static void skip(ByteReader& in) {
+    Serializer<T>::read(in);
+  }
 
   template <typename T>
   T decode(std::string_view bytes, const char* what) const {
     ByteReader r(bytes);
     T v = Serializer<T>::read(r);
-    if (!r.ok() || !r.at_end()) {
-      throw std::runtime_error("state '" + this->name() + "': a stored " + what +
-                               " does not decode as its declared type");
-    }
+    if (!r.ok() || !r.at_end()) KvColumn::undecodable(this->name(), what);
     return v;
   }
 
@@ -243,7 +211,7 @@ class KvTable final : public StateTable<K, V> {
     if (cached_ && kg_ == kg && key_ == key) return;
     flush();
     set_key(kg, key);
-    present_ = store_->get(cf_, key_bytes_, &scratch_);
+    present_ = column_.store().get(column_.cf(), key_bytes_, &scratch_);
     value_ = present_ ? decode<V>(scratch_, "value") : V{};
   }
   // Makes (kg, key) the cached key, its value not yet known.
@@ -262,8 +230,7 @@ class KvTable final : public StateTable<K, V> {
     present_ = false;
   }
 
-  const std::shared_ptr<KvStore> store_;
-  const int cf_;
+  KvColumn column_;
   const TableTtl ttl_;
   // The cached entry.
   bool cached_ = false;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -146,6 +147,16 @@ class InternalTimerService {
   int64_t watermark_ = kMinWatermark;
   int64_t scheduled_at_ = INT64_MAX;
 };
+
+// The timer services of the most common key types, and their tables, are
+// compiled once in the engine (src/state/instantiations.cc), not in every
+// job's translation units.
+extern template class InternalTimerService<int64_t>;
+extern template class InternalTimerService<std::string>;
+extern template class HeapTable<int64_t, std::vector<int64_t>>;
+extern template class HeapTable<std::string, std::vector<int64_t>>;
+extern template class KvTable<int64_t, std::vector<int64_t>>;
+extern template class KvTable<std::string, std::vector<int64_t>>;
 
 }  // namespace weir::detail
 

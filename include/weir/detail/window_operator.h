@@ -16,6 +16,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "weir/detail/keyed_backend.h"
 #include "weir/detail/operator.h"
+#include "weir/detail/operators.h"
 #include "weir/detail/timers.h"
 #include "weir/window.h"
 

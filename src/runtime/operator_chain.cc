@@ -1,0 +1,110 @@
+#include "runtime/operator_chain.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace weir::runtime {
+namespace {
+
+// The partitions of the vertex's outgoing job edges, by job edge.
+absl::Status build_partitions(const ChainSetting& s, OperatorChain* chain,
+                              std::vector<network::ResultPartition*>* partition_of_edge) {
+  const graph::JobGraph& g = *s.graph;
+  const TaskDeploymentDescriptor& tdd = *s.tdd;
+  partition_of_edge->assign(g.edges.size(), nullptr);
+  for (int e : s.vertex->outputs) {
+    const graph::JobEdge& je = g.edges[e];
+    int consumers = g.vertices[je.target_vertex].parallelism;
+    std::vector<std::shared_ptr<network::LocalChannel>> chans;
+    for (int c = 0; c < consumers; ++c) {
+      if (je.pointwise && c != tdd.execution.subtask) continue;
+      network::ChannelKey key{tdd.job_id, tdd.execution.attempt, e, tdd.execution.subtask, c};
+      const std::string* where = nullptr;
+      if (tdd.task_locations != nullptr) where = &tdd.task_locations->at(g.task_index(je.target_vertex, c));
+      if (where != nullptr && *where != tdd.location && s.data_plane != nullptr) {
+        auto remote = s.data_plane->outbound(*where, key);
+        if (!remote.ok()) return remote.status();
+        chans.push_back(std::move(*remote));
+      } else {
+        chans.push_back(s.channels->get(key));
+      }
+      s.register_channel(chans.back());
+    }
+    chain->partitions.push_back(
+        std::make_unique<network::ResultPartition>(std::move(chans), s.pool, s.cancelled, s.metrics));
+    (*partition_of_edge)[e] = chain->partitions.back().get();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
+  const graph::JobGraph& g = *s.graph;
+  const graph::JobVertex& vertex = *s.vertex;
+  const TaskDeploymentDescriptor& tdd = *s.tdd;
+  const detail::StreamGraph& sg = g.stream;
+  const int n = static_cast<int>(vertex.nodes.size());
+  chain->operators.resize(n);
+  chain->contexts.resize(n);
+  auto index_in_chain = [&](int node) {
+    auto it = std::find(vertex.nodes.begin(), vertex.nodes.end(), node);
+    return it == vertex.nodes.end() ? -1 : static_cast<int>(it - vertex.nodes.begin());
+  };
+  std::vector<network::ResultPartition*> partition_of_edge;
+  absl::Status st = build_partitions(s, chain, &partition_of_edge);
+  if (!st.ok()) return st;
+  // Operators, last first, so each output can point at its target.
+  for (int i = n - 1; i >= 0; --i) {
+    int node = vertex.nodes[i];
+    const detail::StreamNode& sn = sg.nodes[node];
+    chain->operators[i] = sn.make_operator();
+    RuntimeOperatorContext::Info info;
+    info.subtask = tdd.execution.subtask;
+    info.parallelism = vertex.parallelism;
+    info.max_parallelism = g.max_parallelism;
+    info.attempt = tdd.execution.attempt;
+    info.uid = g.uids[node];
+    info.key_groups = tdd.key_groups;
+    info.restored = tdd.restore != nullptr && tdd.restore->find(info.uid) != nullptr;
+    info.processing_time = s.processing_time;
+    info.job_id = tdd.job_id;
+    info.state_backend = s.state_backend;
+    chain->contexts[i] = std::make_unique<RuntimeOperatorContext>(std::move(info));
+    // Outputs by side-output tag ("" is the main output).
+    std::map<std::string, std::vector<std::unique_ptr<detail::OutputBase>>> outs;
+    std::map<std::string, const detail::StreamEdge*> edge_of_tag;
+    for (size_t e = 0; e < sg.edges.size(); ++e) {
+      const detail::StreamEdge& se = sg.edges[e];
+      if (se.from != node) continue;
+      int target = index_in_chain(se.to);
+      if (target >= 0) {
+        outs[se.tag].push_back(se.make_chained(chain->operators[target].get()));
+      } else {
+        int je = g.job_edge_of(static_cast<int>(e));
+        outs[se.tag].push_back(se.make_writer(partition_of_edge[je], g.max_parallelism));
+      }
+      edge_of_tag[se.tag] = &se;
+    }
+    detail::OperatorBase& op = *chain->operators[i];
+    op.set_output(nullptr);
+    for (auto& [tag, list] : outs) {
+      std::unique_ptr<detail::OutputBase> out =
+          list.size() == 1 ? std::move(list[0]) : edge_of_tag[tag]->make_fanout(std::move(list));
+      if (tag.empty()) {
+        op.set_output(std::move(out));
+      } else {
+        op.set_side_output(tag, std::move(out));
+      }
+    }
+  }
+  if (vertex.is_source) {
+    chain->source = dynamic_cast<detail::SourceOperatorBase*>(chain->operators[0].get());
+    if (chain->source == nullptr) return absl::InternalError("source vertex without a source operator");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weir::runtime

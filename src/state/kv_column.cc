@@ -1,0 +1,96 @@
+// KvColumn (weir/detail/kv_state.h): the untyped part of the RocksDB
+// backend's state tables, compiled once instead of once per state type.
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weir/detail/kv_state.h"
+
+namespace weir::detail {
+namespace {
+
+class ColumnSnapshot final : public TableSnapshot {
+ public:
+  ColumnSnapshot(std::shared_ptr<const KvView> view, int cf, int64_t min_stamp)
+      : view_(std::move(view)), cf_(cf), min_stamp_(min_stamp) {}
+  void write_entries(int kg, ByteWriter& out) const override {
+    write_canonical_entries(
+        [this](int cf, std::string_view prefix, const KvVisitor& fn) { view_->scan(cf, prefix, fn); }, cf_, kg, out,
+        min_stamp_);
+  }
+
+ private:
+  const std::shared_ptr<const KvView> view_;
+  const int cf_;
+  const int64_t min_stamp_;  // TTL entries below it are expired
+};
+
+}  // namespace
+
+void write_canonical_entries(const KvScan& scan, int cf, int kg, ByteWriter& out, int64_t min_stamp) {
+  std::string prefix;
+  put_key_group_prefix(&prefix, kg);
+  std::string entries;
+  uint64_t count = 0;
+  scan(cf, prefix, [&](std::string_view k, std::string_view v) {
+    if (min_stamp != INT64_MIN) {
+      int64_t stamp = INT64_MIN;
+      if (v.size() >= sizeof(stamp)) std::memcpy(&stamp, v.data(), sizeof(stamp));
+      if (stamp < min_stamp) return;
+    }
+    entries.append(k.substr(kKeyGroupPrefixSize));
+    entries.append(v);
+    ++count;
+  });
+  out.put_varint(count);
+  out.put_bytes(entries.data(), entries.size());
+}
+
+KvColumn::KvColumn(const std::string& name, std::shared_ptr<KvStore> store, int64_t ttl_ms)
+    : store_(std::move(store)), cf_(store_->column(name, ttl_ms)) {}
+
+std::shared_ptr<const TableSnapshot> KvColumn::snapshot(int64_t min_stamp) const {
+  return std::make_shared<ColumnSnapshot>(store_->pin(), cf_, min_stamp);
+}
+
+bool KvColumn::restore_entries(int kg, ByteReader& in, Skip skip_key, Skip skip_value) {
+  std::string prefix;
+  put_key_group_prefix(&prefix, kg);
+  store_->erase_prefix(cf_, prefix);
+  uint64_t n = in.get_length();
+  std::vector<std::pair<std::string, std::string_view>> entries;
+  entries.reserve(n);
+  for (uint64_t i = 0; i < n && in.ok(); ++i) {
+    // Entries are (key, value) in Serializer format: decode to find their ends.
+    const char* k0 = in.position();
+    skip_key(in);
+    const char* v0 = in.position();
+    skip_value(in);
+    if (!in.ok()) return false;
+    std::string key = prefix;
+    key.append(k0, static_cast<size_t>(v0 - k0));
+    entries.emplace_back(std::move(key), std::string_view(v0, static_cast<size_t>(in.position() - v0)));
+  }
+  if (!in.ok()) return false;
+  // In key order, the last of equal keys winning (as puts in order would).
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t out = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i + 1 < entries.size() && entries[i + 1].first == entries[i].first) continue;
+    if (out != i) entries[out] = std::move(entries[i]);
+    ++out;
+  }
+  entries.resize(out);
+  store_->bulk_put(cf_, entries);
+  return true;
+}
+
+[[noreturn]] void KvColumn::undecodable(const std::string& name, const char* what) {
+  throw std::runtime_error("state '" + name + "': a stored " + std::string(what) +
+                           " does not decode as its declared type");
+}
+
+}  // namespace weir::detail
