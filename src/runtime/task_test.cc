@@ -60,7 +60,7 @@ class RecordingJobMaster final : public JobMasterGateway {
   };
   // The first acknowledgement, waiting up to `deadline`.
   std::optional<Ack> first_ack(absl::Duration deadline) {
-    return first_of(acks_, [](const Ack&) { return true; }, deadline);
+    return first_of(&RecordingJobMaster::acks_, [](const Ack&) { return true; }, deadline);
   }
 
   struct Report {
@@ -70,15 +70,16 @@ class RecordingJobMaster final : public JobMasterGateway {
   };
   // The first report other than kRunning, waiting up to `deadline`.
   std::optional<Report> final_report(absl::Duration deadline) {
-    return first_of(states_, [](const Report& r) { return r.state != ExecutionState::kRunning; }, deadline);
+    return first_of(&RecordingJobMaster::states_, [](const Report& r) { return r.state != ExecutionState::kRunning; }, deadline);
   }
 
  private:
-  // The first element of `list` that satisfies `match`, waiting up to
-  // `deadline` for one.
+  // The first element of the member `list` that satisfies `match`, waiting
+  // up to `deadline` for one.
   template <typename T, typename Match>
-  std::optional<T> first_of(const std::vector<T>& list, Match match, absl::Duration deadline) {
+  std::optional<T> first_of(std::vector<T> RecordingJobMaster::*member, Match match, absl::Duration deadline) {
     absl::MutexLock lock(&mu_);
+    const std::vector<T>& list = this->*member;
     auto find = [&]() -> const T* {
       for (const T& e : list) {
         if (match(e)) return &e;
