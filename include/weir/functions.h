@@ -78,42 +78,53 @@ class KeyedRuntimeContext {
 
   template <typename T>
   ValueState<T>& get_state(const ValueStateDescriptor<T>& d) {
-    if (d.ttl.enabled()) {
-      return own(std::make_unique<detail::TtlValueState<K, T>>(ttl_access<T>(d.name, detail::StateKind::kValue, d.ttl)));
-    }
     auto* t = table<T>(d.name, detail::StateKind::kValue);
     return own(std::make_unique<detail::TableValueState<K, T>>(backend_, t));
   }
   template <typename T>
   ListState<T>& get_list_state(const ListStateDescriptor<T>& d) {
-    if (d.ttl.enabled()) {
-      const detail::ProcessingTimeService* clock = &op_->processing_time();
-      auto* t = table<typename detail::TtlListState<K, T>::Entry>(d.name, detail::StateKind::kList,
-                                                                  detail::TableTtl{d.ttl.ttl.count(), clock});
-      return own(std::make_unique<detail::TtlListState<K, T>>(backend_, t, d.ttl, clock));
-    }
     auto* t = table<std::vector<T>>(d.name, detail::StateKind::kList);
     return own(std::make_unique<detail::TableListState<K, T>>(backend_, t));
   }
   template <typename UK, typename UV>
   MapState<UK, UV>& get_map_state(const MapStateDescriptor<UK, UV>& d) {
-    if (d.ttl.enabled()) {
-      const detail::ProcessingTimeService* clock = &op_->processing_time();
-      auto* t = table<typename detail::TtlMapState<K, UK, UV>::Entry>(d.name, detail::StateKind::kMap,
-                                                                      detail::TableTtl{d.ttl.ttl.count(), clock});
-      return own(std::make_unique<detail::TtlMapState<K, UK, UV>>(backend_, t, d.ttl, clock));
-    }
     auto* t = table<absl::flat_hash_map<UK, UV>>(d.name, detail::StateKind::kMap);
     return own(std::make_unique<detail::TableMapState<K, UK, UV>>(backend_, t));
   }
   template <typename T>
   ReducingState<T>& get_reducing_state(const ReducingStateDescriptor<T>& d) {
-    if (d.ttl.enabled()) {
-      return own(std::make_unique<detail::TtlReducingState<K, T>>(
-          ttl_access<T>(d.name, detail::StateKind::kReducing, d.ttl), d.reduce));
-    }
     auto* t = table<T>(d.name, detail::StateKind::kReducing);
     return own(std::make_unique<detail::TableReducingState<K, T>>(backend_, t, d.reduce));
+  }
+
+  // The same with a time-to-live (a zero TTL: the state without one).
+  template <typename T>
+  ValueState<T>& get_state(const WithTtl<ValueStateDescriptor<T>>& d) {
+    if (!d.ttl.enabled()) return get_state(d.state);
+    return own(std::make_unique<detail::TtlValueState<K, T>>(
+        ttl_access<T>(d.state.name, detail::StateKind::kValue, d.ttl)));
+  }
+  template <typename T>
+  ListState<T>& get_list_state(const WithTtl<ListStateDescriptor<T>>& d) {
+    if (!d.ttl.enabled()) return get_list_state(d.state);
+    const detail::ProcessingTimeService* clock = &op_->processing_time();
+    auto* t = table<typename detail::TtlListState<K, T>::Entry>(d.state.name, detail::StateKind::kList,
+                                                                detail::TableTtl{d.ttl.ttl.count(), clock});
+    return own(std::make_unique<detail::TtlListState<K, T>>(backend_, t, d.ttl, clock));
+  }
+  template <typename UK, typename UV>
+  MapState<UK, UV>& get_map_state(const WithTtl<MapStateDescriptor<UK, UV>>& d) {
+    if (!d.ttl.enabled()) return get_map_state(d.state);
+    const detail::ProcessingTimeService* clock = &op_->processing_time();
+    auto* t = table<typename detail::TtlMapState<K, UK, UV>::Entry>(d.state.name, detail::StateKind::kMap,
+                                                                    detail::TableTtl{d.ttl.ttl.count(), clock});
+    return own(std::make_unique<detail::TtlMapState<K, UK, UV>>(backend_, t, d.ttl, clock));
+  }
+  template <typename T>
+  ReducingState<T>& get_reducing_state(const WithTtl<ReducingStateDescriptor<T>>& d) {
+    if (!d.ttl.enabled()) return get_reducing_state(d.state);
+    return own(std::make_unique<detail::TtlReducingState<K, T>>(
+        ttl_access<T>(d.state.name, detail::StateKind::kReducing, d.ttl), d.state.reduce));
   }
 
   // The first error from a get_*_state call (for example the same name

@@ -85,30 +85,39 @@ struct StateTtlConfig {
 };
 
 // Descriptors name a state; the name is what checkpoints are keyed by inside
-// an operator, so keep it stable across versions of a job.
+// an operator, so keep it stable across versions of a job. A state with a
+// time-to-live is declared with with_ttl, e.g.
+//   ctx.get_state(ValueStateDescriptor<int64_t>{"total"}.with_ttl(cfg))
+// so a job compiles the TTL variant of a state only where it asks for it.
+template <typename Descriptor>
+struct WithTtl {
+  Descriptor state;
+  StateTtlConfig ttl;
+};
+
 template <typename T>
 struct ValueStateDescriptor {
   std::string name;
-  StateTtlConfig ttl = {};
+  WithTtl<ValueStateDescriptor> with_ttl(StateTtlConfig ttl) const { return {*this, ttl}; }
 };
 
 template <typename T>
 struct ListStateDescriptor {
   std::string name;
-  StateTtlConfig ttl = {};
+  WithTtl<ListStateDescriptor> with_ttl(StateTtlConfig ttl) const { return {*this, ttl}; }
 };
 
 template <typename K, typename V>
 struct MapStateDescriptor {
   std::string name;
-  StateTtlConfig ttl = {};
+  WithTtl<MapStateDescriptor> with_ttl(StateTtlConfig ttl) const { return {*this, ttl}; }
 };
 
 template <typename T>
 struct ReducingStateDescriptor {
   std::string name;
   std::function<T(const T&, const T&)> reduce;
-  StateTtlConfig ttl = {};
+  WithTtl<ReducingStateDescriptor> with_ttl(StateTtlConfig ttl) const { return {*this, ttl}; }
 };
 
 }  // namespace weir

@@ -227,7 +227,7 @@ TEST_P(BackendTest, ChangedStateTypeIsRefusedNamingTheState) {
     {
       Harness r(kAll, target);  // turning on TTL changes the stored type
       r.restore(groups);
-      r.ctx().get_state(ValueStateDescriptor<int64_t>{"total", ttl_of(1000)});
+      r.ctx().get_state(ValueStateDescriptor<int64_t>{"total"}.with_ttl(ttl_of(1000)));
       EXPECT_FALSE(r.ctx().status().ok());
     }
     {
@@ -303,9 +303,9 @@ TEST_P(BackendTest, SnapshotRestoresIntoEitherBackend) {
 
 TEST_P(BackendTest, TtlExpiresEntriesAfterTheirLastWrite) {
   Harness h(kAll, kind());
-  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v", ttl_of(100)});
+  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"}.with_ttl(ttl_of(100)));
   auto& r = h.ctx().get_reducing_state(ReducingStateDescriptor<int64_t>{
-      "r", [](const int64_t& a, const int64_t& b) { return a + b; }, ttl_of(100)});
+      "r", [](const int64_t& a, const int64_t& b) { return a + b; }}.with_ttl(ttl_of(100)));
   h.clock().now = 1000;
   h.set_key("a");
   v.update(1);
@@ -323,7 +323,7 @@ TEST_P(BackendTest, TtlExpiresEntriesAfterTheirLastWrite) {
 TEST_P(BackendTest, TtlOnReadAndWriteExtendsOnEveryRead) {
   Harness h(kAll, kind());
   auto& v = h.ctx().get_state(
-      ValueStateDescriptor<int64_t>{"v", ttl_of(100, StateTtlConfig::UpdateType::kOnReadAndWrite)});
+      ValueStateDescriptor<int64_t>{"v"}.with_ttl(ttl_of(100, StateTtlConfig::UpdateType::kOnReadAndWrite)));
   h.clock().now = 1000;
   h.set_key("a");
   v.update(7);
@@ -339,7 +339,7 @@ TEST_P(BackendTest, TtlReturnExpiredIfNotCleanedUpKeepsItUntilCleanup) {
   Harness h(kAll, kind());
   auto cfg = ttl_of(100, StateTtlConfig::UpdateType::kOnCreateAndWrite,
                     StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp);
-  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v", cfg});
+  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"}.with_ttl(cfg));
   h.clock().now = 1000;
   h.set_key("a");
   v.update(3);
@@ -349,7 +349,7 @@ TEST_P(BackendTest, TtlReturnExpiredIfNotCleanedUpKeepsItUntilCleanup) {
 
 TEST_P(BackendTest, TtlListElementsExpireOneByOne) {
   Harness h(kAll, kind());
-  auto& l = h.ctx().get_list_state(ListStateDescriptor<std::string>{"l", ttl_of(100)});
+  auto& l = h.ctx().get_list_state(ListStateDescriptor<std::string>{"l"}.with_ttl(ttl_of(100)));
   h.set_key("a");
   h.clock().now = 1000;
   l.add("x");
@@ -375,7 +375,7 @@ TEST_P(BackendTest, TtlListElementsExpireOneByOne) {
 TEST_P(BackendTest, TtlListOnReadAndWriteExtendsLiveElements) {
   Harness h(kAll, kind());
   auto& l = h.ctx().get_list_state(
-      ListStateDescriptor<int64_t>{"l", ttl_of(100, StateTtlConfig::UpdateType::kOnReadAndWrite)});
+      ListStateDescriptor<int64_t>{"l"}.with_ttl(ttl_of(100, StateTtlConfig::UpdateType::kOnReadAndWrite)));
   h.set_key("a");
   h.clock().now = 1000;
   l.add(1);
@@ -390,7 +390,7 @@ TEST_P(BackendTest, TtlListOnReadAndWriteExtendsLiveElements) {
 
 TEST_P(BackendTest, TtlMapValuesExpireOneByOne) {
   Harness h(kAll, kind());
-  auto& m = h.ctx().get_map_state(MapStateDescriptor<std::string, int64_t>{"m", ttl_of(100)});
+  auto& m = h.ctx().get_map_state(MapStateDescriptor<std::string, int64_t>{"m"}.with_ttl(ttl_of(100)));
   h.set_key("a");
   h.clock().now = 1000;
   m.put("x", 1);
@@ -417,10 +417,10 @@ TEST_P(BackendTest, TtlMapValuesExpireOneByOne) {
 TEST_P(BackendTest, TtlMapOnReadAndWriteAndReturnExpired) {
   Harness h(kAll, kind());
   auto& read_write = h.ctx().get_map_state(
-      MapStateDescriptor<std::string, int64_t>{"rw", ttl_of(100, StateTtlConfig::UpdateType::kOnReadAndWrite)});
+      MapStateDescriptor<std::string, int64_t>{"rw"}.with_ttl(ttl_of(100, StateTtlConfig::UpdateType::kOnReadAndWrite)));
   auto& keep = h.ctx().get_map_state(MapStateDescriptor<std::string, int64_t>{
-      "keep", ttl_of(100, StateTtlConfig::UpdateType::kOnCreateAndWrite,
-                     StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp)});
+      "keep"}.with_ttl(ttl_of(100, StateTtlConfig::UpdateType::kOnCreateAndWrite,
+                     StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp)));
   h.set_key("a");
   h.clock().now = 1000;
   read_write.put("x", 1);
@@ -440,8 +440,8 @@ TEST_P(BackendTest, TtlSnapshotLeavesExpiredEntriesOut) {
   auto keep = ttl_of(100, StateTtlConfig::UpdateType::kOnCreateAndWrite,
                      StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp);
   Harness h(kAll, kind());
-  auto& l = h.ctx().get_list_state(ListStateDescriptor<int64_t>{"l", keep});
-  auto& m = h.ctx().get_map_state(MapStateDescriptor<std::string, int64_t>{"m", keep});
+  auto& l = h.ctx().get_list_state(ListStateDescriptor<int64_t>{"l"}.with_ttl(keep));
+  auto& m = h.ctx().get_map_state(MapStateDescriptor<std::string, int64_t>{"m"}.with_ttl(keep));
   h.clock().now = 1000;
   h.set_key("old");
   l.add(1);
@@ -458,8 +458,8 @@ TEST_P(BackendTest, TtlSnapshotLeavesExpiredEntriesOut) {
   for (StateBackendKind target : {kind(), other()}) {
     Harness r(kAll, target);
     r.restore(groups);
-    auto& rl = r.ctx().get_list_state(ListStateDescriptor<int64_t>{"l", keep});
-    auto& rm = r.ctx().get_map_state(MapStateDescriptor<std::string, int64_t>{"m", keep});
+    auto& rl = r.ctx().get_list_state(ListStateDescriptor<int64_t>{"l"}.with_ttl(keep));
+    auto& rm = r.ctx().get_map_state(MapStateDescriptor<std::string, int64_t>{"m"}.with_ttl(keep));
     r.clock().now = 1150;
     r.set_key("old");
     EXPECT_TRUE(rl.get().empty());
@@ -482,7 +482,7 @@ TEST(TtlCleanupTest, HeapSnapshotLeavesExpiredEntriesOut) {
   auto cfg = ttl_of(100, StateTtlConfig::UpdateType::kOnCreateAndWrite,
                     StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp);
   Harness h(kAll, StateBackendKind::kHeap);
-  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v", cfg});
+  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"}.with_ttl(cfg));
   h.clock().now = 1000;
   h.set_key("old");
   v.update(1);
@@ -492,7 +492,7 @@ TEST(TtlCleanupTest, HeapSnapshotLeavesExpiredEntriesOut) {
   auto groups = Harness::write(*h.backend().core().snapshot().value());
   Harness r(kAll, StateBackendKind::kHeap);
   r.restore(groups);
-  auto& rv = r.ctx().get_state(ValueStateDescriptor<int64_t>{"v", cfg});
+  auto& rv = r.ctx().get_state(ValueStateDescriptor<int64_t>{"v"}.with_ttl(cfg));
   r.clock().now = 1150;
   r.set_key("old");
   EXPECT_FALSE(rv.value().has_value());
@@ -505,8 +505,8 @@ TEST(TtlCleanupTest, RocksDbCompactionDropsExpiredEntries) {
   auto cfg = ttl_of(60000, StateTtlConfig::UpdateType::kOnCreateAndWrite,
                     StateTtlConfig::Visibility::kReturnExpiredIfNotCleanedUp);
   Harness h(kAll, StateBackendKind::kRocksDb);
-  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v", cfg});
-  auto& l = h.ctx().get_list_state(ListStateDescriptor<int64_t>{"l", cfg});
+  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"}.with_ttl(cfg));
+  auto& l = h.ctx().get_list_state(ListStateDescriptor<int64_t>{"l"}.with_ttl(cfg));
   const int64_t wall = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
