@@ -121,12 +121,21 @@ class GraphBuilder {
   }
 };
 
-// Combines several outputs of records of type T into one.
+// The typed factories of an edge carrying records of type T.
+// Combines several outputs into one.
 template <typename T>
-std::function<std::unique_ptr<OutputBase>(std::vector<std::unique_ptr<OutputBase>>)> fanout_factory() {
-  return [](std::vector<std::unique_ptr<OutputBase>> outs) -> std::unique_ptr<OutputBase> {
-    return std::make_unique<FanOutput<T>>(std::move(outs));
-  };
+std::unique_ptr<OutputBase> fan_out(std::vector<std::unique_ptr<OutputBase>> outs) {
+  return std::make_unique<FanOutput<T>>(std::move(outs));
+}
+// Deserializes records into input `input` of `target`.
+template <typename T>
+std::unique_ptr<InputAdapter> read_input(OperatorBase* target, int input) {
+  return std::make_unique<TypedInputAdapter<T>>(static_cast<Input<T>*>(target->input_at(input)));
+}
+// Calls `target` directly (chained).
+template <typename T>
+std::unique_ptr<OutputBase> chain_to(OperatorBase* target) {
+  return std::make_unique<ChainedOutput<T>>(target);
 }
 
 }  // namespace detail
@@ -276,14 +285,12 @@ class DataStream {
                             std::function<std::unique_ptr<detail::OperatorBase>()> make) const {
     DataStream<T> hashed(env_, nodes_, detail::PartitionKind::kHash, std::move(key_hash), tag_);
     int id = hashed.add_raw(std::move(name), true, std::move(make));
-    detail::GraphBuilder::node(*env_, id).make_fanout = detail::fanout_factory<Out>();
     return DataStream<Out>(env_, {id});
   }
 
   template <typename Out, typename Make>
   DataStream<Out> add(std::string name, Make make) const {
     int id = add_raw(std::move(name), false, std::move(make));
-    detail::GraphBuilder::node(*env_, id).make_fanout = detail::fanout_factory<Out>();
     return DataStream<Out>(env_, {id});
   }
 
@@ -304,7 +311,7 @@ class DataStream {
     e.input = input;
     e.kind = kind_;
     e.tag = tag_;
-    e.make_fanout = detail::fanout_factory<T>();
+    e.make_fanout = &detail::fan_out<T>;
     detail::PartitionKind kind = kind_;
     std::function<uint64_t(const T&)> key_hash = key_hash_;
     e.make_writer = [kind, key_hash](detail::PartitionWriter* w, int max_parallelism)
@@ -330,13 +337,8 @@ class DataStream {
       }
       return std::make_unique<detail::PartitionOutput<T>>(w, std::move(select));
     };
-    e.make_reader = [input](detail::OperatorBase* target) -> std::unique_ptr<detail::InputAdapter> {
-      return std::make_unique<detail::TypedInputAdapter<T>>(
-          static_cast<detail::Input<T>*>(target->input_at(input)));
-    };
-    e.make_chained = [](detail::OperatorBase* target) -> std::unique_ptr<detail::OutputBase> {
-      return std::make_unique<detail::ChainedOutput<T>>(target);
-    };
+    e.make_reader = &detail::read_input<T>;
+    e.make_chained = &detail::chain_to<T>;
     return e;
   }
 
@@ -431,7 +433,6 @@ class KeyedConnectedStreams {
     n.make_operator = [ka, kb, make]() {
       return std::make_unique<detail::KeyedCoProcessOperator<K, A, B, Out>>(ka, kb, make());
     };
-    n.make_fanout = detail::fanout_factory<Out>();
     int id = n.id;
     detail::GraphBuilder::connect_keyed<A>(a_, id, 0, [ka](const A& r) { return KeyHash<K>{}(ka(r)); });
     detail::GraphBuilder::connect_keyed<B>(b_, id, 1, [kb](const B& r) { return KeyHash<K>{}(kb(r)); });
@@ -473,7 +474,6 @@ DataStream<T> StreamEnvironment::from_source(SourceFactory<T> factory, std::stri
   n.make_operator = [factory, watermarks]() {
     return std::make_unique<detail::SourceOperator<T>>(factory(), watermarks);
   };
-  n.make_fanout = detail::fanout_factory<T>();
   return DataStream<T>(this, {n.id});
 }
 

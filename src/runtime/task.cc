@@ -247,7 +247,8 @@ absl::Status Task::build_inputs() {
   detail::OperatorBase* head = chain_.operators[0].get();
   for (int e : vertex_.inputs) {
     const graph::JobEdge& je = graph_->edges[e];
-    adapters_.push_back(graph_->stream.edges[je.stream_edge].make_reader(head));
+    const detail::StreamEdge& se = graph_->stream.edges[je.stream_edge];
+    adapters_.push_back(se.make_reader(head, se.input));
     int producers = graph_->vertices[je.source_vertex].parallelism;
     for (int p = 0; p < producers; ++p) {
       if (je.pointwise && p != tdd_.execution.subtask) continue;

@@ -34,8 +34,6 @@ struct StreamNode {
   bool is_source = false;
   bool is_keyed = false;     // owns keyed state, needs a key-group range
   std::function<std::unique_ptr<OperatorBase>()> make_operator;
-  // Combines several typed outputs of this node's record type into one.
-  std::function<std::unique_ptr<OutputBase>(std::vector<std::unique_ptr<OutputBase>>)> make_fanout;
 };
 
 struct StreamEdge {
@@ -44,16 +42,16 @@ struct StreamEdge {
   PartitionKind kind = PartitionKind::kDefault;
   // Serializes `from`'s records into a network partition.
   std::function<std::unique_ptr<OutputBase>(PartitionWriter*, int max_parallelism)> make_writer;
-  // Deserializes records into `to`'s input.
-  std::function<std::unique_ptr<InputAdapter>(OperatorBase* target)> make_reader;
+  // Deserializes records into input `input` of `to`.
+  std::unique_ptr<InputAdapter> (*make_reader)(OperatorBase* target, int input) = nullptr;
   // Calls `to` directly when both are chained into one task.
-  std::function<std::unique_ptr<OutputBase>(OperatorBase* target)> make_chained;
+  std::unique_ptr<OutputBase> (*make_chained)(OperatorBase* target) = nullptr;
   // Which input of `to` this edge feeds (two-input operators). Default: 0.
   int input = 0;
   // The side output of `from` this edge carries; empty for the main output.
   std::string tag;
   // Combines several outputs of this edge's record type into one.
-  std::function<std::unique_ptr<OutputBase>(std::vector<std::unique_ptr<OutputBase>>)> make_fanout;
+  std::unique_ptr<OutputBase> (*make_fanout)(std::vector<std::unique_ptr<OutputBase>> outs) = nullptr;
 };
 
 struct StreamGraph {
