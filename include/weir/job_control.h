@@ -15,11 +15,15 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weir/job_result.h"
 
 namespace weir {
+namespace detail {
+class JobControlAccess;
+}  // namespace detail
 
 class JobControl {
  public:
@@ -46,7 +50,10 @@ class JobControl {
     listener_ = std::move(listener);
   }
 
-  // Internal: the running job attaches a handler, and reports savepoints.
+ private:
+  friend class detail::JobControlAccess;
+
+  // The running job attaches a handler, and reports savepoints.
   void attach(std::function<void(Request)> handler) {
     std::vector<Request> queued;
     {
@@ -68,8 +75,6 @@ class JobControl {
     }
     if (l) l(r);
   }
-
- private:
   void submit(Request r) {
     std::function<void(Request)> h;
     {
@@ -88,6 +93,19 @@ class JobControl {
   std::vector<Request> queued_;
   Listener listener_;
 };
+
+namespace detail {
+// The engine's side of a JobControl: the running job attaches the handler
+// of its requests, detaches it when it ends, and reports savepoints.
+class JobControlAccess {
+ public:
+  static void attach(JobControl& c, std::function<void(JobControl::Request)> handler) {
+    c.attach(std::move(handler));
+  }
+  static void detach(JobControl& c) { c.detach(); }
+  static void report(JobControl& c, const SavepointResult& r) { c.report(r); }
+};
+}  // namespace detail
 
 }  // namespace weir
 

@@ -109,7 +109,7 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     absl::MutexLock lock(&raw->mu);
     raw->savepoints.push_back(r);
   });
-  job->control.attach([raw](JobControl::Request r) { raw->master->handle_request(std::move(r)); });
+  detail::JobControlAccess::attach(job->control, [raw](JobControl::Request r) { raw->master->handle_request(std::move(r)); });
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the JobManager is shutting down");
@@ -120,7 +120,7 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
   job->master->start(std::move(*restored));
   job->waiter = std::thread([this, raw] {
     JobResult r = raw->master->wait();
-    raw->control.detach();
+    detail::JobControlAccess::detach(raw->control);
     raw->gateway->release();
     spdlog::log(r.status == JobStatus::kFailed ? spdlog::level::err : spdlog::level::info, "job {} {}{}", raw->id,
                 std::string(to_string(r.status)), r.failure.empty() ? "" : ": " + r.failure);

@@ -224,7 +224,7 @@ void JobMaster::savepoint_done(int64_t id, const std::string& location, const ab
     spdlog::warn("job {}: savepoint failed: {}", job_id_, r.error);
   }
   savepoints_.push_back(r);
-  if (control_ != nullptr) control_->report(r);
+  if (control_ != nullptr) detail::JobControlAccess::report(*control_, r);
   if (status.ok() && draining_) stopped_with_savepoint_ = location;
   if (id >= 0 && id == stop_savepoint_id_) {
     if (!status.ok()) {

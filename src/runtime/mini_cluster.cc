@@ -110,10 +110,10 @@ absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobC
   tm.register_job(job_id, TaskManager::JobContext{*graph, storage, &jm, config, nullptr, nullptr});
   jm.start(std::move(*restored));
   if (control != nullptr) {
-    control->attach([&jm](JobControl::Request r) { jm.handle_request(std::move(r)); });
+    detail::JobControlAccess::attach(*control, [&jm](JobControl::Request r) { jm.handle_request(std::move(r)); });
   }
   JobResult result = jm.wait();
-  if (control != nullptr) control->detach();
+  if (control != nullptr) detail::JobControlAccess::detach(*control);
   result.vertices = vertex_stats(**graph, tm.task_metrics());
   tm.unregister_job(job_id);
   tm.drain_snapshots();
