@@ -236,7 +236,6 @@ TEST(TaskTest, ProcessingTimeIsTheInjectedClock) {
   tm.unregister_job("job");
 }
 
-#if WEIR_TEST_POINTS
 class DropSink final : public Sink<int64_t> {
  public:
   absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
@@ -247,6 +246,7 @@ class DropSink final : public Sink<int64_t> {
 // sync point) until the task was cancelled and reported so, it still writes
 // the state files and acknowledges, touching nothing of the ended task.
 TEST(TaskTest, AsynchronousPartOfACheckpointRunsAfterItsTaskWasCancelled) {
+  if (!WEIR_TEST_POINTS) GTEST_SKIP() << "test points are compiled out of Release builds";
   SyncPoints::reset();
   SyncPoints::load_dependencies({{"SubtaskCheckpointer::async_part_posted", "TaskTest:cancel"},
                                  {"TaskTest:task_cancelled", "SubtaskCheckpointer::async_part"}});
@@ -291,7 +291,6 @@ TEST(TaskTest, AsynchronousPartOfACheckpointRunsAfterItsTaskWasCancelled) {
   EXPECT_EQ(storage->num_checkpoints(), 1u);
   tm.unregister_job("job");
 }
-#endif
 
 }  // namespace
 }  // namespace weir::runtime
