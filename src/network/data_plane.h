@@ -12,7 +12,8 @@
 // and a slow consumer holds back only its own channel, never the others
 // sharing the connection. Events need no credit.
 //
-// Every connection starts with the shared secret; a peer without it is
+// Every connection starts with a hello, `u8 protocol version | secret`; a
+// peer of another version (refused naming both) or without the secret is
 // refused before any channel opens. Handshakes run on the accepting thread
 // without blocking, each within 5 s and at most 64 at once (a quarter of the
 // process's descriptor limit if that is less), so silent or
