@@ -10,6 +10,7 @@ PACKAGES=(
   libxxhash-dev libzstd-dev librocksdb-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libcpp-httplib-dev libssl-dev
   iproute2
+  librdkafka-dev kcat
   clang libclang-rt-14-dev
 )
 

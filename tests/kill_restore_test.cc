@@ -139,6 +139,7 @@ int visit_to_crash_at(CrashPoint p) {
   switch (p) {
     case CrashPoint::kStateFileWritten: return 60;  // every operator of every subtask
     case CrashPoint::kSinkPreCommitted:
+    case CrashPoint::kSinkRecovered:  // (the pre-commit of the run before)
     case CrashPoint::kSinkPublished: return 20;     // every sink subtask
     default: return 3;                              // once per checkpoint
   }
@@ -150,8 +151,17 @@ TEST_P(CrashPointTest, KilledAtTheCrashPointRestoresLatestExactlyOnce) {
   const std::string point(to_string(p));
   state_ = std::get<1>(GetParam());
   incremental_ = state_ == "rocksdb";
-  Child c(args(false), dir_->path("crash"), /*pipe_stderr=*/true,
-          {"WEIR_CRASH_AT=" + point + ":" + std::to_string(visit_to_crash_at(p))});
+  bool restoring = false;
+  if (p == CrashPoint::kSinkRecovered) {
+    // A point of recovery: first a run killed with pre-committed output,
+    // then the restoring run dies at the point.
+    Child first(args(false), dir_->path("first"), /*pipe_stderr=*/true,
+                {"WEIR_CRASH_AT=sink-pre-committed:" + std::to_string(visit_to_crash_at(p))});
+    ASSERT_EQ(first.wait(), 128 + SIGKILL) << first.err();
+    restoring = true;
+  }
+  Child c(args(restoring), dir_->path("crash"), /*pipe_stderr=*/true,
+          {"WEIR_CRASH_AT=" + point + ":" + std::to_string(restoring ? 1 : visit_to_crash_at(p))});
   bool reached = c.wait_for_line(
       [&](const std::string& line) { return line.find("crash point " + point + " reached") != std::string::npos; },
       std::chrono::seconds(60));

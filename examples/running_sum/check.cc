@@ -40,7 +40,8 @@ void note(RunningSumCheck& c, const std::string& problem) {
 }  // namespace
 
 absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>& inputs,
-                                                  const std::string& output_dir) {
+                                                  const std::string& output_dir,
+                                                  const std::vector<std::string>* output_lines) {
   RunningSumCheck c;
   // Records of one key may arrive in any order across source splits, so the
   // reference is the multiset of each key's values: the committed lines of a
@@ -70,7 +71,8 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
   }
   c.keys = static_cast<int64_t>(values.size());
 
-  auto out = read_published_lines(output_dir, kOutputPrefix);
+  absl::StatusOr<std::vector<std::string>> out =
+      output_lines != nullptr ? *output_lines : read_published_lines(output_dir, kOutputPrefix);
   if (!out.ok()) return out.status();
   c.output_lines = static_cast<int64_t>(out->size());
   std::map<std::string, std::map<int64_t, int64_t>> sums;  // key -> count -> sum

@@ -139,6 +139,7 @@ class RunningSum final : public KeyedProcessFunction<std::string, KeyValue, std:
 void build_running_sum(StreamEnvironment& env, const RunningSumOptions& o) {
   env.config().default_parallelism = o.parallelism;
   std::optional<DataStream<TextLine>> lines;
+  if (!o.input_topic.empty()) lines = kafka_lines(env, o);
   for (size_t i = 0; i < o.inputs.size(); ++i) {
     std::string path = o.inputs[i];
     const int64_t rate = o.rate;
@@ -168,6 +169,7 @@ void build_running_sum(StreamEnvironment& env, const RunningSumOptions& o) {
               [fail_every, seed] { return std::make_unique<RunningSum>(fail_every, seed); },
               "running-sum");
   sums.uid("running-sum").parallelism(o.parallelism);
+  if (!o.output_topic.empty()) return sink_to_kafka(sums, o);
   // Chained to running-sum: forward, same parallelism.
   sums.sink_to([out_dir] { return std::make_unique<ExactlyOnceFileSink>(out_dir, kOutputPrefix); },
                "output-sink")

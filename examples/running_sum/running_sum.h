@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "weir/connectors.h"
 #include "weir/stream.h"
 
 namespace weir::examples {
@@ -28,6 +29,16 @@ struct RunningSumOptions {
   uint64_t seed = 0;
   // Lines per second per source subtask (0: as fast as it goes).
   int64_t rate = 0;
+  // Kafka instead of files (examples/running_sum/kafka_io.cc): the input
+  // lines are the values of `input_topic` (a record's key, if a number, is
+  // its line number, else its offset + 1), and the sums go to
+  // `output_topic` (key: the key; value: the output line) with `delivery`;
+  // rejects still go to output_dir.
+  std::string kafka_brokers;
+  std::string input_topic;
+  bool kafka_bounded = false;  // stop at the end the input topic had at the start
+  std::string output_topic;
+  std::string kafka_delivery = "exactly-once";
 };
 
 // The line-copy job: independent pipelines (forward edges only, so each
@@ -54,6 +65,10 @@ inline constexpr char kRejectsPrefix[] = "rejects";
 
 void build_running_sum(StreamEnvironment& env, const RunningSumOptions& options);
 
+// The Kafka ends of running-sum.
+DataStream<TextLine> kafka_lines(StreamEnvironment& env, const RunningSumOptions& options);
+void sink_to_kafka(const DataStream<std::string>& lines, const RunningSumOptions& options);
+
 // One input line, `key,value` with a 64-bit integer value (an optional
 // leading '+'): the key and value, or why the line is rejected.
 struct ParsedLine {
@@ -77,8 +92,11 @@ struct RunningSumCheck {
 };
 
 // Compares the committed output in `output_dir` with what `inputs` imply.
+// `output_lines`, when given, are the sums instead of output_dir's part
+// files (read from a Kafka topic); the rejects are always output_dir's.
 absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>& inputs,
-                                                  const std::string& output_dir);
+                                                  const std::string& output_dir,
+                                                  const std::vector<std::string>* output_lines = nullptr);
 
 // Writes `lines` lines of `key,value` over `keys` keys, every
 // `bad_every`-th one malformed (0: none), deterministic for `seed`.

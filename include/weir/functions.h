@@ -6,6 +6,7 @@
 #define WEIR_FUNCTIONS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,13 @@ class Sink {
   virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
   virtual void close() {}
 };
+
+// What a job hands the graph: one source or sink per subtask, built on the
+// subtask's thread.
+template <typename T>
+using SourceFactory = std::function<std::unique_ptr<Source<T>>()>;
+template <typename T>
+using SinkFactory = std::function<std::unique_ptr<Sink<T>>()>;
 
 // Gives a keyed function its state handles. Handles are owned by the context
 // and live as long as the function.

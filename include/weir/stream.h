@@ -34,11 +34,6 @@
 namespace weir {
 
 template <typename T>
-using SourceFactory = std::function<std::unique_ptr<Source<T>>()>;
-template <typename T>
-using SinkFactory = std::function<std::unique_ptr<Sink<T>>()>;
-
-template <typename T>
 class DataStream;
 template <typename K, typename T>
 class KeyedStream;

@@ -22,7 +22,12 @@ CLI::Validator whole_number(int64_t lo, int64_t hi) {
 }
 
 void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o) {
-  app->add_option("--input", o.inputs, "Input file of key,value lines (repeat for a union)")->required();
+  app->add_option("--input", o.inputs, "Input file of key,value lines (repeat for a union)");
+  app->add_option("--kafka-brokers", o.kafka_brokers, "Kafka bootstrap servers, for the topics below");
+  app->add_option("--input-topic", o.input_topic, "Read the lines from this Kafka topic (instead of or beside --input)");
+  app->add_flag("--kafka-bounded", o.kafka_bounded, "Stop at the end the input topic had when the job first started");
+  app->add_option("--output-topic", o.output_topic, "Write the sums to this Kafka topic instead of --output");
+  app->add_option("--kafka-delivery", o.kafka_delivery, "exactly-once | at-least-once | none")->capture_default_str();
   app->add_option("--output", o.output_dir, "Output directory")->required();
   app->add_option("--fail-every", o.fail_every, "Inject a task failure every ~N records")
       ->check(whole_number(0));
@@ -89,6 +94,14 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     return absl::InvalidArgumentError(name + ": " + (std::string(e.what()).empty() ? e.get_name() : e.what()));
+  }
+  if (library == nullptr && name == "running-sum") {
+    if (rs.inputs.empty() && rs.input_topic.empty()) {
+      return absl::InvalidArgumentError("running-sum: give --input FILE or --input-topic TOPIC");
+    }
+    if ((!rs.input_topic.empty() || !rs.output_topic.empty()) && rs.kafka_brokers.empty()) {
+      return absl::InvalidArgumentError("running-sum: --input-topic and --output-topic need --kafka-brokers");
+    }
   }
   auto config = flags.to_config();
   if (!config.ok()) return config.status();

@@ -21,6 +21,7 @@ std::string_view to_string(CrashPoint p) {
     case CrashPoint::kSinkPreCommitted: return "sink-pre-committed";
     case CrashPoint::kCompletedBeforeNotify: return "completed-before-notify";
     case CrashPoint::kSinkPublished: return "sink-published";
+    case CrashPoint::kSinkRecovered: return "sink-recovered";
   }
   return "unknown";
 }

@@ -39,10 +39,12 @@ enum class CrashPoint : uint8_t {
   kSinkPreCommitted,         // a sink pre-committed its output for a checkpoint
   kCompletedBeforeNotify,    // the checkpoint is complete, no task notified yet
   kSinkPublished,            // a sink published what a completed checkpoint covers
+  kSinkRecovered,            // a restored sink finished the restored checkpoint's output, before running on
 };
 inline constexpr CrashPoint kAllCrashPoints[] = {
     CrashPoint::kStateFileWritten,     CrashPoint::kMetadataBeforeRename, CrashPoint::kMetadataAfterRename,
     CrashPoint::kSinkPreCommitted,     CrashPoint::kCompletedBeforeNotify, CrashPoint::kSinkPublished,
+    CrashPoint::kSinkRecovered,
 };
 
 // "state-file-written", "metadata-before-rename", ...

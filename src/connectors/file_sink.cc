@@ -61,6 +61,7 @@ absl::Status ExactlyOnceFileSink::open(OperatorContext& ctx) {
     absl::Status s = publish(p);
     if (!s.ok()) return s;
   }
+  if (!pending_.empty()) WEIR_CRASH_POINT(CrashPoint::kSinkRecovered);
   pending_.clear();
   // ...and drop every other unpublished file, in any partition: it belongs
   // to an attempt after the checkpoint. Subtask s clears the files of
