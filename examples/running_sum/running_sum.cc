@@ -148,6 +148,10 @@ void build_running_sum(StreamEnvironment& env, const RunningSumOptions& o) {
     src.uid("file-source-" + std::to_string(i)).parallelism(o.parallelism);
     lines = lines ? lines->union_with(src) : src;
   }
+  if (!lines) {
+    env.record_error(absl::InvalidArgumentError("running-sum: no input (give a file or a topic)"));
+    return;
+  }
   auto parsed = lines->map(parse, "parse").uid("parse");
   parsed.parallelism(o.parallelism);
   std::string out_dir = o.output_dir;

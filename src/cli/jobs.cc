@@ -36,6 +36,16 @@ void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o) {
       ->check(whole_number(0));
 }
 
+absl::Status validate_running_sum_options(const examples::RunningSumOptions& o) {
+  if (o.inputs.empty() && o.input_topic.empty()) {
+    return absl::InvalidArgumentError("running-sum: give --input FILE or --input-topic TOPIC");
+  }
+  if ((!o.input_topic.empty() || !o.output_topic.empty()) && o.kafka_brokers.empty()) {
+    return absl::InvalidArgumentError("running-sum: --input-topic and --output-topic need --kafka-brokers");
+  }
+  return absl::OkStatus();
+}
+
 void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump) {
   app->add_option("--query", f.query, "q0 .. q22")->required();
   app->add_option("--events", f.events, "Events to generate")->check(whole_number(1));
@@ -96,12 +106,8 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
     return absl::InvalidArgumentError(name + ": " + (std::string(e.what()).empty() ? e.get_name() : e.what()));
   }
   if (library == nullptr && name == "running-sum") {
-    if (rs.inputs.empty() && rs.input_topic.empty()) {
-      return absl::InvalidArgumentError("running-sum: give --input FILE or --input-topic TOPIC");
-    }
-    if ((!rs.input_topic.empty() || !rs.output_topic.empty()) && rs.kafka_brokers.empty()) {
-      return absl::InvalidArgumentError("running-sum: --input-topic and --output-topic need --kafka-brokers");
-    }
+    absl::Status s = validate_running_sum_options(rs);
+    if (!s.ok()) return s;
   }
   auto config = flags.to_config();
   if (!config.ok()) return config.status();

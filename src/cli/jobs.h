@@ -172,8 +172,10 @@ struct JobFlags {
 // 1e400 is not a whole number from 1 to 9223372036854775807".
 CLI::Validator whole_number(int64_t lo, int64_t hi = INT64_MAX);
 
-// Options of `running-sum`.
+// Options of `running-sum`, and what CLI11 cannot check of them (an input
+// is a file or a topic; topics need brokers).
 void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o);
+absl::Status validate_running_sum_options(const examples::RunningSumOptions& o);
 
 struct NexmarkFlags {
   std::string query;

@@ -60,6 +60,8 @@ int exit_code_for(const absl::Status& s) {
 int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlags& flags) {
   auto config = flags.to_config();
   if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
+  absl::Status valid = weir::cli::validate_running_sum_options(opts);
+  if (!valid.ok()) return fail(kBadArguments, std::string(valid.message()));
   for (const auto& in : opts.inputs) {
     if (::access(in.c_str(), R_OK) != 0) {
       return fail(kBadInput, "cannot read input " + in + ": " + std::strerror(errno));

@@ -74,12 +74,49 @@ Registry& registry() {
 }
 std::atomic<bool> enabled{false};
 
+// Open crash fences, and whether a crash point waits for them to close.
+struct Fences {
+  absl::Mutex mu;
+  int open ABSL_GUARDED_BY(mu) = 0;
+  bool kill_pending ABSL_GUARDED_BY(mu) = false;
+};
+Fences& fences() {
+  static Fences* f = new Fences();
+  return *f;
+}
+
 }  // namespace
+
+void enter_crash_fence() {
+  Fences& f = fences();
+  absl::MutexLock lock(&f.mu);
+  // Once a kill is pending this waits for the process to die.
+  auto no_kill = [&f]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(f.mu) { return !f.kill_pending; };
+  f.mu.Await(absl::Condition(&no_kill));
+  ++f.open;
+}
+
+void leave_crash_fence() {
+  Fences& f = fences();
+  absl::MutexLock lock(&f.mu);
+  --f.open;
+}
 
 void reach_crash_point(CrashPoint p) {
   const Armed& a = armed();
   if (!a.point || *a.point != p) return;
   if (visits.fetch_add(1) + 1 != a.visit) return;
+  {
+    Fences& f = fences();
+    absl::MutexLock lock(&f.mu);
+    f.kill_pending = true;
+    auto closed = [&f]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(f.mu) { return f.open == 0; };
+    if (!f.mu.AwaitWithTimeout(absl::Condition(&closed), absl::Seconds(60))) {
+      std::string line = "weir: crash point " + std::string(to_string(p)) + " waited 60 s for crash fences\n";
+      (void)!::write(2, line.data(), line.size());
+      std::abort();
+    }
+  }
   std::string line = "weir: crash point " + std::string(to_string(p)) + " reached (WEIR_CRASH_AT): killing the process\n";
   (void)!::write(2, line.data(), line.size());
   ::kill(::getpid(), SIGKILL);

@@ -56,8 +56,24 @@ namespace internal {
 void reach_crash_point(CrashPoint p);
 // Whether a test enabled sync points (cheap: one relaxed atomic load).
 bool sync_points_enabled();
+void enter_crash_fence();
+void leave_crash_fence();
 void reach_sync_point(std::string_view name);
 }  // namespace internal
+
+// Holds crash points off while it lives (WEIR_CRASH_FENCE): an armed crash
+// point reached on another thread waits until no fence is open (60 s at
+// most) before it kills, and no fence opens once a kill is pending. For a
+// stretch whose interruption the test cannot observe faithfully, such as a
+// Kafka transaction: the test broker shows records of aborted transactions
+// to read_committed consumers.
+class CrashFence {
+ public:
+  CrashFence() { internal::enter_crash_fence(); }
+  ~CrashFence() { internal::leave_crash_fence(); }
+  CrashFence(const CrashFence&) = delete;
+  CrashFence& operator=(const CrashFence&) = delete;
+};
 
 // The registry of sync points (one per process).
 class SyncPoints {
@@ -79,7 +95,11 @@ class SyncPoints {
   do {                                                                                 \
     if (::weir::internal::sync_points_enabled()) ::weir::internal::reach_sync_point(name); \
   } while (0)
+#define WEIR_CRASH_FENCE(var) ::weir::CrashFence var
 #else
+#define WEIR_CRASH_FENCE(var) \
+  do {                        \
+  } while (0)
 #define WEIR_CRASH_POINT(p) \
   do {                      \
   } while (0)
