@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "common/test_points.h"
@@ -307,6 +308,49 @@ INSTANTIATE_TEST_SUITE_P(SinkWindows, KafkaCrashPointTest,
                            }
                            return name;
                          });
+
+// The savepoint path in a "savepoint N completed: PATH" log line.
+std::string savepoint_path(const std::string& line) {
+  std::smatch m;
+  static const std::regex re("savepoint [0-9]+ completed: (.*)$");
+  return std::regex_search(line, m, re) ? m[1].str() : "";
+}
+
+// Stop with a savepoint at parallelism 4, resume at 2, stop again, resume at
+// 6 to the end: partitions move between source subtasks by the formula, the
+// sink's pending batches and transactional ids of the writers that went
+// away are taken over, and the topic holds every sum once.
+TEST_F(KafkaTest, RescaledThroughSavepointsFourTwoSixIsExactlyOnce) {
+  std::string restore;
+  const int stages[] = {4, 2, 6};
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::string> a = args(false, {"--savepoint-dir", dir_->path("savepoints"), "--rate", "15000"});
+    for (size_t k = 0; k + 1 < a.size(); ++k) {
+      if (a[k] == "--parallelism") a[k + 1] = std::to_string(stages[i]);
+    }
+    if (!restore.empty()) {
+      a.push_back("--restore");
+      a.push_back(restore);
+    }
+    Child job(a, dir_->path("stage" + std::to_string(i)), /*pipe_stderr=*/true);
+    if (i == 2) {
+      ASSERT_EQ(job.wait(), 0) << job.err();
+      break;
+    }
+    int completed = 0;
+    ASSERT_TRUE(job.wait_for_line(
+        [&](const std::string& l) { return l.find("completed") != std::string::npos && ++completed >= 3; },
+        std::chrono::seconds(60)))
+        << job.err();
+    job.signal(SIGUSR2);
+    ASSERT_TRUE(job.wait_for_line([&](const std::string& l) { return !(restore = savepoint_path(l)).empty(); },
+                                  std::chrono::seconds(60)))
+        << "stage " << i << ": no savepoint; " << job.err();
+    ASSERT_EQ(job.wait(), 0) << job.err();
+  }
+  examples::RunningSumCheck c = check();
+  EXPECT_TRUE(c.exactly_once);
+}
 
 // Why the kill tests kill at crash points: this broker keeps no transaction
 // markers, so read_committed consumers see aborted records. If this starts

@@ -11,6 +11,7 @@ DataStream<TextLine> kafka_lines(StreamEnvironment& env, const RunningSumOptions
                                                   .bootstrap_servers(o.kafka_brokers)
                                                   .topics({o.input_topic})
                                                   .bounded(o.kafka_bounded)
+                                                  .max_records_per_second(o.rate)
                                                   .build(),
                                               "kafka-source");
   records.uid("kafka-source").parallelism(o.parallelism);

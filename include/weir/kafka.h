@@ -37,11 +37,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "weir/functions.h"
 
 namespace weir {
@@ -90,6 +92,8 @@ struct KafkaSourceOptions {
   // How often each subtask looks for new partitions (and, with a pattern, new
   // topics), which it reads from their start; 0: never. Not in bounded mode.
   std::chrono::milliseconds partition_discovery{10'000};
+  // At most this many records per second per subtask (0: no limit).
+  int64_t max_records_per_second = 0;
   // Passed to librdkafka as they are (for example security.protocol).
   std::map<std::string, std::string> properties;
 
@@ -119,6 +123,7 @@ class KafkaSource final : public Source<KafkaRecord> {
     Builder& bounded(bool b = true) { o_.bounded = b; return *this; }
     Builder& read_committed(bool r) { o_.read_committed = r; return *this; }
     Builder& partition_discovery(std::chrono::milliseconds every) { o_.partition_discovery = every; return *this; }
+    Builder& max_records_per_second(int64_t n) { o_.max_records_per_second = n; return *this; }
     Builder& property(std::string k, std::string v) { o_.properties[std::move(k)] = std::move(v); return *this; }
     const KafkaSourceOptions& options() const { return o_; }
     // The factory for from_source. Invalid options make every subtask fail

@@ -32,7 +32,7 @@ void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o) {
   app->add_option("--fail-every", o.fail_every, "Inject a task failure every ~N records")
       ->check(whole_number(0));
   app->add_option("--seed", o.seed, "Seed for failure positions");
-  app->add_option("--rate", o.rate, "Read at most this many lines/s per source subtask (0: unlimited)")
+  app->add_option("--rate", o.rate, "Read at most this many lines (or records) per second per source subtask (0: unlimited)")
       ->check(whole_number(0));
 }
 

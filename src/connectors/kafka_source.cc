@@ -7,6 +7,7 @@
 
 #include "connectors/kafka_client.h"
 #include "spdlog/spdlog.h"
+#include "weir/connectors.h"
 #include "weir/kafka.h"
 
 namespace weir {
@@ -29,6 +30,7 @@ absl::Status KafkaSourceOptions::validate() const {
   if (start_from == KafkaStartFrom::kTimestamp && start_timestamp_ms < 0) {
     return absl::InvalidArgumentError("kafka source: the start timestamp must be >= 0");
   }
+  if (max_records_per_second < 0) return absl::InvalidArgumentError("kafka source: the rate limit must be >= 0");
   if (partition_discovery.count() < 0) {
     return absl::InvalidArgumentError("kafka source: the partition discovery interval must be >= 0");
   }
@@ -47,7 +49,7 @@ int KafkaSource::subtask_for(const std::string& topic, int32_t partition, int pa
 
 class KafkaSource::Impl {
  public:
-  explicit Impl(KafkaSourceOptions o) : o_(std::move(o)) {
+  explicit Impl(KafkaSourceOptions o) : o_(std::move(o)), rate_(o_.max_records_per_second) {
     if (!o_.topic_pattern.empty()) pattern_ = std::regex(o_.topic_pattern);
   }
 
@@ -56,6 +58,7 @@ class KafkaSource::Impl {
     if (!valid.ok()) return valid;
     ctx_ = &ctx;
     clock_ = &ctx.processing_time();
+    rate_.start(clock_);
     std::map<std::string, std::string> settings = {
         {"enable.auto.commit", "false"},
         {"enable.auto.offset.store", "false"},
@@ -105,6 +108,8 @@ class KafkaSource::Impl {
       }
     }
     if (o_.bounded && remaining_ == 0) return PollStatus::kEndOfInput;
+    max_records = rate_.allow(max_records);
+    if (max_records == 0) return PollStatus::kIdle;
     int emitted = 0;
     while (emitted < max_records) {
       rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_.get(), 0);
@@ -336,6 +341,7 @@ class KafkaSource::Impl {
   }
 
   const KafkaSourceOptions o_;
+  RateLimiter rate_;
   std::regex pattern_;
   OperatorContext* ctx_ = nullptr;
   detail::ProcessingTimeService* clock_ = nullptr;
