@@ -94,8 +94,9 @@ class Cluster {
 
   // Starts a TaskManager and waits until the JobManager lists it.
   // `bind`: the host of its data port; `launcher` as for the JobManager.
+  // `env`: NAME=VALUE settings for its environment (for example WEIR_CRASH_AT).
   Child* start_taskmanager(const std::string& id, int slots, const std::string& bind = "127.0.0.1",
-                           std::vector<std::string> launcher = {}) {
+                           std::vector<std::string> launcher = {}, const std::vector<std::string>& env = {}) {
     for (const std::string& a :
          {testing::weir_bin(), std::string("taskmanager"), std::string("--jobmanager"), address_,
           std::string("--slots"), std::to_string(slots), std::string("--id"), id, std::string("--bind"), bind,
@@ -103,7 +104,7 @@ class Cluster {
           dir_.path("state"), std::string("--library-dir"), dir_.path(id + "-libraries")}) {
       launcher.push_back(a);
     }
-    tms_[id] = std::make_unique<Child>(launcher, dir_.path(id));
+    tms_[id] = std::make_unique<Child>(launcher, dir_.path(id), /*pipe_stderr=*/false, env);
     bool listed = eventually(
         [&] {
           auto o = client().overview();

@@ -18,6 +18,7 @@
 #include "common/test_points.h"
 #include "examples/running_sum/running_sum.h"
 #include "testing/seed.h"
+#include "tests/cluster.h"
 #include "tests/process.h"
 #include "weir/kafka.h"
 
@@ -350,6 +351,33 @@ TEST_F(KafkaTest, RescaledThroughSavepointsFourTwoSixIsExactlyOnce) {
   }
   examples::RunningSumCheck c = check();
   EXPECT_TRUE(c.exactly_once);
+}
+
+// On a cluster: a TaskManager running half the job dies (SIGKILL, at a
+// crash point after its sink subtasks committed a checkpoint's
+// transactions), a new one takes its slots, and the topic holds every sum
+// once.
+TEST_F(KafkaTest, KilledTaskManagerOnAClusterGivesExactlyOnceOutput) {
+  if (!WEIR_TEST_POINTS) GTEST_SKIP() << "test points are compiled out of Release builds";
+  testing::Cluster c("kafka-cluster");
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  Child* doomed = c.start_taskmanager("tm0", 2, "127.0.0.1", {}, {"WEIR_CRASH_AT=sink-published:4"});
+  c.start_taskmanager("tm1", 2);
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  auto job = c.client().submit(
+      "running-sum", {"--kafka-brokers", broker_->bootstrap(), "--input-topic", "in", "--kafka-bounded",
+                      "--output-topic", "out", "--output", dir_->path("rejects"), "-p", "4", "--checkpoint-dir",
+                      c.dir().path("chk"), "--checkpoint-interval", "100ms", "--rate", "10000"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(doomed->wait(), 128 + SIGKILL) << "tm0 never reached its crash point\n" << c.jm_log();
+  c.start_taskmanager("tm2", 2);
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_GE((*done)["restarts"].get<int>(), 1);
+  EXPECT_TRUE(check().exactly_once);
 }
 
 // Why the kill tests kill at crash points: this broker keeps no transaction
