@@ -51,7 +51,7 @@ struct PendingBatch {
   // Where the marker of this batch, once committed, can be: at or after this
   // offset of the writer's marker partition (after the writer's previous marker).
   int64_t marker_from = 0;
-  std::string records;   // serialized std::vector<KafkaRecord>
+  std::string records;   // Serializer<KafkaRecord> encodings, one after another
   auto weir_fields() { return std::tie(checkpoint_id, writer, lineage, marker_from, records); }
 };
 
@@ -145,14 +145,14 @@ class KafkaSink::Impl {
     std::string fatal = errors_.fatal();
     if (!fatal.empty()) return absl::UnavailableError("kafka sink " + o_.bootstrap_servers + ": " + fatal);
     if (o_.delivery == KafkaDelivery::kExactlyOnce) {
-      open_bytes_ += static_cast<int64_t>(r.key.size() + r.value.size() + r.topic.size() + 32);
-      if (open_bytes_ + pending_bytes_ > o_.max_transaction_bytes) {
+      ByteWriter w(&open_);
+      Serializer<KafkaRecord>::write(w, r);
+      if (static_cast<int64_t>(open_.size()) + pending_bytes_ > o_.max_transaction_bytes) {
         return absl::ResourceExhaustedError(
             "kafka sink to '" + o_.topic + "': more than " + std::to_string(o_.max_transaction_bytes) +
             " bytes of records await a completed checkpoint; checkpoint more often or raise the sink's "
             "max transaction bytes");
       }
-      open_.push_back(r);
       return absl::OkStatus();
     }
     return produce(r);
@@ -172,10 +172,9 @@ class KafkaSink::Impl {
     b.writer = subtask_;
     b.lineage = lineage_;
     b.marker_from = marker_next_;
-    b.records = serialize_to_string(open_);
-    pending_bytes_ += open_bytes_;
+    pending_bytes_ += static_cast<int64_t>(open_.size());
+    b.records = std::move(open_);
     open_.clear();
-    open_bytes_ = 0;
     pending_.push_back(std::move(b));
     pending_state_->update(pending_);
     writers_state_->update({subtask_});
@@ -275,17 +274,19 @@ class KafkaSink::Impl {
   // transaction. On failure the transaction is aborted, so nothing of it is
   // visible, and the batch may be committed again later.
   absl::Status commit(const PendingBatch& b) {
-    auto records = deserialize_from_string<std::vector<KafkaRecord>>(b.records);
-    if (!records) return absl::DataLossError("kafka sink to '" + o_.topic + "': a pending transaction is corrupt");
+    const absl::Status corrupt =
+        absl::DataLossError("kafka sink to '" + o_.topic + "': the records of checkpoint " +
+                            std::to_string(b.checkpoint_id) + " in the state are corrupt");
     // Tests kill at crash points, not inside a transaction (see docs/kafka.md).
     WEIR_CRASH_FENCE(no_crash_inside);
     rd_kafka_error_t* e = rd_kafka_begin_transaction(rk_.get());
     if (e != nullptr) return kafka::error(o_.bootstrap_servers, "beginning a transaction", e);
     delivery_error_.clear();
     absl::Status s;
-    for (const KafkaRecord& r : *records) {
-      s = produce(r);
-      if (!s.ok()) break;
+    ByteReader in(b.records);
+    while (s.ok() && !in.at_end()) {
+      KafkaRecord r = Serializer<KafkaRecord>::read(in);
+      s = in.ok() ? produce(r) : corrupt;
     }
     if (s.ok()) {
       // The marker, in the same transaction: visible exactly when the records are.
@@ -410,8 +411,7 @@ class KafkaSink::Impl {
   int64_t marker_offset_ = -1;  // of the marker of the transaction being committed
   uint64_t next_partition_ = 0;
   std::string delivery_error_;
-  std::vector<KafkaRecord> open_;  // exactly-once: records since the last barrier
-  int64_t open_bytes_ = 0;
+  std::string open_;  // exactly-once: the records since the last barrier, serialized
   std::vector<PendingBatch> pending_;  // exactly-once: awaiting their checkpoints, oldest first
   int64_t pending_bytes_ = 0;
   std::unique_ptr<OperatorListState<PendingBatch>> pending_state_;
