@@ -11,6 +11,7 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libcpp-httplib-dev libssl-dev
   iproute2
   librdkafka-dev kcat
+  libpq-dev postgresql
   clang libclang-rt-14-dev
 )
 

@@ -22,6 +22,7 @@
 #include "testing/seed.h"
 #include "tests/cluster.h"
 #include "tests/process.h"
+#include "tests/sink_windows.h"
 #include "weir/kafka.h"
 
 namespace fs = std::filesystem;
@@ -281,37 +282,15 @@ TEST_P(KafkaCrashPointTest, KilledAtTheCrashPointRestoresLatestExactlyOnce) {
   // fence), so no transaction is aborted with records in it and the mock
   // cluster shows what a real broker would.
   const CrashPoint p = GetParam();
-  const std::string point(to_string(p));
-  bool restoring = false;
-  if (p == CrashPoint::kSinkRecovered) {
-    Child first(args(false), dir_->path("first"), /*pipe_stderr=*/true, {"WEIR_CRASH_AT=sink-pre-committed:12"});
-    ASSERT_EQ(first.wait(), 128 + SIGKILL) << first.err();
-    restoring = true;
-  }
-  // Pre-commit and publish are visited by each of the 4 sink subtasks per
-  // checkpoint, completion once per checkpoint: a few checkpoints in.
-  const int visit = restoring ? 1 : p == CrashPoint::kCompletedBeforeNotify ? 3 : 12;
-  Child c(args(restoring), dir_->path("crash"), /*pipe_stderr=*/true,
-          {"WEIR_CRASH_AT=" + point + ":" + std::to_string(visit)});
-  bool reached = c.wait_for_line(
-      [&](const std::string& line) { return line.find("crash point " + point + " reached") != std::string::npos; },
-      std::chrono::seconds(60));
-  ASSERT_TRUE(reached) << "the job never reached crash point " << point << "; stderr: " << c.err();
-  ASSERT_EQ(c.wait(), 128 + SIGKILL) << c.err();
+  testing::kill_at_sink_window(
+      p, [&](bool restore) { return args(restore); }, [&](const std::string& name) { return dir_->path(name); });
+  if (HasFatalFailure()) return;
   finish();
-  expect_exactly_once_after_kills("killed at " + point);
+  expect_exactly_once_after_kills("killed at " + std::string(to_string(p)));
 }
 
 INSTANTIATE_TEST_SUITE_P(SinkWindows, KafkaCrashPointTest,
-                         ::testing::Values(CrashPoint::kSinkPreCommitted, CrashPoint::kCompletedBeforeNotify,
-                                           CrashPoint::kSinkPublished, CrashPoint::kSinkRecovered),
-                         [](const ::testing::TestParamInfo<CrashPoint>& info) {
-                           std::string name;
-                           for (char ch : to_string(info.param)) {
-                             if (ch != '-') name.push_back(ch);
-                           }
-                           return name;
-                         });
+                         testing::kSinkWindows, testing::sink_window_name);
 
 // Records a source read, collected in the test process (embedded jobs).
 struct Collected {

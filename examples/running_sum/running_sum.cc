@@ -174,6 +174,7 @@ void build_running_sum(StreamEnvironment& env, const RunningSumOptions& o) {
               "running-sum");
   sums.uid("running-sum").parallelism(o.parallelism);
   if (!o.output_topic.empty()) return sink_to_kafka(sums, o);
+  if (!o.output_table.empty()) return sink_to_postgres(sums, o);
   // Chained to running-sum: forward, same parallelism.
   sums.sink_to([out_dir] { return std::make_unique<ExactlyOnceFileSink>(out_dir, kOutputPrefix); },
                "output-sink")

@@ -39,6 +39,11 @@ struct RunningSumOptions {
   bool kafka_bounded = false;  // stop at the end the input topic had at the start
   std::string output_topic;
   std::string kafka_delivery = "exactly-once";
+  // PostgreSQL instead of part files (examples/running_sum/postgres_io.cc):
+  // the sums go as rows (key, sum, count) into `output_table`, exactly-once
+  // by two-phase commit.
+  std::string postgres;  // libpq connection string
+  std::string output_table;
 };
 
 // The line-copy job: independent pipelines (forward edges only, so each
@@ -68,6 +73,7 @@ void build_running_sum(StreamEnvironment& env, const RunningSumOptions& options)
 // The Kafka ends of running-sum.
 DataStream<TextLine> kafka_lines(StreamEnvironment& env, const RunningSumOptions& options);
 void sink_to_kafka(const DataStream<std::string>& lines, const RunningSumOptions& options);
+void sink_to_postgres(const DataStream<std::string>& lines, const RunningSumOptions& options);
 
 // One input line, `key,value` with a 64-bit integer value (an optional
 // leading '+'): the key and value, or why the line is rejected.

@@ -28,6 +28,9 @@ void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o) {
   app->add_flag("--kafka-bounded", o.kafka_bounded, "Stop at the end the input topic had when the job first started");
   app->add_option("--output-topic", o.output_topic, "Write the sums to this Kafka topic instead of --output");
   app->add_option("--kafka-delivery", o.kafka_delivery, "exactly-once | at-least-once | none")->capture_default_str();
+  app->add_option("--postgres", o.postgres, "PostgreSQL connection string (libpq), for --output-table");
+  app->add_option("--output-table", o.output_table,
+                  "Write the sums as rows (key, sum, count) into this PostgreSQL table, exactly-once");
   app->add_option("--output", o.output_dir, "Output directory")->required();
   app->add_option("--fail-every", o.fail_every, "Inject a task failure every ~N records")
       ->check(whole_number(0));
@@ -42,6 +45,12 @@ absl::Status validate_running_sum_options(const examples::RunningSumOptions& o) 
   }
   if ((!o.input_topic.empty() || !o.output_topic.empty()) && o.kafka_brokers.empty()) {
     return absl::InvalidArgumentError("running-sum: --input-topic and --output-topic need --kafka-brokers");
+  }
+  if (!o.output_table.empty() && o.postgres.empty()) {
+    return absl::InvalidArgumentError("running-sum: --output-table needs --postgres CONNINFO");
+  }
+  if (!o.output_table.empty() && !o.output_topic.empty()) {
+    return absl::InvalidArgumentError("running-sum: give --output-topic or --output-table, not both");
   }
   return absl::OkStatus();
 }

@@ -1,0 +1,215 @@
+// The PostgreSQL two-phase-commit sink end to end: a throwaway PostgreSQL 15
+// cluster (initdb + pg_ctl, on a Unix socket in the test's directory) per
+// test, the running-sum job in real weir processes writing its sums as rows,
+// the table read back with libpq and checked like the file output.
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+
+#include "common/test_points.h"
+#include "examples/running_sum/running_sum.h"
+#include "testing/seed.h"
+#include "tests/process.h"
+#include "tests/sink_windows.h"
+
+namespace fs = std::filesystem;
+
+namespace weir {
+namespace {
+
+using testing::Child;
+using testing::TempDir;
+
+const std::string kPgBin = "/usr/lib/postgresql/15/bin/";
+
+// A PostgreSQL server for one test (as the postgres user when the test runs
+// as root: the server refuses root), stopped with it.
+class PgServer {
+ public:
+  // Its files and socket live in a short directory of its own (a socket's
+  // path is limited to about 100 bytes).
+  explicit PgServer(int max_prepared) {
+    char tmpl[] = "/tmp/weir-pg.XXXXXX";
+    dir_ = ::mkdtemp(tmpl) ? tmpl : "/tmp/weir-pg";
+    if (::geteuid() == 0) {
+      launcher_ = {"/usr/sbin/runuser", "-u", "postgres", "--"};
+      run({"/bin/chown", "postgres", dir_}, /*as_server=*/false);
+    }
+    port_ = std::to_string(20000 + (::getpid() % 20000));
+    ok_ = run({kPgBin + "initdb", "-D", dir_ + "/data", "-A", "trust", "-U", "weir", "--no-sync"}) == 0 &&
+          run({kPgBin + "pg_ctl", "-D", dir_ + "/data", "-w", "-l", dir_ + "/log", "-o",
+               "-p " + port_ + " -k " + dir_ + " -c listen_addresses='' -c max_prepared_transactions=" +
+                   std::to_string(max_prepared) + " -c fsync=off"}, true, "start") == 0;
+  }
+  ~PgServer() {
+    if (ok_) run({kPgBin + "pg_ctl", "-D", dir_ + "/data", "-m", "immediate"}, true, "stop");
+    if (std::getenv("WEIR_KEEP_TEST_DIRS") == nullptr) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+    }
+  }
+  bool ok() const { return ok_; }
+  std::string log() const { return testing::slurp(dir_ + "/log"); }
+  std::string conninfo() const { return "host=" + dir_ + " port=" + port_ + " user=weir dbname=postgres"; }
+
+  // Runs `sql`; returns the rows of its result, each a tab-joined line.
+  std::vector<std::string> sql(const std::string& sql) {
+    PGconn* c = PQconnectdb(conninfo().c_str());
+    std::vector<std::string> rows;
+    EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+    PGresult* r = PQexec(c, sql.c_str());
+    ExecStatusType st = PQresultStatus(r);
+    EXPECT_TRUE(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) << sql << ": " << PQerrorMessage(c);
+    for (int i = 0; st == PGRES_TUPLES_OK && i < PQntuples(r); ++i) {
+      std::string line;
+      for (int j = 0; j < PQnfields(r); ++j) line += (j ? "\t" : "") + std::string(PQgetvalue(r, i, j));
+      rows.push_back(line);
+    }
+    PQclear(r);
+    PQfinish(c);
+    return rows;
+  }
+
+ private:
+  int run(std::vector<std::string> args, bool as_server = true, const std::string& last = "") {
+    if (!last.empty()) args.push_back(last);
+    std::vector<std::string> full = as_server ? launcher_ : std::vector<std::string>{};
+    full.insert(full.end(), args.begin(), args.end());
+    Child c(full, dir_ + "/cmd");
+    return c.wait();
+  }
+
+  std::string dir_;
+  std::vector<std::string> launcher_;
+  std::string port_;
+  bool ok_ = false;
+};
+
+class PostgresTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(kPgBin + "initdb")) << "PostgreSQL 15 is missing: run scripts/install-deps.sh";
+    seed_ = testing::test_seed();
+    dir_ = std::make_unique<TempDir>(std::string("pg-") +
+                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    pg_ = std::make_unique<PgServer>(16);
+    ASSERT_TRUE(pg_->ok()) << "PostgreSQL did not start: " << pg_->log();
+    pg_->sql("CREATE TABLE results (key text NOT NULL, sum bigint NOT NULL, count bigint NOT NULL)");
+    ASSERT_TRUE(examples::generate_running_sum_input(dir_->path("in.txt"), 100000, 500, 997, seed_).ok());
+  }
+
+  std::vector<std::string> args(bool restore, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> a = {testing::weir_bin(), "example", "running-sum", "--verbose",
+                                  "--input", dir_->path("in.txt"), "--postgres", pg_->conninfo(),
+                                  "--output-table", "results", "--output", dir_->path("rejects"),
+                                  "--parallelism", "4", "--checkpoint-dir", dir_->path("chk"),
+                                  "--checkpoint-interval", "50ms", "--rate", "8000"};
+    if (restore) {
+      a.push_back("--restore");
+      a.push_back("latest");
+    }
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+
+  examples::RunningSumCheck check() {
+    std::vector<std::string> out;
+    for (const std::string& row : pg_->sql("SELECT key, sum, count FROM results")) {
+      std::string line = row;
+      std::replace(line.begin(), line.end(), '\t', ',');
+      out.push_back(line);
+    }
+    auto c = examples::check_running_sum({dir_->path("in.txt")}, dir_->path("rejects"), &out);
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (!c.ok()) return {};
+    for (const auto& p : c->problems) ADD_FAILURE() << p;
+    // Nothing is left prepared once the job finished.
+    EXPECT_TRUE(pg_->sql("SELECT gid FROM pg_prepared_xacts").empty());
+    return *c;
+  }
+
+  uint64_t seed_ = 0;
+  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<PgServer> pg_;
+};
+
+TEST_F(PostgresTest, InjectedTaskFailuresGiveExactlyOnceRows) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  Child job(args(false, {"--fail-every", "10000", "--seed", std::to_string(seed_)}), dir_->path("job"));
+  ASSERT_EQ(job.wait(), 0) << job.err();
+  EXPECT_EQ(job.out().find("restarts: 0"), std::string::npos) << "no failure was injected: " << job.out();
+  EXPECT_TRUE(check().exactly_once);
+}
+
+// SIGKILL of the whole job at random moments (after a random number of
+// completed checkpoints), repeated, then `--restore latest`: a real server
+// rolls back whatever was open, so any instant is fair.
+TEST_F(PostgresTest, RepeatedKillsAndRestoreLatestGiveExactlyOnceRows) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  std::mt19937_64 rng(seed_);
+  int kills = 0;
+  for (int round = 0; round < 4; ++round) {
+    Child c(args(round > 0 && kills > 0), dir_->path("round" + std::to_string(round)), /*pipe_stderr=*/true);
+    int completed = 0, more = 1 + static_cast<int>(rng() % 4);
+    bool reached = c.wait_for_line(
+        [&](const std::string& line) { return line.find("completed") != std::string::npos && ++completed >= more; },
+        std::chrono::seconds(60));
+    if (!reached) {
+      ASSERT_EQ(c.wait(), 0) << c.err();
+      break;
+    }
+    c.kill9();
+    if (c.wait() == 0) break;  // it finished between the line and the kill
+    ++kills;
+  }
+  EXPECT_GE(kills, 1);
+  Child last(args(true), dir_->path("final"));
+  ASSERT_EQ(last.wait(), 0) << last.err();
+  EXPECT_TRUE(check().exactly_once) << "after " << kills << " kills";
+}
+
+// Parameter: a crash point of the sink's commit protocol; the job is
+// SIGKILLed there and `--restore latest` must leave exactly-once rows.
+class PostgresCrashPointTest : public PostgresTest, public ::testing::WithParamInterface<CrashPoint> {};
+
+TEST_P(PostgresCrashPointTest, KilledAtTheCrashPointRestoresLatestExactlyOnce) {
+  if (!WEIR_TEST_POINTS) GTEST_SKIP() << "test points are compiled out of Release builds";
+  const CrashPoint p = GetParam();
+  testing::kill_at_sink_window(
+      p, [&](bool restore) { return args(restore); }, [&](const std::string& name) { return dir_->path(name); });
+  if (HasFatalFailure()) return;
+  Child last(args(true), dir_->path("final"));
+  ASSERT_EQ(last.wait(), 0) << last.err();
+  EXPECT_TRUE(check().exactly_once);
+}
+
+INSTANTIATE_TEST_SUITE_P(SinkWindows, PostgresCrashPointTest,
+                         testing::kSinkWindows, testing::sink_window_name);
+
+TEST_F(PostgresTest, MissingColumnAndDisabledPreparedTransactionsAreNamed) {
+  pg_->sql("CREATE TABLE narrow (key text, sum bigint)");
+  std::vector<std::string> a = args(false, {"--restart-strategy", "none"});
+  for (auto& x : a) {
+    if (x == "results") x = "narrow";
+  }
+  Child job(a, dir_->path("narrow"));
+  EXPECT_NE(job.wait(), 0);
+  EXPECT_NE(job.err().find("column \"count\" does not exist"), std::string::npos) << job.err();
+
+  PgServer off(0);
+  ASSERT_TRUE(off.ok()) << off.log();
+  off.sql("CREATE TABLE results (key text, sum bigint, count bigint)");
+  a = args(false, {"--restart-strategy", "none"});
+  for (auto& x : a) {
+    if (x == pg_->conninfo()) x = off.conninfo();
+  }
+  Child refused(a, dir_->path("refused"));
+  EXPECT_NE(refused.wait(), 0);
+  EXPECT_NE(refused.err().find("max_prepared_transactions is 0"), std::string::npos) << refused.err();
+}
+
+}  // namespace
+}  // namespace weir
