@@ -189,7 +189,7 @@ TEST_P(PostgresCrashPointTest, KilledAtTheCrashPointRestoresLatestExactlyOnce) {
 INSTANTIATE_TEST_SUITE_P(SinkWindows, PostgresCrashPointTest,
                          testing::kSinkWindows, testing::sink_window_name);
 
-TEST_F(PostgresTest, MissingColumnAndDisabledPreparedTransactionsAreNamed) {
+TEST_F(PostgresTest, MissingColumnRefusedLoginAndDisabledPreparedTransactionsAreNamed) {
   pg_->sql("CREATE TABLE narrow (key text, sum bigint)");
   std::vector<std::string> a = args(false, {"--restart-strategy", "none"});
   for (auto& x : a) {
@@ -198,6 +198,18 @@ TEST_F(PostgresTest, MissingColumnAndDisabledPreparedTransactionsAreNamed) {
   Child job(a, dir_->path("narrow"));
   EXPECT_NE(job.wait(), 0);
   EXPECT_NE(job.err().find("column \"count\" does not exist"), std::string::npos) << job.err();
+
+  // A login the server refuses: named by host and port, with the cause, and
+  // without the connection string (it could hold a password).
+  a = args(false, {"--restart-strategy", "none"});
+  for (auto& x : a) {
+    if (x == pg_->conninfo()) x = pg_->conninfo() + " user=ghost password=hunter2";
+  }
+  Child ghost(a, dir_->path("ghost"));
+  EXPECT_NE(ghost.wait(), 0);
+  EXPECT_NE(ghost.err().find("cannot connect"), std::string::npos) << ghost.err();
+  EXPECT_NE(ghost.err().find("role \"ghost\" does not exist"), std::string::npos) << ghost.err();
+  EXPECT_EQ(ghost.err().find("hunter2"), std::string::npos) << ghost.err();
 
   PgServer off(0);
   ASSERT_TRUE(off.ok()) << off.log();

@@ -60,8 +60,9 @@ class PostgresSink::Impl {
     // transactions are committed through another (COMMIT PREPARED cannot
     // run inside a transaction).
     conn_ = PQconnectdb(o_.conninfo.c_str());
-    if (PQstatus(conn_) != CONNECTION_OK) return error(conn_, "cannot connect");
+    // Named by host and port, never by the connection string (it may hold a password).
     server_ = std::string(PQhost(conn_) ? PQhost(conn_) : "?") + ":" + (PQport(conn_) ? PQport(conn_) : "?");
+    if (PQstatus(conn_) != CONNECTION_OK) return error(conn_, "cannot connect");
     ctl_ = PQconnectdb(o_.conninfo.c_str());
     if (PQstatus(ctl_) != CONNECTION_OK) return error(ctl_, "cannot connect");
     auto prepared = query("SHOW max_prepared_transactions");
@@ -175,8 +176,9 @@ class PostgresSink::Impl {
   absl::Status error(PGconn* conn, const std::string& what) const {
     std::string msg = conn ? PQerrorMessage(conn) : "no connection";
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    std::string at = server_.empty() ? "(" + o_.conninfo + ")" : server_;
-    return absl::UnavailableError("postgres " + at + ": " + what + ": " + msg);
+    // libpq's message may span lines: one line per error.
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    return absl::UnavailableError("postgres " + server_ + ": " + what + ": " + msg);
   }
 
   absl::StatusOr<Result> query(const std::string& sql) { return query(conn_, sql); }
