@@ -76,12 +76,25 @@ absl::StatusOr<std::shared_ptr<SubtaskCheckpointer::Captured>> SubtaskCheckpoint
   return captured;
 }
 
+void SubtaskCheckpointer::aborted(int64_t checkpoint_id) {
+  absl::MutexLock lock(&aborted_->mu);
+  aborted_->ids.insert(checkpoint_id);
+  while (aborted_->ids.size() > 256) aborted_->ids.erase(aborted_->ids.begin());
+}
+
 void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64_t checkpoint_id, int64_t sync_ms,
                                        int64_t alignment_ms) {
   // Copies only: the task (and this object) may be gone before it runs.
   services_.executor->post([services = services_, id = id_, parallelism = parallelism_,
                             max_parallelism = max_parallelism_, captured = std::move(captured), checkpoint_id,
-                            sync_ms, alignment_ms] {
+                            sync_ms, alignment_ms, aborted = aborted_]() mutable {
+    {
+      absl::MutexLock lock(&aborted->mu);
+      if (aborted->ids.contains(checkpoint_id)) {
+        captured.reset();
+        return;
+      }
+    }
     WEIR_SYNC_POINT("SubtaskCheckpointer::async_part");
     const auto start = Clock::now();
     checkpoint::CheckpointStorage* storage = services.storage;

@@ -14,10 +14,12 @@
 #define WEIR_RUNTIME_SUBTASK_CHECKPOINTER_H_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "checkpoint/storage.h"
 #include "runtime/executor.h"
 #include "runtime/gateways.h"
@@ -54,12 +56,21 @@ class SubtaskCheckpointer {
   // timings or declines with the cause.
   void finish_async(std::shared_ptr<Captured> captured, int64_t checkpoint_id, int64_t sync_ms,
                     int64_t alignment_ms);
+  // The checkpoint was aborted: its asynchronous part, if still queued, is
+  // dropped with what it holds instead of run, so a backlog of expired
+  // checkpoints cannot pile up on the executor. Any thread.
+  void aborted(int64_t checkpoint_id);
 
  private:
+  struct Aborted {
+    absl::Mutex mu;
+    std::set<int64_t> ids ABSL_GUARDED_BY(mu);  // the newest few
+  };
   const ExecutionId id_;
   const int parallelism_;
   const int max_parallelism_;
   const Services services_;
+  const std::shared_ptr<Aborted> aborted_ = std::make_shared<Aborted>();
 };
 
 }  // namespace weir::runtime

@@ -102,6 +102,7 @@ void Task::notify_checkpoint_complete(int64_t id) {
 }
 
 void Task::notify_checkpoint_aborted(int64_t id) {
+  checkpointer_.aborted(id);  // before the mail: a queued asynchronous part is dropped at once
   post([this, id] {
     if (barriers_) barriers_->on_abort(id);
     for (auto& op : chain_.operators) op->notify_checkpoint_aborted(id);
