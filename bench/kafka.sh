@@ -15,7 +15,12 @@ trap 'kill $BROKER 2>/dev/null || true; rm -rf "$DIR"' EXIT
 
 "$MOCK" --topic in:1 --topic out:1 --topic out.weir-markers:1 > "$DIR/broker" 2>/dev/null &
 BROKER=$!
-until grep -q bootstrap "$DIR/broker" 2>/dev/null; do sleep 0.1; done
+for _ in $(seq 300); do  # the broker prints its address once it listens: 30 s at most
+  grep -q bootstrap "$DIR/broker" 2>/dev/null && break
+  kill -0 "$BROKER" 2>/dev/null || { echo "weir-mock-kafka exited before listening" >&2; exit 1; }
+  sleep 0.1
+done
+grep -q bootstrap "$DIR/broker" || { echo "weir-mock-kafka did not listen within 30 s" >&2; exit 1; }
 B=$(awk '{print $2}' "$DIR/broker")
 "$WEIR" generate running-sum-input --lines "$LINES" --keys 10000 --output "$DIR/in.txt" >/dev/null
 awk '{print NR "\t" $0}' "$DIR/in.txt" | kcat -P -b "$B" -t in -K '\t'
