@@ -1,4 +1,4 @@
-// The PostgreSQL two-phase-commit sink end to end: a throwaway PostgreSQL 15
+// The PostgreSQL sinks end to end: a throwaway PostgreSQL 15
 // cluster (initdb + pg_ctl, on a Unix socket in the test's directory) per
 // test, the running-sum job in real weir processes writing its sums as rows,
 // the table read back with libpq and checked like the file output.
@@ -7,12 +7,17 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <random>
+#include <sstream>
 
 #include "common/test_points.h"
 #include "examples/running_sum/running_sum.h"
+#include "testing/committing_sink.h"
 #include "testing/seed.h"
 #include "tests/process.h"
+#include "weir/postgres.h"
+#include "weir/weir.h"
 #include "tests/sink_windows.h"
 
 namespace fs = std::filesystem;
@@ -98,21 +103,50 @@ class PostgresTest : public ::testing::Test {
     pg_ = std::make_unique<PgServer>(16);
     ASSERT_TRUE(pg_->ok()) << "PostgreSQL did not start: " << pg_->log();
     pg_->sql("CREATE TABLE results (key text NOT NULL, sum bigint NOT NULL, count bigint NOT NULL)");
+    pg_->sql("CREATE TABLE totals (key text PRIMARY KEY, sum bigint NOT NULL, count bigint NOT NULL)");
     ASSERT_TRUE(examples::generate_running_sum_input(dir_->path("in.txt"), 100000, 500, 997, seed_).ok());
   }
 
   std::vector<std::string> args(bool restore, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> a = {testing::weir_bin(), "example", "running-sum", "--verbose",
                                   "--input", dir_->path("in.txt"), "--postgres", pg_->conninfo(),
-                                  "--output-table", "results", "--output", dir_->path("rejects"),
+                                  "--output-table", upsert_ ? "totals" : "results", "--output", dir_->path("rejects"),
                                   "--parallelism", "4", "--checkpoint-dir", dir_->path("chk"),
                                   "--checkpoint-interval", "50ms", "--rate", "8000"};
     if (restore) {
       a.push_back("--restore");
       a.push_back("latest");
     }
+    if (upsert_) a.push_back("--postgres-upsert");
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
+  }
+
+  // Upsert: the table holds, per key, the final sum and count of the input.
+  void check_final_sums() {
+    std::map<std::string, std::pair<int64_t, int64_t>> want;
+    std::istringstream in(testing::slurp(dir_->path("in.txt")));
+    for (std::string line; std::getline(in, line);) {
+      examples::ParsedLine p = examples::parse_running_sum_line(line);
+      if (!p.ok) continue;
+      auto& [sum, count] = want[p.key];
+      sum += p.value;
+      ++count;
+    }
+    std::map<std::string, std::pair<int64_t, int64_t>> got;
+    for (const std::string& row : pg_->sql("SELECT key, sum, count FROM totals")) {
+      size_t a = row.find('\t'), b = row.rfind('\t');
+      got[row.substr(0, a)] = {std::stoll(row.substr(a + 1, b - a - 1)), std::stoll(row.substr(b + 1))};
+    }
+    ASSERT_EQ(got.size(), want.size());
+    int wrong = 0;
+    for (const auto& [key, v] : want) {
+      auto it = got.find(key);
+      if (it == got.end() || it->second != v) {
+        if (++wrong <= 5) ADD_FAILURE() << "key " << key << ": want " << v.first << "," << v.second;
+      }
+    }
+    EXPECT_EQ(wrong, 0);
   }
 
   examples::RunningSumCheck check() {
@@ -131,7 +165,32 @@ class PostgresTest : public ::testing::Test {
     return *c;
   }
 
+  // SIGKILL of the whole job at random moments (after a random number of
+  // completed checkpoints), repeated, then `--restore latest` to the end.
+  void kill_repeatedly_then_finish() {
+    std::mt19937_64 rng(seed_);
+    int kills = 0;
+    for (int round = 0; round < 4; ++round) {
+      Child c(args(round > 0 && kills > 0), dir_->path("round" + std::to_string(round)), /*pipe_stderr=*/true);
+      int completed = 0, more = 1 + static_cast<int>(rng() % 4);
+      bool reached = c.wait_for_line(
+          [&](const std::string& line) { return line.find("completed") != std::string::npos && ++completed >= more; },
+          std::chrono::seconds(60));
+      if (!reached) {
+        ASSERT_EQ(c.wait(), 0) << c.err();
+        break;
+      }
+      c.kill9();
+      if (c.wait() == 0) break;  // it finished between the line and the kill
+      ++kills;
+    }
+    EXPECT_GE(kills, 1);
+    Child last(args(kills > 0), dir_->path("final"));
+    ASSERT_EQ(last.wait(), 0) << last.err();
+  }
+
   uint64_t seed_ = 0;
+  bool upsert_ = false;
   std::unique_ptr<TempDir> dir_;
   std::unique_ptr<PgServer> pg_;
 };
@@ -149,26 +208,9 @@ TEST_F(PostgresTest, InjectedTaskFailuresGiveExactlyOnceRows) {
 // rolls back whatever was open, so any instant is fair.
 TEST_F(PostgresTest, RepeatedKillsAndRestoreLatestGiveExactlyOnceRows) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  std::mt19937_64 rng(seed_);
-  int kills = 0;
-  for (int round = 0; round < 4; ++round) {
-    Child c(args(round > 0 && kills > 0), dir_->path("round" + std::to_string(round)), /*pipe_stderr=*/true);
-    int completed = 0, more = 1 + static_cast<int>(rng() % 4);
-    bool reached = c.wait_for_line(
-        [&](const std::string& line) { return line.find("completed") != std::string::npos && ++completed >= more; },
-        std::chrono::seconds(60));
-    if (!reached) {
-      ASSERT_EQ(c.wait(), 0) << c.err();
-      break;
-    }
-    c.kill9();
-    if (c.wait() == 0) break;  // it finished between the line and the kill
-    ++kills;
-  }
-  EXPECT_GE(kills, 1);
-  Child last(args(true), dir_->path("final"));
-  ASSERT_EQ(last.wait(), 0) << last.err();
-  EXPECT_TRUE(check().exactly_once) << "after " << kills << " kills";
+  kill_repeatedly_then_finish();
+  if (HasFatalFailure()) return;
+  EXPECT_TRUE(check().exactly_once);
 }
 
 // Parameter: a crash point of the sink's commit protocol; the job is
@@ -221,6 +263,142 @@ TEST_F(PostgresTest, MissingColumnRefusedLoginAndDisabledPreparedTransactionsAre
   Child refused(a, dir_->path("refused"));
   EXPECT_NE(refused.wait(), 0);
   EXPECT_NE(refused.err().find("max_prepared_transactions is 0"), std::string::npos) << refused.err();
+}
+
+}  // namespace
+}  // namespace weir
+
+namespace weir {
+namespace {
+
+// ---- the upsert sink --------------------------------------------------------
+
+class PostgresUpsertTest : public PostgresTest {
+ protected:
+  void SetUp() override {
+    upsert_ = true;
+    PostgresTest::SetUp();
+  }
+};
+
+TEST_F(PostgresUpsertTest, InjectedTaskFailuresLeaveTheFinalSums) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  Child job(args(false, {"--fail-every", "10000", "--seed", std::to_string(seed_)}), dir_->path("job"));
+  ASSERT_EQ(job.wait(), 0) << job.err();
+  EXPECT_EQ(job.out().find("restarts: 0"), std::string::npos) << "no failure was injected: " << job.out();
+  check_final_sums();
+}
+
+TEST_F(PostgresUpsertTest, RepeatedKillsAndRestoreLatestLeaveTheFinalSums) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  kill_repeatedly_then_finish();
+  if (HasFatalFailure()) return;
+  check_final_sums();
+}
+
+// The upsert sink writes its batch at the barrier and nothing at
+// completion, so two of the four windows exist for it: killed after the
+// batch of checkpoint n is written but before n completes (the table is
+// ahead of the checkpoint restored), and after completion.
+class PostgresUpsertCrashPointTest : public PostgresUpsertTest, public ::testing::WithParamInterface<CrashPoint> {};
+
+TEST_P(PostgresUpsertCrashPointTest, KilledAtTheCrashPointRestoresLatestToTheFinalSums) {
+  if (!WEIR_TEST_POINTS) GTEST_SKIP() << "test points are compiled out of Release builds";
+  testing::kill_at_sink_window(
+      GetParam(), [&](bool restore) { return args(restore); }, [&](const std::string& name) { return dir_->path(name); });
+  if (HasFatalFailure()) return;
+  Child last(args(true), dir_->path("final"));
+  ASSERT_EQ(last.wait(), 0) << last.err();
+  check_final_sums();
+}
+
+INSTANTIATE_TEST_SUITE_P(SinkWindows, PostgresUpsertCrashPointTest,
+                         ::testing::Values(CrashPoint::kSinkPreCommitted, CrashPoint::kCompletedBeforeNotify),
+                         testing::sink_window_name);
+
+TEST_F(PostgresUpsertTest, ATableWithoutThePrimaryKeyIsRefused) {
+  pg_->sql("DROP TABLE totals");
+  pg_->sql("CREATE TABLE totals (key text, sum bigint, count bigint)");
+  Child job(args(false, {"--restart-strategy", "none"}), dir_->path("job"));
+  EXPECT_NE(job.wait(), 0);
+  EXPECT_NE(job.err().find("must be the table's primary key or a unique index"), std::string::npos) << job.err();
+}
+
+// A changelog with inserts, updates (-U rows among them) and deletes of 50
+// keys, applied by three sink subtasks under injected task failures: the
+// table ends as the changelog's final state.
+constexpr int64_t kChanges = 20000, kKeys = 50;
+
+class ChangelogWithFailures final : public KeyedProcessFunction<int64_t, int64_t, PostgresRow> {
+ public:
+  explicit ChangelogWithFailures(uint64_t seed) : seed_(seed) {}
+  static RowKind kind_of(int64_t i) {
+    uint64_t h = static_cast<uint64_t>(i) * 2654435761u % 10;
+    return h < 3 ? RowKind::kInsert : h < 6 ? RowKind::kUpdateAfter : h < 7 ? RowKind::kUpdateBefore : RowKind::kDelete;
+  }
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    std::mt19937_64 rng(seed_ + ctx.operator_context().subtask_index() * 31 + ctx.operator_context().attempt());
+    armed_ = ctx.operator_context().attempt() < 3;
+    threshold_ = 1 + static_cast<int64_t>(rng() % 3000);
+    return absl::OkStatus();
+  }
+  void process_element(const int64_t& i, Context& ctx, Collector<PostgresRow>& out) override {
+    PostgresRow r;
+    r.kind = kind_of(i);
+    // A -U row carries the old values; the sink must not apply it.
+    r.values = {std::to_string(ctx.current_key()), r.kind == RowKind::kUpdateBefore ? std::nullopt
+                                                                                    : std::optional(std::to_string(i))};
+    out.collect(r);
+    if (armed_ && ++seen_ >= threshold_) {
+      armed_ = false;
+      throw std::runtime_error("injected failure");
+    }
+  }
+
+ private:
+  const uint64_t seed_;
+  bool armed_ = false;
+  int64_t seen_ = 0, threshold_ = 0;
+};
+
+TEST_F(PostgresTest, UpsertSinkAppliesInsertsUpdatesAndDeletesUnderFailures) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  pg_->sql("CREATE TABLE latest (k bigint PRIMARY KEY, v bigint)");
+  JobConfig config = testing::failure_test_config(3);
+  StreamEnvironment env(config);
+  auto changes = env.from_source<int64_t>([] {
+    return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, kChanges, 100000);
+  });
+  changes.parallelism(1);
+  const uint64_t seed = seed_;
+  changes.key_by([](const int64_t& i) { return i % kKeys; })
+      .process<PostgresRow>([seed] { return std::make_unique<ChangelogWithFailures>(seed); }, "changelog")
+      .sink_to(PostgresUpsertSink::builder()
+                   .conninfo(pg_->conninfo())
+                   .table("latest")
+                   .columns({"k", "v"})
+                   .key_columns({"k"})
+                   .max_batch_rows(7)
+                   .build(),
+               "upsert");
+  auto result = env.execute("changelog");
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->status, JobStatus::kFinished);
+  EXPECT_GE(result->restarts, 1);
+  std::map<int64_t, int64_t> want;
+  for (int64_t i = 0; i < kChanges; ++i) {
+    RowKind k = ChangelogWithFailures::kind_of(i);
+    if (k == RowKind::kDelete) {
+      want.erase(i % kKeys);
+    } else if (k != RowKind::kUpdateBefore) {
+      want[i % kKeys] = i;
+    }
+  }
+  std::map<int64_t, int64_t> got;
+  for (const std::string& row : pg_->sql("SELECT k, v FROM latest")) {
+    got[std::stoll(row.substr(0, row.find('\t')))] = std::stoll(row.substr(row.find('\t') + 1));
+  }
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// running-sum into PostgreSQL: the sums as rows (key, sum, count).
+// running-sum into PostgreSQL: the sums as rows (key, sum, count), every
+// one inserted exactly once, or upserted by key.
 #include "examples/running_sum/running_sum.h"
 #include "weir/postgres.h"
 
@@ -11,11 +12,26 @@ void sink_to_postgres(const DataStream<std::string>& sums, const RunningSumOptio
         size_t b = line.rfind(',');
         size_t a = line.rfind(',', b - 1);
         PostgresRow r;
+        r.kind = RowKind::kUpdateAfter;
         r.values = {line.substr(0, a), line.substr(a + 1, b - a - 1), line.substr(b + 1)};
         return r;
       },
       "to-row");
   rows.uid("to-row").parallelism(o.parallelism);
+  if (o.postgres_upsert) {
+    // The sums of a key come from one running-sum subtask, in order, and
+    // reach the sink through forward edges: one sink subtask per key.
+    rows.sink_to(PostgresUpsertSink::builder()
+                     .conninfo(o.postgres)
+                     .table(o.output_table)
+                     .columns({"key", "sum", "count"})
+                     .key_columns({"key"})
+                     .build(),
+                 "postgres-upsert")
+        .uid("postgres-upsert")
+        .parallelism(o.parallelism);
+    return;
+  }
   rows.sink_to(PostgresSink::builder()
                    .conninfo(o.postgres)
                    .table(o.output_table)

@@ -41,9 +41,11 @@ struct RunningSumOptions {
   std::string kafka_delivery = "exactly-once";
   // PostgreSQL instead of part files (examples/running_sum/postgres_io.cc):
   // the sums go as rows (key, sum, count) into `output_table`, exactly-once
-  // by two-phase commit.
+  // by two-phase commit; with `postgres_upsert`, the latest (sum, count) of
+  // each key is upserted by key, so the table ends as the final sums.
   std::string postgres;  // libpq connection string
   std::string output_table;
+  bool postgres_upsert = false;
 };
 
 // The line-copy job: independent pipelines (forward edges only, so each

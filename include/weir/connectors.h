@@ -45,6 +45,9 @@ struct TextLine {
   std::string text;
   auto weir_fields() { return std::tie(line_number, text); }
 };
+// For decode_rows (weir/formats.h): a line's bytes, and where it was read.
+inline std::string_view bytes_of(const TextLine& l) { return l.text; }
+inline std::string origin_of(const TextLine& l) { return "line " + std::to_string(l.line_number); }
 
 // A byte range of a file and the read position in it (FileSource state).
 struct FileSplit {

@@ -61,6 +61,11 @@ struct KafkaRecord {
   std::vector<std::pair<std::string, std::string>> headers;
   auto weir_fields() { return std::tie(topic, partition, offset, timestamp, key, value, headers); }
 };
+// For decode_rows (weir/formats.h): the value is the record's bytes.
+inline std::string_view bytes_of(const KafkaRecord& r) { return r.value; }
+inline std::string origin_of(const KafkaRecord& r) {
+  return "topic " + r.topic + " partition " + std::to_string(r.partition) + " offset " + std::to_string(r.offset);
+}
 
 // Where a source subtask reads a partition (KafkaSource state).
 struct KafkaPartitionPosition {

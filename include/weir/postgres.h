@@ -1,4 +1,5 @@
-// PostgreSQL sink with exactly-once output through two-phase commit (libpq).
+// PostgreSQL sinks (libpq): rows exactly-once through two-phase commit, and
+// changelog streams upserted by primary key.
 //
 //   rows.sink_to(PostgresSink::builder().conninfo("host=db dbname=app").table("totals")
 //                    .columns({"key", "total"}).transaction_prefix("totals-job").build(), "db");
@@ -12,6 +13,16 @@
 // Each transaction also inserts its id into weir_sink_commits, so a commit
 // that happened just before a crash is recognised and never applied twice.
 // Needs max_prepared_transactions > 0 on the server. docs/postgres.md.
+//
+// PostgresUpsertSink: a changelog (+I/+U insert or update the row of its
+// key, -D deletes it, -U is skipped: the +U after it says all) applied by
+// primary key, batched: per batch the last change of each key, as one
+// INSERT ... ON CONFLICT DO UPDATE and one DELETE, in one transaction.
+// Batches are written when full and at every checkpoint barrier, so the
+// checkpoint covers them; replaying changes after a restore writes the same
+// rows again, so at-least-once delivery leaves the table equal to the final
+// state of the changelog. The changes of one key must reach one sink subtask
+// in order: key the stream by the primary key before the sink.
 #ifndef WEIR_POSTGRES_H_
 #define WEIR_POSTGRES_H_
 
@@ -22,15 +33,20 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "weir/formats.h"
 #include "weir/functions.h"
 
 namespace weir {
 
 // One row: a value per column of the sink, in PostgreSQL's text format
-// (nullopt: NULL).
+// (nullopt: NULL). `kind` matters to the upsert sink; the two-phase sink
+// inserts every row it gets.
 struct PostgresRow {
   std::vector<std::optional<std::string>> values;
-  auto weir_fields() { return std::tie(values); }
+  RowKind kind = RowKind::kInsert;
+  auto weir_fields() { return std::tie(values, kind); }
+  // A row of a format (weir/formats.h), its values as text.
+  static PostgresRow of(const Row& row);
 };
 
 struct PostgresSinkOptions {
@@ -68,6 +84,47 @@ class PostgresSink final : public Sink<PostgresRow> {
   absl::Status write(const PostgresRow& row) override;
   absl::Status snapshot_state(int64_t checkpoint_id) override;
   void notify_checkpoint_complete(int64_t checkpoint_id) override;
+  void close() override;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct PostgresUpsertSinkOptions {
+  std::string conninfo;
+  std::string table;
+  std::vector<std::string> columns;
+  std::vector<std::string> key_columns;  // the table's primary key (or a unique index), among columns
+  int max_batch_rows = 1000;              // distinct keys held before a batch is written
+
+  absl::Status validate() const;
+};
+
+class PostgresUpsertSink final : public Sink<PostgresRow> {
+ public:
+  class Builder {
+   public:
+    Builder& conninfo(std::string c) { o_.conninfo = std::move(c); return *this; }
+    Builder& table(std::string t) { o_.table = std::move(t); return *this; }
+    Builder& columns(std::vector<std::string> c) { o_.columns = std::move(c); return *this; }
+    Builder& key_columns(std::vector<std::string> k) { o_.key_columns = std::move(k); return *this; }
+    Builder& max_batch_rows(int n) { o_.max_batch_rows = n; return *this; }
+    const PostgresUpsertSinkOptions& options() const { return o_; }
+    SinkFactory<PostgresRow> build() const;
+
+   private:
+    PostgresUpsertSinkOptions o_;
+  };
+  static Builder builder() { return Builder(); }
+
+  explicit PostgresUpsertSink(PostgresUpsertSinkOptions options);
+  ~PostgresUpsertSink() override;
+
+  absl::Status open(OperatorContext& ctx) override;
+  absl::Status write(const PostgresRow& row) override;
+  absl::Status finish() override;
+  absl::Status snapshot_state(int64_t checkpoint_id) override;
   void close() override;
 
  private:

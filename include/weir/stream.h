@@ -107,6 +107,12 @@ class GraphBuilder {
                                    std::function<std::unique_ptr<OperatorBase>()> make) {
     return stream.template add_keyed<Out>(std::move(name), std::move(key_hash), std::move(make));
   }
+  // An operator `make` builds, fed by `stream` as partitioned.
+  template <typename Out, typename T>
+  static DataStream<Out> add(const DataStream<T>& stream, std::string name,
+                             std::function<std::unique_ptr<OperatorBase>()> make) {
+    return stream.template add<Out>(std::move(name), std::move(make));
+  }
   // A keyed operator built from the key selector of `stream`.
   template <typename Out, typename K, typename T>
   static DataStream<Out> transform(

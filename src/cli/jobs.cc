@@ -31,6 +31,8 @@ void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o) {
   app->add_option("--postgres", o.postgres, "PostgreSQL connection string (libpq), for --output-table");
   app->add_option("--output-table", o.output_table,
                   "Write the sums as rows (key, sum, count) into this PostgreSQL table, exactly-once");
+  app->add_flag("--postgres-upsert", o.postgres_upsert,
+                "Upsert the latest sum and count of each key into --output-table (primary key: key)");
   app->add_option("--output", o.output_dir, "Output directory")->required();
   app->add_option("--fail-every", o.fail_every, "Inject a task failure every ~N records")
       ->check(whole_number(0));
@@ -48,6 +50,9 @@ absl::Status validate_running_sum_options(const examples::RunningSumOptions& o) 
   }
   if (!o.output_table.empty() && o.postgres.empty()) {
     return absl::InvalidArgumentError("running-sum: --output-table needs --postgres CONNINFO");
+  }
+  if (o.postgres_upsert && o.output_table.empty()) {
+    return absl::InvalidArgumentError("running-sum: --postgres-upsert needs --output-table");
   }
   if (!o.output_table.empty() && !o.output_topic.empty()) {
     return absl::InvalidArgumentError("running-sum: give --output-topic or --output-table, not both");

@@ -3,6 +3,7 @@
 #include <libpq-fe.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "common/test_points.h"
@@ -45,7 +46,79 @@ using Result = std::unique_ptr<PGresult, ResultDeleter>;
 
 constexpr char kCommitsTable[] = "weir_sink_commits";
 
+std::string escaped(PGconn* conn, const std::string& s, bool identifier) {
+  char* q = identifier ? PQescapeIdentifier(conn, s.data(), s.size()) : PQescapeLiteral(conn, s.data(), s.size());
+  std::string out = q ? q : (identifier ? "\"\"" : "''");
+  PQfreemem(q);
+  return out;
+}
+
+// A libpq connection and the errors it gives, named by the server's host
+// and port, never by the connection string (it may hold a password).
+class PgSession {
+ public:
+  ~PgSession() { close(); }
+
+  absl::Status connect(const std::string& conninfo) {
+    conn_ = PQconnectdb(conninfo.c_str());
+    server_ = std::string(PQhost(conn_) ? PQhost(conn_) : "?") + ":" + (PQport(conn_) ? PQport(conn_) : "?");
+    if (PQstatus(conn_) != CONNECTION_OK) return error("cannot connect");
+    return absl::OkStatus();
+  }
+  void close() {
+    if (conn_ != nullptr) PQfinish(conn_);  // an open transaction rolls back; prepared ones stay
+    conn_ = nullptr;
+  }
+  const std::string& server() const { return server_; }
+
+  absl::StatusOr<Result> query(const std::string& sql) {
+    Result r(PQexec(conn_, sql.c_str()));
+    ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      std::string head = sql.substr(0, std::min<size_t>(sql.size(), 60));
+      return error(head + (sql.size() > 60 ? "..." : ""));
+    }
+    return r;
+  }
+  absl::Status exec(const std::string& sql) {
+    auto r = query(sql);
+    return r.ok() ? absl::OkStatus() : r.status();
+  }
+
+  std::string quote_ident(const std::string& s) const { return escaped(conn_, s, true); }
+  std::string quote_literal(const std::string& s) const { return escaped(conn_, s, false); }
+  std::string column_list(const std::vector<std::string>& columns) const {
+    std::string cols;
+    for (const auto& c : columns) cols += (cols.empty() ? "" : ", ") + quote_ident(c);
+    return cols;
+  }
+  // Fails naming the column when `table` lacks one of `columns`.
+  absl::Status probe(const std::string& table, const std::vector<std::string>& columns) {
+    return exec("SELECT " + column_list(columns) + " FROM " + quote_ident(table) + " LIMIT 0");
+  }
+
+ private:
+  absl::Status error(const std::string& what) const {
+    std::string msg = conn_ ? PQerrorMessage(conn_) : "no connection";
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    // libpq's message may span lines: one line per error.
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    return absl::UnavailableError("postgres " + server_ + ": " + what + ": " + msg);
+  }
+
+  PGconn* conn_ = nullptr;
+  std::string server_;
+};
+
 }  // namespace
+
+PostgresRow PostgresRow::of(const Row& row) {
+  PostgresRow r;
+  r.kind = row.kind;
+  r.values.reserve(row.values.size());
+  for (size_t i = 0; i < row.values.size(); ++i) r.values.push_back(row.text(i));
+  return r;
+}
 
 class PostgresSink::Impl {
  public:
@@ -59,27 +132,23 @@ class PostgresSink::Impl {
     // Rows go through one connection, inside a transaction; prepared
     // transactions are committed through another (COMMIT PREPARED cannot
     // run inside a transaction).
-    conn_ = PQconnectdb(o_.conninfo.c_str());
-    // Named by host and port, never by the connection string (it may hold a password).
-    server_ = std::string(PQhost(conn_) ? PQhost(conn_) : "?") + ":" + (PQport(conn_) ? PQport(conn_) : "?");
-    if (PQstatus(conn_) != CONNECTION_OK) return error(conn_, "cannot connect");
-    ctl_ = PQconnectdb(o_.conninfo.c_str());
-    if (PQstatus(ctl_) != CONNECTION_OK) return error(ctl_, "cannot connect");
-    auto prepared = query("SHOW max_prepared_transactions");
+    absl::Status s = data_.connect(o_.conninfo);
+    if (s.ok()) s = ctl_.connect(o_.conninfo);
+    if (!s.ok()) return s;
+    auto prepared = data_.query("SHOW max_prepared_transactions");
     if (!prepared.ok()) return prepared.status();
     if (std::atoi(PQgetvalue(prepared->get(), 0, 0)) <= 0) {
-      return absl::FailedPreconditionError("postgres " + server_ +
+      return absl::FailedPreconditionError("postgres " + data_.server() +
                                            ": max_prepared_transactions is 0; the exactly-once sink needs "
                                            "it above 0 (set it in postgresql.conf and restart the server)");
     }
-    std::string cols;
-    for (const auto& c : o_.columns) cols += (cols.empty() ? "" : ", ") + quote_ident(c);
-    auto probe = query("SELECT " + cols + " FROM " + quote_ident(o_.table) + " LIMIT 0");
-    if (!probe.ok()) return probe.status();
-    auto made = query(std::string("CREATE TABLE IF NOT EXISTS ") + kCommitsTable +
-                      " (gid text PRIMARY KEY, committed_at timestamptz NOT NULL DEFAULT now())");
-    if (!made.ok()) return made.status();
-    insert_prefix_ = "INSERT INTO " + quote_ident(o_.table) + " (" + cols + ") VALUES ";
+    s = data_.probe(o_.table, o_.columns);
+    if (s.ok()) {
+      s = data_.exec(std::string("CREATE TABLE IF NOT EXISTS ") + kCommitsTable +
+                     " (gid text PRIMARY KEY, committed_at timestamptz NOT NULL DEFAULT now())");
+    }
+    if (!s.ok()) return s;
+    insert_prefix_ = "INSERT INTO " + data_.quote_ident(o_.table) + " (" + data_.column_list(o_.columns) + ") VALUES ";
 
     state_ = std::make_unique<OperatorListState<PreparedTransaction>>(ctx, "postgres-prepared",
                                                                       detail::Redistribution::kUnion);
@@ -96,23 +165,23 @@ class PostgresSink::Impl {
     for (const auto& t : restored) {
       if (t.writer % ctx.parallelism() != subtask_) continue;
       any = true;
-      absl::Status s = commit_prepared(t.gid);
+      s = commit_prepared(t.gid);
       if (!s.ok()) return s;
     }
     // Prepared transactions of this sink's writers that the checkpoint does
     // not hold belong to attempts after it: roll them back.
-    auto left = query(ctl_, "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE " +
-                                quote_literal(o_.transaction_prefix + "-%"));
+    auto left = ctl_.query("SELECT gid FROM pg_prepared_xacts WHERE gid LIKE " +
+                           ctl_.quote_literal(o_.transaction_prefix + "-%"));
     if (!left.ok()) return left.status();
     for (int i = 0; i < PQntuples(left->get()); ++i) {
       std::string gid = PQgetvalue(left->get(), i, 0);
       int32_t writer = writer_of(gid);
       if (writer < 0 || keep.count(gid) || writer % ctx.parallelism() != subtask_) continue;
-      auto r = query(ctl_, "ROLLBACK PREPARED " + quote_literal(gid));
-      if (!r.ok()) return r.status();
+      s = ctl_.exec("ROLLBACK PREPARED " + ctl_.quote_literal(gid));
+      if (!s.ok()) return s;
     }
     if (any) WEIR_CRASH_POINT(CrashPoint::kSinkRecovered);
-    return begin();
+    return data_.exec("BEGIN");
   }
 
   absl::Status write(const PostgresRow& row) {
@@ -125,7 +194,7 @@ class PostgresSink::Impl {
     batch_ += '(';
     for (size_t i = 0; i < row.values.size(); ++i) {
       if (i > 0) batch_ += ", ";
-      batch_ += row.values[i] ? quote_literal(*row.values[i]) : "NULL";
+      batch_ += row.values[i] ? data_.quote_literal(*row.values[i]) : "NULL";
     }
     batch_ += ')';
     if (++batched_ >= o_.rows_per_statement) return flush();
@@ -139,15 +208,14 @@ class PostgresSink::Impl {
     t.checkpoint_id = checkpoint_id;
     t.writer = subtask_;
     t.gid = o_.transaction_prefix + "-" + std::to_string(subtask_) + "-" + std::to_string(checkpoint_id);
-    auto marker = query(std::string("INSERT INTO ") + kCommitsTable + " (gid) VALUES (" + quote_literal(t.gid) +
-                        ") ON CONFLICT (gid) DO NOTHING");
-    if (!marker.ok()) return marker.status();
-    auto prepared = query("PREPARE TRANSACTION " + quote_literal(t.gid));
-    if (!prepared.ok()) return prepared.status();
+    s = data_.exec(std::string("INSERT INTO ") + kCommitsTable + " (gid) VALUES (" + data_.quote_literal(t.gid) +
+                   ") ON CONFLICT (gid) DO NOTHING");
+    if (s.ok()) s = data_.exec("PREPARE TRANSACTION " + data_.quote_literal(t.gid));
+    if (!s.ok()) return s;
     pending_.push_back(t);
     state_->update(pending_);
     WEIR_CRASH_POINT(CrashPoint::kSinkPreCommitted);
-    return begin();
+    return data_.exec("BEGIN");
   }
 
   void notify_checkpoint_complete(int64_t checkpoint_id) {
@@ -166,60 +234,33 @@ class PostgresSink::Impl {
   }
 
   void close() {
-    for (PGconn** c : {&conn_, &ctl_}) {
-      if (*c != nullptr) PQfinish(*c);  // an open transaction rolls back; prepared ones stay
-      *c = nullptr;
-    }
+    data_.close();
+    ctl_.close();
   }
 
  private:
-  absl::Status error(PGconn* conn, const std::string& what) const {
-    std::string msg = conn ? PQerrorMessage(conn) : "no connection";
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    // libpq's message may span lines: one line per error.
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    return absl::UnavailableError("postgres " + server_ + ": " + what + ": " + msg);
-  }
-
-  absl::StatusOr<Result> query(const std::string& sql) { return query(conn_, sql); }
-  absl::StatusOr<Result> query(PGconn* conn, const std::string& sql) {
-    Result r(PQexec(conn, sql.c_str()));
-    ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-      std::string head = sql.substr(0, std::min<size_t>(sql.size(), 60));
-      return error(conn, head + (sql.size() > 60 ? "..." : ""));
-    }
-    return r;
-  }
-
-  absl::Status begin() {
-    auto r = query("BEGIN");
-    return r.ok() ? absl::OkStatus() : r.status();
-  }
-
   absl::Status flush() {
     if (batched_ == 0) return absl::OkStatus();
-    auto r = query(batch_);
+    absl::Status s = data_.exec(batch_);
     batch_.clear();
     batched_ = 0;
-    return r.ok() ? absl::OkStatus() : r.status();
+    return s;
   }
 
   // Commits a prepared transaction; one that no longer exists is fine if
   // its marker row shows it committed (a commit just before a crash).
   absl::Status commit_prepared(const std::string& gid) {
-    auto exists = query(ctl_, "SELECT 1 FROM pg_prepared_xacts WHERE gid = " + quote_literal(gid));
+    auto exists = ctl_.query("SELECT 1 FROM pg_prepared_xacts WHERE gid = " + ctl_.quote_literal(gid));
     if (!exists.ok()) return exists.status();
     if (PQntuples(exists->get()) == 0) {
-      auto marker = query(ctl_, std::string("SELECT 1 FROM ") + kCommitsTable + " WHERE gid = " + quote_literal(gid));
+      auto marker = ctl_.query(std::string("SELECT 1 FROM ") + kCommitsTable + " WHERE gid = " + ctl_.quote_literal(gid));
       if (!marker.ok()) return marker.status();
       if (PQntuples(marker->get()) == 1) return absl::OkStatus();  // committed before
-      return absl::DataLossError("postgres " + server_ + ": prepared transaction " + gid +
+      return absl::DataLossError("postgres " + ctl_.server() + ": prepared transaction " + gid +
                                  " of a completed checkpoint is gone and was not committed "
                                  "(rolled back outside weir?)");
     }
-    auto r = query(ctl_, "COMMIT PREPARED " + quote_literal(gid));
-    return r.ok() ? absl::OkStatus() : r.status();
+    return ctl_.exec("COMMIT PREPARED " + ctl_.quote_literal(gid));
   }
 
   int32_t writer_of(const std::string& gid) const {
@@ -233,24 +274,10 @@ class PostgresSink::Impl {
     return static_cast<int32_t>(std::atol(rest.substr(0, dash).c_str()));
   }
 
-  std::string quote_ident(const std::string& s) const {
-    char* q = PQescapeIdentifier(conn_, s.data(), s.size());
-    std::string out = q ? q : "\"\"";
-    PQfreemem(q);
-    return out;
-  }
-  std::string quote_literal(const std::string& s) const {
-    char* q = PQescapeLiteral(conn_, s.data(), s.size());
-    std::string out = q ? q : "''";
-    PQfreemem(q);
-    return out;
-  }
-
   const PostgresSinkOptions o_;
   int32_t subtask_ = 0;
-  PGconn* conn_ = nullptr;  // rows
-  PGconn* ctl_ = nullptr;   // commits and rollbacks of prepared transactions
-  std::string server_;
+  PgSession data_;  // rows
+  PgSession ctl_;   // commits and rollbacks of prepared transactions
   std::string insert_prefix_;
   std::string batch_;
   int batched_ = 0;
@@ -265,5 +292,136 @@ absl::Status PostgresSink::write(const PostgresRow& row) { return impl_->write(r
 absl::Status PostgresSink::snapshot_state(int64_t id) { return impl_->snapshot_state(id); }
 void PostgresSink::notify_checkpoint_complete(int64_t id) { impl_->notify_checkpoint_complete(id); }
 void PostgresSink::close() { impl_->close(); }
+
+absl::Status PostgresUpsertSinkOptions::validate() const {
+  if (conninfo.empty()) return absl::InvalidArgumentError("postgres upsert sink: no connection string");
+  if (table.empty()) return absl::InvalidArgumentError("postgres upsert sink: no table");
+  if (columns.empty()) return absl::InvalidArgumentError("postgres upsert sink to " + table + ": no columns");
+  if (key_columns.empty()) {
+    return absl::InvalidArgumentError("postgres upsert sink to " + table + ": no key columns (its primary key)");
+  }
+  for (const auto& k : key_columns) {
+    if (std::find(columns.begin(), columns.end(), k) == columns.end()) {
+      return absl::InvalidArgumentError("postgres upsert sink to " + table + ": key column " + k +
+                                        " is not among the columns");
+    }
+  }
+  if (max_batch_rows < 1) return absl::InvalidArgumentError("postgres upsert sink: max batch rows must be >= 1");
+  return absl::OkStatus();
+}
+
+SinkFactory<PostgresRow> PostgresUpsertSink::Builder::build() const {
+  PostgresUpsertSinkOptions o = o_;
+  return [o] { return std::make_unique<PostgresUpsertSink>(o); };
+}
+
+class PostgresUpsertSink::Impl {
+ public:
+  explicit Impl(PostgresUpsertSinkOptions o) : o_(std::move(o)) {}
+
+  absl::Status open(OperatorContext&) {
+    absl::Status s = o_.validate();
+    if (s.ok()) s = db_.connect(o_.conninfo);
+    if (s.ok()) s = db_.probe(o_.table, o_.columns);
+    if (!s.ok()) return s;
+    for (const auto& k : o_.key_columns) key_index_.push_back(column_of(k));
+    const std::string table = db_.quote_ident(o_.table);
+    const std::string into = "INSERT INTO " + table + " (" + db_.column_list(o_.columns) + ")";
+    insert_prefix_ = into + " VALUES ";
+    std::string updates;
+    for (const auto& c : o_.columns) {
+      if (std::find(o_.key_columns.begin(), o_.key_columns.end(), c) != o_.key_columns.end()) continue;
+      updates += (updates.empty() ? "" : ", ") + db_.quote_ident(c) + " = EXCLUDED." + db_.quote_ident(c);
+    }
+    const std::string keys = db_.column_list(o_.key_columns);
+    on_conflict_ = " ON CONFLICT (" + keys + ") " + (updates.empty() ? "DO NOTHING" : "DO UPDATE SET " + updates);
+    delete_prefix_ = "DELETE FROM " + table + " WHERE (" + keys + ") IN (";
+    // The key must be the primary key or a unique index: PostgreSQL plans
+    // the ON CONFLICT clause only then. Say so now, not at the first batch.
+    s = db_.exec("EXPLAIN " + into + " SELECT " +
+                 db_.column_list(o_.columns) + " FROM " + table + " WHERE false" + on_conflict_);
+    if (!s.ok()) {
+      return absl::FailedPreconditionError(std::string(s.message()) + " (the key columns (" + keys +
+                                           ") must be the table's primary key or a unique index)");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status write(const PostgresRow& row) {
+    if (row.values.size() != o_.columns.size()) {
+      return absl::InvalidArgumentError("postgres upsert sink to " + o_.table + ": a row has " +
+                                        std::to_string(row.values.size()) + " values for " +
+                                        std::to_string(o_.columns.size()) + " columns");
+    }
+    if (row.kind == RowKind::kUpdateBefore) return absl::OkStatus();  // the +U that follows says all
+    std::string key;
+    for (size_t i : key_index_) {
+      if (!row.values[i]) {
+        return absl::InvalidArgumentError("postgres upsert sink to " + o_.table + ": key column " +
+                                          o_.columns[i] + " is NULL");
+      }
+      key += std::to_string(row.values[i]->size()) + ":" + *row.values[i];
+    }
+    // The last change of a key in a batch is the one that counts.
+    batch_.insert_or_assign(std::move(key), row);
+    if (static_cast<int>(batch_.size()) >= o_.max_batch_rows) return flush();
+    return absl::OkStatus();
+  }
+
+  absl::Status flush() {
+    if (batch_.empty()) return absl::OkStatus();
+    std::string upserts, deletes;
+    for (const auto& [key, row] : batch_) {
+      if (row.kind == RowKind::kDelete) {
+        deletes += deletes.empty() ? delete_prefix_ : ", ";
+        deletes += '(';
+        for (size_t n = 0; n < key_index_.size(); ++n) {
+          deletes += (n ? ", " : "") + db_.quote_literal(*row.values[key_index_[n]]);
+        }
+        deletes += ')';
+      } else {
+        upserts += upserts.empty() ? insert_prefix_ : ", ";
+        upserts += '(';
+        for (size_t i = 0; i < row.values.size(); ++i) {
+          upserts += (i ? ", " : "") + (row.values[i] ? db_.quote_literal(*row.values[i]) : std::string("NULL"));
+        }
+        upserts += ')';
+      }
+    }
+    absl::Status s = db_.exec("BEGIN");
+    if (s.ok() && !upserts.empty()) s = db_.exec(upserts + on_conflict_);
+    if (s.ok() && !deletes.empty()) s = db_.exec(deletes + ")");
+    if (s.ok()) s = db_.exec("COMMIT");
+    if (!s.ok()) return s;  // the task fails; the connection's end rolls back
+    batch_.clear();
+    return absl::OkStatus();
+  }
+
+  void close() { db_.close(); }
+
+ private:
+  size_t column_of(const std::string& name) const {
+    return static_cast<size_t>(std::find(o_.columns.begin(), o_.columns.end(), name) - o_.columns.begin());
+  }
+
+  const PostgresUpsertSinkOptions o_;
+  PgSession db_;
+  std::vector<size_t> key_index_;
+  std::string insert_prefix_, on_conflict_, delete_prefix_;
+  std::map<std::string, PostgresRow> batch_;  // by key
+};
+
+PostgresUpsertSink::PostgresUpsertSink(PostgresUpsertSinkOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+PostgresUpsertSink::~PostgresUpsertSink() = default;
+absl::Status PostgresUpsertSink::open(OperatorContext& ctx) { return impl_->open(ctx); }
+absl::Status PostgresUpsertSink::write(const PostgresRow& row) { return impl_->write(row); }
+absl::Status PostgresUpsertSink::finish() { return impl_->flush(); }
+absl::Status PostgresUpsertSink::snapshot_state(int64_t) {
+  absl::Status s = impl_->flush();
+  if (s.ok()) WEIR_CRASH_POINT(CrashPoint::kSinkPreCommitted);
+  return s;
+}
+void PostgresUpsertSink::close() { impl_->close(); }
 
 }  // namespace weir
