@@ -8,6 +8,7 @@
 // so the checker of the file-based job applies unchanged.
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <iostream>
@@ -18,9 +19,11 @@
 #include <sstream>
 
 #include "common/test_points.h"
+#include "examples/orders/orders.h"
 #include "examples/running_sum/running_sum.h"
 #include "testing/seed.h"
 #include "tests/cluster.h"
+#include "tests/pg_server.h"
 #include "tests/process.h"
 #include "tests/sink_windows.h"
 #include "weir/kafka.h"
@@ -42,7 +45,10 @@ class Broker {
     std::string bin = (fs::path(testing::weir_bin()).parent_path() / "weir-mock-kafka").string();
     child_ = std::make_unique<Child>(std::vector<std::string>{bin, "--topic", "in:4", "--topic", "out:3", "--topic",
                                                               "out.weir-markers:2", "--topic", "probe:1",
-                                                              "--topic", "pos:2"},
+                                                              "--topic", "pos:2", "--topic", "orders:4", "--topic",
+                                                              "order-totals:3", "--topic", "order-totals.weir-markers:1",
+                                                              "--topic", "orders-rejects:1", "--topic",
+                                                              "orders-rejects.weir-markers:1", "--topic", "nexmark:8"},
                                      log_prefix, /*pipe_stderr=*/true);
     child_->wait_for_line(
         [&](const std::string& line) {
@@ -542,6 +548,158 @@ TEST_F(KafkaTest, ExactlyOnceWithoutTransactionalPrefixIsRefusedAtBuild) {
   absl::Status s = o.validate();
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("transactional id prefix"), std::string::npos) << s;
+}
+
+// ---- the orders example: Kafka -> windows -> Kafka and PostgreSQL ----------
+
+using Totals = std::map<std::pair<std::string, int64_t>, std::pair<int64_t, int64_t>>;
+
+std::string first_difference(const Totals& got, const Totals& want) {
+  auto show = [](const Totals::value_type& t) {
+    return t.first.first + "@" + std::to_string(t.first.second) + " = " + std::to_string(t.second.first) + " orders, " +
+           std::to_string(t.second.second);
+  };
+  for (const auto& w : want) {
+    auto it = got.find(w.first);
+    if (it == got.end()) return "missing " + show(w);
+    if (it->second != w.second) return "want " + show(w) + ", got " + show(*it);
+  }
+  for (const auto& g : got) {
+    if (!want.count(g.first)) return "unexpected " + show(g);
+  }
+  return "none";
+}
+
+// A topic's values as a read_committed consumer sees them.
+std::vector<std::string> committed_values(const std::string& bootstrap, const std::string& topic,
+                                          const std::string& log) {
+  Child kcat({kKcat, "-C", "-b", bootstrap, "-t", topic, "-e", "-q", "-X", "isolation.level=read_committed", "-f",
+              "%s\\n"},
+             log);
+  EXPECT_EQ(kcat.wait(), 0) << kcat.err();
+  std::vector<std::string> lines;
+  std::istringstream in(kcat.out());
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+// The orders job killed once mid-run and restored to the end: the totals
+// topic (read_committed) and the PostgreSQL table hold each window's total
+// exactly once and exactly as the input implies; every bad record is in
+// the rejects topic once.
+TEST(OrdersJobTest, KafkaToKafkaAndPostgresAfterAKillAreExactlyOnce) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir("orders-job");
+  Broker broker(dir.path("broker"));
+  ASSERT_FALSE(broker.bootstrap().empty()) << broker.err();
+  testing::PgServer pg(4);
+  ASSERT_TRUE(pg.ok()) << pg.log();
+  pg.sql("CREATE TABLE order_totals (customer text, window_start bigint, window_end bigint, orders bigint, "
+         "amount bigint, PRIMARY KEY (customer, window_start))");
+
+  examples::GeneratedOrders g;
+  g.count = 20000;
+  g.bad_every = 997;
+  g.seed = seed;
+  Child gen({testing::weir_bin(), "generate", "orders", "--kafka-brokers", broker.bootstrap(), "--count",
+             std::to_string(g.count), "--bad-every", std::to_string(g.bad_every), "--seed", std::to_string(seed)},
+            dir.path("gen"));
+  ASSERT_EQ(gen.wait(), 0) << gen.err();
+
+  auto args = [&](bool restore) {
+    std::vector<std::string> a = {testing::weir_bin(), "example", "orders", "--verbose", "--kafka-brokers",
+                                  broker.bootstrap(), "--kafka-bounded", "--window-ms", "1000", "--postgres",
+                                  pg.conninfo(), "-p", "2", "--rate", "4000", "--checkpoint-dir", dir.path("chk"),
+                                  "--checkpoint-interval", "100ms"};
+    if (restore) a.insert(a.end(), {"--restore", "latest"});
+    return a;
+  };
+  Child first(args(false), dir.path("first"), /*pipe_stderr=*/true);
+  int completed = 0;
+  ASSERT_TRUE(first.wait_for_line(
+      [&](const std::string& line) { return line.find("completed") != std::string::npos && ++completed >= 5; },
+      std::chrono::seconds(60)))
+      << first.err();
+  first.kill9();
+  ASSERT_EQ(first.wait(), 128 + SIGKILL) << "the job ended before it was killed";
+  Child last(args(true), dir.path("last"));
+  ASSERT_EQ(last.wait(), 0) << last.err();
+
+  const Totals want = examples::expected_order_totals(g, 1000);
+  Totals in_kafka;
+  for (const std::string& v : committed_values(broker.bootstrap(), "order-totals", dir.path("kcat-totals"))) {
+    auto j = nlohmann::json::parse(v);
+    auto key = std::make_pair(j["customer"].get<std::string>(), j["window_start"].get<int64_t>());
+    EXPECT_EQ(in_kafka.count(key), 0u) << "twice: " << v;
+    in_kafka[key] = {j["orders"].get<int64_t>(), j["amount"].get<int64_t>()};
+  }
+  EXPECT_EQ(in_kafka.size(), want.size());
+  EXPECT_TRUE(in_kafka == want) << "the totals in Kafka differ from the input's: " << first_difference(in_kafka, want);
+
+  Totals in_pg;
+  for (const std::string& row : pg.sql("SELECT customer, window_start, orders, amount FROM order_totals")) {
+    std::istringstream cols(row);
+    std::string customer, start, orders, amount;
+    std::getline(cols, customer, '\t');
+    std::getline(cols, start, '\t');
+    std::getline(cols, orders, '\t');
+    std::getline(cols, amount, '\t');
+    in_pg[{customer, std::stoll(start)}] = {std::stoll(orders), std::stoll(amount)};
+  }
+  EXPECT_TRUE(in_pg == want) << "the PostgreSQL table differs from the input's totals: " << first_difference(in_pg, want);
+
+  std::vector<std::string> rejects = committed_values(broker.bootstrap(), "orders-rejects", dir.path("kcat-rejects"));
+  EXPECT_EQ(static_cast<int64_t>(rejects.size()), g.count / g.bad_every);
+  std::set<std::string> ids;
+  for (const std::string& v : rejects) {
+    auto j = nlohmann::json::parse(v);
+    EXPECT_FALSE(j["reason"].get<std::string>().empty());
+    EXPECT_NE(j["origin"].get<std::string>().find("topic orders partition"), std::string::npos);
+    ids.insert(j["record"].get<std::string>());
+  }
+  EXPECT_EQ(ids.size(), rejects.size()) << "a rejected record twice";
+}
+
+// ---- Nexmark through Kafka ----------------------------------------------------
+
+std::vector<std::string> sorted_lines(const std::string& path) {
+  std::istringstream in(testing::slurp(path));
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// `weir nexmark --produce-to` fills a topic; queries reading it with
+// `--source kafka` give the rows they give from the generator.
+TEST(NexmarkKafkaTest, QueriesFromATopicMatchTheGenerator) {
+  TempDir dir("nexmark-kafka");
+  Broker broker(dir.path("broker"));
+  ASSERT_FALSE(broker.bootstrap().empty()) << broker.err();
+  const std::string events = "100000";
+  Child produce({testing::weir_bin(), "nexmark", "--produce-to", "nexmark", "--kafka-brokers", broker.bootstrap(),
+                 "--events", events, "-p", "2"},
+                dir.path("produce"));
+  ASSERT_EQ(produce.wait(), 0) << produce.err();
+  for (const std::string q : {"q3", "q5", "q8"}) {
+    SCOPED_TRACE(q);
+    Child from_kafka({testing::weir_bin(), "nexmark", "--source", "kafka", "--topic", "nexmark", "--kafka-brokers",
+                      broker.bootstrap(), "--query", q, "-p", "2", "--output", dir.path(q + "-kafka.csv")},
+                     dir.path(q + "-kafka"));
+    ASSERT_EQ(from_kafka.wait(), 0) << from_kafka.err();
+    EXPECT_NE(from_kafka.out().find("events: " + events + "\n"), std::string::npos) << from_kafka.out();
+    Child generated({testing::weir_bin(), "nexmark", "--query", q, "--events", events, "-p", "2", "--output",
+                     dir.path(q + "-gen.csv")},
+                    dir.path(q + "-gen"));
+    ASSERT_EQ(generated.wait(), 0) << generated.err();
+    std::vector<std::string> want = sorted_lines(dir.path(q + "-gen.csv"));
+    EXPECT_FALSE(want.empty());
+    EXPECT_TRUE(sorted_lines(dir.path(q + "-kafka.csv")) == want);
+  }
+  Child bad({testing::weir_bin(), "nexmark", "--source", "kafka", "--query", "q5"}, dir.path("bad"));
+  EXPECT_EQ(bad.wait(), 2);
+  EXPECT_NE(bad.err().find("--source kafka needs --topic and --kafka-brokers"), std::string::npos) << bad.err();
 }
 
 }  // namespace

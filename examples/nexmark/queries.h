@@ -31,7 +31,21 @@ struct QueryOptions {
   std::atomic<int64_t>* rows = nullptr;
   // q13's side input: lines "<key>,<value>".
   std::string side_input;
+  // Events from a Kafka topic instead of the generator (as written by
+  // build_nexmark_producer): the value is the serialized Event, the
+  // record's timestamp its event time. `events_read`, if given, counts them.
+  std::string kafka_brokers;
+  std::string kafka_topic;
+  bool kafka_bounded = true;  // stop at the end the topic had when the job first started
+  std::atomic<int64_t>* events_read = nullptr;
 };
+
+// A job that writes the generated events (source and generator of
+// `options`) to `topic`: value the serialized Event, timestamp its event
+// time, each sink subtask cycling through the partitions, at least once.
+// A partition mixes the subtasks' events, each subtask's in event-time
+// order, so its disorder is the skew between the producing subtasks.
+void build_nexmark_producer(StreamEnvironment& env, const QueryOptions& options, const std::string& topic);
 
 // Writes q13's default side input (10 000 lines "<i>,<i>") to `path`.
 absl::Status write_default_side_input(const std::string& path);

@@ -38,6 +38,7 @@ void sink(const DataStream<std::string>& rows, const QueryOptions& o) {
 }
 
 DataStream<Event> events(StreamEnvironment& env, const QueryOptions& o) {
+  if (!o.kafka_topic.empty()) return kafka_events(env, o);
   auto gen = std::make_shared<const Generator>(o.generator);
   SourceOptions so = o.source;
   auto wm = WatermarkStrategy<Event>::for_bounded_out_of_orderness(

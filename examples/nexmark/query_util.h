@@ -18,6 +18,8 @@ inline constexpr int64_t kSecond = 1000;
 // Reads the generated events; the watermark lags the newest event time by
 // the configured slack.
 DataStream<Event> events(StreamEnvironment& env, const QueryOptions& o);
+// The events of o.kafka_topic (examples/nexmark/kafka_io.cc).
+DataStream<Event> kafka_events(StreamEnvironment& env, const QueryOptions& o);
 DataStream<Bid> bids(StreamEnvironment& env, const QueryOptions& o);
 DataStream<Person> persons(const DataStream<Event>& ev);
 DataStream<Auction> auctions(const DataStream<Event>& ev);

@@ -60,8 +60,26 @@ absl::Status validate_running_sum_options(const examples::RunningSumOptions& o) 
   return absl::OkStatus();
 }
 
+void add_orders_options(CLI::App* app, examples::OrdersOptions& o) {
+  app->add_option("--kafka-brokers", o.kafka_brokers, "Kafka bootstrap servers")->required();
+  app->add_option("--input-topic", o.input_topic, "Topic of the JSON orders")->capture_default_str();
+  app->add_option("--output-topic", o.output_topic, "Topic of the totals (exactly-once)")->capture_default_str();
+  app->add_option("--rejects-topic", o.rejects_topic, "Topic of the records that are not orders (default: INPUT-rejects)");
+  app->add_flag("--kafka-bounded", o.bounded, "Stop at the end the input topic had when the job first started");
+  app->add_option("--window-ms", o.window_ms, "Tumbling event-time window, in ms")
+      ->capture_default_str()
+      ->check(whole_number(1));
+  app->add_option("--max-out-of-orderness-ms", o.max_out_of_orderness_ms, "How late an order may be, in ms")
+      ->capture_default_str()
+      ->check(whole_number(0));
+  app->add_option("--postgres", o.postgres, "PostgreSQL connection string (libpq): also upsert the totals there");
+  app->add_option("--output-table", o.output_table, "PostgreSQL table of the totals")->capture_default_str();
+  app->add_option("--rate", o.rate, "Read at most this many records per second per source subtask (0: unlimited)")
+      ->check(whole_number(0));
+}
+
 void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump) {
-  app->add_option("--query", f.query, "q0 .. q22")->required();
+  app->add_option("--query", f.query, "q0 .. q22 (required unless --produce-to)");
   app->add_option("--events", f.events, "Events to generate")->check(whole_number(1));
   app->add_option("--rate", f.rate, "Emit at most this many events/s (0: unlimited)")
       ->check(whole_number(0));
@@ -74,6 +92,31 @@ void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump) {
       ->check(whole_number(0));
   app->add_option("--seed", f.seed, "Seed for failure positions");
   app->add_option("--side-input", f.side_input, "q13: lines <key>,<value>");
+  app->add_option("--source", f.source, "generator | kafka (events from --topic)")->capture_default_str();
+  app->add_option("--kafka-brokers", f.kafka_brokers, "Kafka bootstrap servers, for --source kafka and --produce-to");
+  app->add_option("--topic", f.topic, "--source kafka: the topic of the events");
+  app->add_flag("--kafka-unbounded", f.kafka_unbounded,
+                "--source kafka: keep reading after the end the topic had at the start");
+  if (dump) {
+    app->add_option("--produce-to", f.produce_to, "Write the --events generated events to this Kafka topic and exit");
+  }
+}
+
+absl::Status NexmarkFlags::validate() const {
+  if (source != "generator" && source != "kafka") {
+    return absl::InvalidArgumentError("nexmark: --source must be generator or kafka, not '" + source + "'");
+  }
+  if (!produce_to.empty()) {
+    if (kafka_brokers.empty()) return absl::InvalidArgumentError("nexmark: --produce-to needs --kafka-brokers");
+    if (source == "kafka") return absl::InvalidArgumentError("nexmark: --produce-to writes generated events, not --source kafka");
+    return absl::OkStatus();
+  }
+  if (query.empty()) return absl::InvalidArgumentError("nexmark: --query is required");
+  if (source == "kafka" && (topic.empty() || kafka_brokers.empty())) {
+    return absl::InvalidArgumentError("nexmark: --source kafka needs --topic and --kafka-brokers");
+  }
+  if (source != "kafka" && !topic.empty()) return absl::InvalidArgumentError("nexmark: --topic needs --source kafka");
+  return absl::OkStatus();
 }
 
 nexmark::QueryOptions NexmarkFlags::to_query_options() const {
@@ -85,6 +128,9 @@ nexmark::QueryOptions NexmarkFlags::to_query_options() const {
   o.source.seed = seed;
   o.generator.event_rate = event_rate;
   o.side_input = side_input;
+  o.kafka_brokers = kafka_brokers;
+  if (source == "kafka") o.kafka_topic = topic;
+  o.kafka_bounded = !kafka_unbounded;
   return o;
 }
 
@@ -96,12 +142,15 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   JobFlags flags;
   flags.add_to(&app);
   examples::RunningSumOptions rs;
+  examples::OrdersOptions orders;
   examples::LineCopyOptions lc;
   NexmarkFlags nx;
   if (library != nullptr) {
     app.allow_extras();  // the library's own arguments
   } else if (name == "running-sum") {
     add_running_sum_options(&app, rs);
+  } else if (name == "orders") {
+    add_orders_options(&app, orders);
   } else if (name == "line-copy") {
     app.add_option("--input", lc.input, "Input file")->required();
     app.add_option("--output", lc.output_dir, "Output directory")->required();
@@ -111,7 +160,7 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   } else if (name == "nexmark") {
     add_nexmark_options(&app, nx, /*dump=*/false);
   } else {
-    return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: running-sum, line-copy, nexmark)");
+    return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: running-sum, orders, line-copy, nexmark)");
   }
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
   try {
@@ -121,6 +170,14 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   }
   if (library == nullptr && name == "running-sum") {
     absl::Status s = validate_running_sum_options(rs);
+    if (!s.ok()) return s;
+  }
+  if (library == nullptr && name == "nexmark") {
+    absl::Status s = nx.validate();
+    if (!s.ok()) return s;
+  }
+  if (library == nullptr && name == "orders") {
+    absl::Status s = examples::validate_orders_options(orders);
     if (!s.ok()) return s;
   }
   auto config = flags.to_config();
@@ -133,6 +190,9 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   } else if (name == "running-sum") {
     rs.parallelism = flags.parallelism;
     examples::build_running_sum(*env, rs);
+  } else if (name == "orders") {
+    orders.parallelism = flags.parallelism;
+    examples::build_orders(*env, orders);
   } else if (name == "line-copy") {
     lc.parallelism = flags.parallelism;
     examples::build_line_copy(*env, lc);

@@ -13,6 +13,7 @@
 #include "cluster/job_catalog.h"
 #include "cluster/job_library.h"
 #include "examples/nexmark/queries.h"
+#include "examples/orders/orders.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/weir.h"
 
@@ -176,6 +177,8 @@ CLI::Validator whole_number(int64_t lo, int64_t hi = INT64_MAX);
 // is a file or a topic; topics need brokers).
 void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o);
 absl::Status validate_running_sum_options(const examples::RunningSumOptions& o);
+// Flags of the orders job; the window and lateness in milliseconds.
+void add_orders_options(CLI::App* app, examples::OrdersOptions& o);
 
 struct NexmarkFlags {
   std::string query;
@@ -187,10 +190,17 @@ struct NexmarkFlags {
   int64_t fail_every = 0;
   uint64_t seed = 0;
   std::string side_input;
+  std::string source = "generator";  // or "kafka"
+  std::string kafka_brokers;
+  std::string topic;       // --source kafka: read the events from it
+  bool kafka_unbounded = false;
+  std::string produce_to;  // write the generated events to this topic instead of running a query
 
   // The query and its source; output and side input handling are the
   // caller's.
   nexmark::QueryOptions to_query_options() const;
+  // Contradictory or missing flags, named.
+  absl::Status validate() const;
 };
 // Options of `nexmark` (`dump` adds --dump-events, which only the embedded
 // command has).

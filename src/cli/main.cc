@@ -92,16 +92,63 @@ int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlag
   return kOk;
 }
 
+int run_orders(const weir::examples::OrdersOptions& opts, const JobFlags& flags) {
+  auto config = flags.to_config();
+  if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
+  absl::Status valid = weir::examples::validate_orders_options(opts);
+  if (!valid.ok()) return fail(kBadArguments, std::string(valid.message()));
+  weir::cli::SignalControl signals(flags.default_savepoint_dir(), flags.drain);
+  weir::StreamEnvironment env(*config);
+  weir::examples::build_orders(env, opts);
+  auto result = env.execute("orders", signals.control());
+  if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
+  weir::cli::print_result(*result, stdout);
+  if (result->status != weir::JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
+  return kOk;
+}
+
+int run_order_producer(const std::string& brokers, const std::string& topic,
+                       const weir::examples::GeneratedOrders& g) {
+  if (brokers.empty()) return fail(kBadArguments, "generate orders: give --kafka-brokers HOST:PORT");
+  weir::JobConfig config;
+  config.checkpoint.interval = weir::Duration(1000);
+  weir::StreamEnvironment env(config);
+  weir::examples::build_order_producer(env, brokers, topic, g);
+  auto result = env.execute("order-producer");
+  if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
+  if (result->status != weir::JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
+  std::printf("produced %lld orders to %s\n", static_cast<long long>(g.count), topic.c_str());
+  return kOk;
+}
+
 double cpu_seconds() {
   rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+int run_nexmark_producer(const NexmarkFlags& nf, weir::JobConfig config) {
+  weir::nexmark::QueryOptions o = nf.to_query_options();
+  weir::StreamEnvironment env(config);
+  weir::nexmark::build_nexmark_producer(env, o, nf.produce_to);
+  auto result = env.execute("nexmark-producer");
+  if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
+  weir::cli::print_result(*result, stdout);
+  if (result->status != weir::JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
+  std::printf("produced %lld events to %s in %.3f s\n", static_cast<long long>(nf.events), nf.produce_to.c_str(),
+              result->wall_time.count() / 1000.0);
+  return kOk;
+}
+
 int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
   auto config = flags.to_config();
   if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
+  absl::Status valid = nf.validate();
+  if (!valid.ok()) return fail(kBadArguments, std::string(valid.message()));
+  if (!nf.produce_to.empty()) return run_nexmark_producer(nf, *config);
   weir::nexmark::QueryOptions o = nf.to_query_options();
+  std::atomic<int64_t> events_read{0};
+  o.events_read = &events_read;
   std::string generated_side_input;  // removed on return
   absl::Cleanup remove_side_input = [&generated_side_input] {
     std::error_code ec;
@@ -176,10 +223,12 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
                 nf.query.c_str(), static_cast<long long>(nf.events), static_cast<long long>(out_rows), wall, cpu,
                 cpu / wall, ru.ru_maxrss / 1024.0);
   } else {
-    std::printf("query: %s\nevents: %lld\nrows: %lld\nwall time: %.3f s\nevents/s: %.0f\n"
+    // From Kafka: the events the job read (the topic's), not --events.
+    const double events = o.kafka_topic.empty() ? static_cast<double>(nf.events) : events_read.load();
+    std::printf("query: %s\nevents: %.0f\nrows: %lld\nwall time: %.3f s\nevents/s: %.0f\n"
                 "cpu time: %.3f s (%.2f cores)\nevents/s per core: %.0f\npeak rss: %.1f MB\n",
-                nf.query.c_str(), static_cast<long long>(nf.events), static_cast<long long>(out_rows), wall,
-                nf.events / wall, cpu, cpu / wall, nf.events / cpu, ru.ru_maxrss / 1024.0);
+                nf.query.c_str(), events, static_cast<long long>(out_rows), wall, events / wall, cpu, cpu / wall,
+                events / cpu, ru.ru_maxrss / 1024.0);
   }
   for (const auto& c : result->checkpoints) {
     std::printf("checkpoint %lld: %lld ms, %llu bytes (%llu new)%s\n", static_cast<long long>(c.id),
@@ -199,7 +248,7 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
 std::vector<std::string> as_cluster_submission(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   size_t job_at = 0;
-  if (args.size() > 2 && args[1] == "example" && args[2] == "running-sum") job_at = 2;
+  if (args.size() > 2 && args[1] == "example" && (args[2] == "running-sum" || args[2] == "orders")) job_at = 2;
   if (args.size() > 1 && args[1] == "nexmark") job_at = 1;
   if (job_at == 0 || std::find(args.begin(), args.end(), "--jobmanager") == args.end()) return {};
   std::vector<std::string> run = {args[0], "run"};
@@ -244,6 +293,12 @@ int main(int argc, char** argv) {
   weir::cli::add_running_sum_options(rs, rs_opts);
   rs_flags.add_to(rs);
 
+  auto* orders = example->add_subcommand("orders", "JSON orders from Kafka, windowed totals to Kafka and PostgreSQL");
+  weir::examples::OrdersOptions orders_opts;
+  JobFlags orders_flags;
+  weir::cli::add_orders_options(orders, orders_opts);
+  orders_flags.add_to(orders);
+
   // weir nexmark
   auto* nx = app.add_subcommand("nexmark", "Run a Nexmark query on generated events");
   NexmarkFlags nx_flags;
@@ -264,6 +319,19 @@ int main(int argc, char** argv) {
   gen_rs->add_option("--bad-every", gen_bad_every, "Every N-th line malformed (0: none)")
       ->check(weir::cli::whole_number(0));
   gen_rs->add_option("--seed", gen_seed, "Seed");
+
+  auto* gen_orders = gen->add_subcommand("orders", "JSON orders into a Kafka topic");
+  weir::examples::GeneratedOrders gen_o;
+  std::string gen_brokers, gen_topic = "orders";
+  gen_orders->add_option("--kafka-brokers", gen_brokers, "Kafka bootstrap servers")->required();
+  gen_orders->add_option("--topic", gen_topic, "Topic")->capture_default_str();
+  gen_orders->add_option("--count", gen_o.count, "Number of orders")->capture_default_str()->check(weir::cli::whole_number(0));
+  gen_orders->add_option("--customers", gen_o.customers, "Number of customers")
+      ->capture_default_str()
+      ->check(weir::cli::whole_number(1));
+  gen_orders->add_option("--bad-every", gen_o.bad_every, "Every N-th record not an order (0: none)")
+      ->check(weir::cli::whole_number(0));
+  gen_orders->add_option("--seed", gen_o.seed, "Seed");
 
   // weir verify running-sum
   auto* verify = app.add_subcommand("verify", "Check a job's committed output against its input");
@@ -295,6 +363,12 @@ int main(int argc, char** argv) {
     rs_opts.parallelism = rs_flags.parallelism;
     return run_running_sum(rs_opts, rs_flags);
   }
+  if (orders->parsed()) {
+    if (orders_flags.verbose) spdlog::set_level(spdlog::level::info);
+    orders_opts.parallelism = orders_flags.parallelism;
+    return run_orders(orders_opts, orders_flags);
+  }
+  if (gen_orders->parsed()) return run_order_producer(gen_brokers, gen_topic, gen_o);
   if (nx->parsed()) {
     if (nx_job.verbose) spdlog::set_level(spdlog::level::info);
     return run_nexmark(nx_flags, nx_job);

@@ -158,14 +158,15 @@ class KafkaSink::Impl {
     return produce(r);
   }
 
-  absl::Status finish() { return absl::OkStatus(); }  // the final checkpoint covers the rest
+  // End of input. Exactly-once: the final checkpoint covers the rest. The
+  // others deliver everything now, so a finished task has lost nothing.
+  absl::Status finish() {
+    if (o_.delivery == KafkaDelivery::kExactlyOnce) return absl::OkStatus();
+    return flush("at the end of input");
+  }
 
   absl::Status snapshot_state(int64_t checkpoint_id) {
-    if (o_.delivery == KafkaDelivery::kAtLeastOnce) {
-      rd_kafka_resp_err_t e = rd_kafka_flush(rk_.get(), timeout_ms());
-      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) return kafka::error(o_.bootstrap_servers, "flushing at the barrier", e);
-      return delivery_error_.empty() ? absl::OkStatus() : failed();
-    }
+    if (o_.delivery == KafkaDelivery::kAtLeastOnce) return flush("at the barrier");
     if (o_.delivery != KafkaDelivery::kExactlyOnce) return absl::OkStatus();
     PendingBatch b;
     b.checkpoint_id = checkpoint_id;
@@ -222,6 +223,13 @@ class KafkaSink::Impl {
 
  private:
   int timeout_ms() const { return static_cast<int>(kafka::kRequestTimeout.count()); }
+
+  // Waits until every record sent was delivered or failed.
+  absl::Status flush(const char* when) {
+    rd_kafka_resp_err_t e = rd_kafka_flush(rk_.get(), timeout_ms());
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) return kafka::error(o_.bootstrap_servers, std::string("flushing ") + when, e);
+    return delivery_error_.empty() ? absl::OkStatus() : failed();
+  }
   std::string transactional_id(int32_t writer) const { return o_.transactional_id_prefix + "-" + std::to_string(writer); }
   int32_t marker_partition(int32_t writer) const { return writer % marker_partitions_; }
   std::string marker_key(int32_t writer) const { return transactional_id(writer); }

@@ -107,6 +107,13 @@ class KafkaSource::Impl {
         if (!a.ok()) throw std::runtime_error(std::string(a.message()));
       }
     }
+    // Every partition of the subtask is a split from the start, so one that
+    // has not delivered yet holds the watermark back (until it turns idle).
+    for (Part& p : parts_) {
+      if (p.registered || p.done) continue;
+      out.split(p.split);
+      p.registered = true;
+    }
     if (o_.bounded && remaining_ == 0) return PollStatus::kEndOfInput;
     max_records = rate_.allow(max_records);
     if (max_records == 0) return PollStatus::kIdle;
@@ -191,6 +198,7 @@ class KafkaSource::Impl {
     KafkaPartitionPosition pos;
     int64_t split = 0;
     bool done = false;
+    bool registered = false;  // with the source's watermark tracking
   };
 
   bool wanted(const std::string& topic) const {

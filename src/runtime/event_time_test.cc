@@ -333,3 +333,54 @@ TEST(InvalidTimestampTest, WithoutASideOutputTheJobFailsNamingTheTimestamp) {
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+// Two splits, both used from the first poll; split 0 delivers times
+// 0..4900 first, split 1 then delivers times 0..4900 too.
+class LateSecondSplit final : public Source<Ev> {
+ public:
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  PollStatus poll(SourceOutput<Ev>& out, int) override {
+    out.split(0);
+    out.split(1);
+    if (next_ >= 100) return PollStatus::kEndOfInput;
+    out.split(next_ < 50 ? 0 : 1).collect(Ev{next_ % 7, (next_ % 50) * 100});
+    ++next_;
+    return PollStatus::kMore;
+  }
+
+ private:
+  int64_t next_ = 0;
+};
+
+// Counts records behind the watermark.
+class CountLate final : public KeyedProcessFunction<int64_t, Ev, int64_t> {
+ public:
+  void process_element(const Ev& e, Context& ctx, Collector<int64_t>& out) override {
+    out.collect(e.ts <= ctx.timer_service().current_watermark() ? 1 : 0);
+  }
+};
+
+// A split that has not delivered yet holds the watermark back until its
+// idleness timeout from when it was first used, not from its first record:
+// otherwise its first records would arrive late.
+TEST(IdlenessTest, ASplitWithoutRecordsYetHoldsTheWatermarkUntilItsTimeout) {
+  testing::CollectingSink<int64_t>::Rows late;
+  StreamEnvironment env;
+  auto wm = WatermarkStrategy<Ev>::for_monotonous_timestamps([](const Ev& e) { return e.ts; })
+                .with_interval(Duration(0))
+                .with_idleness(Duration(60'000));
+  env.from_source<Ev>([] { return std::make_unique<LateSecondSplit>(); }, "two-splits", wm)
+      .key_by([](const Ev& e) { return e.key; })
+      .process<int64_t>([] { return std::make_unique<CountLate>(); })
+      .sink_to([&] { return std::make_unique<testing::CollectingSink<int64_t>>(&late); });
+  auto r = env.execute("late-split");
+  ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  ASSERT_EQ(late.rows.size(), 100u);
+  EXPECT_EQ(std::count(late.rows.begin(), late.rows.end(), 1), 0) << "records of the second split arrived late";
+}
+
+}  // namespace
+}  // namespace weir

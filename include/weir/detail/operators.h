@@ -213,6 +213,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     if (!s.ok()) return s;
     clock_ = &ctx.processing_time();
     next_check_ms_ = clock_->now_ms();
+    main_.last_record_ms = next_check_ms_;
     return source_->open(ctx);
   }
   void end_input_now() override { emit_watermark(kMaxWatermark); }
@@ -233,8 +234,11 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
 
   // SourceOutput<T>
   void collect(const T& r) override { emit(r, main_); }
+  // A split holds the watermark back from its first use: until its first
+  // record, or for the idleness timeout from then without records.
   Collector<T>& split(int64_t id) override {
     auto [it, inserted] = splits_.try_emplace(id, this);
+    if (inserted) it->second.last_record_ms = clock_->now_ms();
     return it->second;
   }
   void release_split(int64_t id) override { splits_.erase(id); }
@@ -295,7 +299,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     int64_t wm = kMaxWatermark;
     bool any_active = false;
     auto consider = [&](const SplitState& s) {
-      bool idle = strategy_->idleness && (!s.seen || now - s.last_record_ms >= strategy_->idleness->count());
+      bool idle = strategy_->idleness && now - s.last_record_ms >= strategy_->idleness->count();
       if (idle) return;
       any_active = true;
       int64_t w = s.max_ts == kMinWatermark ? kMinWatermark : s.max_ts - bound - 1;
