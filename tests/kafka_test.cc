@@ -10,6 +10,11 @@
 #include <librdkafka/rdkafka.h>
 #include <nlohmann/json.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 #include <mutex>
@@ -333,7 +338,9 @@ std::vector<KafkaRecord> read_with(const std::string& bootstrap,
   env.from_source<KafkaRecord>(b.build(), "kafka").sink_to([] { return std::make_unique<CollectingSink>(); });
   auto result = env.execute("read");
   EXPECT_TRUE(result.ok()) << result.status();
-  if (result.ok()) EXPECT_EQ(result->status, JobStatus::kFinished) << result->failure;
+  if (result.ok()) {
+    EXPECT_EQ(result->status, JobStatus::kFinished) << result->failure;
+  }
   std::lock_guard<std::mutex> lock(Collected::mu);
   return Collected::records;
 }
@@ -700,6 +707,46 @@ TEST(NexmarkKafkaTest, QueriesFromATopicMatchTheGenerator) {
   Child bad({testing::weir_bin(), "nexmark", "--source", "kafka", "--query", "q5"}, dir.path("bad"));
   EXPECT_EQ(bad.wait(), 2);
   EXPECT_NE(bad.err().find("--source kafka needs --topic and --kafka-brokers"), std::string::npos) << bad.err();
+}
+
+// ---- unreachable brokers ------------------------------------------------------
+
+// A port nothing listens on: bound, then closed.
+std::string closed_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ::close(fd);
+  return "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+}
+
+// The source and, separately, the sink pointed at an address without a
+// broker: the task fails within the request timeout, the message names the
+// address and the cause, and (restart strategy none) the job fails with it.
+TEST(KafkaUnreachableTest, ASourceOrSinkWithoutABrokerFailsNamingTheAddress) {
+  TempDir dir("kafka-unreachable");
+  const std::string nowhere = closed_port();
+  ASSERT_TRUE(examples::generate_running_sum_input(dir.path("in.txt"), 100, 5, 0, 1).ok());
+  Child source({testing::weir_bin(), "example", "running-sum", "--kafka-brokers", nowhere, "--input-topic", "in",
+                "--output", dir.path("out1"), "--restart-strategy", "none"},
+               dir.path("source"));
+  Child sink({testing::weir_bin(), "example", "running-sum", "--kafka-brokers", nowhere, "--input",
+              dir.path("in.txt"), "--output-topic", "out", "--output", dir.path("out2"), "--restart-strategy", "none"},
+             dir.path("sink"));
+  for (Child* c : {&source, &sink}) {
+    EXPECT_EQ(c->wait(), 4) << c->err();
+    EXPECT_NE(c->err().find("kafka " + nowhere + ": cannot list topics within 30 s (is a broker there?)"),
+              std::string::npos)
+        << c->err();
+  }
+  EXPECT_NE(source.err().find("open kafka-source"), std::string::npos) << source.err();
+  EXPECT_NE(sink.err().find("open kafka-sink"), std::string::npos) << sink.err();
+  // librdkafka's own lines go through weir's log, not raw to stderr.
+  EXPECT_EQ(source.err().find("%3|"), std::string::npos) << source.err();
 }
 
 }  // namespace

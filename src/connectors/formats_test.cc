@@ -147,6 +147,7 @@ TEST(FormatsTest, RandomRowsRoundTrip) {
 TEST(FormatsTest, DecodeRowsRoutesBadRecordsToTheRejects) {
   testing::CollectingSink<Row>::Rows rows;
   testing::CollectingSink<Rejected>::Rows rejects;
+  testing::CollectingSink<std::string>::Rows encoded;
   JobConfig config;
   config.default_parallelism = 2;
   StreamEnvironment env(config);
@@ -163,6 +164,8 @@ TEST(FormatsTest, DecodeRowsRoutesBadRecordsToTheRejects) {
   OutputTag<Rejected> bad{"bad-lines"};
   auto decoded = decode_rows(lines, csv_format(Schema{{"key", FieldType::kString}, {"n", FieldType::kInt64}}), bad);
   decoded.sink_to([&] { return std::make_unique<testing::CollectingSink<Row>>(&rows); });
+  encode_rows(decoded, json_format(Schema{{"key", FieldType::kString}, {"n", FieldType::kInt64}}))
+      .sink_to([&] { return std::make_unique<testing::CollectingSink<std::string>>(&encoded); });
   decoded.get_side_output(bad).sink_to([&] { return std::make_unique<testing::CollectingSink<Rejected>>(&rejects); });
   auto r = env.execute("decode");
   ASSERT_TRUE(r.ok()) << r.status();
@@ -182,6 +185,8 @@ TEST(FormatsTest, DecodeRowsRoutesBadRecordsToTheRejects) {
   EXPECT_EQ(origins.size(), 100u);
   EXPECT_EQ(origins.count("line 4"), 1u);
   EXPECT_EQ(origins.count("line 994"), 1u);
+  ASSERT_EQ(encoded.rows.size(), 900u);
+  EXPECT_EQ(std::count(encoded.rows.begin(), encoded.rows.end(), std::string(R"({"key":"k0","n":994})")), 1);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "connectors/kafka_client.h"
 
+#include "spdlog/spdlog.h"
+
 namespace weir::kafka {
 
 void ErrorSink::set(rd_kafka_resp_err_t err, const std::string& reason, bool fatal) {
@@ -41,6 +43,17 @@ void on_error(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   sink->set(static_cast<rd_kafka_resp_err_t>(err), text, fatal);
 }
 
+// librdkafka's own log lines (errors only, log_level 3), through weir's log
+// instead of raw to stderr.
+void on_log(const rd_kafka_t* rk, int level, const char* facility, const char* line) {
+  const char* name = rk != nullptr ? rd_kafka_name(rk) : "kafka";
+  if (level <= 3) {
+    spdlog::warn("{}: {} {}", name, facility ? facility : "", line ? line : "");
+  } else {
+    spdlog::info("{}: {} {}", name, facility ? facility : "", line ? line : "");
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Handle> make_client(rd_kafka_type_t type, const std::string& bootstrap,
@@ -72,6 +85,7 @@ absl::StatusOr<Handle> make_client(rd_kafka_type_t type, const std::string& boot
     rd_kafka_conf_set_opaque(conf, errors);
   }
   if (delivery_report != nullptr) rd_kafka_conf_set_dr_msg_cb(conf, delivery_report);
+  rd_kafka_conf_set_log_cb(conf, on_log);
   rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof(err));  // owns conf on success
   if (rk == nullptr) {
     rd_kafka_conf_destroy(conf);
@@ -93,7 +107,11 @@ absl::Status error(const std::string& bootstrap, const std::string& what, rd_kaf
 absl::StatusOr<std::map<std::string, int>> list_topics(rd_kafka_t* rk, const std::string& bootstrap) {
   const rd_kafka_metadata_t* md = nullptr;
   rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, nullptr, &md, static_cast<int>(kRequestTimeout.count()));
-  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) return error(bootstrap, "cannot list topics", e);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::UnavailableError("kafka " + bootstrap + ": cannot list topics within " +
+                                  std::to_string(kRequestTimeout.count() / 1000) + " s (is a broker there?): " +
+                                  rd_kafka_err2str(e));
+  }
   std::map<std::string, int> out;
   for (int i = 0; i < md->topic_cnt; ++i) {
     const auto& t = md->topics[i];
