@@ -66,6 +66,8 @@ class KafkaSource::Impl {
         {"isolation.level", o_.read_committed ? "read_committed" : "read_uncommitted"},
         {"group.id", o_.group_id.empty() ? "weir-" + ctx.operator_uid() : o_.group_id},
         {"client.id", "weir-" + ctx.operator_uid() + "-" + std::to_string(ctx.subtask_index())},
+        // The prefetch queue of this subtask (librdkafka: 64 MB by default): bounded and small.
+        {"queued.max.messages.kbytes", "16384"},
     };
     auto client = kafka::make_client(RD_KAFKA_CONSUMER, o_.bootstrap_servers, settings, o_.properties, &errors_);
     if (!client.ok()) return client.status();
