@@ -530,6 +530,41 @@ TEST_F(KafkaTest, KilledTaskManagerOnAClusterGivesExactlyOnceOutput) {
   EXPECT_TRUE(check().exactly_once);
 }
 
+// The source reports each partition's lag (and their sum) in the job's
+// metrics; on a cluster they show in the REST API's vertex metrics.
+TEST_F(KafkaTest, ConsumerLagPerPartitionShowsInTheRestApi) {
+  testing::Cluster c("kafka-lag");
+  ASSERT_TRUE(c.start({{"tm0", 2}})) << c.jm_log();
+  auto job = c.client().submit(
+      "running-sum", {"--kafka-brokers", broker_->bootstrap(), "--input-topic", "in", "--kafka-bounded",
+                      "--output-topic", "out", "--output", dir_->path("rejects"), "-p", "2", "--rate", "2000",
+                      "--checkpoint-dir", c.dir().path("chk")});
+  ASSERT_TRUE(job.ok()) << job.status();
+  nlohmann::json gauges;
+  bool seen = testing::eventually(
+      [&] {
+        auto j = c.client().job(*job);
+        if (!j.ok()) return false;
+        for (const auto& v : (*j)["vertices"]) {
+          if (v["name"].get<std::string>().rfind("kafka-source", 0) != 0 || !v["metrics"].is_object()) continue;
+          gauges = v["metrics"]["gauges"];
+          return gauges.contains("kafka.lag") && gauges["kafka.lag"].get<int64_t>() > 0 && gauges.size() == 5;
+        }
+        return false;
+      },
+      std::chrono::seconds(30));
+  ASSERT_TRUE(seen) << gauges << "\n" << c.jm_log();
+  int64_t sum = 0;
+  for (int p = 0; p < 4; ++p) {
+    ASSERT_TRUE(gauges.contains("kafka.lag.in." + std::to_string(p))) << gauges;
+    sum += gauges["kafka.lag.in." + std::to_string(p)].get<int64_t>();
+  }
+  EXPECT_EQ(sum, gauges["kafka.lag"].get<int64_t>());
+  // 200 000 records at 2 x 2 000 a second: most are still to read.
+  EXPECT_GT(sum, lines_ / 2) << gauges;
+  ASSERT_TRUE(c.client().cancel(*job).ok());
+}
+
 // Why the kill tests kill at crash points: this broker keeps no transaction
 // markers, so read_committed consumers see aborted records. If this starts
 // failing, the broker hides them, and kills at any instant can be tested.

@@ -54,6 +54,11 @@ class OperatorContext {
   virtual bool is_restored() const = 0;
   // The task's processing-time clock and timer callbacks.
   virtual detail::ProcessingTimeService& processing_time() = 0;
+  // Reports a value under `name` in the task's metrics (REST: the subtask's
+  // and the vertex's "gauges"; a vertex sums its subtasks' values of a
+  // name). For values that change now and then (a lag, a queue length):
+  // it takes a lock.
+  virtual void set_gauge(std::string_view name, int64_t value) = 0;
   // Raw operator state; prefer OperatorListState<T>.
   virtual detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                         detail::Redistribution mode) = 0;

@@ -66,7 +66,9 @@ nlohmann::json JobMetrics::vertex_json(int vertex) {
 nlohmann::json JobMetrics::to_json(const TaskMetricsSnapshot& m, const Rates& r, bool has_rates) {
   nlohmann::json out = {{"records_in", m.records_in},     {"records_out", m.records_out},
                         {"bytes_in", m.bytes_in},         {"bytes_out", m.bytes_out},
-                        {"backpressured_ms", m.backpressured_ms}, {"idle_ms", m.idle_ms}};
+                        {"backpressured_ms", m.backpressured_ms}, {"idle_ms", m.idle_ms},
+                        {"gauges", nlohmann::json::object()}};
+  for (const auto& [name, v] : m.gauges) out["gauges"][name] = v;
   if (!has_rates) return out;  // one report so far: no rates yet
   out["records_in_per_s"] = std::llround(r.records_in);
   out["records_out_per_s"] = std::llround(r.records_out);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cluster/protocol.h"
+
 namespace weir::cluster {
 namespace {
 
@@ -63,6 +65,26 @@ TEST(JobMetricsTest, AVertexSumsCountsAndRatesAndTakesTheWorstTimeShares) {
   EXPECT_EQ(v["idle_ms_per_s"], 900);
   EXPECT_EQ(v["backpressure"], "high");
   EXPECT_TRUE(metrics.vertex_json(5).is_null());
+}
+
+// Gauges cross the heartbeat and show per subtask; a vertex sums them by name.
+TEST(JobMetricsTest, GaugesShowPerSubtaskAndSumPerVertex) {
+  TaskMetricsSnapshot a = counters(1, 1, 0, 0), b = counters(1, 1, 0, 0);
+  a.gauges = {{"kafka.lag", 5}, {"kafka.lag.t.0", 5}};
+  b.gauges = {{"kafka.lag", 7}, {"kafka.lag.t.1", 7}};
+  proto::TaskMetrics wire;
+  to_proto("job", runtime::ExecutionId{2, 1, 0}, b, &wire);
+  TaskMetricsSnapshot b_again = from_proto(wire);
+  EXPECT_EQ(b_again.gauges, b.gauges);
+  JobMetrics metrics;
+  metrics.report(runtime::ExecutionId{2, 0, 0}, a, 1000);
+  metrics.report(runtime::ExecutionId{2, 1, 0}, b_again, 1000);
+  EXPECT_EQ(metrics.subtask_json(2, 0, 0)["gauges"]["kafka.lag"], 5);
+  EXPECT_EQ(metrics.subtask_json(2, 1, 0)["gauges"]["kafka.lag.t.1"], 7);
+  nlohmann::json v = metrics.vertex_json(2);
+  EXPECT_EQ(v["gauges"]["kafka.lag"], 12);
+  EXPECT_EQ(v["gauges"]["kafka.lag.t.0"], 5);
+  EXPECT_EQ(v["gauges"]["kafka.lag.t.1"], 7);
 }
 
 }  // namespace

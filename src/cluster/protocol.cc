@@ -77,6 +77,7 @@ void to_proto(const std::string& job_id, const runtime::ExecutionId& id, const T
   out->set_bytes_out(m.bytes_out);
   out->set_backpressured_ms(m.backpressured_ms);
   out->set_idle_ms(m.idle_ms);
+  for (const auto& [name, v] : m.gauges) (*out->mutable_gauges())[name] = v;
 }
 
 TaskMetricsSnapshot from_proto(const proto::TaskMetrics& m) {
@@ -87,6 +88,7 @@ TaskMetricsSnapshot from_proto(const proto::TaskMetrics& m) {
   s.bytes_out = m.bytes_out();
   s.backpressured_ms = m.backpressured_ms();
   s.idle_ms = m.idle_ms();
+  for (const auto& [name, v] : m.gauges()) s.gauges[name] = v;
   return s;
 }
 

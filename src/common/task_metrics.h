@@ -8,6 +8,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
 
 namespace weir {
 
@@ -18,6 +22,9 @@ struct TaskMetricsSnapshot {
   int64_t bytes_out = 0;    // buffer bytes written to output channels
   int64_t backpressured_ms = 0;
   int64_t idle_ms = 0;
+  // Values the task's operators report by name (OperatorContext::set_gauge),
+  // for example a Kafka source's lag per partition.
+  std::map<std::string, int64_t> gauges;
 
   TaskMetricsSnapshot& operator+=(const TaskMetricsSnapshot& o) {
     records_in += o.records_in;
@@ -26,6 +33,7 @@ struct TaskMetricsSnapshot {
     bytes_out += o.bytes_out;
     backpressured_ms += o.backpressured_ms;
     idle_ms += o.idle_ms;
+    for (const auto& [name, v] : o.gauges) gauges[name] += v;
     return *this;
   }
 };
@@ -47,6 +55,17 @@ class alignas(64) TaskMetrics {
   std::atomic<int64_t> backpressured_ns{0};
   std::atomic<int64_t> idle_ns{0};
 
+  // Set now and then by the task thread, read with the counters.
+  void set_gauge(std::string_view name, int64_t value) {
+    std::lock_guard<std::mutex> lock(gauges_mu_);
+    auto it = gauges_.find(name);
+    if (it == gauges_.end()) {
+      gauges_.emplace(std::string(name), value);
+    } else {
+      it->second = value;
+    }
+  }
+
   TaskMetricsSnapshot snapshot() const {
     TaskMetricsSnapshot s;
     s.records_in = records_in.load(std::memory_order_relaxed);
@@ -55,8 +74,14 @@ class alignas(64) TaskMetrics {
     s.bytes_out = bytes_out.load(std::memory_order_relaxed);
     s.backpressured_ms = backpressured_ns.load(std::memory_order_relaxed) / 1000000;
     s.idle_ms = idle_ns.load(std::memory_order_relaxed) / 1000000;
+    std::lock_guard<std::mutex> lock(gauges_mu_);
+    s.gauges.insert(gauges_.begin(), gauges_.end());
     return s;
   }
+
+ private:
+  mutable std::mutex gauges_mu_;
+  std::map<std::string, int64_t, std::less<>> gauges_;
 };
 
 // Adds the time between its construction and its destruction to `counter`

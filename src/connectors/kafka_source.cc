@@ -116,6 +116,7 @@ class KafkaSource::Impl {
       out.split(p.split);
       p.registered = true;
     }
+    if (clock_->now_ms() >= next_lag_ms_) report_lag();
     if (o_.bounded && remaining_ == 0) return PollStatus::kEndOfInput;
     max_records = rate_.allow(max_records);
     if (max_records == 0) return PollStatus::kIdle;
@@ -318,6 +319,27 @@ class KafkaSource::Impl {
     return absl::OkStatus();
   }
 
+  // The lag of each partition (records between the position and the end
+  // the client last heard of; no request is made), and their sum, in the
+  // task's metrics: "kafka.lag.<topic>.<partition>", "kafka.lag". At most
+  // once a second.
+  void report_lag() {
+    next_lag_ms_ = clock_->now_ms() + 1000;
+    int64_t total = 0;
+    for (const Part& p : parts_) {
+      int64_t lo = -1, hi = -1;
+      int64_t lag = 0;
+      if (!p.done && rd_kafka_get_watermark_offsets(rk_.get(), p.pos.topic.c_str(), p.pos.partition, &lo, &hi) ==
+                         RD_KAFKA_RESP_ERR_NO_ERROR &&
+          hi >= 0) {
+        lag = std::max<int64_t>(0, hi - p.pos.next_offset);
+      }
+      total += lag;
+      ctx_->set_gauge("kafka.lag." + p.pos.topic + "." + std::to_string(p.pos.partition), lag);
+    }
+    ctx_->set_gauge("kafka.lag", total);
+  }
+
   void finish_if_done(Part& p, SourceOutput<KafkaRecord>& out) {
     if (!o_.bounded || p.done || p.pos.next_offset < p.pos.stop_offset) return;
     p.done = true;
@@ -360,6 +382,7 @@ class KafkaSource::Impl {
   std::unique_ptr<OperatorListState<KafkaPartitionPosition>> state_;
   std::vector<Part> parts_;
   int64_t next_split_ = 0;
+  int64_t next_lag_ms_ = 0;
   int64_t remaining_ = 0;  // bounded: partitions not done
   int64_t next_discovery_ms_ = 0;
   std::map<int64_t, std::vector<KafkaPartitionPosition>> pending_commits_;

@@ -72,6 +72,7 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
     info.processing_time = s.processing_time;
     info.job_id = tdd.job_id;
     info.state_backend = s.state_backend;
+    info.metrics = s.metrics;
     chain->contexts[i] = std::make_unique<RuntimeOperatorContext>(std::move(info));
     // Outputs by side-output tag ("" is the main output).
     std::map<std::string, std::vector<std::unique_ptr<detail::OutputBase>>> outs;

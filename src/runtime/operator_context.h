@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/task_metrics.h"
 #include "weir/config.h"
 #include "weir/context.h"
 
@@ -24,6 +25,7 @@ class RuntimeOperatorContext final : public OperatorContext, private detail::Key
     detail::ProcessingTimeService* processing_time = nullptr;  // the task's
     std::string job_id;
     const StateBackendConfig* state_backend = nullptr;  // the job's
+    TaskMetrics* metrics = nullptr;                     // the task's
   };
   explicit RuntimeOperatorContext(Info info) : info_(std::move(info)) {}
 
@@ -35,6 +37,9 @@ class RuntimeOperatorContext final : public OperatorContext, private detail::Key
   KeyGroupRange key_group_range() const override { return info_.key_groups; }
   bool is_restored() const override { return info_.restored; }
   detail::ProcessingTimeService& processing_time() override { return *info_.processing_time; }
+  void set_gauge(std::string_view name, int64_t value) override {
+    if (info_.metrics != nullptr) info_.metrics->set_gauge(name, value);
+  }
   detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                 detail::Redistribution mode) override {
     auto [it, inserted] = state_.try_emplace(std::string(name));
