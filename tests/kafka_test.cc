@@ -22,6 +22,7 @@
 #include <set>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "common/test_points.h"
 #include "examples/orders/orders.h"
@@ -380,6 +381,71 @@ bool broker_answers_timestamp_lookups(const std::string& bootstrap) {
   rd_kafka_topic_partition_list_destroy(l);
   rd_kafka_destroy(rk);
   return ok;
+}
+
+// `count` records "<prefix><i>" into `topic` (created by the broker if new).
+void produce_values(const std::string& bootstrap, const std::string& topic, const std::string& prefix, int count) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof(err));
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  ASSERT_NE(rk, nullptr) << err;
+  for (int i = 0; i < count; ++i) {
+    std::string v = prefix + std::to_string(i);
+    ASSERT_EQ(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_VALUE(v.data(), v.size()),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
+  }
+  ASSERT_EQ(rd_kafka_flush(rk, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_destroy(rk);
+}
+
+size_t collected() {
+  std::lock_guard<std::mutex> lock(Collected::mu);
+  return Collected::records.size();
+}
+
+// An unbounded source with a topic pattern finds a topic created while it
+// runs (partition discovery every 200 ms) and reads it from its start.
+TEST_F(KafkaTest, TopicsCreatedWhileRunningAreDiscoveredByThePattern) {
+  const std::string& b = broker_->bootstrap();
+  produce_values(b, "disc-a", "a", 10);
+  {
+    std::lock_guard<std::mutex> lock(Collected::mu);
+    Collected::records.clear();
+  }
+  JobConfig config;
+  config.default_parallelism = 2;
+  StreamEnvironment env(config);
+  env.from_source<KafkaRecord>(KafkaSource::builder()
+                                   .bootstrap_servers(b)
+                                   .topic_pattern("^disc-")
+                                   .partition_discovery(std::chrono::milliseconds(200))
+                                   .build(),
+                               "kafka")
+      .sink_to([] { return std::make_unique<CollectingSink>(); });
+  JobControl control;
+  absl::StatusOr<JobResult> result = absl::UnknownError("not run");
+  std::thread job([&] { result = env.execute("discovery", &control); });
+  bool first = testing::eventually([] { return collected() >= 10; }, std::chrono::seconds(30));
+  if (first) produce_values(b, "disc-b", "b", 10);
+  bool second = first && testing::eventually([] { return collected() >= 20; }, std::chrono::seconds(30));
+  control.stop_with_savepoint(dir_->path("savepoint"), /*drain=*/false);
+  job.join();
+  ASSERT_TRUE(first) << "the existing topic was not read";
+  ASSERT_TRUE(second) << "the new topic was not discovered: " << collected() << " records";
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::multiset<std::string> values;
+  {
+    std::lock_guard<std::mutex> lock(Collected::mu);
+    for (const auto& r : Collected::records) values.insert(r.topic + ":" + r.value);
+  }
+  std::multiset<std::string> want;
+  for (int i = 0; i < 10; ++i) {
+    want.insert("disc-a:a" + std::to_string(i));
+    want.insert("disc-b:b" + std::to_string(i));
+  }
+  EXPECT_EQ(values, want);
 }
 
 TEST_F(KafkaTest, SourceStartPositionsPatternsAndRecordFields) {
