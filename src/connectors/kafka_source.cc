@@ -322,16 +322,20 @@ class KafkaSource::Impl {
   // The lag of each partition (records between the position and the end
   // the client last heard of; no request is made), and their sum, in the
   // task's metrics: "kafka.lag.<topic>.<partition>", "kafka.lag". At most
-  // once a second.
+  // once a second; a partition appears once the client fetched from it.
   void report_lag() {
     next_lag_ms_ = clock_->now_ms() + 1000;
     int64_t total = 0;
     for (const Part& p : parts_) {
       int64_t lo = -1, hi = -1;
       int64_t lag = 0;
-      if (!p.done && rd_kafka_get_watermark_offsets(rk_.get(), p.pos.topic.c_str(), p.pos.partition, &lo, &hi) ==
-                         RD_KAFKA_RESP_ERR_NO_ERROR &&
-          hi >= 0) {
+      if (!p.done) {
+        // Unknown until the client fetched from the partition: not reported.
+        if (rd_kafka_get_watermark_offsets(rk_.get(), p.pos.topic.c_str(), p.pos.partition, &lo, &hi) !=
+                RD_KAFKA_RESP_ERR_NO_ERROR ||
+            hi < 0) {
+          continue;
+        }
         lag = std::max<int64_t>(0, hi - p.pos.next_offset);
       }
       total += lag;
