@@ -66,6 +66,8 @@ class Broker {
   }
   const std::string& bootstrap() const { return bootstrap_; }
   std::string err() const { return child_->err(); }
+  // SIGUSR1: every broker down; SIGUSR2: back up.
+  void signal(int sig) { child_->signal(sig); }
 
  private:
   std::unique_ptr<Child> child_;
@@ -593,6 +595,31 @@ TEST_F(KafkaTest, KilledTaskManagerOnAClusterGivesExactlyOnceOutput) {
   ASSERT_TRUE(done.ok()) << done.status();
   ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
   EXPECT_GE((*done)["restarts"].get<int>(), 1);
+  EXPECT_TRUE(check().exactly_once);
+}
+
+// Every broker down in the middle of a run, then back: the source's client
+// reconnects, the exactly-once sink commits what it could not while they
+// were down, and the output is exactly-once.
+TEST_F(KafkaTest, ABrokerOutageMidRunIsRiddenOutExactlyOnce) {
+  Child c(args(false, {"--rate", "5000"}), dir_->path("job"), /*pipe_stderr=*/true);
+  int completed = 0;
+  ASSERT_TRUE(c.wait_for_line(
+      [&](const std::string& line) { return line.find("completed") != std::string::npos && ++completed >= 5; },
+      std::chrono::seconds(60)))
+      << c.err();
+  broker_->signal(SIGUSR1);
+  // The clients notice: librdkafka's connection errors, through weir's log.
+  bool noticed = c.wait_for_line(
+      [&](const std::string& line) {
+        return line.find("weir-kafka") != std::string::npos &&
+               (line.find("refused") != std::string::npos || line.find("Disconnected") != std::string::npos ||
+                line.find("down") != std::string::npos);
+      },
+      std::chrono::seconds(30));
+  broker_->signal(SIGUSR2);
+  ASSERT_TRUE(noticed) << "no client noticed the outage: " << c.err();
+  ASSERT_EQ(c.wait(), 0) << c.err();
   EXPECT_TRUE(check().exactly_once);
 }
 

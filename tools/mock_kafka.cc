@@ -3,6 +3,8 @@
 // tests and demos. Prints "bootstrap <host:port,...>" on stdout and on
 // stderr once it listens, then serves until SIGTERM, SIGINT or SIGKILL.
 // Not a Kafka server for production: nothing survives the process.
+// SIGUSR1 takes every broker down (connections closed, new ones refused),
+// SIGUSR2 brings them back, for tests of an outage.
 //
 //   weir-mock-kafka [--brokers N] [--topic NAME:PARTITIONS]...
 #include <librdkafka/rdkafka.h>
@@ -49,6 +51,8 @@ int main(int argc, char** argv) {
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGUSR1);
+  sigaddset(&stop, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);  // before librdkafka starts its threads
 
   char err[512];
@@ -77,8 +81,20 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "bootstrap %s\n", bootstrap);
   std::fflush(stderr);
 
-  int sig = 0;
-  sigwait(&stop, &sig);
+  for (;;) {
+    int sig = 0;
+    sigwait(&stop, &sig);
+    if (sig != SIGUSR1 && sig != SIGUSR2) break;
+    for (int id = 1; id <= brokers; ++id) {
+      if (sig == SIGUSR1) {
+        rd_kafka_mock_broker_set_down(cluster, id);
+      } else {
+        rd_kafka_mock_broker_set_up(cluster, id);
+      }
+    }
+    std::fprintf(stderr, "brokers %s\n", sig == SIGUSR1 ? "down" : "up");
+    std::fflush(stderr);
+  }
   rd_kafka_mock_cluster_destroy(cluster);
   rd_kafka_destroy(rk);
   return 0;
