@@ -128,6 +128,19 @@ bool aborted_records_visible(const std::string& bootstrap, const std::string& lo
   return kcat.out().find("aborted") != std::string::npos;
 }
 
+// A topic's values as a read_committed consumer sees them.
+std::vector<std::string> committed_values(const std::string& bootstrap, const std::string& topic,
+                                          const std::string& log) {
+  Child kcat({kKcat, "-C", "-b", bootstrap, "-t", topic, "-e", "-q", "-X", "isolation.level=read_committed", "-f",
+              "%s\\n"},
+             log);
+  EXPECT_EQ(kcat.wait(), 0) << kcat.err();
+  std::vector<std::string> lines;
+  std::istringstream in(kcat.out());
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
 class KafkaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -159,14 +172,7 @@ class KafkaTest : public ::testing::Test {
 
   // The output topic as a read_committed consumer sees it, one value per line.
   std::vector<std::string> committed_output() {
-    Child kcat({kKcat, "-C", "-b", broker_->bootstrap(), "-t", "out", "-e", "-q", "-X",
-                "isolation.level=read_committed", "-f", "%s\\n"},
-               dir_->path("kcat"));
-    EXPECT_EQ(kcat.wait(), 0) << kcat.err();
-    std::vector<std::string> lines;
-    std::istringstream in(kcat.out());
-    for (std::string l; std::getline(in, l);) lines.push_back(l);
-    return lines;
+    return committed_values(broker_->bootstrap(), "out", dir_->path("kcat"));
   }
 
   examples::RunningSumCheck check() {
@@ -705,18 +711,6 @@ std::string first_difference(const Totals& got, const Totals& want) {
   return "none";
 }
 
-// A topic's values as a read_committed consumer sees them.
-std::vector<std::string> committed_values(const std::string& bootstrap, const std::string& topic,
-                                          const std::string& log) {
-  Child kcat({kKcat, "-C", "-b", bootstrap, "-t", topic, "-e", "-q", "-X", "isolation.level=read_committed", "-f",
-              "%s\\n"},
-             log);
-  EXPECT_EQ(kcat.wait(), 0) << kcat.err();
-  std::vector<std::string> lines;
-  std::istringstream in(kcat.out());
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
-  return lines;
-}
 
 // The orders job killed once mid-run and restored to the end: the totals
 // topic (read_committed) and the PostgreSQL table hold each window's total

@@ -156,6 +156,8 @@ std::shared_ptr<const Format> csv_format(Schema schema, CsvOptions options = {})
 std::shared_ptr<const Format> json_format(Schema schema, JsonOptions options = {});
 std::shared_ptr<const Format> raw_format(std::string column = "value");
 
+class RateLimitedLog;  // src/common/rate_limited_log.h
+
 namespace detail {
 
 // The untyped half of decode_rows: decodes, counts, logs unread rejects.
@@ -172,7 +174,7 @@ class RowDecoder {
   std::shared_ptr<const Format> format_;
   std::string name_;
   int64_t unread_ = 0;
-  int64_t last_logged_ms_ = -1;
+  std::unique_ptr<RateLimitedLog> log_;  // made at the first unread reject
 };
 
 // Decodes the records of a stream; `bytes_of` and `origin_of` are found by

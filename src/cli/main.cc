@@ -107,6 +107,16 @@ int run_orders(const weir::examples::OrdersOptions& opts, const JobFlags& flags)
   return kOk;
 }
 
+// Runs a job that fills a topic to its end; kOk with `*result`, or the
+// failure, printed, with its exit code.
+int run_producer(weir::StreamEnvironment& env, const std::string& name, weir::JobResult* result) {
+  auto r = env.execute(name);
+  if (!r.ok()) return fail(exit_code_for(r.status()), std::string(r.status().message()));
+  if (r->status != weir::JobStatus::kFinished) return fail(kJobFailed, "job failed: " + r->failure);
+  *result = std::move(*r);
+  return kOk;
+}
+
 int run_order_producer(const std::string& brokers, const std::string& topic,
                        const weir::examples::GeneratedOrders& g) {
   if (brokers.empty()) return fail(kBadArguments, "generate orders: give --kafka-brokers HOST:PORT");
@@ -114,9 +124,8 @@ int run_order_producer(const std::string& brokers, const std::string& topic,
   config.checkpoint.interval = weir::Duration(1000);
   weir::StreamEnvironment env(config);
   weir::examples::build_order_producer(env, brokers, topic, g);
-  auto result = env.execute("order-producer");
-  if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
-  if (result->status != weir::JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
+  weir::JobResult result;
+  if (int code = run_producer(env, "order-producer", &result); code != kOk) return code;
   std::printf("produced %lld orders to %s\n", static_cast<long long>(g.count), topic.c_str());
   return kOk;
 }
@@ -131,12 +140,10 @@ int run_nexmark_producer(const NexmarkFlags& nf, weir::JobConfig config) {
   weir::nexmark::QueryOptions o = nf.to_query_options();
   weir::StreamEnvironment env(config);
   weir::nexmark::build_nexmark_producer(env, o, nf.produce_to);
-  auto result = env.execute("nexmark-producer");
-  if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
-  weir::cli::print_result(*result, stdout);
-  if (result->status != weir::JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
+  weir::JobResult result;
+  if (int code = run_producer(env, "nexmark-producer", &result); code != kOk) return code;
   std::printf("produced %lld events to %s in %.3f s\n", static_cast<long long>(nf.events), nf.produce_to.c_str(),
-              result->wall_time.count() / 1000.0);
+              result.wall_time.count() / 1000.0);
   return kOk;
 }
 

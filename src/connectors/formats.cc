@@ -2,11 +2,11 @@
 #include "weir/formats.h"
 
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <set>
 
+#include "common/rate_limited_log.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -485,13 +485,11 @@ bool RowDecoder::decode(std::string_view bytes, Row* row, Rejected* rejected) {
 
 void RowDecoder::unread(const Rejected& r) {
   ++unread_;
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  if (last_logged_ms_ >= 0 && now - last_logged_ms_ < 10'000) return;
-  last_logged_ms_ = now;
-  spdlog::warn("{}: a record at {} could not be read ({}); {} so far, and nothing reads the rejects", name_,
-               r.origin, r.reason, unread_);
+  if (!log_) log_ = std::make_unique<RateLimitedLog>();
+  log_->log([&] {
+    return name_ + ": a record at " + r.origin + " could not be read (" + r.reason + "); " + std::to_string(unread_) +
+           " so far, and nothing reads the rejects";
+  });
 }
 
 }  // namespace detail

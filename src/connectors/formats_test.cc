@@ -189,5 +189,22 @@ TEST(FormatsTest, DecodeRowsRoutesBadRecordsToTheRejects) {
   EXPECT_EQ(std::count(encoded.rows.begin(), encoded.rows.end(), std::string(R"({"key":"k0","n":994})")), 1);
 }
 
+// Nothing reads the rejects: the job still runs to its end with every good
+// row (the rejects are counted and logged, not a failure).
+TEST(FormatsTest, UnreadRejectsDoNotStopTheJob) {
+  testing::CollectingSink<Row>::Rows rows;
+  StreamEnvironment env;
+  auto lines = env.from_source<TextLine>([] {
+    return std::make_unique<GeneratorSource<TextLine>>(
+        [](int64_t i) { return TextLine{i + 1, i % 2 == 0 ? std::to_string(i) : "x"}; }, 100);
+  });
+  decode_rows(lines, csv_format(Schema{{"n", FieldType::kInt64}}), OutputTag<Rejected>{"unread"})
+      .sink_to([&] { return std::make_unique<testing::CollectingSink<Row>>(&rows); });
+  auto r = env.execute("unread-rejects");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, JobStatus::kFinished);
+  EXPECT_EQ(rows.rows.size(), 50u);
+}
+
 }  // namespace
 }  // namespace weir
