@@ -27,7 +27,8 @@ DataStream<Event> kafka_events(StreamEnvironment& env, const QueryOptions& o) {
         if (!e) {
           // Not an event of build_nexmark_producer: counted and logged
           // (each power of two), never a silent drop.
-          if ((++bad & (bad - 1)) == 0) {
+          ++bad;
+          if ((bad & (bad - 1)) == 0) {
             spdlog::warn("nexmark: {} records of topic {} are not events, the last at partition {} offset {}", bad,
                          topic, r.partition, r.offset);
           }

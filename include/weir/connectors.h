@@ -34,6 +34,7 @@
 #include <tuple>
 #include <vector>
 
+#include "weir/detail/operators.h"
 #include "weir/functions.h"
 
 namespace weir {
@@ -217,6 +218,12 @@ absl::StatusOr<std::vector<std::string>> read_published_lines(const std::string&
 // The same lines, one at a time, holding one file in memory at most.
 absl::Status for_each_published_line(const std::string& directory, const std::string& prefix,
                                      const std::function<void(std::string_view line)>& fn);
+
+namespace detail {
+// Compiled once in the engine (src/connectors/instantiations.cc).
+WEIR_RECORD_TYPE_TEMPLATES(extern, TextLine);
+extern template class SourceOperator<TextLine>;
+}  // namespace detail
 
 }  // namespace weir
 

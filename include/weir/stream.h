@@ -39,6 +39,7 @@ template <typename K, typename T>
 class KeyedStream;
 namespace detail {
 class GraphBuilder;
+class StreamRef;
 }  // namespace detail
 
 class StreamEnvironment {
@@ -69,15 +70,10 @@ class StreamEnvironment {
 
  private:
   friend class detail::GraphBuilder;
-  detail::StreamNode& add_node(std::string name) {
-    detail::StreamNode n;
-    n.id = static_cast<int>(graph_.nodes.size());
-    n.name = std::move(name);
-    graph_.nodes.push_back(std::move(n));
-    return graph_.nodes.back();
-  }
+  friend class detail::StreamRef;
+  detail::StreamNode& add_node(std::string name);
   detail::StreamNode& node(int id) { return graph_.nodes[id]; }
-  void add_edge(detail::StreamEdge e) { graph_.edges.push_back(std::move(e)); }
+  void add_edge(detail::StreamEdge e);
 
   JobConfig config_;
   detail::StreamGraph graph_;
@@ -85,6 +81,53 @@ class StreamEnvironment {
 };
 
 namespace detail {
+
+// The untyped part of a DataStream: the nodes whose records it carries, and
+// how the edges to the next operator partition them. The graph building is
+// here, compiled once (src/graph/stream_builder.cc) rather than per record
+// type.
+class StreamRef {
+ public:
+  StreamRef(StreamEnvironment* env, std::vector<int> nodes, const RecordOps* ops,
+            PartitionKind kind = PartitionKind::kDefault, std::shared_ptr<const void> key_hash = nullptr,
+            std::string tag = "")
+      : env_(env),
+        nodes_(std::move(nodes)),
+        ops_(ops),
+        kind_(kind),
+        key_hash_(std::move(key_hash)),
+        tag_(std::move(tag)) {}
+
+  // Adds an operator that `make` builds, fed by this stream; its node id.
+  int add_operator(std::string name, bool keyed, std::function<std::unique_ptr<OperatorBase>()> make) const;
+  // Feeds this stream into input `input` of `node`.
+  void connect(int node, int input) const;
+  // This stream with the next edge partitioned by `kind` (`key_hash` for kHash).
+  StreamRef partitioned(PartitionKind kind, std::shared_ptr<const void> key_hash = nullptr) const;
+  // Records of both.
+  StreamRef union_with(const StreamRef& other) const;
+  // The records of the side output `tag` of this stream's operators.
+  StreamRef side_output(const RecordOps* ops, std::string tag) const;
+
+  void set_parallelism(int p) const;
+  void set_uid(std::string uid) const;
+  void set_name(std::string name) const;
+  StreamEnvironment* environment() const { return env_; }
+
+ private:
+  StreamEnvironment* env_;
+  std::vector<int> nodes_;
+  const RecordOps* ops_;
+  PartitionKind kind_;
+  std::shared_ptr<const void> key_hash_;  // for kHash
+  std::string tag_;                       // side output of nodes_, or empty
+};
+
+// A key hash as StreamRef and StreamEdge keep it.
+template <typename T>
+std::shared_ptr<const void> erase_key_hash(std::function<uint64_t(const T&)> key_hash) {
+  return std::make_shared<const std::function<uint64_t(const T&)>>(std::move(key_hash));
+}
 
 // The graph-building side of the API, for the API's own templates (and
 // operators written outside weir that need a node of their own): nodes,
@@ -98,14 +141,16 @@ class GraphBuilder {
   template <typename T>
   static void connect_keyed(const DataStream<T>& stream, int node, int input,
                             std::type_identity_t<std::function<uint64_t(const T&)>> key_hash) {
-    stream.connect_keyed(node, input, std::move(key_hash));
+    stream.ref_.partitioned(PartitionKind::kHash, erase_key_hash<T>(std::move(key_hash))).connect(node, input);
   }
   // A keyed operator `make` builds, fed by `stream` hashed by `key_hash`.
   template <typename Out, typename T>
   static DataStream<Out> add_keyed(const DataStream<T>& stream, std::string name,
                                    std::type_identity_t<std::function<uint64_t(const T&)>> key_hash,
                                    std::function<std::unique_ptr<OperatorBase>()> make) {
-    return stream.template add_keyed<Out>(std::move(name), std::move(key_hash), std::move(make));
+    int id = stream.ref_.partitioned(PartitionKind::kHash, erase_key_hash<T>(std::move(key_hash)))
+                 .add_operator(std::move(name), true, std::move(make));
+    return DataStream<Out>(stream.environment(), id);
   }
   // An operator `make` builds, fed by `stream` as partitioned.
   template <typename Out, typename T>
@@ -120,24 +165,12 @@ class GraphBuilder {
       std::type_identity_t<std::function<std::unique_ptr<OperatorBase>(std::function<K(const T&)>)>> make) {
     return stream.template transform<Out>(std::move(name), std::move(make));
   }
+  // The stream of records node `id` emits.
+  template <typename T>
+  static DataStream<T> stream_of(StreamEnvironment* env, int id) {
+    return DataStream<T>(env, id);
+  }
 };
-
-// The typed factories of an edge carrying records of type T.
-// Combines several outputs into one.
-template <typename T>
-std::unique_ptr<OutputBase> fan_out(std::vector<std::unique_ptr<OutputBase>> outs) {
-  return std::make_unique<FanOutput<T>>(std::move(outs));
-}
-// Deserializes records into input `input` of `target`.
-template <typename T>
-std::unique_ptr<InputAdapter> read_input(OperatorBase* target, int input) {
-  return std::make_unique<TypedInputAdapter<T>>(static_cast<Input<T>*>(target->input_at(input)));
-}
-// Calls `target` directly (chained).
-template <typename T>
-std::unique_ptr<OutputBase> chain_to(OperatorBase* target) {
-  return std::make_unique<ChainedOutput<T>>(target);
-}
 
 }  // namespace detail
 
@@ -173,19 +206,10 @@ class JoinedStreams;
 template <typename T>
 class DataStream {
  public:
-  DataStream(StreamEnvironment* env, std::vector<int> nodes,
-             detail::PartitionKind kind = detail::PartitionKind::kDefault,
-             std::function<uint64_t(const T&)> key_hash = nullptr, std::string tag = "")
-      : env_(env),
-        nodes_(std::move(nodes)),
-        kind_(kind),
-        key_hash_(std::move(key_hash)),
-        tag_(std::move(tag)) {}
-
   // The records the operator behind this stream emitted to side output `tag`.
   template <Serializable U>
   DataStream<U> get_side_output(const OutputTag<U>& tag) const {
-    return DataStream<U>(env_, nodes_, detail::PartitionKind::kDefault, nullptr, tag.id);
+    return DataStream<U>(ref_.side_output(&detail::kRecordOps<U>, tag.id));
   }
 
   // ---- transformations ----
@@ -217,39 +241,35 @@ class DataStream {
   }
 
   OperatorHandle sink_to(SinkFactory<T> factory, std::string name = "sink") const {
-    int id = add_raw(std::move(name), false, [factory]() {
+    int id = ref_.add_operator(std::move(name), false, [factory]() {
       return std::make_unique<detail::SinkOperator<T>>(factory());
     });
-    return OperatorHandle(env_, id);
+    return OperatorHandle(ref_.environment(), id);
   }
 
   // ---- partitioning of the next edge ----
-  DataStream<T> rebalance() const { return with_kind(detail::PartitionKind::kRebalance); }
-  DataStream<T> broadcast() const { return with_kind(detail::PartitionKind::kBroadcast); }
-  DataStream<T> forward() const { return with_kind(detail::PartitionKind::kForward); }
+  DataStream<T> rebalance() const { return DataStream<T>(ref_.partitioned(detail::PartitionKind::kRebalance)); }
+  DataStream<T> broadcast() const { return DataStream<T>(ref_.partitioned(detail::PartitionKind::kBroadcast)); }
+  DataStream<T> forward() const { return DataStream<T>(ref_.partitioned(detail::PartitionKind::kForward)); }
 
   // Records of both streams, in no particular order between them.
-  DataStream<T> union_with(const DataStream<T>& other) const {
-    std::vector<int> all = nodes_;
-    all.insert(all.end(), other.nodes_.begin(), other.nodes_.end());
-    return DataStream<T>(env_, std::move(all), kind_, key_hash_, tag_);
-  }
+  DataStream<T> union_with(const DataStream<T>& other) const { return DataStream<T>(ref_.union_with(other.ref_)); }
 
   // ---- settings of the operator that produced this stream ----
   DataStream<T>& parallelism(int p) {
-    for (int n : nodes_) detail::GraphBuilder::node(*env_, n).parallelism = p;
+    ref_.set_parallelism(p);
     return *this;
   }
   DataStream<T>& uid(std::string u) {
-    detail::GraphBuilder::node(*env_, nodes_.back()).uid = std::move(u);
+    ref_.set_uid(std::move(u));
     return *this;
   }
   DataStream<T>& name(std::string n) {
-    detail::GraphBuilder::node(*env_, nodes_.back()).name = std::move(n);
+    ref_.set_name(std::move(n));
     return *this;
   }
 
-  StreamEnvironment* environment() const { return env_; }
+  StreamEnvironment* environment() const { return ref_.environment(); }
 
   // Both streams into one two-input operator; key them with key_by(f1, f2).
   template <typename U>
@@ -268,86 +288,20 @@ class DataStream {
 
  private:
   friend class detail::GraphBuilder;
+  friend class StreamEnvironment;
   template <typename U>
   friend class DataStream;
 
-  DataStream<T> with_kind(detail::PartitionKind k) const {
-    return DataStream<T>(env_, nodes_, k, nullptr, tag_);
-  }
-
-  // Feeds this stream, hashed by `key_hash`, into input `input` of `node`.
-  void connect_keyed(int node, int input, std::function<uint64_t(const T&)> key_hash) const {
-    DataStream<T> hashed(env_, nodes_, detail::PartitionKind::kHash, std::move(key_hash), tag_);
-    for (int from : nodes_) detail::GraphBuilder::add_edge(*env_, hashed.edge_to(from, node, input));
-  }
+  // The records node `id` emits.
+  DataStream(StreamEnvironment* env, int id) : ref_(env, {id}, &detail::kRecordOps<T>) {}
+  explicit DataStream(detail::StreamRef ref) : ref_(std::move(ref)) {}
 
   template <typename Out>
-  DataStream<Out> add_keyed(std::string name, std::function<uint64_t(const T&)> key_hash,
-                            std::function<std::unique_ptr<detail::OperatorBase>()> make) const {
-    DataStream<T> hashed(env_, nodes_, detail::PartitionKind::kHash, std::move(key_hash), tag_);
-    int id = hashed.add_raw(std::move(name), true, std::move(make));
-    return DataStream<Out>(env_, {id});
+  DataStream<Out> add(std::string name, std::function<std::unique_ptr<detail::OperatorBase>()> make) const {
+    return DataStream<Out>(ref_.environment(), ref_.add_operator(std::move(name), false, std::move(make)));
   }
 
-  template <typename Out, typename Make>
-  DataStream<Out> add(std::string name, Make make) const {
-    int id = add_raw(std::move(name), false, std::move(make));
-    return DataStream<Out>(env_, {id});
-  }
-
-  int add_raw(std::string name, bool keyed,
-              std::function<std::unique_ptr<detail::OperatorBase>()> make) const {
-    detail::StreamNode& n = detail::GraphBuilder::add_node(*env_, std::move(name));
-    n.make_operator = std::move(make);
-    n.is_keyed = keyed;
-    int id = n.id;
-    for (int from : nodes_) detail::GraphBuilder::add_edge(*env_, edge_to(from, id));
-    return id;
-  }
-
-  detail::StreamEdge edge_to(int from, int to, int input = 0) const {
-    detail::StreamEdge e;
-    e.from = from;
-    e.to = to;
-    e.input = input;
-    e.kind = kind_;
-    e.tag = tag_;
-    e.make_fanout = &detail::fan_out<T>;
-    detail::PartitionKind kind = kind_;
-    std::function<uint64_t(const T&)> key_hash = key_hash_;
-    e.make_writer = [kind, key_hash](detail::PartitionWriter* w, int max_parallelism)
-        -> std::unique_ptr<detail::OutputBase> {
-      detail::ChannelSelector<T> select;
-      switch (kind) {
-        case detail::PartitionKind::kHash:
-          select = [key_hash, max_parallelism](const T& r, int n) {
-            return operator_index_for_key_group(max_parallelism, n,
-                                                key_group_for_hash(key_hash(r), max_parallelism));
-          };
-          break;
-        case detail::PartitionKind::kBroadcast:
-          select = [](const T&, int) { return -1; };
-          break;
-        default:  // rebalance; forward and default-with-one-channel skip it
-          select = [next = 0](const T&, int n) mutable {
-            int c = next;
-            next = next + 1 == n ? 0 : next + 1;
-            return c;
-          };
-          break;
-      }
-      return std::make_unique<detail::PartitionOutput<T>>(w, std::move(select));
-    };
-    e.make_reader = &detail::read_input<T>;
-    e.make_chained = &detail::chain_to<T>;
-    return e;
-  }
-
-  StreamEnvironment* env_;
-  std::vector<int> nodes_;
-  detail::PartitionKind kind_;
-  std::function<uint64_t(const T&)> key_hash_;  // for kHash
-  std::string tag_;                             // side output of nodes_, or empty
+  detail::StreamRef ref_;
 };
 
 template <typename K, typename T>
@@ -437,7 +391,7 @@ class KeyedConnectedStreams {
     int id = n.id;
     detail::GraphBuilder::connect_keyed<A>(a_, id, 0, [ka](const A& r) { return KeyHash<K>{}(ka(r)); });
     detail::GraphBuilder::connect_keyed<B>(b_, id, 1, [kb](const B& r) { return KeyHash<K>{}(kb(r)); });
-    return DataStream<Out>(env, {id});
+    return detail::GraphBuilder::stream_of<Out>(env, id);
   }
 
  private:
@@ -475,7 +429,7 @@ DataStream<T> StreamEnvironment::from_source(SourceFactory<T> factory, std::stri
   n.make_operator = [factory, watermarks]() {
     return std::make_unique<detail::SourceOperator<T>>(factory(), watermarks);
   };
-  return DataStream<T>(this, {n.id});
+  return DataStream<T>(this, n.id);
 }
 
 }  // namespace weir

@@ -82,10 +82,10 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
       if (se.from != node) continue;
       int target = index_in_chain(se.to);
       if (target >= 0) {
-        outs[se.tag].push_back(se.make_chained(chain->operators[target].get()));
+        outs[se.tag].push_back(se.ops->make_chained(chain->operators[target].get()));
       } else {
         int je = g.job_edge_of(static_cast<int>(e));
-        outs[se.tag].push_back(se.make_writer(partition_of_edge[je], g.max_parallelism));
+        outs[se.tag].push_back(se.ops->make_writer(partition_of_edge[je], g.max_parallelism, se.kind, se.key_hash.get()));
       }
       edge_of_tag[se.tag] = &se;
     }
@@ -93,7 +93,7 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
     op.set_output(nullptr);
     for (auto& [tag, list] : outs) {
       std::unique_ptr<detail::OutputBase> out =
-          list.size() == 1 ? std::move(list[0]) : edge_of_tag[tag]->make_fanout(std::move(list));
+          list.size() == 1 ? std::move(list[0]) : edge_of_tag[tag]->ops->make_fanout(std::move(list));
       if (tag.empty()) {
         op.set_output(std::move(out));
       } else {

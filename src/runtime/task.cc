@@ -249,7 +249,7 @@ absl::Status Task::build_inputs() {
   for (int e : vertex_.inputs) {
     const graph::JobEdge& je = graph_->edges[e];
     const detail::StreamEdge& se = graph_->stream.edges[je.stream_edge];
-    adapters_.push_back(se.make_reader(head, se.input));
+    adapters_.push_back(se.ops->make_reader(head, se.input));
     int producers = graph_->vertices[je.source_vertex].parallelism;
     for (int p = 0; p < producers; ++p) {
       if (je.pointwise && p != tdd_.execution.subtask) continue;

@@ -36,22 +36,35 @@ struct StreamNode {
   std::function<std::unique_ptr<OperatorBase>()> make_operator;
 };
 
+// The typed pieces the runtime needs for records of one type: one table per
+// type (`record_ops<T>()` in weir/stream.h), so the untyped runtime can wire
+// a job without knowing its types.
+struct RecordOps {
+  // Serializes records into a network partition, choosing each record's
+  // channel by `kind` (for kHash by the key group of `key_hash`, a
+  // `std::function<uint64_t(const T&)>`).
+  std::unique_ptr<OutputBase> (*make_writer)(PartitionWriter* writer, int max_parallelism, PartitionKind kind,
+                                             const void* key_hash) = nullptr;
+  // Deserializes records into input `input` of `target`.
+  std::unique_ptr<InputAdapter> (*make_reader)(OperatorBase* target, int input) = nullptr;
+  // Calls `target` directly when both are chained into one task.
+  std::unique_ptr<OutputBase> (*make_chained)(OperatorBase* target) = nullptr;
+  // Combines several outputs of this record type into one.
+  std::unique_ptr<OutputBase> (*make_fanout)(std::vector<std::unique_ptr<OutputBase>> outs) = nullptr;
+};
+
 struct StreamEdge {
   int from = 0;
   int to = 0;
   PartitionKind kind = PartitionKind::kDefault;
-  // Serializes `from`'s records into a network partition.
-  std::function<std::unique_ptr<OutputBase>(PartitionWriter*, int max_parallelism)> make_writer;
-  // Deserializes records into input `input` of `to`.
-  std::unique_ptr<InputAdapter> (*make_reader)(OperatorBase* target, int input) = nullptr;
-  // Calls `to` directly when both are chained into one task.
-  std::unique_ptr<OutputBase> (*make_chained)(OperatorBase* target) = nullptr;
+  // The edge's record type.
+  const RecordOps* ops = nullptr;
+  // For kHash: the record's key hash, a `std::function<uint64_t(const T&)>`.
+  std::shared_ptr<const void> key_hash;
   // Which input of `to` this edge feeds (two-input operators). Default: 0.
   int input = 0;
   // The side output of `from` this edge carries; empty for the main output.
   std::string tag;
-  // Combines several outputs of this edge's record type into one.
-  std::unique_ptr<OutputBase> (*make_fanout)(std::vector<std::unique_ptr<OutputBase>> outs) = nullptr;
 };
 
 struct StreamGraph {
