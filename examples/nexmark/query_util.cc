@@ -125,5 +125,9 @@ bool better(const Bid& b, const std::optional<Bid>& best) {
   return b.date_time < best->date_time;
 }
 
-// Keyed by auction id. Bids that come before their auction wait for it.
 }  // namespace weir::nexmark::internal
+
+WEIR_INSTANTIATE_RECORD_TYPE(weir::nexmark::Event)
+WEIR_INSTANTIATE_RECORD_TYPE(weir::nexmark::Bid)
+WEIR_INSTANTIATE_RECORD_TYPE(weir::nexmark::Auction)
+WEIR_INSTANTIATE_RECORD_TYPE(weir::nexmark::Person)

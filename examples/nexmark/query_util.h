@@ -77,4 +77,11 @@ void q22(StreamEnvironment& env, const QueryOptions& o);
 
 }  // namespace weir::nexmark::internal
 
+// The event types every query file uses: their plumbing is compiled once,
+// in query_util.cc.
+WEIR_EXTERN_RECORD_TYPE(weir::nexmark::Event)
+WEIR_EXTERN_RECORD_TYPE(weir::nexmark::Bid)
+WEIR_EXTERN_RECORD_TYPE(weir::nexmark::Auction)
+WEIR_EXTERN_RECORD_TYPE(weir::nexmark::Person)
+
 #endif  // WEIR_EXAMPLES_NEXMARK_QUERY_UTIL_H_

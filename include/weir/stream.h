@@ -74,29 +74,25 @@ class StreamEnvironment {
   detail::StreamNode& add_node(std::string name);
   detail::StreamNode& node(int id) { return graph_.nodes[id]; }
   void add_edge(detail::StreamEdge e);
+  int add_stream(detail::StreamSpec spec);
 
   JobConfig config_;
   detail::StreamGraph graph_;
+  std::vector<detail::StreamSpec> streams_;  // behind the StreamRefs
   absl::Status build_error_;
 };
 
 namespace detail {
 
-// The untyped part of a DataStream: the nodes whose records it carries, and
-// how the edges to the next operator partition them. The graph building is
-// here, compiled once (src/graph/stream_builder.cc) rather than per record
-// type.
+// The untyped part of a DataStream: a handle to what the environment keeps
+// of the stream (StreamSpec: the nodes whose records it carries, and how the
+// edges to the next operator partition them). Two words, trivially copied;
+// the graph building is compiled once (src/graph/stream_builder.cc) rather
+// than per record type.
 class StreamRef {
  public:
-  StreamRef(StreamEnvironment* env, std::vector<int> nodes, const RecordOps* ops,
-            PartitionKind kind = PartitionKind::kDefault, std::shared_ptr<const void> key_hash = nullptr,
-            std::string tag = "")
-      : env_(env),
-        nodes_(std::move(nodes)),
-        ops_(ops),
-        kind_(kind),
-        key_hash_(std::move(key_hash)),
-        tag_(std::move(tag)) {}
+  // A stream of the records of node `node`.
+  StreamRef(StreamEnvironment* env, int node, const RecordOps* ops);
 
   // Adds an operator that `make` builds, fed by this stream; its node id.
   int add_operator(std::string name, bool keyed, std::function<std::unique_ptr<OperatorBase>()> make) const;
@@ -115,12 +111,11 @@ class StreamRef {
   StreamEnvironment* environment() const { return env_; }
 
  private:
+  StreamRef(StreamEnvironment* env, StreamSpec spec);
+  const StreamSpec& spec() const;
+
   StreamEnvironment* env_;
-  std::vector<int> nodes_;
-  const RecordOps* ops_;
-  PartitionKind kind_;
-  std::shared_ptr<const void> key_hash_;  // for kHash
-  std::string tag_;                       // side output of nodes_, or empty
+  int id_;  // in the environment's streams
 };
 
 // A key hash as StreamRef and StreamEdge keep it.
@@ -292,9 +287,9 @@ class DataStream {
   template <typename U>
   friend class DataStream;
 
-  // The records node `id` emits.
-  DataStream(StreamEnvironment* env, int id) : ref_(env, {id}, &detail::kRecordOps<T>) {}
-  explicit DataStream(detail::StreamRef ref) : ref_(std::move(ref)) {}
+  // The records node `node` emits.
+  DataStream(StreamEnvironment* env, int node) : ref_(env, node, &detail::kRecordOps<T>) {}
+  explicit DataStream(detail::StreamRef ref) : ref_(ref) {}
 
   template <typename Out>
   DataStream<Out> add(std::string name, std::function<std::unique_ptr<detail::OperatorBase>()> make) const {
@@ -433,5 +428,19 @@ DataStream<T> StreamEnvironment::from_source(SourceFactory<T> factory, std::stri
 }
 
 }  // namespace weir
+
+// A job whose record type T appears in several of its source files can
+// compile T's operator plumbing (outputs, partitioning, deserializing) once:
+// WEIR_EXTERN_RECORD_TYPE(T) in a header those files include, outside any
+// namespace, and WEIR_INSTANTIATE_RECORD_TYPE(T) in one of its source files.
+// Name T fully qualified.
+#define WEIR_EXTERN_RECORD_TYPE(T) \
+  namespace weir::detail {         \
+  WEIR_RECORD_TYPE_TEMPLATES(extern, T); \
+  }
+#define WEIR_INSTANTIATE_RECORD_TYPE(T) \
+  namespace weir::detail {              \
+  WEIR_RECORD_TYPE_TEMPLATES(, T);      \
+  }
 
 #endif  // WEIR_STREAM_H_

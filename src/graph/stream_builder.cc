@@ -17,7 +17,23 @@ detail::StreamNode& StreamEnvironment::add_node(std::string name) {
 
 void StreamEnvironment::add_edge(detail::StreamEdge e) { graph_.edges.push_back(std::move(e)); }
 
+int StreamEnvironment::add_stream(detail::StreamSpec spec) {
+  streams_.push_back(std::move(spec));
+  return static_cast<int>(streams_.size()) - 1;
+}
+
 namespace detail {
+
+StreamRef::StreamRef(StreamEnvironment* env, int node, const RecordOps* ops) : env_(env) {
+  StreamSpec spec;
+  spec.nodes = {node};
+  spec.ops = ops;
+  id_ = env->add_stream(std::move(spec));
+}
+
+StreamRef::StreamRef(StreamEnvironment* env, StreamSpec spec) : env_(env), id_(env->add_stream(std::move(spec))) {}
+
+const StreamSpec& StreamRef::spec() const { return env_->streams_[id_]; }
 
 int StreamRef::add_operator(std::string name, bool keyed,
                             std::function<std::unique_ptr<OperatorBase>()> make) const {
@@ -30,40 +46,49 @@ int StreamRef::add_operator(std::string name, bool keyed,
 }
 
 void StreamRef::connect(int node, int input) const {
-  for (int from : nodes_) {
+  const StreamSpec& s = spec();
+  for (int from : s.nodes) {
     StreamEdge e;
     e.from = from;
     e.to = node;
     e.input = input;
-    e.kind = kind_;
-    e.ops = ops_;
-    e.key_hash = key_hash_;
-    e.tag = tag_;
+    e.kind = s.kind;
+    e.ops = s.ops;
+    e.key_hash = s.key_hash;
+    e.tag = s.tag;
     env_->add_edge(std::move(e));
   }
 }
 
 StreamRef StreamRef::partitioned(PartitionKind kind, std::shared_ptr<const void> key_hash) const {
-  return StreamRef(env_, nodes_, ops_, kind, std::move(key_hash), tag_);
+  StreamSpec s = spec();
+  s.kind = kind;
+  s.key_hash = std::move(key_hash);
+  return StreamRef(env_, std::move(s));
 }
 
 StreamRef StreamRef::union_with(const StreamRef& other) const {
-  std::vector<int> all = nodes_;
-  all.insert(all.end(), other.nodes_.begin(), other.nodes_.end());
-  return StreamRef(env_, std::move(all), ops_, kind_, key_hash_, tag_);
+  StreamSpec s = spec();
+  const std::vector<int>& more = other.spec().nodes;
+  s.nodes.insert(s.nodes.end(), more.begin(), more.end());
+  return StreamRef(env_, std::move(s));
 }
 
 StreamRef StreamRef::side_output(const RecordOps* ops, std::string tag) const {
-  return StreamRef(env_, nodes_, ops, PartitionKind::kDefault, nullptr, std::move(tag));
+  StreamSpec s;
+  s.nodes = spec().nodes;
+  s.ops = ops;
+  s.tag = std::move(tag);
+  return StreamRef(env_, std::move(s));
 }
 
 void StreamRef::set_parallelism(int p) const {
-  for (int n : nodes_) env_->node(n).parallelism = p;
+  for (int n : spec().nodes) env_->node(n).parallelism = p;
 }
 
-void StreamRef::set_uid(std::string uid) const { env_->node(nodes_.back()).uid = std::move(uid); }
+void StreamRef::set_uid(std::string uid) const { env_->node(spec().nodes.back()).uid = std::move(uid); }
 
-void StreamRef::set_name(std::string name) const { env_->node(nodes_.back()).name = std::move(name); }
+void StreamRef::set_name(std::string name) const { env_->node(spec().nodes.back()).name = std::move(name); }
 
 }  // namespace detail
 }  // namespace weir

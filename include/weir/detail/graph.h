@@ -67,6 +67,16 @@ struct StreamEdge {
   std::string tag;
 };
 
+// What a DataStream stands for: the nodes whose records it carries, and how
+// the edges to the next operator partition them.
+struct StreamSpec {
+  std::vector<int> nodes;
+  const RecordOps* ops = nullptr;
+  PartitionKind kind = PartitionKind::kDefault;
+  std::shared_ptr<const void> key_hash;  // for kHash
+  std::string tag;                       // side output of `nodes`, or empty
+};
+
 struct StreamGraph {
   std::vector<StreamNode> nodes;
   std::vector<StreamEdge> edges;
