@@ -1,7 +1,9 @@
-// Operator templates behind the DataStream API, and the typed outputs that
-// connect them: chained (a direct call), fan-out (several downstream), and
-// partitioned (serialize into a network channel chosen by a partitioner).
-// Confined to the task thread.
+// Operator templates behind the DataStream API (with KeyedOperatorCore, the
+// keyed half every keyed operator shares), and the typed outputs that connect
+// them: chained (a direct call), fan-out (several downstream), and
+// partitioned (serialize into a network channel chosen by a partitioner);
+// kRecordOps<T> is the table of them by which the runtime wires a record
+// type. Confined to the task thread.
 #ifndef WEIR_DETAIL_OPERATORS_H_
 #define WEIR_DETAIL_OPERATORS_H_
 
