@@ -5,7 +5,10 @@
 #   bench/ab.sh BUILD_DIR_A BUILD_DIR_B
 # REPEAT (default 5) runs per side, RECORDS (default 20 M) per scenario,
 # QUERIES (default "q5 q20") on EVENTS (default 5 M) events, exactly-once
-# checkpoints every 1 s.
+# checkpoints every 1 s. PIN_CPU=N runs every process on CPU N alone: the
+# source and the keyed task then share one core, which takes the cost of
+# moving cache lines between cores (most of a two-thread run's spread on a
+# shared machine) out of the figure and leaves the code's cost per record.
 set -euo pipefail
 A=$1
 B=$2
@@ -13,6 +16,8 @@ REPEAT=${REPEAT:-5}
 RECORDS=${RECORDS:-20000000}
 QUERIES=${QUERIES:-"q5 q20"}
 EVENTS=${EVENTS:-5000000}
+PIN=()
+[ -n "${PIN_CPU:-}" ] && PIN=(taskset -c "$PIN_CPU")
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
@@ -20,7 +25,7 @@ for scenario in chained keyed keyed-checkpointed; do
   for i in $(seq "$REPEAT"); do
     for side in A B; do
       dir=$A; [ "$side" = B ] && dir=$B
-      line=$("$dir/bench/weir_bench" --scenario "$scenario" --records "$RECORDS" 2>/dev/null)
+      line=$("${PIN[@]}" "$dir/bench/weir_bench" --scenario "$scenario" --records "$RECORDS" 2>/dev/null)
       rate=$(echo "$line" | sed -n 's/.*rec_per_cpu_s=\([0-9.]*\).*/\1/p')
       rss=$(echo "$line" | sed -n 's/.*peak_rss_mb=\([0-9.]*\).*/\1/p')
       echo "$scenario $side $rate $rss" | tee -a "$results"
@@ -31,7 +36,7 @@ for q in $QUERIES; do
   for i in $(seq "$REPEAT"); do
     for side in A B; do
       dir=$A; [ "$side" = B ] && dir=$B
-      out=$("$dir/weir" nexmark --query "$q" --events "$EVENTS" --parallelism 1 \
+      out=$("${PIN[@]}" "$dir/weir" nexmark --query "$q" --events "$EVENTS" --parallelism 1 \
         --checkpoint-interval 1s --mode exactly-once 2>&1)
       rate=$(echo "$out" | awk '/events\/s per core/ {print $4}')
       rss=$(echo "$out" | awk '/^peak rss/ {print $3}')

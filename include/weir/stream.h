@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "weir/config.h"
 #include "weir/detail/graph.h"
-#include "weir/detail/operators.h"
+#include "weir/detail/keyed_operators.h"
 #include "weir/functions.h"
 #include "weir/job_control.h"
 #include "weir/job_result.h"

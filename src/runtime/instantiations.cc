@@ -1,9 +1,11 @@
 // Explicit instantiations of the operator pieces for the record types nearly
-// every job has (declared extern in weir/detail/operators.h): compiled once
-// here, so a job's translation units neither compile nor emit them.
+// every job has (declared extern in weir/detail/operators.h and
+// keyed_operators.h): compiled once here, so a job's translation units
+// neither compile nor emit them.
 #include <cstdint>
 #include <string>
 
+#include "weir/detail/keyed_operators.h"
 #include "weir/detail/operators.h"
 
 namespace weir::detail {
