@@ -1,5 +1,6 @@
 // The generator against the published test vectors: single events and
-// aggregate checks over the first 100 000 events at 10 000 events/s.
+// aggregate checks over the first 100 000 and 1 000 000 events at 10 000
+// events/s.
 #include "examples/nexmark/generator.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,38 @@ TEST(JavaRandomTest, MatchesJavaUtilRandom) {
   EXPECT_EQ(r.next_int(10), 0);
   EXPECT_EQ(r.next_int(100), 63);
   EXPECT_EQ(r.next_long(), -5843495416241995736LL);
+}
+
+// nextExactString one character at a time, as Beam writes it.
+std::string exact_string_reference(JavaRandom& rng, int64_t len) {
+  std::string s;
+  int32_t x = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    if (i % 6 == 0) x = rng.next_int();
+    s.push_back(static_cast<char>('a' + x % 26));
+    x /= 26;
+  }
+  return s;
+}
+
+TEST(JavaRandomTest, ExactStringsMatchTheCharacterAtATimeVersion) {
+  // Lengths around the group size and past the draws computed ahead (96
+  // groups = 576 characters), many seeds, a reused output string.
+  std::string out = "stale";
+  for (int64_t seed = 0; seed < 300; ++seed) {
+    for (int64_t len : {0, 1, 5, 6, 7, 12, 13, 70, 575, 576, 577, 582, 583, 1000}) {
+      JavaRandom expected_rng(seed * 7919), rng(seed * 7919);
+      const std::string expected = exact_string_reference(expected_rng, len);
+      internal::next_exact_string(rng, len, &out);
+      ASSERT_EQ(out, expected) << "seed " << seed * 7919 << " len " << len;
+      ASSERT_EQ(rng.next_int(), expected_rng.next_int()) << "state after, seed " << seed * 7919 << " len " << len;
+    }
+  }
+  // Draws of both signs come up (characters above and below the letters).
+  JavaRandom rng(0);
+  internal::next_exact_string(rng, 6000, &out);
+  EXPECT_NE(out.find_first_of("abcdefghijklmnopqrstuvwxyz"), std::string::npos);
+  EXPECT_NE(out.find_first_not_of("abcdefghijklmnopqrstuvwxyz"), std::string::npos);
 }
 
 GeneratorConfig vector_config() {
@@ -79,72 +112,111 @@ TEST(GeneratorTest, FirstEventsMatchTheTestVectors) {
   EXPECT_EQ(b123456.bid.price, 66082);
 }
 
-TEST(GeneratorTest, AggregatesOverTheFirst100000EventsMatch) {
+// The aggregate check of the published test vectors over the first n events.
+struct Aggregates {
+  int64_t persons = 0;
+  int64_t auctions = 0;
+  int64_t bids = 0;
+  int64_t sum_dt = 0;
+  int64_t sum_price = 0;
+  int64_t sum_auction = 0;
+  int64_t sum_bidder = 0;
+  int64_t sum_seller = 0;
+  int64_t sum_category = 0;
+  int64_t cat10 = 0;
+  int64_t sum_len = 0;
+  int64_t sum_initial = 0;
+  int64_t sum_reserve = 0;
+  int64_t west = 0;
+  int64_t sum_extra = 0;
+  uint64_t fnv = 0xcbf29ce484222325ULL;
+};
+
+Aggregates aggregate(int64_t n_events) {
   Generator g(vector_config());
   const int64_t base = g.config().base_time;
-  int64_t persons = 0, auctions = 0, bids = 0, sum_dt = 0, sum_price = 0, sum_auction = 0,
-          sum_bidder = 0, sum_seller = 0, sum_category = 0, cat10 = 0, sum_len = 0,
-          sum_initial = 0, sum_reserve = 0, west = 0, sum_extra = 0;
-  uint64_t h = 0xcbf29ce484222325ULL;
+  Aggregates a;
   auto hash = [&](const std::string& s) {
     for (unsigned char c : s) {
-      h ^= c;
-      h *= 0x100000001b3ULL;
+      a.fnv ^= c;
+      a.fnv *= 0x100000001b3ULL;
     }
-    h ^= static_cast<unsigned char>('|');
-    h *= 0x100000001b3ULL;
+    a.fnv ^= static_cast<unsigned char>('|');
+    a.fnv *= 0x100000001b3ULL;
   };
   Event e;
-  for (int64_t n = 0; n < 100000; ++n) {
+  for (int64_t n = 0; n < n_events; ++n) {
     g.generate_into(n, &e);
-    sum_dt += e.date_time() - base;
+    a.sum_dt += e.date_time() - base;
     switch (e.type) {
       case EventType::kPerson:
-        ++persons;
-        if (e.person.state == "OR" || e.person.state == "ID" || e.person.state == "CA") ++west;
-        sum_extra += static_cast<int64_t>(e.person.extra.size());
+        ++a.persons;
+        if (e.person.state == "OR" || e.person.state == "ID" || e.person.state == "CA") ++a.west;
+        a.sum_extra += static_cast<int64_t>(e.person.extra.size());
         for (auto* s : {&e.person.name, &e.person.email, &e.person.credit_card, &e.person.city,
                         &e.person.state, &e.person.extra}) {
           hash(*s);
         }
         break;
       case EventType::kAuction:
-        ++auctions;
-        sum_seller += e.auction.seller;
-        sum_category += e.auction.category;
-        cat10 += e.auction.category == 10;
-        sum_len += e.auction.expires - e.auction.date_time;
-        sum_initial += e.auction.initial_bid;
-        sum_reserve += e.auction.reserve;
-        sum_extra += static_cast<int64_t>(e.auction.extra.size());
+        ++a.auctions;
+        a.sum_seller += e.auction.seller;
+        a.sum_category += e.auction.category;
+        a.cat10 += e.auction.category == 10;
+        a.sum_len += e.auction.expires - e.auction.date_time;
+        a.sum_initial += e.auction.initial_bid;
+        a.sum_reserve += e.auction.reserve;
+        a.sum_extra += static_cast<int64_t>(e.auction.extra.size());
         for (auto* s : {&e.auction.item_name, &e.auction.description, &e.auction.extra}) hash(*s);
         break;
       case EventType::kBid:
-        ++bids;
-        sum_price += e.bid.price;
-        sum_auction += e.bid.auction;
-        sum_bidder += e.bid.bidder;
-        sum_extra += static_cast<int64_t>(e.bid.extra.size());
+        ++a.bids;
+        a.sum_price += e.bid.price;
+        a.sum_auction += e.bid.auction;
+        a.sum_bidder += e.bid.bidder;
+        a.sum_extra += static_cast<int64_t>(e.bid.extra.size());
         hash(e.bid.extra);
         break;
     }
   }
-  EXPECT_EQ(persons, 2000);
-  EXPECT_EQ(auctions, 6000);
-  EXPECT_EQ(bids, 92000);
-  EXPECT_EQ(sum_dt, 499950000);
-  EXPECT_EQ(sum_price, 667953890778);
-  EXPECT_EQ(sum_auction, 363648112);
-  EXPECT_EQ(sum_bidder, 172130989);
-  EXPECT_EQ(sum_seller, 11266569);
-  EXPECT_EQ(sum_category, 71909);
-  EXPECT_EQ(cat10, 1236);
-  EXPECT_EQ(sum_len, 1006849);
-  EXPECT_EQ(sum_initial, 42818320499);
-  EXPECT_EQ(sum_reserve, 84210428628);
-  EXPECT_EQ(west, 977);
-  EXPECT_EQ(sum_extra, 8831581);
-  EXPECT_EQ(h, 0x65335e78661e5ec5ULL);
+  return a;
+}
+
+void expect_aggregates(const Aggregates& a, const Aggregates& e) {
+  EXPECT_EQ(a.persons, e.persons);
+  EXPECT_EQ(a.auctions, e.auctions);
+  EXPECT_EQ(a.bids, e.bids);
+  EXPECT_EQ(a.sum_dt, e.sum_dt);
+  EXPECT_EQ(a.sum_price, e.sum_price);
+  EXPECT_EQ(a.sum_auction, e.sum_auction);
+  EXPECT_EQ(a.sum_bidder, e.sum_bidder);
+  EXPECT_EQ(a.sum_seller, e.sum_seller);
+  EXPECT_EQ(a.sum_category, e.sum_category);
+  EXPECT_EQ(a.cat10, e.cat10);
+  EXPECT_EQ(a.sum_len, e.sum_len);
+  EXPECT_EQ(a.sum_initial, e.sum_initial);
+  EXPECT_EQ(a.sum_reserve, e.sum_reserve);
+  EXPECT_EQ(a.west, e.west);
+  EXPECT_EQ(a.sum_extra, e.sum_extra);
+  EXPECT_EQ(a.fnv, e.fnv);
+}
+
+TEST(GeneratorTest, AggregatesOverTheFirst100000EventsMatch) {
+  expect_aggregates(aggregate(100000),
+                    {.persons = 2000, .auctions = 6000, .bids = 92000, .sum_dt = 499950000,
+                     .sum_price = 667953890778, .sum_auction = 363648112, .sum_bidder = 172130989,
+                     .sum_seller = 11266569, .sum_category = 71909, .cat10 = 1236, .sum_len = 1006849,
+                     .sum_initial = 42818320499, .sum_reserve = 84210428628, .west = 977,
+                     .sum_extra = 8831581, .fnv = 0x65335e78661e5ec5ULL});
+}
+
+TEST(GeneratorTest, AggregatesOverTheFirstMillionEventsMatch) {
+  expect_aggregates(aggregate(1000000),
+                    {.persons = 20000, .auctions = 60000, .bids = 920000, .sum_dt = 49999500000,
+                     .sum_price = 6659865839701, .sum_auction = 28477004074, .sum_bidder = 9975213650,
+                     .sum_seller = 650505402, .sum_category = 720077, .cat10 = 12041, .sum_len = 10022075,
+                     .sum_initial = 430393391801, .sum_reserve = 857978436688, .west = 9884,
+                     .sum_extra = 88272222, .fnv = 0x4022f3e28e31ae40ULL});
 }
 
 TEST(GeneratorTest, ChannelsAndUrlsAreDeterministicAndWellFormed) {
