@@ -206,7 +206,25 @@ void q9(StreamEnvironment& env, const QueryOptions& o) {
   sink(rows, o);
 }
 
-// q4 stage 1: an auction's maximum qualifying price changed.
+// q4 stage 1: an auction's maximum qualifying price changed. Only the
+// columns q4 reads travel and stay in state (a SQL planner prunes the rest
+// the same way): per auction its time span and category, its best price,
+// and the bids that arrived before it.
+struct AuctionSpan {
+  int64_t id = 0;
+  int64_t date_time = 0;
+  int64_t expires = 0;
+  int64_t category = 0;
+  auto weir_fields() { return std::tie(id, date_time, expires, category); }
+};
+
+struct PriceAt {
+  int64_t auction = 0;
+  int64_t date_time = 0;
+  int64_t price = 0;
+  auto weir_fields() { return std::tie(auction, date_time, price); }
+};
+
 struct MaxChange {
   int64_t category = 0;
   int64_t old_max = -1;  // -1: the auction had none
@@ -214,13 +232,39 @@ struct MaxChange {
   auto weir_fields() { return std::tie(category, old_max, new_max); }
 };
 
-class AuctionMaxPrice final : public AuctionBids<MaxChange> {
- protected:
-  void improved(const Auction& a, const std::optional<Bid>& old, const Bid& now,
-                Collector<MaxChange>& out) override {
-    if (old && old->price == now.price) return;  // same maximum, earlier bid
-    out.collect({a.category, old ? old->price : -1, now.price});
+class AuctionMaxPrice final : public KeyedCoProcessFunction<int64_t, AuctionSpan, PriceAt, MaxChange> {
+ public:
+  absl::Status open(KeyedRuntimeContext<int64_t>& ctx) override {
+    auction_ = &ctx.get_state(ValueStateDescriptor<AuctionSpan>{"auction"});
+    max_ = &ctx.get_state(ValueStateDescriptor<int64_t>{"max-price"});
+    waiting_ = &ctx.get_list_state(ListStateDescriptor<PriceAt>{"waiting-bids"});
+    return absl::OkStatus();
   }
+  void process_element1(const AuctionSpan& a, Context&, Collector<MaxChange>& out) override {
+    auction_->update(a);
+    for (const PriceAt& b : waiting_->get()) offer(a, b, out);
+    waiting_->clear();
+  }
+  void process_element2(const PriceAt& b, Context&, Collector<MaxChange>& out) override {
+    if (auto a = auction_->value()) {
+      offer(*a, b, out);
+    } else {
+      waiting_->add(b);
+    }
+  }
+
+ private:
+  // A higher qualifying price changes the maximum; an equal one does not.
+  void offer(const AuctionSpan& a, const PriceAt& b, Collector<MaxChange>& out) {
+    if (b.date_time < a.date_time || b.date_time > a.expires) return;
+    const int64_t old = max_->value_or(-1);
+    if (b.price <= old) return;
+    max_->update(b.price);
+    out.collect({a.category, old, b.price});
+  }
+  ValueState<AuctionSpan>* auction_ = nullptr;
+  ValueState<int64_t>* max_ = nullptr;
+  ListState<PriceAt>* waiting_ = nullptr;
 };
 
 // q4 stage 2: per category, the (integer) average of the auctions' maxima.
@@ -257,10 +301,14 @@ class CategoryAverage final : public KeyedProcessFunction<int64_t, MaxChange, st
 void q4(StreamEnvironment& env, const QueryOptions& o) {
   auto ev = events(env, o);
   auto b = ev.filter([](const Event& e) { return e.type == EventType::kBid; }, "bids")
-               .map([](const Event& e) { return e.bid; }, "bid");
-  auto maxima = auctions(ev)
-                    .connect(b)
-                    .key_by([](const Auction& a) { return a.id; }, [](const Bid& b) { return b.auction; })
+               .map([](const Event& e) { return PriceAt{e.bid.auction, e.bid.date_time, e.bid.price}; }, "bid-price");
+  auto spans = ev.filter([](const Event& e) { return e.type == EventType::kAuction; }, "auctions")
+                   .map([](const Event& e) {
+                     const Auction& a = e.auction;
+                     return AuctionSpan{a.id, a.date_time, a.expires, a.category};
+                   }, "auction-span");
+  auto maxima = spans.connect(b)
+                    .key_by([](const AuctionSpan& a) { return a.id; }, [](const PriceAt& b) { return b.auction; })
                     .process<MaxChange>([] { return std::make_unique<AuctionMaxPrice>(); }, "auction-max");
   maxima.uid("auction-max");
   auto rows = maxima.key_by([](const MaxChange& m) { return m.category; })

@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <filesystem>
 #include <system_error>
 
@@ -62,14 +65,45 @@ class MappedBytes final : public StateFileBytes {
   const std::unique_ptr<MappedFile> file_;
 };
 
-class StringBytes final : public StateFileBytes {
+}  // namespace
+
+// A state file held in memory. It grows with realloc(), which moves a large
+// (mmap-backed) block by remapping its pages instead of copying them, so a
+// file of N bytes never needs 2N while it is written; finish() returns the
+// unused tail.
+class MemoryCheckpointStorage::File final : public StateFileBytes {
  public:
-  explicit StringBytes(std::shared_ptr<const std::string> s) : s_(std::move(s)) {}
-  std::string_view bytes() const override { return *s_; }
+  File() = default;
+  explicit File(std::string_view bytes) { append(bytes); }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  ~File() override { std::free(data_); }
+
+  void append(std::string_view bytes) {
+    if (bytes.empty()) return;
+    if (size_ + bytes.size() > capacity_) resize(std::max(size_ + bytes.size(), capacity_ + capacity_ / 2));
+    std::memcpy(data_ + size_, bytes.data(), bytes.size());
+    size_ += bytes.size();
+  }
+  void shrink_to_fit() {
+    if (size_ > 0 && size_ < capacity_) resize(size_);
+  }
+  std::string_view bytes() const override { return {data_, size_}; }
 
  private:
-  const std::shared_ptr<const std::string> s_;
+  void resize(size_t capacity) {
+    void* p = std::realloc(data_, capacity);
+    if (p == nullptr) throw std::bad_alloc();
+    data_ = static_cast<char*>(p);
+    capacity_ = capacity;
+  }
+
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
 };
+
+namespace {
 
 absl::Status verify_files(const RestoredCheckpoint& cp, CheckpointStorage& storage) {
   for (const auto& op : cp.metadata.operators) {
@@ -231,12 +265,13 @@ absl::StatusOr<std::unique_ptr<StateFileOutput>> MemoryCheckpointStorage::create
     Output(MemoryCheckpointStorage* storage, int64_t id, std::string name)
         : storage_(storage), id_(id), name_(std::move(name)) {}
     absl::Status append(std::string_view bytes) override {
-      bytes_.append(bytes);
+      file_->append(bytes);
       return absl::OkStatus();
     }
     absl::Status finish() override {
+      file_->shrink_to_fit();
       absl::MutexLock lock(&storage_->mu_);
-      storage_->files_[id_][name_] = std::make_shared<const std::string>(std::move(bytes_));
+      storage_->files_[id_][name_] = std::move(file_);
       return absl::OkStatus();
     }
 
@@ -244,14 +279,14 @@ absl::StatusOr<std::unique_ptr<StateFileOutput>> MemoryCheckpointStorage::create
     MemoryCheckpointStorage* storage_;
     const int64_t id_;
     const std::string name_;
-    std::string bytes_;
+    std::shared_ptr<File> file_ = std::make_shared<File>();
   };
   return std::unique_ptr<StateFileOutput>(new Output(this, id, name));
 }
 
 absl::StatusOr<std::string> MemoryCheckpointStorage::finalize(const CheckpointMetadata& m) {
   absl::MutexLock lock(&mu_);
-  files_[m.checkpoint_id][std::string(kMetadataFileName)] = std::make_shared<const std::string>(encode_metadata(m));
+  files_[m.checkpoint_id][std::string(kMetadataFileName)] = std::make_shared<const File>(encode_metadata(m));
   return location(m.checkpoint_id);
 }
 
@@ -266,9 +301,9 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> MemoryCheckpointStorage::r
     if (this->location(id) != location) continue;
     auto it = files.find(handle.file);
     if (it == files.end()) break;
-    absl::Status s = verify_state_file(*it->second, location + "/" + handle.file);
+    absl::Status s = verify_state_file(it->second->bytes(), location + "/" + handle.file);
     if (!s.ok()) return s;
-    return std::shared_ptr<const StateFileBytes>(std::make_shared<StringBytes>(it->second));
+    return std::shared_ptr<const StateFileBytes>(it->second);
   }
   return absl::NotFoundError(location + "/" + handle.file + ": no such state file");
 }

@@ -138,9 +138,10 @@ class MemoryCheckpointStorage final : public CheckpointStorage {
   size_t num_checkpoints() const;
 
  private:
+  class File;
   const std::string job_id_;
   mutable absl::Mutex mu_;
-  std::map<int64_t, std::map<std::string, std::shared_ptr<const std::string>>> files_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::map<std::string, std::shared_ptr<const File>>> files_ ABSL_GUARDED_BY(mu_);
 };
 
 // The storage a job uses: checkpoints go to `checkpoints`, savepoints to
