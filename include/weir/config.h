@@ -123,6 +123,11 @@ struct StateBackendConfig {
   // cache of this size, with the memtables charged against it. Default:
   // 256 MiB, whatever the state size.
   int64_t rocksdb_memory_bytes = int64_t{256} << 20;
+  // RocksDB: each state's write-back cache of decoded entries, in estimated
+  // bytes (entries plus their encoded size), on top of rocksdb_memory_bytes.
+  // Hits cost what they cost on the heap backend; changed entries are
+  // written when they leave the cache or at a checkpoint. Default: 8 MiB.
+  int64_t rocksdb_cache_bytes_per_state = int64_t{8} << 20;
   // RocksDB with incremental checkpoints: keep each subtask's latest
   // snapshot locally (hard links) and restore from it after a failure in the
   // same process, instead of copying the checkpoint's files back. Falls back

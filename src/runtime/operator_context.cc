@@ -17,23 +17,29 @@ std::filesystem::path RuntimeOperatorContext::store_dir(const std::string& suffi
 
 absl::StatusOr<std::shared_ptr<detail::KvStore>> RuntimeOperatorContext::create_keyed_store() {
   if (!keyed_store_is_native()) return std::shared_ptr<detail::KvStore>();
-  return state::open_rocksdb_store(store_dir(""), info_.state_backend->rocksdb_memory_bytes);
+  auto store = state::open_rocksdb_store(store_dir(""), info_.state_backend->rocksdb_memory_bytes);
+  if (store.ok()) (*store)->set_cache_bytes(info_.state_backend->rocksdb_cache_bytes_per_state);
+  return store;
 }
 
 absl::StatusOr<std::shared_ptr<detail::KvStore>> RuntimeOperatorContext::open_native_store(
     const detail::NativeRestore& from) {
-  int64_t memory = info_.state_backend != nullptr ? info_.state_backend->rocksdb_memory_bytes
-                                                  : StateBackendConfig{}.rocksdb_memory_bytes;
+  const StateBackendConfig config = info_.state_backend != nullptr ? *info_.state_backend : StateBackendConfig{};
+  auto with_cache = [&](absl::StatusOr<std::shared_ptr<detail::KvStore>> store) {
+    if (store.ok()) (*store)->set_cache_bytes(config.rocksdb_cache_bytes_per_state);
+    return store;
+  };
   if (!from.local_files.empty()) {
     // Local recovery; the checkpoint's files when the local copy does not open.
-    auto local = state::open_rocksdb_store_from(store_dir("-r" + std::to_string(stores_opened_++)), memory,
-                                                from.local_files, /*link=*/true);
+    auto local = state::open_rocksdb_store_from(store_dir("-r" + std::to_string(stores_opened_++)),
+                                                config.rocksdb_memory_bytes, from.local_files, /*link=*/true);
     if (local.ok()) {
       state::LocalStateStore::count_restore();
-      return local;
+      return with_cache(std::move(local));
     }
   }
-  return state::open_rocksdb_store_from(store_dir("-r" + std::to_string(stores_opened_++)), memory, from.files);
+  return with_cache(state::open_rocksdb_store_from(store_dir("-r" + std::to_string(stores_opened_++)),
+                                                   config.rocksdb_memory_bytes, from.files));
 }
 
 std::string snapshot_owner(const std::string& uid, int subtask) {

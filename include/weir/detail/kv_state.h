@@ -8,11 +8,17 @@
 // contiguous scan: snapshots and rescaling read ranges, not keys. Map and
 // list states keep a key's whole map or list in one value.
 //
-// A table caches the entry of the last key it touched (decoded, with a dirty
-// flag) and writes it back when another key is touched, before for_each, and
-// before a snapshot. So operators read and modify entries in place exactly as
-// with the heap backend, and a record that touches its key's state several
-// times decodes and encodes it once.
+// A table keeps a write-back cache of decoded entries (absent keys
+// included), bounded by KvStore::cache_bytes() per table: a hit costs a hash
+// probe, as on the heap backend, and a changed entry is encoded and written
+// once when it leaves the cache or before for_each and snapshots, not once
+// per record. When the cache is full, the dirty entries go to the store,
+// entries not touched since the last eviction leave, and if that freed too
+// little, others do until half the budget is free (a bulk CLOCK). An
+// entry's size is estimated from its encoded size when it was last read or
+// written, so a value that grows in the cache counts at its old size until
+// the next write-back. Operators read and modify entries in place exactly as
+// with the heap backend.
 //
 // The store itself (src/state/rocksdb_store.cc) is reached through KvStore,
 // so no RocksDB header appears here. Store errors (an I/O error, a full disk)
@@ -32,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "weir/detail/operator.h"
 #include "weir/detail/state_table.h"
@@ -86,6 +93,13 @@ class KvStore {
   virtual void checkpoint_complete(int64_t checkpoint_id) = 0;
   // Compacts every column family now (TTL filters run).
   virtual void compact() = 0;
+  // The budget of each table's cache of decoded entries, in estimated
+  // bytes (see KvTable); tables read it when they are created.
+  size_t cache_bytes() const { return cache_bytes_; }
+  void set_cache_bytes(size_t bytes) { cache_bytes_ = bytes; }
+
+ private:
+  size_t cache_bytes_ = size_t{8} << 20;
 };
 
 // Appends `varint count | (key, value) * count` of key group `kg` of column
@@ -130,36 +144,36 @@ class KvTable final : public StateTable<K, V> {
   KvTable(std::string name, StateKind kind, std::shared_ptr<KvStore> store, TableTtl ttl = {})
       : StateTable<K, V>(std::move(name), kind),
         column_(this->name(), std::move(store), IsTtlValue<V>::value ? ttl.ttl_ms : 0),
-        ttl_(ttl) {}
+        ttl_(ttl),
+        budget_(column_.store().cache_bytes()) {}
 
   const V* find(int kg, const K& key) override {
-    load(kg, key);
-    return present_ ? &value_ : nullptr;
+    Entry& e = load(kg, key);
+    return e.present ? &e.value : nullptr;
   }
   V& get_or_create(int kg, const K& key) override {
-    load(kg, key);
-    if (!present_) {
-      value_ = V{};
-      present_ = true;
+    Entry& e = load(kg, key);
+    if (!e.present) {
+      e.value = V{};
+      e.present = true;
     }
-    dirty_ = true;
-    return value_;
+    e.dirty = true;
+    return e.value;
   }
   void put(int kg, const K& key, V value) override {
-    if (!(cached_ && kg_ == kg && key_ == key)) {
-      flush();
-      set_key(kg, key);
-    }
-    value_ = std::move(value);
-    present_ = true;
-    dirty_ = true;
+    Entry* e = cached(key);
+    if (e == nullptr) e = &insert(kg, key, Entry{});  // no read: the value is replaced
+    e->value = std::move(value);
+    e->present = true;
+    e->dirty = true;
   }
   void erase(int kg, const K& key) override {
-    load(kg, key);
-    if (!present_) return;  // no tombstone for nothing
-    present_ = false;
-    dirty_ = false;
-    value_ = V{};
+    Entry& e = load(kg, key);
+    if (!e.present) return;  // no tombstone for nothing
+    e.present = false;
+    e.dirty = false;
+    e.value = V{};
+    encode_key(kg, key);
     column_.store().erase(column_.cf(), key_bytes_);
   }
   void for_each(const std::function<void(const K&, const V&)>& fn) override {
@@ -177,13 +191,19 @@ class KvTable final : public StateTable<K, V> {
     flush();
     return column_.snapshot(min_live_stamp<V>(ttl_));
   }
+  // Writes every changed entry to the store; they stay cached.
   void flush() override {
-    if (!dirty_) return;
-    scratch_.clear();
-    ByteWriter w(&scratch_);
-    Serializer<V>::write(w, value_);
-    column_.store().put(column_.cf(), key_bytes_, scratch_);
-    dirty_ = false;
+    for (auto& [key, e] : cache_) {
+      if (!e.dirty) continue;
+      encode_key(e.kg, key);
+      scratch_.clear();
+      ByteWriter w(&scratch_);
+      Serializer<V>::write(w, e.value);
+      column_.store().put(column_.cf(), key_bytes_, scratch_);
+      cached_bytes_ = cached_bytes_ - std::min<size_t>(cached_bytes_, e.bytes) + scratch_.size();
+      e.bytes = static_cast<uint32_t>(std::min<size_t>(scratch_.size(), UINT32_MAX));
+      e.dirty = false;
+    }
   }
 
   void begin_restore() override { column_.begin_restore(); }
@@ -193,7 +213,23 @@ class KvTable final : public StateTable<K, V> {
     return column_.restore_entries(kg, in, &skip<K>, &skip<V>);
   }
 
+  // For tests: entries and estimated bytes in the cache.
+  size_t cached_entries() const { return cache_.size(); }
+  size_t cached_bytes() const { return cached_bytes_; }
+
  private:
+  struct Entry {
+    V value{};
+    int kg = 0;
+    uint32_t bytes = 0;  // encoded size when last read or written
+    bool present = false;
+    bool dirty = false;
+    bool referenced = true;  // touched since the last eviction
+  };
+  // What an entry costs beyond its encoded bytes: its slot and the
+  // hash table's control byte, rounded up.
+  static constexpr size_t kEntryOverhead = sizeof(K) + sizeof(Entry) + 8;
+
   template <typename T>
   static void skip(ByteReader& in) {
     Serializer<T>::read(in);
@@ -207,38 +243,65 @@ class KvTable final : public StateTable<K, V> {
     return v;
   }
 
-  void load(int kg, const K& key) {
-    if (cached_ && kg_ == kg && key_ == key) return;
-    flush();
-    set_key(kg, key);
-    present_ = column_.store().get(column_.cf(), key_bytes_, &scratch_);
-    value_ = present_ ? decode<V>(scratch_, "value") : V{};
+  Entry* cached(const K& key) {
+    auto it = cache_.find(key);
+    if (it == cache_.end()) return nullptr;
+    it->second.referenced = true;
+    return &it->second;
   }
-  // Makes (kg, key) the cached key, its value not yet known.
-  void set_key(int kg, const K& key) {
+  // The cached entry of `key`, read from the store on a miss.
+  Entry& load(int kg, const K& key) {
+    if (Entry* e = cached(key)) return *e;
+    Entry e;
+    encode_key(kg, key);
+    e.present = column_.store().get(column_.cf(), key_bytes_, &scratch_);
+    if (e.present) {
+      e.value = decode<V>(scratch_, "value");
+      e.bytes = static_cast<uint32_t>(std::min<size_t>(scratch_.size(), UINT32_MAX));
+    }
+    return insert(kg, key, std::move(e));
+  }
+  Entry& insert(int kg, const K& key, Entry e) {
+    if (cached_bytes_ >= budget_) evict();
+    e.kg = kg;
+    cached_bytes_ += kEntryOverhead + e.bytes;
+    return cache_.emplace(key, std::move(e)).first->second;
+  }
+  void evict() {
+    flush();
+    const size_t target = budget_ / 2;
+    auto drop = [&](auto& slot) {
+      cached_bytes_ -= std::min(cached_bytes_, kEntryOverhead + slot.second.bytes);
+      return true;
+    };
+    absl::erase_if(cache_, [&](auto& slot) {
+      if (slot.second.referenced) {
+        slot.second.referenced = false;
+        return false;
+      }
+      return drop(slot);
+    });
+    if (cached_bytes_ > target) {
+      absl::erase_if(cache_, [&](auto& slot) { return cached_bytes_ > target && drop(slot); });
+    }
+  }
+  void forget() {
+    flush();
+    cache_.clear();
+    cached_bytes_ = 0;
+  }
+  void encode_key(int kg, const K& key) {
     key_bytes_.clear();
     put_key_group_prefix(&key_bytes_, kg);
     ByteWriter w(&key_bytes_);
     Serializer<K>::write(w, key);
-    key_ = key;
-    kg_ = kg;
-    cached_ = true;
-  }
-  void forget() {
-    flush();
-    cached_ = false;
-    present_ = false;
   }
 
   KvColumn column_;
   const TableTtl ttl_;
-  // The cached entry.
-  bool cached_ = false;
-  bool present_ = false;
-  bool dirty_ = false;
-  int kg_ = 0;
-  K key_{};
-  V value_{};
+  const size_t budget_;
+  absl::flat_hash_map<K, Entry> cache_;
+  size_t cached_bytes_ = 0;  // estimated
   std::string key_bytes_;
   std::string scratch_;
 };
