@@ -191,19 +191,11 @@ class KvTable final : public StateTable<K, V> {
     flush();
     return column_.snapshot(min_live_stamp<V>(ttl_));
   }
-  // Writes every changed entry to the store; they stay cached.
+  // Writes every changed entry to the store. They stay cached unless their
+  // sizes, now known, put the cache over its budget.
   void flush() override {
-    for (auto& [key, e] : cache_) {
-      if (!e.dirty) continue;
-      encode_key(e.kg, key);
-      scratch_.clear();
-      ByteWriter w(&scratch_);
-      Serializer<V>::write(w, e.value);
-      column_.store().put(column_.cf(), key_bytes_, scratch_);
-      cached_bytes_ = cached_bytes_ - std::min<size_t>(cached_bytes_, e.bytes) + scratch_.size();
-      e.bytes = static_cast<uint32_t>(std::min<size_t>(scratch_.size(), UINT32_MAX));
-      e.dirty = false;
-    }
+    write_back();
+    if (cached_bytes_ > budget_) trim();
   }
 
   void begin_restore() override { column_.begin_restore(); }
@@ -262,13 +254,31 @@ class KvTable final : public StateTable<K, V> {
     return insert(kg, key, std::move(e));
   }
   Entry& insert(int kg, const K& key, Entry e) {
-    if (cached_bytes_ >= budget_) evict();
+    if (cached_bytes_ >= budget_) {
+      write_back();
+      trim();
+    }
     e.kg = kg;
     cached_bytes_ += kEntryOverhead + e.bytes;
     return cache_.emplace(key, std::move(e)).first->second;
   }
-  void evict() {
-    flush();
+  void write_back() {
+    for (auto& [key, e] : cache_) {
+      if (!e.dirty) continue;
+      encode_key(e.kg, key);
+      scratch_.clear();
+      ByteWriter w(&scratch_);
+      Serializer<V>::write(w, e.value);
+      column_.store().put(column_.cf(), key_bytes_, scratch_);
+      cached_bytes_ = cached_bytes_ - std::min<size_t>(cached_bytes_, e.bytes) + scratch_.size();
+      e.bytes = static_cast<uint32_t>(std::min<size_t>(scratch_.size(), UINT32_MAX));
+      e.dirty = false;
+    }
+  }
+
+  // Frees half the budget: entries not touched since the last eviction
+  // first, then any. Call with every entry clean.
+  void trim() {
     const size_t target = budget_ / 2;
     auto drop = [&](auto& slot) {
       cached_bytes_ -= std::min(cached_bytes_, kEntryOverhead + slot.second.bytes);
