@@ -1,6 +1,7 @@
 #include "examples/nexmark/query_util.h"
 
 #include <charconv>
+#include <cstdint>
 #include <ctime>
 
 #include "weir/connectors.h"
@@ -119,7 +120,19 @@ static std::string utc(int64_t ms, const char* format) {
   return buf;
 }
 
-std::string day_of(int64_t ms) { return utc(ms, "%Y-%m-%d"); }
+// Consecutive events nearly always fall on the same day, so each thread
+// formats a day once and copies it after.
+std::string day_of(int64_t ms) {
+  constexpr int64_t kDayMs = 86'400'000;
+  thread_local int64_t cached_day = INT64_MIN;
+  thread_local std::string cached;
+  const int64_t day = ms / kDayMs - (ms % kDayMs < 0 ? 1 : 0);
+  if (day != cached_day) {
+    cached = utc(ms, "%Y-%m-%d");
+    cached_day = day;
+  }
+  return cached;
+}
 std::string minute_of(int64_t ms) { return utc(ms, "%H:%M"); }
 
 // Price tertiles of q15-q17: rank 1 < $100, rank 2 < $10 000, rank 3 above.

@@ -9,6 +9,7 @@
 
 #include "runtime/operator_context.h"
 #include "state/rocksdb_store.h"
+#include "testing/seed.h"
 #include "weir/detail/keyed_backend.h"
 #include "weir/functions.h"
 
@@ -547,8 +548,8 @@ TEST(TtlCleanupTest, RocksDbCompactionDropsExpiredEntries) {
 // the cache stays within its budget, and a snapshot taken at any point
 // restores what the map held then (into both backends).
 TEST(KvCacheTest, EvictionsWriteBackAndSnapshotsSeeEverything) {
-  const uint64_t seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (WEIR_TEST_SEED replays it)");
   std::mt19937_64 rng(seed);
   Harness h(kAll, StateBackendKind::kRocksDb);
   constexpr size_t kBudget = 2048;

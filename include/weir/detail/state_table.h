@@ -3,8 +3,8 @@
 //
 // A table maps (key group, key) to a value of type V for one named state of
 // one operator subtask. The heap backend keeps objects (heap_state.h); the
-// RocksDB backend keeps bytes (kv_state.h) and caches the entry of the key
-// being processed, so both offer the same in-place access:
+// RocksDB backend keeps bytes (kv_state.h) behind a write-back cache of
+// decoded entries, so both offer the same in-place access:
 //   - find() returns the entry or null; get_or_create() returns it for
 //     writing. Either pointer or reference stays valid until the next call
 //     on the same table with another key, or until for_each / snapshot.
