@@ -4,6 +4,7 @@
 #
 #   bash bench/latency.sh                 # every configuration below
 #   SECONDS_PER_RUN=10 WARMUP=3 REPEAT=3 bash bench/latency.sh
+#   ROCKSDB_CACHE_BYTES=8388608 bash bench/latency.sh   # RocksDB entry cache per state
 #
 # For each configuration: the maximum rate is the median records/s (wall
 # clock) of REPEAT unpaced runs of MAX_RECORDS records; then one paced run
@@ -33,6 +34,7 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 while read -r job mode state p; do
   [ -z "$job" ] && continue
   common=(--job "$job" --mode "$mode" --state "$state" --parallelism "$p")
+  [ -n "${ROCKSDB_CACHE_BYTES:-}" ] && common+=(--rocksdb-cache-bytes "$ROCKSDB_CACHE_BYTES")
   max=$(for i in $(seq "$REPEAT"); do
           "$BIN" "${common[@]}" --records "$MAX_RECORDS" 2>/dev/null | field rec_per_s
         done | sort -n | awk -v r="$REPEAT" 'NR == int((r + 1) / 2)')

@@ -3,6 +3,7 @@
 //   weir_latency --job stateless|keyed [--rate R] [--seconds S] [--warmup-seconds W]
 //                [--records N] [--mode none|at-least-once|exactly-once]
 //                [--interval-ms 1000] [--state heap|rocksdb] [--parallelism P] [--keys K]
+//                [--rocksdb-cache-bytes B]
 //
 // With --rate R > 0 the sources together emit R records/s for S seconds.
 // Record i of a source subtask is due at start + i / (R / P) and carries that
@@ -201,6 +202,7 @@ int usage(const char* why) {
 int main(int argc, char** argv) {
   std::string job = "keyed", mode = "none", state = "heap";
   int64_t rate = 0, seconds = 10, warmup = 3, records = 20'000'000, interval_ms = 1000, keys = 100'000;
+  int64_t rocksdb_cache_bytes = weir::StateBackendConfig{}.rocksdb_cache_bytes_per_state;
   int parallelism = 1;
   for (int i = 1; i < argc; i += 2) {
     if (i + 1 >= argc) return usage((std::string(argv[i]) + " needs a value").c_str());
@@ -215,6 +217,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--state")) state = v;
     else if (!std::strcmp(argv[i], "--parallelism")) parallelism = std::atoi(v);
     else if (!std::strcmp(argv[i], "--keys")) keys = std::atoll(v);
+    else if (!std::strcmp(argv[i], "--rocksdb-cache-bytes")) rocksdb_cache_bytes = std::atoll(v);
     else return usage((std::string("unknown flag ") + argv[i]).c_str());
   }
   if (job != "stateless" && job != "keyed") return usage("--job must be stateless or keyed");
@@ -237,6 +240,7 @@ int main(int argc, char** argv) {
   auto backend = weir::parse_state_backend(state);
   if (!backend.ok()) return usage(std::string(backend.status().message()).c_str());
   config.state.kind = *backend;
+  config.state.rocksdb_cache_bytes_per_state = rocksdb_cache_bytes;
 
   // Per source subtask: its share of the rate and of the records.
   const double per_subtask = static_cast<double>(rate) / parallelism;

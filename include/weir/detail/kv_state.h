@@ -111,7 +111,7 @@ class KvStore {
   void set_cache_bytes(size_t bytes) { cache_bytes_ = bytes; }
 
  private:
-  size_t cache_bytes_ = size_t{8} << 20;
+  size_t cache_bytes_ = 0;
 };
 
 // Appends `varint count | (key, value) * count` of key group `kg` of column
