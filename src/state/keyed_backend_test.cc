@@ -1,5 +1,7 @@
-// Keyed state on both backends: every test runs on heap and on RocksDB
-// tables, and snapshots of one restore into the other.
+// Keyed state on both backends: the BackendTest tests run on heap and on
+// RocksDB tables, and snapshots of one restore into the other; the tests
+// after them cover one backend's own mechanism (heap TTL cleanup, RocksDB
+// compaction and its entry cache).
 #include <gtest/gtest.h>
 
 #include <atomic>
