@@ -70,10 +70,11 @@ class LastBid final : public KeyedProcessFunction<std::pair<int64_t, int64_t>, B
     return absl::OkStatus();
   }
   void process_element(const Bid& b, Context&, Collector<std::string>& out) override {
-    auto old = last_->value();
+    const Bid* old = last_->peek();
     if (old && old->date_time > b.date_time) return;
-    last_->update(b);
-    changed(old ? std::optional<std::string>(row(*old)) : std::nullopt, row(b), out);
+    std::optional<std::string> before = old ? std::optional<std::string>(row(*old)) : std::nullopt;
+    last_->modify() = b;  // in place: the strings' buffers are reused
+    changed(std::move(before), row(b), out);
   }
 
  private:
@@ -103,13 +104,14 @@ class TopBids final : public KeyedProcessFunction<int64_t, Bid, std::string> {
     return absl::OkStatus();
   }
   void process_element(const Bid& b, Context&, Collector<std::string>& out) override {
-    std::vector<Bid> top = top_->value_or({});
+    const std::vector<Bid>* have = top_->peek();
     size_t pos = 0;
-    while (pos < top.size() && (top[pos].price > b.price ||
-                                (top[pos].price == b.price && top[pos].date_time <= b.date_time))) {
+    while (have != nullptr && pos < have->size() &&
+           ((*have)[pos].price > b.price || ((*have)[pos].price == b.price && (*have)[pos].date_time <= b.date_time))) {
       ++pos;
     }
     if (pos >= 10) return;
+    std::vector<Bid>& top = top_->modify();  // in place, no copy out and back
     // Rows at pos.. move one rank down; the 10th falls out.
     for (size_t i = top.size(); i-- > pos;) {
       if (i + 1 >= 10) {
@@ -119,10 +121,9 @@ class TopBids final : public KeyedProcessFunction<int64_t, Bid, std::string> {
         out.collect("+U," + row(top[i], i + 2));
       }
     }
+    if (top.size() == 10) top.pop_back();
     top.insert(top.begin() + static_cast<std::ptrdiff_t>(pos), b);
-    if (top.size() > 10) top.pop_back();
     out.collect("+I," + row(b, pos + 1));
-    top_->update(std::move(top));
   }
 
  private:

@@ -32,16 +32,37 @@ class EmitAuctionCount final : public ProcessWindowFunction<int64_t, int64_t, Au
   }
 };
 
-// Per window: the auctions with the most bids.
-class HottestAuctions final : public ProcessWindowFunction<int64_t, AuctionCount, std::string> {
- public:
-  void process(const int64_t&, const Context&, const std::vector<AuctionCount>& in,
-               Collector<std::string>& out) override {
-    int64_t max = 0;
-    for (const auto& a : in) max = std::max(max, a.count);
-    for (const auto& a : in) {
-      if (a.count == max) out.collect(std::to_string(a.auction) + "," + std::to_string(a.count));
+// Per window: the auctions with the most bids, kept incrementally (the
+// highest count and the auctions that have it).
+struct Hottest {
+  int64_t count = -1;
+  std::vector<int64_t> auctions;
+  auto weir_fields() { return std::tie(count, auctions); }
+};
+
+AggregateFunction<AuctionCount, Hottest, Hottest> hottest_auctions() {
+  auto offer = [](Hottest& h, int64_t count, int64_t auction) {
+    if (count > h.count) {
+      h.count = count;
+      h.auctions.clear();
     }
+    if (count == h.count) h.auctions.push_back(auction);
+  };
+  return {[] { return Hottest{}; }, [offer](Hottest& h, const AuctionCount& a) { offer(h, a.count, a.auction); },
+          [](const Hottest& h) { return h; },
+          [offer](const Hottest& a, const Hottest& b) {
+            Hottest out = a;
+            for (int64_t auction : b.auctions) offer(out, b.count, auction);
+            return out;
+          }};
+}
+
+class EmitHottest final : public ProcessWindowFunction<int64_t, Hottest, std::string> {
+ public:
+  void process(const int64_t&, const Context&, const std::vector<Hottest>& in,
+               Collector<std::string>& out) override {
+    const std::string count = "," + std::to_string(in[0].count);
+    for (int64_t auction : in[0].auctions) out.collect(std::to_string(auction) + count);
   }
 };
 
@@ -56,8 +77,8 @@ void q5(StreamEnvironment& env, const QueryOptions& o) {
   // into the 2 s tumbling window that ends with it.
   auto hottest = counts.key_by([](const AuctionCount& a) { return a.window_end; })
                      .window(TumblingEventTimeWindows::of(Duration(2 * kSecond)))
-                     .process<std::string>([] { return std::make_unique<HottestAuctions>(); },
-                                           "hottest-per-window");
+                     .aggregate<Hottest, Hottest, std::string>(
+                         hottest_auctions(), [] { return std::make_unique<EmitHottest>(); }, "hottest-per-window");
   hottest.uid("hottest-per-window");
   sink(hottest, o);
 }

@@ -124,11 +124,21 @@ class FileSource final : public Source<TextLine> {
 // lowest index first, so indices (and timestamps derived from them) stay
 // nearly in order. With `per_second` > 0 a subtask emits at most that many
 // records per second of processing time (idle when ahead).
+//
+// hold_while(held): while held(i) is true for the next index i, the source
+// idles instead of emitting it, and does not end; a test that stops or
+// fails a job part-way holds its input there, so the job cannot finish
+// first.
 template <Serializable T>
 class GeneratorSource final : public Source<T> {
  public:
   GeneratorSource(std::function<T(int64_t)> fn, int64_t count, int64_t per_second = 0)
       : fn_(std::move(fn)), count_(count), rate_(per_second) {}
+
+  GeneratorSource& hold_while(std::function<bool(int64_t)> held) {
+    held_ = std::move(held);
+    return *this;
+  }
 
   absl::Status open(OperatorContext& ctx) override {
     rate_.start(&ctx.processing_time());
@@ -146,6 +156,7 @@ class GeneratorSource final : public Source<T> {
       auto it = progressions_.size() == 1 ? progressions_.begin()
                                           : std::min_element(progressions_.begin(), progressions_.end());
       if (it == progressions_.end() || done(*it)) return PollStatus::kEndOfInput;
+      if (held_ && held_(it->first)) return i == 0 ? PollStatus::kIdle : PollStatus::kMore;
       out.collect(fn_(it->first));
       it->first += it->second;
     }
@@ -162,6 +173,7 @@ class GeneratorSource final : public Source<T> {
   std::function<T(int64_t)> fn_;
   const int64_t count_;
   RateLimiter rate_;
+  std::function<bool(int64_t)> held_;
   std::vector<std::pair<int64_t, int64_t>> progressions_;  // (next index, stride)
   std::unique_ptr<OperatorListState<std::pair<int64_t, int64_t>>> state_;
 };

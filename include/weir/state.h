@@ -23,6 +23,13 @@ class ValueState {
  public:
   virtual ~ValueState() = default;
   virtual std::optional<T> value() const = 0;
+  // The value without a copy, or null when absent.
+  virtual const T* peek() const = 0;
+  // The value in place, created as T{} when absent: changing it is the
+  // update, without copying the value out and back.
+  // peek() and modify() refer into the state: valid until the next call on
+  // this state, and never beyond the current call into your function.
+  virtual T& modify() = 0;
   virtual void update(const T& v) = 0;
   // Hands the value over; backends that keep objects move it in.
   virtual void update(T&& v) { update(static_cast<const T&>(v)); }

@@ -12,6 +12,15 @@
 // process sees all of a window's records; aggregate + process gives the
 // process function the single aggregate.
 //
+// Event-time sliding windows whose size is a multiple of their slide,
+// aggregated by an AggregateFunction with merge, keep one accumulator per
+// slide instead
+// (slicing, as Flink SQL's window aggregation does): a record updates one
+// slice, and a window's result is its slices merged in time order when it
+// fires. So merge must combine two accumulators as if the second one's
+// records had been added after the first one's. Savepoints taken with
+// per-window state (before slicing) restore unsliced.
+//
 // When a window fires: an event-time window fires once the watermark passes
 // its end (its last millisecond, end - 1); a processing-time one when the
 // clock does, and at the end of bounded input for those still open; a count
@@ -69,6 +78,16 @@ struct WindowAssigner {
   int64_t count = 0;   // global: fire every `count` records
 
   bool is_merging() const { return kind == Kind::kSession; }
+  // Event-time sliding windows that are unions of whole slides. (In
+  // processing time a record can arrive in the millisecond of a window that
+  // just fired; it then fires again with that record alone, which slices
+  // cannot tell apart.)
+  bool is_sliceable() const { return kind == Kind::kSliding && event_time && slide > 0 && size % slide == 0; }
+  // The slide-long slice of a sliding window holding `ts`.
+  TimeWindow slice_of(int64_t ts) const {
+    int64_t start = window_start(ts, slide);
+    return {start, start + slide};
+  }
 
   // The windows a record at `ts` belongs to.
   std::vector<TimeWindow> assign(int64_t ts) const {
@@ -159,7 +178,8 @@ struct AggregateFunction {
   std::function<Acc()> create_accumulator;
   std::function<void(Acc&, const In&)> add;
   std::function<Out(const Acc&)> get_result;
-  // Combines two accumulators (needed by session windows).
+  // Combines two accumulators (needed by session windows; with it, sliding
+  // windows are sliced, see the top of this file).
   std::function<Acc(const Acc&, const Acc&)> merge;
 };
 

@@ -115,6 +115,7 @@ class WindowedStream {
     spec.create = agg.create_accumulator;
     spec.add = agg.add;
     spec.merge = agg.merge;
+    spec.slice = static_cast<bool>(agg.merge);
     return spec;
   }
 

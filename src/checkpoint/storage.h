@@ -84,6 +84,9 @@ class CheckpointStorage {
   }
   // Whether upload_file works (incremental checkpoints need it).
   virtual bool supports_native() const { return false; }
+  // Whether checkpoints outlive the process (only those are worth keeping
+  // beyond the newest).
+  virtual bool durable() const { return true; }
   // Makes checkpoint `checkpoint_id` a savepoint: its files go to
   // directory `dir` (created; must not exist yet), whatever this storage
   // keeps checkpoints in. Only RoutingCheckpointStorage supports it.
@@ -133,6 +136,7 @@ class MemoryCheckpointStorage final : public CheckpointStorage {
       const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
   std::string location(int64_t checkpoint_id) const override;
+  bool durable() const override { return false; }
 
   // For tests: how many checkpoints hold files.
   size_t num_checkpoints() const;
@@ -167,6 +171,7 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
   absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
                                           const std::string& name, bool shared) override;
   bool supports_native() const override { return checkpoints_->supports_native(); }
+  bool durable() const override { return checkpoints_->durable(); }
 
  private:
   CheckpointStorage* target(int64_t checkpoint_id) const;

@@ -117,9 +117,17 @@ class RescaleTest : public ::testing::TestWithParam<std::tuple<JobKind, Via, std
     StreamEnvironment env(config);
     // Rescaled sources interleave their progressions; the bound covers
     // their distance in event time.
-    // 100 events per millisecond per subtask, so a stage lasts long enough
-    // to be stopped part-way.
-    auto events = env.from_source<Event>([] { return std::make_unique<GeneratorSource<Event>>(event_at, kEvents, 100000); },
+    // 100 events per millisecond per subtask, so a stage is usually stopped
+    // while records flow. A stage before the last holds its sources at its
+    // quarter's end until it is stopped or records are needed to fail it,
+    // so it cannot run out of input first, however slow its checkpoints.
+    const int64_t hold = last ? kEvents : kEvents / 4 * (index + 1);
+    auto fail_now = std::make_shared<std::atomic<bool>>(false);
+    auto events = env.from_source<Event>([hold, fail_now] {
+                                           auto source = std::make_unique<GeneratorSource<Event>>(event_at, kEvents, 100000);
+                                           source->hold_while([hold, fail_now](int64_t i) { return i >= hold && !fail_now->load(); });
+                                           return source;
+                                         },
                                          "events",
                                          WatermarkStrategy<Event>::for_bounded_out_of_orderness(
                                              Duration(3 * kWindow), [](const Event& e) { return e.ts; }));
@@ -150,7 +158,6 @@ class RescaleTest : public ::testing::TestWithParam<std::tuple<JobKind, Via, std
     }();
     rows.uid("state");
     // A failure on demand: the job then fails for good (no restarts).
-    auto fail_now = std::make_shared<std::atomic<bool>>(false);
     rows.map([fail_now](const Row& r) {
           if (fail_now->load()) throw std::runtime_error("injected failure");
           return r;

@@ -6,8 +6,10 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "testing/committing_sink.h"
+#include "tests/process.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
 #include "testing/seed.h"
@@ -226,37 +228,153 @@ class ScriptedSource final : public Source<Ev> {
 };
 
 
-TEST(WindowLatenessTest, LateRecordsRefireWithinLatenessAndAreDroppedAfter) {
-  testing::CollectingSink<Result>::Rows collected;
-  std::vector<Result>& fired = collected.rows;
+// Count and sum of a window's records, from all of them (never sliced).
+class CountAll final : public ProcessWindowFunction<int64_t, Ev, Result> {
+ public:
+  void process(const int64_t& key, const Context& ctx, const std::vector<Ev>& in,
+               Collector<Result>& out) override {
+    Result r{key, ctx.window.start, ctx.window.end, 0, 0};
+    for (const Ev& e : in) {
+      r.count++;
+      r.sum += e.value;
+    }
+    out.collect(r);
+  }
+};
+
+// Runs key 1's records at `script` (timestamp = value; the watermark
+// follows each record) through `assigner` with 100 ms of allowed lateness,
+// counted by an aggregate or by a process function. Returns the firings
+// and the records sent to the late side output (as {key, ts, 0, 0, value}).
+std::pair<std::vector<Result>, std::vector<Result>> run_late_script(WindowAssigner assigner,
+                                                                    std::vector<int64_t> script, bool aggregate) {
+  testing::CollectingSink<Result>::Rows fired;
+  testing::CollectingSink<Result>::Rows late;
   StreamEnvironment env;
   auto wm = WatermarkStrategy<Ev>::for_monotonous_timestamps([](const Ev& e) { return e.ts; })
                 .with_interval(Duration(0));
+  OutputTag<Ev> too_late{"too-late"};
+  auto windowed = env.from_source<Ev>([script] { return std::make_unique<ScriptedSource>(script); }, "scripted", wm)
+                      .key_by([](const Ev& e) { return e.key; })
+                      .window(assigner)
+                      .allowed_lateness(Duration(100))
+                      .side_output_late_data(too_late);
+  auto windows = aggregate ? windowed.aggregate<CountSum, CountSum, Result>(
+                                 count_sum(), [] { return std::make_unique<ToResult>(); })
+                           : windowed.process<Result>([] { return std::make_unique<CountAll>(); });
+  windows.sink_to([&] { return std::make_unique<testing::CollectingSink<Result>>(&fired); });
+  windows.get_side_output(too_late)
+      .map([](const Ev& e) { return Result{e.key, e.ts, 0, 0, e.value}; })
+      .sink_to([&] { return std::make_unique<testing::CollectingSink<Result>>(&late); });
+  auto r = env.execute("lateness");
+  EXPECT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  return {fired.rows, late.rows};
+}
+
+TEST(WindowLatenessTest, LateRecordsRefireWithinLatenessAndAreDroppedAfter) {
   // Window [0,100) fires at watermark 149 (record 150) with {10, 20}; 30 is
   // late but within 100 ms of lateness, so it fires again with {10, 20, 30};
   // record 260 moves the watermark past 199, the cleanup time of [0,100);
   // 40 is then dropped.
-  std::vector<int64_t> script = {10, 20, 150, 30, 260, 40};
-  OutputTag<Ev> too_late{"too-late"};
-  testing::CollectingSink<Result>::Rows late_rows;
-  std::vector<Result>& late = late_rows.rows;
-  auto windows =
-      env.from_source<Ev>([script] { return std::make_unique<ScriptedSource>(script); }, "scripted", wm)
-          .key_by([](const Ev& e) { return e.key; })
-          .window(TumblingEventTimeWindows::of(Duration(100)))
-          .allowed_lateness(Duration(100))
-          .side_output_late_data(too_late)
-          .aggregate<CountSum, CountSum, Result>(count_sum(), [] { return std::make_unique<ToResult>(); });
-  windows.sink_to([&] { return std::make_unique<testing::CollectingSink<Result>>(&collected); });
-  windows.get_side_output(too_late)
-      .map([](const Ev& e) { return Result{e.key, e.ts, 0, 0, e.value}; })
-      .sink_to([&] { return std::make_unique<testing::CollectingSink<Result>>(&late_rows); });
-  auto r = env.execute("lateness");
-  ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+  auto [fired, late] = run_late_script(TumblingEventTimeWindows::of(Duration(100)), {10, 20, 150, 30, 260, 40}, true);
   std::vector<Result> want = {{1, 0, 100, 2, 30}, {1, 0, 100, 3, 60}, {1, 100, 200, 1, 150},
                               {1, 200, 300, 1, 260}};
   EXPECT_EQ(fired, want);
   EXPECT_EQ(late, (std::vector<Result>{{1, 40, 0, 0, 40}}));
+}
+
+// Sliding windows with lateness, through the sliced path (an aggregate with
+// merge) and the per-window path (a process function): both must fire and
+// refire the same windows.
+TEST(WindowLatenessTest, SlidingWindowsRefireWithinLatenessSlicedOrNot) {
+  // Windows of 100 ms every 50 ms. Record 150 (watermark 149) fires
+  // [-50,50) and [0,100) with {10, 20}; 30 is too late for [-50,50)
+  // (cleanup at 149) but not for [0,100), which fires again; 260 (watermark
+  // 259) fires [100,200) and [150,250) with {150} and passes 199, the
+  // cleanup time of [0,100) and so of slice [0,50): 40 is dropped. The end
+  // of input fires [200,300) and [250,350) with {260}.
+  const std::vector<Result> want = {{1, -50, 50, 2, 30},   {1, 0, 100, 2, 30},    {1, 0, 100, 3, 60},
+                                    {1, 100, 200, 1, 150}, {1, 150, 250, 1, 150}, {1, 200, 300, 1, 260},
+                                    {1, 250, 350, 1, 260}};
+  for (bool sliced : {true, false}) {
+    SCOPED_TRACE(sliced ? "sliced" : "per window");
+    auto [fired, late] = run_late_script(SlidingEventTimeWindows::of(Duration(100), Duration(50)),
+                                         {10, 20, 150, 30, 260, 40}, sliced);
+    EXPECT_EQ(fired, want);
+    EXPECT_EQ(late, (std::vector<Result>{{1, 40, 0, 0, 40}}));
+  }
+}
+
+// A savepoint of sliding windows kept per window (as before slicing)
+// restores into a job whose aggregate would slice: that job stays per
+// window, so no restored window is lost.
+TEST(SlicedWindowTest, PerWindowSavepointRestoresExactly) {
+  testing::TempDir dir("sliced-window-restore");
+  const Scenario sc{SlidingEventTimeWindows::of(Duration(1000), Duration(250)), simple_event, 200000};
+  testing::CommitLog<Result> log;
+  auto run_stage = [&](bool per_window, const std::string& restore) -> JobResult {
+    JobConfig config = testing::failure_test_config(2, StateBackendKind::kHeap);
+    config.checkpoint.directory = dir.path("chk");
+    config.restore = restore;
+    StreamEnvironment env(config);
+    auto wm = WatermarkStrategy<Ev>::for_bounded_out_of_orderness(Duration(0), [](const Ev& e) { return e.ts; });
+    const int64_t hold = per_window ? sc.events / 2 : sc.events;
+    auto keyed = env.from_source<Ev>([&sc, hold] {
+                      auto source = std::make_unique<GeneratorSource<Ev>>(sc.event, sc.events, 100000);
+                      source->hold_while([hold](int64_t i) { return i >= hold; });
+                      return source;
+                    }, "events", wm)
+                     .key_by([](const Ev& e) { return e.key; });
+    DataStream<Result> windows = [&] {
+      if (!per_window) {
+        return keyed.window(sc.assigner).aggregate<CountSum, CountSum, Result>(
+            count_sum(), [] { return std::make_unique<ToResult>(); }, "window");
+      }
+      using Op = detail::WindowOperator<int64_t, Ev, CountSum, Result>;
+      Op::Spec spec;
+      AggregateFunction<Ev, CountSum, CountSum> f = count_sum();
+      spec.assigner = sc.assigner;
+      spec.create = f.create_accumulator;
+      spec.add = f.add;
+      spec.merge = f.merge;
+      spec.slice = false;
+      spec.make_emit = [] {
+        return [](const int64_t& key, const TimeWindow& w, const CountSum& acc, int64_t, int64_t,
+                  Collector<Result>& out) { out.collect({key, w.start, w.end, acc.count, acc.sum}); };
+      };
+      return detail::GraphBuilder::transform<Result>(keyed, "window", [spec](std::function<int64_t(const Ev&)> key_of) {
+        return std::unique_ptr<detail::OperatorBase>(std::make_unique<Op>(std::move(key_of), spec));
+      });
+    }();
+    windows.uid("window");
+    windows.sink_to([&] { return std::make_unique<testing::CommittingSink<Result>>(&log); }).uid("sink");
+    JobControl control;
+    std::thread stopper;
+    if (per_window) {
+      stopper = std::thread([&] {
+        log.wait_for_rows(reference(sc).size() / 10, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+        control.stop_with_savepoint(dir.path("savepoints"), /*drain=*/false);
+      });
+    }
+    auto r = env.execute(per_window ? "per-window" : "sliced", &control);
+    if (stopper.joinable()) stopper.join();
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.value_or(JobResult{});
+  };
+  JobResult first = run_stage(/*per_window=*/true, "");
+  ASSERT_EQ(first.status, JobStatus::kFinished) << first.failure;
+  ASSERT_FALSE(first.stopped_with_savepoint.empty()) << "the first job ended before the stop request";
+  JobResult second = run_stage(/*per_window=*/false, first.stopped_with_savepoint);
+  ASSERT_EQ(second.status, JobStatus::kFinished) << second.failure;
+  EXPECT_GE(second.restored_checkpoint_id, 1);
+  std::vector<Result> got = log.all();
+  std::sort(got.begin(), got.end());
+  std::vector<Result> want = reference(sc);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i], want[i]) << "window " << i << ": key " << got[i].key << " [" << got[i].start << ","
+                               << got[i].end << ") count " << got[i].count;
+  }
 }
 
 TEST(CountWindowTest, FiresEveryNRecordsPerKey) {

@@ -158,6 +158,10 @@ absl::Status KeyedBackendCore::restore_from_store(KvStore* source, const NativeR
 void KeyedBackendCore::adopt_states(const std::vector<StateMeta>& states) {
   for (const StateMeta& m : states) impl_->restored_meta_[m.name] = m;
 }
+bool KeyedBackendCore::has_unregistered(const std::string& name) const {
+  return impl_->tables_.find(name) == impl_->tables_.end() &&
+         (impl_->pending_.contains(name) || impl_->restored_meta_.contains(name));
+}
 absl::StatusOr<StateTableBase*> KeyedBackendCore::find_or_add(const std::string& name, StateKind kind,
                                                               const std::string& type, TableTtl ttl,
                                                               TableFactory make) {

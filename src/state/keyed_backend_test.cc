@@ -133,6 +133,58 @@ TEST_P(BackendTest, StatesAreScopedToTheCurrentKey) {
   EXPECT_TRUE(h.ctx().status().ok());
 }
 
+TEST_P(BackendTest, ValueStateModifyInPlaceIsAnUpdate) {
+  Harness h(kAll, kind());
+  auto& v = h.ctx().get_state(ValueStateDescriptor<std::vector<std::string>>{"v"});
+  // Enough keys that a RocksDB table's entries come and go between uses.
+  for (int i = 0; i < 2000; ++i) {
+    h.set_key("k" + std::to_string(i));
+    ASSERT_EQ(v.peek(), nullptr);
+    std::vector<std::string>& in_place = v.modify();
+    ASSERT_TRUE(in_place.empty());
+    in_place.push_back("a" + std::to_string(i));
+  }
+  for (int i = 0; i < 2000; i += 2) {
+    h.set_key("k" + std::to_string(i));
+    v.modify().push_back("b");
+  }
+  auto snap = h.backend().core().snapshot().value();
+  h.set_key("k0");
+  v.modify().push_back("after the snapshot");
+  ASSERT_NE(v.peek(), nullptr);
+  EXPECT_EQ(v.peek()->size(), 3u);
+  auto groups = Harness::write(*snap);
+  for (StateBackendKind into : {kind(), other()}) {
+    Harness restored(kAll, into);
+    restored.restore(groups);
+    auto& rv = restored.ctx().get_state(ValueStateDescriptor<std::vector<std::string>>{"v"});
+    for (int i = 0; i < 2000; ++i) {
+      restored.set_key("k" + std::to_string(i));
+      std::vector<std::string> want = {"a" + std::to_string(i)};
+      if (i % 2 == 0) want.push_back("b");
+      ASSERT_EQ(rv.value(), want) << "key k" << i;
+    }
+  }
+}
+
+TEST_P(BackendTest, TtlValueModifyIsAWriteAndStartsFreshWhenExpired) {
+  Harness h(kAll, kind());
+  auto& v = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"}.with_ttl(ttl_of(100)));
+  h.set_key("a");
+  h.clock().now = 1000;
+  v.modify() = 5;
+  h.clock().now = 1099;
+  ASSERT_NE(v.peek(), nullptr);
+  EXPECT_EQ(*v.peek(), 5);
+  v.modify() += 1;  // stamped 1099
+  h.clock().now = 1198;
+  ASSERT_NE(v.peek(), nullptr);
+  EXPECT_EQ(*v.peek(), 6);
+  h.clock().now = 1199;
+  EXPECT_EQ(v.peek(), nullptr);
+  EXPECT_EQ(v.modify(), 0);  // expired: a fresh value, not 6
+}
+
 TEST_P(BackendTest, SnapshotIsUnaffectedByLaterWrites) {
   Harness h(kAll, kind());
   auto& value = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});

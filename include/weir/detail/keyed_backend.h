@@ -68,6 +68,8 @@ class KeyedBackendCore {
   // The store was opened from a native snapshot with these states: each is
   // checked against its declaration when registered.
   void adopt_states(const std::vector<StateMeta>& states);
+  // Whether state `name` was restored and is not registered yet.
+  bool has_unregistered(const std::string& name) const;
 
   // The table of state `name`, created (and given its restored entries)
   // on first use. An error when the name is registered again with another
@@ -168,6 +170,8 @@ class TableValueState final : public ValueState<T> {
     const T* v = t_->find(b_->current_key_group(), b_->current_key());
     return v ? std::optional<T>(*v) : std::nullopt;
   }
+  const T* peek() const override { return t_->find(b_->current_key_group(), b_->current_key()); }
+  T& modify() override { return t_->get_or_create(b_->current_key_group(), b_->current_key()); }
   void update(const T& v) override { t_->put(b_->current_key_group(), b_->current_key(), v); }
   void update(T&& v) override { t_->put(b_->current_key_group(), b_->current_key(), std::move(v)); }
   void clear() override { t_->erase(b_->current_key_group(), b_->current_key()); }
@@ -216,6 +220,15 @@ class TtlAccess {
   void write(T v) const {
     t_->put(b_->current_key_group(), b_->current_key(), TtlValue<T>{ttl_.now(), std::move(v)});
   }
+  // The live value in place (T{} when absent or expired and not visible),
+  // stamped now: a write.
+  T& modify() const {
+    const bool live = read() != nullptr;
+    TtlValue<T>& w = t_->get_or_create(b_->current_key_group(), b_->current_key());
+    if (!live) w.value = T{};
+    w.stamp = ttl_.now();
+    return w.value;
+  }
   void clear() const { t_->erase(b_->current_key_group(), b_->current_key()); }
 
  private:
@@ -232,6 +245,8 @@ class TtlValueState final : public ValueState<T> {
     const T* v = a_.read();
     return v ? std::optional<T>(*v) : std::nullopt;
   }
+  const T* peek() const override { return a_.read(); }
+  T& modify() override { return a_.modify(); }
   void update(const T& v) override { a_.write(v); }
   void update(T&& v) override { a_.write(std::move(v)); }
   void clear() override { a_.clear(); }

@@ -72,18 +72,6 @@ class KvStore {
   // False when absent.
   virtual bool get(int cf, std::string_view key, std::string* value) = 0;
   virtual void put(int cf, std::string_view key, std::string_view value) = 0;
-  // Writes the pairs in `batch` (each key, then its value, as
-  // ByteWriter::put_string writes them), one put each. (One RocksDB
-  // WriteBatch for all of them made the first checkpoints of a freshly
-  // rescaled 8-subtask job seconds late; not understood yet.)
-  virtual void put_batch(int cf, std::string_view batch) {
-    ByteReader in(batch);
-    while (in.ok() && !in.at_end()) {
-      std::string_view key = in.get_string_view();
-      std::string_view value = in.get_string_view();
-      if (in.ok()) put(cf, key, value);
-    }
-  }
   virtual void erase(int cf, std::string_view key) = 0;
   // Removes every entry whose key starts with `prefix`.
   virtual void erase_prefix(int cf, std::string_view prefix) = 0;
@@ -233,8 +221,6 @@ class KvTable final : public StateTable<K, V> {
   // What an entry costs beyond its encoded bytes: its slot and the
   // hash table's control byte, rounded up.
   static constexpr size_t kEntryOverhead = sizeof(K) + sizeof(Entry) + 8;
-  // A write-back buffer larger than this is freed after use.
-  static constexpr size_t kKeepBatchBytes = size_t{1} << 20;
 
   template <typename T>
   static void skip(ByteReader& in) {
@@ -278,22 +264,17 @@ class KvTable final : public StateTable<K, V> {
   }
   // Writes the dirty entries to the store.
   void write_back() {
-    batch_.clear();
-    ByteWriter b(&batch_);
     for (auto& [key, e] : cache_) {
       if (!e.dirty) continue;
       encode_key(e.kg, key);
       scratch_.clear();
       ByteWriter w(&scratch_);
       Serializer<V>::write(w, e.value);
-      b.put_string(key_bytes_);
-      b.put_string(scratch_);
+      column_.store().put(column_.cf(), key_bytes_, scratch_);
       cached_bytes_ = cached_bytes_ - std::min<size_t>(cached_bytes_, e.bytes) + scratch_.size();
       e.bytes = static_cast<uint32_t>(std::min<size_t>(scratch_.size(), UINT32_MAX));
       e.dirty = false;
     }
-    if (!batch_.empty()) column_.store().put_batch(column_.cf(), batch_);
-    if (batch_.capacity() > kKeepBatchBytes) std::string().swap(batch_);
   }
 
   // Frees half the budget: entries not touched since the last eviction
@@ -334,7 +315,6 @@ class KvTable final : public StateTable<K, V> {
   size_t cached_bytes_ = 0;  // estimated
   std::string key_bytes_;
   std::string scratch_;
-  std::string batch_;  // write_back()'s pairs
 };
 
 }  // namespace weir::detail

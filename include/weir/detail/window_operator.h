@@ -3,10 +3,18 @@
 // at its cleanup time, merging for session windows, and counting for count
 // windows. The semantics are documented in include/weir/window.h.
 //
+// Sliced sliding windows (event time, an aggregate with merge, size a
+// multiple of the slide) keep a map from slice to accumulator instead, in
+// a state of its own ("_window/slices"): a record costs one accumulator
+// update, and a slice registers the end timers of its size / slide windows
+// once, when it is created. A window fires by merging its slices; a slice
+// leaves when its last window is past its lateness.
+//
 // Confined to the task thread.
 #ifndef WEIR_DETAIL_WINDOW_OPERATOR_H_
 #define WEIR_DETAIL_WINDOW_OPERATOR_H_
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -35,6 +43,8 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     std::function<void(Acc&, const In&)> add;
     std::function<Acc(const Acc&, const Acc&)> merge;  // required for session windows
     std::function<EmitFn()> make_emit;                  // one per subtask
+    // Sliding windows may keep one accumulator per slide (needs merge).
+    bool slice = false;
   };
 
   WindowOperator(std::function<K(const In&)> key_of, Spec spec)
@@ -54,7 +64,11 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     if (!backend.ok()) return backend.status();
     backend_ = std::move(*backend);
     absl::Cleanup restored = [this] { backend_->core().end_restore(); };
-    auto contents = backend_->core().template table<K, Windows>("_window/contents", StateKind::kMap);
+    // A restore of per-window state (taken before slicing) stays unsliced.
+    sliced_ = spec_.slice && spec_.merge && spec_.assigner.is_sliceable() &&
+              !backend_->core().has_unregistered("_window/contents");
+    auto contents = backend_->core().template table<K, Windows>(
+        sliced_ ? "_window/slices" : "_window/contents", StateKind::kMap);
     if (!contents.ok()) return contents.status();
     contents_ = *contents;
     auto counts = backend_->core().template table<K, int64_t>("_window/counts", StateKind::kValue);
@@ -78,6 +92,7 @@ class WindowOperator final : public OperatorBase, public Input<In> {
           "WatermarkStrategy");
     }
     if (a.is_merging()) return add_to_session(key, kg, r, TimeWindow{ts, ts + a.gap});
+    if (sliced_) return add_to_slice(key, kg, r, ts);
     bool placed = false;
     for (const TimeWindow& w : a.assign(ts)) {
       if (is_late(w)) continue;
@@ -178,6 +193,7 @@ class WindowOperator final : public OperatorBase, public Input<In> {
   }
 
   void on_timer(TimeDomain, int64_t ts, const K& key) {
+    if (sliced_) return on_slice_timer(ts, key);
     int kg = backend_->current_key_group();
     const Windows* m = contents_->find(kg, key);
     if (m == nullptr) return;
@@ -233,6 +249,71 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     }
   }
 
+  // Sliced windows (see the top of the file). The windows over `slice`
+  // end at slice.end, slice.end + slide, ..., slice.start + size.
+  TimeWindow last_window_over(const TimeWindow& slice) const {
+    return {slice.start, slice.start + spec_.assigner.size};
+  }
+  template <typename F>
+  void for_windows_over(const TimeWindow& slice, F f) const {
+    const WindowAssigner& a = spec_.assigner;
+    for (int64_t end = slice.end; end <= slice.start + a.size; end += a.slide) f(TimeWindow{end - a.size, end});
+  }
+
+  void add_to_slice(const K& key, int kg, const In& r, int64_t ts) {
+    const TimeWindow slice = spec_.assigner.slice_of(ts);
+    const TimeWindow last = last_window_over(slice);
+    if (is_late(last)) return late(r);  // so is every window over it
+    Windows& m = contents_->get_or_create(kg, key);
+    auto [it, inserted] = m.try_emplace(slice);
+    const int64_t wm = timers_->current_watermark();
+    if (inserted) {
+      it->second = spec_.create();
+      // Windows whose end the watermark passed fire on their records below.
+      for_windows_over(slice, [&](const TimeWindow& w) {
+        if (w.max_timestamp() > wm) timers_->register_timer(TimeDomain::kEventTime, w.max_timestamp());
+      });
+      if (cleanup_time(last) != last.max_timestamp()) timers_->register_timer(TimeDomain::kEventTime, cleanup_time(last));
+    }
+    spec_.add(it->second, r);
+    if (slice.max_timestamp() <= wm) {
+      for_windows_over(slice, [&](const TimeWindow& w) {
+        if (!is_late(w) && w.max_timestamp() <= wm) fire_slices(key, m, w);
+      });
+    }
+  }
+
+  // Fires `w` with its slices in `m` merged in time order; nothing when it
+  // has none.
+  void fire_slices(const K& key, const Windows& m, const TimeWindow& w) {
+    std::vector<const typename Windows::value_type*> in;
+    for (const auto& slot : m) {
+      if (slot.first.start >= w.start && slot.first.end <= w.end) in.push_back(&slot);
+    }
+    if (in.empty()) return;
+    std::sort(in.begin(), in.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+    Acc acc = in[0]->second;
+    for (size_t i = 1; i < in.size(); ++i) acc = spec_.merge(acc, in[i]->second);
+    fire(key, w, acc);
+  }
+
+  // A timer at `ts`: the window ending at ts + 1 fires if `ts` is a
+  // window's last millisecond, then the slices whose last window is past
+  // its lateness leave.
+  void on_slice_timer(int64_t ts, const K& key) {
+    int kg = backend_->current_key_group();
+    const Windows* m = contents_->find(kg, key);
+    if (m == nullptr) return;
+    const WindowAssigner& a = spec_.assigner;
+    if (a.slice_of(ts).max_timestamp() == ts) fire_slices(key, *m, TimeWindow{ts + 1 - a.size, ts + 1});
+    bool expired = false;
+    for (const auto& [slice, acc] : *m) expired = expired || cleanup_time(last_window_over(slice)) <= ts;
+    if (!expired) return;
+    Windows& wm = contents_->get_or_create(kg, key);
+    absl::erase_if(wm, [&](const auto& slot) { return cleanup_time(last_window_over(slot.first)) <= ts; });
+    if (wm.empty()) contents_->erase(kg, key);
+  }
+
   void add_to_count_window(const K& key, int kg, const In& r) {
     const TimeWindow global{INT64_MIN, INT64_MAX};
     Windows& m = contents_->get_or_create(kg, key);
@@ -258,6 +339,7 @@ class WindowOperator final : public OperatorBase, public Input<In> {
   StateTable<K, Windows>* contents_ = nullptr;
   StateTable<K, int64_t>* counts_ = nullptr;
   std::unique_ptr<InternalTimerService<K>> timers_;
+  bool sliced_ = false;
   int64_t late_records_ = 0;
   std::unique_ptr<OutputBase> owned_out_;
   Output<Out>* out_ = &discard_;
