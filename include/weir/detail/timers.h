@@ -16,10 +16,9 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
-#include "absl/hash/hash.h"
+#include "absl/container/flat_hash_set.h"
 
 #include "weir/detail/keyed_backend.h"
 #include "weir/detail/operator.h"
@@ -83,19 +82,14 @@ class InternalTimerService {
     fire_due(domains_[0], TimeDomain::kEventTime, wm);
   }
 
-  size_t num_timers(TimeDomain d) const {
-    size_t n = 0;
-    for (const auto& [ts, keys] : domains_[static_cast<int>(d)].index) n += keys.size();
-    return n;
-  }
-
  private:
   struct Domain {
     StateTable<K, std::vector<int64_t>>* table = nullptr;
-    // Timestamp -> keys with a timer then: registering, deleting and
-    // firing one timer cost O(log timestamps) whatever the number of keys
-    // sharing a timestamp. (std::unordered_set: begin() is O(1).)
-    std::map<int64_t, std::unordered_set<K, absl::Hash<K>>> index;
+    // Timestamp -> keys with a timer then: registering and deleting one
+    // timer cost O(log timestamps) whatever the number of keys sharing a
+    // timestamp. A timestamp's keys fire together: its set leaves the index
+    // first, so timers registered meanwhile go to a new set.
+    std::map<int64_t, absl::flat_hash_set<K>> index;
   };
 
   bool remove_from_table(Domain& dom, int kg, const K& key, int64_t ts) {
@@ -112,17 +106,16 @@ class InternalTimerService {
 
   void fire_due(Domain& dom, TimeDomain d, int64_t upto) {
     while (!dom.index.empty() && dom.index.begin()->first <= upto) {
-      auto bucket = dom.index.begin();
-      int64_t ts = bucket->first;
-      auto first = bucket->second.begin();
-      K key = *first;
-      bucket->second.erase(first);
-      if (bucket->second.empty()) dom.index.erase(bucket);
-      int kg = key_group_of(key, max_parallelism_);
-      remove_from_table(dom, kg, key, ts);
-      backend_->set_current_key(&key, kg);
-      current_timestamp() = d == TimeDomain::kEventTime ? ts : kNoTimestamp;
-      fire_(d, ts, key);
+      auto due = dom.index.extract(dom.index.begin());
+      const int64_t ts = due.key();
+      for (const K& key : due.mapped()) {
+        int kg = key_group_of(key, max_parallelism_);
+        // Deleted while its timestamp fired (by an earlier key's timer).
+        if (!remove_from_table(dom, kg, key, ts)) continue;
+        backend_->set_current_key(&key, kg);
+        current_timestamp() = d == TimeDomain::kEventTime ? ts : kNoTimestamp;
+        fire_(d, ts, key);
+      }
     }
   }
 
