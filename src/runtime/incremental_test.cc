@@ -87,7 +87,16 @@ TEST(IncrementalCheckpointTest, ExactlyOnceAndNoOrphansUnderFailuresAndAbortedCh
   config.checkpoint.tolerable_failed_checkpoints = 1000000;
   config.state.local_directory = dir.path("state");
   StreamEnvironment env(config);
-  env.from_source<Event>([] { return std::make_unique<GeneratorSource<Event>>(event_at, kEvents); }, "events")
+  // One row per event: the source stays at most kAhead events ahead of the
+  // committed rows. The sink's uncommitted rows grow until a checkpoint
+  // completes, and each checkpoint writes them; unbounded, on a loaded
+  // machine every checkpoint could miss the 100 ms timeout for good.
+  constexpr int64_t kAhead = 60000;
+  env.from_source<Event>([&log] {
+       auto source = std::make_unique<GeneratorSource<Event>>(event_at, kEvents);
+       source->hold_while([&log](int64_t i) { return i >= static_cast<int64_t>(log.rows()) + kAhead; });
+       return source;
+     }, "events")
       .key_by([](const Event& e) { return e.key; })
       .process<Count>([] { return std::make_unique<RunningCount>(); }, "count")
       .uid("count")

@@ -349,8 +349,15 @@ void Task::loop() {
       if (st == detail::PollStatus::kEndOfInput) {
         end_of_input();
       } else if (st == detail::PollStatus::kIdle) {
-        flush_outputs();
-        wait(Clock::now() + services_.config->network.buffer_timeout);
+        // A source cannot wake the task when data arrives, so it is polled
+        // again after kSourceIdlePoll: what it emits next waits at most that
+        // long to be read. Output still goes out when a buffer fills or the
+        // buffer timeout passes, not at every idle poll (each flush wakes
+        // the consumers).
+        constexpr auto kSourceIdlePoll = std::chrono::milliseconds(1);
+        const auto now = Clock::now();
+        maybe_flush(now);
+        wait(std::min(now + kSourceIdlePoll, last_flush_ + services_.config->network.buffer_timeout));
       } else {
         maybe_flush(Clock::now());
       }

@@ -64,6 +64,10 @@ class CommitLog {
     std::unique_lock lock(mu_);
     return cv_.wait_until(lock, deadline, [&] { return rows_ >= n; });
   }
+  size_t rows() const {
+    std::lock_guard lock(mu_);
+    return rows_;
+  }
   std::vector<T> all() const {
     std::lock_guard lock(mu_);
     std::vector<T> out;
