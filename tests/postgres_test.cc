@@ -159,7 +159,7 @@ TEST_P(PostgresCrashPointTest, KilledAtTheCrashPointRestoresLatestExactlyOnce) {
   if (!WEIR_TEST_POINTS) GTEST_SKIP() << "test points are compiled out of Release builds";
   const CrashPoint p = GetParam();
   testing::kill_at_sink_window(
-      p, [&](bool restore) { return args(restore); }, [&](const std::string& name) { return dir_->path(name); });
+      p, [&](bool restore) { return args(restore); }, [&](const std::string& name) { return dir_->path(name); }, /*pre_commits=*/24);
   if (HasFatalFailure()) return;
   Child last(args(true), dir_->path("final"));
   ASSERT_EQ(last.wait(), 0) << last.err();
@@ -243,7 +243,7 @@ class PostgresUpsertCrashPointTest : public PostgresUpsertTest, public ::testing
 TEST_P(PostgresUpsertCrashPointTest, KilledAtTheCrashPointRestoresLatestToTheFinalSums) {
   if (!WEIR_TEST_POINTS) GTEST_SKIP() << "test points are compiled out of Release builds";
   testing::kill_at_sink_window(
-      GetParam(), [&](bool restore) { return args(restore); }, [&](const std::string& name) { return dir_->path(name); });
+      GetParam(), [&](bool restore) { return args(restore); }, [&](const std::string& name) { return dir_->path(name); }, /*pre_commits=*/24);
   if (HasFatalFailure()) return;
   Child last(args(true), dir_->path("final"));
   ASSERT_EQ(last.wait(), 0) << last.err();

@@ -32,18 +32,25 @@ inline std::string sink_window_name(const ::testing::TestParamInfo<CrashPoint>& 
 // crash point `p`, a few checkpoints in. For sink-recovered a first run is
 // killed with output pre-committed, and the restoring run dies at the
 // point. The caller then restores to the end and checks the output.
+// `pre_commits`: the pre-commit visit to die at. Early checkpoints can be
+// declined after some sinks pre-committed (a task not running yet on a
+// loaded machine), so a job long enough for it passes more than 12 (three
+// checkpoints' worth), making it likely that one completed before.
 inline void kill_at_sink_window(CrashPoint p, const std::function<std::vector<std::string>(bool)>& args,
-                                const std::function<std::string(const std::string&)>& path) {
+                                const std::function<std::string(const std::string&)>& path, int pre_commits = 12) {
   const std::string point(to_string(p));
   bool restoring = false;
   if (p == CrashPoint::kSinkRecovered) {
-    Child first(args(false), path("first"), /*pipe_stderr=*/true, {"WEIR_CRASH_AT=sink-pre-committed:12"});
+    Child first(args(false), path("first"), /*pipe_stderr=*/true,
+                {"WEIR_CRASH_AT=sink-pre-committed:" + std::to_string(pre_commits)});
     ASSERT_EQ(first.wait(), 128 + SIGKILL) << first.err();
     restoring = true;
   }
   // Pre-commit and publish are visited by each sink subtask per checkpoint,
   // completion once per checkpoint.
-  const int visit = restoring ? 1 : p == CrashPoint::kCompletedBeforeNotify ? 3 : 12;
+  const int visit = restoring ? 1 : p == CrashPoint::kCompletedBeforeNotify ? 3
+                                 : p == CrashPoint::kSinkPreCommitted    ? pre_commits
+                                                                         : 12;
   Child c(args(restoring), path("crash"), /*pipe_stderr=*/true,
           {"WEIR_CRASH_AT=" + point + ":" + std::to_string(visit)});
   bool reached = c.wait_for_line(
