@@ -10,7 +10,8 @@
 # thread, so per core), weir's share of it, and the loop's peak RSS. Both
 # use the same generator configuration (10 M events/s of event time).
 #
-# STATE=rocksdb runs weir on the RocksDB backend; ARGS adds flags to every
+# STATE=rocksdb runs weir on the RocksDB backend; MODE=none runs without
+# checkpoints (what checkpointing costs a query); ARGS adds flags to every
 # weir run (e.g. ARGS="--checkpoint-dir /tmp/chk" for file checkpoints).
 set -euo pipefail
 WEIR=${WEIR:-build/weir}
@@ -20,6 +21,7 @@ PARALLELISM=${PARALLELISM:-1}
 QUERIES=${QUERIES:-"q0 q1 q2 q3 q4 q5 q6 q7 q8 q9 q11 q12 q13 q14 q15 q16 q17 q18 q19 q20 q21 q22"}
 LIMIT=${LIMIT:-}
 STATE=${STATE:-heap}
+MODE=${MODE:-exactly-once}
 read -r -a EXTRA <<< "${ARGS:-}"
 # The queries the loop implements.
 LIMIT_QUERIES=" q0 q1 q2 q3 q4 q5 q7 q8 q11 q17 q18 q19 q20 q21 q22 "
@@ -49,7 +51,7 @@ for q in $QUERIES; do
   loop_runs=$(mktemp)
   for i in $(seq "$REPEAT"); do
     out=$("$WEIR" nexmark --query "$q" --events "$EVENTS" \
-      --parallelism "$PARALLELISM" --checkpoint-interval 1s --mode exactly-once --state "$STATE" \
+      --parallelism "$PARALLELISM" --checkpoint-interval 1s --mode "$MODE" --state "$STATE" \
       ${EXTRA[@]+"${EXTRA[@]}"} 2>&1)
     per_core=$(echo "$out" | awk '/events\/s per core/ {print $4}')
     eps=$(echo "$out" | awk '/^events\/s:/ {print $2}')

@@ -6,12 +6,16 @@
 // and writes the maps later on another thread. The first write to a key group
 // whose map is still shared with a snapshot clones that key group's map, so
 // the snapshot stays immutable and the task never waits for the writer. The
-// cost is one copy of each key group touched between two checkpoints.
+// cost is one copy of each key group touched while the snapshot is written.
+// The snapshot lets go of a key group as soon as it is written (each group
+// is written once), so the old copy is freed then, and a group the task
+// touches only after that is not copied at all.
 //
 // Confined to the task thread, except snapshots, which are immutable.
 #ifndef WEIR_DETAIL_HEAP_STATE_H_
 #define WEIR_DETAIL_HEAP_STATE_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -77,14 +81,19 @@ class HeapTable final : public StateTable<K, V> {
     Snapshot(KeyGroupRange range, std::vector<std::shared_ptr<Map>> groups, int64_t min_stamp)
         : range_(range), groups_(std::move(groups)), min_stamp_(min_stamp) {}
     void write_entries(int kg, ByteWriter& out) const override {
-      const Map& m = *groups_[kg - range_.start];
-      if (min_stamp_ == INT64_MIN) return Serializer<Map>::write(out, m);
-      write_live(out, m, min_stamp_);
+      std::shared_ptr<Map> g = std::move(groups_[kg - range_.start]);
+      if (min_stamp_ == INT64_MIN) {
+        Serializer<Map>::write(out, *g);
+      } else {
+        write_live(out, *g, min_stamp_);
+      }
+      // `g` goes here: the live table writes this group in place again.
     }
 
    private:
     const KeyGroupRange range_;
-    const std::vector<std::shared_ptr<Map>> groups_;
+    // A group's view is released once written (write_entries, once per group).
+    mutable std::vector<std::shared_ptr<Map>> groups_;
     const int64_t min_stamp_;  // TTL entries below it are expired
   };
 
@@ -92,7 +101,13 @@ class HeapTable final : public StateTable<K, V> {
     std::shared_ptr<Map>& g = groups_[kg - range_.start];
     // Only this thread creates references, so a count of 1 cannot grow
     // behind our back; a stale count > 1 only costs an unneeded copy.
-    if (g.use_count() > 1) g = std::make_shared<Map>(*g);
+    if (g.use_count() > 1) {
+      g = std::make_shared<Map>(*g);
+    } else {
+      // A count that fell to 1 when the snapshot writer let go: its reads of
+      // the map happen before our writes (pairs with the release decrement).
+      std::atomic_thread_fence(std::memory_order_acquire);
+    }
     return *g;
   }
 

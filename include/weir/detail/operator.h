@@ -170,7 +170,8 @@ class KeyedStateSnapshot {
  public:
   virtual ~KeyedStateSnapshot() = default;
   virtual KeyGroupRange range() const = 0;
-  // Appends the state of key group `kg` to `out` (canonical snapshots).
+  // Appends the state of key group `kg` to `out` (canonical snapshots). At
+  // most once per key group: what the snapshot held for it may be released.
   virtual void write_key_group(int kg, ByteWriter& out) const = 0;
   // A native snapshot instead of canonical key groups; null for canonical.
   virtual NativeSnapshot* native() const { return nullptr; }

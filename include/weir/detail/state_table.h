@@ -147,7 +147,8 @@ int64_t min_live_stamp(const TableTtl& ttl) {
 class TableSnapshot {
  public:
   virtual ~TableSnapshot() = default;
-  // Appends `varint count | (key, value) * count` of key group `kg`.
+  // Appends `varint count | (key, value) * count` of key group `kg`. Called
+  // at most once per key group: a snapshot may let go of a group it wrote.
   virtual void write_entries(int kg, ByteWriter& out) const = 0;
 };
 
