@@ -4,7 +4,7 @@
 //   weir_sort_bench --dir DIR [--records 10000000] [--key-space 1000000]
 //                   [--value-bytes 64] [--memory-mb 64] [--fan-in 64]
 //
-// Adds --records records (a 16-byte key drawn from --key-space keys, a
+// Adds --records records (a 15-digit key drawn from --key-space keys, a
 // value of --value-bytes), sorts them, reads them back checking the order,
 // and prints one line: records, input MB, budget MB, runs, merge passes,
 // spilled MB, add and read records/s (wall), and the peak RSS of the process.
@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
   std::string value(static_cast<size_t>(value_bytes), 'v');
   const auto add_start = std::chrono::steady_clock::now();
   for (long long i = 0; i < records; ++i) {
-    const uint64_t k = rng() % static_cast<uint64_t>(key_space);
+    // Key k of the key space, spread over 15 digits (as a hashed key would be).
+    const uint64_t k = (rng() % static_cast<uint64_t>(key_space)) * 0x9E3779B97F4A7C15ull % 1'000'000'000'000'000ull;
     std::snprintf(key, sizeof(key), "%015llu", static_cast<unsigned long long>(k));
     if (absl::Status s = sorter.add(std::string_view(key, 15), value); !s.ok()) {
       std::fprintf(stderr, "weir_sort_bench: %s\n", std::string(s.message()).c_str());

@@ -9,8 +9,10 @@
 // an order-preserving encoding (big-endian, sign bit flipped).
 //
 // While records are added they are kept in memory, their bytes in blocks and
-// a 16-byte index entry each. When the next record would take the sorter past
-// `memory_bytes`, the records held are sorted and written to a run file in
+// an index entry each. When the next record would take the sorter past
+// `memory_bytes`, the records held are sorted (by an index entry of 24 bytes
+// with the key's first 8 bytes in it, so that most comparisons do not touch
+// the records) and written to a run file in
 // `spill_directory`, and memory starts over. At finish() the records still in
 // memory are sorted too; if nothing was spilled they are read from memory.
 // Otherwise the runs are merged: first, while there are more than
@@ -43,7 +45,7 @@ class ExternalSorter {
     // Where runs are spilled; created when the first run is. Required.
     std::string spill_directory;
     // Memory for the records held before a run is spilled: their bytes (in
-    // blocks of 256 KiB), 16 bytes of index and 8 of sort scratch each. A
+    // blocks of up to 256 KiB), 24 bytes of index and 12 of sort scratch each. A
     // single record larger than this is held alone. Default: 64 MiB.
     int64_t memory_bytes = int64_t{64} << 20;
     // Runs merged at once; more are first merged in passes. At least 2.
