@@ -49,7 +49,7 @@ asan: asan-configure
 tsan: deps
 	@CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEIR_SANITIZE=thread >/dev/null
 	@cmake --build build-tsan -j $(JOBS) --target weir_unit_test
-	@TSAN_OPTIONS=halt_on_error=1 build-tsan/weir_unit_test --gtest_brief=1
+	@TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/src/testing/tsan_suppressions.txt" build-tsan/weir_unit_test --gtest_brief=1
 
 # Each fuzz target for FUZZ_SECONDS (make fuzz FUZZ_SECONDS=600 for a long
 # run) from its corpus in fuzz/corpus/; new inputs it finds go to

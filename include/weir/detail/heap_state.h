@@ -25,7 +25,35 @@
 #include "weir/detail/state_table.h"
 #include "weir/key_group.h"
 
+// ThreadSanitizer does not model std::atomic_thread_fence, so it cannot see
+// the order writable() relies on (the snapshot writer's last read of a
+// group, then its reference dropped; the task seeing a count of 1, then a
+// fence). These tell it. No-ops in other builds.
+#if defined(__SANITIZE_THREAD__)
+#define WEIR_HEAP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEIR_HEAP_TSAN 1
+#endif
+#endif
+#ifdef WEIR_HEAP_TSAN
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#endif
+
 namespace weir::detail {
+
+inline void heap_group_released([[maybe_unused]] const void* group) {
+#ifdef WEIR_HEAP_TSAN
+  __tsan_release(const_cast<void*>(group));
+#endif
+}
+inline void heap_group_acquired([[maybe_unused]] const void* group) {
+  std::atomic_thread_fence(std::memory_order_acquire);
+#ifdef WEIR_HEAP_TSAN
+  __tsan_acquire(const_cast<void*>(group));
+#endif
+}
 
 template <typename K, typename V>
 class HeapTable final : public StateTable<K, V> {
@@ -87,7 +115,13 @@ class HeapTable final : public StateTable<K, V> {
       } else {
         write_live(out, *g, min_stamp_);
       }
+      heap_group_released(g.get());
       // `g` goes here: the live table writes this group in place again.
+    }
+    ~Snapshot() override {
+      for (const auto& g : groups_) {
+        if (g != nullptr) heap_group_released(g.get());
+      }
     }
 
    private:
@@ -106,7 +140,7 @@ class HeapTable final : public StateTable<K, V> {
     } else {
       // A count that fell to 1 when the snapshot writer let go: its reads of
       // the map happen before our writes (pairs with the release decrement).
-      std::atomic_thread_fence(std::memory_order_acquire);
+      heap_group_acquired(g.get());
     }
     return *g;
   }
