@@ -38,7 +38,7 @@ if [ -n "$LIMIT" ] && [ ! -x "$LIMIT" ]; then
   exit 2
 fi
 
-median() { sort -n | awk -v r="$1" 'NR == int((r + 1) / 2) {print}'; }
+. "$(dirname "$0")/lib.sh"
 
 if [ -n "$LIMIT" ]; then
   printf "%-5s %14s %10s %8s %12s %10s %14s %8s %10s\n" query events/s/core events/s cores checkpoints \
@@ -53,12 +53,7 @@ for q in $QUERIES; do
     out=$("$WEIR" nexmark --query "$q" --events "$EVENTS" \
       --parallelism "$PARALLELISM" --checkpoint-interval 1s --mode "$MODE" --state "$STATE" \
       ${EXTRA[@]+"${EXTRA[@]}"} 2>&1)
-    per_core=$(echo "$out" | awk '/events\/s per core/ {print $4}')
-    eps=$(echo "$out" | awk '/^events\/s:/ {print $2}')
-    cores=$(echo "$out" | awk '/cpu time/ {gsub(/\(/,"",$5); print $5}')
-    cps=$(echo "$out" | awk '/checkpoints completed/ {print $3}')
-    rss=$(echo "$out" | awk '/^peak rss/ {print $3}')
-    echo "$per_core $eps $cores $cps $rss" >> "$weir_runs"
+    echo "$out" | nexmark_fields >> "$weir_runs"
     if [ -n "$LIMIT" ] && [[ "$LIMIT_QUERIES" == *" $q "* ]]; then
       # One line from the loop on stdout; GNU time's peak RSS (KiB) on stderr.
       line=$( { /usr/bin/time -f "rss_kb=%M" "$LIMIT" "$q" "$EVENTS"; } 2>&1)

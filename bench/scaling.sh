@@ -11,7 +11,7 @@ REPEAT=${REPEAT:-5}
 EVENTS=${EVENTS:-5000000}
 QUERIES=${QUERIES:-"q0 q5 q18"}
 
-median() { sort -n | awk -v r="$1" 'NR == int((r + 1) / 2) {print}'; }
+. "$(dirname "$0")/lib.sh"
 
 printf "%-5s %14s %14s %8s %14s %14s\n" query p1_events/s p2_events/s p2/p1 p1_rss_mb p2_rss_mb
 for q in $QUERIES; do

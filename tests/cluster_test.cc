@@ -6,10 +6,12 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -34,6 +36,22 @@ using testing::TempDir;
 int64_t completed_checkpoints(Cluster& c, const std::string& job) {
   auto r = c.client().checkpoints(job);
   return r.ok() ? static_cast<int64_t>((*r)["completed"].size()) : -1;
+}
+
+// Waits (up to 60 s) until the job restarted `restarts` times and every
+// subtask of its first vertex runs again; its detail then.
+bool running_after_restarts(Cluster& c, const std::string& job, int restarts, nlohmann::json* detail) {
+  return eventually(
+      [&] {
+        auto d = c.client().job(job);
+        if (!d.ok() || (*d)["restarts"] != restarts || !d->contains("vertices")) return false;
+        for (const auto& s : (*d)["vertices"][0]["subtasks"]) {
+          if (s["state"] != "RUNNING") return false;
+        }
+        *detail = *d;
+        return true;
+      },
+      60s);
 }
 
 void expect_exactly_once(const std::vector<std::string>& inputs, const std::string& out) {
@@ -145,18 +163,7 @@ TEST(ClusterTest, RegionFailoverRestartsOnlyTheFailedRegion) {
                                                "--failover", failover});
     ASSERT_TRUE(job.ok()) << job.status();
     nlohmann::json detail;
-    ASSERT_TRUE(eventually(
-        [&] {
-          auto d = c.client().job(*job);
-          if (!d.ok() || (*d)["restarts"] != 1 || !d->contains("vertices")) return false;
-          for (const auto& s : (*d)["vertices"][0]["subtasks"]) {
-            if (s["state"] != "RUNNING") return false;
-          }
-          detail = *d;
-          return true;
-        },
-        60s))
-        << c.jm_log();
+    ASSERT_TRUE(running_after_restarts(c, *job, 1, &detail)) << c.jm_log();
     ASSERT_EQ(detail["vertices"].size(), 1u) << detail;  // source -> number -> sink, chained
     for (const auto& s : detail["vertices"][0]["subtasks"]) {
       int expected = failover == "full" || s["subtask"] == 2 ? 1 : 0;
@@ -172,6 +179,98 @@ TEST(ClusterTest, RegionFailoverRestartsOnlyTheFailedRegion) {
     for (const auto& p : problems) ADD_FAILURE() << p;
     EXPECT_TRUE(*exact);
   }
+}
+
+// At-most-once with a TaskManager SIGKILLed: the subtasks it ran restart
+// (attempt 1) while the others keep attempt 0, and their sources continue
+// after the lines they had read instead of from the start. The restarted
+// subtasks' uncommitted output of attempt 0 is discarded with them (the file
+// sink publishes at checkpoints, here only the final one), so what is
+// missing is exactly a prefix of each restarted subtask's split: each
+// subtask's published line numbers are one contiguous run, nothing is
+// published twice, and every gap ends where a restarted subtask's run begins.
+TEST(ClusterTest, AtMostOnceContinuesAfterAKilledTaskManagerWithoutRepeating) {
+  Cluster c("cluster-at-most-once");
+  const std::string input = c.dir().path("in.txt");
+  constexpr int64_t kLines = 60000;
+  ASSERT_TRUE(examples::generate_running_sum_input(input, kLines, 100, 0, 11).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  const std::string out = c.dir().path("out");
+  // 4 subtasks at 2500 lines/s: about 6 s of input.
+  auto job = c.client().submit("line-copy", {"--input", input, "--output", out, "-p", "4", "--checkpoint-dir",
+                                             c.dir().path("chk"), "--mode", "at-most-once", "--rate", "2500"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Every subtask placed and running, and some output flushed (64 KiB).
+  std::set<int> on_b;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto d = c.client().job(*job);
+        if (!d.ok() || !d->contains("vertices")) return false;
+        on_b.clear();
+        for (const auto& s : (*d)["vertices"][0]["subtasks"]) {
+          if (s["state"] != "RUNNING") return false;
+          if (s["taskmanager"] == "tm-b") on_b.insert(s["subtask"].get<int>());
+        }
+        std::error_code ec;
+        uintmax_t bytes = 0;
+        for (const auto& e : fs::directory_iterator(out, ec)) {
+          if (e.path().filename().string().rfind(".part-", 0) == 0) bytes += fs::file_size(e.path(), ec);
+        }
+        return bytes >= 64 * 1024;
+      },
+      60s))
+      << c.jm_log();
+  ASSERT_FALSE(on_b.empty());
+  c.taskmanager("tm-b")->kill9();
+  c.start_taskmanager("tm-c", 2);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  nlohmann::json detail;
+  ASSERT_TRUE(running_after_restarts(c, *job, 1, &detail)) << c.jm_log();
+  for (const auto& s : detail["vertices"][0]["subtasks"]) {
+    EXPECT_EQ(s["attempt"], on_b.count(s["subtask"].get<int>()) ? 1 : 0) << s;
+  }
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_EQ((*done)["restarts"], 1);
+  ASSERT_TRUE(done->contains("lost_records")) << *done;
+  EXPECT_GE((*done)["lost_records"].get<int64_t>(), 0);
+
+  // Published line numbers by subtask (files part-<subtask>-<seq>).
+  std::map<int, std::vector<int64_t>> by_subtask;
+  std::set<int64_t> published;
+  for (const auto& e : fs::directory_iterator(out)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("part-", 0) != 0) continue;
+    const int subtask = std::atoi(name.c_str() + 5);
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);) {
+      const int64_t n = std::atoll(line.c_str());
+      ASSERT_TRUE(published.insert(n).second) << "line " << n << " published twice";
+      by_subtask[subtask].push_back(n);
+    }
+  }
+  ASSERT_EQ(by_subtask.size(), 4u);
+  std::map<int64_t, int> run_start;  // first line number -> subtask
+  for (auto& [subtask, lines] : by_subtask) {
+    std::sort(lines.begin(), lines.end());
+    EXPECT_EQ(lines.back() - lines.front() + 1, static_cast<int64_t>(lines.size()))
+        << "subtask " << subtask << " has a gap inside its output";
+    run_start[lines.front()] = subtask;
+  }
+  // Line numbers start at 1; each gap before a run is a restarted subtask's
+  // prefix.
+  int64_t next = 1, missing = 0;
+  for (const auto& [first, subtask] : run_start) {
+    if (first > next) {
+      EXPECT_EQ(on_b.count(subtask), 1u) << "lines " << next << ".." << first - 1
+                                         << " are missing before subtask " << subtask << ", which never restarted";
+      missing += first - next;
+    }
+    next = first + static_cast<int64_t>(by_subtask[subtask].size());
+  }
+  EXPECT_EQ(next, kLines + 1) << "the end of the input is missing";
+  EXPECT_GT(missing, 0) << "the restarted sources went back to the start";
 }
 
 // A job that needs more slots than the cluster has waits, then fails

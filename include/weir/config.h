@@ -19,10 +19,19 @@ absl::StatusOr<Duration> parse_duration(std::string_view text);
 // "1s", "10min".
 std::string format_duration(Duration d);
 
+// What a failure does to the effect of each input record.
 enum class CheckpointingMode : uint8_t {
   kExactlyOnce = 0,   // barriers are aligned: each record affects state once
   kAtLeastOnce = 1,   // barriers are tracked, not aligned: replays may double
-  kNone = 2,          // no periodic checkpoints; a restart begins from scratch
+  // No periodic checkpoints; a restart begins from the restore point (or
+  // the start of input) again, so records after it are processed twice.
+  kNone = 2,
+  // No periodic checkpoints and no rewind: a restarted source continues
+  // after the last record it emitted, with the state of the restore point
+  // (or empty). Sources read a batch ahead and emit it only once the
+  // JobManager holds the positions after it; what a failure loses is
+  // counted (JobResult::lost_records).
+  kAtMostOnce = 3,
 };
 
 absl::StatusOr<CheckpointingMode> parse_checkpointing_mode(std::string_view text);

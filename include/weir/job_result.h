@@ -62,6 +62,13 @@ struct JobResult {
   // The cause of the last failure the job restarted after (or failed with),
   // even when it then finished; empty when nothing failed.
   std::string last_failure;
+  // At-most-once: records sources read and the JobManager confirmed, but
+  // that failures kept them from emitting (skipped, never processed). Exact
+  // when the failed source task reported its end; when its TaskManager was
+  // lost, what it emitted after its last report counts too. Records in
+  // flight inside a restarted region, and what they had changed in its
+  // state, are lost as well and not counted here (docs/cli.md).
+  int64_t lost_records = 0;
   std::vector<CompletedCheckpointStats> checkpoints;
   int64_t failed_checkpoints = 0;
   int64_t restored_checkpoint_id = -1;  // -1: started fresh

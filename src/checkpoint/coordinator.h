@@ -163,7 +163,9 @@ class CheckpointCoordinator {
     std::vector<SubtaskCheckpointStats> timings;  // per acknowledgement
   };
 
-  bool periodic() const { return config_.mode != CheckpointingMode::kNone; }
+  bool periodic() const {
+    return config_.mode != CheckpointingMode::kNone && config_.mode != CheckpointingMode::kAtMostOnce;
+  }
   // Returns the id, or an error when a savepoint directory cannot be made.
   absl::StatusOr<int64_t> trigger(bool is_final, const std::string& savepoint_dir = "");
   void complete(Pending p);

@@ -53,6 +53,10 @@ void print_result(const JobResult& r, std::FILE* out) {
                r.checkpoints.empty() ? 0.0 : static_cast<double>(total_ms) / r.checkpoints.size(),
                static_cast<long long>(max_ms));
   std::fprintf(out, "restarts: %d\n", r.restarts);
+  if (r.lost_records > 0) {
+    std::fprintf(out, "records lost (at-most-once, read but never emitted): %lld\n",
+                 static_cast<long long>(r.lost_records));
+  }
   if (!r.stopped_with_savepoint.empty()) {
     std::fprintf(out, "stopped with savepoint %s\n", r.stopped_with_savepoint.c_str());
   }

@@ -59,7 +59,7 @@ struct JobFlags {
     app->add_option("--checkpoint-dir", checkpoint_dir,
                     "Directory for retained checkpoints (default: in memory)");
     app->add_option("--checkpoint-interval", checkpoint_interval, "e.g. 500ms, 1s, 1min")->capture_default_str();
-    app->add_option("--mode", mode, "exactly-once | at-least-once | none")->capture_default_str();
+    app->add_option("--mode", mode, "exactly-once | at-least-once | at-most-once | none")->capture_default_str();
     app->add_option("--restore", restore, "latest | PATH of a chk-<n> directory");
     app->add_flag("--allow-non-restored-state", allow_non_restored,
                   "Skip state of operators the job lacks");

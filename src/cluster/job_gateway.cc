@@ -94,6 +94,10 @@ void JobGateway::submit_task(runtime::TaskDeploymentDescriptor tdd) {
   if (tdd.task_locations != nullptr) {
     for (const auto& l : *tdd.task_locations) d->add_task_locations(l);
   }
+  if (tdd.source_positions != nullptr) {
+    d->set_source_positions(encode_operator_state(*tdd.source_positions));
+    d->set_has_source_positions(true);
+  }
   s->send(std::move(m));
 }
 

@@ -44,6 +44,9 @@ class JobGateway final : public runtime::TaskExecutorGateway {
   }
   void finish_task(const runtime::ExecutionId& id) override { action(proto::TaskAction::FINISH, id); }
   void stop_source(const runtime::ExecutionId& id) override { action(proto::TaskAction::STOP_SOURCE, id); }
+  void confirm_source_positions(const runtime::ExecutionId& id, int64_t seq) override {
+    action(proto::TaskAction::CONFIRM_SOURCE_POSITIONS, id, seq);
+  }
   void prepare_savepoint(int64_t cp, const std::string& directory) override;
 
   // The tasks placed on `s` fail.

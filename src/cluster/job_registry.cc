@@ -83,7 +83,8 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
   auto built = catalog_(spec.name(), args, lib);
   if (!built.ok()) return built.status();
   const JobConfig& config = built->env->config();
-  if (config.checkpoint.mode != CheckpointingMode::kNone && config.checkpoint.directory.empty()) {
+  if (config.checkpoint.mode != CheckpointingMode::kNone &&
+      config.checkpoint.mode != CheckpointingMode::kAtMostOnce && config.checkpoint.directory.empty()) {
     return absl::InvalidArgumentError(
         "a cluster job needs --checkpoint-dir, on storage every TaskManager and the JobManager reach");
   }
@@ -217,6 +218,24 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
     case proto::TaskManagerMessage::kEndOfData: {
       const auto& e = m.end_of_data();
       if (JobPtr j = find(e.job_id())) j->master->end_of_data(from_proto(e.id()));
+      break;
+    }
+    case proto::TaskManagerMessage::kSourcePositions: {
+      const auto& p = m.source_positions();
+      JobPtr j = find(p.job_id());
+      if (j == nullptr) break;
+      runtime::SourcePositions r;
+      r.seq = p.seq();
+      r.records = p.records();
+      r.released_records = p.released_records();
+      auto positions = checkpoint::decode_operator_state(p.positions());
+      if (!positions.ok()) {
+        j->master->update_task_state(from_proto(p.id()), runtime::ExecutionState::kFailed,
+                                     "source positions it reported: " + std::string(positions.status().message()));
+        break;
+      }
+      r.positions = std::move(*positions);
+      j->master->report_source_positions(from_proto(p.id()), std::move(r));
       break;
     }
     case proto::TaskManagerMessage::kHeartbeat: {

@@ -92,6 +92,13 @@ TaskMetricsSnapshot from_proto(const proto::TaskMetrics& m) {
   return s;
 }
 
+std::string encode_operator_state(const detail::OperatorStateMap& state) {
+  std::string bytes;
+  ByteWriter w(&bytes);
+  checkpoint::encode_operator_state(state, w);
+  return bytes;
+}
+
 std::string encode_ack_states(int64_t checkpoint_id, const checkpoint::TaskAck& ack) {
   checkpoint::CheckpointMetadata m;
   m.checkpoint_id = checkpoint_id;

@@ -43,6 +43,8 @@ TaskMetricsSnapshot from_proto(const proto::TaskMetrics& m);
 // A task's acknowledgement travels as checkpoint metadata (one operator
 // entry per acknowledged operator state).
 std::string encode_ack_states(int64_t checkpoint_id, const checkpoint::TaskAck& ack);
+// A source operator's state (at-most-once positions), as in a state file.
+std::string encode_operator_state(const detail::OperatorStateMap& state);
 absl::StatusOr<std::vector<checkpoint::AckedOperatorState>> decode_ack_states(std::string_view bytes);
 
 absl::Status from_grpc(const grpc::Status& s);

@@ -217,6 +217,7 @@ nlohmann::json job_json(Job& j, bool detail) {
       // The last failure: why it failed, else why it last restarted.
       out["failure"] = j.result->failure.empty() ? j.result->last_failure : j.result->failure;
       out["restarts"] = j.result->restarts;
+      out["lost_records"] = j.result->lost_records;
       out["completed_checkpoints"] = j.result->checkpoints.size();
       out["stopped_with_savepoint"] = j.result->stopped_with_savepoint;
       out["duration_ms"] = j.result->wall_time.count();
@@ -227,6 +228,7 @@ nlohmann::json job_json(Job& j, bool detail) {
     out["status"] = std::string(to_string(st->status));
     out["failure"] = st->failure;
     out["restarts"] = st->restarts;
+    out["lost_records"] = st->lost_records;
     out["attempt"] = st->attempt;
     out["completed_checkpoints"] = st->checkpoints.size();
   }

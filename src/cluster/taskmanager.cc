@@ -124,6 +124,17 @@ class TaskManagerProcess::Impl {
       *m.mutable_end_of_data()->mutable_id() = to_proto(id);
       tm_->send(std::move(m));
     }
+    void report_source_positions(const runtime::ExecutionId& id, runtime::SourcePositions r) override {
+      TaskManagerMessage m;
+      auto* p = m.mutable_source_positions();
+      p->set_job_id(job_id_);
+      *p->mutable_id() = to_proto(id);
+      p->set_seq(r.seq);
+      p->set_positions(encode_operator_state(r.positions));
+      p->set_records(r.records);
+      p->set_released_records(r.released_records);
+      tm_->send(std::move(m));
+    }
 
    private:
     Impl* const tm_;
@@ -257,6 +268,7 @@ class TaskManagerProcess::Impl {
           case proto::TaskAction::CHECKPOINT_ABORTED: t->notify_checkpoint_aborted(id, a.checkpoint_id()); break;
           case proto::TaskAction::FINISH: t->finish_task(id); break;
           case proto::TaskAction::STOP_SOURCE: t->stop_source(id); break;
+          case proto::TaskAction::CONFIRM_SOURCE_POSITIONS: t->confirm_source_positions(id, a.checkpoint_id()); break;
           default: break;
         }
         break;
@@ -367,6 +379,15 @@ class TaskManagerProcess::Impl {
                                                                 d.task_locations().end());
     tdd.task_locations = std::move(locations);
     absl::Status failed;
+    if (d.has_source_positions()) {
+      auto positions = checkpoint::decode_operator_state(d.source_positions());
+      if (positions.ok()) {
+        tdd.source_positions = std::make_shared<const detail::OperatorStateMap>(std::move(*positions));
+      } else {
+        failed = absl::DataLossError("source positions sent by the JobManager: " +
+                                     std::string(positions.status().message()));
+      }
+    }
     if (d.restore_as_before()) {
       auto it = restore_points_.find(d.job_id());
       if (it != restore_points_.end() && it->second.location == d.restore_location()) {

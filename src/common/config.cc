@@ -69,9 +69,10 @@ std::string_view to_string(FailoverStrategy strategy) {
 absl::StatusOr<CheckpointingMode> parse_checkpointing_mode(std::string_view text) {
   if (text == "exactly-once") return CheckpointingMode::kExactlyOnce;
   if (text == "at-least-once") return CheckpointingMode::kAtLeastOnce;
+  if (text == "at-most-once") return CheckpointingMode::kAtMostOnce;
   if (text == "none") return CheckpointingMode::kNone;
   return absl::InvalidArgumentError("invalid mode '" + std::string(text) +
-                                    "': expected exactly-once, at-least-once or none");
+                                    "': expected exactly-once, at-least-once, at-most-once or none");
 }
 
 std::string_view to_string(CheckpointingMode mode) {
@@ -79,6 +80,7 @@ std::string_view to_string(CheckpointingMode mode) {
     case CheckpointingMode::kExactlyOnce: return "exactly-once";
     case CheckpointingMode::kAtLeastOnce: return "at-least-once";
     case CheckpointingMode::kNone: return "none";
+    case CheckpointingMode::kAtMostOnce: return "at-most-once";
   }
   return "?";
 }

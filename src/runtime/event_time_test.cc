@@ -365,21 +365,27 @@ class CountLate final : public KeyedProcessFunction<int64_t, Ev, int64_t> {
 
 // A split that has not delivered yet holds the watermark back until its
 // idleness timeout from when it was first used, not from its first record:
-// otherwise its first records would arrive late.
+// otherwise its first records would arrive late. Also when the source reads
+// ahead (at-most-once).
 TEST(IdlenessTest, ASplitWithoutRecordsYetHoldsTheWatermarkUntilItsTimeout) {
-  testing::CollectingSink<int64_t>::Rows late;
-  StreamEnvironment env;
-  auto wm = WatermarkStrategy<Ev>::for_monotonous_timestamps([](const Ev& e) { return e.ts; })
-                .with_interval(Duration(0))
-                .with_idleness(Duration(60'000));
-  env.from_source<Ev>([] { return std::make_unique<LateSecondSplit>(); }, "two-splits", wm)
-      .key_by([](const Ev& e) { return e.key; })
-      .process<int64_t>([] { return std::make_unique<CountLate>(); })
-      .sink_to([&] { return std::make_unique<testing::CollectingSink<int64_t>>(&late); });
-  auto r = env.execute("late-split");
-  ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
-  ASSERT_EQ(late.rows.size(), 100u);
-  EXPECT_EQ(std::count(late.rows.begin(), late.rows.end(), 1), 0) << "records of the second split arrived late";
+  for (CheckpointingMode mode : {CheckpointingMode::kExactlyOnce, CheckpointingMode::kAtMostOnce}) {
+    SCOPED_TRACE(std::string(to_string(mode)));
+    testing::CollectingSink<int64_t>::Rows late;
+    JobConfig config;
+    config.checkpoint.mode = mode;
+    StreamEnvironment env(config);
+    auto wm = WatermarkStrategy<Ev>::for_monotonous_timestamps([](const Ev& e) { return e.ts; })
+                  .with_interval(Duration(0))
+                  .with_idleness(Duration(60'000));
+    env.from_source<Ev>([] { return std::make_unique<LateSecondSplit>(); }, "two-splits", wm)
+        .key_by([](const Ev& e) { return e.key; })
+        .process<int64_t>([] { return std::make_unique<CountLate>(); })
+        .sink_to([&] { return std::make_unique<testing::CollectingSink<int64_t>>(&late); });
+    auto r = env.execute("late-split");
+    ASSERT_TRUE(r.ok() && r->status == JobStatus::kFinished);
+    ASSERT_EQ(late.rows.size(), 100u);
+    EXPECT_EQ(std::count(late.rows.begin(), late.rows.end(), 1), 0) << "records of the second split arrived late";
+  }
 }
 
 }  // namespace

@@ -40,11 +40,28 @@ struct TaskDeploymentDescriptor {
   // The checkpoint to restore from; null on a fresh start.
   std::string restore_location;
   std::shared_ptr<const checkpoint::CheckpointMetadata> restore;
+  // At-most-once: the positions a source subtask last reported (its source
+  // operator's state), which its restart continues from whatever `restore`
+  // holds for that operator. Null when it reported none.
+  std::shared_ptr<const detail::OperatorStateMap> source_positions;
   // Multi-process cluster: the data address (host:port) of the process
   // running each task of the attempt, by task index, and of this one. Empty
   // in the embedded cluster: every channel is local.
   std::shared_ptr<const std::vector<std::string>> task_locations;
   std::string location;
+};
+
+// At-most-once: a source subtask read a batch ahead. The JobManager keeps
+// `positions` as where the subtask restarts and confirms `seq`; only then
+// does the source emit the batch.
+struct SourcePositions {
+  // 1, 2, ... per execution; 0: no batch, only `released_records` (sent as
+  // the task ends, so the JobManager knows how much of what it confirmed
+  // was never emitted).
+  int64_t seq = 0;
+  detail::OperatorStateMap positions;  // the source operator's state after the batch
+  int64_t records = 0;                 // records in the batch
+  int64_t released_records = 0;        // records this execution emitted so far
 };
 
 // JobManager -> TaskManager.
@@ -68,6 +85,9 @@ class TaskExecutorGateway {
   virtual void finish_task(const ExecutionId& id) = 0;
   // Stop with drain: a source task ends its input now.
   virtual void stop_source(const ExecutionId& id) = 0;
+  // At-most-once: the positions after batch `seq` are kept; the source may
+  // emit every batch up to it.
+  virtual void confirm_source_positions(const ExecutionId& id, int64_t seq) = 0;
 };
 
 // TaskManager -> JobManager.
@@ -82,6 +102,8 @@ class JobMasterGateway {
                                   const std::string& reason) = 0;
   // The task consumed all its input and finished its operators.
   virtual void end_of_data(const ExecutionId& id) = 0;
+  // At-most-once: a source subtask's read-ahead positions.
+  virtual void report_source_positions(const ExecutionId& id, SourcePositions report) = 0;
 };
 
 }  // namespace weir::runtime

@@ -47,6 +47,7 @@ JobMaster::JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> 
       num_regions_(region_of_.empty() ? 0 : *std::max_element(region_of_.begin(), region_of_.end()) + 1),
       region_attempt_(num_regions_, -1),
       executions_(region_of_.size()),
+      source_progress_(region_of_.size()),
       loop_(std::chrono::milliseconds(5), [this] { coordinator_.tick(); }) {
   for (const auto& v : graph_->vertices) {
     for (int s = 0; s < v.parallelism; ++s) executions_[graph_->task_index(v.id, s)].id = ExecutionId{v.id, s, -1};
@@ -98,6 +99,7 @@ JobMaster::Status JobMaster::status() {
     out.status = status_;
     out.attempt = attempt_;
     out.restarts = restarts_;
+    out.lost_records = lost_records_;
     out.failure = last_failure_;
     out.checkpoints = coordinator_.completed_stats();
     out.failed_checkpoints = coordinator_.failed_checkpoints();
@@ -161,6 +163,9 @@ void JobMaster::deploy(const std::set<int>& regions) {
         tdd.restore_location = latest->location;
         tdd.restore = latest->metadata;
       }
+      SourceProgress& progress = source_progress_[index];
+      tdd.source_positions = progress.positions;
+      progress.confirmed_records = progress.released_records = 0;
       Execution e;
       e.id = tdd.execution;
       e.is_source = v.is_source;
@@ -270,6 +275,7 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
   if (e.terminal) return;
   e.state = state;
   e.terminal = is_terminal(state);
+  if (e.terminal && state != ExecutionState::kFinished) count_lost_records(idx);
   if (stopping_) {
     // Stopped after its savepoint: tasks end where they are, and one that
     // finds a neighbour already gone is no failure.
@@ -412,8 +418,13 @@ void JobMaster::log_restart() {
                  unlogged_failures_, unlogged_failures_ == 1 ? "" : "s");
   }
   const checkpoint::CompletedCheckpointStore::Entry* latest = store_.latest();
+  std::string from = latest != nullptr ? "checkpoint " + std::to_string(latest->id) : "the start";
+  if (config_.checkpoint.mode == CheckpointingMode::kAtMostOnce) {
+    from = (latest != nullptr ? "the state of " + from : "empty state") +
+           ", sources continuing after what they emitted";
+  }
   spdlog::warn("job {}: {} failed: {}; restart {} in {} ms from {}", job_id_, failed_what_, last_failure_, restarts_,
-               restart_->backoff_ms(), latest != nullptr ? "checkpoint " + std::to_string(latest->id) : "the start");
+               restart_->backoff_ms(), from);
   last_logged_failure_ = shape;
   last_logged_failure_ms_ = now;
   unlogged_failures_ = 0;
@@ -431,6 +442,7 @@ void JobMaster::finish_job(JobStatus status, const std::string& failure) {
   r.status = status;
   r.failure = failure;
   r.restarts = restarts_;
+  r.lost_records = lost_records_;
   r.last_failure = last_failure_;
   r.checkpoints = coordinator_.completed_stats();
   r.failed_checkpoints = coordinator_.failed_checkpoints();
@@ -477,6 +489,32 @@ void JobMaster::end_of_data(const ExecutionId& id) {
     });
     if (sources_done) coordinator_.request_final_checkpoint();
   });
+}
+
+void JobMaster::report_source_positions(const ExecutionId& id, SourcePositions report) {
+  loop_.post([this, id, report = std::move(report)]() mutable {
+    const int idx = task_index(id);
+    if (idx < 0 || executions_[idx].terminal) return;
+    SourceProgress& p = source_progress_[idx];
+    p.released_records = std::max(p.released_records, report.released_records);
+    if (report.seq == 0) return;  // the task ends: only what it emitted
+    // A region about to restart emits nothing more: its sources' positions
+    // stay where its last confirmed batch ended.
+    if (status_ != JobStatus::kRunning || restarting_.count(region_of_[idx]) != 0) return;
+    p.positions = std::make_shared<const detail::OperatorStateMap>(std::move(report.positions));
+    p.confirmed_records += report.records;
+    tm_->confirm_source_positions(id, report.seq);
+  });
+}
+
+void JobMaster::count_lost_records(int idx) {
+  SourceProgress& p = source_progress_[idx];
+  const int64_t lost = p.confirmed_records - p.released_records;
+  p.confirmed_records = p.released_records = 0;
+  if (lost <= 0) return;
+  lost_records_ += lost;
+  spdlog::warn("job {}: {} ended with {} record{} read ahead and never emitted: lost (at-most-once)", job_id_,
+               executions_[idx].id.to_string(), lost, lost == 1 ? "" : "s");
 }
 
 void JobMaster::trigger_sources(int64_t cp, int64_t ts, bool savepoint) {

@@ -49,6 +49,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
     JobStatus status = JobStatus::kCreated;
     int attempt = 0;
     int restarts = 0;
+    int64_t lost_records = 0;  // JobResult::lost_records so far
     std::string failure;
     std::vector<CompletedCheckpointStats> checkpoints;
     int64_t failed_checkpoints = 0;
@@ -69,6 +70,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   void decline_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
                           const std::string& reason) override;
   void end_of_data(const ExecutionId& id) override;
+  void report_source_positions(const ExecutionId& id, SourcePositions report) override;
 
  private:
   struct Execution {
@@ -111,6 +113,9 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   // Logs the failure before a restart; the same again within 10 s counts.
   void log_restart();
   void finish_job(JobStatus status, const std::string& failure);
+  // At-most-once: a source execution ended without finishing; what it was
+  // confirmed but never emitted is lost.
+  void count_lost_records(int index);
   int task_index(const ExecutionId& id) const;  // -1 when not of the current attempt
 
   // Constant after construction.
@@ -130,6 +135,17 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   const int num_regions_;
   std::vector<int> region_attempt_;    // by region; the attempt its tasks run
   std::vector<Execution> executions_;  // by task index
+  // At-most-once, by task index (sources only): the positions a source
+  // subtask last reported (kept across attempts: its next one continues
+  // there), and the records of the batches confirmed to its current
+  // execution and of those that execution emitted.
+  struct SourceProgress {
+    std::shared_ptr<const detail::OperatorStateMap> positions;
+    int64_t confirmed_records = 0;
+    int64_t released_records = 0;
+  };
+  std::vector<SourceProgress> source_progress_;
+  int64_t lost_records_ = 0;
   std::set<int> restarting_;           // regions waiting for their tasks to end, then redeployed
   std::set<int> waiting_for_slots_;    // regions whose deployment waits for slots
   int attempt_ = -1;                   // the newest attempt of any region

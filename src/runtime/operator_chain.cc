@@ -68,7 +68,9 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
     info.attempt = tdd.execution.attempt;
     info.uid = g.uids[node];
     info.key_groups = tdd.key_groups;
-    info.restored = tdd.restore != nullptr && tdd.restore->find(info.uid) != nullptr;
+    // A source that reported at-most-once positions continues from them.
+    info.restored = (tdd.restore != nullptr && tdd.restore->find(info.uid) != nullptr) ||
+                    (i == 0 && tdd.source_positions != nullptr);
     info.processing_time = s.processing_time;
     info.job_id = tdd.job_id;
     info.state_backend = s.state_backend;

@@ -14,6 +14,11 @@ using Clock = std::chrono::steady_clock;
 
 // Records a source emits between two looks at the mailbox.
 constexpr int kSourceBatch = 512;
+// At-most-once: records a source reads ahead into one batch, and batches
+// reported but not yet confirmed. Two, so one is read while the other's
+// confirmation travels.
+constexpr int kReadAheadRecords = 4096;
+constexpr int kReadAheadBatches = 2;
 
 int64_t ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
@@ -117,6 +122,10 @@ void Task::stop_source() {
   post([this] { stop_requested_ = true; });
 }
 
+void Task::confirm_source_positions(int64_t seq) {
+  post([this, seq] { release_batches(seq); });
+}
+
 void Task::cancel() {
   if (cancelled_.exchange(true)) return;
   // Wake the thread wherever it waits: mailbox, input, full output, pool.
@@ -194,6 +203,12 @@ void Task::run() {
   }
   enter(TaskPhase::kClosed);  // allowed from any phase but itself
   if (final_state != ExecutionState::kFailed) error.clear();
+  if (ahead_.on && final_state != ExecutionState::kFinished) {
+    // What of the confirmed batches left: the rest is lost.
+    SourcePositions last;
+    last.released_records = chain_.source->released_records();
+    services_.job_master->report_source_positions(id(), std::move(last));
+  }
   // Report before closing the channels: a neighbour that sees them close
   // fails too, and the root cause must reach the JobManager first.
   services_.job_master->update_task_state(
@@ -209,6 +224,7 @@ absl::Status Task::initialize() {
   // Restore, then open downstream operators first so they are ready before
   // upstream ones emit.
   std::vector<std::shared_ptr<const checkpoint::StateFileBytes>> files;
+  ahead_.on = chain_.source != nullptr && services_.config->checkpoint.mode == CheckpointingMode::kAtMostOnce;
   for (int i = static_cast<int>(vertex_.nodes.size()) - 1; i >= 0; --i) {
     int node = vertex_.nodes[i];
     std::optional<detail::OperatorRestore> restore;
@@ -216,6 +232,11 @@ absl::Status Task::initialize() {
       auto r = restore_for(node, &files);
       if (!r.ok()) return r.status();
       restore = std::move(*r);
+    }
+    if (i == 0 && ahead_.on && tdd_.source_positions != nullptr) {
+      // At-most-once: the source continues after what it emitted before.
+      if (!restore) restore.emplace();
+      restore->operator_state = *tdd_.source_positions;
     }
     s = chain_.operators[i]->open(*chain_.contexts[i], restore ? &*restore : nullptr);
     opened_[i] = s.ok();
@@ -339,6 +360,10 @@ void Task::loop() {
     drain_mailbox();
     if (cancelled_ || phase_ == TaskPhase::kFinishing) return;
     time_.run_due();
+    if (ahead_.on && phase_ == TaskPhase::kRunning) {
+      read_ahead();
+      continue;
+    }
     if (chain_.source != nullptr && phase_ == TaskPhase::kRunning) {
       if (stop_requested_) {
         chain_.source->end_input_now();
@@ -484,6 +509,58 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
     return;
   }
   checkpointer_.finish_async(std::move(*captured), checkpoint_id, ms_since(start), alignment_ms);
+}
+
+void Task::read_ahead() {
+  const int64_t sealed = ahead_.next_seq - 1 - ahead_.released;
+  const auto now = Clock::now();
+  if (ahead_.end_seq >= 0 || sealed >= kReadAheadBatches) {
+    // Waiting for a confirmation (mail wakes the task).
+    maybe_flush(now);
+    wait(last_flush_ + services_.config->network.buffer_timeout);
+    return;
+  }
+  if (stop_requested_) return seal_batch(/*ends_input=*/true);
+  detail::PollStatus st;
+  ahead_.held += chain_.source->read_ahead(kSourceBatch, &st);
+  if (st == detail::PollStatus::kEndOfInput) return seal_batch(true);
+  if (ahead_.held >= kReadAheadRecords || (st == detail::PollStatus::kIdle && ahead_.held > 0)) {
+    return seal_batch(false);
+  }
+  if (st == detail::PollStatus::kIdle) {
+    constexpr auto kSourceIdlePoll = std::chrono::milliseconds(1);  // as in loop()
+    maybe_flush(now);
+    wait(std::min(now + kSourceIdlePoll, last_flush_ + services_.config->network.buffer_timeout));
+  }
+}
+
+void Task::seal_batch(bool ends_input) {
+  auto positions = chain_.source->seal_batch();
+  if (!positions.ok()) {
+    throw std::runtime_error("positions of source " + graph_->uids[vertex_.nodes[0]] + ": " +
+                             std::string(positions.status().message()));
+  }
+  SourcePositions report;
+  report.seq = ahead_.next_seq++;
+  report.positions = std::move(*positions);
+  report.records = ahead_.held;
+  report.released_records = chain_.source->released_records();
+  ahead_.held = 0;
+  if (ends_input) ahead_.end_seq = report.seq;
+  services_.job_master->report_source_positions(id(), std::move(report));
+}
+
+void Task::release_batches(int64_t up_to_seq) {
+  if (phase_ != TaskPhase::kRunning) return;
+  while (ahead_.released < up_to_seq && ahead_.released < ahead_.next_seq - 1) {
+    chain_.source->release_batch();
+    ++ahead_.released;
+    if (ahead_.released == ahead_.end_seq) {
+      chain_.source->end_input_now();
+      end_of_input();
+      return;
+    }
+  }
 }
 
 void Task::end_of_input() {

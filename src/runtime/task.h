@@ -98,6 +98,8 @@ class Task {
   void finish();
   // Stop with drain: a source ends its input at the next poll.
   void stop_source();
+  // At-most-once: the JobManager holds the positions after batch `seq`.
+  void confirm_source_positions(int64_t seq);
   void cancel();
   // Waits for the task thread to end.
   void join();
@@ -151,6 +153,10 @@ class Task {
   bool poll_inputs();
   void process_event(int channel, network::ChannelEvent ev);
   void perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms, bool savepoint);
+  // At-most-once: one step of a source reading ahead (see ReadAhead).
+  void read_ahead();
+  void seal_batch(bool ends_input);
+  void release_batches(int64_t up_to_seq);
   void end_of_input();
   // Recomputes the input watermark and idleness over the channels and hands
   // changes to the head operator.
@@ -199,6 +205,16 @@ class Task {
   int inputs_ended_ = 0;
   TaskPhase phase_ = TaskPhase::kCreated;
   bool stop_requested_ = false;  // stop with drain: the source ends its input at the next poll
+  // At-most-once source: batches it read ahead, each reported with the
+  // positions after it and emitted once the JobManager confirmed it.
+  struct ReadAhead {
+    bool on = false;
+    int held = 0;             // records in the open batch
+    int64_t next_seq = 1;     // of the next batch sealed
+    int64_t released = 0;     // batches emitted (they are confirmed in order)
+    int64_t end_seq = -1;     // the batch the input ends with, once read
+  };
+  ReadAhead ahead_;
   int64_t align_id_ = -1;
   std::chrono::steady_clock::time_point align_start_;
   std::chrono::steady_clock::time_point last_flush_;

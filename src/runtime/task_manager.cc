@@ -180,4 +180,9 @@ void TaskManager::stop_source(const ExecutionId& id) {
   if (Task* t = find(id)) t->stop_source();
 }
 
+void TaskManager::confirm_source_positions(const ExecutionId& id, int64_t seq) {
+  absl::MutexLock lock(&mu_);
+  if (Task* t = find(id)) t->confirm_source_positions(seq);
+}
+
 }  // namespace weir::runtime

@@ -57,6 +57,7 @@ class TaskManager final : public TaskExecutorGateway {
   void notify_checkpoint_aborted(const ExecutionId& id, int64_t checkpoint_id) override;
   void finish_task(const ExecutionId& id) override;
   void stop_source(const ExecutionId& id) override;
+  void confirm_source_positions(const ExecutionId& id, int64_t seq) override;
 
   network::NetworkBufferPool& buffer_pool() { return *pool_; }
   // The counters of every task it holds (running or ended), by job.

@@ -42,6 +42,7 @@ class RecordingJobMaster final : public JobMasterGateway {
     acks_.push_back({id, checkpoint_id, std::move(ack)});
   }
   void decline_checkpoint(const ExecutionId&, int64_t, const std::string&) override {}
+  void report_source_positions(const ExecutionId&, SourcePositions) override {}
   void end_of_data(const ExecutionId&) override {
     absl::MutexLock lock(&mu_);
     ++ended_inputs_;

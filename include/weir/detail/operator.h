@@ -284,6 +284,24 @@ class SourceOperatorBase : public OperatorBase {
   // The input ends here although the source has more (stop with drain):
   // all event time passes, as at the end of a bounded input.
   virtual void end_input_now() = 0;
+
+  // At-most-once reads ahead: records are held in batches and handed on
+  // only after the JobManager holds the positions after them, so a restart
+  // resumes past every record that was emitted. Once read_ahead() was
+  // called the operator holds everything its source emits (poll() is no
+  // longer used), and a snapshot records the positions after the last
+  // released batch, not the source's current ones.
+  //
+  // Polls up to `max_records` into the open batch; how many it held.
+  virtual int read_ahead(int max_records, PollStatus* status) = 0;
+  // Closes the open batch (it may be empty) and returns the source's
+  // positions after it, its operator state, to be reported.
+  virtual absl::StatusOr<OperatorStateMap> seal_batch() = 0;
+  // Emits the oldest sealed batch.
+  virtual void release_batch() = 0;
+  // Records handed on so far by this subtask (counted as each is emitted,
+  // so a batch cut short by a failure counts what left).
+  virtual int64_t released_records() const = 0;
 };
 
 }  // namespace detail

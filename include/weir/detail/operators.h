@@ -7,6 +7,7 @@
 #define WEIR_DETAIL_OPERATORS_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -117,6 +118,8 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     clock_ = &ctx.processing_time();
     next_check_ms_ = clock_->now_ms();
     main_.last_record_ms = next_check_ms_;
+    // What a snapshot records while reading ahead, until a batch is released.
+    released_positions_ = capture_operator_state(ctx);
     return source_->open(ctx);
   }
   void end_input_now() override { emit_watermark(kMaxWatermark); }
@@ -125,28 +128,69 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     if (st == PollStatus::kEndOfInput) {
       // Bounded input is over: all event time has passed.
       emit_watermark(kMaxWatermark);
-    } else if (strategy_) {
-      int64_t now = clock_->now_ms();
-      if (now >= next_check_ms_) {
-        next_check_ms_ = now + strategy_->interval.count();
-        update_watermark(now);
-      }
+    } else {
+      maybe_update_watermark();
     }
     return st;
   }
 
-  // SourceOutput<T>
-  void collect(const T& r) override { emit(r, main_); }
-  // A split holds the watermark back from its first use: until its first
-  // record, or for the idleness timeout from then without records.
-  Collector<T>& split(int64_t id) override {
-    auto [it, inserted] = splits_.try_emplace(id, this);
-    if (inserted) it->second.last_record_ms = clock_->now_ms();
-    return it->second;
+  int read_ahead(int max_records, PollStatus* status) override {
+    reading_ahead_ = true;
+    const size_t before = open_.records.size();
+    *status = source_->poll(*this, max_records);
+    maybe_update_watermark();
+    return static_cast<int>(open_.records.size() - before);
   }
-  void release_split(int64_t id) override { splits_.erase(id); }
+  absl::StatusOr<OperatorStateMap> seal_batch() override {
+    absl::Status s = source_->snapshot_state(kReadAheadCheckpointId);
+    if (!s.ok()) return s;
+    OperatorStateMap positions = capture_operator_state(*ctx_);
+    open_.positions = positions;
+    sealed_.push_back(std::move(open_));
+    open_ = Batch{};
+    return positions;
+  }
+  void release_batch() override {
+    if (sealed_.empty()) return;
+    Batch& b = sealed_.front();
+    size_t next_release = 0;
+    for (size_t i = 0; i < b.records.size(); ++i) {
+      for (; next_release < b.releases.size() && b.releases[next_release].first <= i; ++next_release) {
+        splits_.erase(b.releases[next_release].second);
+      }
+      ++released_records_;
+      emit(b.records[i], b.splits[i] == kMainSplit ? main_ : split_state(b.splits[i]));
+    }
+    for (; next_release < b.releases.size(); ++next_release) splits_.erase(b.releases[next_release].second);
+    released_positions_ = std::move(b.positions);
+    sealed_.pop_front();
+    maybe_update_watermark();
+  }
+  int64_t released_records() const override { return released_records_; }
+
+  // SourceOutput<T>
+  void collect(const T& r) override {
+    if (reading_ahead_) return hold(r, kMainSplit);
+    emit(r, main_);
+  }
+  Collector<T>& split(int64_t id) override {
+    split_state(id);  // its first use holds the watermark back, also while reading ahead
+    if (reading_ahead_) return ahead_splits_.try_emplace(id, this, id).first->second;
+    return split_state(id);
+  }
+  void release_split(int64_t id) override {
+    if (reading_ahead_) {
+      open_.releases.emplace_back(open_.records.size(), id);
+      ahead_splits_.erase(id);
+      return;
+    }
+    splits_.erase(id);
+  }
 
   absl::StatusOr<OperatorSnapshot> snapshot(const SnapshotOptions& options) override {
+    // Reading ahead, the source's own positions are past records still
+    // held; the snapshot takes those after the last record handed on.
+    if (reading_ahead_) return OperatorSnapshot{released_positions_, nullptr};
     absl::Status s = source_->snapshot_state(options.checkpoint_id);
     if (!s.ok()) return s;
     return OperatorSnapshot{capture_operator_state(*ctx_), nullptr};
@@ -165,6 +209,47 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     int64_t last_record_ms = 0;
     bool seen = false;
   };
+
+  // Reading ahead: the records of a split are held with its id.
+  static constexpr int64_t kMainSplit = INT64_MIN;
+  // The checkpoint id a source's snapshot_state() sees when it is asked for
+  // the positions of a batch read ahead (no checkpoint is taken).
+  static constexpr int64_t kReadAheadCheckpointId = -1;
+  struct AheadSplit : Collector<T> {
+    AheadSplit(SourceOperator* op, int64_t id) : op(op), id(id) {}
+    void collect(const T& r) override { op->hold(r, id); }
+    SourceOperator* op;
+    int64_t id;
+  };
+  struct Batch {
+    std::vector<T> records;
+    std::vector<int64_t> splits;  // per record
+    // (records before it, split id): split releases, in order.
+    std::vector<std::pair<size_t, int64_t>> releases;
+    OperatorStateMap positions;
+  };
+
+  void hold(const T& r, int64_t split) {
+    open_.records.push_back(r);
+    open_.splits.push_back(split);
+  }
+
+  // A split holds the watermark back from its first use: until its first
+  // record, or for the idleness timeout from then without records.
+  SplitState& split_state(int64_t id) {
+    auto [it, inserted] = splits_.try_emplace(id, this);
+    if (inserted) it->second.last_record_ms = clock_->now_ms();
+    return it->second;
+  }
+
+  void maybe_update_watermark() {
+    if (!strategy_) return;
+    int64_t now = clock_->now_ms();
+    if (now >= next_check_ms_) {
+      next_check_ms_ = now + strategy_->interval.count();
+      update_watermark(now);
+    }
+  }
 
   void emit(const T& r, SplitState& split) {
     if (strategy_) {
@@ -238,6 +323,13 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
   int64_t next_check_ms_ = 0;
   int64_t invalid_timestamps_ = 0;
   bool idle_ = false;
+  // Reading ahead (at-most-once).
+  bool reading_ahead_ = false;
+  Batch open_;
+  std::deque<Batch> sealed_;
+  std::map<int64_t, AheadSplit> ahead_splits_;
+  OperatorStateMap released_positions_;
+  int64_t released_records_ = 0;
   std::unique_ptr<OutputBase> owned_out_;
   Output<T>* out_ = &discard_;
   DiscardingOutput<T> discard_;
