@@ -5,11 +5,16 @@
 // their attempt numbers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "testing/committing_sink.h"
@@ -206,6 +211,70 @@ TEST(AtMostOnceTest, RecordsAcrossANetworkEdgeAreNeverRepeated) {
   // The restart continued: the end of the input was written.
   EXPECT_EQ(seen.count(kRecords - 1), 1u);
   EXPECT_EQ(seen.count(kRecords - 2), 1u);
+}
+
+// A savepoint taken while a source reads ahead holds the positions after
+// the records it emitted, not after those it holds: a job stopped with a
+// savepoint and resumed from it commits every record once across both runs.
+TEST(AtMostOnceTest, StopWithSavepointAndResumeLosesAndRepeatsNothing) {
+  static constexpr int64_t kRecords = 1000000, kHoldAt = 500000, kStopAfter = 50000;
+  const std::string dir = ::testing::TempDir() + "/weir-amo-savepoint-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  testing::CommitLog<int64_t> log;
+  auto run = [&](const std::string& restore, bool hold, JobControl* control,
+                 const std::function<void(int64_t)>& on_record) {
+    JobConfig config = at_most_once_config(1, FailoverStrategy::kRegion);
+    config.checkpoint.directory = dir;
+    config.restore = restore;
+    StreamEnvironment env(config);
+    env.from_source<int64_t>(
+           [hold] {
+             auto s = std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, kRecords);
+             if (hold) s->hold_while([](int64_t i) { return i >= kHoldAt; });
+             return s;
+           },
+           "numbers")
+        .uid("numbers")
+        .map([on_record](const int64_t& v) {
+          on_record(v);
+          return v;
+        }, "watch")
+        .sink_to([&log] { return std::make_unique<testing::CommittingSink<int64_t>>(&log); }, "sink")
+        .uid("sink");
+    return env.execute("at-most-once-savepoint", control);
+  };
+  // Run 1: stopped with a savepoint once kStopAfter records passed, while
+  // the source runs ahead (it idles at kHoldAt, so it cannot end first).
+  std::mutex mu;
+  std::condition_variable cv;
+  bool passed = false;
+  JobControl control;
+  std::thread stopper([&] {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(60), [&] { return passed; });
+    control.stop_with_savepoint(dir + "/savepoints", /*drain=*/false);
+  });
+  auto first = run("", /*hold=*/true, &control, [&](int64_t v) {
+    if (v != kStopAfter) return;
+    std::lock_guard lock(mu);
+    passed = true;
+    cv.notify_all();
+  });
+  stopper.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->status, JobStatus::kFinished) << first->failure;
+  ASSERT_FALSE(first->stopped_with_savepoint.empty());
+  const size_t committed_first = log.rows();
+  EXPECT_GT(committed_first, static_cast<size_t>(kStopAfter));
+  // Run 2: from the savepoint to the end.
+  auto second = run(first->stopped_with_savepoint, /*hold=*/false, nullptr, [](int64_t) {});
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(second->status, JobStatus::kFinished) << second->failure;
+  std::vector<int64_t> all = log.all();
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), static_cast<size_t>(kRecords)) << "committed in run 1: " << committed_first;
+  for (int64_t i = 0; i < kRecords; ++i) ASSERT_EQ(all[i], i) << "committed in run 1: " << committed_first;
+  std::filesystem::remove_all(dir);
 }
 
 // Keyed state is not restored: a restarted counter starts from zero for

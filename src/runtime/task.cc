@@ -17,7 +17,7 @@ constexpr int kSourceBatch = 512;
 // At-most-once: records a source reads ahead into one batch, and batches
 // reported but not yet confirmed. Two, so one is read while the other's
 // confirmation travels.
-constexpr int kReadAheadRecords = 4096;
+constexpr int kReadAheadRecords = 1024;
 constexpr int kReadAheadBatches = 2;
 
 int64_t ms_since(Clock::time_point t) {

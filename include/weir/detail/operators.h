@@ -136,10 +136,10 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
 
   int read_ahead(int max_records, PollStatus* status) override {
     reading_ahead_ = true;
-    const size_t before = open_.records.size();
+    const size_t before = open_.count;
     *status = source_->poll(*this, max_records);
     maybe_update_watermark();
-    return static_cast<int>(open_.records.size() - before);
+    return static_cast<int>(open_.count - before);
   }
   absl::StatusOr<OperatorStateMap> seal_batch() override {
     absl::Status s = source_->snapshot_state(kReadAheadCheckpointId);
@@ -147,14 +147,19 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     OperatorStateMap positions = capture_operator_state(*ctx_);
     open_.positions = positions;
     sealed_.push_back(std::move(open_));
-    open_ = Batch{};
+    if (spare_.empty()) {
+      open_ = Batch{};
+    } else {
+      open_ = std::move(spare_.back());
+      spare_.pop_back();
+    }
     return positions;
   }
   void release_batch() override {
     if (sealed_.empty()) return;
     Batch& b = sealed_.front();
     size_t next_release = 0;
-    for (size_t i = 0; i < b.records.size(); ++i) {
+    for (size_t i = 0; i < b.count; ++i) {
       for (; next_release < b.releases.size() && b.releases[next_release].first <= i; ++next_release) {
         splits_.erase(b.releases[next_release].second);
       }
@@ -163,6 +168,12 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     }
     for (; next_release < b.releases.size(); ++next_release) splits_.erase(b.releases[next_release].second);
     released_positions_ = std::move(b.positions);
+    // Kept for a later batch: its records are assigned over, reusing what
+    // they hold (string capacity), instead of allocated anew.
+    b.count = 0;
+    b.releases.clear();
+    b.positions.clear();
+    spare_.push_back(std::move(b));
     sealed_.pop_front();
     maybe_update_watermark();
   }
@@ -180,7 +191,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
   }
   void release_split(int64_t id) override {
     if (reading_ahead_) {
-      open_.releases.emplace_back(open_.records.size(), id);
+      open_.releases.emplace_back(open_.count, id);
       ahead_splits_.erase(id);
       return;
     }
@@ -222,7 +233,9 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     int64_t id;
   };
   struct Batch {
+    // records[0, count) are held; those beyond are left from an earlier use.
     std::vector<T> records;
+    size_t count = 0;
     std::vector<int64_t> splits;  // per record
     // (records before it, split id): split releases, in order.
     std::vector<std::pair<size_t, int64_t>> releases;
@@ -230,8 +243,14 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
   };
 
   void hold(const T& r, int64_t split) {
-    open_.records.push_back(r);
-    open_.splits.push_back(split);
+    if (open_.count < open_.records.size()) {
+      open_.records[open_.count] = r;
+      open_.splits[open_.count] = split;
+    } else {
+      open_.records.push_back(r);
+      open_.splits.push_back(split);
+    }
+    ++open_.count;
   }
 
   // A split holds the watermark back from its first use: until its first
@@ -327,6 +346,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
   bool reading_ahead_ = false;
   Batch open_;
   std::deque<Batch> sealed_;
+  std::vector<Batch> spare_;  // released batches, for reuse
   std::map<int64_t, AheadSplit> ahead_splits_;
   OperatorStateMap released_positions_;
   int64_t released_records_ = 0;
