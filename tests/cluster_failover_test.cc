@@ -1,0 +1,467 @@
+// Recovery on the multi-process cluster: TaskManagers SIGKILLed, frozen or
+// cut off, a JobManager killed and restarted, region failover, at-most-once
+// across a lost TaskManager, and stop-with-savepoint and resume; each with
+// the output checked.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include "examples/running_sum/running_sum.h"
+#include "tests/cluster.h"
+#include "tests/cluster_checks.h"
+#include "testing/seed.h"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace weir {
+namespace {
+
+using testing::Child;
+using testing::Cluster;
+using testing::completed_checkpoints;
+using testing::eventually;
+using testing::expect_exactly_once;
+using testing::running_after_restarts;
+using testing::slurp;
+using testing::TempDir;
+
+// Network namespaces joined by a bridge, as separate hosts on 10.77.0.0/24
+// (this process gets 10.77.0.254). Needs root and `ip`; removed with the
+// object.
+class Hosts {
+ public:
+  explicit Hosts(const std::vector<std::string>& names) {
+    tag_ = std::to_string(::getpid() % 100000);
+    sw_ = "wsw" + tag_;
+    if (!run({"netns", "add", sw_})) {
+      error_ = "cannot create network namespaces (needs root and ip netns): " + last_;
+      return;
+    }
+    ok_ = run({"-n", sw_, "link", "add", "br0", "type", "bridge"}) && run({"-n", sw_, "link", "set", "br0", "up"});
+    for (size_t i = 0; ok_ && i < names.size(); ++i) {
+      std::string ns = "w" + names[i] + tag_;
+      std::string ip = "10.77.0." + std::to_string(i + 1);
+      ok_ = run({"netns", "add", ns}) && plug(ns, "v" + std::to_string(i) + "-" + tag_, ip);
+      namespaces_.push_back(ns);
+      ips_[names[i]] = ip;
+      links_[names[i]] = "e" + std::to_string(i) + "-" + tag_;
+    }
+    // This process's leg, so the test reaches the REST API.
+    ok_ = ok_ && run({"link", "add", "r-" + tag_, "type", "veth", "peer", "name", "er-" + tag_}) &&
+          run({"link", "set", "er-" + tag_, "netns", sw_}) &&
+          run({"-n", sw_, "link", "set", "er-" + tag_, "master", "br0"}) &&
+          run({"-n", sw_, "link", "set", "er-" + tag_, "up"}) &&
+          run({"addr", "add", "10.77.0.254/24", "dev", "r-" + tag_}) && run({"link", "set", "r-" + tag_, "up"});
+    if (!ok_) error_ = "cannot set up the namespaces' network: " + last_;
+  }
+  ~Hosts() {
+    run({"link", "del", "r-" + tag_});
+    for (const auto& ns : namespaces_) run({"netns", "del", ns});
+    run({"netns", "del", sw_});
+  }
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }
+  std::string ip(const std::string& host) const { return ips_.at(host); }
+  std::vector<std::string> launcher(const std::string& host) const {
+    return {"/usr/sbin/ip", "netns", "exec", "w" + host + tag_};
+  }
+  // Unplugs (or plugs back) a host's cable at the switch: its connections
+  // stay open but nothing passes.
+  bool set_cable(const std::string& host, bool up) {
+    return run({"-n", sw_, "link", "set", links_.at(host), up ? "up" : "down"});
+  }
+
+ private:
+  bool plug(const std::string& ns, const std::string& veth, const std::string& ip) {
+    std::string peer = "e" + veth.substr(1);
+    return run({"link", "add", veth, "type", "veth", "peer", "name", peer}) && run({"link", "set", veth, "netns", ns}) &&
+           run({"link", "set", peer, "netns", sw_}) && run({"-n", sw_, "link", "set", peer, "master", "br0"}) &&
+           run({"-n", sw_, "link", "set", peer, "up"}) && run({"-n", ns, "addr", "add", ip + "/24", "dev", veth}) &&
+           run({"-n", ns, "link", "set", veth, "up"}) && run({"-n", ns, "link", "set", "lo", "up"});
+  }
+  bool run(std::vector<std::string> args) {
+    args.insert(args.begin(), "/usr/sbin/ip");
+    TempDir log("ip-" + tag_);
+    Child c(args, log.path("ip"));
+    int code = c.wait();
+    last_ = c.err();
+    return code == 0;
+  }
+
+  std::string tag_, sw_, error_, last_;
+  bool ok_ = false;
+  std::vector<std::string> namespaces_;
+  std::map<std::string, std::string> ips_, links_;
+};
+
+// 1 JobManager + 3 TaskManagers, running-sum at parallelism 6; a random
+// TaskManager is SIGKILLed (and a new one started) several times while the
+// job runs: the committed output is exactly-once.
+TEST(ClusterTest, KilledTaskManagersAreReplacedAndOutputIsExactlyOnce) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  Cluster c("cluster-kill");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 300000, 2000, 997, seed).ok());
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  std::vector<std::string> live;
+  int next_tm = 0;
+  for (; next_tm < 3; ++next_tm) {
+    live.push_back("tm" + std::to_string(next_tm));
+    c.start_taskmanager(live.back(), 2);
+    ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  }
+  // 6 sources at 5000 lines/s: about 10 s of input.
+  auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "6",
+                                               "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                               "100ms", "--rate", "5000"});
+  ASSERT_TRUE(job.ok()) << job.status();
+
+  int kills = 0;
+  for (int round = 0; round < 3; ++round) {
+    // Let the job make progress: a few more checkpoints.
+    int64_t before = completed_checkpoints(c, *job);
+    int64_t more = 1 + static_cast<int64_t>(rng() % 4);
+    bool progressed = eventually([&] { return completed_checkpoints(c, *job) >= before + more; }, 60s);
+    auto info = c.client().job(*job);
+    ASSERT_TRUE(info.ok()) << info.status();
+    if ((*info)["status"] == "FINISHED") break;
+    ASSERT_TRUE(progressed) << c.jm_log();
+    size_t victim = rng() % live.size();
+    c.taskmanager(live[victim])->kill9();
+    ++kills;
+    live.erase(live.begin() + static_cast<long>(victim));
+    live.push_back("tm" + std::to_string(next_tm++));
+    c.start_taskmanager(live.back(), 2);
+    ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  }
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_GE(kills, 1);
+  EXPECT_GE((*done)["restarts"].get<int>(), kills);
+  expect_exactly_once({input}, c.dir().path("out"));
+}
+
+// A frozen TaskManager (SIGSTOP) keeps its connections open; only missing
+// heartbeats reveal it. The JobManager declares it lost, the job moves to a
+// new TaskManager, and the output stays exactly-once.
+TEST(ClusterTest, FrozenTaskManagerIsDetectedByHeartbeatTimeout) {
+  Cluster c("cluster-freeze", "1s");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 100000, 500, 0, 7).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 1}, {"tm-b", 1}})) << "the cluster did not come up\n" << c.jm_log();
+  auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "2",
+                                               "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                               "100ms", "--rate", "5000"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 2; }, 60s)) << c.jm_log();
+  c.taskmanager("tm-b")->signal(SIGSTOP);
+  auto frozen_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(eventually([&] { return c.jm_log().find("TaskManager tm-b") != std::string::npos &&
+                                      c.jm_log().find("lost: no heartbeat") != std::string::npos; },
+                         20s))
+      << c.jm_log();
+  auto detected = std::chrono::steady_clock::now() - frozen_at;
+  EXPECT_GE(detected, 900ms);  // not before the timeout
+  c.start_taskmanager("tm-c", 1);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  c.taskmanager("tm-b")->signal(SIGCONT);  // it finds its session gone and drops its tasks
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_GE((*done)["restarts"].get<int>(), 1);
+  expect_exactly_once({input}, c.dir().path("out"));
+}
+
+// Region failover: line-copy's subtasks are independent pipelines (one
+// region each). Subtask 2 fails once; only its region restarts: its attempt
+// becomes 1 while every other subtask stays in attempt 0 and keeps running,
+// and the output is exactly-once. With --failover full every subtask
+// restarts.
+TEST(ClusterTest, RegionFailoverRestartsOnlyTheFailedRegion) {
+  Cluster c("cluster-region");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 60000, 100, 0, 5).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  for (const std::string failover : {"region", "full"}) {
+    SCOPED_TRACE("--failover " + failover);
+    const std::string out = c.dir().path("out-" + failover);
+    // 4 subtasks at 2500 lines/s: about 6 s of input.
+    auto job = c.client().submit("line-copy", {"--input", input, "--output", out, "-p", "4", "--checkpoint-dir",
+                                               c.dir().path("chk"), "--checkpoint-interval", "100ms", "--rate",
+                                               "2500", "--fail-subtask", "2", "--fail-after", "2000",
+                                               "--failover", failover});
+    ASSERT_TRUE(job.ok()) << job.status();
+    nlohmann::json detail;
+    ASSERT_TRUE(running_after_restarts(c, *job, 1, &detail)) << c.jm_log();
+    ASSERT_EQ(detail["vertices"].size(), 1u) << detail;  // source -> number -> sink, chained
+    for (const auto& s : detail["vertices"][0]["subtasks"]) {
+      int expected = failover == "full" || s["subtask"] == 2 ? 1 : 0;
+      EXPECT_EQ(s["attempt"], expected) << s;
+    }
+    auto done = c.client().wait(*job, 120000);
+    ASSERT_TRUE(done.ok()) << done.status();
+    ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+    EXPECT_EQ((*done)["restarts"], 1);
+    std::vector<std::string> problems;
+    auto exact = examples::check_line_copy(input, out, &problems);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    for (const auto& p : problems) ADD_FAILURE() << p;
+    EXPECT_TRUE(*exact);
+  }
+}
+
+// At-most-once with a TaskManager SIGKILLed: the subtasks it ran restart
+// (attempt 1) while the others keep attempt 0, and their sources continue
+// after the lines they had read instead of from the start. The restarted
+// subtasks' uncommitted output of attempt 0 is discarded with them (the file
+// sink publishes at checkpoints, here only the final one), so what is
+// missing is exactly a prefix of each restarted subtask's split: each
+// subtask's published line numbers are one contiguous run, nothing is
+// published twice, and every gap ends where a restarted subtask's run begins.
+TEST(ClusterTest, AtMostOnceContinuesAfterAKilledTaskManagerWithoutRepeating) {
+  Cluster c("cluster-at-most-once");
+  const std::string input = c.dir().path("in.txt");
+  constexpr int64_t kLines = 60000;
+  ASSERT_TRUE(examples::generate_running_sum_input(input, kLines, 100, 0, 11).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  const std::string out = c.dir().path("out");
+  // 4 subtasks at 2500 lines/s: about 6 s of input.
+  auto job = c.client().submit("line-copy", {"--input", input, "--output", out, "-p", "4", "--checkpoint-dir",
+                                             c.dir().path("chk"), "--mode", "at-most-once", "--rate", "2500"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  // Every subtask placed and running, and some output flushed (64 KiB).
+  std::set<int> on_b;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto d = c.client().job(*job);
+        if (!d.ok() || !d->contains("vertices")) return false;
+        on_b.clear();
+        for (const auto& s : (*d)["vertices"][0]["subtasks"]) {
+          if (s["state"] != "RUNNING") return false;
+          if (s["taskmanager"] == "tm-b") on_b.insert(s["subtask"].get<int>());
+        }
+        std::error_code ec;
+        uintmax_t bytes = 0;
+        for (const auto& e : fs::directory_iterator(out, ec)) {
+          if (e.path().filename().string().rfind(".part-", 0) == 0) bytes += fs::file_size(e.path(), ec);
+        }
+        return bytes >= 64 * 1024;
+      },
+      60s))
+      << c.jm_log();
+  ASSERT_FALSE(on_b.empty());
+  c.taskmanager("tm-b")->kill9();
+  c.start_taskmanager("tm-c", 2);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  nlohmann::json detail;
+  ASSERT_TRUE(running_after_restarts(c, *job, 1, &detail)) << c.jm_log();
+  for (const auto& s : detail["vertices"][0]["subtasks"]) {
+    EXPECT_EQ(s["attempt"], on_b.count(s["subtask"].get<int>()) ? 1 : 0) << s;
+  }
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_EQ((*done)["restarts"], 1);
+  ASSERT_TRUE(done->contains("lost_records")) << *done;
+  EXPECT_GE((*done)["lost_records"].get<int64_t>(), 0);
+
+  // Published line numbers by subtask (files part-<subtask>-<seq>).
+  std::map<int, std::vector<int64_t>> by_subtask;
+  std::set<int64_t> published;
+  for (const auto& e : fs::directory_iterator(out)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("part-", 0) != 0) continue;
+    const int subtask = std::atoi(name.c_str() + 5);
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);) {
+      const int64_t n = std::atoll(line.c_str());
+      ASSERT_TRUE(published.insert(n).second) << "line " << n << " published twice";
+      by_subtask[subtask].push_back(n);
+    }
+  }
+  ASSERT_EQ(by_subtask.size(), 4u);
+  std::map<int64_t, int> run_start;  // first line number -> subtask
+  for (auto& [subtask, lines] : by_subtask) {
+    std::sort(lines.begin(), lines.end());
+    EXPECT_EQ(lines.back() - lines.front() + 1, static_cast<int64_t>(lines.size()))
+        << "subtask " << subtask << " has a gap inside its output";
+    run_start[lines.front()] = subtask;
+  }
+  // Line numbers start at 1; each gap before a run is a restarted subtask's
+  // prefix.
+  int64_t next = 1, missing = 0;
+  for (const auto& [first, subtask] : run_start) {
+    if (first > next) {
+      EXPECT_EQ(on_b.count(subtask), 1u) << "lines " << next << ".." << first - 1
+                                         << " are missing before subtask " << subtask << ", which never restarted";
+      missing += first - next;
+    }
+    next = first + static_cast<int64_t>(by_subtask[subtask].size());
+  }
+  EXPECT_EQ(next, kLines + 1) << "the end of the input is missing";
+  EXPECT_GT(missing, 0) << "the restarted sources went back to the start";
+}
+
+// The JobManager is SIGKILLed while a job runs: the TaskManagers cancel
+// their tasks and register with the restarted JobManager, and the job
+// resumes from the shared checkpoint directory with --restore latest.
+TEST(ClusterTest, JobResumesAfterAJobManagerRestart) {
+  Cluster c("cluster-jm-restart");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 60000, 500, 0, 13).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  std::vector<std::string> args = {"--input", input, "--output", c.dir().path("out"), "-p", "4",
+                                   "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval", "100ms",
+                                   "--rate", "2500"};
+  auto job = c.client().submit("running-sum", args);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 3; }, 60s)) << c.jm_log();
+  c.restart_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  // The TaskManagers register again within seconds, not after gRPC's
+  // reconnect backoff.
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto o = c.client().overview();
+        return o.ok() && (*o)["taskmanagers"].size() == 2;
+      },
+      5s))
+      << c.jm_log();
+  args.push_back("--restore");
+  args.push_back("latest");
+  auto resumed = c.client().submit("running-sum", args);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  auto done = c.client().wait(*resumed, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  expect_exactly_once({input}, c.dir().path("out"));
+}
+
+// The JobManager and two TaskManagers on separate hosts (network
+// namespaces). One TaskManager's cable is pulled: its connections stay open
+// but silent, so only heartbeats reveal it; its tasks are failed, it drops
+// them when the JobManager's heartbeats stop, and registers again once the
+// cable is back; the job finishes exactly-once.
+TEST(ClusterTest, TaskManagersOnSeparateHostsSurviveAPulledCable) {
+  if (::access("/usr/sbin/ip", X_OK) != 0) GTEST_SKIP() << "no /usr/sbin/ip: cannot create network namespaces";
+  Hosts hosts({"jm", "tm1", "tm2"});
+  if (!hosts.ok()) GTEST_SKIP() << hosts.error();
+  Cluster c("cluster-netns", "1s");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 60000, 500, 0, 17).ok());
+  c.start_jobmanager(hosts.ip("jm") + ":6123", "8081", hosts.launcher("jm"));
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  ASSERT_EQ(c.address(), hosts.ip("jm") + ":6123");
+  c.start_taskmanager("tm1", 2, hosts.ip("tm1"), hosts.launcher("tm1"));
+  c.start_taskmanager("tm2", 2, hosts.ip("tm2"), hosts.launcher("tm2"));
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "4",
+                                               "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                               "100ms", "--rate", "2500"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 3; }, 60s)) << c.jm_log();
+  // Channels between the hosts carry the job: both TaskManagers run subtasks.
+  auto detail = c.client().job(*job);
+  ASSERT_TRUE(detail.ok());
+  std::set<std::string> used;
+  for (const auto& v : (*detail)["vertices"]) {
+    for (const auto& s : v["subtasks"]) used.insert(s["taskmanager"].get<std::string>());
+  }
+  EXPECT_EQ(used, (std::set<std::string>{"tm1", "tm2"}));
+  ASSERT_TRUE(hosts.set_cable("tm2", false));
+  EXPECT_TRUE(eventually([&] { return c.jm_log().find("TaskManager tm2 (" + hosts.ip("tm2")) != std::string::npos &&
+                                      c.jm_log().find("lost: no heartbeat") != std::string::npos; },
+                         20s))
+      << c.jm_log();
+  // tm2 notices the silence too and drops its tasks.
+  EXPECT_TRUE(eventually([&] { return slurp(c.dir().path("tm2.err")).find("no heartbeat from the JobManager") !=
+                                      std::string::npos; },
+                         20s));
+  ASSERT_TRUE(hosts.set_cable("tm2", true));
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_GE((*done)["restarts"].get<int>(), 1);
+  expect_exactly_once({input}, c.dir().path("out"));
+}
+
+// The README's flow: submit, stop with a savepoint, resume from it at
+// another parallelism; the output of both runs together is exactly-once.
+TEST(ClusterTest, StopWithSavepointAndResumeAtAnotherParallelism) {
+  Cluster c("cluster-savepoint");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 100000, 300, 0, 11).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  auto args = [&](const std::string& p) {
+    return std::vector<std::string>{"--input", input, "--output", c.dir().path("out"), "-p", p,
+                                    "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval", "100ms",
+                                    "--rate", "4000"};
+  };
+  auto first = c.client().submit("running-sum", args("4"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *first) >= 2; }, 60s)) << c.jm_log();
+  // The REST API shows the job graph with every subtask's attempt, state and
+  // TaskManager, and per-subtask checkpoint timings.
+  auto detail = c.client().job(*first);
+  ASSERT_TRUE(detail.ok()) << detail.status();
+  EXPECT_EQ((*detail)["status"], "RUNNING");
+  ASSERT_GE((*detail)["vertices"].size(), 2u) << *detail;
+  size_t subtasks = 0;
+  for (const auto& v : (*detail)["vertices"]) {
+    EXPECT_EQ(v["parallelism"], 4) << v;
+    EXPECT_EQ(v["state"], "RUNNING") << v;
+    ASSERT_EQ(v["subtasks"].size(), 4u) << v;
+    for (const auto& s : v["subtasks"]) {
+      EXPECT_EQ(s["attempt"], 0) << s;
+      EXPECT_EQ(s["state"], "RUNNING") << s;
+      EXPECT_TRUE(s["taskmanager"] == "tm-a" || s["taskmanager"] == "tm-b") << s;
+      ++subtasks;
+    }
+  }
+  auto cps = c.client().checkpoints(*first);
+  ASSERT_TRUE(cps.ok()) << cps.status();
+  ASSERT_GE((*cps)["completed"].size(), 2u);
+  EXPECT_EQ((*cps)["completed"][0]["subtasks"].size(), subtasks) << (*cps)["completed"][0];
+  auto r = testing::run_weir({"stop", *first, "--savepoint", c.dir().path("sp"), "--jobmanager", c.rest(),
+                              "--secret-file", c.secret_file()},
+                             c.dir().path("stop"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string path = r.out.substr(r.out.find("completed: ") + 11);
+  path = path.substr(0, path.find('\n'));
+  ASSERT_TRUE(fs::exists(fs::path(path) / "_metadata")) << r.out;
+  auto stopped = c.client().wait(*first, 60000);
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ((*stopped)["status"], "FINISHED");
+  EXPECT_EQ((*stopped)["stopped_with_savepoint"], path);
+
+  auto resumed_args = args("3");
+  resumed_args.push_back("--restore");
+  resumed_args.push_back(path);
+  auto run = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "running-sum"},
+                               c.dir().path("resume-bad"));
+  EXPECT_NE(run.code, 0);  // running-sum without its arguments is refused
+  // The embedded command with --jobmanager submits to the cluster.
+  std::vector<std::string> cmd = {"example", "running-sum"};
+  cmd.insert(cmd.end(), resumed_args.begin(), resumed_args.end());
+  for (const std::string& a : {std::string("--jobmanager"), c.rest(), std::string("--secret-file"), c.secret_file()}) {
+    cmd.push_back(a);
+  }
+  auto second = testing::run_weir(cmd, c.dir().path("resume"));
+  ASSERT_EQ(second.code, 0) << second.err << second.out;
+  EXPECT_NE(second.out.find("FINISHED"), std::string::npos) << second.out;
+  expect_exactly_once({input}, c.dir().path("out"));
+}
+
+}  // namespace
+}  // namespace weir
