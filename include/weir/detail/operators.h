@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -185,9 +186,9 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     emit(r, main_);
   }
   Collector<T>& split(int64_t id) override {
-    split_state(id);  // its first use holds the watermark back, also while reading ahead
+    SplitState& state = split_state(id);  // its first use holds the watermark back, also while reading ahead
     if (reading_ahead_) return ahead_splits_.try_emplace(id, this, id).first->second;
-    return split_state(id);
+    return state;
   }
   void release_split(int64_t id) override {
     if (reading_ahead_) {
@@ -243,12 +244,22 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
   };
 
   void hold(const T& r, int64_t split) {
-    if (open_.count < open_.records.size()) {
-      open_.records[open_.count] = r;
-      open_.splits[open_.count] = split;
+    if constexpr (!std::is_copy_constructible_v<T>) {
+      throw std::runtime_error("source " + ctx_->operator_uid() +
+                               " emits records that cannot be copied; at-most-once holds copies of them");
     } else {
-      open_.records.push_back(r);
-      open_.splits.push_back(split);
+      if (open_.count < open_.records.size()) {
+        if constexpr (std::is_copy_assignable_v<T>) {
+          open_.records[open_.count] = r;
+        } else {
+          open_.records[open_.count].~T();
+          new (&open_.records[open_.count]) T(r);
+        }
+        open_.splits[open_.count] = split;
+      } else {
+        open_.records.push_back(r);
+        open_.splits.push_back(split);
+      }
     }
     ++open_.count;
   }
