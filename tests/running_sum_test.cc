@@ -2,6 +2,8 @@
 // process, real files, exit codes and messages.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <fstream>
 #include <random>
 #include <tuple>
@@ -60,6 +62,28 @@ TEST_P(RunningSumBackendTest, ExactlyOnceWithUnionOfTwoSourcesAndInjectedFailure
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RunningSumBackendTest, ::testing::Values("heap", "rocksdb"));
+
+// Blocking exchange: the sources write their output to files, then the sums
+// run from them; each sum subtask fails once and starts over from its input
+// files alone (no checkpoints), and the output is exactly once.
+TEST_P(RunningSumBackendTest, BlockingExchangeRerunsOnlyTheFailedStageExactlyOnce) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  generate("a.txt", 300000, 997, seed_);
+  auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", path("out"),
+                     "--parallelism", "3", "--exchange", "blocking", "--result-dir", path("results"),
+                     "--mode", "none", "--fail-every", "40000", "--seed", std::to_string(seed_), "--state",
+                     GetParam(), "--state-dir", path("state")},
+                    path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("FINISHED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected: " << r.out;
+  EXPECT_NE(r.err.find("region"), std::string::npos) << r.err;
+  auto check = examples::check_running_sum({path("a.txt")}, path("out"));
+  ASSERT_TRUE(check.ok()) << check.status();
+  for (const auto& p : check->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(check->exactly_once);
+  EXPECT_TRUE(std::filesystem::is_empty(path("results"))) << "result files left behind";
+}
 
 TEST_F(RunningSumTest, AtLeastOnceLosesNothingUnderFailures) {
   SCOPED_TRACE("seed " + std::to_string(seed_));

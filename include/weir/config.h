@@ -157,12 +157,33 @@ enum class FailoverStrategy : uint8_t { kFull = 0, kRegion = 1 };
 absl::StatusOr<FailoverStrategy> parse_failover_strategy(std::string_view text);
 std::string_view to_string(FailoverStrategy strategy);
 
+// How records cross a network edge (FLIP-1's intermediate results).
+// kPipelined: through bounded in-memory channels while both ends run
+// (backpressure). kBlocking: the producer writes its whole output to local
+// files, one per consumer subtask, and the consumers are deployed once it
+// finished; a consumer that fails re-reads the files, the producer does not
+// run again. kPersisted: as kBlocking, but the files are written to the
+// checkpoint directory's file system (synced), so losing the process that
+// wrote them does not make the producer run again either. A blocking or
+// persisted edge ends a pipelined region: the regions are the job's stages,
+// each deployed when the stages it reads have finished. Such a job takes no
+// checkpoints: a failed stage re-reads its input files instead; its sinks
+// commit when their stage finishes. Needs bounded sources.
+enum class ExchangeMode : uint8_t { kPipelined = 0, kBlocking = 1, kPersisted = 2 };
+absl::StatusOr<ExchangeMode> parse_exchange_mode(std::string_view text);
+std::string_view to_string(ExchangeMode mode);
+
 struct JobConfig {
   CheckpointConfig checkpoint;
   StateBackendConfig state;
   RestartStrategyConfig restart;
   // Default: kRegion.
   FailoverStrategy failover = FailoverStrategy::kRegion;
+  // How every network edge exchanges records. Default: kPipelined.
+  ExchangeMode exchange = ExchangeMode::kPipelined;
+  // kBlocking: where the result files live, one directory per job, removed
+  // when the job ends. Default: empty, meaning <system temp directory>/weir-results.
+  std::string result_directory;
   NetworkConfig network;
   // Parallelism of operators that do not set one. Default: 1.
   int default_parallelism = 1;

@@ -33,6 +33,8 @@ struct JobFlags {
   bool allow_non_restored = kDefaults.allow_non_restored_state;
   std::string restart_strategy = std::string(to_string(kDefaults.restart.kind));
   std::string failover = std::string(to_string(kDefaults.failover));
+  std::string exchange = std::string(to_string(kDefaults.exchange));
+  std::string result_dir = kDefaults.result_directory;
   std::string slot_timeout = format_duration(kDefaults.slot_timeout);
   int restart_attempts = kDefaults.restart.max_attempts;
   std::string restart_delay = format_duration(kDefaults.restart.delay);
@@ -66,6 +68,13 @@ struct JobFlags {
     app->add_option("--failover", failover,
                     "region (restart only the failed task's pipelined region) | full")
         ->capture_default_str();
+    app->add_option("--exchange", exchange,
+                    "How network edges exchange records: pipelined (in memory, stages run together) | "
+                    "blocking (local files, each stage runs after the ones it reads; bounded sources) | "
+                    "persisted (as blocking, files under --checkpoint-dir)")
+        ->capture_default_str();
+    app->add_option("--result-dir", result_dir,
+                    "blocking: where result files go (default: <system temp>/weir-results)");
     app->add_option("--slot-timeout", slot_timeout, "Cluster: how long a deployment waits for free slots")
         ->capture_default_str();
     app->add_option("--restart-strategy", restart_strategy,
@@ -147,6 +156,10 @@ struct JobFlags {
     auto failover_strategy = parse_failover_strategy(failover);
     if (!failover_strategy.ok()) return failover_strategy.status();
     c.failover = *failover_strategy;
+    auto exchange_mode = parse_exchange_mode(exchange);
+    if (!exchange_mode.ok()) return exchange_mode.status();
+    c.exchange = *exchange_mode;
+    c.result_directory = result_dir;
     auto slots = parse_duration(slot_timeout);
     if (!slots.ok()) return slots.status();
     c.slot_timeout = *slots;

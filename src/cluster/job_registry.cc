@@ -88,6 +88,11 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     return absl::InvalidArgumentError(
         "a cluster job needs --checkpoint-dir, on storage every TaskManager and the JobManager reach");
   }
+  if (config.exchange == ExchangeMode::kBlocking) {
+    return absl::InvalidArgumentError(
+        "--exchange blocking keeps each result on the TaskManager that wrote it, and a cluster does not serve "
+        "results between TaskManagers: use --exchange persisted (results under --checkpoint-dir)");
+  }
   auto graph = graph::build_job_graph(built->env->graph(), config);
   if (!graph.ok()) return graph.status();
   auto restored = runtime::find_restore(**graph, config);

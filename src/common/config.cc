@@ -92,6 +92,23 @@ absl::StatusOr<FailoverStrategy> parse_failover_strategy(std::string_view text) 
                                     "': expected region or full");
 }
 
+absl::StatusOr<ExchangeMode> parse_exchange_mode(std::string_view text) {
+  if (text == "pipelined") return ExchangeMode::kPipelined;
+  if (text == "blocking") return ExchangeMode::kBlocking;
+  if (text == "persisted") return ExchangeMode::kPersisted;
+  return absl::InvalidArgumentError("invalid exchange mode '" + std::string(text) +
+                                    "': expected pipelined, blocking or persisted");
+}
+
+std::string_view to_string(ExchangeMode mode) {
+  switch (mode) {
+    case ExchangeMode::kPipelined: return "pipelined";
+    case ExchangeMode::kBlocking: return "blocking";
+    case ExchangeMode::kPersisted: return "persisted";
+  }
+  return "?";
+}
+
 absl::StatusOr<StateBackendKind> parse_state_backend(std::string_view text) {
   if (text == "heap") return StateBackendKind::kHeap;
   if (text == "rocksdb") return StateBackendKind::kRocksDb;

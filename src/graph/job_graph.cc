@@ -1,5 +1,6 @@
 #include "graph/job_graph.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -14,6 +15,13 @@ int JobGraph::job_edge_of(int stream_edge) const {
     if (edges[i].stream_edge == stream_edge) return static_cast<int>(i);
   }
   return -1;
+}
+
+bool JobGraph::staged() const {
+  for (const auto& e : edges) {
+    if (e.blocking()) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::StreamGraph& sg,
@@ -125,10 +133,23 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
     je.target_vertex = to_v;
     je.kind = kinds[e];
     je.pointwise = kinds[e] == detail::PartitionKind::kForward;
+    je.exchange = config.exchange;
     int idx = static_cast<int>(g->edges.size());
     g->vertices[from_v].outputs.push_back(idx);
     g->vertices[to_v].inputs.push_back(idx);
     g->edges.push_back(je);
+  }
+  if (g->staged()) {
+    if (config.checkpoint.mode == CheckpointingMode::kAtMostOnce) {
+      return absl::InvalidArgumentError(
+          "exchange " + std::string(to_string(config.exchange)) +
+          " cannot run at-most-once: a failed stage re-reads its whole input, while at-most-once sources "
+          "continue where they were; use --mode none, or --exchange pipelined");
+    }
+    if (config.exchange == ExchangeMode::kPersisted && config.checkpoint.directory.empty()) {
+      return absl::InvalidArgumentError(
+          "exchange persisted writes its results under the checkpoint directory: set --checkpoint-dir");
+    }
   }
   return std::shared_ptr<const JobGraph>(std::move(g));
 }
@@ -139,6 +160,7 @@ std::vector<int> pipelined_regions(const JobGraph& g) {
   std::function<int(int)> find = [&](int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
   auto join = [&](int a, int b) { parent[find(a)] = find(b); };
   for (const auto& e : g.edges) {
+    if (e.blocking()) continue;
     const int producers = g.vertices[e.source_vertex].parallelism;
     const int consumers = g.vertices[e.target_vertex].parallelism;
     if (e.pointwise) {
@@ -155,6 +177,23 @@ std::vector<int> pipelined_regions(const JobGraph& g) {
     region[i] = ids.try_emplace(find(static_cast<int>(i)), static_cast<int>(ids.size())).first->second;
   }
   return region;
+}
+
+std::vector<std::set<int>> region_inputs(const JobGraph& g, const std::vector<int>& region_of) {
+  const int regions = region_of.empty() ? 0 : *std::max_element(region_of.begin(), region_of.end()) + 1;
+  std::vector<std::set<int>> inputs(regions);
+  for (const auto& e : g.edges) {
+    if (!e.blocking()) continue;
+    const int producers = g.vertices[e.source_vertex].parallelism;
+    const int consumers = g.vertices[e.target_vertex].parallelism;
+    for (int c = 0; c < consumers; ++c) {
+      for (int p = 0; p < producers; ++p) {
+        if (e.pointwise && p != c) continue;
+        inputs[region_of[g.task_index(e.target_vertex, c)]].insert(region_of[g.task_index(e.source_vertex, p)]);
+      }
+    }
+  }
+  return inputs;
 }
 
 }  // namespace weir::graph

@@ -9,6 +9,7 @@
 #define WEIR_GRAPH_JOB_GRAPH_H_
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct JobEdge {
   int target_vertex = 0;
   detail::PartitionKind kind = detail::PartitionKind::kForward;  // resolved, never kDefault
   bool pointwise = false;  // subtask i feeds only subtask i
+  ExchangeMode exchange = ExchangeMode::kPipelined;
+  bool blocking() const { return exchange != ExchangeMode::kPipelined; }
 };
 
 struct JobVertex {
@@ -59,12 +62,20 @@ struct JobGraph {
   }
   // The job edge a stream edge became, or -1 when it is chained.
   int job_edge_of(int stream_edge) const;
+  // Whether any edge is blocking or persisted: the job runs in stages.
+  bool staged() const;
 };
 
 // The pipelined regions of the execution graph: for each task index, the
-// id (0..n-1) of its region. A forward (pointwise) edge joins subtask i of
-// its ends; any other edge joins all its producers and consumers.
+// id (0..n-1) of its region. A pipelined forward (pointwise) edge joins
+// subtask i of its ends; any other pipelined edge joins all its producers
+// and consumers; a blocking or persisted edge joins nothing (its consumers
+// read what its producers wrote after they finished).
 std::vector<int> pipelined_regions(const JobGraph& g);
+
+// For each region of `region_of` (pipelined_regions): the regions whose
+// blocking results it reads.
+std::vector<std::set<int>> region_inputs(const JobGraph& g, const std::vector<int>& region_of);
 
 // Validates the graph (parallelism bounds, unique uids, forward edges
 // between equal parallelism) and chains it.

@@ -39,26 +39,49 @@ struct ChannelEvent {
   bool savepoint = false;      // kBarrier: of a savepoint (canonical snapshots only)
 };
 
-class LocalChannel {
+// What a producer writes one subpartition into: a channel to a running
+// consumer, or a result file (network/result_file.h).
+class ChannelWriter {
+ public:
+  virtual ~ChannelWriter() = default;
+  // May block (backpressure), adding the time to `waited_ns` when given (a
+  // counter only the calling thread writes). False once closed; an I/O
+  // error throws std::runtime_error naming the file.
+  virtual bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr) = 0;
+  virtual void close() = 0;
+};
+
+// What a consumer reads one input channel from: a channel from a running
+// producer, or a finished result file.
+class ChannelReader {
+ public:
+  virtual ~ChannelReader() = default;
+  // Non-blocking. Empty when nothing is queued.
+  virtual std::optional<ChannelEvent> poll() = 0;
+  virtual void close() = 0;
+  // The consumer's wakeup, signalled when events arrive; reset to null
+  // before the wakeup is destroyed.
+  virtual void set_consumer(Wakeup* wakeup) = 0;
+};
+
+class LocalChannel final : public ChannelWriter, public ChannelReader {
  public:
   explicit LocalChannel(int capacity) : capacity_(capacity) {}
 
-  // Blocks while full of data buffers (adding the time to `waited_ns` when
-  // given, a counter only the calling thread writes). Returns false once
-  // closed.
-  bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr);
+  // Blocks while full of data buffers. Returns false once closed.
+  bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr) override;
   // Non-blocking. Empty when nothing is queued.
-  std::optional<ChannelEvent> poll();
+  std::optional<ChannelEvent> poll() override;
   // As poll(), but leaves a data buffer at the head queued unless
   // `take_buffer` (a network sender without credit still sends events).
   std::optional<ChannelEvent> poll_if(bool take_buffer);
   bool has_event() const;
   // Wakes both sides for good; later pushes fail, queued events are dropped.
-  void close();
+  void close() override;
   bool closed() const;
   // The consumer's wakeup, signalled on every push. May be set after pushes;
   // the consumer resets it to null before the wakeup is destroyed.
-  void set_consumer(Wakeup* wakeup);
+  void set_consumer(Wakeup* wakeup) override;
   // Called (outside the channel's lock) each time the consumer takes a data
   // buffer, and once when the channel closes. A remote channel's receiving
   // end returns credit and passes closes on through them. Set before use.

@@ -5,7 +5,7 @@
 
 namespace weir::network {
 
-ResultPartition::ResultPartition(std::vector<std::shared_ptr<LocalChannel>> channels,
+ResultPartition::ResultPartition(std::vector<std::shared_ptr<ChannelWriter>> channels,
                                  NetworkBufferPool* pool, const std::atomic<bool>* cancelled,
                                  TaskMetrics* metrics)
     : channels_(std::move(channels)),

@@ -28,7 +28,7 @@ class ResultPartition final : public detail::PartitionWriter {
  public:
   // `metrics` (the task's; may be null) counts records and bytes written
   // and the time spent waiting for buffers or channel space.
-  ResultPartition(std::vector<std::shared_ptr<LocalChannel>> channels, NetworkBufferPool* pool,
+  ResultPartition(std::vector<std::shared_ptr<ChannelWriter>> channels, NetworkBufferPool* pool,
                   const std::atomic<bool>* cancelled, TaskMetrics* metrics = nullptr);
 
   int num_channels() const override { return static_cast<int>(channels_.size()); }
@@ -48,7 +48,7 @@ class ResultPartition final : public detail::PartitionWriter {
   void flush(int channel);
   void push(int channel, ChannelEvent ev);
 
-  std::vector<std::shared_ptr<LocalChannel>> channels_;
+  std::vector<std::shared_ptr<ChannelWriter>> channels_;
   std::vector<Buffer> current_;
   NetworkBufferPool* pool_;
   const std::atomic<bool>* cancelled_;

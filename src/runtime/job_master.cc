@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "common/test_points.h"
+#include "network/result_file.h"
 
 namespace weir::runtime {
 namespace {
@@ -46,6 +47,8 @@ JobMaster::JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> 
       region_of_(graph::pipelined_regions(*graph_)),
       num_regions_(region_of_.empty() ? 0 : *std::max_element(region_of_.begin(), region_of_.end()) + 1),
       region_attempt_(num_regions_, -1),
+      staged_(graph_->staged()),
+      region_inputs_(graph::region_inputs(*graph_, region_of_)),
       executions_(region_of_.size()),
       source_progress_(region_of_.size()),
       loop_(std::chrono::milliseconds(5), [this] { coordinator_.tick(); }) {
@@ -141,7 +144,55 @@ bool JobMaster::place_attempt(std::vector<TaskDeploymentDescriptor>& tdds, const
 void JobMaster::deploy_all() {
   std::set<int> all;
   for (int r = 0; r < num_regions_; ++r) all.insert(r);
-  deploy(all);
+  if (!staged_) return deploy(all);
+  unscheduled_ = std::move(all);
+  schedule_ready();
+}
+
+bool JobMaster::region_finished(int region) const {
+  if (unscheduled_.count(region) != 0 || restarting_.count(region) != 0) return false;
+  for (size_t i = 0; i < executions_.size(); ++i) {
+    if (region_of_[i] == region && executions_[i].state != ExecutionState::kFinished) return false;
+  }
+  return true;
+}
+
+void JobMaster::schedule_ready() {
+  if (status_ != JobStatus::kRunning) return;
+  std::set<int> ready;
+  for (int r : unscheduled_) {
+    if (std::all_of(region_inputs_[r].begin(), region_inputs_[r].end(),
+                    [this](int input) { return region_finished(input); })) {
+      ready.insert(r);
+    }
+  }
+  if (ready.empty()) return;
+  for (int r : ready) unscheduled_.erase(r);
+  deploy(ready);
+}
+
+void JobMaster::restart_lost_producers(int region) {
+  const std::string dir = network::result_directory(config_, job_id_);
+  for (size_t e = 0; e < graph_->edges.size(); ++e) {
+    const graph::JobEdge& je = graph_->edges[e];
+    if (!je.blocking()) continue;
+    const int producers = graph_->vertices[je.source_vertex].parallelism;
+    for (int c = 0; c < graph_->vertices[je.target_vertex].parallelism; ++c) {
+      if (region_of_[graph_->task_index(je.target_vertex, c)] != region) continue;
+      for (int p = 0; p < producers; ++p) {
+        if (je.pointwise && p != c) continue;
+        const int producer_region = region_of_[graph_->task_index(je.source_vertex, p)];
+        if (unscheduled_.count(producer_region) != 0 || !region_finished(producer_region)) continue;
+        const std::string file = network::result_file_path(dir, static_cast<int>(e), p, c);
+        std::error_code ec;
+        if (std::filesystem::exists(file, ec)) continue;
+        spdlog::warn("job {}: result file {} of region {} is gone: that region runs again", job_id_, file,
+                     producer_region);
+        unscheduled_.insert(producer_region);
+        restart_lost_producers(producer_region);  // its own inputs may be gone too
+      }
+    }
+  }
 }
 
 void JobMaster::deploy(const std::set<int>& regions) {
@@ -186,7 +237,8 @@ void JobMaster::deploy(const std::set<int>& regions) {
                      : std::to_string(regions.size()) + " of " + std::to_string(num_regions_) + " regions",
                  latest->id, latest->location);
   }
-  coordinator_.start(static_cast<int>(executions_.size()));
+  // A staged job takes no checkpoints: a failed stage re-reads its input.
+  if (!staged_) coordinator_.start(static_cast<int>(executions_.size()));
   for (auto& tdd : tdds) tm_->submit_task(std::move(tdd));
   if (draining_) {  // a restart during stop-with-drain: the new sources stop too
     for (const auto& tdd : tdds) {
@@ -201,6 +253,10 @@ void JobMaster::handle_request(JobControl::Request r) {
       savepoint_done(-1, r.target_directory, absl::FailedPreconditionError(error));
     };
     if (status_ != JobStatus::kRunning) return report_error("the job is not running");
+    if (staged_) {
+      return report_error("a job with " + std::string(to_string(config_.exchange)) +
+                          " exchanges takes no savepoints: its stages' results are its recovery points");
+    }
     if (draining_ || stop_savepoint_id_ >= 0) return report_error("the job is already stopping");
     if (r.target_directory.empty()) return report_error("no savepoint directory given");
     std::string dir = (std::filesystem::path(r.target_directory) /
@@ -291,11 +347,15 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
   } else if (state == ExecutionState::kCanceled && !restarting && status_ == JobStatus::kRunning) {
     handle_failure(region_of_[idx], id.to_string() + " was cancelled unexpectedly");
   }
+  if (staged_ && state == ExecutionState::kFinished && region_finished(region_of_[idx])) {
+    failures_without_progress_ = 0;  // a finished stage is progress
+    schedule_ready();
+  }
   if (!restarting_.empty()) {
     maybe_restart();
     return;
   }
-  if (status_ == JobStatus::kRunning &&
+  if (status_ == JobStatus::kRunning && unscheduled_.empty() &&
       std::all_of(executions_.begin(), executions_.end(),
                   [](const Execution& x) { return x.state == ExecutionState::kFinished; })) {
     coordinator_.stop();
@@ -311,6 +371,7 @@ void JobMaster::handle_failure(int region, const std::string& error) {
     for (int r = 0; r < num_regions_; ++r) restarting_.insert(r);
   } else {
     restarting_.insert(region);
+    if (staged_) restart_lost_producers(region);
   }
   if (static_cast<int>(restarting_.size()) == num_regions_) status_ = JobStatus::kRestarting;
   failed_what_ = status_ == JobStatus::kRestarting ? "attempt " + std::to_string(attempt_)
@@ -361,7 +422,10 @@ void JobMaster::maybe_restart() {
     std::set<int> regions;
     regions.swap(restarting_);
     status_ = JobStatus::kRunning;
-    deploy(regions);
+    if (!staged_) return deploy(regions);
+    // Stages run again in order: a region waits for its inputs again.
+    unscheduled_.insert(regions.begin(), regions.end());
+    schedule_ready();
   });
 }
 
@@ -437,6 +501,10 @@ void JobMaster::finish_job(JobStatus status, const std::string& failure) {
     unlogged_failures_ = 0;
   }
   status_ = status;
+  if (staged_) {
+    std::error_code ec;
+    std::filesystem::remove_all(network::result_directory(config_, job_id_), ec);
+  }
   JobResult r;
   r.job_id = job_id_;
   r.status = status;
@@ -484,6 +552,18 @@ void JobMaster::end_of_data(const ExecutionId& id) {
     int idx = task_index(id);
     if (idx < 0 || status_ != JobStatus::kRunning) return;
     executions_[idx].end_of_data = true;
+    if (staged_) {
+      // The region's pipelined channels are drained once all its tasks'
+      // input ended: they finish (sinks commit), and so does the stage.
+      const int region = region_of_[idx];
+      for (size_t i = 0; i < executions_.size(); ++i) {
+        if (region_of_[i] == region && !executions_[i].end_of_data) return;
+      }
+      for (size_t i = 0; i < executions_.size(); ++i) {
+        if (region_of_[i] == region && !executions_[i].terminal) tm_->finish_task(executions_[i].id);
+      }
+      return;
+    }
     bool sources_done = std::all_of(executions_.begin(), executions_.end(), [](const Execution& x) {
       return !x.is_source || x.end_of_data;
     });

@@ -92,6 +92,13 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   void stop_tasks();
 
   void deploy_all();
+  // Staged jobs (blocking or persisted edges): deploys the regions waiting
+  // in unscheduled_ whose input regions have finished.
+  void schedule_ready();
+  bool region_finished(int region) const;
+  // Staged jobs: before `region` restarts, the regions whose result files
+  // it reads and that are gone (a producer's output lost) run again first.
+  void restart_lost_producers(int region);
   // Deploys the next attempt of the tasks of `regions`, restoring the latest
   // completed checkpoint.
   void deploy(const std::set<int>& regions);
@@ -134,6 +141,11 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   const std::vector<int> region_of_;   // by task index
   const int num_regions_;
   std::vector<int> region_attempt_;    // by region; the attempt its tasks run
+  // Staged jobs: the regions whose blocking results each region reads, and
+  // the regions not deployed yet in this run (waiting for their inputs).
+  const bool staged_;
+  const std::vector<std::set<int>> region_inputs_;
+  std::set<int> unscheduled_;
   std::vector<Execution> executions_;  // by task index
   // At-most-once, by task index (sources only): the positions a source
   // subtask last reported (kept across attempts: its next one continues

@@ -32,13 +32,20 @@ std::string new_job_id() {
 // Per channel: the queued buffers, the one being filled and the one being
 // read.
 int64_t buffers_needed(const graph::JobGraph& g, const NetworkConfig& net) {
-  int64_t channels = 0;
+  int64_t channels = 0, file_subpartitions = 0;
   for (const auto& e : g.edges) {
     int64_t producers = g.vertices[e.source_vertex].parallelism;
     int64_t consumers = g.vertices[e.target_vertex].parallelism;
-    channels += e.pointwise ? producers : producers * consumers;
+    const int64_t n = e.pointwise ? producers : producers * consumers;
+    // A blocking subpartition holds only the buffer its producer fills (the
+    // file reader has its own memory).
+    if (e.blocking()) {
+      file_subpartitions += n;
+    } else {
+      channels += n;
+    }
   }
-  return channels * (net.buffers_per_channel + 2);
+  return channels * (net.buffers_per_channel + 2) + file_subpartitions;
 }
 
 namespace {

@@ -17,20 +17,29 @@ absl::Status build_partitions(const ChainSetting& s, OperatorChain* chain,
   for (int e : s.vertex->outputs) {
     const graph::JobEdge& je = g.edges[e];
     int consumers = g.vertices[je.target_vertex].parallelism;
-    std::vector<std::shared_ptr<network::LocalChannel>> chans;
+    std::vector<std::shared_ptr<network::ChannelWriter>> chans;
     for (int c = 0; c < consumers; ++c) {
       if (je.pointwise && c != tdd.execution.subtask) continue;
+      if (je.blocking()) {
+        auto file = network::ResultFileWriter::create(
+            network::result_file_path(s.result_directory, e, tdd.execution.subtask, c), s.durable_results);
+        if (!file.ok()) return file.status();
+        chans.push_back(std::move(*file));
+        continue;
+      }
       network::ChannelKey key{tdd.job_id, tdd.execution.attempt, e, tdd.execution.subtask, c};
       const std::string* where = nullptr;
       if (tdd.task_locations != nullptr) where = &tdd.task_locations->at(g.task_index(je.target_vertex, c));
       if (where != nullptr && *where != tdd.location && s.data_plane != nullptr) {
         auto remote = s.data_plane->outbound(*where, key);
         if (!remote.ok()) return remote.status();
+        s.register_channel(*remote);
         chans.push_back(std::move(*remote));
       } else {
-        chans.push_back(s.channels->get(key));
+        std::shared_ptr<network::LocalChannel> local = s.channels->get(key);
+        s.register_channel(local);
+        chans.push_back(std::move(local));
       }
-      s.register_channel(chans.back());
     }
     chain->partitions.push_back(
         std::make_unique<network::ResultPartition>(std::move(chans), s.pool, s.cancelled, s.metrics));

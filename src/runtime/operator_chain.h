@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,6 +21,7 @@
 #include "network/channel_registry.h"
 #include "network/data_plane.h"
 #include "network/partition_writer.h"
+#include "network/result_file.h"
 #include "runtime/gateways.h"
 #include "runtime/operator_context.h"
 #include "weir/config.h"
@@ -36,6 +38,10 @@ struct ChainSetting {
   network::ChannelRegistry* channels = nullptr;
   network::DataPlane* data_plane = nullptr;  // null in the embedded cluster
   const StateBackendConfig* state_backend = nullptr;
+  // Blocking and persisted edges: the job's result directory, and whether
+  // its files are synced before they are published (persisted).
+  std::string result_directory;
+  bool durable_results = false;
   detail::ProcessingTimeService* processing_time = nullptr;
   // The task's cancel flag and counters, shared with its partitions.
   const std::atomic<bool>* cancelled = nullptr;

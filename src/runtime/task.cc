@@ -115,7 +115,10 @@ void Task::notify_checkpoint_aborted(int64_t id) {
 }
 
 void Task::finish() {
-  post([this] { enter(TaskPhase::kFinishing); });
+  post([this] {
+    if (graph_->staged() && phase_ == TaskPhase::kInputEnded) commit_at_end();
+    enter(TaskPhase::kFinishing);
+  });
 }
 
 void Task::stop_source() {
@@ -258,6 +261,8 @@ absl::Status Task::build_chain() {
   setting.channels = services_.channels;
   setting.data_plane = services_.data_plane;
   setting.state_backend = &services_.config->state;
+  setting.result_directory = network::result_directory(*services_.config, tdd_.job_id);
+  setting.durable_results = services_.config->exchange == ExchangeMode::kPersisted;
   setting.processing_time = &time_;
   setting.cancelled = &cancelled_;
   setting.metrics = &metrics_;
@@ -275,10 +280,18 @@ absl::Status Task::build_inputs() {
     for (int p = 0; p < producers; ++p) {
       if (je.pointwise && p != tdd_.execution.subtask) continue;
       InputChannel in;
-      in.channel = services_.channels->get(
-          {tdd_.job_id, tdd_.execution.attempt, e, p, tdd_.execution.subtask});
+      if (je.blocking()) {
+        auto file = network::ResultFileReader::open(network::result_file_path(
+            network::result_directory(*services_.config, tdd_.job_id), e, p, tdd_.execution.subtask));
+        if (!file.ok()) return file.status();
+        in.channel = std::move(*file);
+      } else {
+        std::shared_ptr<network::LocalChannel> local =
+            services_.channels->get({tdd_.job_id, tdd_.execution.attempt, e, p, tdd_.execution.subtask});
+        register_channel(local);
+        in.channel = std::move(local);
+      }
       in.adapter = adapters_.back().get();
-      register_channel(in.channel);
       inputs_.push_back(std::move(in));
     }
   }
@@ -574,6 +587,21 @@ void Task::end_of_input() {
   }
   for (auto& p : chain_.partitions) p->broadcast_event(network::EventKind::kEndOfData);
   services_.job_master->end_of_data(id());
+}
+
+void Task::commit_at_end() {
+  // After every checkpoint id a job can have taken.
+  constexpr int64_t kCommitId = INT64_MAX - 1;
+  detail::SnapshotOptions options;
+  options.checkpoint_id = kCommitId;
+  for (size_t i = 0; i < chain_.operators.size(); ++i) {
+    auto snapshot = chain_.operators[i]->snapshot(options);
+    if (!snapshot.ok()) {
+      throw std::runtime_error("commit " + graph_->uids[vertex_.nodes[i]] + " at the end of its stage: " +
+                               std::string(snapshot.status().message()));
+    }
+  }
+  for (auto& op : chain_.operators) op->notify_checkpoint_complete(kCommitId);
 }
 
 void Task::flush_outputs() {

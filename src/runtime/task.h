@@ -110,7 +110,7 @@ class Task {
 
  private:
   struct InputChannel {
-    std::shared_ptr<network::LocalChannel> channel;
+    std::shared_ptr<network::ChannelReader> channel;
     detail::InputAdapter* adapter = nullptr;
     network::RecordDeserializer deserializer;
     bool end_of_data = false;
@@ -158,6 +158,10 @@ class Task {
   void seal_batch(bool ends_input);
   void release_batches(int64_t up_to_seq);
   void end_of_input();
+  // A staged job's task at its finish: its operators commit what they hold
+  // for a checkpoint (sinks publish), as a final checkpoint would, but
+  // nothing is written.
+  void commit_at_end();
   // Recomputes the input watermark and idleness over the channels and hands
   // changes to the head operator.
   void update_input_watermark();

@@ -1,0 +1,97 @@
+// Blocking and persisted intermediate results: one file per subpartition
+// (producer subtask x consumer subtask of a job edge), written by the
+// producer while it runs and read by the consumer after the producer
+// finished, as often as the consumer is restarted.
+//
+// A file is a sequence of frames `u8 kind | u8 flag | i64 checkpoint_id |
+// i64 timestamp_ms | u32 length | length bytes`, little-endian, one per
+// channel event. Consecutive data buffers are merged into one frame of at
+// most kMaxFrameBytes: the record framing inside buffers (varint length |
+// bytes) spans buffers anyway. The writer writes `<path>.inprogress` and
+// renames it to `<path>` when end-of-data is written (persisted: after an
+// fsync, and the rename synced too), so a file under its final name is
+// always complete; a closed writer without end-of-data removes its file.
+//
+// Both are confined to one task thread.
+#ifndef WEIR_NETWORK_RESULT_FILE_H_
+#define WEIR_NETWORK_RESULT_FILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "network/channel.h"
+#include "weir/config.h"
+
+namespace weir::network {
+
+// Where the result files of `job_id` live: persisted under the checkpoint
+// directory, blocking under config.result_directory (or the system's
+// temporary directory).
+std::string result_directory(const JobConfig& config, const std::string& job_id);
+
+// The file of one subpartition in a job's result directory.
+std::string result_file_path(const std::string& directory, int job_edge, int producer, int consumer);
+
+class ResultFileWriter final : public ChannelWriter {
+ public:
+  static constexpr size_t kMaxFrameBytes = 256 * 1024;
+
+  // Creates the directory if needed; `durable`: fsync before publishing.
+  static absl::StatusOr<std::shared_ptr<ResultFileWriter>> create(std::string path, bool durable);
+  ~ResultFileWriter() override;
+
+  // Never blocks. Throws std::runtime_error (naming the file) when a write
+  // fails, e.g. on a full disk.
+  bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr) override;
+  // Without end-of-data written: the partial file is removed.
+  void close() override;
+
+  // Bytes written so far (frames included).
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  ResultFileWriter(std::string path, int fd, bool durable);
+  void append_header(const ChannelEvent& ev, uint32_t length);
+  void write_out();  // the staged frames
+  void finish();     // end-of-data: write, sync, publish
+
+  const std::string path_;
+  int fd_;
+  const bool durable_;
+  std::string staged_;
+  size_t open_frame_ = std::string::npos;  // offset of the last frame when it is a data frame
+  int64_t bytes_ = 0;
+  bool published_ = false;
+};
+
+class ResultFileReader final : public ChannelReader {
+ public:
+  // Fails (NotFound naming the file) when the producer's result is missing.
+  static absl::StatusOr<std::shared_ptr<ResultFileReader>> open(const std::string& path);
+  ~ResultFileReader() override;
+
+  // The next event; a data buffer stays valid until the next poll. Empty
+  // after end-of-data. Throws std::runtime_error (naming the file) on a
+  // read error or a truncated or corrupt file.
+  std::optional<ChannelEvent> poll() override;
+  void close() override;
+  void set_consumer(Wakeup*) override {}  // never waits: the file is complete
+
+ private:
+  ResultFileReader(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  // Reads exactly n bytes; false at a clean end of file before the first.
+  bool read_exactly(char* p, size_t n);
+
+  const std::string path_;
+  int fd_;
+  bool ended_ = false;
+  std::vector<char> data_;
+};
+
+}  // namespace weir::network
+
+#endif  // WEIR_NETWORK_RESULT_FILE_H_
