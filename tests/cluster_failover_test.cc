@@ -183,6 +183,74 @@ TEST(ClusterTest, FrozenTaskManagerIsDetectedByHeartbeatTimeout) {
   expect_exactly_once({input}, c.dir().path("out"));
 }
 
+// Persisted results on a cluster: the sources of two inputs write their
+// output under the checkpoint directory, and the sums run after both ended.
+// The small input's sources finish first; then the TaskManager running
+// source subtask 1 of both inputs is SIGKILLed. Only the big input's
+// subtask 1 runs again (attempt 1): the small input's finished results are
+// on shared storage, so its sources keep attempt 0, and the sums (attempt 0,
+// deployed once) read every file. The output is exactly once.
+TEST(ClusterTest, PersistedResultsSurviveALostTaskManager) {
+  Cluster c("cluster-persisted", "1s");
+  const std::string small = c.dir().path("small.txt"), big = c.dir().path("big.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(small, 2000, 100, 0, 3).ok());
+  ASSERT_TRUE(examples::generate_running_sum_input(big, 60000, 100, 0, 4).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 1}, {"tm-b", 1}})) << "the cluster did not come up\n" << c.jm_log();
+  // 2 subtasks per input at 2500 lines/s: the small one ends within a
+  // second, the big one after about 12 s.
+  auto job = c.client().submit("running-sum", {"--input", small, "--input", big, "--output", c.dir().path("out"),
+                                               "-p", "2", "--checkpoint-dir", c.dir().path("chk"), "--mode", "none",
+                                               "--exchange", "persisted", "--rate", "2500"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  // The vertex (of three) whose subtasks all finished: the small input's.
+  int finished_vertex = -1;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto d = c.client().job(*job);
+        if (!d.ok() || !d->contains("vertices")) return false;
+        for (size_t v = 0; v < (*d)["vertices"].size(); ++v) {
+          bool all = true;
+          for (const auto& s : (*d)["vertices"][v]["subtasks"]) all = all && s["state"] == "FINISHED";
+          if (all) finished_vertex = static_cast<int>(v);
+        }
+        return finished_vertex >= 0;
+      },
+      60s))
+      << c.jm_log();
+  c.taskmanager("tm-b")->kill9();
+  c.start_taskmanager("tm-c", 1);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  // The big input's subtask 1 runs again for seconds: seen in attempt 1,
+  // while the small input's subtasks are still finished in attempt 0.
+  nlohmann::json detail;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto d = c.client().job(*job);
+        if (!d.ok() || !d->contains("vertices")) return false;
+        for (const auto& v : (*d)["vertices"]) {
+          for (const auto& s : v["subtasks"]) {
+            if (s["attempt"] == 1 && s["state"] == "RUNNING") {
+              detail = *d;
+              return true;
+            }
+          }
+        }
+        return false;
+      },
+      60s))
+      << c.jm_log();
+  for (const auto& s : detail["vertices"][finished_vertex]["subtasks"]) {
+    EXPECT_EQ(s["attempt"], 0) << "a finished producer ran again: " << detail;
+    EXPECT_EQ(s["state"], "FINISHED") << detail;
+  }
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_EQ((*done)["restarts"].get<int>(), 1);
+  EXPECT_EQ((*done)["completed_checkpoints"], 0);
+  expect_exactly_once({small, big}, c.dir().path("out"));
+}
+
 // Region failover: line-copy's subtasks are independent pipelines (one
 // region each). Subtask 2 fails once; only its region restarts: its attempt
 // becomes 1 while every other subtask stays in attempt 0 and keeps running,
