@@ -362,6 +362,7 @@ struct Case {
   int parallelism;
   bool failures;
   std::string state = "heap";
+  bool batch = false;  // --runtime-mode batch
 };
 
 class NexmarkTest : public ::testing::TestWithParam<Case> {};
@@ -371,12 +372,20 @@ TEST_P(NexmarkTest, MatchesTheReference) {
   const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   testing::TempDir dir("nexmark-" + c.query + "-" + std::to_string(c.parallelism) + (c.failures ? "-f-" : "-") +
-                      c.state);
+                      c.state + (c.batch ? "-batch" : ""));
   std::vector<std::string> args = {"nexmark", "--query", c.query, "--events", "60000", "--event-rate", "1000",
                                    "--parallelism", std::to_string(c.parallelism), "--checkpoint-interval", "20ms",
                                    "--output", dir.path("result.csv"), "--dump-events", dir.path("events"),
                                    "--seed", std::to_string(seed), "--state", c.state};
-  if (c.failures) {
+  if (c.batch) {
+    // Stages run one after another; a failure re-runs the failed source
+    // subtask alone, from the start of its split.
+    for (const char* a : {"--runtime-mode", "batch", "--result-dir", "results"}) args.push_back(a);
+    args.back() = dir.path("results");
+    if (c.failures) {
+      for (const char* a : {"--fail-every", "6000"}) args.push_back(a);
+    }
+  } else if (c.failures) {
     // Slow enough that checkpoints complete between failures.
     for (const char* a : {"--fail-every", "6000", "--rate", "150000"}) args.push_back(a);
   }
@@ -431,13 +440,15 @@ std::vector<Case> cases() {
       for (bool f : {false, true}) out.push_back({q, p, f});
     }
     out.push_back({q, 4, true, "rocksdb"});
+    out.push_back({q, 4, true, "heap", /*batch=*/true});
   }
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Queries, NexmarkTest, ::testing::ValuesIn(cases()), [](const auto& info) {
   return info.param.query + "_p" + std::to_string(info.param.parallelism) +
-         (info.param.failures ? "_failures" : "") + (info.param.state == "heap" ? "" : "_" + info.param.state);
+         (info.param.failures ? "_failures" : "") + (info.param.state == "heap" ? "" : "_" + info.param.state) +
+         (info.param.batch ? "_batch" : "");
 });
 
 }  // namespace

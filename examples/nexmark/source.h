@@ -33,6 +33,7 @@ class NexmarkSource final : public Source<Event> {
   PollStatus poll(SourceOutput<Event>& out, int max_records) override;
   absl::Status snapshot_state(int64_t checkpoint_id) override;
   void notify_checkpoint_complete(int64_t) override { armed_ = options_.fail_every > 0; }
+  bool bounded() const override { return true; }  // options_.events
 
  private:
   std::shared_ptr<const Generator> gen_;

@@ -173,13 +173,25 @@ enum class ExchangeMode : uint8_t { kPipelined = 0, kBlocking = 1, kPersisted = 
 absl::StatusOr<ExchangeMode> parse_exchange_mode(std::string_view text);
 std::string_view to_string(ExchangeMode mode);
 
+// kStreaming runs every stage at once and checkpoints. kBatch (every source
+// bounded, refused otherwise) makes every network edge blocking (or
+// persisted, when that is the exchange chosen): the job runs in stages,
+// without checkpoints, and a failure re-runs only the failed stage's region
+// from its input files.
+enum class RuntimeMode : uint8_t { kStreaming = 0, kBatch = 1 };
+absl::StatusOr<RuntimeMode> parse_runtime_mode(std::string_view text);
+std::string_view to_string(RuntimeMode mode);
+
 struct JobConfig {
   CheckpointConfig checkpoint;
   StateBackendConfig state;
   RestartStrategyConfig restart;
   // Default: kRegion.
   FailoverStrategy failover = FailoverStrategy::kRegion;
-  // How every network edge exchanges records. Default: kPipelined.
+  // Default: kStreaming.
+  RuntimeMode runtime_mode = RuntimeMode::kStreaming;
+  // How every network edge exchanges records; kBatch makes kPipelined
+  // blocking. Default: kPipelined.
   ExchangeMode exchange = ExchangeMode::kPipelined;
   // kBlocking: where the result files live, one directory per job, removed
   // when the job ends. Default: empty, meaning <system temp directory>/weir-results.
@@ -201,6 +213,13 @@ struct JobConfig {
   // Cluster: how long an attempt waits for enough free slots before the job
   // fails. Default: 60 s.
   Duration slot_timeout{60000};
+
+  // The exchange network edges get: `exchange`, but blocking where batch
+  // execution asked for pipelined.
+  ExchangeMode effective_exchange() const {
+    return runtime_mode == RuntimeMode::kBatch && exchange == ExchangeMode::kPipelined ? ExchangeMode::kBlocking
+                                                                                      : exchange;
+  }
 };
 
 }  // namespace weir

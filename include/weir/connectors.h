@@ -102,6 +102,7 @@ class FileSource final : public Source<TextLine> {
   PollStatus poll(SourceOutput<TextLine>& out, int max_records) override;
   absl::Status snapshot_state(int64_t checkpoint_id) override;
   void close() override;
+  bool bounded() const override { return true; }
 
  private:
   const std::string path_;
@@ -166,6 +167,7 @@ class GeneratorSource final : public Source<T> {
     state_->update(progressions_);
     return absl::OkStatus();
   }
+  bool bounded() const override { return count_ >= 0; }
 
  private:
   bool done(const std::pair<int64_t, int64_t>& p) const { return count_ >= 0 && p.first >= count_; }

@@ -47,6 +47,10 @@ class Source {
   virtual absl::Status snapshot_state(int64_t /*checkpoint_id*/) { return absl::OkStatus(); }
   virtual void notify_checkpoint_complete(int64_t /*checkpoint_id*/) {}
   virtual void close() {}
+  // Whether the input ends by itself (a file, a fixed count of records, a
+  // topic read up to fixed offsets). Batch execution needs every source
+  // bounded; it asks an instance built for the question, never opened.
+  virtual bool bounded() const { return false; }
 };
 
 // A sink subtask. For exactly-once output, snapshot_state() pre-commits what

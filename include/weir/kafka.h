@@ -148,12 +148,15 @@ class KafkaSource final : public Source<KafkaRecord> {
   absl::Status snapshot_state(int64_t checkpoint_id) override;
   void notify_checkpoint_complete(int64_t checkpoint_id) override;
   void close() override;
+  // In bounded mode (it stops at the end offsets it saw first).
+  bool bounded() const override { return bounded_; }
 
   // The subtask of `parallelism` that reads partition `partition` of `topic`.
   static int subtask_for(const std::string& topic, int32_t partition, int parallelism);
 
  private:
   class Impl;
+  const bool bounded_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -424,6 +424,7 @@ DataStream<T> StreamEnvironment::from_source(SourceFactory<T> factory, std::stri
   n.make_operator = [factory, watermarks]() {
     return std::make_unique<detail::SourceOperator<T>>(factory(), watermarks);
   };
+  n.bounded = [factory] { return factory()->bounded(); };
   return DataStream<T>(this, n.id);
 }
 

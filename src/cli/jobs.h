@@ -34,6 +34,7 @@ struct JobFlags {
   std::string restart_strategy = std::string(to_string(kDefaults.restart.kind));
   std::string failover = std::string(to_string(kDefaults.failover));
   std::string exchange = std::string(to_string(kDefaults.exchange));
+  std::string runtime_mode = std::string(to_string(kDefaults.runtime_mode));
   std::string result_dir = kDefaults.result_directory;
   std::string slot_timeout = format_duration(kDefaults.slot_timeout);
   int restart_attempts = kDefaults.restart.max_attempts;
@@ -72,6 +73,10 @@ struct JobFlags {
                     "How network edges exchange records: pipelined (in memory, stages run together) | "
                     "blocking (local files, each stage runs after the ones it reads; bounded sources) | "
                     "persisted (as blocking, files under --checkpoint-dir)")
+        ->capture_default_str();
+    app->add_option("--runtime-mode", runtime_mode,
+                    "streaming | batch (bounded sources only: every exchange blocking, stages run one after "
+                    "another, no checkpoints; a failure re-runs only the failed stage's region)")
         ->capture_default_str();
     app->add_option("--result-dir", result_dir,
                     "blocking: where result files go (default: <system temp>/weir-results)");
@@ -159,6 +164,9 @@ struct JobFlags {
     auto exchange_mode = parse_exchange_mode(exchange);
     if (!exchange_mode.ok()) return exchange_mode.status();
     c.exchange = *exchange_mode;
+    auto runtime = parse_runtime_mode(runtime_mode);
+    if (!runtime.ok()) return runtime.status();
+    c.runtime_mode = *runtime;
     c.result_directory = result_dir;
     auto slots = parse_duration(slot_timeout);
     if (!slots.ok()) return slots.status();

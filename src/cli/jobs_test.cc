@@ -30,6 +30,7 @@ TEST(JobFlagsTest, WithoutFlagsAJobGetsJobConfigsDefaults) {
   EXPECT_EQ(got->restart.failure_rate_interval, want.restart.failure_rate_interval);
   EXPECT_EQ(got->failover, want.failover);
   EXPECT_EQ(got->exchange, want.exchange);
+  EXPECT_EQ(got->runtime_mode, want.runtime_mode);
   EXPECT_EQ(got->result_directory, want.result_directory);
   EXPECT_EQ(got->slot_timeout, want.slot_timeout);
   EXPECT_EQ(got->restore, want.restore);

@@ -88,9 +88,9 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     return absl::InvalidArgumentError(
         "a cluster job needs --checkpoint-dir, on storage every TaskManager and the JobManager reach");
   }
-  if (config.exchange == ExchangeMode::kBlocking) {
+  if (config.effective_exchange() == ExchangeMode::kBlocking) {
     return absl::InvalidArgumentError(
-        "--exchange blocking keeps each result on the TaskManager that wrote it, and a cluster does not serve "
+        "--exchange blocking (also the default of --runtime-mode batch) keeps each result on the TaskManager that wrote it, and a cluster does not serve "
         "results between TaskManagers: use --exchange persisted (results under --checkpoint-dir)");
   }
   auto graph = graph::build_job_graph(built->env->graph(), config);

@@ -39,6 +39,7 @@ std::string execution_state_name(runtime::ExecutionState s, bool terminal) {
     case runtime::ExecutionState::kFinished: return "FINISHED";
     case runtime::ExecutionState::kCanceled: return "CANCELED";
     case runtime::ExecutionState::kFailed: return "FAILED";
+    case runtime::ExecutionState::kCreated: return "CREATED";
   }
   return "?";
 }

@@ -92,6 +92,16 @@ absl::StatusOr<FailoverStrategy> parse_failover_strategy(std::string_view text) 
                                     "': expected region or full");
 }
 
+absl::StatusOr<RuntimeMode> parse_runtime_mode(std::string_view text) {
+  if (text == "streaming") return RuntimeMode::kStreaming;
+  if (text == "batch") return RuntimeMode::kBatch;
+  return absl::InvalidArgumentError("invalid runtime mode '" + std::string(text) + "': expected streaming or batch");
+}
+
+std::string_view to_string(RuntimeMode mode) {
+  return mode == RuntimeMode::kBatch ? "batch" : "streaming";
+}
+
 absl::StatusOr<ExchangeMode> parse_exchange_mode(std::string_view text) {
   if (text == "pipelined") return ExchangeMode::kPipelined;
   if (text == "blocking") return ExchangeMode::kBlocking;

@@ -393,7 +393,8 @@ class KafkaSource::Impl {
   KafkaRecord scratch_;
 };
 
-KafkaSource::KafkaSource(KafkaSourceOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+KafkaSource::KafkaSource(KafkaSourceOptions options)
+    : bounded_(options.bounded), impl_(std::make_unique<Impl>(std::move(options))) {}
 KafkaSource::~KafkaSource() { impl_->close(); }
 absl::Status KafkaSource::open(OperatorContext& ctx) { return impl_->open(ctx); }
 PollStatus KafkaSource::poll(SourceOutput<KafkaRecord>& out, int max_records) { return impl_->poll(out, max_records); }

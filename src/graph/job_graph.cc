@@ -76,6 +76,14 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
     g->uids[i] = uid;
   }
   if (!has_source) return absl::InvalidArgumentError("the job has no source");
+  if (config.runtime_mode == RuntimeMode::kBatch) {
+    for (const detail::StreamNode& node : sg.nodes) {
+      if (node.is_source && !(node.bounded && node.bounded())) {
+        return absl::InvalidArgumentError("runtime mode batch needs bounded sources; source '" + node.name +
+                                          "' is unbounded");
+      }
+    }
+  }
 
   // Resolve partitioning and chain.
   auto resolved_kind = [&](const detail::StreamEdge& e) -> absl::StatusOr<detail::PartitionKind> {
@@ -133,7 +141,7 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
     je.target_vertex = to_v;
     je.kind = kinds[e];
     je.pointwise = kinds[e] == detail::PartitionKind::kForward;
-    je.exchange = config.exchange;
+    je.exchange = config.effective_exchange();
     int idx = static_cast<int>(g->edges.size());
     g->vertices[from_v].outputs.push_back(idx);
     g->vertices[to_v].inputs.push_back(idx);
@@ -142,7 +150,7 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
   if (g->staged()) {
     if (config.checkpoint.mode == CheckpointingMode::kAtMostOnce) {
       return absl::InvalidArgumentError(
-          "exchange " + std::string(to_string(config.exchange)) +
+          "exchange " + std::string(to_string(config.effective_exchange())) +
           " cannot run at-most-once: a failed stage re-reads its whole input, while at-most-once sources "
           "continue where they were; use --mode none, or --exchange pipelined");
     }

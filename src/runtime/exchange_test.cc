@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "testing/committing_sink.h"
+#include "weir/connectors.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -69,6 +70,7 @@ class Numbers final : public Source<int64_t> {
     }
     return PollStatus::kMore;
   }
+  bool bounded() const override { return true; }
 
  private:
   StageRun* const run_;
@@ -283,7 +285,43 @@ TEST_P(ExchangeTest, FullFailoverRunsEveryStageAgainInOrder) {
   EXPECT_EQ(run.emitted.load(), 2 * kRecords);
 }
 
+// Batch execution makes the (default pipelined) exchange blocking: stages,
+// no checkpoints, a failed task re-runs alone.
+TEST_P(ExchangeTest, BatchRuntimeModeRunsInStages) {
+  StageRun run;
+  run.fail_sink = true;
+  JobConfig c = config(ExchangeMode::kPipelined);
+  c.runtime_mode = RuntimeMode::kBatch;
+  c.checkpoint.mode = CheckpointingMode::kExactlyOnce;  // ignored: a staged job takes no checkpoints
+  auto result = run_job(&run, c);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const JobResult& r = *result;
+  ASSERT_EQ(r.status, JobStatus::kFinished) << r.failure;
+  expect_exact_output(run.log.all());
+  EXPECT_FALSE(run.counter_overlapped);
+  EXPECT_FALSE(run.sink_overlapped);
+  EXPECT_TRUE(r.checkpoints.empty());
+  EXPECT_EQ(run.of("sink", 0), (std::set<int>{0, 1}));
+  EXPECT_EQ(run.of("counter", 0), std::set<int>{0});
+  EXPECT_EQ(run.emitted.load(), kRecords);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ExchangeTest, testing::kBothBackends, testing::backend_name);
+
+TEST(ExchangeConfigTest, BatchRefusesAnUnboundedSourceNamingIt) {
+  JobConfig c = testing::failure_test_config(1);
+  c.runtime_mode = RuntimeMode::kBatch;
+  StreamEnvironment env(c);
+  testing::CollectingSink<int64_t>::Rows rows;
+  env.from_source<int64_t>(
+         [] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, /*count=*/-1); },
+         "endless")
+      .sink_to([&rows] { return std::make_unique<testing::CollectingSink<int64_t>>(&rows); });
+  auto r = env.execute("batch-unbounded");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "runtime mode batch needs bounded sources; source 'endless' is unbounded");
+  EXPECT_FALSE(parse_runtime_mode("bulk").ok());
+}
 
 TEST(ExchangeConfigTest, StagedJobsRefuseAtMostOnceAndPersistedNeedsACheckpointDirectory) {
   StageRun run;

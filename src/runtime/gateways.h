@@ -30,7 +30,9 @@ struct ExecutionId {
 };
 
 // DO NOT CHANGE values: sent between processes.
-enum class ExecutionState : uint8_t { kRunning = 0, kFinished = 1, kCanceled = 2, kFailed = 3 };
+// kCreated is the JobManager's only: not deployed (yet), as a stage that
+// waits for the stages it reads.
+enum class ExecutionState : uint8_t { kRunning = 0, kFinished = 1, kCanceled = 2, kFailed = 3, kCreated = 4 };
 
 struct TaskDeploymentDescriptor {
   std::string job_id;

@@ -425,6 +425,9 @@ void JobMaster::maybe_restart() {
     if (!staged_) return deploy(regions);
     // Stages run again in order: a region waits for its inputs again.
     unscheduled_.insert(regions.begin(), regions.end());
+    for (size_t i = 0; i < executions_.size(); ++i) {
+      if (unscheduled_.count(region_of_[i]) != 0) executions_[i].state = ExecutionState::kCreated;
+    }
     schedule_ready();
   });
 }

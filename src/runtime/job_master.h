@@ -77,7 +77,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
     ExecutionId id;
     bool is_source = false;
     bool terminal = true;
-    ExecutionState state = ExecutionState::kCanceled;
+    ExecutionState state = ExecutionState::kCreated;
     bool end_of_data = false;
   };
 

@@ -34,6 +34,8 @@ struct StreamNode {
   bool is_source = false;
   bool is_keyed = false;     // owns keyed state, needs a key-group range
   std::function<std::unique_ptr<OperatorBase>()> make_operator;
+  // Sources: builds one (never opened) to ask whether it is bounded.
+  std::function<bool()> bounded;
 };
 
 // The typed pieces the runtime needs for records of one type: one table per
