@@ -10,6 +10,7 @@
 # input files).
 #
 #   QUERIES="q4 q5 q9 q18" EVENTS=5000000 LINES=5000000 bash bench/batch_vs_streaming.sh
+# (QUERIES=" " runs only the running sum.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -22,8 +23,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # Bytes written to network edges, summed over the vertex lines of a run's
-# summary ("... out: N records, M bytes ...").
-edge_bytes() { grep -o 'out: [0-9]* records, [0-9]* bytes' | awk '{b += $4} END {print b + 0}'; }
+# summary ("... out N (M bytes) ...").
+edge_bytes() { grep -o '([0-9]* bytes)' | tr -d '(' | awk '{b += $1} END {print b + 0}'; }
 
 mode_args() {
   if [ "$1" = batch ]; then echo "--runtime-mode batch --result-dir $tmp/results"; else echo "--checkpoint-interval 1s"; fi

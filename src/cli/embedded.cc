@@ -61,10 +61,11 @@ void print_result(const JobResult& r, std::FILE* out) {
     std::fprintf(out, "stopped with savepoint %s\n", r.stopped_with_savepoint.c_str());
   }
   for (const auto& v : r.vertices) {
-    std::fprintf(out, "vertex %s (p=%d): records in %lld, out %lld; backpressured %lld ms, idle %lld ms\n",
+    std::fprintf(out,
+                 "vertex %s (p=%d): records in %lld, out %lld (%lld bytes); backpressured %lld ms, idle %lld ms\n",
                  v.name.c_str(), v.parallelism, static_cast<long long>(v.records_in),
-                 static_cast<long long>(v.records_out), static_cast<long long>(v.backpressured_ms),
-                 static_cast<long long>(v.idle_ms));
+                 static_cast<long long>(v.records_out), static_cast<long long>(v.bytes_out),
+                 static_cast<long long>(v.backpressured_ms), static_cast<long long>(v.idle_ms));
   }
 }
 
