@@ -220,6 +220,36 @@ TEST_F(RunningSumTest, FullDiskIsReportedWithPathAndCause) {
   ASSERT_EQ(std::system(umount.c_str()), 0);
 }
 
+// Result files that fill their disk: the producer fails naming the file and
+// the cause, its partial file is removed, and with no restart left the job
+// ends with exit code 4 and that message.
+TEST_F(RunningSumTest, FullResultDiskIsReportedWithPathAndCause) {
+  generate("a.txt", 200000, 0, seed_);
+  std::string mnt = path("small");
+  std::filesystem::create_directories(mnt);
+  std::string cmd = "mount -t tmpfs -o size=256k tmpfs " + mnt + " 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    GTEST_SKIP() << "this environment cannot mount a small tmpfs to fill up";
+  }
+  auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", path("out"),
+                     "--runtime-mode", "batch", "--result-dir", mnt, "--restart-strategy", "none"},
+                    path("run"));
+  std::vector<std::string> left;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(mnt)) {
+    if (f.is_regular_file()) left.push_back(f.path().string());
+  }
+  std::string umount = "umount " + mnt;
+  ASSERT_EQ(std::system(umount.c_str()), 0);
+  EXPECT_EQ(r.code, 4) << r.err;
+  std::vector<std::string> lines = absl::StrSplit(r.err, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_EQ(lines[0].rfind("weir: job failed: ", 0), 0u) << r.err;
+  EXPECT_NE(lines[0].find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_NE(lines[0].find(mnt + "/"), std::string::npos) << r.err;
+  EXPECT_NE(lines[0].find(".inprogress"), std::string::npos) << r.err;
+  EXPECT_TRUE(left.empty()) << "result files left on the full disk: " << left.size() << ", e.g. " << left[0];
+}
+
 // Counts out of range, fractions and huge numbers are refused naming the
 // option and the range, in one short line.
 TEST_F(RunningSumTest, NumbersOutOfRangeAreRefusedNamingTheRange) {
