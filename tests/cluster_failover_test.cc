@@ -196,6 +196,11 @@ TEST(ClusterTest, PersistedResultsSurviveALostTaskManager) {
   ASSERT_TRUE(examples::generate_running_sum_input(small, 2000, 100, 0, 3).ok());
   ASSERT_TRUE(examples::generate_running_sum_input(big, 60000, 100, 0, 4).ok());
   ASSERT_TRUE(c.start({{"tm-a", 1}, {"tm-b", 1}})) << "the cluster did not come up\n" << c.jm_log();
+  // Local blocking results cannot be served between TaskManagers: refused.
+  auto local = c.client().submit("running-sum", {"--input", small, "--output", c.dir().path("out"), "--mode", "none",
+                                                 "--runtime-mode", "batch"});
+  ASSERT_FALSE(local.ok());
+  EXPECT_NE(local.status().message().find("use --exchange persisted"), std::string::npos) << local.status();
   // 2 subtasks per input at 2500 lines/s: the small one ends within a
   // second, the big one after about 12 s.
   auto job = c.client().submit("running-sum", {"--input", small, "--input", big, "--output", c.dir().path("out"),
