@@ -39,6 +39,8 @@ struct StageRun {
   std::atomic<bool> fail_sink{false};           // sink subtask 0, attempt 0, after 1000 rows
   std::string delete_results_of;                // file name prefix removed when the sink fails
   std::string result_directory;
+  JobControl* control = nullptr;                // asked for a savepoint by the first counted record
+  std::string savepoint_dir;
   testing::CommitLog<int64_t> log;
 
   void opened(const std::string& stage, const OperatorContext& ctx) {
@@ -88,6 +90,7 @@ class Counter final : public KeyedProcessFunction<int64_t, int64_t, int64_t> {
   }
   void process_element(const int64_t& v, Context&, Collector<int64_t>& out) override {
     if (run_->emitted.load() < kRecords) run_->counter_overlapped = true;
+    if (run_->control != nullptr && run_->counted.load() == 0) run_->control->trigger_savepoint(run_->savepoint_dir);
     const int64_t c = count_->value_or(0) + 1;
     count_->update(c);
     run_->counted.fetch_add(1);
@@ -153,7 +156,7 @@ absl::StatusOr<JobResult> run_job(StageRun* run, const JobConfig& config) {
       .rebalance()
       .sink_to([run] { return std::make_unique<StageSink>(run); }, "sink")
       .uid("sink");
-  return env.execute("exchange-test");
+  return env.execute("exchange-test", run->control);
 }
 
 // Every value exactly once, and each key's counts exactly 1..n.
@@ -304,6 +307,26 @@ TEST_P(ExchangeTest, BatchRuntimeModeRunsInStages) {
   EXPECT_EQ(run.of("sink", 0), (std::set<int>{0, 1}));
   EXPECT_EQ(run.of("counter", 0), std::set<int>{0});
   EXPECT_EQ(run.emitted.load(), kRecords);
+}
+
+// A savepoint asked of a running staged job is refused (its stages' results
+// are its recovery points); the job runs on to the same output.
+TEST_P(ExchangeTest, AStagedJobRefusesSavepoints) {
+  StageRun run;
+  JobControl control;
+  run.control = &control;
+  run.savepoint_dir = dir_ + "/savepoints";
+  JobConfig c = config(ExchangeMode::kPipelined);
+  c.runtime_mode = RuntimeMode::kBatch;
+  auto result = run_job(&run, c);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->status, JobStatus::kFinished) << result->failure;
+  expect_exact_output(run.log.all());
+  ASSERT_GE(result->savepoints.size(), 1u);
+  for (const SavepointResult& sp : result->savepoints) {
+    EXPECT_NE(sp.error.find("a job with blocking exchanges takes no savepoints"), std::string::npos) << sp.error;
+  }
+  EXPECT_FALSE(fs::exists(run.savepoint_dir));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ExchangeTest, testing::kBothBackends, testing::backend_name);

@@ -254,7 +254,7 @@ void JobMaster::handle_request(JobControl::Request r) {
     };
     if (status_ != JobStatus::kRunning) return report_error("the job is not running");
     if (staged_) {
-      return report_error("a job with " + std::string(to_string(config_.exchange)) +
+      return report_error("a job with " + std::string(to_string(config_.effective_exchange())) +
                           " exchanges takes no savepoints: its stages' results are its recovery points");
     }
     if (draining_ || stop_savepoint_id_ >= 0) return report_error("the job is already stopping");
