@@ -100,6 +100,8 @@ class StreamRef {
   void connect(int node, int input) const;
   // This stream with the next edge partitioned by `kind` (`key_hash` for kHash).
   StreamRef partitioned(PartitionKind kind, std::shared_ptr<const void> key_hash = nullptr) const;
+  // This stream with the next edge exchanging records as `mode` says.
+  StreamRef exchanged(ExchangeMode mode) const;
   // Records of both.
   StreamRef union_with(const StreamRef& other) const;
   // The records of the side output `tag` of this stream's operators.
@@ -246,6 +248,12 @@ class DataStream {
   DataStream<T> rebalance() const { return DataStream<T>(ref_.partitioned(detail::PartitionKind::kRebalance)); }
   DataStream<T> broadcast() const { return DataStream<T>(ref_.partitioned(detail::PartitionKind::kBroadcast)); }
   DataStream<T> forward() const { return DataStream<T>(ref_.partitioned(detail::PartitionKind::kForward)); }
+  // How the next edge exchanges records, whatever the job's --exchange or
+  // runtime mode say (weir/config.h, ExchangeMode): e.g. blocking after an
+  // expensive stage whose results a failure downstream should not recompute.
+  // A blocking or persisted edge is never chained. Combines with the
+  // partitioning: stream.exchange(ExchangeMode::kBlocking).key_by(...).
+  DataStream<T> exchange(ExchangeMode mode) const { return DataStream<T>(ref_.exchanged(mode)); }
 
   // Records of both streams, in no particular order between them.
   DataStream<T> union_with(const DataStream<T>& other) const { return DataStream<T>(ref_.union_with(other.ref_)); }

@@ -88,13 +88,15 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     return absl::InvalidArgumentError(
         "a cluster job needs --checkpoint-dir, on storage every TaskManager and the JobManager reach");
   }
-  if (config.effective_exchange() == ExchangeMode::kBlocking) {
-    return absl::InvalidArgumentError(
-        "--exchange blocking (also the default of --runtime-mode batch) keeps each result on the TaskManager that wrote it, and a cluster does not serve "
-        "results between TaskManagers: use --exchange persisted (results under --checkpoint-dir)");
-  }
   auto graph = graph::build_job_graph(built->env->graph(), config);
   if (!graph.ok()) return graph.status();
+  for (const graph::JobEdge& e : (*graph)->edges) {
+    if (e.exchange != ExchangeMode::kBlocking) continue;
+    return absl::InvalidArgumentError(
+        "exchange blocking (also the default of --runtime-mode batch) keeps each result on the TaskManager that "
+        "wrote it, and a cluster does not serve results between TaskManagers: use --exchange persisted (results "
+        "under --checkpoint-dir)");
+  }
   auto restored = runtime::find_restore(**graph, config);
   if (!restored.ok()) return restored.status();
 

@@ -113,8 +113,10 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
   }
   for (size_t i = 0; i < n; ++i) {  // node ids are a topological order
     const auto& ins = in_edges[i];
+    // An edge asked to be blocking or persisted is a network edge.
     bool chain = ins.size() == 1 && kinds[ins[0]] == detail::PartitionKind::kForward &&
-                 !sg.nodes[i].is_source;
+                 !sg.nodes[i].is_source &&
+                 sg.edges[ins[0]].exchange.value_or(ExchangeMode::kPipelined) == ExchangeMode::kPipelined;
     if (chain) {
       int v = g->node_vertex[sg.edges[ins[0]].from];
       g->node_vertex[i] = v;
@@ -141,20 +143,21 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
     je.target_vertex = to_v;
     je.kind = kinds[e];
     je.pointwise = kinds[e] == detail::PartitionKind::kForward;
-    je.exchange = config.effective_exchange();
+    je.exchange = sg.edges[e].exchange.value_or(config.effective_exchange());
     int idx = static_cast<int>(g->edges.size());
     g->vertices[from_v].outputs.push_back(idx);
     g->vertices[to_v].inputs.push_back(idx);
     g->edges.push_back(je);
   }
-  if (g->staged()) {
+  for (const JobEdge& e : g->edges) {
+    if (!e.blocking()) continue;
     if (config.checkpoint.mode == CheckpointingMode::kAtMostOnce) {
       return absl::InvalidArgumentError(
-          "exchange " + std::string(to_string(config.effective_exchange())) +
+          "exchange " + std::string(to_string(e.exchange)) +
           " cannot run at-most-once: a failed stage re-reads its whole input, while at-most-once sources "
           "continue where they were; use --mode none, or --exchange pipelined");
     }
-    if (config.exchange == ExchangeMode::kPersisted && config.checkpoint.directory.empty()) {
+    if (e.exchange == ExchangeMode::kPersisted && config.checkpoint.directory.empty()) {
       return absl::InvalidArgumentError(
           "exchange persisted writes its results under the checkpoint directory: set --checkpoint-dir");
     }

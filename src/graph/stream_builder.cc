@@ -56,6 +56,7 @@ void StreamRef::connect(int node, int input) const {
     e.ops = s.ops;
     e.key_hash = s.key_hash;
     e.tag = s.tag;
+    e.exchange = s.exchange;
     env_->add_edge(std::move(e));
   }
 }
@@ -64,6 +65,12 @@ StreamRef StreamRef::partitioned(PartitionKind kind, std::shared_ptr<const void>
   StreamSpec s = spec();
   s.kind = kind;
   s.key_hash = std::move(key_hash);
+  return StreamRef(env_, std::move(s));
+}
+
+StreamRef StreamRef::exchanged(ExchangeMode mode) const {
+  StreamSpec s = spec();
+  s.exchange = mode;
   return StreamRef(env_, std::move(s));
 }
 

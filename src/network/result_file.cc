@@ -40,9 +40,9 @@ int64_t get_i64(const char* p) {
 
 }  // namespace
 
-std::string result_directory(const JobConfig& config, const std::string& job_id) {
+std::string result_directory(const JobConfig& config, const std::string& job_id, ExchangeMode mode) {
   namespace fs = std::filesystem;
-  if (config.exchange == ExchangeMode::kPersisted) {
+  if (mode == ExchangeMode::kPersisted) {
     return (fs::path(config.checkpoint.directory) / "results" / job_id).string();
   }
   fs::path base = config.result_directory.empty() ? fs::temp_directory_path() / "weir-results"

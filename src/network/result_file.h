@@ -28,10 +28,10 @@
 
 namespace weir::network {
 
-// Where the result files of `job_id` live: persisted under the checkpoint
-// directory, blocking under config.result_directory (or the system's
-// temporary directory).
-std::string result_directory(const JobConfig& config, const std::string& job_id);
+// Where the result files of `job_id` with exchange `mode` live: persisted
+// under the checkpoint directory, blocking under config.result_directory
+// (or the system's temporary directory).
+std::string result_directory(const JobConfig& config, const std::string& job_id, ExchangeMode mode);
 
 // The file of one subpartition in a job's result directory.
 std::string result_file_path(const std::string& directory, int job_edge, int producer, int consumer);

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -146,13 +147,16 @@ class StageSink final : public Sink<int64_t> {
 
 // numbers (2) --hash--> counter (2) --rebalance--> sink (2): three stages
 // when the exchange is blocking, each subtask a region of its own.
-absl::StatusOr<JobResult> run_job(StageRun* run, const JobConfig& config) {
+// `to_sink`, when given, is the exchange of the last edge alone.
+absl::StatusOr<JobResult> run_job(StageRun* run, const JobConfig& config,
+                                  std::optional<ExchangeMode> to_sink = std::nullopt) {
   StreamEnvironment env(config);
-  env.from_source<int64_t>([run] { return std::make_unique<Numbers>(run); }, "numbers")
-      .uid("numbers")
-      .key_by([](const int64_t& v) { return v % kKeys; })
-      .process<int64_t>([run] { return std::make_unique<Counter>(run); }, "counter")
-      .uid("counter")
+  auto counted = env.from_source<int64_t>([run] { return std::make_unique<Numbers>(run); }, "numbers")
+                     .uid("numbers")
+                     .key_by([](const int64_t& v) { return v % kKeys; })
+                     .process<int64_t>([run] { return std::make_unique<Counter>(run); }, "counter")
+                     .uid("counter");
+  (to_sink ? counted.exchange(*to_sink) : counted)
       .rebalance()
       .sink_to([run] { return std::make_unique<StageSink>(run); }, "sink")
       .uid("sink");
@@ -324,9 +328,29 @@ TEST_P(ExchangeTest, AStagedJobRefusesSavepoints) {
   expect_exact_output(run.log.all());
   ASSERT_GE(result->savepoints.size(), 1u);
   for (const SavepointResult& sp : result->savepoints) {
-    EXPECT_NE(sp.error.find("a job with blocking exchanges takes no savepoints"), std::string::npos) << sp.error;
+    EXPECT_NE(sp.error.find("a job with blocking or persisted exchanges takes no savepoints"), std::string::npos) << sp.error;
   }
   EXPECT_FALSE(fs::exists(run.savepoint_dir));
+}
+
+// One edge chosen blocking in a pipelined job: sources and counters run
+// together (one region, joined by the pipelined hash edge), the sinks after
+// them; a failed sink re-runs alone.
+TEST_P(ExchangeTest, OneBlockingEdgeInAPipelinedJob) {
+  StageRun run;
+  run.fail_sink = true;
+  auto result = run_job(&run, config(ExchangeMode::kPipelined), ExchangeMode::kBlocking);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->status, JobStatus::kFinished) << result->failure;
+  expect_exact_output(run.log.all());
+  EXPECT_FALSE(run.sink_overlapped) << "a sink ran before every counter finished";
+  EXPECT_EQ(run.of("sink", 0), (std::set<int>{0, 1}));
+  EXPECT_EQ(run.of("sink", 1), std::set<int>{0});
+  for (int s : {0, 1}) {
+    EXPECT_EQ(run.of("source", s), std::set<int>{0});
+    EXPECT_EQ(run.of("counter", s), std::set<int>{0});
+  }
+  EXPECT_FALSE(fs::exists(results_of(ExchangeMode::kBlocking) + "/" + result->job_id));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ExchangeTest, testing::kBothBackends, testing::backend_name);

@@ -172,10 +172,10 @@ void JobMaster::schedule_ready() {
 }
 
 void JobMaster::restart_lost_producers(int region) {
-  const std::string dir = network::result_directory(config_, job_id_);
   for (size_t e = 0; e < graph_->edges.size(); ++e) {
     const graph::JobEdge& je = graph_->edges[e];
     if (!je.blocking()) continue;
+    const std::string dir = network::result_directory(config_, job_id_, je.exchange);
     const int producers = graph_->vertices[je.source_vertex].parallelism;
     for (int c = 0; c < graph_->vertices[je.target_vertex].parallelism; ++c) {
       if (region_of_[graph_->task_index(je.target_vertex, c)] != region) continue;
@@ -254,8 +254,9 @@ void JobMaster::handle_request(JobControl::Request r) {
     };
     if (status_ != JobStatus::kRunning) return report_error("the job is not running");
     if (staged_) {
-      return report_error("a job with " + std::string(to_string(config_.effective_exchange())) +
-                          " exchanges takes no savepoints: its stages' results are its recovery points");
+      return report_error(
+          "a job with blocking or persisted exchanges takes no savepoints: its stages' results are its recovery "
+          "points");
     }
     if (draining_ || stop_savepoint_id_ >= 0) return report_error("the job is already stopping");
     if (r.target_directory.empty()) return report_error("no savepoint directory given");
@@ -504,9 +505,9 @@ void JobMaster::finish_job(JobStatus status, const std::string& failure) {
     unlogged_failures_ = 0;
   }
   status_ = status;
-  if (staged_) {
+  for (const graph::JobEdge& e : graph_->edges) {
     std::error_code ec;
-    std::filesystem::remove_all(network::result_directory(config_, job_id_), ec);
+    if (e.blocking()) std::filesystem::remove_all(network::result_directory(config_, job_id_, e.exchange), ec);
   }
   JobResult r;
   r.job_id = job_id_;

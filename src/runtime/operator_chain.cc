@@ -22,7 +22,9 @@ absl::Status build_partitions(const ChainSetting& s, OperatorChain* chain,
       if (je.pointwise && c != tdd.execution.subtask) continue;
       if (je.blocking()) {
         auto file = network::ResultFileWriter::create(
-            network::result_file_path(s.result_directory, e, tdd.execution.subtask, c), s.durable_results);
+            network::result_file_path(network::result_directory(*s.job_config, tdd.job_id, je.exchange), e,
+                                      tdd.execution.subtask, c),
+            /*durable=*/je.exchange == ExchangeMode::kPersisted);
         if (!file.ok()) return file.status();
         chans.push_back(std::move(*file));
         continue;

@@ -38,10 +38,8 @@ struct ChainSetting {
   network::ChannelRegistry* channels = nullptr;
   network::DataPlane* data_plane = nullptr;  // null in the embedded cluster
   const StateBackendConfig* state_backend = nullptr;
-  // Blocking and persisted edges: the job's result directory, and whether
-  // its files are synced before they are published (persisted).
-  std::string result_directory;
-  bool durable_results = false;
+  // Where blocking and persisted edges put their files.
+  const JobConfig* job_config = nullptr;
   detail::ProcessingTimeService* processing_time = nullptr;
   // The task's cancel flag and counters, shared with its partitions.
   const std::atomic<bool>* cancelled = nullptr;

@@ -261,8 +261,7 @@ absl::Status Task::build_chain() {
   setting.channels = services_.channels;
   setting.data_plane = services_.data_plane;
   setting.state_backend = &services_.config->state;
-  setting.result_directory = network::result_directory(*services_.config, tdd_.job_id);
-  setting.durable_results = services_.config->exchange == ExchangeMode::kPersisted;
+  setting.job_config = services_.config;
   setting.processing_time = &time_;
   setting.cancelled = &cancelled_;
   setting.metrics = &metrics_;
@@ -282,7 +281,7 @@ absl::Status Task::build_inputs() {
       InputChannel in;
       if (je.blocking()) {
         auto file = network::ResultFileReader::open(network::result_file_path(
-            network::result_directory(*services_.config, tdd_.job_id), e, p, tdd_.execution.subtask));
+            network::result_directory(*services_.config, tdd_.job_id, je.exchange), e, p, tdd_.execution.subtask));
         if (!file.ok()) return file.status();
         in.channel = std::move(*file);
       } else {

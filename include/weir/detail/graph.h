@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "weir/config.h"
 #include "weir/detail/operator.h"
 
 namespace weir::detail {
@@ -67,6 +69,8 @@ struct StreamEdge {
   int input = 0;
   // The side output of `from` this edge carries; empty for the main output.
   std::string tag;
+  // Set by DataStream::exchange(); else the job's (JobConfig::effective_exchange).
+  std::optional<ExchangeMode> exchange;
 };
 
 // What a DataStream stands for: the nodes whose records it carries, and how
@@ -77,6 +81,7 @@ struct StreamSpec {
   PartitionKind kind = PartitionKind::kDefault;
   std::shared_ptr<const void> key_hash;  // for kHash
   std::string tag;                       // side output of `nodes`, or empty
+  std::optional<ExchangeMode> exchange;  // of the next edges, when chosen
 };
 
 struct StreamGraph {
