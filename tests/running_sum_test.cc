@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -194,20 +195,41 @@ TEST_F(RunningSumTest, UnrecoverableFailureExitsWithCode4AndOneLine) {
   EXPECT_TRUE(out->empty());
 }
 
+// A 256 KiB tmpfs at `dir` to fill up, unmounted when it goes (also when an
+// assertion ends the test early). Mounting needs root: without it, ok() is
+// false and the test skips.
+class SmallDisk {
+ public:
+  explicit SmallDisk(std::string dir) : dir_(std::move(dir)) {
+    std::filesystem::create_directories(dir_);
+    std::string cmd = "mount -t tmpfs -o size=256k tmpfs " + dir_ + " 2>/dev/null";
+    mounted_ = std::system(cmd.c_str()) == 0;
+  }
+  ~SmallDisk() { (void)unmount(); }
+  bool ok() const { return mounted_; }
+  // True once it is unmounted.
+  bool unmount() {
+    if (!mounted_) return true;
+    std::string cmd = "umount " + dir_;
+    mounted_ = std::system(cmd.c_str()) != 0;
+    return !mounted_;
+  }
+
+ private:
+  const std::string dir_;
+  bool mounted_ = false;
+};
+
 // A full output disk: the job fails with the path and the cause, and the
 // committed output stays consistent (nothing half-published).
 TEST_F(RunningSumTest, FullDiskIsReportedWithPathAndCause) {
   generate("a.txt", 200000, 0, seed_);
   std::string mnt = path("small");
-  std::filesystem::create_directories(mnt);
-  std::string cmd = "mount -t tmpfs -o size=256k tmpfs " + mnt + " 2>/dev/null";
-  if (std::system(cmd.c_str()) != 0) {
-    GTEST_SKIP() << "this environment cannot mount a small tmpfs to fill up";
-  }
+  SmallDisk disk(mnt);
+  if (!disk.ok()) GTEST_SKIP() << "this environment cannot mount a small tmpfs to fill up";
   auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", mnt + "/out",
                      "--restart-attempts", "1", "--checkpoint-interval", "50ms"},
                     path("run"));
-  std::string umount = "umount " + mnt;
   EXPECT_EQ(r.code, 4) << r.err;
   // One line ends it; the one restart before was logged with its cause.
   std::vector<std::string> lines = absl::StrSplit(r.err, '\n', absl::SkipEmpty());
@@ -217,7 +239,7 @@ TEST_F(RunningSumTest, FullDiskIsReportedWithPathAndCause) {
   EXPECT_EQ(lines[1].rfind("weir: job failed: ", 0), 0u) << r.err;
   EXPECT_NE(lines[1].find("No space left on device"), std::string::npos) << r.err;
   EXPECT_NE(lines[1].find(mnt + "/out"), std::string::npos) << r.err;
-  ASSERT_EQ(std::system(umount.c_str()), 0);
+  ASSERT_TRUE(disk.unmount());
 }
 
 // Result files that fill their disk: the producer fails naming the file and
@@ -226,11 +248,8 @@ TEST_F(RunningSumTest, FullDiskIsReportedWithPathAndCause) {
 TEST_F(RunningSumTest, FullResultDiskIsReportedWithPathAndCause) {
   generate("a.txt", 200000, 0, seed_);
   std::string mnt = path("small");
-  std::filesystem::create_directories(mnt);
-  std::string cmd = "mount -t tmpfs -o size=256k tmpfs " + mnt + " 2>/dev/null";
-  if (std::system(cmd.c_str()) != 0) {
-    GTEST_SKIP() << "this environment cannot mount a small tmpfs to fill up";
-  }
+  SmallDisk disk(mnt);
+  if (!disk.ok()) GTEST_SKIP() << "this environment cannot mount a small tmpfs to fill up";
   auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", path("out"),
                      "--runtime-mode", "batch", "--result-dir", mnt, "--restart-strategy", "none"},
                     path("run"));
@@ -238,8 +257,7 @@ TEST_F(RunningSumTest, FullResultDiskIsReportedWithPathAndCause) {
   for (const auto& f : std::filesystem::recursive_directory_iterator(mnt)) {
     if (f.is_regular_file()) left.push_back(f.path().string());
   }
-  std::string umount = "umount " + mnt;
-  ASSERT_EQ(std::system(umount.c_str()), 0);
+  ASSERT_TRUE(disk.unmount());
   EXPECT_EQ(r.code, 4) << r.err;
   std::vector<std::string> lines = absl::StrSplit(r.err, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 1u) << r.err;

@@ -1,6 +1,10 @@
-// The JobManager side of one job: deploys its subtasks, runs the checkpoint
-// coordinator, and restarts the job from the latest completed checkpoint
-// when a task fails, as the restart strategy allows.
+// The JobManager side of one job: the lifecycle of its subtasks. It deploys
+// them (a pipelined job's all at once; a staged job's, with blocking or
+// persisted edges, region by region as the regions they read finish), runs
+// the checkpoint coordinator (pipelined jobs), and restarts failed regions
+// as the restart strategy allows: from the latest completed checkpoint, or
+// in a staged job from their input files, after any producer whose files
+// are gone.
 //
 // All state is confined to the JobMaster's event loop thread; the
 // JobMasterGateway methods only post to it, so TaskManagers may call them

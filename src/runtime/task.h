@@ -5,7 +5,9 @@
 //
 // Lifecycle: start() -> initialize (build the chain, restore state, open) ->
 // RUNNING -> end of input (finish operators, send end-of-data, report) ->
-// final checkpoint -> finish mail -> FINISHED. Any exception or error status
+// final checkpoint -> finish mail -> FINISHED. (A staged job takes no final
+// checkpoint: the finish mail comes once its region's input ended, and the
+// task first lets its operators commit, commit_at_end.) Any exception or error status
 // from operator code fails the task (FAILED, reported with its message);
 // cancel() ends it as CANCELED.
 //
