@@ -11,7 +11,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  // The first byte splits the rest into two buffers.
+  // The first byte splits the rest into two buffers; with its top bit set
+  // the first buffer also continues (low 4 bits) bytes of an unseen record,
+  // as on a channel joined mid-stream.
   const char* bytes = reinterpret_cast<const char*>(data) + 1;
   const size_t n = size - 1;
   const size_t cut = n == 0 ? 0 : data[0] % (n + 1);
@@ -21,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)weir::deserialize_from_string<std::vector<std::string>>(record);
     return true;
   };
-  if (!d.feed(bytes, cut, each)) return 0;
+  const uint64_t continued = (data[0] & 0x80) != 0 ? data[0] & 0x0f : 0;
+  if (!d.feed(bytes, cut, each, continued)) return 0;
   (void)d.feed(bytes + cut, n - cut, each);
   return 0;
 }

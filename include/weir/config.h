@@ -153,7 +153,12 @@ struct StateBackendConfig {
 // (an all-to-all edge joins all its producers and consumers, a forward edge
 // joins subtask i to subtask i), restoring them from the latest completed
 // checkpoint while the other regions keep running. kFull restarts every task.
-enum class FailoverStrategy : uint8_t { kFull = 0, kRegion = 1 };
+// kTask restarts only the failed subtask (approximate local recovery): its
+// neighbours keep running, the records in flight to and from it are dropped
+// and counted; at-least-once also restarts the sources upstream of it from
+// the checkpoint, so they send everything since again. Refused with
+// exactly-once, which it would break, and on a multi-process cluster.
+enum class FailoverStrategy : uint8_t { kFull = 0, kRegion = 1, kTask = 2 };
 absl::StatusOr<FailoverStrategy> parse_failover_strategy(std::string_view text);
 std::string_view to_string(FailoverStrategy strategy);
 

@@ -67,8 +67,14 @@ struct JobResult {
   // when the failed source task reported its end; when its TaskManager was
   // lost, what it emitted after its last report counts too. Records in
   // flight inside a restarted region, and what they had changed in its
-  // state, are lost as well and not counted here (docs/cli.md).
+  // state, are lost as well and not counted here (docs/cli.md). Under
+  // --failover task, dropped_records unless the mode is at-least-once.
   int64_t lost_records = 0;
+  // --failover task: records in flight to or from a restarted subtask that
+  // were dropped (in its input channels, half-received by a neighbour, or
+  // not yet sent), each counted once. At-least-once sends them again from
+  // the rewound sources.
+  int64_t dropped_records = 0;
   std::vector<CompletedCheckpointStats> checkpoints;
   int64_t failed_checkpoints = 0;
   int64_t restored_checkpoint_id = -1;  // -1: started fresh

@@ -53,8 +53,12 @@ void print_result(const JobResult& r, std::FILE* out) {
                r.checkpoints.empty() ? 0.0 : static_cast<double>(total_ms) / r.checkpoints.size(),
                static_cast<long long>(max_ms));
   std::fprintf(out, "restarts: %d\n", r.restarts);
+  if (r.dropped_records > 0) {
+    std::fprintf(out, "records dropped in flight by task failover: %lld\n",
+                 static_cast<long long>(r.dropped_records));
+  }
   if (r.lost_records > 0) {
-    std::fprintf(out, "records lost (at-most-once, read but never emitted): %lld\n",
+    std::fprintf(out, "records lost (at-most-once: read but never emitted, or dropped in flight): %lld\n",
                  static_cast<long long>(r.lost_records));
   }
   if (!r.stopped_with_savepoint.empty()) {

@@ -67,7 +67,8 @@ struct JobFlags {
     app->add_flag("--allow-non-restored-state", allow_non_restored,
                   "Skip state of operators the job lacks");
     app->add_option("--failover", failover,
-                    "region (restart only the failed task's pipelined region) | full")
+                    "region (restart only the failed task's pipelined region) | full | task (only the failed subtask; "
+                    "records in flight to and from it are dropped; at-least-once or at-most-once)")
         ->capture_default_str();
     app->add_option("--exchange", exchange,
                     "How network edges exchange records: pipelined (in memory, stages run together) | "

@@ -88,6 +88,11 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     return absl::InvalidArgumentError(
         "a cluster job needs --checkpoint-dir, on storage every TaskManager and the JobManager reach");
   }
+  if (config.failover == FailoverStrategy::kTask) {
+    return absl::InvalidArgumentError(
+        "--failover task runs in one process (weir run, the embedded cluster): a cluster's remote channels do "
+        "not yet carry a producer's restart; use --failover region");
+  }
   auto graph = graph::build_job_graph(built->env->graph(), config);
   if (!graph.ok()) return graph.status();
   for (const graph::JobEdge& e : (*graph)->edges) {
@@ -243,6 +248,11 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
       }
       r.positions = std::move(*positions);
       j->master->report_source_positions(from_proto(p.id()), std::move(r));
+      break;
+    }
+    case proto::TaskManagerMessage::kDroppedRecords: {
+      const auto& d = m.dropped_records();
+      if (JobPtr j = find(d.job_id())) j->master->report_dropped_records(from_proto(d.id()), d.records());
       break;
     }
     case proto::TaskManagerMessage::kHeartbeat: {

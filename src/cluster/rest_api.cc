@@ -219,6 +219,7 @@ nlohmann::json job_json(Job& j, bool detail) {
       out["failure"] = j.result->failure.empty() ? j.result->last_failure : j.result->failure;
       out["restarts"] = j.result->restarts;
       out["lost_records"] = j.result->lost_records;
+      out["dropped_records"] = j.result->dropped_records;
       out["completed_checkpoints"] = j.result->checkpoints.size();
       out["stopped_with_savepoint"] = j.result->stopped_with_savepoint;
       out["duration_ms"] = j.result->wall_time.count();
@@ -230,6 +231,7 @@ nlohmann::json job_json(Job& j, bool detail) {
     out["failure"] = st->failure;
     out["restarts"] = st->restarts;
     out["lost_records"] = st->lost_records;
+    out["dropped_records"] = st->dropped_records;
     out["attempt"] = st->attempt;
     out["completed_checkpoints"] = st->checkpoints.size();
   }

@@ -135,6 +135,14 @@ class TaskManagerProcess::Impl {
       p->set_released_records(r.released_records);
       tm_->send(std::move(m));
     }
+    void report_dropped_records(const runtime::ExecutionId& id, int64_t records) override {
+      TaskManagerMessage m;
+      auto* d = m.mutable_dropped_records();
+      d->set_job_id(job_id_);
+      *d->mutable_id() = to_proto(id);
+      d->set_records(records);
+      tm_->send(std::move(m));
+    }
 
    private:
     Impl* const tm_;

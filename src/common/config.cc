@@ -62,6 +62,7 @@ std::string_view to_string(FailoverStrategy strategy) {
   switch (strategy) {
     case FailoverStrategy::kRegion: return "region";
     case FailoverStrategy::kFull: return "full";
+    case FailoverStrategy::kTask: return "task";
   }
   return "?";
 }
@@ -88,8 +89,9 @@ std::string_view to_string(CheckpointingMode mode) {
 absl::StatusOr<FailoverStrategy> parse_failover_strategy(std::string_view text) {
   if (text == "region") return FailoverStrategy::kRegion;
   if (text == "full") return FailoverStrategy::kFull;
+  if (text == "task") return FailoverStrategy::kTask;
   return absl::InvalidArgumentError("invalid failover strategy '" + std::string(text) +
-                                    "': expected region or full");
+                                    "': expected region, full or task");
 }
 
 absl::StatusOr<RuntimeMode> parse_runtime_mode(std::string_view text) {

@@ -149,6 +149,18 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
     g->vertices[to_v].inputs.push_back(idx);
     g->edges.push_back(je);
   }
+  if (config.failover == FailoverStrategy::kTask) {
+    if (config.checkpoint.mode == CheckpointingMode::kExactlyOnce) {
+      return absl::InvalidArgumentError(
+          "--failover task drops the records in flight to and from the restarted subtask, which exactly-once "
+          "cannot allow: use --mode at-least-once or at-most-once, or --failover region");
+    }
+    if (g->staged()) {
+      return absl::InvalidArgumentError(
+          "--failover task restarts one subtask while its neighbours run; a job with blocking or persisted "
+          "exchanges restarts whole stages from their inputs: use --failover region");
+    }
+  }
   for (const JobEdge& e : g->edges) {
     if (!e.blocking()) continue;
     if (config.checkpoint.mode == CheckpointingMode::kAtMostOnce) {

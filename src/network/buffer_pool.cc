@@ -11,9 +11,11 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     data_ = o.data_;
     capacity_ = o.capacity_;
     size_ = o.size_;
+    continued_bytes_ = o.continued_bytes_;
     o.pool_ = nullptr;
     o.data_ = nullptr;
     o.capacity_ = o.size_ = 0;
+    o.continued_bytes_ = 0;
   }
   return *this;
 }

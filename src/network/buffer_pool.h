@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -35,6 +36,13 @@ class Buffer {
   size_t capacity() const { return capacity_; }
   size_t free_space() const { return capacity_ - size_; }
   void set_size(size_t n) { size_ = n; }
+  // Bytes that finish a record begun in an earlier buffer, from this
+  // buffer's start to that record's end (which may lie in a later buffer);
+  // 0 when the buffer starts with a record. Lets a consumer that joins a
+  // channel mid-stream skip to the first whole record (--failover task).
+  // Local channels only: a remote channel does not carry it.
+  uint64_t continued_bytes() const { return continued_bytes_; }
+  void set_continued_bytes(uint64_t n) { continued_bytes_ = n; }
 
  private:
   void release();
@@ -43,6 +51,7 @@ class Buffer {
   char* data_ = nullptr;
   size_t capacity_ = 0;
   size_t size_ = 0;
+  uint64_t continued_bytes_ = 0;
 };
 
 class NetworkBufferPool {

@@ -1,15 +1,35 @@
 #include "network/channel.h"
 
+#include <algorithm>
+
 #include "common/task_metrics.h"
 
 namespace weir::network {
 
-bool LocalChannel::push(ChannelEvent ev, std::atomic<int64_t>* waited_ns) {
+int64_t count_record_starts(const Buffer& b) {
+  return count_record_starts(b.data(), b.size(), static_cast<size_t>(std::min<uint64_t>(b.continued_bytes(), b.size())));
+}
+
+int64_t count_record_starts(const char* data, size_t n, size_t pos) {
+  int64_t records = 0;
+  uint64_t len;
+  size_t header;
+  while (pos < n) {
+    ++records;
+    if (!parse_record_header(data + pos, n - pos, &len, &header) || len > n - pos - header) break;
+    pos += header + len;
+  }
+  return records;
+}
+
+bool LocalChannel::push(ChannelEvent ev, std::atomic<int64_t>* waited_ns, const std::atomic<bool>* abort) {
   absl::MutexLock lock(&mu_);
+  auto aborted = [abort] { return abort != nullptr && abort->load(std::memory_order_relaxed); };
   if (ev.kind == EventKind::kBuffer) {
     if (!closed_ && queued_buffers_ >= capacity_) {
       WaitTimer timer(waited_ns);
-      while (!closed_ && queued_buffers_ >= capacity_) not_full_.Wait(&mu_);
+      while (!closed_ && queued_buffers_ >= capacity_ && !aborted()) not_full_.Wait(&mu_);
+      if (!closed_ && queued_buffers_ >= capacity_) return false;
     }
     ++queued_buffers_;
   }
@@ -59,6 +79,31 @@ void LocalChannel::close() {
     not_full_.SignalAll();
   }
   if (closed) closed();
+}
+
+void LocalChannel::wake_producer() {
+  absl::MutexLock lock(&mu_);
+  not_full_.SignalAll();
+}
+
+int64_t LocalChannel::detach() {
+  std::deque<ChannelEvent> dropped;  // buffers return to the pool outside the lock
+  std::shared_ptr<const std::function<void()>> taken;
+  {
+    absl::MutexLock lock(&mu_);
+    dropped.swap(queue_);
+    queued_buffers_ = 0;
+    consumer_ = nullptr;
+    not_full_.SignalAll();
+    taken = on_buffer_taken_;
+  }
+  int64_t records = 0;
+  for (const ChannelEvent& ev : dropped) {
+    if (ev.kind != EventKind::kBuffer) continue;
+    records += count_record_starts(ev.buffer);
+    if (taken) (*taken)();  // a remote producer gets the credit back
+  }
+  return records;
 }
 
 bool LocalChannel::closed() const {

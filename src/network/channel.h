@@ -28,7 +28,34 @@ enum class EventKind : uint8_t {
   kEndOfData = 2,
   kWatermark = 3,
   kIdle = 4,  // the producer goes idle (idle = true) or active again
+  // A new attempt of the producer starts (--failover task): what the
+  // consumer holds of a record from the earlier attempt is dropped. Local
+  // channels only.
+  kReset = 5,
 };
+
+// Records are framed as `varint length | bytes` (network/partition_writer.h).
+// Parses the header at p: the record's length and the header's; false when
+// the header is incomplete.
+inline bool parse_record_header(const char* p, size_t n, uint64_t* len, size_t* header) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n && i < 10; ++i) {
+    uint8_t b = static_cast<uint8_t>(p[i]);
+    v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+    if ((b & 0x80) == 0) {
+      *len = v;
+      *header = i + 1;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The records that begin in `b` (after the bytes it continues from an
+// earlier buffer): what dropping it loses, each record counted where it
+// begins. The second form counts from `pos`, a record's start.
+int64_t count_record_starts(const Buffer& b);
+int64_t count_record_starts(const char* data, size_t n, size_t pos);
 
 struct ChannelEvent {
   EventKind kind = EventKind::kBuffer;
@@ -45,9 +72,11 @@ class ChannelWriter {
  public:
   virtual ~ChannelWriter() = default;
   // May block (backpressure), adding the time to `waited_ns` when given (a
-  // counter only the calling thread writes). False once closed; an I/O
+  // counter only the calling thread writes). False once closed, or when
+  // `abort` (the producer's cancel flag) is set while it waits; an I/O
   // error throws std::runtime_error naming the file.
-  virtual bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr) = 0;
+  virtual bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr,
+                    const std::atomic<bool>* abort = nullptr) = 0;
   virtual void close() = 0;
 };
 
@@ -68,8 +97,10 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
  public:
   explicit LocalChannel(int capacity) : capacity_(capacity) {}
 
-  // Blocks while full of data buffers. Returns false once closed.
-  bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr) override;
+  // Blocks while full of data buffers. Returns false once closed, or when
+  // `abort` is set (see wake_producer()).
+  bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr,
+            const std::atomic<bool>* abort = nullptr) override;
   // Non-blocking. Empty when nothing is queued.
   std::optional<ChannelEvent> poll() override;
   // As poll(), but leaves a data buffer at the head queued unless
@@ -79,6 +110,13 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
   // Wakes both sides for good; later pushes fail, queued events are dropped.
   void close() override;
   bool closed() const;
+  // --failover task keeps a channel open across attempts of either end:
+  // A producer that set its abort flag wakes its push with this.
+  void wake_producer();
+  // The consumer leaves (its attempt ended): the queued events are dropped
+  // and the records beginning in them returned; the channel stays open, the
+  // producer keeps pushing, and the consumer's next attempt reads on.
+  int64_t detach();
   // The consumer's wakeup, signalled on every push. May be set after pushes;
   // the consumer resets it to null before the wakeup is destroyed.
   void set_consumer(Wakeup* wakeup) override;

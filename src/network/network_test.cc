@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <random>
 
@@ -96,7 +97,7 @@ TEST(RecordFramingTest, RecordsSpanningBuffersArriveWhole) {
   auto drain = [&] {
     while (auto ev = ch->poll()) {
       ASSERT_EQ(ev->kind, EventKind::kBuffer);
-      in.feed(ev->buffer.data(), ev->buffer.size(), [&](std::string_view r) {
+      in.feed(ev->buffer, [&](std::string_view r) {
         got.emplace_back(r);
         return true;
       });
@@ -110,6 +111,93 @@ TEST(RecordFramingTest, RecordsSpanningBuffersArriveWhole) {
   drain();
   EXPECT_FALSE(in.has_partial());
   EXPECT_EQ(got, sent);
+}
+
+
+// --failover task: a consumer joins a channel mid-stream (its last attempt
+// left it) and a producer's new attempt starts over. Records of random
+// sizes, many spanning buffers: whatever is cut, each record either arrives
+// whole or is counted as dropped, exactly once.
+TEST(RecordFramingTest, AConsumerJoiningMidStreamSkipsToAWholeRecordAndCountsWhatItLost) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  NetworkBufferPool pool(64, 64);
+  std::atomic<bool> cancelled{false};
+  auto ch = std::make_shared<LocalChannel>(1000);
+  ResultPartition out({ch}, &pool, &cancelled);
+  // Record i: 4 bytes of i, then filler.
+  auto record = [&](uint32_t i) {
+    std::string r(4 + (rng() % 3 == 0 ? rng() % 200 : rng() % 20), 'x');
+    std::memcpy(r.data(), &i, 4);
+    return r;
+  };
+  constexpr uint32_t kRecords = 2000;
+  std::vector<bool> received(kRecords, false);
+  int64_t dropped = 0;
+  auto consumer = std::make_unique<RecordDeserializer>();
+  auto take = [&](Buffer& b) {
+    consumer->feed(b, [&](std::string_view r) {
+      uint32_t i;
+      EXPECT_GE(r.size(), 4u);
+      std::memcpy(&i, r.data(), 4);
+      EXPECT_LT(i, kRecords);
+      EXPECT_FALSE(received[i]) << "record " << i << " twice";
+      received[i] = true;
+      return true;
+    });
+  };
+  for (uint32_t i = 0; i < kRecords; ++i) {
+    out.emit(0, record(i));
+    if (rng() % 50 == 0) {
+      // The consumer's attempt ends: what it held of a record and what is
+      // queued are dropped; the next attempt reads on from here.
+      if (consumer->has_partial()) ++dropped;
+      dropped += ch->detach();
+      consumer = std::make_unique<RecordDeserializer>();
+      continue;
+    }
+    while (auto ev = ch->poll()) {
+      ASSERT_EQ(ev->kind, EventKind::kBuffer);
+      if (rng() % 4 == 0) {  // lost in a failing consumer's hands
+        dropped += count_record_starts(ev->buffer);
+        if (consumer->has_partial()) ++dropped;
+        consumer = std::make_unique<RecordDeserializer>();
+        continue;
+      }
+      take(ev->buffer);
+    }
+  }
+  out.flush_all();
+  while (auto ev = ch->poll()) take(ev->buffer);
+  EXPECT_FALSE(consumer->has_partial());
+  int64_t arrived = 0;
+  for (bool r : received) arrived += r ? 1 : 0;
+  EXPECT_GT(arrived, 0);
+  EXPECT_GT(dropped, 0);
+  EXPECT_EQ(arrived + dropped, kRecords) << "arrived " << arrived << ", counted dropped " << dropped;
+}
+
+TEST(ChannelTest, AbortReleasesABlockedProducerAndTheChannelStaysOpen) {
+  NetworkBufferPool pool(8, 64);
+  std::atomic<bool> cancelled{false}, abort{false};
+  LocalChannel ch(1);
+  Buffer one = pool.request(cancelled);  // one framed record of 3 bytes
+  const char framed[] = {3, 'a', 'b', 'c'};
+  std::memcpy(one.data(), framed, sizeof(framed));
+  one.set_size(4);
+  ASSERT_TRUE(ch.push({EventKind::kBuffer, std::move(one)}));
+  auto blocked = std::async(std::launch::async, [&] {
+    return ch.push({EventKind::kBuffer, pool.request(cancelled)}, nullptr, &abort);
+  });
+  EXPECT_EQ(blocked.wait_for(50ms), std::future_status::timeout);
+  abort = true;
+  ch.wake_producer();
+  ASSERT_EQ(blocked.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(blocked.get());
+  EXPECT_FALSE(ch.closed());
+  EXPECT_EQ(ch.detach(), 1);  // the queued record
+  ASSERT_TRUE(ch.push({EventKind::kBuffer, pool.request(cancelled)}));  // the next attempt writes on
 }
 
 }  // namespace

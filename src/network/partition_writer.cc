@@ -23,6 +23,7 @@ void ResultPartition::emit(int channel, std::string_view record) {
     v >>= 7;
   }
   header[h++] = static_cast<char>(v);
+  record_size_ = record_left_ = h + record.size();
   write(channel, header, h);
   write(channel, record.data(), record.size());
   if (metrics_ != nullptr) TaskMetrics::add(metrics_->records_out, 1);
@@ -34,10 +35,13 @@ void ResultPartition::write(int channel, const char* p, size_t n) {
     if (!b) {
       b = pool_->request(*cancelled_, metrics_ != nullptr ? &metrics_->backpressured_ns : nullptr);
       if (!b) throw TaskCancelled();
+      // The record began in an earlier buffer: this one continues it.
+      if (record_left_ < record_size_) b.set_continued_bytes(record_left_);
     }
     size_t take = std::min(n, b.free_space());
     std::memcpy(b.data() + b.size(), p, take);
     b.set_size(b.size() + take);
+    record_left_ -= take;
     p += take;
     n -= take;
     if (b.free_space() == 0) flush(channel);
@@ -52,6 +56,14 @@ void ResultPartition::flush(int channel) {
   ev.kind = EventKind::kBuffer;
   ev.buffer = std::move(b);
   push(channel, std::move(ev));
+}
+
+int64_t ResultPartition::unsent_records() const {
+  int64_t records = 0;
+  for (const Buffer& b : current_) {
+    if (b) records += count_record_starts(b);
+  }
+  return records;
 }
 
 void ResultPartition::flush_all() {
@@ -80,7 +92,8 @@ void ResultPartition::broadcast_idle(bool idle) { broadcast_event(EventKind::kId
 
 void ResultPartition::push(int channel, ChannelEvent ev) {
   const bool end = ev.kind == EventKind::kEndOfData;
-  if (!channels_[channel]->push(std::move(ev), metrics_ != nullptr ? &metrics_->backpressured_ns : nullptr)) {
+  if (!channels_[channel]->push(std::move(ev), metrics_ != nullptr ? &metrics_->backpressured_ns : nullptr,
+                                cancelled_)) {
     // After end-of-data a consumer may finish (the final checkpoint is
     // complete) while a barrier of a later checkpoint is still on its way
     // here: it needs nothing more, so that is not a failure. A consumer

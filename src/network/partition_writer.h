@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "network/buffer_pool.h"
@@ -36,6 +37,9 @@ class ResultPartition final : public detail::PartitionWriter {
 
   // Sends partly filled buffers now.
   void flush_all();
+  // The records begun in buffers not sent yet: lost when the task ends
+  // without sending them.
+  int64_t unsent_records() const;
   void broadcast_watermark(int64_t watermark) override;
   void broadcast_idle(bool idle) override;
   // Flushes, then sends an event (barrier, end-of-data, ...) to every channel.
@@ -53,6 +57,10 @@ class ResultPartition final : public detail::PartitionWriter {
   NetworkBufferPool* pool_;
   const std::atomic<bool>* cancelled_;
   TaskMetrics* const metrics_;
+  // The record being written: its framed size, and the bytes of it not
+  // yet in a buffer.
+  uint64_t record_size_ = 0;
+  uint64_t record_left_ = 0;
   bool ended_ = false;  // end-of-data went out
 };
 
@@ -60,43 +68,49 @@ class ResultPartition final : public detail::PartitionWriter {
 class RecordDeserializer {
  public:
   // Calls `fn(std::string_view record)` for each record completed by
-  // `data`; keeps the tail of a spanning record for the next buffer.
-  // Returns false when `fn` does.
+  // `buffer`; keeps the head of a spanning record for the next buffer.
+  // Returns false when `fn` does. Holding no record's head, it skips the
+  // bytes the buffer continues from a record it never saw (a consumer that
+  // joined mid-stream, or whose producer restarted).
   template <typename F>
-  bool feed(const char* data, size_t n, F&& fn);
+  bool feed(const Buffer& buffer, F&& fn) {
+    return feed(buffer.data(), buffer.size(), std::forward<F>(fn), buffer.continued_bytes());
+  }
+  // As above, for `n` bytes at `data` that begin with `continued` bytes of
+  // a record begun earlier.
+  template <typename F>
+  bool feed(const char* data, size_t n, F&& fn, uint64_t continued = 0);
 
   bool has_partial() const { return !partial_.empty(); }
+  // Where in the bytes last fed the record after the one being handed to
+  // `fn` begins: what a failure in `fn` leaves unread.
+  size_t next_record() const { return next_; }
+  // Drops the head of a record whose producer will never send the rest.
+  void clear() {
+    partial_.clear();
+    skipping_ = 0;
+  }
 
  private:
-  // Length of the record at p (header parsed), or -1 when incomplete.
-  static bool parse_header(const char* p, size_t n, uint64_t* len, size_t* header);
-
   std::string partial_;
+  uint64_t skipping_ = 0;  // bytes of an unseen record still to skip
+  size_t next_ = 0;
 };
 
-inline bool RecordDeserializer::parse_header(const char* p, size_t n, uint64_t* len,
-                                             size_t* header) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n && i < 10; ++i) {
-    uint8_t b = static_cast<uint8_t>(p[i]);
-    v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
-    if ((b & 0x80) == 0) {
-      *len = v;
-      *header = i + 1;
-      return true;
-    }
-  }
-  return false;
-}
-
 template <typename F>
-bool RecordDeserializer::feed(const char* data, size_t n, F&& fn) {
+bool RecordDeserializer::feed(const char* data, size_t n, F&& fn, uint64_t continued) {
   size_t pos = 0;
+  if (partial_.empty() && skipping_ == 0) skipping_ = continued;
+  if (skipping_ > 0) {
+    const size_t skip = static_cast<size_t>(std::min<uint64_t>(skipping_, n));
+    skipping_ -= skip;
+    pos = skip;
+  }
   uint64_t len;
   size_t header;
   // Finish a record that began in an earlier buffer.
   while (!partial_.empty() && pos < n) {
-    if (!parse_header(partial_.data(), partial_.size(), &len, &header)) {
+    if (!parse_record_header(partial_.data(), partial_.size(), &len, &header)) {
       partial_.push_back(data[pos++]);
       continue;
     }
@@ -105,15 +119,17 @@ bool RecordDeserializer::feed(const char* data, size_t n, F&& fn) {
     partial_.append(data + pos, take);
     pos += take;
     if (take < need) return true;
+    next_ = pos;
     bool ok = fn(std::string_view(partial_).substr(header));
     partial_.clear();
     if (!ok) return false;
   }
   while (pos < n) {
-    if (!parse_header(data + pos, n - pos, &len, &header) || n - pos - header < len) {
+    if (!parse_record_header(data + pos, n - pos, &len, &header) || n - pos - header < len) {
       partial_.assign(data + pos, n - pos);
       return true;
     }
+    next_ = pos + header + len;
     if (!fn(std::string_view(data + pos + header, len))) return false;
     pos += header + len;
   }

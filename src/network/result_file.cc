@@ -81,7 +81,7 @@ void ResultFileWriter::append_header(const ChannelEvent& ev, uint32_t length) {
   put_u32(staged_.data() + staged_.size() - 4, length);
 }
 
-bool ResultFileWriter::push(ChannelEvent ev, std::atomic<int64_t>*) {
+bool ResultFileWriter::push(ChannelEvent ev, std::atomic<int64_t>*, const std::atomic<bool>*) {
   if (fd_ < 0) return published_;  // after end-of-data: nothing more to keep
   if (ev.kind == EventKind::kBuffer) {
     const char* p = ev.buffer.data();

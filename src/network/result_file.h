@@ -46,7 +46,8 @@ class ResultFileWriter final : public ChannelWriter {
 
   // Never blocks. Throws std::runtime_error (naming the file) when a write
   // fails, e.g. on a full disk.
-  bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr) override;
+  bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr,
+            const std::atomic<bool>* abort = nullptr) override;
   // Without end-of-data written: the partial file is removed.
   void close() override;
 

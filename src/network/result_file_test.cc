@@ -72,7 +72,7 @@ TEST_F(ResultFileTest, RecordsAndEventsComeBackInOrder) {
       ASSERT_FALSE(ended) << "an event after end-of-data";
       switch (ev->kind) {
         case EventKind::kBuffer:
-          ASSERT_TRUE(deserializer.feed(ev->buffer.data(), ev->buffer.size(), [&](std::string_view r) {
+          ASSERT_TRUE(deserializer.feed(ev->buffer, [&](std::string_view r) {
             got.emplace_back(r);
             return true;
           }));

@@ -106,6 +106,9 @@ class JobMasterGateway {
   virtual void end_of_data(const ExecutionId& id) = 0;
   // At-most-once: a source subtask's read-ahead positions.
   virtual void report_source_positions(const ExecutionId& id, SourcePositions report) = 0;
+  // --failover task: the task dropped `records` in flight to or from a
+  // restarted neighbour (or its own, as it ends).
+  virtual void report_dropped_records(const ExecutionId& id, int64_t records) = 0;
 };
 
 }  // namespace weir::runtime

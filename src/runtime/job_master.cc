@@ -22,6 +22,15 @@ constexpr int64_t kMinStuckMs = 10'000;
 // once in this long.
 constexpr int64_t kRepeatedLogIntervalMs = 10'000;
 
+// What restarts together: the pipelined regions, or under --failover task
+// each subtask alone.
+std::vector<int> restart_units(const graph::JobGraph& g, const JobConfig& config) {
+  if (config.failover != FailoverStrategy::kTask) return graph::pipelined_regions(g);
+  std::vector<int> each(g.total_subtasks());
+  for (size_t i = 0; i < each.size(); ++i) each[i] = static_cast<int>(i);
+  return each;
+}
+
 bool is_terminal(ExecutionState s) {
   return s == ExecutionState::kFinished || s == ExecutionState::kCanceled ||
          s == ExecutionState::kFailed;
@@ -44,7 +53,7 @@ JobMaster::JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> 
              storage_.get()),
       coordinator_(config_.checkpoint, job_id_, clock_, storage_.get(), &store_, this),
       restart_(make_restart_strategy(config_.restart, std::hash<std::string>{}(job_id_))),
-      region_of_(graph::pipelined_regions(*graph_)),
+      region_of_(restart_units(*graph_, config_)),
       num_regions_(region_of_.empty() ? 0 : *std::max_element(region_of_.begin(), region_of_.end()) + 1),
       region_attempt_(num_regions_, -1),
       staged_(graph_->staged()),
@@ -103,6 +112,7 @@ JobMaster::Status JobMaster::status() {
     out.attempt = attempt_;
     out.restarts = restarts_;
     out.lost_records = lost_records_;
+    out.dropped_records = dropped_records_;
     out.failure = last_failure_;
     out.checkpoints = coordinator_.completed_stats();
     out.failed_checkpoints = coordinator_.failed_checkpoints();
@@ -195,6 +205,26 @@ void JobMaster::restart_lost_producers(int region) {
   }
 }
 
+void JobMaster::restart_upstream_sources(int task) {
+  std::vector<bool> upstream(graph_->vertices.size(), false);
+  std::vector<int> todo{executions_[task].id.vertex};
+  while (!todo.empty()) {
+    const int v = todo.back();
+    todo.pop_back();
+    for (int e : graph_->vertices[v].inputs) {
+      const int from = graph_->edges[e].source_vertex;
+      if (!upstream[from]) {
+        upstream[from] = true;
+        todo.push_back(from);
+      }
+    }
+  }
+  for (size_t i = 0; i < executions_.size(); ++i) {
+    const int v = executions_[i].id.vertex;
+    if (upstream[v] && graph_->vertices[v].is_source) restarting_.insert(region_of_[i]);
+  }
+}
+
 void JobMaster::deploy(const std::set<int>& regions) {
   restart_scheduled_ = false;
   const checkpoint::CompletedCheckpointStore::Entry* latest = store_.latest();
@@ -234,7 +264,8 @@ void JobMaster::deploy(const std::set<int>& regions) {
     spdlog::info("job {}: {} restores checkpoint {} from {}", job_id_,
                  static_cast<int>(regions.size()) == num_regions_
                      ? "attempt " + std::to_string(attempt_)
-                     : std::to_string(regions.size()) + " of " + std::to_string(num_regions_) + " regions",
+                     : std::to_string(regions.size()) + " of " + std::to_string(num_regions_) +
+                           (config_.failover == FailoverStrategy::kTask ? " subtasks" : " regions"),
                  latest->id, latest->location);
   }
   // A staged job takes no checkpoints: a failed stage re-reads its input.
@@ -373,10 +404,19 @@ void JobMaster::handle_failure(int region, const std::string& error) {
   } else {
     restarting_.insert(region);
     if (staged_) restart_lost_producers(region);
+    if (config_.failover == FailoverStrategy::kTask && config_.checkpoint.mode == CheckpointingMode::kAtLeastOnce) {
+      // The failed subtask's state goes back to the checkpoint and what was
+      // in flight to it is dropped: the sources it reads rewind too, so
+      // everything since reaches it again.
+      restart_upstream_sources(region);
+    }
   }
   if (static_cast<int>(restarting_.size()) == num_regions_) status_ = JobStatus::kRestarting;
   failed_what_ = status_ == JobStatus::kRestarting ? "attempt " + std::to_string(attempt_)
-                                                   : "region " + std::to_string(region);
+                 : config_.failover == FailoverStrategy::kTask
+                     ? "vertex " + std::to_string(executions_[region].id.vertex) + " subtask " +
+                           std::to_string(executions_[region].id.subtask)
+                     : "region " + std::to_string(region);
   if (first) {
     const int64_t now = clock_->now_ms();
     if (last_failure_ms_ >= 0 && now - last_failure_ms_ >= kProgressQuietMs) failures_without_progress_ = 0;
@@ -515,6 +555,7 @@ void JobMaster::finish_job(JobStatus status, const std::string& failure) {
   r.failure = failure;
   r.restarts = restarts_;
   r.lost_records = lost_records_;
+  r.dropped_records = dropped_records_;
   r.last_failure = last_failure_;
   r.checkpoints = coordinator_.completed_stats();
   r.failed_checkpoints = coordinator_.failed_checkpoints();
@@ -588,6 +629,19 @@ void JobMaster::report_source_positions(const ExecutionId& id, SourcePositions r
     p.positions = std::make_shared<const detail::OperatorStateMap>(std::move(report.positions));
     p.confirmed_records += report.records;
     tm_->confirm_source_positions(id, report.seq);
+  });
+}
+
+void JobMaster::report_dropped_records(const ExecutionId& id, int64_t records) {
+  loop_.post([this, id, records] {
+    if (task_index(id) < 0 || records <= 0) return;
+    dropped_records_ += records;
+    // Without a rewind of the sources nothing sends them again.
+    const bool lost = config_.checkpoint.mode != CheckpointingMode::kAtLeastOnce;
+    if (lost) lost_records_ += records;
+    spdlog::warn("job {}: {} dropped {} record{} in flight to or from a restarted subtask{}", job_id_,
+                 id.to_string(), records, records == 1 ? "" : "s",
+                 lost ? ": lost" : "; the sources send them again");
   });
 }
 

@@ -53,7 +53,8 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
     JobStatus status = JobStatus::kCreated;
     int attempt = 0;
     int restarts = 0;
-    int64_t lost_records = 0;  // JobResult::lost_records so far
+    int64_t lost_records = 0;     // JobResult::lost_records so far
+    int64_t dropped_records = 0;  // JobResult::dropped_records so far
     std::string failure;
     std::vector<CompletedCheckpointStats> checkpoints;
     int64_t failed_checkpoints = 0;
@@ -75,6 +76,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
                           const std::string& reason) override;
   void end_of_data(const ExecutionId& id) override;
   void report_source_positions(const ExecutionId& id, SourcePositions report) override;
+  void report_dropped_records(const ExecutionId& id, int64_t records) override;
 
  private:
   struct Execution {
@@ -103,6 +105,9 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   // Staged jobs: before `region` restarts, the regions whose result files
   // it reads and that are gone (a producer's output lost) run again first.
   void restart_lost_producers(int region);
+  // --failover task, at-least-once: the source subtasks upstream of `task`
+  // restart with it.
+  void restart_upstream_sources(int task);
   // Deploys the next attempt of the tasks of `regions`, restoring the latest
   // completed checkpoint.
   void deploy(const std::set<int>& regions);
@@ -142,7 +147,9 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   checkpoint::CompletedCheckpointStore store_;
   checkpoint::CheckpointCoordinator coordinator_;
   std::unique_ptr<RestartStrategy> restart_;
-  const std::vector<int> region_of_;   // by task index
+  // By task index: what restarts with it (its pipelined region, or itself
+  // under --failover task; called regions throughout).
+  const std::vector<int> region_of_;
   const int num_regions_;
   std::vector<int> region_attempt_;    // by region; the attempt its tasks run
   // Staged jobs: the regions whose blocking results each region reads, and
@@ -162,6 +169,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   };
   std::vector<SourceProgress> source_progress_;
   int64_t lost_records_ = 0;
+  int64_t dropped_records_ = 0;  // --failover task
   std::set<int> restarting_;           // regions waiting for their tasks to end, then redeployed
   std::set<int> waiting_for_slots_;    // regions whose deployment waits for slots
   int attempt_ = -1;                   // the newest attempt of any region

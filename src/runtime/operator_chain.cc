@@ -29,7 +29,7 @@ absl::Status build_partitions(const ChainSetting& s, OperatorChain* chain,
         chans.push_back(std::move(*file));
         continue;
       }
-      network::ChannelKey key{tdd.job_id, tdd.execution.attempt, e, tdd.execution.subtask, c};
+      network::ChannelKey key{tdd.job_id, channel_attempt(tdd, *s.job_config), e, tdd.execution.subtask, c};
       const std::string* where = nullptr;
       if (tdd.task_locations != nullptr) where = &tdd.task_locations->at(g.task_index(je.target_vertex, c));
       if (where != nullptr && *where != tdd.location && s.data_plane != nullptr) {

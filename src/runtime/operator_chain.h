@@ -29,6 +29,13 @@
 
 namespace weir::runtime {
 
+// The attempt that names a task's local channels (network::ChannelKey).
+// Under --failover task a channel outlives the attempts of either end, so
+// every attempt shares it.
+inline int channel_attempt(const TaskDeploymentDescriptor& tdd, const JobConfig& config) {
+  return config.failover == FailoverStrategy::kTask ? 0 : tdd.execution.attempt;
+}
+
 // What building a chain takes from its task.
 struct ChainSetting {
   const graph::JobGraph* graph = nullptr;

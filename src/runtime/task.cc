@@ -135,7 +135,15 @@ void Task::cancel() {
   wakeup_.notify();
   {
     absl::MutexLock lock(&channels_mu_);
-    for (auto& c : all_channels_) c->close();
+    for (auto& c : all_channels_) {
+      // A channel kept for the next attempt only wakes this task's push
+      // (the cancel flag ends it).
+      if (task_failover()) {
+        c->wake_producer();
+      } else {
+        c->close();
+      }
+    }
   }
   if (services_.pool) services_.pool->wake_all();
   post([] {});
@@ -212,6 +220,15 @@ void Task::run() {
     last.released_records = chain_.source->released_records();
     services_.job_master->report_source_positions(id(), std::move(last));
   }
+  if (task_failover()) {
+    // Nothing closes: the neighbours keep running and this task's next
+    // attempt takes over its channels.
+    const int64_t dropped = leave_channels();
+    if (dropped > 0) services_.job_master->report_dropped_records(id(), dropped);
+    services_.job_master->update_task_state(
+        id(), final_state, error.empty() ? "" : vertex_.name + " (" + id().to_string() + "): " + error);
+    return;
+  }
   // Report before closing the channels: a neighbour that sees them close
   // fails too, and the root cause must reach the JobManager first.
   services_.job_master->update_task_state(
@@ -224,6 +241,10 @@ absl::Status Task::initialize() {
   if (!s.ok()) return s;
   s = build_inputs();
   if (!s.ok()) return s;
+  if (task_failover() && tdd_.execution.attempt > 0) {
+    // The consumers drop what they hold of a record the last attempt began.
+    for (auto& p : chain_.partitions) p->broadcast_event(network::EventKind::kReset);
+  }
   // Restore, then open downstream operators first so they are ready before
   // upstream ones emit.
   std::vector<std::shared_ptr<const checkpoint::StateFileBytes>> files;
@@ -286,7 +307,8 @@ absl::Status Task::build_inputs() {
         in.channel = std::move(*file);
       } else {
         std::shared_ptr<network::LocalChannel> local =
-            services_.channels->get({tdd_.job_id, tdd_.execution.attempt, e, p, tdd_.execution.subtask});
+            services_.channels->get(
+            {tdd_.job_id, channel_attempt(tdd_, *services_.config), e, p, tdd_.execution.subtask});
         register_channel(local);
         in.channel = std::move(local);
       }
@@ -305,7 +327,7 @@ absl::Status Task::build_inputs() {
 void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c) {
   absl::MutexLock lock(&channels_mu_);
   all_channels_.push_back(c);
-  if (cancelled_) c->close();
+  if (cancelled_ && !task_failover()) c->close();
 }
 
 absl::StatusOr<detail::OperatorRestore> Task::restore_for(
@@ -428,10 +450,22 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
   switch (ev.kind) {
     case network::EventKind::kBuffer: {
       int64_t records = 0;
-      bool ok = in.deserializer.feed(ev.buffer.data(), ev.buffer.size(), [&](std::string_view rec) {
-        ++records;
-        return in.adapter->process_serialized(rec);
-      });
+      bool ok;
+      try {
+        ok = in.deserializer.feed(ev.buffer, [&](std::string_view rec) {
+          ++records;
+          return in.adapter->process_serialized(rec);
+        });
+      } catch (...) {
+        if (task_failover()) {
+          // The record that failed and the rest of its buffer go with this
+          // attempt.
+          dropped_on_failure_ = 1 + network::count_record_starts(ev.buffer.data(), ev.buffer.size(),
+                                                                 in.deserializer.next_record());
+          in.deserializer.clear();
+        }
+        throw;
+      }
       TaskMetrics::add(metrics_.records_in, records);
       TaskMetrics::add(metrics_.bytes_in, static_cast<int64_t>(ev.buffer.size()));
       if (!ok) throw std::runtime_error("corrupt record on input channel " + std::to_string(ch));
@@ -461,6 +495,21 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
         in.idle = ev.idle;
         update_input_watermark();
       }
+      break;
+    case network::EventKind::kReset:
+      // The producer restarted (--failover task).
+      if (in.deserializer.has_partial()) services_.job_master->report_dropped_records(id(), 1);
+      in.deserializer.clear();
+      if (in.end_of_data) {
+        if (phase_ != TaskPhase::kRunning) {
+          throw std::runtime_error("input channel " + std::to_string(ch) +
+                                   " started again after this task's input had ended");
+        }
+        in.end_of_data = false;
+        --inputs_ended_;
+      }
+      in.idle = false;
+      update_input_watermark();
       break;
     case network::EventKind::kEndOfData:
       if (!in.end_of_data) {
@@ -610,6 +659,21 @@ void Task::flush_outputs() {
 
 void Task::maybe_flush(Clock::time_point now) {
   if (now - last_flush_ >= services_.config->network.buffer_timeout) flush_outputs();
+}
+
+int64_t Task::leave_channels() {
+  int64_t dropped = dropped_on_failure_;
+  for (auto& p : chain_.partitions) dropped += p->unsent_records();
+  for (auto& in : inputs_) {
+    if (in.deserializer.has_partial()) ++dropped;
+    if (auto* local = dynamic_cast<network::LocalChannel*>(in.channel.get())) {
+      dropped += local->detach();
+    } else {
+      in.channel->close();
+    }
+    in.channel->set_consumer(nullptr);
+  }
+  return dropped;
 }
 
 void Task::close_channels() {

@@ -172,6 +172,11 @@ class Task {
   void flush_outputs();
   void maybe_flush(std::chrono::steady_clock::time_point now);
   void close_channels();
+  // --failover task: the channels stay open for the next attempts of this
+  // task and its neighbours; leaves the inputs and returns the records lost
+  // with them and with the outputs not sent.
+  int64_t leave_channels();
+  bool task_failover() const { return services_.config->failover == FailoverStrategy::kTask; }
   void register_channel(const std::shared_ptr<network::LocalChannel>& c);
   void post(std::function<void()> mail);
   void drain_mailbox();
@@ -221,6 +226,7 @@ class Task {
     int64_t end_seq = -1;     // the batch the input ends with, once read
   };
   ReadAhead ahead_;
+  int64_t dropped_on_failure_ = 0;  // --failover task: the records a failing input buffer took along
   int64_t align_id_ = -1;
   std::chrono::steady_clock::time_point align_start_;
   std::chrono::steady_clock::time_point last_flush_;

@@ -85,6 +85,7 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
   const int tdd_attempt = tdd.execution.attempt;
   const int vertex = tdd.execution.vertex, subtask = tdd.execution.subtask;
   std::shared_ptr<const graph::JobGraph> graph;
+  bool keep_channels = false;
   {
     absl::MutexLock lock(&mu_);
     auto job = jobs_.find(tdd.job_id);
@@ -113,13 +114,15 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
     services.clock = job->second->clock;
     Key key{tdd.job_id, tdd.execution.vertex, tdd.execution.subtask, tdd.execution.attempt};
     graph = job->second->graph;
+    keep_channels = job->second->config.failover == FailoverStrategy::kTask;
     auto t = std::make_unique<Task>(std::move(tdd), graph, services);
     task = t.get();
     tasks_[key] = std::move(t);
   }
   old.clear();  // joins outside the lock
-  if (tdd_attempt > 0) {
-    // The channels of this subtask's earlier attempts, at either end.
+  if (tdd_attempt > 0 && !keep_channels) {
+    // The channels of this subtask's earlier attempts, at either end (under
+    // --failover task every attempt shares them).
     channels(tdd_job)->release_if(tdd_job, [&](const network::ChannelKey& k) {
       if (k.attempt >= tdd_attempt) return false;
       const graph::JobEdge& e = graph->edges[k.job_edge];

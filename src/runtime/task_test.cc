@@ -43,6 +43,7 @@ class RecordingJobMaster final : public JobMasterGateway {
   }
   void decline_checkpoint(const ExecutionId&, int64_t, const std::string&) override {}
   void report_source_positions(const ExecutionId&, SourcePositions) override {}
+  void report_dropped_records(const ExecutionId&, int64_t) override {}
   void end_of_data(const ExecutionId&) override {
     absl::MutexLock lock(&mu_);
     ++ended_inputs_;
