@@ -201,6 +201,12 @@ TEST(ClusterTest, PersistedResultsSurviveALostTaskManager) {
                                                  "--runtime-mode", "batch"});
   ASSERT_FALSE(local.ok());
   EXPECT_NE(local.status().message().find("use --exchange persisted"), std::string::npos) << local.status();
+  // Task failover needs channels that carry a producer's restart: refused.
+  auto task = c.client().submit("running-sum", {"--input", small, "--output", c.dir().path("out"), "--mode",
+                                                "at-least-once", "--checkpoint-dir", c.dir().path("chk"),
+                                                "--failover", "task"});
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find("--failover task runs in one process"), std::string::npos) << task.status();
   // 2 subtasks per input at 2500 lines/s: the small one ends within a
   // second, the big one after about 12 s.
   auto job = c.client().submit("running-sum", {"--input", small, "--input", big, "--output", c.dir().path("out"),

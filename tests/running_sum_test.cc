@@ -155,6 +155,12 @@ TEST_F(RunningSumTest, BadArgumentsExitWithCode2AndOneLine) {
   r = run_weir({"example", "running-sum", "--output", path("o")}, path("run"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--input"), std::string::npos) << r.err;
+  // Task failover would break exactly-once (the default mode).
+  r = run_weir({"example", "running-sum", "--input", path("in.txt"), "--output", path("o"), "--failover", "task"},
+               path("run"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--failover task drops the records in flight"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST_F(RunningSumTest, UnreadableInputExitsWithCode3) {
