@@ -86,17 +86,27 @@ TEST_P(RunningSumBackendTest, BlockingExchangeRerunsOnlyTheFailedStageExactlyOnc
   EXPECT_TRUE(std::filesystem::is_empty(path("results"))) << "result files left behind";
 }
 
+// With region failover, and with task failover (the failed sum subtask and
+// the sources restart, the other sum subtasks run on; the records dropped in
+// flight are counted and sent again).
 TEST_F(RunningSumTest, AtLeastOnceLosesNothingUnderFailures) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   generate("a.txt", 600000, 501, seed_);
-  auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", path("out"),
-                     "--parallelism", "4", "--mode", "at-least-once", "--checkpoint-interval",
-                     "30ms", "--fail-every", "60000", "--seed", std::to_string(seed_)},
-                    path("run"));
-  ASSERT_EQ(r.code, 0) << r.err;
-  auto check = examples::check_running_sum({path("a.txt")}, path("out"));
-  ASSERT_TRUE(check.ok()) << check.status();
-  EXPECT_TRUE(check->nothing_lost);
+  for (const std::string failover : {"region", "task"}) {
+    SCOPED_TRACE("--failover " + failover);
+    const std::string out = path("out-" + failover);
+    auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", out, "--parallelism", "4",
+                       "--mode", "at-least-once", "--checkpoint-interval", "30ms", "--fail-every", "60000",
+                       "--seed", std::to_string(seed_), "--failover", failover},
+                      path("run-" + failover));
+    ASSERT_EQ(r.code, 0) << r.err;
+    if (failover == "task") {
+      EXPECT_NE(r.out.find("records dropped in flight by task failover: "), std::string::npos) << r.out;
+    }
+    auto check = examples::check_running_sum({path("a.txt")}, out);
+    ASSERT_TRUE(check.ok()) << check.status();
+    EXPECT_TRUE(check->nothing_lost);
+  }
 }
 
 // Memory is bounded by configuration, not by the input: the sources release
