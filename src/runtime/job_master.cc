@@ -57,7 +57,7 @@ JobMaster::JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> 
       num_regions_(region_of_.empty() ? 0 : *std::max_element(region_of_.begin(), region_of_.end()) + 1),
       region_attempt_(num_regions_, -1),
       staged_(graph_->staged()),
-      region_inputs_(graph::region_inputs(*graph_, region_of_)),
+      stages_(*graph_, region_of_, config_, job_id_),
       executions_(region_of_.size()),
       source_progress_(region_of_.size()),
       loop_(std::chrono::milliseconds(5), [this] { coordinator_.tick(); }) {
@@ -155,12 +155,12 @@ void JobMaster::deploy_all() {
   std::set<int> all;
   for (int r = 0; r < num_regions_; ++r) all.insert(r);
   if (!staged_) return deploy(all);
-  unscheduled_ = std::move(all);
+  stages_.wait(all);
   schedule_ready();
 }
 
 bool JobMaster::region_finished(int region) const {
-  if (unscheduled_.count(region) != 0 || restarting_.count(region) != 0) return false;
+  if (stages_.waiting(region) || restarting_.count(region) != 0) return false;
   for (size_t i = 0; i < executions_.size(); ++i) {
     if (region_of_[i] == region && executions_[i].state != ExecutionState::kFinished) return false;
   }
@@ -169,40 +169,8 @@ bool JobMaster::region_finished(int region) const {
 
 void JobMaster::schedule_ready() {
   if (status_ != JobStatus::kRunning) return;
-  std::set<int> ready;
-  for (int r : unscheduled_) {
-    if (std::all_of(region_inputs_[r].begin(), region_inputs_[r].end(),
-                    [this](int input) { return region_finished(input); })) {
-      ready.insert(r);
-    }
-  }
-  if (ready.empty()) return;
-  for (int r : ready) unscheduled_.erase(r);
-  deploy(ready);
-}
-
-void JobMaster::restart_lost_producers(int region) {
-  for (size_t e = 0; e < graph_->edges.size(); ++e) {
-    const graph::JobEdge& je = graph_->edges[e];
-    if (!je.blocking()) continue;
-    const std::string dir = network::result_directory(config_, job_id_, je.exchange);
-    const int producers = graph_->vertices[je.source_vertex].parallelism;
-    for (int c = 0; c < graph_->vertices[je.target_vertex].parallelism; ++c) {
-      if (region_of_[graph_->task_index(je.target_vertex, c)] != region) continue;
-      for (int p = 0; p < producers; ++p) {
-        if (je.pointwise && p != c) continue;
-        const int producer_region = region_of_[graph_->task_index(je.source_vertex, p)];
-        if (unscheduled_.count(producer_region) != 0 || !region_finished(producer_region)) continue;
-        const std::string file = network::result_file_path(dir, static_cast<int>(e), p, c);
-        std::error_code ec;
-        if (std::filesystem::exists(file, ec)) continue;
-        spdlog::warn("job {}: result file {} of region {} is gone: that region runs again", job_id_, file,
-                     producer_region);
-        unscheduled_.insert(producer_region);
-        restart_lost_producers(producer_region);  // its own inputs may be gone too
-      }
-    }
-  }
+  std::set<int> ready = stages_.take_ready([this](int r) { return region_finished(r); });
+  if (!ready.empty()) deploy(ready);
 }
 
 void JobMaster::restart_upstream_sources(int task) {
@@ -387,7 +355,7 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
     maybe_restart();
     return;
   }
-  if (status_ == JobStatus::kRunning && unscheduled_.empty() &&
+  if (status_ == JobStatus::kRunning && stages_.none_waiting() &&
       std::all_of(executions_.begin(), executions_.end(),
                   [](const Execution& x) { return x.state == ExecutionState::kFinished; })) {
     coordinator_.stop();
@@ -403,7 +371,7 @@ void JobMaster::handle_failure(int region, const std::string& error) {
     for (int r = 0; r < num_regions_; ++r) restarting_.insert(r);
   } else {
     restarting_.insert(region);
-    if (staged_) restart_lost_producers(region);
+    if (staged_) stages_.rerun_lost_producers(region, [this](int r) { return region_finished(r); });
     if (config_.failover == FailoverStrategy::kTask && config_.checkpoint.mode == CheckpointingMode::kAtLeastOnce) {
       // The failed subtask's state goes back to the checkpoint and what was
       // in flight to it is dropped: the sources it reads rewind too, so
@@ -465,9 +433,9 @@ void JobMaster::maybe_restart() {
     status_ = JobStatus::kRunning;
     if (!staged_) return deploy(regions);
     // Stages run again in order: a region waits for its inputs again.
-    unscheduled_.insert(regions.begin(), regions.end());
+    stages_.wait(regions);
     for (size_t i = 0; i < executions_.size(); ++i) {
-      if (unscheduled_.count(region_of_[i]) != 0) executions_[i].state = ExecutionState::kCreated;
+      if (stages_.waiting(region_of_[i])) executions_[i].state = ExecutionState::kCreated;
     }
     schedule_ready();
   });

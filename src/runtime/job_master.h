@@ -26,6 +26,7 @@
 #include "runtime/event_loop.h"
 #include "runtime/gateways.h"
 #include "runtime/restart_strategy.h"
+#include "runtime/stage_schedule.h"
 #include "weir/job_control.h"
 #include "weir/job_result.h"
 
@@ -98,13 +99,10 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   void stop_tasks();
 
   void deploy_all();
-  // Staged jobs (blocking or persisted edges): deploys the regions waiting
-  // in unscheduled_ whose input regions have finished.
+  // Staged jobs (blocking or persisted edges): deploys the waiting regions
+  // whose input regions have finished.
   void schedule_ready();
   bool region_finished(int region) const;
-  // Staged jobs: before `region` restarts, the regions whose result files
-  // it reads and that are gone (a producer's output lost) run again first.
-  void restart_lost_producers(int region);
   // --failover task, at-least-once: the source subtasks upstream of `task`
   // restart with it.
   void restart_upstream_sources(int task);
@@ -152,11 +150,9 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   const std::vector<int> region_of_;
   const int num_regions_;
   std::vector<int> region_attempt_;    // by region; the attempt its tasks run
-  // Staged jobs: the regions whose blocking results each region reads, and
-  // the regions not deployed yet in this run (waiting for their inputs).
+  // Staged jobs: which regions wait for which (runtime/stage_schedule.h).
   const bool staged_;
-  const std::vector<std::set<int>> region_inputs_;
-  std::set<int> unscheduled_;
+  StageSchedule stages_;
   std::vector<Execution> executions_;  // by task index
   // At-most-once, by task index (sources only): the positions a source
   // subtask last reported (kept across attempts: its next one continues
