@@ -30,9 +30,7 @@ constexpr int64_t kKeys = 100;
 constexpr int64_t kScale = 1'000'000;  // output = count * kScale + value
 
 // Everything a run records, shared by its operators.
-struct StageRun {
-  std::mutex mu;
-  std::map<std::string, std::map<int, std::set<int>>> attempts;  // stage -> subtask -> attempts
+struct StageRun : testing::AttemptLog {
   std::atomic<int64_t> emitted{0};    // by the sources, over all attempts
   std::atomic<int64_t> counted{0};    // records the counters processed, over all attempts
   std::atomic<bool> counter_overlapped{false};  // a counter ran while a source still emitted
@@ -43,15 +41,6 @@ struct StageRun {
   JobControl* control = nullptr;                // asked for a savepoint by the first counted record
   std::string savepoint_dir;
   testing::CommitLog<int64_t> log;
-
-  void opened(const std::string& stage, const OperatorContext& ctx) {
-    std::lock_guard lock(mu);
-    attempts[stage][ctx.subtask_index()].insert(ctx.attempt());
-  }
-  std::set<int> of(const std::string& stage, int subtask) {
-    std::lock_guard lock(mu);
-    return attempts[stage][subtask];
-  }
 };
 
 // Subtask s of p emits s, s + p, ... below kRecords.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,24 +29,14 @@ constexpr int64_t kKeys = 64;
 constexpr int64_t kScale = 1'000'000;  // counter output: count * kScale + value
 
 // Everything a run records, shared by its operators.
-struct JobRun {
-  std::mutex mu;
-  std::map<std::string, std::map<int, std::set<int>>> attempts;  // stage -> subtask -> attempts
+struct JobRun : testing::AttemptLog {
+  std::mutex mu;                                                 // guards written
   std::vector<int64_t> written;                                  // what reached the sinks
   std::atomic<bool> armed{true};                                 // the one failure is still to come
   std::string fail_stage;                                        // "source", "counter" or "sink"
   int64_t fail_after = 0;                                        // records its subtask 1 takes first
   bool after_checkpoint = false;                                 // and not before one completed
   std::atomic<bool> checkpointed{false};
-
-  void opened(const std::string& stage, const OperatorContext& ctx) {
-    std::lock_guard lock(mu);
-    attempts[stage][ctx.subtask_index()].insert(ctx.attempt());
-  }
-  std::set<int> of(const std::string& stage, int subtask) {
-    std::lock_guard lock(mu);
-    return attempts[stage][subtask];
-  }
   // Whether this call, the n-th record of `stage`'s subtask, must fail.
   bool fails(const std::string& stage, int subtask, int64_t n) {
     return stage == fail_stage && subtask == 1 && n >= fail_after && (!after_checkpoint || checkpointed) &&
@@ -158,68 +149,75 @@ struct Case {
   StateBackendKind backend;
 };
 
-class TaskFailoverTest : public ::testing::TestWithParam<Case> {};
+class TaskFailoverTest : public ::testing::TestWithParam<Case> {
+ protected:
+  // Runs the job in `mode`, subtask 1 of the case's stage failing once after
+  // a seeded number of records (under at-least-once, only after a
+  // checkpoint completed, so the restarted subtask restores one); checks it
+  // finished after one restart, and that exactly the subtasks `restarted`
+  // names ran a second attempt.
+  JobResult run_failing(CheckpointingMode mode, const std::function<bool(const std::string&, int)>& restarted) {
+    run_.fail_stage = GetParam().fail_stage;
+    run_.fail_after = 20'000 + static_cast<int64_t>(seed_ % 50'000);
+    run_.after_checkpoint = mode == CheckpointingMode::kAtLeastOnce;
+    auto r = run_job(&run_, mode, GetParam().backend);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return JobResult{};
+    EXPECT_EQ(r->status, JobStatus::kFinished) << r->failure;
+    EXPECT_EQ(r->restarts, 1);
+    for (const std::string stage : {"source", "counter", "sink"}) {
+      for (int s = 0; s < 2; ++s) {
+        const std::set<int> want = restarted(stage, s) ? std::set<int>{0, 1} : std::set<int>{0};
+        EXPECT_EQ(run_.of(stage, s), want) << stage << " subtask " << s;
+      }
+    }
+    return *r;
+  }
+
+  const uint64_t seed_ = testing::test_seed();
+  JobRun run_;
+};
 
 // Only the failed subtask restarts; nothing reaches the sinks twice, and
 // every record that did not is one of those counted as dropped.
 TEST_P(TaskFailoverTest, AtMostOnceRestartsOnlyTheFailedSubtaskAndCountsEveryRecordItDrops) {
-  const uint64_t seed = testing::test_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  JobRun run;
-  run.fail_stage = GetParam().fail_stage;
-  run.fail_after = 20'000 + static_cast<int64_t>(seed % 50'000);
-  auto r = run_job(&run, CheckpointingMode::kAtMostOnce, GetParam().backend);
-  ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->status, JobStatus::kFinished) << r->failure;
-  EXPECT_EQ(r->restarts, 1);
-  for (const std::string stage : {"source", "counter", "sink"}) {
-    for (int s = 0; s < 2; ++s) {
-      const std::set<int> want = stage == run.fail_stage && s == 1 ? std::set<int>{0, 1} : std::set<int>{0};
-      EXPECT_EQ(run.of(stage, s), want) << stage << " subtask " << s;
-    }
-  }
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  JobRun& run = run_;
+  const JobResult result = run_failing(CheckpointingMode::kAtMostOnce, [&](const std::string& stage, int s) {
+    return stage == run.fail_stage && s == 1;
+  });
+  if (HasFatalFailure() || result.status != JobStatus::kFinished) return;
   const std::map<int64_t, int> written = inputs_written(run);
   for (const auto& [value, times] : written) ASSERT_EQ(times, 1) << "input " << value << " written twice";
   if (run.fail_stage == "source") {
     // A source fails between records: what it had read ahead and the
     // JobManager confirmed is lost, what it had emitted but not sent, or a
     // consumer had half received, is dropped.
-    EXPECT_GE(r->lost_records, r->dropped_records);
+    EXPECT_GE(result.lost_records, result.dropped_records);
   } else {
     // The failing record itself is among the dropped.
-    EXPECT_GE(r->dropped_records, 1);
-    EXPECT_EQ(r->lost_records, r->dropped_records);
+    EXPECT_GE(result.dropped_records, 1);
+    EXPECT_EQ(result.lost_records, result.dropped_records);
   }
-  EXPECT_EQ(static_cast<int64_t>(written.size()) + r->lost_records, kRecords)
-      << "written " << written.size() << ", counted lost " << r->lost_records << " (dropped "
-      << r->dropped_records << ")";
+  EXPECT_EQ(static_cast<int64_t>(written.size()) + result.lost_records, kRecords)
+      << "written " << written.size() << ", counted lost " << result.lost_records << " (dropped "
+      << result.dropped_records << ")";
 }
 
 // The failed subtask and the sources upstream of it restart (from the
 // checkpoint); the rest keep attempt 0, and every input reaches the sinks.
 TEST_P(TaskFailoverTest, AtLeastOnceRewindsTheSourcesAndLosesNothing) {
-  const uint64_t seed = testing::test_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  JobRun run;
-  run.fail_stage = GetParam().fail_stage;
-  run.fail_after = 20'000 + static_cast<int64_t>(seed % 50'000);
-  run.after_checkpoint = true;  // the restarted subtask restores a checkpoint
-  auto r = run_job(&run, CheckpointingMode::kAtLeastOnce, GetParam().backend);
-  ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->status, JobStatus::kFinished) << r->failure;
-  EXPECT_EQ(r->restarts, 1);
-  for (const std::string stage : {"source", "counter", "sink"}) {
-    for (int s = 0; s < 2; ++s) {
-      // The failed subtask, and the sources upstream of it.
-      const bool restarted = (stage == run.fail_stage && s == 1) || (stage == "source" && run.fail_stage != "source");
-      const std::set<int> want = restarted ? std::set<int>{0, 1} : std::set<int>{0};
-      EXPECT_EQ(run.of(stage, s), want) << stage << " subtask " << s;
-    }
-  }
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  JobRun& run = run_;
+  // The failed subtask, and the sources upstream of it.
+  const JobResult result = run_failing(CheckpointingMode::kAtLeastOnce, [&](const std::string& stage, int s) {
+    return (stage == run.fail_stage && s == 1) || (stage == "source" && run.fail_stage != "source");
+  });
+  if (HasFatalFailure() || result.status != JobStatus::kFinished) return;
   if (run.fail_stage != "source") {
-    EXPECT_GE(r->dropped_records, 1);
+    EXPECT_GE(result.dropped_records, 1);
   }
-  EXPECT_EQ(r->lost_records, 0);
+  EXPECT_EQ(result.lost_records, 0);
   const std::map<int64_t, int> written = inputs_written(run);
   for (int64_t v = 0; v < kRecords; ++v) ASSERT_EQ(written.count(v), 1u) << "input " << v << " never written";
   // Every record affected the counts at least once: each key's last count

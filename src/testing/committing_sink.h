@@ -21,6 +21,8 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -34,6 +36,26 @@ inline const auto kBothBackends = ::testing::Values(StateBackendKind::kHeap, Sta
 inline std::string backend_name(const ::testing::TestParamInfo<StateBackendKind>& info) {
   return std::string(to_string(info.param));
 }
+
+// Which attempts of each subtask of each stage opened (a stage is what a
+// test calls its operators): how a failure test tells which subtasks a
+// restart reached and which never stopped. Operators call opened() from
+// open(); thread-safe.
+class AttemptLog {
+ public:
+  void opened(const std::string& stage, const OperatorContext& ctx) {
+    std::lock_guard lock(mu_);
+    attempts_[stage][ctx.subtask_index()].insert(ctx.attempt());
+  }
+  std::set<int> of(const std::string& stage, int subtask) {
+    std::lock_guard lock(mu_);
+    return attempts_[stage][subtask];
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::map<int, std::set<int>>> attempts_;  // stage -> subtask -> attempts
+};
 
 // The configuration of the failure tests: parallelism `p`, checkpoints
 // every 20 ms and restarts after 5 ms, so injected failures recover fast.
