@@ -91,6 +91,13 @@ class ChannelReader {
   // The consumer's wakeup, signalled when events arrive; reset to null
   // before the wakeup is destroyed.
   virtual void set_consumer(Wakeup* wakeup) = 0;
+  // The consumer's attempt ends but the channel stays for its next one
+  // (--failover task): returns the records dropped with it. What a file
+  // holds stays in the file, so a result file's reader just closes.
+  virtual int64_t detach() {
+    close();
+    return 0;
+  }
 };
 
 class LocalChannel final : public ChannelWriter, public ChannelReader {
@@ -116,7 +123,7 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
   // The consumer leaves (its attempt ended): the queued events are dropped
   // and the records beginning in them returned; the channel stays open, the
   // producer keeps pushing, and the consumer's next attempt reads on.
-  int64_t detach();
+  int64_t detach() override;
   // The consumer's wakeup, signalled on every push. May be set after pushes;
   // the consumer resets it to null before the wakeup is destroyed.
   void set_consumer(Wakeup* wakeup) override;

@@ -1,10 +1,13 @@
 // The JobManager side of one job: the lifecycle of its subtasks. It deploys
 // them (a pipelined job's all at once; a staged job's, with blocking or
-// persisted edges, region by region as the regions they read finish), runs
-// the checkpoint coordinator (pipelined jobs), and restarts failed regions
-// as the restart strategy allows: from the latest completed checkpoint, or
-// in a staged job from their input files, after any producer whose files
-// are gone.
+// persisted edges, region by region as its StageSchedule allows), runs the
+// checkpoint coordinator (pipelined jobs), and restarts what failed as the
+// restart strategy allows: the failed subtask's region (pipelined region,
+// every task with --failover full, or under --failover task the subtask
+// alone, with its upstream sources at-least-once), from the latest completed
+// checkpoint, or in a staged job from its input files, after any producer
+// whose files are gone. It also keeps the at-most-once source positions and
+// the counts of records lost and dropped.
 //
 // All state is confined to the JobMaster's event loop thread; the
 // JobMasterGateway methods only post to it, so TaskManagers may call them

@@ -666,11 +666,7 @@ int64_t Task::leave_channels() {
   for (auto& p : chain_.partitions) dropped += p->unsent_records();
   for (auto& in : inputs_) {
     if (in.deserializer.has_partial()) ++dropped;
-    if (auto* local = dynamic_cast<network::LocalChannel*>(in.channel.get())) {
-      dropped += local->detach();
-    } else {
-      in.channel->close();
-    }
+    dropped += in.channel->detach();
     in.channel->set_consumer(nullptr);
   }
   return dropped;

@@ -11,6 +11,10 @@
 // from operator code fails the task (FAILED, reported with its message);
 // cancel() ends it as CANCELED.
 //
+// Its channels close when it ends, except under --failover task: then they
+// outlive the attempt (its inputs are detached, its next attempt announces
+// itself with kReset), and it counts the records dropped with it.
+//
 // Its parts: the chain (operators and their outputs, built from the job
 // graph by runtime/operator_chain.h), the mailbox loop (this file), the
 // checkpoint part of a subtask (SubtaskCheckpointer: synchronous snapshot,
