@@ -15,6 +15,10 @@ using Duration = std::chrono::milliseconds;
 
 // Parses "250ms", "2s", "1min", "1h" or a plain number of milliseconds.
 absl::StatusOr<Duration> parse_duration(std::string_view text);
+// A memory size as Flink writes it: a whole number of bytes with an
+// optional unit, b, k|kb|kib, m|mb|mib, g|gb|gib (powers of 1024, any case,
+// a space allowed before the unit): "64mb", "1 gib", "512k", "1048576".
+absl::StatusOr<int64_t> parse_memory_size(std::string_view text);
 // The same in its largest whole unit, as parse_duration reads it: "100ms",
 // "1s", "10min".
 std::string format_duration(Duration d);
@@ -201,6 +205,10 @@ struct JobConfig {
   // kBlocking: where the result files live, one directory per job, removed
   // when the job ends. Default: empty, meaning <system temp directory>/weir-results.
   std::string result_directory;
+  // Batch execution: memory of each keyed subtask's sort of its input; what
+  // does not fit is spilled to runs under the result directory. Default:
+  // 64 MiB.
+  int64_t sort_memory_bytes = int64_t{64} << 20;
   NetworkConfig network;
   // Parallelism of operators that do not set one. Default: 1.
   int default_parallelism = 1;

@@ -3,6 +3,7 @@
 #define WEIR_JOB_RESULT_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ struct VertexStats {
   int64_t bytes_out = 0;
   int64_t backpressured_ms = 0;
   int64_t idle_ms = 0;
+  // Operator gauges, summed over the subtasks (OperatorContext::set_gauge);
+  // batch execution's sorts report "sort.records", "sort.spilled_bytes" and
+  // "sort.spilled_runs".
+  std::map<std::string, int64_t> gauges;
 };
 
 struct JobResult {

@@ -70,6 +70,16 @@ void print_result(const JobResult& r, std::FILE* out) {
                  v.name.c_str(), v.parallelism, static_cast<long long>(v.records_in),
                  static_cast<long long>(v.records_out), static_cast<long long>(v.bytes_out),
                  static_cast<long long>(v.backpressured_ms), static_cast<long long>(v.idle_ms));
+    auto sorted = v.gauges.find("sort.records");
+    if (sorted != v.gauges.end()) {
+      auto gauge = [&](const char* name) {
+        auto it = v.gauges.find(name);
+        return static_cast<long long>(it == v.gauges.end() ? 0 : it->second);
+      };
+      std::fprintf(out, "vertex %s sorted its input by key: %lld records, %lld bytes spilled in %lld runs\n",
+                   v.name.c_str(), static_cast<long long>(sorted->second), gauge("sort.spilled_bytes"),
+                   gauge("sort.spilled_runs"));
+    }
   }
 }
 

@@ -36,6 +36,7 @@ struct JobFlags {
   std::string exchange = std::string(to_string(kDefaults.exchange));
   std::string runtime_mode = std::string(to_string(kDefaults.runtime_mode));
   std::string result_dir = kDefaults.result_directory;
+  std::string sort_memory = std::to_string(kDefaults.sort_memory_bytes >> 20) + "mb";
   std::string slot_timeout = format_duration(kDefaults.slot_timeout);
   int restart_attempts = kDefaults.restart.max_attempts;
   std::string restart_delay = format_duration(kDefaults.restart.delay);
@@ -81,6 +82,10 @@ struct JobFlags {
         ->capture_default_str();
     app->add_option("--result-dir", result_dir,
                     "blocking: where result files go (default: <system temp>/weir-results)");
+    app->add_option("--sort-memory", sort_memory,
+                    "Batch: memory of each keyed subtask's sort of its input; the rest spills to --result-dir "
+                    "(e.g. 64mb, 1gb)")
+        ->capture_default_str();
     app->add_option("--slot-timeout", slot_timeout, "Cluster: how long a deployment waits for free slots")
         ->capture_default_str();
     app->add_option("--restart-strategy", restart_strategy,
@@ -169,6 +174,10 @@ struct JobFlags {
     if (!runtime.ok()) return runtime.status();
     c.runtime_mode = *runtime;
     c.result_directory = result_dir;
+    auto sort_bytes = parse_memory_size(sort_memory);
+    if (!sort_bytes.ok()) return absl::InvalidArgumentError("--sort-memory: " + std::string(sort_bytes.status().message()));
+    if (*sort_bytes < (int64_t{1} << 20)) return absl::InvalidArgumentError("--sort-memory must be at least 1mb");
+    c.sort_memory_bytes = *sort_bytes;
     auto slots = parse_duration(slot_timeout);
     if (!slots.ok()) return slots.status();
     c.slot_timeout = *slots;

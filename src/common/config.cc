@@ -1,5 +1,6 @@
 #include "weir/config.h"
 
+#include <cctype>
 #include <charconv>
 
 #include "weir/job_result.h"
@@ -30,6 +31,34 @@ absl::StatusOr<Duration> parse_duration(std::string_view text) {
                                       "': unknown unit '" + std::string(unit) + "'");
   }
   return Duration(value * factor);
+}
+
+absl::StatusOr<int64_t> parse_memory_size(std::string_view text) {
+  int64_t value = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(begin, end, value);
+  auto invalid = [&](const std::string& why) {
+    return absl::InvalidArgumentError("invalid memory size '" + std::string(text) + "': " + why);
+  };
+  if (ec != std::errc() || p == begin || value < 0) return invalid("expected a number of bytes with a unit (b, kb, mb, gb)");
+  std::string unit(p, end);
+  if (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  int shift;
+  if (unit.empty() || unit == "b") {
+    shift = 0;
+  } else if (unit == "k" || unit == "kb" || unit == "kib") {
+    shift = 10;
+  } else if (unit == "m" || unit == "mb" || unit == "mib") {
+    shift = 20;
+  } else if (unit == "g" || unit == "gb" || unit == "gib") {
+    shift = 30;
+  } else {
+    return invalid("unknown unit '" + unit + "'");
+  }
+  if (value > (INT64_MAX >> shift)) return invalid("too large");
+  return value << shift;
 }
 
 std::string format_duration(Duration d) {

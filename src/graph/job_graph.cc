@@ -77,6 +77,10 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
   }
   if (!has_source) return absl::InvalidArgumentError("the job has no source");
   if (config.runtime_mode == RuntimeMode::kBatch) {
+    if (!config.restore.empty()) {
+      return absl::InvalidArgumentError("runtime mode batch does not restore state (--restore " + config.restore +
+                                        "): a batch job computes its result from its bounded input alone");
+    }
     for (const detail::StreamNode& node : sg.nodes) {
       if (node.is_source && !(node.bounded && node.bounded())) {
         return absl::InvalidArgumentError("runtime mode batch needs bounded sources; source '" + node.name +

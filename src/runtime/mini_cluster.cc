@@ -89,7 +89,7 @@ std::vector<VertexStats> vertex_stats(const graph::JobGraph& g,
   for (const auto& v : g.vertices) {
     const TaskMetricsSnapshot& m = sums[v.id];
     out[v.id] = VertexStats{v.name,      v.parallelism, m.records_in,       m.records_out,
-                            m.bytes_in,  m.bytes_out,   m.backpressured_ms, m.idle_ms};
+                            m.bytes_in,  m.bytes_out,   m.backpressured_ms, m.idle_ms, m.gauges};
   }
   return out;
 }

@@ -52,6 +52,16 @@ absl::Status build_partitions(const ChainSetting& s, OperatorChain* chain,
 
 }  // namespace
 
+bool sorts_input_by_key(const graph::JobGraph& g, const graph::JobVertex& vertex, const JobConfig& config) {
+  if (config.runtime_mode != RuntimeMode::kBatch || vertex.is_source || vertex.inputs.empty()) return false;
+  if (!g.stream.nodes[vertex.nodes[0]].is_keyed) return false;
+  return std::all_of(vertex.inputs.begin(), vertex.inputs.end(), [&](int e) {
+    const detail::StreamEdge& se = g.stream.edges[g.edges[e].stream_edge];
+    return g.edges[e].kind == detail::PartitionKind::kHash && se.key_hash != nullptr &&
+           se.ops->read_key_hash != nullptr;
+  });
+}
+
 absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
   const graph::JobGraph& g = *s.graph;
   const graph::JobVertex& vertex = *s.vertex;
@@ -72,6 +82,11 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
     int node = vertex.nodes[i];
     const detail::StreamNode& sn = sg.nodes[node];
     chain->operators[i] = sn.make_operator();
+    // One key's state at a time needs no RocksDB.
+    static const StateBackendConfig kHeap;
+    const bool sorted = i == 0 && sorts_input_by_key(g, vertex, *s.job_config) &&
+                        chain->operators[i]->supports_key_blocks();
+    if (i == 0) chain->sorted_input = sorted;
     RuntimeOperatorContext::Info info;
     info.subtask = tdd.execution.subtask;
     info.parallelism = vertex.parallelism;
@@ -84,7 +99,7 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
                     (i == 0 && tdd.source_positions != nullptr);
     info.processing_time = s.processing_time;
     info.job_id = tdd.job_id;
-    info.state_backend = s.state_backend;
+    info.state_backend = sorted ? &kHeap : s.state_backend;
     info.metrics = s.metrics;
     chain->contexts[i] = std::make_unique<RuntimeOperatorContext>(std::move(info));
     // Outputs by side-output tag ("" is the main output).

@@ -64,7 +64,16 @@ struct OperatorChain {
   std::vector<std::unique_ptr<network::ResultPartition>> partitions;
   // The head operator of a source vertex, else null.
   detail::SourceOperatorBase* source = nullptr;
+  // Batch execution: the head operator reads its input sorted by key, one
+  // key block at a time (sorts_input_by_key, and the operator supports key
+  // blocks); its state is on the heap.
+  bool sorted_input = false;
 };
+
+// Whether subtasks of `vertex` sort their input by key: the job runs in
+// batch mode, the head operator is keyed and every input edge is
+// partitioned by key hash.
+bool sorts_input_by_key(const graph::JobGraph& g, const graph::JobVertex& vertex, const JobConfig& config);
 
 // Builds the chain of `setting.vertex` for the subtask of `setting.tdd`
 // into `chain`. An error (an output channel to another process that cannot

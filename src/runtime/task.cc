@@ -19,6 +19,9 @@ constexpr int kSourceBatch = 512;
 // confirmation travels.
 constexpr int kReadAheadRecords = 1024;
 constexpr int kReadAheadBatches = 2;
+// Batch execution: sorted records fed to the head operator between two
+// looks at the mailbox.
+constexpr int kReplayBatch = 512;
 
 int64_t ms_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
@@ -212,6 +215,7 @@ void Task::run() {
       error = std::string("close: ") + e.what();
     }
   }
+  release_sorted_input();
   enter(TaskPhase::kClosed);  // allowed from any phase but itself
   if (final_state != ExecutionState::kFailed) error.clear();
   if (ahead_.on && final_state != ExecutionState::kFinished) {
@@ -296,6 +300,8 @@ absl::Status Task::build_inputs() {
     const graph::JobEdge& je = graph_->edges[e];
     const detail::StreamEdge& se = graph_->stream.edges[je.stream_edge];
     adapters_.push_back(se.ops->make_reader(head, se.input));
+    if (adapter_of_input_.size() <= static_cast<size_t>(se.input)) adapter_of_input_.resize(se.input + 1);
+    adapter_of_input_[se.input] = adapters_.back().get();
     int producers = graph_->vertices[je.source_vertex].parallelism;
     for (int p = 0; p < producers; ++p) {
       if (je.pointwise && p != tdd_.execution.subtask) continue;
@@ -313,10 +319,17 @@ absl::Status Task::build_inputs() {
         in.channel = std::move(local);
       }
       in.adapter = adapters_.back().get();
+      in.edge = &se;
       inputs_.push_back(std::move(in));
     }
   }
   for (auto& in : inputs_) in.channel->set_consumer(&wakeup_);
+  if (chain_.sorted_input) {
+    batch::ExternalSorter::Options o;
+    o.spill_directory = sort_directory();
+    o.memory_bytes = services_.config->sort_memory_bytes;
+    sorted_ = std::make_unique<batch::SortedInput>(std::move(o), graph_->max_parallelism);
+  }
   if (!inputs_.empty()) {
     barriers_ = checkpoint::make_barrier_handler(services_.config->checkpoint.mode,
                                                  static_cast<int>(inputs_.size()));
@@ -422,6 +435,10 @@ void Task::loop() {
       }
       continue;
     }
+    if (replaying_) {
+      replay_sorted();
+      continue;
+    }
     if (!inputs_.empty() && poll_inputs()) {
       maybe_flush(Clock::now());
       continue;
@@ -452,10 +469,21 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
       int64_t records = 0;
       bool ok;
       try {
-        ok = in.deserializer.feed(ev.buffer, [&](std::string_view rec) {
-          ++records;
-          return in.adapter->process_serialized(rec);
-        });
+        if (sorted_ != nullptr) {
+          ok = in.deserializer.feed(ev.buffer, [&](std::string_view rec) {
+            ++records;
+            uint64_t hash;
+            if (!in.edge->ops->read_key_hash(in.edge->key_hash.get(), rec, &hash)) return false;
+            absl::Status s = sorted_->add(in.edge->input, hash, rec);
+            if (!s.ok()) throw std::runtime_error("sorting the input: " + std::string(s.message()));
+            return true;
+          });
+        } else {
+          ok = in.deserializer.feed(ev.buffer, [&](std::string_view rec) {
+            ++records;
+            return in.adapter->process_serialized(rec);
+          });
+        }
       } catch (...) {
         if (task_failover()) {
           // The record that failed and the rest of its buffer go with this
@@ -485,12 +513,16 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
       break;
     }
     case network::EventKind::kWatermark:
+      // Sorted input: event time starts over at every key; the watermark
+      // that ends the input comes after the last key.
+      if (sorted_ != nullptr) break;
       if (ev.timestamp_ms > in.watermark) {
         in.watermark = ev.timestamp_ms;
         update_input_watermark();
       }
       break;
     case network::EventKind::kIdle:
+      if (sorted_ != nullptr) break;
       if (in.idle != ev.idle) {
         in.idle = ev.idle;
         update_input_watermark();
@@ -515,8 +547,14 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
       if (!in.end_of_data) {
         in.end_of_data = true;
         ++inputs_ended_;
-        update_input_watermark();
-        if (inputs_ended_ == static_cast<int>(inputs_.size())) end_of_input();
+        if (sorted_ == nullptr) update_input_watermark();
+        if (inputs_ended_ == static_cast<int>(inputs_.size())) {
+          if (sorted_ != nullptr) {
+            sort_input();
+          } else {
+            end_of_input();
+          }
+        }
       }
       break;
   }
@@ -635,6 +673,54 @@ void Task::end_of_input() {
   }
   for (auto& p : chain_.partitions) p->broadcast_event(network::EventKind::kEndOfData);
   services_.job_master->end_of_data(id());
+}
+
+std::string Task::sort_directory() const {
+  return (std::filesystem::path(network::result_directory(*services_.config, tdd_.job_id, ExchangeMode::kBlocking)) /
+          ("sort-v" + std::to_string(vertex_.id) + "-s" + std::to_string(tdd_.execution.subtask) + "-a" +
+           std::to_string(tdd_.execution.attempt)))
+      .string();
+}
+
+void Task::sort_input() {
+  absl::Status s = sorted_->finish();
+  if (!s.ok()) throw std::runtime_error("sorting the input: " + std::string(s.message()));
+  const batch::ExternalSorter::Stats& stats = sorted_->stats();
+  chain_.contexts[0]->set_gauge("sort.records", stats.records);
+  chain_.contexts[0]->set_gauge("sort.spilled_bytes", stats.spilled_bytes);
+  chain_.contexts[0]->set_gauge("sort.spilled_runs", stats.spilled_runs);
+  replaying_ = true;
+}
+
+void Task::replay_sorted() {
+  detail::OperatorBase* head = chain_.operators[0].get();
+  for (int i = 0; i < kReplayBatch && sorted_->valid(); ++i) {
+    if (!sorted_->same_key_as_previous() && block_key_group_ >= 0) head->end_key_block(block_key_group_);
+    block_key_group_ = sorted_->key_group();
+    if (!adapter_of_input_[sorted_->input()]->process_serialized(sorted_->frame())) {
+      throw std::runtime_error("corrupt record in the sorted input");
+    }
+    sorted_->next();
+  }
+  maybe_flush(Clock::now());
+  if (sorted_->valid()) return;
+  absl::Status s = sorted_->status();
+  if (!s.ok()) throw std::runtime_error("reading the sorted input: " + std::string(s.message()));
+  if (block_key_group_ >= 0) head->end_key_block(block_key_group_);
+  replaying_ = false;
+  release_sorted_input();
+  // Every key ended; the watermark that ends all input goes downstream.
+  input_watermark_ = kMaxWatermark;
+  detail::current_timestamp() = kNoTimestamp;
+  head->process_watermark(kMaxWatermark);
+  end_of_input();
+}
+
+void Task::release_sorted_input() {
+  if (sorted_ == nullptr) return;
+  sorted_.reset();
+  std::error_code ec;
+  std::filesystem::remove_all(sort_directory(), ec);
 }
 
 void Task::commit_at_end() {

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "batch/sorted_input.h"
 #include "checkpoint/barrier_handler.h"
 #include "checkpoint/storage.h"
 #include "common/clock.h"
@@ -118,6 +119,7 @@ class Task {
   struct InputChannel {
     std::shared_ptr<network::ChannelReader> channel;
     detail::InputAdapter* adapter = nullptr;
+    const detail::StreamEdge* edge = nullptr;  // the stream edge it carries
     network::RecordDeserializer deserializer;
     bool end_of_data = false;
     int64_t watermark = kMinWatermark;
@@ -164,6 +166,14 @@ class Task {
   void seal_batch(bool ends_input);
   void release_batches(int64_t up_to_seq);
   void end_of_input();
+  // Batch execution with sorted input: every input ended; sorts.
+  void sort_input();
+  // Feeds the next sorted records to the head operator, ending key blocks
+  // between keys; after the last one, the input ends.
+  void replay_sorted();
+  // Drops the sorted input and its spill directory.
+  void release_sorted_input();
+  std::string sort_directory() const;
   // A staged job's task at its finish: its operators commit what they hold
   // for a checkpoint (sinks publish), as a final checkpoint would, but
   // nothing is written.
@@ -230,6 +240,12 @@ class Task {
     int64_t end_seq = -1;     // the batch the input ends with, once read
   };
   ReadAhead ahead_;
+  // Batch execution: the head operator's input sorted by key
+  // (OperatorChain::sorted_input); replayed once every input ended.
+  std::unique_ptr<batch::SortedInput> sorted_;
+  std::vector<detail::InputAdapter*> adapter_of_input_;  // by the operator's input index
+  bool replaying_ = false;
+  int block_key_group_ = -1;  // of the key block being replayed
   int64_t dropped_on_failure_ = 0;  // --failover task: the records a failing input buffer took along
   int64_t align_id_ = -1;
   std::chrono::steady_clock::time_point align_start_;

@@ -162,6 +162,9 @@ bool KeyedBackendCore::has_unregistered(const std::string& name) const {
   return impl_->tables_.find(name) == impl_->tables_.end() &&
          (impl_->pending_.contains(name) || impl_->restored_meta_.contains(name));
 }
+void KeyedBackendCore::clear_key_group(int kg) {
+  for (auto& [name, table] : impl_->tables_) table->clear_key_group(kg);
+}
 absl::StatusOr<StateTableBase*> KeyedBackendCore::find_or_add(const std::string& name, StateKind kind,
                                                               const std::string& type, TableTtl ttl,
                                                               TableFactory make) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "weir/config.h"
@@ -55,6 +56,10 @@ struct RecordOps {
   std::unique_ptr<OutputBase> (*make_chained)(OperatorBase* target) = nullptr;
   // Combines several outputs of this record type into one.
   std::unique_ptr<OutputBase> (*make_fanout)(std::vector<std::unique_ptr<OutputBase>> outs) = nullptr;
+  // The key hash (`key_hash` as for make_writer) of the record in a network
+  // frame; false when the frame does not decode. Batch execution sorts a
+  // keyed operator's input by it.
+  bool (*read_key_hash)(const void* key_hash, std::string_view frame, uint64_t* hash) = nullptr;
 };
 
 struct StreamEdge {

@@ -77,6 +77,16 @@ class HeapTable final : public StateTable<K, V> {
     if (m.find(key) == m.end()) return;  // avoid a copy-on-write for nothing
     writable(kg).erase(key);
   }
+  void clear_key_group(int kg) override {
+    std::shared_ptr<Map>& g = groups_[kg - range_.start];
+    if (g->empty()) return;
+    if (g.use_count() > 1) {
+      g = std::make_shared<Map>();  // a snapshot keeps the old one
+    } else {
+      heap_group_acquired(g.get());
+      g->clear();
+    }
+  }
   void for_each(const std::function<void(const K&, const V&)>& fn) override {
     for (const auto& g : groups_) {
       for (const auto& [k, v] : *g) fn(k, v);

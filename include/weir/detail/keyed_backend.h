@@ -70,6 +70,8 @@ class KeyedBackendCore {
   void adopt_states(const std::vector<StateMeta>& states);
   // Whether state `name` was restored and is not registered yet.
   bool has_unregistered(const std::string& name) const;
+  // Removes every entry of key group `kg` from every registered state.
+  void clear_key_group(int kg);
 
   // The table of state `name`, created (and given its restored entries)
   // on first use. An error when the name is registered again with another

@@ -66,6 +66,9 @@ class KeyedOperatorCore : public KeyedTimerContext<K>, public TimerService {
   }
   // Fires the event-time timers up to `wm`.
   void advance_timers(int64_t wm);
+  // Batch execution: the keys of `key_group` being processed ended (see
+  // OperatorBase::end_key_block).
+  void end_keys(int key_group);
   absl::StatusOr<OperatorSnapshot> snapshot_keyed(const SnapshotOptions& options);
   // Checkpoint `id` completed: the backend may reuse its uploads.
   void backend_checkpoint_complete(int64_t id);
@@ -112,6 +115,12 @@ void KeyedOperatorCore<K>::advance_timers(int64_t wm) {
 }
 
 template <typename K>
+void KeyedOperatorCore<K>::end_keys(int key_group) {
+  timers_->end_key_block();
+  backend_->core().clear_key_group(key_group);
+}
+
+template <typename K>
 absl::StatusOr<OperatorSnapshot> KeyedOperatorCore<K>::snapshot_keyed(const SnapshotOptions& options) {
   return backend_->core().operator_snapshot(options.native_allowed);
 }
@@ -141,6 +150,8 @@ class KeyedOperatorBase : public OneOutputOperator<Out>, public KeyedOperatorCor
   absl::StatusOr<OperatorSnapshot> snapshot(const SnapshotOptions& options) override {
     return this->snapshot_keyed(options);
   }
+  bool supports_key_blocks() const override { return true; }
+  void end_key_block(int key_group) override { this->end_keys(key_group); }
 };
 
 template <typename K, typename In, typename Out>

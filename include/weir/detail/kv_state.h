@@ -176,6 +176,18 @@ class KvTable final : public StateTable<K, V> {
     encode_key(kg, key);
     column_.store().erase(column_.cf(), key_bytes_);
   }
+  // Drops the group's cached entries (changes included) and deletes its
+  // stored ones: one range of the column.
+  void clear_key_group(int kg) override {
+    absl::erase_if(cache_, [&](auto& slot) {
+      if (slot.second.kg != kg) return false;
+      cached_bytes_ -= std::min(cached_bytes_, kEntryOverhead + slot.second.bytes);
+      return true;
+    });
+    key_bytes_.clear();
+    put_key_group_prefix(&key_bytes_, kg);
+    column_.store().erase_prefix(column_.cf(), key_bytes_);
+  }
   void for_each(const std::function<void(const K&, const V&)>& fn) override {
     flush();
     column_.store().scan(column_.cf(), {}, [&](std::string_view k, std::string_view v) {

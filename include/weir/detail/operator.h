@@ -235,6 +235,15 @@ class OperatorBase {
   virtual void process_idle(bool idle) = 0;
   virtual void close() {}
 
+  // Batch execution hands a keyed operator that supports it its input
+  // sorted by key (see runtime/operator_chain.h) and calls end_key_block
+  // after each key's records (keys of equal hash come as one block, all in
+  // `key_group`): the operator fires those keys' timers as the end of input
+  // would, forgets their state and lets event time start over. Its state is
+  // then on the heap whatever the job's backend: one key's worth.
+  virtual bool supports_key_blocks() const { return false; }
+  virtual void end_key_block(int /*key_group*/) {}
+
   // Typed plumbing, resolved by the graph's factories.
   virtual void* input() { return nullptr; }  // Input<In>* or null for sources
   // Input `index` of a two-input operator (0 is input()).

@@ -171,9 +171,20 @@ std::unique_ptr<OutputBase> fan_out(std::vector<std::unique_ptr<OutputBase>> out
   return std::make_unique<FanOutput<T>>(std::move(outs));
 }
 
+template <typename T>
+bool read_key_hash(const void* key_hash, std::string_view frame, uint64_t* hash) {
+  ByteReader r(frame);
+  r.get_fixed<int64_t>();  // the timestamp
+  T v = Serializer<T>::read(r);
+  if (!r.ok() || !r.at_end()) return false;
+  *hash = (*static_cast<const std::function<uint64_t(const T&)>*>(key_hash))(v);
+  return true;
+}
+
 // The runtime's table for records of type T (see RecordOps).
 template <typename T>
-inline constexpr RecordOps kRecordOps{&make_partition_output<T>, &read_input<T>, &chain_to<T>, &fan_out<T>};
+inline constexpr RecordOps kRecordOps{&make_partition_output<T>, &read_input<T>, &chain_to<T>, &fan_out<T>,
+                                      &read_key_hash<T>};
 
 }  // namespace weir::detail
 

@@ -171,6 +171,9 @@ class StateTableBase {
   virtual bool restore_entries(int kg, ByteReader& in) = 0;
   virtual void begin_restore() {}
   virtual void end_restore() {}
+  // Removes every entry of key group `kg`: batch execution forgets a key's
+  // state once its sorted input was processed.
+  virtual void clear_key_group(int kg) = 0;
 
  private:
   const std::string name_;

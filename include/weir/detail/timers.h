@@ -82,6 +82,16 @@ class InternalTimerService {
     fire_due(domains_[0], TimeDomain::kEventTime, wm);
   }
 
+  // Batch execution, at the end of a key's sorted input: fires its timers of
+  // both domains as the end of input would (event time +infinity, every
+  // processing-time timer), then lets event time start over for the next
+  // key.
+  void end_key_block() {
+    advance_watermark(kMaxWatermark);
+    fire_due(domains_[1], TimeDomain::kProcessingTime, INT64_MAX);
+    watermark_ = kMinWatermark;
+  }
+
  private:
   struct Domain {
     StateTable<K, std::vector<int64_t>>* table = nullptr;

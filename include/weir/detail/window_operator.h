@@ -117,6 +117,13 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     out_->emit_idle(idle);
     this->side_outputs_idle(idle);
   }
+  // Batch execution: the keys' windows fire (event-time ones at their end
+  // timers, processing-time ones at once), then their state goes.
+  bool supports_key_blocks() const override { return true; }
+  void end_key_block(int key_group) override {
+    timers_->end_key_block();
+    backend_->core().clear_key_group(key_group);
+  }
 
   // End of input: event-time windows have fired (the final watermark is
   // +infinity); processing-time windows still open fire now, so a bounded
