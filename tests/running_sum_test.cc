@@ -171,6 +171,20 @@ TEST_F(RunningSumTest, BadArgumentsExitWithCode2AndOneLine) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--failover task drops the records in flight"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // A sort budget that is no size, and a batch job asked to restore.
+  r = run_weir({"example", "running-sum", "--input", path("in.txt"), "--output", path("o"), "--runtime-mode", "batch",
+                "--sort-memory", "64 parsecs"},
+               path("run"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--sort-memory: invalid memory size '64 parsecs': unknown unit 'parsecs'"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = run_weir({"example", "running-sum", "--input", path("in.txt"), "--output", path("o"), "--runtime-mode", "batch",
+                "--restore", path("nowhere")},
+               path("run"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("runtime mode batch does not restore state"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST_F(RunningSumTest, UnreadableInputExitsWithCode3) {
