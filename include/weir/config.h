@@ -209,6 +209,10 @@ struct JobConfig {
   // does not fit is spilled to runs under the result directory. Default:
   // 64 MiB.
   int64_t sort_memory_bytes = int64_t{64} << 20;
+  // Batch execution: keyed operators read their input sorted by key, one
+  // key at a time (false: they keep every key's state in the configured
+  // backend, as in streaming). Default: true.
+  bool sorted_inputs = true;
   NetworkConfig network;
   // Parallelism of operators that do not set one. Default: 1.
   int default_parallelism = 1;

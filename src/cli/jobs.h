@@ -37,6 +37,7 @@ struct JobFlags {
   std::string runtime_mode = std::string(to_string(kDefaults.runtime_mode));
   std::string result_dir = kDefaults.result_directory;
   std::string sort_memory = std::to_string(kDefaults.sort_memory_bytes >> 20) + "mb";
+  bool no_sorted_inputs = !kDefaults.sorted_inputs;
   std::string slot_timeout = format_duration(kDefaults.slot_timeout);
   int restart_attempts = kDefaults.restart.max_attempts;
   std::string restart_delay = format_duration(kDefaults.restart.delay);
@@ -86,6 +87,9 @@ struct JobFlags {
                     "Batch: memory of each keyed subtask's sort of its input; the rest spills to --result-dir "
                     "(e.g. 64mb, 1gb)")
         ->capture_default_str();
+    app->add_flag("--no-sorted-inputs", no_sorted_inputs,
+                  "Batch: keyed operators keep every key's state in the --state backend instead of reading "
+                  "their input sorted by key");
     app->add_option("--slot-timeout", slot_timeout, "Cluster: how long a deployment waits for free slots")
         ->capture_default_str();
     app->add_option("--restart-strategy", restart_strategy,
@@ -178,6 +182,7 @@ struct JobFlags {
     if (!sort_bytes.ok()) return absl::InvalidArgumentError("--sort-memory: " + std::string(sort_bytes.status().message()));
     if (*sort_bytes < (int64_t{1} << 20)) return absl::InvalidArgumentError("--sort-memory must be at least 1mb");
     c.sort_memory_bytes = *sort_bytes;
+    c.sorted_inputs = !no_sorted_inputs;
     auto slots = parse_duration(slot_timeout);
     if (!slots.ok()) return slots.status();
     c.slot_timeout = *slots;

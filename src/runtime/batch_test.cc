@@ -2,7 +2,8 @@
 // they see one key at a time (every record of a key, in timestamp order,
 // then that key's timers, then the next key), with event time starting over
 // at each key; what does not fit the sort's memory spills to disk; the
-// results equal streaming mode's final results. One and two inputs, both
+// results equal streaming mode's final results, and batch mode's without
+// sorted inputs. One and two inputs, both
 // configured backends (a sorted operator keeps its one key on the heap).
 #include <gtest/gtest.h>
 
@@ -171,9 +172,12 @@ class BatchTest : public ::testing::TestWithParam<StateBackendKind> {
   }
 
   // The job's summaries, sorted; its result in `result`.
-  std::vector<Summary> run(RuntimeMode mode, bool two_inputs, Violations* violations, JobResult* result) {
-    const bool sorted = mode == RuntimeMode::kBatch;
-    StreamEnvironment env(config(mode));
+  std::vector<Summary> run(RuntimeMode mode, bool two_inputs, Violations* violations, JobResult* result,
+                           bool sorted_inputs = true) {
+    const bool sorted = mode == RuntimeMode::kBatch && sorted_inputs;
+    JobConfig c = config(mode);
+    c.sorted_inputs = sorted_inputs;
+    StreamEnvironment env(c);
     DataStream<Summary> out = [&] {
       auto a = numbers(env, "a", 0);
       if (!two_inputs) {
@@ -224,6 +228,11 @@ class BatchTest : public ::testing::TestWithParam<StateBackendKind> {
     EXPECT_EQ(gauge("sort.records"), total);
     EXPECT_GT(gauge("sort.spilled_bytes"), 0) << "the input of ten times the sort memory did not spill";
     EXPECT_EQ(vertex(streaming, "summarize")->gauges.count("sort.records"), 0u) << "streaming sorted its input";
+    // Batch without sorted inputs: every key's state in the backend, the
+    // same result.
+    JobResult unsorted;
+    EXPECT_EQ(run(RuntimeMode::kBatch, two_inputs, &violations, &unsorted, /*sorted_inputs=*/false), want);
+    EXPECT_EQ(vertex(unsorted, "summarize")->gauges.count("sort.records"), 0u) << "sorted despite sorted_inputs off";
     EXPECT_FALSE(fs::exists(dir_ + "/results/" + batch.job_id)) << "sort or result files left behind";
   }
 

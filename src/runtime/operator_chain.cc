@@ -53,7 +53,10 @@ absl::Status build_partitions(const ChainSetting& s, OperatorChain* chain,
 }  // namespace
 
 bool sorts_input_by_key(const graph::JobGraph& g, const graph::JobVertex& vertex, const JobConfig& config) {
-  if (config.runtime_mode != RuntimeMode::kBatch || vertex.is_source || vertex.inputs.empty()) return false;
+  if (config.runtime_mode != RuntimeMode::kBatch || !config.sorted_inputs || vertex.is_source ||
+      vertex.inputs.empty()) {
+    return false;
+  }
   if (!g.stream.nodes[vertex.nodes[0]].is_keyed) return false;
   return std::all_of(vertex.inputs.begin(), vertex.inputs.end(), [&](int e) {
     const detail::StreamEdge& se = g.stream.edges[g.edges[e].stream_edge];

@@ -71,8 +71,8 @@ struct OperatorChain {
 };
 
 // Whether subtasks of `vertex` sort their input by key: the job runs in
-// batch mode, the head operator is keyed and every input edge is
-// partitioned by key hash.
+// batch mode with sorted inputs, the head operator is keyed and every input
+// edge is partitioned by key hash.
 bool sorts_input_by_key(const graph::JobGraph& g, const graph::JobVertex& vertex, const JobConfig& config);
 
 // Builds the chain of `setting.vertex` for the subtask of `setting.tdd`
