@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Batch execution's keyed operators reading input sorted by key, against
 # the sort's memory budget: the running sum (LINES lines over KEYS keys, p=2)
-# in batch mode at each --sort-memory of BUDGETS, and in streaming mode for
-# reference, alternating run by run (REPEAT rounds, default 3). Prints the
+# in batch mode at each --sort-memory of BUDGETS, and for reference in
+# batch mode without sorted inputs (state in the heap backend) and in
+# streaming mode, alternating run by run (REPEAT rounds, default 3). Prints the
 # median run of each by wall time: lines/s per core (CPU time), wall time,
 # peak RSS, and the records sorted and bytes spilled by the sum's subtasks.
 #
@@ -30,13 +31,14 @@ run() {  # name, args...; prints: wall_s lines/s/core peak_rss_mb sorted spilled
   awk -v n="$LINES" -v w="$wall" -v u="$user" -v s="$sys" -v r="$rss" -v k="$sorted" -v b="$spilled" \
     'BEGIN {printf "%.2f %d %.1f %d %.1f\n", w, n / (u + s), r / 1024, k, b / 1048576}'
 }
-configs="streaming"
+configs="streaming batch-unsorted"
 for b in $BUDGETS; do configs="$configs batch-$b"; done
 runs=$(mktemp -d)
 for i in $(seq "$REPEAT"); do
   for c in $configs; do
     case $c in
       streaming) run --checkpoint-interval 1s >> "$runs/$c" ;;
+      batch-unsorted) run --runtime-mode batch --result-dir "$tmp/results" --no-sorted-inputs >> "$runs/$c" ;;
       batch-*) run --runtime-mode batch --result-dir "$tmp/results" --sort-memory "${c#batch-}" >> "$runs/$c" ;;
     esac
   done

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Batch against streaming execution of the same bounded jobs: Nexmark
-# queries and the running sum, the two modes alternating run by run (REPEAT
+# queries and the running sum, in streaming, batch (keyed operators on
+# sorted input) and batch with --no-sorted-inputs (keyed state in the heap
+# backend) for the queries, the modes alternating run by run (REPEAT
 # rounds, default 3); prints the median run of each by events/s per core,
 # with peak RSS and the bytes that crossed network edges (in batch: written
 # to result files and read back). Then the cost of a failure in the last
@@ -27,23 +29,27 @@ trap 'rm -rf "$tmp"' EXIT
 edge_bytes() { grep -o '([0-9]* bytes)' | tr -d '(' | awk '{b += $1} END {print b + 0}'; }
 
 mode_args() {
-  if [ "$1" = batch ]; then echo "--runtime-mode batch --result-dir $tmp/results"; else echo "--checkpoint-interval 1s"; fi
+  case $1 in
+    batch) echo "--runtime-mode batch --result-dir $tmp/results" ;;
+    batch-unsorted) echo "--runtime-mode batch --result-dir $tmp/results --no-sorted-inputs" ;;
+    *) echo "--checkpoint-interval 1s" ;;
+  esac
 }
 
-printf "%-12s %-10s %14s %9s %10s %14s\n" job mode events/s/core vs_stream peak_rss_mb edge_mb
+printf "%-12s %-14s %14s %9s %10s %14s\n" job mode events/s/core vs_stream peak_rss_mb edge_mb
 for q in $QUERIES; do
   runs=$(mktemp -d)
   for i in $(seq "$REPEAT"); do
-    for m in streaming batch; do
+    for m in streaming batch batch-unsorted; do
       # shellcheck disable=SC2046
       out=$("$WEIR" nexmark --query "$q" --events "$EVENTS" $(mode_args $m) 2>&1)
       echo "$(echo "$out" | nexmark_fields) $(echo "$out" | edge_bytes)" >> "$runs/$m"
     done
   done
   base=$(median "$REPEAT" < "$runs/streaming" | awk '{print $1}')
-  for m in streaming batch; do
+  for m in streaming batch batch-unsorted; do
     median "$REPEAT" < "$runs/$m" |
-      awk -v q="$q" -v m="$m" -v b="$base" '{printf "%-12s %-10s %14s %9.2f %10s %14.1f\n", q, m, $1, $1 / b, $5, $6 / 1048576}'
+      awk -v q="$q" -v m="$m" -v b="$base" '{printf "%-12s %-14s %14s %9.2f %10s %14.1f\n", q, m, $1, $1 / b, $5, $6 / 1048576}'
   done
   rm -rf "$runs"
 done
@@ -71,7 +77,7 @@ done
 base=$(median "$REPEAT" < "$runs/streaming" | awk '{print $1}')
 for m in streaming batch; do
   median "$REPEAT" < "$runs/$m" |
-    awk -v m="$m" -v b="$base" '{printf "%-12s %-10s %14s %9.2f %10s %14.1f\n", "running-sum", m, $1, $1 / b, $3, $4}'
+    awk -v m="$m" -v b="$base" '{printf "%-12s %-14s %14s %9.2f %10s %14.1f\n", "running-sum", m, $1, $1 / b, $3, $4}'
 done
 printf "\n%-10s %14s %16s %10s\n" mode wall_s wall_s_failure extra_s
 for m in streaming batch; do
