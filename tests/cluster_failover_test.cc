@@ -189,7 +189,8 @@ TEST(ClusterTest, FrozenTaskManagerIsDetectedByHeartbeatTimeout) {
 // source subtask 1 of both inputs is SIGKILLed. Only the big input's
 // subtask 1 runs again (attempt 1): the small input's finished results are
 // on shared storage, so its sources keep attempt 0, and the sums (attempt 0,
-// deployed once) read every file. The output is exactly once.
+// deployed once) read every file. The output is exactly once, and so is a
+// batch job's after it (its sums reading sorted input).
 TEST(ClusterTest, PersistedResultsSurviveALostTaskManager) {
   Cluster c("cluster-persisted", "1s");
   const std::string small = c.dir().path("small.txt"), big = c.dir().path("big.txt");
@@ -260,6 +261,17 @@ TEST(ClusterTest, PersistedResultsSurviveALostTaskManager) {
   EXPECT_EQ((*done)["restarts"].get<int>(), 1);
   EXPECT_EQ((*done)["completed_checkpoints"], 0);
   expect_exactly_once({small, big}, c.dir().path("out"));
+  // Batch execution on the cluster: the sums read their input sorted by
+  // key, spilling past a 1 MB budget, with the same exactly-once output.
+  auto batch = c.client().submit("running-sum", {"--input", small, "--input", big, "--output",
+                                                 c.dir().path("out-batch"), "-p", "2", "--checkpoint-dir",
+                                                 c.dir().path("chk"), "--runtime-mode", "batch", "--exchange",
+                                                 "persisted", "--sort-memory", "1mb"});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  auto batch_done = c.client().wait(*batch, 120000);
+  ASSERT_TRUE(batch_done.ok()) << batch_done.status();
+  ASSERT_EQ((*batch_done)["status"], "FINISHED") << *batch_done << "\n" << c.jm_log();
+  expect_exactly_once({small, big}, c.dir().path("out-batch"));
 }
 
 // Region failover: line-copy's subtasks are independent pipelines (one

@@ -720,7 +720,11 @@ void Task::release_sorted_input() {
   if (sorted_ == nullptr) return;
   sorted_.reset();
   std::error_code ec;
-  std::filesystem::remove_all(sort_directory(), ec);
+  const std::filesystem::path dir = sort_directory();
+  std::filesystem::remove_all(dir, ec);
+  // The job's result directory, unless other files are in it (a
+  // TaskManager of a cluster has no one else to remove it).
+  std::filesystem::remove(dir.parent_path(), ec);
 }
 
 void Task::commit_at_end() {
