@@ -206,9 +206,10 @@ struct JobConfig {
   // when the job ends. Default: empty, meaning <system temp directory>/weir-results.
   std::string result_directory;
   // Batch execution: memory of each keyed subtask's sort of its input; what
-  // does not fit is spilled to runs under the result directory. Default:
-  // 64 MiB.
-  int64_t sort_memory_bytes = int64_t{64} << 20;
+  // does not fit is spilled to runs under the result directory, merged at
+  // once up to 64 runs (an input of 64 budgets), in passes beyond. Default:
+  // 16 MiB (smaller runs sort faster in cache: docs/benchmarks.md).
+  int64_t sort_memory_bytes = int64_t{16} << 20;
   // Batch execution: keyed operators read their input sorted by key, one
   // key at a time (false: they keep every key's state in the configured
   // backend, as in streaming). Default: true.
