@@ -1,5 +1,6 @@
 #include "batch/sorted_input.h"
 
+#include <bit>
 #include <cstring>
 #include <utility>
 
@@ -8,8 +9,11 @@
 namespace weir::batch {
 namespace {
 
-void put_big_endian(std::string* out, uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) out->push_back(static_cast<char>(v >> (8 * i)));
+static_assert(std::endian::native == std::endian::little, "the sort key is written by swapping bytes");
+
+void put_big_endian(char* out, uint64_t v) {
+  v = __builtin_bswap64(v);
+  std::memcpy(out, &v, sizeof(v));
 }
 
 }  // namespace
@@ -23,15 +27,15 @@ absl::Status SortedInput::add(int input, uint64_t key_hash, std::string_view fra
     return absl::DataLossError("a record of " + std::to_string(frame.size()) + " bytes has no timestamp");
   }
   std::memcpy(&timestamp, frame.data(), sizeof(timestamp));
-  key_.clear();
-  put_big_endian(&key_, static_cast<uint64_t>(key_group_for_hash(key_hash, max_parallelism_)), 2);
-  put_big_endian(&key_, key_hash, 8);
+  char key[kKeySize];
+  const auto kg = static_cast<uint16_t>(key_group_for_hash(key_hash, max_parallelism_));
+  key[0] = static_cast<char>(kg >> 8);
+  key[1] = static_cast<char>(kg);
+  put_big_endian(key + 2, key_hash);
   // Flipping the sign bit orders signed numbers as unsigned bytes do.
-  put_big_endian(&key_, static_cast<uint64_t>(timestamp) ^ (uint64_t{1} << 63), 8);
-  value_.clear();
-  value_.push_back(static_cast<char>(input));
-  value_.append(frame);
-  return sorter_.add(key_, value_);
+  put_big_endian(key + 10, static_cast<uint64_t>(timestamp) ^ (uint64_t{1} << 63));
+  key[18] = static_cast<char>(input);
+  return sorter_.add(std::string_view(key, kKeySize), frame);
 }
 
 absl::Status SortedInput::finish() {
@@ -40,9 +44,9 @@ absl::Status SortedInput::finish() {
   return s;
 }
 
-int SortedInput::input() const { return static_cast<unsigned char>(sorter_.value()[0]); }
+int SortedInput::input() const { return static_cast<unsigned char>(sorter_.key()[kKeySize - 1]); }
 
-std::string_view SortedInput::frame() const { return sorter_.value().substr(1); }
+std::string_view SortedInput::frame() const { return sorter_.value(); }
 
 int SortedInput::key_group() const {
   std::string_view k = sorter_.key();

@@ -7,13 +7,13 @@
 // RecordOps::read_key_hash gives); once every input ended, finish() sorts
 // them and the task reads them back: grouped by key group, then by key hash
 // (keys whose 64-bit hashes are equal come as one block, which is harmless:
-// state and timers are still per key), within a key by timestamp, then in
-// arrival order. Each record comes with the input it arrived on, so a
-// two-input operator reads both inputs of a key together.
+// state and timers are still per key), within a key by timestamp, then by
+// input, then in arrival order. Each record comes with the input it arrived
+// on, so a two-input operator reads both inputs of a key together.
 //
 // Sort key: `u16 key group | u64 key hash | u64 timestamp with its sign bit
-// flipped`, all big-endian, so bytewise order is that order. Sort value:
-// `u8 input | frame`. The sorting, and spilling to disk beyond the memory
+// flipped | u8 input`, numbers big-endian, so bytewise order is that order.
+// Sort value: the frame. The sorting, and spilling to disk beyond the memory
 // budget, is ExternalSorter's.
 //
 // Not thread-safe: the task thread.
@@ -54,12 +54,11 @@ class SortedInput {
 
  private:
   static constexpr size_t kBlockKeySize = 10;  // key group and key hash
+  static constexpr size_t kKeySize = 19;       // and timestamp and input
   void read_current();
 
   ExternalSorter sorter_;
   const int max_parallelism_;
-  std::string key_;              // scratch of add()
-  std::string value_;            // scratch of add()
   char previous_[kBlockKeySize] = {};
   bool has_previous_ = false;
   bool same_key_ = false;

@@ -55,7 +55,8 @@ class SortedInputTest : public ::testing::Test {
 // Records of few keys on two inputs, timestamps out of order (negative ones
 // and none among them), through a budget far below their size: they come
 // back once each, each key's records in one block, blocks ordered by key
-// group, each block's records by timestamp and then as they were added.
+// group, each block's records by timestamp, input, and then as they were
+// added.
 TEST_F(SortedInputTest, GroupsKeysAndOrdersEachByTimestampThroughSpills) {
   const uint64_t seed = weir::testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -79,10 +80,10 @@ TEST_F(SortedInputTest, GroupsKeysAndOrdersEachByTimestampThroughSpills) {
   ASSERT_TRUE(in.finish().ok());
   EXPECT_GT(in.stats().spilled_runs, 1);
 
-  // Expected: by (key group, hash, timestamp), stable.
+  // Expected: by (key group, hash, timestamp, input), stable.
   std::vector<Sent> want = sent;
   auto order = [&](const Sent& s) {
-    return std::make_tuple(key_group_for_hash(s.hash, kMaxParallelism), s.hash, s.timestamp);
+    return std::make_tuple(key_group_for_hash(s.hash, kMaxParallelism), s.hash, s.timestamp, s.input);
   };
   std::stable_sort(want.begin(), want.end(), [&](const Sent& a, const Sent& b) { return order(a) < order(b); });
 
