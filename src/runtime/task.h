@@ -11,6 +11,11 @@
 // from operator code fails the task (FAILED, reported with its message);
 // cancel() ends it as CANCELED.
 //
+// In batch execution a keyed head operator reads its input sorted by key
+// (OperatorChain::sorted_input): the task takes in every input first
+// (batch::SortedInput, spilling past the sort budget), then replays it one
+// key block at a time, ending each with OperatorBase::end_key_block.
+//
 // Its channels close when it ends, except under --failover task: then they
 // outlive the attempt (its inputs are detached, its next attempt announces
 // itself with kReset), and it counts the records dropped with it.
