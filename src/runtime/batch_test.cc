@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "testing/committing_sink.h"
+#include "tests/process.h"
 #include "weir/connectors.h"
 #include "weir/weir.h"
 
@@ -151,22 +152,16 @@ DataStream<int64_t> numbers(StreamEnvironment& env, const std::string& name, int
 class BatchTest : public ::testing::TestWithParam<StateBackendKind> {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("weir-batch-test-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(static_cast<int>(GetParam())) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    for (char& c : dir_) {
-      if (c == '/' && &c > dir_.data() + fs::temp_directory_path().string().size()) c = '_';
-    }
-    fs::remove_all(dir_);
+    dir_ = std::make_unique<testing::TempDir>(std::string("batch-test-") +
+                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   JobConfig config(RuntimeMode mode) {
     JobConfig c = testing::failure_test_config(2, GetParam());
     c.checkpoint.mode = CheckpointingMode::kNone;
     c.runtime_mode = mode;
-    c.result_directory = dir_ + "/results";
-    c.state.local_directory = dir_ + "/state";
+    c.result_directory = dir_->path("results");
+    c.state.local_directory = dir_->path("state");
     c.sort_memory_bytes = int64_t{1} << 20;  // a tenth of what the keyed subtasks sort
     return c;
   }
@@ -233,10 +228,10 @@ class BatchTest : public ::testing::TestWithParam<StateBackendKind> {
     JobResult unsorted;
     EXPECT_EQ(run(RuntimeMode::kBatch, two_inputs, &violations, &unsorted, /*sorted_inputs=*/false), want);
     EXPECT_EQ(vertex(unsorted, "summarize")->gauges.count("sort.records"), 0u) << "sorted despite sorted_inputs off";
-    EXPECT_FALSE(fs::exists(dir_ + "/results/" + batch.job_id)) << "sort or result files left behind";
+    EXPECT_FALSE(fs::exists(dir_->path("results/" + batch.job_id))) << "sort or result files left behind";
   }
 
-  std::string dir_;
+  std::unique_ptr<testing::TempDir> dir_;
 };
 
 TEST_P(BatchTest, AKeyedOperatorSeesOneKeyAtATimeAndTheStreamingResult) { expect_sorted_and_equal(false); }
