@@ -101,7 +101,8 @@ class Cluster {
          {testing::weir_bin(), std::string("taskmanager"), std::string("--jobmanager"), address_,
           std::string("--slots"), std::to_string(slots), std::string("--id"), id, std::string("--bind"), bind,
           std::string("--secret-file"), secret_file_, std::string("--verbose"), std::string("--state-dir"),
-          dir_.path("state"), std::string("--library-dir"), dir_.path(id + "-libraries")}) {
+          dir_.path("state"), std::string("--tmp-dir"), dir_.path("tmp"), std::string("--library-dir"),
+          dir_.path(id + "-libraries")}) {
       launcher.push_back(a);
     }
     tms_[id] = std::make_unique<Child>(launcher, dir_.path(id), /*pipe_stderr=*/false, env);

@@ -134,6 +134,35 @@ class RunningSum final : public KeyedProcessFunction<std::string, KeyValue, std:
   std::string line_;
 };
 
+// The file sink, failing once in one subtask's first attempt.
+class FailingOnceSink final : public Sink<std::string> {
+ public:
+  FailingOnceSink(std::string dir, int fail_subtask, int64_t fail_after)
+      : sink_(std::move(dir), kOutputPrefix), fail_subtask_(fail_subtask), fail_after_(fail_after) {}
+  absl::Status open(OperatorContext& ctx) override {
+    armed_ = ctx.subtask_index() == fail_subtask_ && ctx.attempt() == 0;
+    return sink_.open(ctx);
+  }
+  absl::Status write(const std::string& line) override {
+    if (armed_ && ++written_ >= fail_after_) {
+      armed_ = false;
+      throw std::runtime_error("injected failure after " + std::to_string(written_) + " lines");
+    }
+    return sink_.write(line);
+  }
+  absl::Status finish() override { return sink_.finish(); }
+  absl::Status snapshot_state(int64_t id) override { return sink_.snapshot_state(id); }
+  void notify_checkpoint_complete(int64_t id) override { sink_.notify_checkpoint_complete(id); }
+  void close() override { sink_.close(); }
+
+ private:
+  ExactlyOnceFileSink sink_;
+  const int fail_subtask_;
+  const int64_t fail_after_;
+  bool armed_ = false;
+  int64_t written_ = 0;
+};
+
 }  // namespace
 
 void build_running_sum(StreamEnvironment& env, const RunningSumOptions& o) {
@@ -175,45 +204,19 @@ void build_running_sum(StreamEnvironment& env, const RunningSumOptions& o) {
   sums.uid("running-sum").parallelism(o.parallelism);
   if (!o.output_topic.empty()) return sink_to_kafka(sums, o);
   if (!o.output_table.empty()) return sink_to_postgres(sums, o);
+  const int fail_subtask = o.fail_sink_subtask;
+  const int64_t fail_after = o.fail_sink_after;
+  auto sink = [out_dir, fail_subtask, fail_after] {
+    return std::make_unique<FailingOnceSink>(out_dir, fail_subtask, fail_after);
+  };
+  if (o.sink_parallelism > 0) {
+    // A vertex of its own, behind a rebalance.
+    sums.rebalance().sink_to(sink, "output-sink").uid("output-sink").parallelism(o.sink_parallelism);
+    return;
+  }
   // Chained to running-sum: forward, same parallelism.
-  sums.sink_to([out_dir] { return std::make_unique<ExactlyOnceFileSink>(out_dir, kOutputPrefix); },
-               "output-sink")
-      .uid("output-sink")
-      .parallelism(o.parallelism);
+  sums.sink_to(sink, "output-sink").uid("output-sink").parallelism(o.parallelism);
 }
-
-namespace {
-
-// The file sink, failing once in one subtask's first attempt.
-class FailingOnceSink final : public Sink<std::string> {
- public:
-  FailingOnceSink(std::string dir, int fail_subtask, int64_t fail_after)
-      : sink_(std::move(dir), kOutputPrefix), fail_subtask_(fail_subtask), fail_after_(fail_after) {}
-  absl::Status open(OperatorContext& ctx) override {
-    armed_ = ctx.subtask_index() == fail_subtask_ && ctx.attempt() == 0;
-    return sink_.open(ctx);
-  }
-  absl::Status write(const std::string& line) override {
-    if (armed_ && ++written_ >= fail_after_) {
-      armed_ = false;
-      throw std::runtime_error("injected failure after " + std::to_string(written_) + " lines");
-    }
-    return sink_.write(line);
-  }
-  absl::Status finish() override { return sink_.finish(); }
-  absl::Status snapshot_state(int64_t id) override { return sink_.snapshot_state(id); }
-  void notify_checkpoint_complete(int64_t id) override { sink_.notify_checkpoint_complete(id); }
-  void close() override { sink_.close(); }
-
- private:
-  ExactlyOnceFileSink sink_;
-  const int fail_subtask_;
-  const int64_t fail_after_;
-  bool armed_ = false;
-  int64_t written_ = 0;
-};
-
-}  // namespace
 
 void build_line_copy(StreamEnvironment& env, const LineCopyOptions& o) {
   env.config().default_parallelism = o.parallelism;

@@ -29,6 +29,12 @@ struct RunningSumOptions {
   uint64_t seed = 0;
   // Lines per second per source subtask (0: as fast as it goes).
   int64_t rate = 0;
+  // The output sink's own parallelism behind a rebalance (0: chained to the
+  // sums); and its subtask `fail_sink_subtask` failing once, in its first
+  // attempt, after `fail_sink_after` lines (-1: none).
+  int sink_parallelism = 0;
+  int fail_sink_subtask = -1;
+  int64_t fail_sink_after = 1;
   // Kafka instead of files (examples/running_sum/kafka_io.cc): the input
   // lines are the values of `input_topic` (a record's key, if a number, is
   // its line number, else its offset + 1), and the sums go to

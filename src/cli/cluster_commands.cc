@@ -214,6 +214,9 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
       ->capture_default_str()
       ->check(CLI::Range(16, 1 << 20));
   f.taskmanager->add_option("--state-dir", f.tm.state_dir, "RocksDB working copies (default: system temp)");
+  f.taskmanager->add_option("--tmp-dir", f.tm.tmp_dir,
+                            "Blocking results and sort spills, kept here and served to other TaskManagers "
+                            "(default: the job's --result-dir, else system temp)");
   f.taskmanager->add_option("--library-dir", f.tm.library_dir,
                             "Job libraries fetched from the JobManager (default: <temp>/weir-libraries-<uid>)");
 

@@ -39,6 +39,15 @@ void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o) {
   app->add_option("--seed", o.seed, "Seed for failure positions");
   app->add_option("--rate", o.rate, "Read at most this many lines (or records) per second per source subtask (0: unlimited)")
       ->check(whole_number(0));
+  app->add_option("--sink-parallelism", o.sink_parallelism,
+                  "Give the output sink this parallelism behind a rebalance (0: chained to the sums)")
+      ->check(whole_number(0));
+  app->add_option("--fail-sink-subtask", o.fail_sink_subtask,
+                  "This output sink subtask fails once, in its first attempt (-1: none)")
+      ->capture_default_str();
+  app->add_option("--fail-sink-after", o.fail_sink_after, "...after writing this many lines")
+      ->capture_default_str()
+      ->check(whole_number(1));
 }
 
 absl::Status validate_running_sum_options(const examples::RunningSumOptions& o) {
@@ -56,6 +65,11 @@ absl::Status validate_running_sum_options(const examples::RunningSumOptions& o) 
   }
   if (!o.output_table.empty() && !o.output_topic.empty()) {
     return absl::InvalidArgumentError("running-sum: give --output-topic or --output-table, not both");
+  }
+  if ((o.sink_parallelism > 0 || o.fail_sink_subtask >= 0) && (!o.output_table.empty() || !o.output_topic.empty())) {
+    return absl::InvalidArgumentError(
+        "running-sum: --sink-parallelism and --fail-sink-subtask apply to the file sink (--output), not to "
+        "--output-topic or --output-table");
   }
   return absl::OkStatus();
 }

@@ -116,6 +116,11 @@ void JobGateway::action(proto::TaskAction::Kind kind, const runtime::ExecutionId
   s->send(std::move(m));
 }
 
+bool JobGateway::holds_result(int vertex, int subtask, const std::string&) {
+  SessionPtr s = session_of(runtime::ExecutionId{vertex, subtask, 0});
+  return s != nullptr && !s->lost;
+}
+
 void JobGateway::prepare_savepoint(int64_t cp, const std::string& directory) {
   std::set<SessionPtr> sessions;
   {

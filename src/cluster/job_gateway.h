@@ -48,6 +48,8 @@ class JobGateway final : public runtime::TaskExecutorGateway {
     action(proto::TaskAction::CONFIRM_SOURCE_POSITIONS, id, seq);
   }
   void prepare_savepoint(int64_t cp, const std::string& directory) override;
+  // Kept while the TaskManager that ran the subtask is.
+  bool holds_result(int vertex, int subtask, const std::string& path) override;
 
   // The tasks placed on `s` fail.
   void taskmanager_lost(const SessionPtr& s, const std::string& reason);

@@ -83,7 +83,9 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
   auto built = catalog_(spec.name(), args, lib);
   if (!built.ok()) return built.status();
   const JobConfig& config = built->env->config();
-  if (config.checkpoint.mode != CheckpointingMode::kNone &&
+  // Batch execution takes no checkpoints (its stages' results are its
+  // recovery).
+  if (config.runtime_mode != RuntimeMode::kBatch && config.checkpoint.mode != CheckpointingMode::kNone &&
       config.checkpoint.mode != CheckpointingMode::kAtMostOnce && config.checkpoint.directory.empty()) {
     return absl::InvalidArgumentError(
         "a cluster job needs --checkpoint-dir, on storage every TaskManager and the JobManager reach");
@@ -95,13 +97,6 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
   }
   auto graph = graph::build_job_graph(built->env->graph(), config);
   if (!graph.ok()) return graph.status();
-  for (const graph::JobEdge& e : (*graph)->edges) {
-    if (e.exchange != ExchangeMode::kBlocking) continue;
-    return absl::InvalidArgumentError(
-        "exchange blocking (also the default of --runtime-mode batch) keeps each result on the TaskManager that "
-        "wrote it, and a cluster does not serve results between TaskManagers: use --exchange persisted (results "
-        "under --checkpoint-dir)");
-  }
   auto restored = runtime::find_restore(**graph, config);
   if (!restored.ok()) return restored.status();
 
@@ -133,6 +128,7 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
   job->master->start(std::move(*restored));
   job->waiter = std::thread([this, raw] {
     JobResult r = raw->master->wait();
+    runtime::JobMaster::Status final_status = raw->master->status();
     detail::JobControlAccess::detach(raw->control);
     raw->gateway->release();
     spdlog::log(r.status == JobStatus::kFailed ? spdlog::level::err : spdlog::level::info, "job {} {}{}", raw->id,
@@ -140,6 +136,7 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     {
       absl::MutexLock lock(&raw->mu);
       raw->result = std::move(r);
+      raw->final_status = std::move(final_status);
     }
     forget_old_jobs(raw);
   });

@@ -43,6 +43,8 @@ struct Job {
 
   absl::Mutex mu;
   std::optional<JobResult> result ABSL_GUARDED_BY(mu);  // once ended
+  // Its executions (subtask, attempt, state) as it ended, for the REST API.
+  std::optional<runtime::JobMaster::Status> final_status ABSL_GUARDED_BY(mu);
   std::vector<SavepointResult> savepoints ABSL_GUARDED_BY(mu);
   absl::Mutex savepoint_mu;  // one savepoint request at a time
 

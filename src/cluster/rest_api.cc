@@ -223,6 +223,7 @@ nlohmann::json job_json(Job& j, bool detail) {
       out["completed_checkpoints"] = j.result->checkpoints.size();
       out["stopped_with_savepoint"] = j.result->stopped_with_savepoint;
       out["duration_ms"] = j.result->wall_time.count();
+      st = j.final_status;
     }
   }
   if (!out.contains("status")) {

@@ -17,6 +17,7 @@
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
 #include "network/data_plane.h"
+#include "network/result_file.h"
 #include "runtime/mini_cluster.h"
 #include "runtime/task_manager.h"
 
@@ -50,6 +51,14 @@ class TaskManagerProcess::Impl {
 
   absl::Status start() {
     if (!options_.catalog) return absl::FailedPreconditionError("TaskManager: no job catalog to build jobs with");
+    data_plane_.set_result_locator([this](const network::ChannelKey& k) -> absl::StatusOr<std::string> {
+      absl::MutexLock lock(&mu_);
+      auto it = jobs_.find(k.job_id);
+      if (it == jobs_.end()) {
+        return absl::NotFoundError("job " + k.job_id + " does not run on TaskManager " + options_.id);
+      }
+      return network::result_file_path(it->second->result_dir, k.job_edge, k.producer, k.consumer);
+    });
     return data_plane_.listen(options_.bind_host, options_.data_port);
   }
   const std::string& data_address() const { return data_plane_.address(); }
@@ -150,6 +159,7 @@ class TaskManagerProcess::Impl {
   };
 
   struct Job {
+    std::string result_dir;  // its blocking results on this TaskManager
     std::shared_ptr<checkpoint::RoutingCheckpointStorage> storage;
     std::unique_ptr<MasterProxy> proxy;
     std::unique_ptr<runtime::TaskManager> tasks;  // after proxy: destroyed first
@@ -360,10 +370,16 @@ class TaskManagerProcess::Impl {
                                      : std::filesystem::path(config.state.local_directory);
     if (!options_.state_dir.empty()) base = options_.state_dir;
     config.state.local_directory = (base / options_.id).string();
+    std::filesystem::path tmp = !options_.tmp_dir.empty()         ? std::filesystem::path(options_.tmp_dir)
+                                : !config.result_directory.empty() ? std::filesystem::path(config.result_directory)
+                                                                   : std::filesystem::temp_directory_path() /
+                                                                         "weir-results";
+    config.result_directory = (tmp / options_.id).string();
     auto graph = graph::build_job_graph(built->env->graph(), config);
     if (!graph.ok()) return graph.status();
     data_plane_.admit_job(d.job_id());
     auto job = std::make_unique<Job>();
+    job->result_dir = network::result_directory(config, d.job_id(), ExchangeMode::kBlocking);
     job->storage = runtime::make_job_storage(config, d.job_id());
     job->proxy = std::make_unique<MasterProxy>(this, d.job_id());
     job->tasks = std::make_unique<runtime::TaskManager>(&pool_, &data_plane_, /*snapshot_threads=*/2);
@@ -442,6 +458,9 @@ class TaskManagerProcess::Impl {
     job->tasks->unregister_job(job_id);
     job->tasks->drain_snapshots();
     data_plane_.release_job(job_id);
+    std::error_code ec;
+    std::filesystem::remove_all(job->result_dir, ec);
+    if (ec) spdlog::warn("cannot remove the results of job {} in {}: {}", job_id, job->result_dir, ec.message());
   }
 
   void release_all() {

@@ -3,7 +3,9 @@
 // job, sharing this process's network buffer pool and data plane), reports
 // their states and checkpoints back, and sends heartbeats. When the session
 // breaks or the JobManager's heartbeats stop, it cancels every task (the
-// JobManager has failed them) and registers again.
+// JobManager has failed them) and registers again. The blocking results its
+// tasks write stay in its own directory and are served from there to
+// consumers on other TaskManagers; they are removed when the job ends here.
 #ifndef WEIR_CLUSTER_TASKMANAGER_H_
 #define WEIR_CLUSTER_TASKMANAGER_H_
 
@@ -24,6 +26,8 @@ struct TaskManagerOptions {
   std::string id;                       // default: tm-<host>-<pid>
   int network_buffers = 4096;           // the process's pool (32 KiB each)
   std::string state_dir;                // RocksDB working copies (default: system temp)
+  std::string tmp_dir;                  // blocking results and sort spills (default: the job's
+                                        // --result-dir, else system temp), under <id>/
   std::string library_dir;              // job libraries fetched from the JobManager
                                         // (default: <system temp>/weir-libraries-<uid>)
   JobCatalog catalog;                   // how deployed jobs are built (required)

@@ -19,6 +19,7 @@
 
 #include "common/rate_limited_log.h"
 #include "common/wakeup.h"
+#include "network/result_file.h"
 
 namespace weir::network {
 namespace {
@@ -85,6 +86,16 @@ std::string frame(FrameType type, uint32_t channel, std::string_view payload) {
   put_header(out, type, channel, payload.size());
   out.append(payload);
   return out;
+}
+
+// A channel key as kOpen and kServe carry it.
+void put_key(std::string& out, const ChannelKey& key) {
+  put_u32(out, static_cast<uint32_t>(key.job_id.size()));
+  out += key.job_id;
+  put_i32(out, key.attempt);
+  put_i32(out, key.job_edge);
+  put_i32(out, key.producer);
+  put_i32(out, key.consumer);
 }
 
 struct Header {
@@ -250,10 +261,22 @@ class DataPlane::Outbound {
     return dead_;
   }
 
+  // Queues a frame that belongs to no channel (a kServe request). False
+  // when the connection is dead.
+  bool send_control(std::string frame_bytes) {
+    absl::MutexLock lock(&mu_);
+    if (dead_) return false;
+    control_ += frame_bytes;
+    wakeup_.notify();
+    return true;
+  }
+
   void stop() {
     ::shutdown(fd_, SHUT_RDWR);
     fail("shut down");
   }
+
+  const std::string& address() const { return address_; }
 
  private:
   struct Sender {
@@ -291,17 +314,14 @@ class DataPlane::Outbound {
         absl::MutexLock lock(&mu_);
         if (dead_) return;
         for (auto& [id, s] : senders_) senders.push_back(s);
+        out += control_;
+        control_.clear();
       }
       bool progress = false;
       for (auto& s : senders) {
         if (!s->opened) {
           std::string p;
-          put_u32(p, static_cast<uint32_t>(s->key.job_id.size()));
-          p += s->key.job_id;
-          put_i32(p, s->key.attempt);
-          put_i32(p, s->key.job_edge);
-          put_i32(p, s->key.producer);
-          put_i32(p, s->key.consumer);
+          put_key(p, s->key);
           out += frame(FrameType::kOpen, s->id, p);
           s->opened = true;
         }
@@ -377,6 +397,7 @@ class DataPlane::Outbound {
   bool dead_ ABSL_GUARDED_BY(mu_) = false;
   uint32_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint32_t, std::shared_ptr<Sender>> senders_ ABSL_GUARDED_BY(mu_);
+  std::string control_ ABSL_GUARDED_BY(mu_);  // frames of no channel, sent next
 };
 
 // ---- receiving side ----------------------------------------------------------
@@ -469,6 +490,13 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
             });
         channels_[id] = ch;
         grant(id, static_cast<uint32_t>(plane_->capacity_));
+      } else if (h.type == FrameType::kServe) {
+        auto serve = decode_serve(payload);
+        if (!serve) {
+          spdlog::warn("data connection from {}: malformed serve frame", peer_);
+          return;
+        }
+        plane_->serve_result(serve->first, serve->second);
       } else if (h.type == FrameType::kEvent) {
         std::optional<ChannelEvent> ev = decode_event(payload);
         if (!ev) {
@@ -543,6 +571,17 @@ std::optional<ChannelKey> decode_open(std::string_view payload) {
     return std::nullopt;
   }
   return key;
+}
+
+std::optional<std::pair<ChannelKey, std::string>> decode_serve(std::string_view payload) {
+  PayloadReader r(payload);
+  std::pair<ChannelKey, std::string> out;
+  ChannelKey& key = out.first;
+  if (!r.get_string(&key.job_id) || !r.get(&key.attempt) || !r.get(&key.job_edge) || !r.get(&key.producer) ||
+      !r.get(&key.consumer) || !r.get_string(&out.second) || out.second.empty()) {
+    return std::nullopt;
+  }
+  return out;
 }
 
 std::optional<ChannelEvent> decode_event(std::string_view payload) {
@@ -634,10 +673,13 @@ ChannelRegistry* DataPlane::registry(const std::string& job_id) {
 }
 
 void DataPlane::release_job(const std::string& job_id) {
-  absl::MutexLock lock(&mu_);
-  released_.insert(job_id);
-  auto it = registries_.find(job_id);
-  if (it != registries_.end()) it->second->release(job_id, INT32_MAX);
+  {
+    absl::MutexLock lock(&mu_);
+    released_.insert(job_id);
+    auto it = registries_.find(job_id);
+    if (it != registries_.end()) it->second->release(job_id, INT32_MAX);
+  }
+  stop_pumps(job_id);
 }
 
 void DataPlane::admit_job(const std::string& job_id) {
@@ -647,65 +689,211 @@ void DataPlane::admit_job(const std::string& job_id) {
   if (it != registries_.end()) it->second->reopen(job_id);  // kept: readers may hold it
 }
 
+absl::StatusOr<std::shared_ptr<DataPlane::Outbound>> DataPlane::connection(const std::string& address) {
+  std::shared_ptr<Outbound> conn;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = outbound_.find(address);
+    if (it != outbound_.end()) conn = it->second;
+  }
+  if (conn == nullptr) {
+    auto fd = connect_tcp(address, 5000);
+    if (!fd.ok()) return absl::UnavailableError("data connection: " + std::string(fd.status().message()));
+    std::string hello = frame(FrameType::kHello, 0, std::string(1, static_cast<char>(kDataPlaneVersion)) + secret_);
+    Header h{};
+    set_receive_timeout(*fd, kHandshakeTimeout);
+    if (!write_all(*fd, hello.data(), hello.size()) || !read_header(*fd, &h)) {
+      std::string why = errno == EAGAIN || errno == EWOULDBLOCK ? "no answer to the handshake within 5 s"
+                                                                : "closed during the handshake";
+      ::close(*fd);
+      return absl::UnavailableError("data connection to " + address + ": " + why);
+    }
+    if (h.type != FrameType::kHelloOk) {
+      std::string why(std::min<uint32_t>(h.length, kMaxControlPayload), '\0');
+      read_all(*fd, why.data(), why.size());
+      ::close(*fd);
+      return absl::PermissionDeniedError("data connection to " + address + " refused: " + why);
+    }
+    set_receive_timeout(*fd, std::chrono::seconds(0));
+    conn = std::make_shared<Outbound>(this, address, *fd);
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::CancelledError("the data plane is shut down");
+    auto [it, inserted] = outbound_.emplace(address, conn);
+    if (inserted) {
+      conn->start();
+    } else {
+      dead_outbound_.push_back(conn);  // lost a race; the other connection serves
+      conn = it->second;
+    }
+  }
+  return conn;
+}
+
 absl::StatusOr<std::shared_ptr<LocalChannel>> DataPlane::outbound(const std::string& address,
                                                                   const ChannelKey& key) {
   for (int tries = 0; tries < 2; ++tries) {
-    std::shared_ptr<Outbound> conn;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = outbound_.find(address);
-      if (it != outbound_.end()) conn = it->second;
-    }
-    if (conn == nullptr) {
-      auto fd = connect_tcp(address, 5000);
-      if (!fd.ok()) return absl::UnavailableError("data connection: " + std::string(fd.status().message()));
-      std::string hello = frame(FrameType::kHello, 0, std::string(1, static_cast<char>(kDataPlaneVersion)) + secret_);
-      Header h{};
-      set_receive_timeout(*fd, kHandshakeTimeout);
-      if (!write_all(*fd, hello.data(), hello.size()) || !read_header(*fd, &h)) {
-        std::string why = errno == EAGAIN || errno == EWOULDBLOCK ? "no answer to the handshake within 5 s"
-                                                                  : "closed during the handshake";
-        ::close(*fd);
-        return absl::UnavailableError("data connection to " + address + ": " + why);
-      }
-      if (h.type != FrameType::kHelloOk) {
-        std::string why(std::min<uint32_t>(h.length, kMaxControlPayload), '\0');
-        read_all(*fd, why.data(), why.size());
-        ::close(*fd);
-        return absl::PermissionDeniedError("data connection to " + address + " refused: " + why);
-      }
-      set_receive_timeout(*fd, std::chrono::seconds(0));
-      conn = std::make_shared<Outbound>(this, address, *fd);
-      absl::MutexLock lock(&mu_);
-      if (stopping_) return absl::CancelledError("the data plane is shut down");
-      auto [it, inserted] = outbound_.emplace(address, conn);
-      if (inserted) {
-        conn->start();
-      } else {
-        dead_outbound_.push_back(conn);  // lost a race; the other connection serves
-        conn = it->second;
-      }
-    }
+    auto conn = connection(address);
+    if (!conn.ok()) return conn.status();
     auto queue = std::make_shared<LocalChannel>(capacity_);
-    if (conn->add(key, queue)) return queue;
+    if ((*conn)->add(key, queue)) return queue;
   }
   return absl::UnavailableError("data connection to " + address + " keeps failing");
 }
 
-void DataPlane::forget(Outbound* o) {
-  absl::MutexLock lock(&mu_);
-  for (auto it = outbound_.begin(); it != outbound_.end(); ++it) {
-    if (it->second.get() == o) {
-      dead_outbound_.push_back(it->second);  // joined at shutdown, not on its own thread
-      outbound_.erase(it);
-      return;
-    }
+absl::Status DataPlane::request_result(const std::string& address, const ChannelKey& key) {
+  {
+    // Should the connection to `address` fail before the result has
+    // arrived, the channel closes, and its consumer fails.
+    auto channel = registry(key.job_id)->get(key);
+    absl::MutexLock lock(&mu_);
+    std::erase_if(requested_, [](const auto& r) { return r.second.expired(); });
+    requested_.emplace(address, channel);
   }
+  std::string p;
+  put_key(p, key);
+  put_u32(p, static_cast<uint32_t>(address_.size()));
+  p += address_;
+  for (int tries = 0; tries < 2; ++tries) {
+    auto conn = connection(address);
+    if (!conn.ok()) return conn.status();
+    if ((*conn)->send_control(frame(FrameType::kServe, 0, p))) return absl::OkStatus();
+  }
+  return absl::UnavailableError("data connection to " + address + " keeps failing");
+}
+
+// ---- serving results -----------------------------------------------------------
+
+struct DataPlane::Pump {
+  ChannelKey key;
+  std::string reply_to;
+  std::thread thread;
+  std::atomic<bool> abort{false};
+  std::atomic<bool> done{false};
+  absl::Mutex mu;
+  std::shared_ptr<LocalChannel> out ABSL_GUARDED_BY(mu);
+
+  void stop() {
+    abort = true;
+    absl::MutexLock lock(&mu);
+    if (out != nullptr) out->wake_producer();
+  }
+};
+
+void DataPlane::serve_result(const ChannelKey& key, const std::string& reply_to) {
+  std::vector<std::unique_ptr<Pump>> finished;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;  // the requester's connection closes: it fails its request
+    for (auto& p : pumps_) {
+      if (p->done) finished.push_back(std::move(p));
+    }
+    std::erase(pumps_, nullptr);
+    auto p = std::make_unique<Pump>();
+    p->key = key;
+    p->reply_to = reply_to;
+    Pump* raw = p.get();
+    p->thread = std::thread([this, raw] { pump(raw); });
+    pumps_.push_back(std::move(p));
+  }
+  for (auto& f : finished) f->thread.join();
+}
+
+void DataPlane::pump(Pump* p) {
+  const std::string what = "result e" + std::to_string(p->key.job_edge) + "-p" + std::to_string(p->key.producer) +
+                           "-c" + std::to_string(p->key.consumer) + " of job " + p->key.job_id;
+  auto out = outbound(p->reply_to, p->key);
+  if (!out.ok()) {
+    spdlog::warn("cannot serve {} to {}: {}", what, p->reply_to, std::string(out.status().message()));
+    p->done = true;
+    return;
+  }
+  {
+    absl::MutexLock lock(&p->mu);
+    p->out = *out;
+  }
+  LocalChannel& ch = **out;
+  // The consumer sees its channel close before end-of-data and fails.
+  auto refuse = [&](const std::string& why) {
+    if (!p->abort) spdlog::warn("cannot serve {} to {}: {}", what, p->reply_to, why);
+    ch.close();
+    p->done = true;
+  };
+  // The consumer closed its end (it failed or was cancelled): nothing to say.
+  auto gone = [&] {
+    if (!p->abort) spdlog::info("stopped serving {} to {}: the consumer went away", what, p->reply_to);
+    p->done = true;
+  };
+  absl::StatusOr<std::string> path =
+      locate_ ? locate_(p->key) : absl::NotFoundError("this process keeps no results");
+  if (!path.ok()) return refuse(std::string(path.status().message()));
+  auto reader = ResultFileReader::open(*path);
+  if (!reader.ok()) return refuse(std::string(reader.status().message()));
+  try {
+    while (std::optional<ChannelEvent> ev = (*reader)->poll()) {
+      if (ev->kind != EventKind::kBuffer) {
+        if (!ch.push(std::move(*ev), nullptr, &p->abort)) return gone();
+        continue;
+      }
+      // A file's frames are larger than network buffers: the record framing
+      // spans buffers anyway, so they are cut anywhere.
+      for (size_t at = 0; at < ev->buffer.size();) {
+        Buffer b = pool_->request(p->abort);
+        if (!b) return gone();  // stopped
+        const size_t n = std::min(b.capacity(), ev->buffer.size() - at);
+        std::memcpy(b.data(), ev->buffer.data() + at, n);
+        b.set_size(n);
+        at += n;
+        ChannelEvent piece;
+        piece.buffer = std::move(b);
+        if (!ch.push(std::move(piece), nullptr, &p->abort)) return gone();
+      }
+    }
+  } catch (const std::exception& e) {
+    return refuse(e.what());
+  }
+  // Served: the channel stays open until the consumer closes it (closing
+  // here would drop what is still queued).
+  p->done = true;
+}
+
+void DataPlane::stop_pumps(const std::string& job_id) {
+  std::vector<std::unique_ptr<Pump>> stopped;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& p : pumps_) {
+      if (job_id.empty() || p->key.job_id == job_id) stopped.push_back(std::move(p));
+    }
+    std::erase(pumps_, nullptr);
+  }
+  for (auto& p : stopped) p->stop();
+  if (!stopped.empty()) pool_->wake_all();
+  for (auto& p : stopped) p->thread.join();
+}
+
+void DataPlane::forget(Outbound* o) {
+  std::vector<std::shared_ptr<LocalChannel>> orphaned;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = outbound_.begin(); it != outbound_.end(); ++it) {
+      if (it->second.get() == o) {
+        dead_outbound_.push_back(it->second);  // joined at shutdown, not on its own thread
+        outbound_.erase(it);
+        break;
+      }
+    }
+    auto [first, last] = requested_.equal_range(o->address());
+    for (auto it = first; it != last; ++it) {
+      if (auto c = it->second.lock()) orphaned.push_back(std::move(c));
+    }
+    requested_.erase(first, last);
+  }
+  for (auto& c : orphaned) c->close();
 }
 
 void DataPlane::shutdown() {
   if (stopping_.exchange(true)) return;
   acceptor_.shutdown();
+  stop_pumps("");
   std::vector<std::shared_ptr<Outbound>> out;
   std::vector<std::shared_ptr<Inbound>> in;
   {

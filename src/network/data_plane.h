@@ -21,6 +21,13 @@
 // connections get a reading thread. Running out of file descriptors pauses
 // accepting for a moment (logged once), never for good.
 //
+// Blocking results stay on the process that wrote them. A consumer in
+// another process asks that process for each subpartition it reads
+// (request_result, a kServe frame); a thread there reads the result file
+// and sends it back as an ordinary channel to the consumer's process, with
+// the same credits, so serving a file is backpressured like a running
+// producer and its buffers come from the same pool.
+//
 // Wire format (little-endian): frames of `u32 payload length | u8 type |
 // u32 channel id | payload`; see FrameType.
 #ifndef WEIR_NETWORK_DATA_PLANE_H_
@@ -55,6 +62,7 @@ enum class FrameType : uint8_t {
   kEvent = 6,    // sender -> receiver: barrier, watermark, end of data, idle
   kClose = 7,    // either way: the channel is closed at the sending end
   kCredit = 8,   // receiver -> sender: u32 more buffers may be sent
+  kServe = 9,    // consumer's process -> producer's: send result `ChannelKey` to the address that follows
 };
 
 class DataPlane {
@@ -84,13 +92,30 @@ class DataPlane {
   // first use; an error names the peer.
   absl::StatusOr<std::shared_ptr<LocalChannel>> outbound(const std::string& address, const ChannelKey& key);
 
+  // Where this process keeps the result file of the subpartition `key`
+  // names (producer -> consumer of job edge key.job_edge), or an error when
+  // it holds none. Set before listen.
+  using ResultLocator = std::function<absl::StatusOr<std::string>(const ChannelKey&)>;
+  void set_result_locator(ResultLocator locate) { locate_ = std::move(locate); }
+  // Asks the process at `address`, which wrote the result, to send the
+  // subpartition `key` names into this process's channel `key`
+  // (registry(key.job_id)->get(key)). An error names the peer.
+  absl::Status request_result(const std::string& address, const ChannelKey& key);
+
   // Closes every connection; channels on them close too.
   void shutdown();
 
  private:
   class Outbound;
   class Inbound;
+  struct Pump;
 
+  absl::StatusOr<std::shared_ptr<Outbound>> connection(const std::string& address);
+  // Starts a thread sending the result `key` names to `reply_to`.
+  void serve_result(const ChannelKey& key, const std::string& reply_to);
+  void pump(Pump* p);
+  // Stops the pumps of `job_id` (every job's when empty) and joins them.
+  void stop_pumps(const std::string& job_id);
   GatedAcceptor::Verdict read_hello(GatedAcceptor::Connection& c, std::string* why);
   void admit(GatedAcceptor::Connection c);
   void reap_inbound();
@@ -112,6 +137,10 @@ class DataPlane {
   std::map<std::string, std::shared_ptr<Outbound>> outbound_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Inbound>> inbound_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<Outbound>> dead_outbound_ ABSL_GUARDED_BY(mu_);  // joined at shutdown
+  ResultLocator locate_;
+  std::vector<std::unique_ptr<Pump>> pumps_ ABSL_GUARDED_BY(mu_);
+  // The channels of results requested, by the address asked.
+  std::multimap<std::string, std::weak_ptr<LocalChannel>> requested_ ABSL_GUARDED_BY(mu_);
 };
 
 // Decoders of what peers send, each refusing (nullopt, kMalformed) what is
@@ -127,6 +156,9 @@ std::optional<ChannelKey> decode_open(std::string_view payload);
 // The payload of a kEvent frame: a barrier, watermark, end of data or idle
 // marker.
 std::optional<ChannelEvent> decode_event(std::string_view payload);
+// The payload of a kServe frame: the subpartition (as the channel that
+// carries it back) and the address to send it to.
+std::optional<std::pair<ChannelKey, std::string>> decode_serve(std::string_view payload);
 
 // Splits "host:port"; an error names the address.
 absl::StatusOr<std::pair<std::string, int>> parse_address(const std::string& address);

@@ -1,6 +1,6 @@
 // The TCP data plane between two planes in this process, over loopback:
-// order, events, credit-based flow control per channel, closing, and the
-// handshake.
+// order, events, credit-based flow control per channel, closing, serving
+// result files, and the handshake.
 #include "network/data_plane.h"
 
 #include <arpa/inet.h>
@@ -10,13 +10,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <random>
 #include <thread>
 #include <vector>
 
 #include "common/wakeup.h"
+#include "network/result_file.h"
+#include "testing/seed.h"
 
 namespace weir::network {
 namespace {
@@ -31,7 +36,16 @@ class DataPlaneTest : public ::testing::Test {
  protected:
   DataPlaneTest()
       : sender_pool_(64, 1024), receiver_pool_(64, 1024),
-        sender_("secret", &sender_pool_, kCapacity), receiver_("secret", &receiver_pool_, kCapacity) {}
+        sender_("secret", &sender_pool_, kCapacity), receiver_("secret", &receiver_pool_, kCapacity) {
+    results_ = ::testing::TempDir() + "weir-data-plane-test-" + std::to_string(::getpid());
+    std::filesystem::remove_all(results_);
+    // The sender keeps results of job "job" only.
+    sender_.set_result_locator([dir = results_](const ChannelKey& k) -> absl::StatusOr<std::string> {
+      if (k.job_id != "job") return absl::NotFoundError("no job " + k.job_id + " here");
+      return result_file_path(dir, k.job_edge, k.producer, k.consumer);
+    });
+  }
+  ~DataPlaneTest() override { std::filesystem::remove_all(results_); }
   void SetUp() override {
     ASSERT_TRUE(sender_.listen("127.0.0.1", 0).ok());
     ASSERT_TRUE(receiver_.listen("127.0.0.1", 0).ok());
@@ -71,8 +85,34 @@ class DataPlaneTest : public ::testing::Test {
     return ch.closed();
   }
 
+  // Reads a served result to its end-of-data (or its error), each event
+  // waited for up to 10 s. Returns the data bytes; `events` gets the kinds.
+  static std::string read_served(ServedResultReader& r, std::vector<EventKind>* events, std::string* error) {
+    Wakeup wakeup;
+    r.set_consumer(&wakeup);
+    std::string bytes;
+    auto until = std::chrono::steady_clock::now() + 10s;
+    try {
+      while (std::chrono::steady_clock::now() < until) {
+        std::optional<ChannelEvent> ev = r.poll();
+        if (!ev) {
+          wakeup.wait_until(std::min(until, std::chrono::steady_clock::now() + 50ms));
+          continue;
+        }
+        events->push_back(ev->kind);
+        if (ev->kind == EventKind::kBuffer) bytes.append(ev->buffer.data(), ev->buffer.size());
+        if (ev->kind == EventKind::kEndOfData) break;
+      }
+    } catch (const std::exception& e) {
+      *error = e.what();
+    }
+    r.set_consumer(nullptr);
+    return bytes;
+  }
+
   NetworkBufferPool sender_pool_, receiver_pool_;
   DataPlane sender_, receiver_;
+  std::string results_;
 };
 
 TEST_F(DataPlaneTest, BuffersAndEventsArriveInOrder) {
@@ -189,6 +229,91 @@ TEST_F(DataPlaneTest, ClosingEitherEndClosesTheOther) {
   while (!producer_closed && std::chrono::steady_clock::now() < until) producer_side.wait_until(until);
   EXPECT_TRUE((*out2)->closed());
   EXPECT_FALSE(push_value(**out2, 2));
+}
+
+// A result file kept by the sender's process reaches the receiver's when it
+// asks: every byte, in order with its events, although its frames are far
+// larger than the receiver's 1 KiB buffers (and the channel holds 4).
+TEST_F(DataPlaneTest, ResultFilesAreServedOnRequest) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  auto file = ResultFileWriter::create(result_file_path(results_, 2, 1, 0), /*durable=*/false);
+  ASSERT_TRUE(file.ok()) << file.status();
+  std::string written;
+  std::vector<EventKind> expected_events;
+  NetworkBufferPool big(4, 64 * 1024);
+  std::atomic<bool> cancelled{false};
+  for (int i = 0; i < 40; ++i) {
+    Buffer b = big.request(cancelled);
+    const size_t n = 1 + rng() % (64 * 1024 - 1);
+    for (size_t k = 0; k < n; ++k) b.data()[k] = static_cast<char>(rng());
+    b.set_size(n);
+    written.append(b.data(), n);
+    ChannelEvent ev;
+    ev.buffer = std::move(b);
+    (*file)->push(std::move(ev));
+    if (i % 10 == 9) {
+      ChannelEvent wm;
+      wm.kind = EventKind::kWatermark;
+      wm.timestamp_ms = i;
+      (*file)->push(std::move(wm));
+    }
+  }
+  ChannelEvent end;
+  end.kind = EventKind::kEndOfData;
+  (*file)->push(std::move(end));
+  const ChannelKey k{"job", 3, 2, 1, 0};
+  ASSERT_TRUE(receiver_.request_result(sender_.address(), k).ok());
+  ServedResultReader reader(receiver_.registry("job")->get(k), "result e2-p1-c0");
+  std::vector<EventKind> events;
+  std::string error;
+  const std::string got = read_served(reader, &events, &error);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(got.size(), written.size());
+  EXPECT_TRUE(got == written) << "the served bytes differ from the file's";
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), EventKind::kEndOfData);
+  EXPECT_EQ(std::count(events.begin(), events.end(), EventKind::kWatermark), 4);
+}
+
+// A result the sender does not hold, and a sender that goes away while
+// serving: the consumer's read fails, naming the result, instead of waiting.
+TEST_F(DataPlaneTest, AResultThatCannotBeServedFailsItsReader) {
+  const ChannelKey missing{"job", 0, 7, 0, 0};
+  ASSERT_TRUE(receiver_.request_result(sender_.address(), missing).ok());
+  ServedResultReader none(receiver_.registry("job")->get(missing), "result e7-p0-c0 on the sender");
+  std::vector<EventKind> events;
+  std::string error;
+  read_served(none, &events, &error);
+  EXPECT_NE(error.find("result e7-p0-c0 on the sender ended before its end-of-data"), std::string::npos) << error;
+  EXPECT_TRUE(events.empty());
+
+  // A file far larger than the channel holds: the sender is still serving it
+  // when it shuts down.
+  auto file = ResultFileWriter::create(result_file_path(results_, 1, 0, 0), /*durable=*/false);
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (int i = 0; i < 200; ++i) {
+    std::vector<char> bytes(1000, static_cast<char>('a' + i % 26));  // copied into the file at once
+    Buffer data(nullptr, bytes.data(), bytes.size());
+    data.set_size(bytes.size());
+    ChannelEvent ev;
+    ev.buffer = std::move(data);
+    (*file)->push(std::move(ev));
+  }
+  ChannelEvent end;
+  end.kind = EventKind::kEndOfData;
+  (*file)->push(std::move(end));
+  const ChannelKey k{"job", 0, 1, 0, 0};
+  ASSERT_TRUE(receiver_.request_result(sender_.address(), k).ok());
+  ServedResultReader reader(receiver_.registry("job")->get(k), "result e1-p0-c0");
+  auto first = next(*receiver_.registry("job")->get(k));
+  ASSERT_TRUE(first.has_value());
+  sender_.shutdown();
+  events.clear();
+  error.clear();
+  read_served(reader, &events, &error);
+  EXPECT_NE(error.find("result e1-p0-c0 ended before its end-of-data"), std::string::npos) << error;
 }
 
 TEST_F(DataPlaneTest, ReleasedJobsChannelsComeBackClosed) {

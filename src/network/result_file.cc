@@ -208,4 +208,16 @@ void ResultFileReader::close() {
   fd_ = -1;
 }
 
+std::optional<ChannelEvent> ServedResultReader::poll() {
+  std::optional<ChannelEvent> ev = channel_->poll();
+  if (ev) {
+    ended_ = ended_ || ev->kind == EventKind::kEndOfData;
+    return ev;
+  }
+  if (!ended_ && channel_->closed()) {
+    throw std::runtime_error(what_ + " ended before its end-of-data: the TaskManager serving it failed or is gone");
+  }
+  return std::nullopt;
+}
+
 }  // namespace weir::network

@@ -12,7 +12,7 @@
 // fsync, and the rename synced too), so a file under its final name is
 // always complete; a closed writer without end-of-data removes its file.
 //
-// Both are confined to one task thread.
+// Readers and writers are confined to one task thread.
 #ifndef WEIR_NETWORK_RESULT_FILE_H_
 #define WEIR_NETWORK_RESULT_FILE_H_
 
@@ -91,6 +91,27 @@ class ResultFileReader final : public ChannelReader {
   int fd_;
   bool ended_ = false;
   std::vector<char> data_;
+};
+
+// A result written by another process, which serves it into a local
+// channel (DataPlane::request_result). A consumer must not wait forever for
+// a result whose server is gone: the channel closing before end-of-data
+// fails the read, naming the result.
+class ServedResultReader final : public ChannelReader {
+ public:
+  // `what` names the result and its server in errors.
+  ServedResultReader(std::shared_ptr<LocalChannel> channel, std::string what)
+      : channel_(std::move(channel)), what_(std::move(what)) {}
+
+  // Throws std::runtime_error when the channel closed before end-of-data.
+  std::optional<ChannelEvent> poll() override;
+  void close() override { channel_->close(); }
+  void set_consumer(Wakeup* wakeup) override { channel_->set_consumer(wakeup); }
+
+ private:
+  const std::shared_ptr<LocalChannel> channel_;
+  const std::string what_;
+  bool ended_ = false;
 };
 
 }  // namespace weir::network

@@ -6,6 +6,7 @@
 #define WEIR_RUNTIME_GATEWAYS_H_
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,6 +91,14 @@ class TaskExecutorGateway {
   // At-most-once: the positions after batch `seq` are kept; the source may
   // emit every batch up to it.
   virtual void confirm_source_positions(const ExecutionId& id, int64_t seq) = 0;
+  // Whether the blocking result file `path` that subtask `subtask` of
+  // `vertex` wrote (in its latest attempt) can still be read. The embedded
+  // cluster's files are in this process's file system; a cluster's stay
+  // with the TaskManager that wrote them, and go with it.
+  virtual bool holds_result(int vertex, int subtask, const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::exists(path, ec);
+  }
 };
 
 // TaskManager -> JobManager.

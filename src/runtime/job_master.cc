@@ -57,7 +57,10 @@ JobMaster::JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> 
       num_regions_(region_of_.empty() ? 0 : *std::max_element(region_of_.begin(), region_of_.end()) + 1),
       region_attempt_(num_regions_, -1),
       staged_(graph_->staged()),
-      stages_(*graph_, region_of_, config_, job_id_),
+      stages_(*graph_, region_of_, config_, job_id_,
+              [this](int vertex, int subtask, const std::string& path) {
+                return tm_->holds_result(vertex, subtask, path);
+              }),
       executions_(region_of_.size()),
       source_progress_(region_of_.size()),
       loop_(std::chrono::milliseconds(5), [this] { coordinator_.tick(); }) {

@@ -10,11 +10,12 @@
 namespace weir::runtime {
 
 StageSchedule::StageSchedule(const graph::JobGraph& graph, const std::vector<int>& region_of,
-                             const JobConfig& config, std::string job_id)
+                             const JobConfig& config, std::string job_id, BlockingResultKept kept)
     : graph_(graph),
       region_of_(region_of),
       config_(config),
       job_id_(std::move(job_id)),
+      kept_(std::move(kept)),
       region_inputs_(graph::region_inputs(graph, region_of)) {}
 
 std::set<int> StageSchedule::take_ready(const Finished& finished) {
@@ -22,6 +23,12 @@ std::set<int> StageSchedule::take_ready(const Finished& finished) {
   for (int r : waiting_) {
     if (std::all_of(region_inputs_[r].begin(), region_inputs_[r].end(), finished)) ready.insert(r);
   }
+  // Files can be lost after their producers finished (a TaskManager gone
+  // between stages): those producers run first.
+  for (int r : ready) rerun_lost_producers(r, finished);
+  std::erase_if(ready, [&](int r) {
+    return !std::all_of(region_inputs_[r].begin(), region_inputs_[r].end(), finished);
+  });
   for (int r : ready) waiting_.erase(r);
   return ready;
 }
@@ -40,7 +47,10 @@ void StageSchedule::rerun_lost_producers(int region, const Finished& finished) {
         if (waiting(producer_region) || !finished(producer_region)) continue;
         const std::string file = network::result_file_path(dir, static_cast<int>(e), p, c);
         std::error_code ec;
-        if (std::filesystem::exists(file, ec)) continue;
+        if (je.exchange == ExchangeMode::kPersisted ? std::filesystem::exists(file, ec)
+                                                    : kept_(je.source_vertex, p, file)) {
+          continue;
+        }
         spdlog::warn("job {}: result file {} of region {} is gone: that region runs again", job_id_, file,
                      producer_region);
         waiting_.insert(producer_region);

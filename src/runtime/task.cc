@@ -307,10 +307,9 @@ absl::Status Task::build_inputs() {
       if (je.pointwise && p != tdd_.execution.subtask) continue;
       InputChannel in;
       if (je.blocking()) {
-        auto file = network::ResultFileReader::open(network::result_file_path(
-            network::result_directory(*services_.config, tdd_.job_id, je.exchange), e, p, tdd_.execution.subtask));
-        if (!file.ok()) return file.status();
-        in.channel = std::move(*file);
+        auto reader = open_result(je, e, p);
+        if (!reader.ok()) return reader.status();
+        in.channel = std::move(*reader);
       } else {
         std::shared_ptr<network::LocalChannel> local =
             services_.channels->get(
@@ -335,6 +334,32 @@ absl::Status Task::build_inputs() {
                                                  static_cast<int>(inputs_.size()));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<network::ChannelReader>> Task::open_result(const graph::JobEdge& je, int edge,
+                                                                          int producer) {
+  const int consumer = tdd_.execution.subtask;
+  // A blocking result stays on the TaskManager that wrote it; one written
+  // elsewhere is served from there. Persisted results are on shared storage.
+  const std::string* where = nullptr;
+  if (je.exchange == ExchangeMode::kBlocking && tdd_.task_locations != nullptr && services_.data_plane != nullptr) {
+    where = &tdd_.task_locations->at(graph_->task_index(je.source_vertex, producer));
+  }
+  if (where == nullptr || *where == tdd_.location) {
+    auto file = network::ResultFileReader::open(network::result_file_path(
+        network::result_directory(*services_.config, tdd_.job_id, je.exchange), edge, producer, consumer));
+    if (!file.ok()) return file.status();
+    return std::shared_ptr<network::ChannelReader>(std::move(*file));
+  }
+  const network::ChannelKey key{tdd_.job_id, channel_attempt(tdd_, *services_.config), edge, producer, consumer};
+  std::shared_ptr<network::LocalChannel> local = services_.channels->get(key);
+  register_channel(local);
+  const std::string what = "the result of vertex " + std::to_string(je.source_vertex) + " subtask " +
+                           std::to_string(producer) + " (edge " + std::to_string(edge) + ") on " + *where;
+  if (absl::Status s = services_.data_plane->request_result(*where, key); !s.ok()) {
+    return absl::UnavailableError(what + " cannot be fetched: " + std::string(s.message()));
+  }
+  return std::make_shared<network::ServedResultReader>(std::move(local), what);
 }
 
 void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c) {

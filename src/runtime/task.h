@@ -160,6 +160,11 @@ class Task {
   absl::Status initialize();
   absl::Status build_chain();
   absl::Status build_inputs();
+  // The reader of a blocking or persisted input: the result file of
+  // `producer` for this subtask, read here or served by the TaskManager
+  // that wrote it.
+  absl::StatusOr<std::shared_ptr<network::ChannelReader>> open_result(const graph::JobEdge& je, int edge,
+                                                                      int producer);
   absl::StatusOr<detail::OperatorRestore> restore_for(
       int node, std::vector<std::shared_ptr<const checkpoint::StateFileBytes>>* files);
   void loop();
