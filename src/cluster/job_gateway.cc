@@ -72,6 +72,7 @@ void JobGateway::submit_task(runtime::TaskDeploymentDescriptor tdd) {
   d->set_key_group_start(tdd.key_groups.start);
   d->set_key_group_end(tdd.key_groups.end);
   d->set_restore_location(tdd.restore_location);
+  d->set_channel_generation(tdd.channel_generation);
   if (tdd.restore != nullptr) {
     bool as_before;
     {
@@ -146,7 +147,7 @@ void JobGateway::taskmanager_lost(const SessionPtr& s, const std::string& reason
       if (session == s) failed.push_back(runtime::ExecutionId{key.first, key.second, attempt_[key]});
     }
   }
-  for (const auto& id : failed) master_->update_task_state(id, runtime::ExecutionState::kFailed, reason);
+  master_->executions_lost(failed, reason);
 }
 
 void JobGateway::release() {

@@ -18,6 +18,7 @@
 #include "cluster/slot_pool.h"
 #include "graph/job_graph.h"
 #include "runtime/gateways.h"
+#include "runtime/job_master.h"
 
 namespace weir::cluster {
 
@@ -28,7 +29,7 @@ class JobGateway final : public runtime::TaskExecutorGateway {
       : pool_(pool), job_id_(std::move(job_id)), spec_(std::move(spec)), graph_(std::move(graph)),
         buffers_needed_(buffers_needed) {}
 
-  void set_master(runtime::JobMasterGateway* master) { master_ = master; }
+  void set_master(runtime::JobMaster* master) { master_ = master; }
 
   absl::Status place(std::vector<runtime::TaskDeploymentDescriptor>& tdds) override;
   void submit_task(runtime::TaskDeploymentDescriptor tdd) override;
@@ -71,7 +72,7 @@ class JobGateway final : public runtime::TaskExecutorGateway {
   const proto::JobSpec spec_;
   const std::shared_ptr<const graph::JobGraph> graph_;
   const int64_t buffers_needed_;
-  runtime::JobMasterGateway* master_ = nullptr;
+  runtime::JobMaster* master_ = nullptr;
 
   absl::Mutex mu_;
   std::vector<SessionPtr> slots_ ABSL_GUARDED_BY(mu_);  // slot i holds subtask i of every vertex

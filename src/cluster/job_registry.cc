@@ -90,11 +90,6 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     return absl::InvalidArgumentError(
         "a cluster job needs --checkpoint-dir, on storage every TaskManager and the JobManager reach");
   }
-  if (config.failover == FailoverStrategy::kTask) {
-    return absl::InvalidArgumentError(
-        "--failover task runs in one process (weir run, the embedded cluster): a cluster's remote channels do "
-        "not yet carry a producer's restart; use --failover region");
-  }
   auto graph = graph::build_job_graph(built->env->graph(), config);
   if (!graph.ok()) return graph.status();
   auto restored = runtime::find_restore(**graph, config);

@@ -378,6 +378,7 @@ class TaskManagerProcess::Impl {
     auto graph = graph::build_job_graph(built->env->graph(), config);
     if (!graph.ok()) return graph.status();
     data_plane_.admit_job(d.job_id());
+    data_plane_.registry(d.job_id())->set_reopen_closed(config.failover == FailoverStrategy::kTask);
     auto job = std::make_unique<Job>();
     job->result_dir = network::result_directory(config, d.job_id(), ExchangeMode::kBlocking);
     job->storage = runtime::make_job_storage(config, d.job_id());
@@ -399,6 +400,7 @@ class TaskManagerProcess::Impl {
     tdd.key_groups = KeyGroupRange{d.key_group_start(), d.key_group_end()};
     tdd.restore_location = d.restore_location();
     tdd.location = data_plane_.address();
+    tdd.channel_generation = d.channel_generation();
     auto locations = std::make_shared<std::vector<std::string>>(d.task_locations().begin(),
                                                                 d.task_locations().end());
     tdd.task_locations = std::move(locations);

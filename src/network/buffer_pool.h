@@ -40,7 +40,7 @@ class Buffer {
   // buffer's start to that record's end (which may lie in a later buffer);
   // 0 when the buffer starts with a record. Lets a consumer that joins a
   // channel mid-stream skip to the first whole record (--failover task).
-  // Local channels only: a remote channel does not carry it.
+  // A remote channel carries it too (network::FrameType::kBufferContinued).
   uint64_t continued_bytes() const { return continued_bytes_; }
   void set_continued_bytes(uint64_t n) { continued_bytes_ = n; }
 

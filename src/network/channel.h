@@ -29,8 +29,7 @@ enum class EventKind : uint8_t {
   kWatermark = 3,
   kIdle = 4,  // the producer goes idle (idle = true) or active again
   // A new attempt of the producer starts (--failover task): what the
-  // consumer holds of a record from the earlier attempt is dropped. Local
-  // channels only.
+  // consumer holds of a record from the earlier attempt is dropped.
   kReset = 5,
 };
 

@@ -34,6 +34,15 @@ class ChannelRegistry {
   // Data buffers a channel holds before its producer blocks.
   int capacity() const { return capacity_; }
 
+  // --failover task on a cluster: a channel outlives the attempts at either
+  // end, but not the connection that fed it. Once closed (that connection
+  // broke), the next get() gives a fresh one, which the producer's next
+  // attempt feeds and the consumer's next attempt reads.
+  void set_reopen_closed(bool on) {
+    absl::MutexLock lock(&mu_);
+    reopen_closed_ = on;
+  }
+
   std::shared_ptr<LocalChannel> get(const ChannelKey& key) {
     absl::MutexLock lock(&mu_);
     auto released = released_.find(key.job_id);
@@ -43,7 +52,7 @@ class ChannelRegistry {
       return closed;
     }
     auto& c = channels_[key];
-    if (!c) c = std::make_shared<LocalChannel>(capacity_);
+    if (!c || (reopen_closed_ && c->closed())) c = std::make_shared<LocalChannel>(capacity_);
     return c;
   }
   // The job runs here again (a TaskManager that lost its JobManager and was
@@ -83,6 +92,7 @@ class ChannelRegistry {
  private:
   const int capacity_;
   absl::Mutex mu_;
+  bool reopen_closed_ ABSL_GUARDED_BY(mu_) = false;
   std::map<ChannelKey, std::shared_ptr<LocalChannel>> channels_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> released_ ABSL_GUARDED_BY(mu_);  // job -> newest released attempt
 };

@@ -242,6 +242,16 @@ class DataPlane::Outbound {
     reader_ = std::thread([this] { read_loop(); });
   }
 
+  // The open queue of channel `key` on this connection, if any.
+  std::shared_ptr<LocalChannel> find(const ChannelKey& key) {
+    absl::MutexLock lock(&mu_);
+    if (dead_) return nullptr;
+    for (auto& [id, s] : senders_) {
+      if (!(s->key < key) && !(key < s->key) && !s->queue->closed()) return s->queue;
+    }
+    return nullptr;
+  }
+
   // False when the connection is dead.
   bool add(const ChannelKey& key, const std::shared_ptr<LocalChannel>& queue) {
     absl::MutexLock lock(&mu_);
@@ -329,7 +339,12 @@ class DataPlane::Outbound {
           progress = true;
           if (ev->kind == EventKind::kBuffer) {
             s->credit.fetch_sub(1);
-            put_header(out, FrameType::kBuffer, s->id, ev->buffer.size());
+            if (const uint64_t continued = ev->buffer.continued_bytes(); continued > 0) {
+              put_header(out, FrameType::kBufferContinued, s->id, 8 + ev->buffer.size());
+              put_i64(out, static_cast<int64_t>(continued));
+            } else {
+              put_header(out, FrameType::kBuffer, s->id, ev->buffer.size());
+            }
             // Large buffers go straight from the pooled segment.
             if (!write_all(fd_, out.data(), out.size()) ||
                 !write_all(fd_, ev->buffer.data(), ev->buffer.size())) {
@@ -451,7 +466,12 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
   void serve() {
     Header h;
     while (read_header(fd_, &h)) {
-      if (h.type == FrameType::kBuffer) {
+      if (h.type == FrameType::kBuffer || h.type == FrameType::kBufferContinued) {
+        uint64_t continued = 0;
+        if (h.type == FrameType::kBufferContinued) {
+          if (h.length < 8 || !read_all(fd_, reinterpret_cast<char*>(&continued), 8)) return;
+          h.length -= 8;
+        }
         if (h.length > static_cast<uint32_t>(plane_->pool_->buffer_size())) {
           spdlog::warn("data connection from {}: buffer of {} bytes exceeds the buffer size", peer_, h.length);
           return;
@@ -460,6 +480,7 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
         if (!b) return;
         if (!read_all(fd_, b.data(), h.length)) return;
         b.set_size(h.length);
+        b.set_continued_bytes(continued);
         auto it = channels_.find(h.channel);
         if (it == channels_.end()) continue;  // closed at this end; the buffer returns to the pool
         ChannelEvent ev;
@@ -590,7 +611,7 @@ std::optional<ChannelEvent> decode_event(std::string_view payload) {
   uint8_t kind = 0, flags = 0;
   if (!r.get(&kind) || !r.get(&ev.checkpoint_id) || !r.get(&ev.timestamp_ms) || !r.get(&flags)) return std::nullopt;
   // A buffer travels in its own frame type, never as an event.
-  if (kind < static_cast<uint8_t>(EventKind::kBarrier) || kind > static_cast<uint8_t>(EventKind::kIdle)) {
+  if (kind < static_cast<uint8_t>(EventKind::kBarrier) || kind > static_cast<uint8_t>(EventKind::kReset)) {
     return std::nullopt;
   }
   ev.kind = static_cast<EventKind>(kind);
@@ -734,6 +755,7 @@ absl::StatusOr<std::shared_ptr<LocalChannel>> DataPlane::outbound(const std::str
   for (int tries = 0; tries < 2; ++tries) {
     auto conn = connection(address);
     if (!conn.ok()) return conn.status();
+    if (auto open = (*conn)->find(key)) return open;
     auto queue = std::make_shared<LocalChannel>(capacity_);
     if ((*conn)->add(key, queue)) return queue;
   }

@@ -63,6 +63,9 @@ enum class FrameType : uint8_t {
   kClose = 7,    // either way: the channel is closed at the sending end
   kCredit = 8,   // receiver -> sender: u32 more buffers may be sent
   kServe = 9,    // consumer's process -> producer's: send result `ChannelKey` to the address that follows
+  // sender -> receiver: a data buffer that begins inside a record, `u64
+  // bytes continuing it | the buffer` (Buffer::continued_bytes)
+  kBufferContinued = 10,
 };
 
 class DataPlane {
@@ -89,7 +92,9 @@ class DataPlane {
 
   // The sending end of channel `key` towards the process at `address`: a
   // queue of `capacity` data buffers the producer pushes into. Connects on
-  // first use; an error names the peer.
+  // first use; an error names the peer. A channel still open is the same
+  // queue (--failover task: a producer's next attempt writes on where the
+  // last stopped, as on a local channel).
   absl::StatusOr<std::shared_ptr<LocalChannel>> outbound(const std::string& address, const ChannelKey& key);
 
   // Where this process keeps the result file of the subpartition `key`
@@ -148,13 +153,13 @@ class DataPlane {
 enum class HelloState { kIncomplete, kValid, kWrongSecret, kWrongVersion, kMalformed };
 // The data plane's protocol version, the first byte of every hello: a peer
 // speaking another (a weir of another version) is refused, naming both.
-inline constexpr uint8_t kDataPlaneVersion = 1;
+inline constexpr uint8_t kDataPlaneVersion = 2;
 // The bytes a connection sent so far against its expected hello frame.
 HelloState check_hello(std::string_view bytes, std::string_view secret);
 // The payload of a kOpen frame: the channel it opens.
 std::optional<ChannelKey> decode_open(std::string_view payload);
-// The payload of a kEvent frame: a barrier, watermark, end of data or idle
-// marker.
+// The payload of a kEvent frame: a barrier, watermark, end of data, idle
+// marker or reset.
 std::optional<ChannelEvent> decode_event(std::string_view payload);
 // The payload of a kServe frame: the subpartition (as the channel that
 // carries it back) and the address to send it to.

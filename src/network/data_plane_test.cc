@@ -440,7 +440,9 @@ TEST(DataPlaneDecodeTest, EventFramesOfUnknownOrBufferKindAreMalformed) {
   auto barrier = decode_event(payload);
   ASSERT_TRUE(barrier.has_value());
   EXPECT_EQ(barrier->kind, EventKind::kBarrier);
-  for (int kind : {0, 5, 200}) {
+  payload[0] = static_cast<char>(EventKind::kReset);
+  ASSERT_TRUE(decode_event(payload).has_value());
+  for (int kind : {0, 6, 200}) {
     payload[0] = static_cast<char>(kind);
     EXPECT_FALSE(decode_event(payload).has_value()) << "kind " << kind;
   }

@@ -52,6 +52,11 @@ struct TaskDeploymentDescriptor {
   // in the embedded cluster: every channel is local.
   std::shared_ptr<const std::vector<std::string>> task_locations;
   std::string location;
+  // --failover task: channels are named by this instead of the attempt
+  // (runtime::channel_attempt), so they outlive the attempts of either end;
+  // it grows when the whole job restarts (a lost TaskManager takes its
+  // channels with it), so no attempt meets a channel of an earlier one.
+  int channel_generation = 0;
 };
 
 // At-most-once: a source subtask read a batch ahead. The JobManager keeps

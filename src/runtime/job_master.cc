@@ -210,6 +210,7 @@ void JobMaster::deploy(const std::set<int>& regions) {
       tdd.job_id = job_id_;
       tdd.execution = ExecutionId{v.id, s, region_attempt_[region] + 1};
       tdd.task_index = index;
+      tdd.channel_generation = channel_generation_;
       tdd.key_groups = key_group_range_for_operator(graph_->max_parallelism, v.parallelism, s);
       if (latest != nullptr) {
         tdd.restore_location = latest->location;
@@ -326,6 +327,19 @@ void JobMaster::update_task_state(const ExecutionId& id, ExecutionState state,
   loop_.post([this, id, state, error] { on_task_state(id, state, error); });
 }
 
+void JobMaster::executions_lost(std::vector<ExecutionId> ids, const std::string& reason) {
+  loop_.post([this, ids = std::move(ids), reason] {
+    if (config_.failover == FailoverStrategy::kTask && status_ == JobStatus::kRunning &&
+        std::any_of(ids.begin(), ids.end(), [&](const ExecutionId& id) {
+          const int idx = task_index(id);
+          return idx >= 0 && !executions_[idx].terminal;
+        })) {
+      handle_failure(-1, reason);
+    }
+    for (const auto& id : ids) on_task_state(id, ExecutionState::kFailed, reason);
+  });
+}
+
 void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
                               const std::string& error) {
   int idx = task_index(id);
@@ -372,6 +386,8 @@ void JobMaster::handle_failure(int region, const std::string& error) {
   last_failure_ = error;
   if (region < 0 || config_.failover == FailoverStrategy::kFull) {
     for (int r = 0; r < num_regions_; ++r) restarting_.insert(r);
+    // Under --failover task every channel is dropped with the attempts.
+    if (config_.failover == FailoverStrategy::kTask) ++channel_generation_;
   } else {
     restarting_.insert(region);
     if (staged_) stages_.rerun_lost_producers(region, [this](int r) { return region_finished(r); });

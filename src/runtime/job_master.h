@@ -71,6 +71,11 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   };
   Status status();
 
+  // The process running these executions is gone (a TaskManager lost):
+  // they failed. Under --failover task their channels went with it, so
+  // every subtask restarts, on a new channel generation.
+  void executions_lost(std::vector<ExecutionId> ids, const std::string& reason);
+
   // JobMasterGateway.
   void update_task_state(const ExecutionId& id, ExecutionState state,
                          const std::string& error) override;
@@ -172,6 +177,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   std::set<int> restarting_;           // regions waiting for their tasks to end, then redeployed
   std::set<int> waiting_for_slots_;    // regions whose deployment waits for slots
   int attempt_ = -1;                   // the newest attempt of any region
+  int channel_generation_ = 0;         // --failover task: TaskDeploymentDescriptor
   JobStatus status_ = JobStatus::kCreated;
   bool restart_scheduled_ = false;
   std::string last_failure_;

@@ -29,11 +29,11 @@
 
 namespace weir::runtime {
 
-// The attempt that names a task's local channels (network::ChannelKey).
-// Under --failover task a channel outlives the attempts of either end, so
-// every attempt shares it.
+// The attempt that names a task's channels (network::ChannelKey). Under
+// --failover task a channel outlives the attempts of either end, so every
+// attempt of one channel generation shares it.
 inline int channel_attempt(const TaskDeploymentDescriptor& tdd, const JobConfig& config) {
-  return config.failover == FailoverStrategy::kTask ? 0 : tdd.execution.attempt;
+  return config.failover == FailoverStrategy::kTask ? tdd.channel_generation : tdd.execution.attempt;
 }
 
 // What building a chain takes from its task.

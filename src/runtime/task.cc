@@ -315,10 +315,16 @@ absl::Status Task::build_inputs() {
             services_.channels->get(
             {tdd_.job_id, channel_attempt(tdd_, *services_.config), e, p, tdd_.execution.subtask});
         register_channel(local);
+        if (task_failover() && tdd_.task_locations != nullptr &&
+            tdd_.task_locations->at(graph_->task_index(je.source_vertex, p)) != tdd_.location) {
+          in.remote = local;
+        }
         in.channel = std::move(local);
       }
       in.adapter = adapters_.back().get();
       in.edge = &se;
+      in.producer_vertex = je.source_vertex;
+      in.producer = p;
       inputs_.push_back(std::move(in));
     }
   }
@@ -479,7 +485,16 @@ bool Task::poll_inputs() {
     size_t idx = (next_input_ + i) % n;
     if (barriers_->is_blocked(static_cast<int>(idx))) continue;
     auto ev = inputs_[idx].channel->poll();
-    if (!ev) continue;
+    if (!ev) {
+      const InputChannel& in = inputs_[idx];
+      if (in.remote != nullptr && !in.end_of_data && in.remote->closed()) {
+        throw std::runtime_error(
+            "the channel from vertex " + std::to_string(in.producer_vertex) + " subtask " +
+            std::to_string(in.producer) + " closed: the connection to its TaskManager (" +
+            tdd_.task_locations->at(graph_->task_index(in.producer_vertex, in.producer)) + ") broke");
+      }
+      continue;
+    }
     next_input_ = idx + 1;
     process_event(static_cast<int>(idx), std::move(*ev));
     return true;

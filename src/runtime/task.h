@@ -129,6 +129,12 @@ class Task {
     bool end_of_data = false;
     int64_t watermark = kMinWatermark;
     bool idle = false;
+    // --failover task on a cluster: the channel, when another process feeds
+    // it. It closes only when that connection broke, and then this task
+    // fails instead of waiting for input that cannot come.
+    std::shared_ptr<network::LocalChannel> remote;
+    int producer_vertex = 0;
+    int producer = 0;
   };
 
   // Processing-time callbacks, run by the task loop. Task thread only.

@@ -82,10 +82,9 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
   std::vector<std::unique_ptr<Task>> old;
   Task* task = nullptr;
   const std::string tdd_job = tdd.job_id;
-  const int tdd_attempt = tdd.execution.attempt;
+  int tdd_channels = 0;  // channel_attempt()
   const int vertex = tdd.execution.vertex, subtask = tdd.execution.subtask;
   std::shared_ptr<const graph::JobGraph> graph;
-  bool keep_channels = false;
   {
     absl::MutexLock lock(&mu_);
     auto job = jobs_.find(tdd.job_id);
@@ -114,17 +113,18 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
     services.clock = job->second->clock;
     Key key{tdd.job_id, tdd.execution.vertex, tdd.execution.subtask, tdd.execution.attempt};
     graph = job->second->graph;
-    keep_channels = job->second->config.failover == FailoverStrategy::kTask;
+    tdd_channels = channel_attempt(tdd, job->second->config);
     auto t = std::make_unique<Task>(std::move(tdd), graph, services);
     task = t.get();
     tasks_[key] = std::move(t);
   }
   old.clear();  // joins outside the lock
-  if (tdd_attempt > 0 && !keep_channels) {
+  if (tdd_channels > 0) {
     // The channels of this subtask's earlier attempts, at either end (under
-    // --failover task every attempt shares them).
+    // --failover task, of earlier channel generations: the attempts of one
+    // share them).
     channels(tdd_job)->release_if(tdd_job, [&](const network::ChannelKey& k) {
-      if (k.attempt >= tdd_attempt) return false;
+      if (k.attempt >= tdd_channels) return false;
       const graph::JobEdge& e = graph->edges[k.job_edge];
       return (e.target_vertex == vertex && k.consumer == subtask) || (e.source_vertex == vertex && k.producer == subtask);
     });
