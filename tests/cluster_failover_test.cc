@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -275,6 +276,43 @@ const nlohmann::json& subtasks_of(const nlohmann::json& detail, const std::strin
   return none;
 }
 
+// Waits for `job` to end; false (the failure reported) unless it finished.
+// `done` gets the ended job, `detail` its vertices.
+bool finishes(Cluster& c, const std::string& job, nlohmann::json* done, nlohmann::json* detail) {
+  auto ended = c.client().wait(job, 120000);
+  if (!ended.ok() || (*ended)["status"] != "FINISHED") {
+    ADD_FAILURE() << (ended.ok() ? ended->dump() : ended.status().ToString()) << "\n" << c.jm_log();
+    return false;
+  }
+  auto d = c.client().job(job);
+  if (!d.ok()) {
+    ADD_FAILURE() << d.status();
+    return false;
+  }
+  *done = *ended;
+  *detail = *d;
+  return true;
+}
+
+// Runs running-sum with `args` to its end, as finishes().
+bool runs_to_the_end(Cluster& c, const std::vector<std::string>& args, nlohmann::json* done, nlohmann::json* detail) {
+  auto job = c.client().submit("running-sum", args);
+  if (!job.ok()) {
+    ADD_FAILURE() << job.status();
+    return false;
+  }
+  return finishes(c, *job, done, detail);
+}
+
+// Every subtask's attempt in a job's detail is `expected(vertex name, subtask)`.
+void expect_attempts(const nlohmann::json& detail, const std::function<int(const std::string&, int)>& expected) {
+  for (const auto& v : detail["vertices"]) {
+    for (const auto& s : v["subtasks"]) {
+      EXPECT_EQ(s["attempt"], expected(v["name"], s["subtask"])) << v["name"] << " " << s;
+    }
+  }
+}
+
 // Batch execution on a cluster of three TaskManagers (one slot each; the
 // job uses two, subtask i of every vertex in slot i). The running sum in
 // batch is four stages: the two sources, parse, the sums, and the sink
@@ -304,23 +342,12 @@ TEST(ClusterTest, BatchStagesRerunOnlyWhatWasLost) {
   {
     SCOPED_TRACE("a failing sink subtask");
     auto args = batch_args(c.dir().path("out-sink"), medium);
-    for (const std::string a : {"--fail-sink-subtask", "1", "--fail-sink-after", "1000"}) args.push_back(a);
-    auto job = c.client().submit("running-sum", args);
-    ASSERT_TRUE(job.ok()) << job.status();
-    auto done = c.client().wait(*job, 120000);
-    ASSERT_TRUE(done.ok()) << done.status();
-    ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
-    EXPECT_EQ((*done)["restarts"], 1);
-    auto detail = c.client().job(*job);
-    ASSERT_TRUE(detail.ok()) << detail.status();
-    ASSERT_EQ((*detail)["vertices"].size(), 5u) << *detail;
-    for (const auto& v : (*detail)["vertices"]) {
-      for (const auto& s : v["subtasks"]) {
-        const bool failed = v["name"] == "output-sink" && s["subtask"] == 1;
-        EXPECT_EQ(s["attempt"], failed ? 1 : 0) << v["name"] << " " << s;
-        EXPECT_EQ(s["state"], "FINISHED") << v["name"] << " " << s;
-      }
-    }
+    args.insert(args.end(), {"--fail-sink-subtask", "1", "--fail-sink-after", "1000"});
+    nlohmann::json done, detail;
+    ASSERT_TRUE(runs_to_the_end(c, args, &done, &detail));
+    EXPECT_EQ(done["restarts"], 1);
+    ASSERT_EQ(detail["vertices"].size(), 5u) << detail;
+    expect_attempts(detail, [](const std::string& v, int s) { return v == "output-sink" && s == 1 ? 1 : 0; });
     expect_exactly_once({small, medium}, c.dir().path("out-sink"));
   }
   int spare = 0;
@@ -350,19 +377,16 @@ TEST(ClusterTest, BatchStagesRerunOnlyWhatWasLost) {
     killed.insert(victim);
     c.start_taskmanager("tm-spare-" + std::to_string(spare++), 1);  // the next round's spare
     ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
-    auto done = c.client().wait(*job, 120000);
-    ASSERT_TRUE(done.ok()) << done.status();
-    ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
-    EXPECT_GE((*done)["restarts"].get<int>(), 1);
-    auto detail = c.client().job(*job);
-    ASSERT_TRUE(detail.ok()) << detail.status();
+    nlohmann::json done, detail;
+    ASSERT_TRUE(finishes(c, *job, &done, &detail));
+    EXPECT_GE(done["restarts"].get<int>(), 1);
     for (const std::string before : {"source-0", "source-1", "parse"}) {
-      for (const auto& s : subtasks_of(*detail, before)) {
+      for (const auto& s : subtasks_of(detail, before)) {
         const int expected = exchange == "blocking" && s["subtask"] == 1 ? 1 : 0;
         EXPECT_EQ(s["attempt"], expected) << before << " " << s << "\n" << c.jm_log();
       }
     }
-    for (const auto& s : subtasks_of(*detail, "running-sum")) {
+    for (const auto& s : subtasks_of(detail, "running-sum")) {
       if (s["subtask"] == 1) EXPECT_EQ(s["attempt"], 1) << s;
     }
     expect_exactly_once({small, big}, out);
@@ -403,23 +427,14 @@ TEST(ClusterTest, TaskFailoverRestartsOnlyTheFailedSubtask) {
     SCOPED_TRACE("a failing sink subtask");
     auto a = args(c.dir().path("out-sink"));
     a.insert(a.end(), {"--fail-sink-subtask", "2", "--fail-sink-after", "3000"});
-    auto job = c.client().submit("running-sum", a);
-    ASSERT_TRUE(job.ok()) << job.status();
-    auto done = c.client().wait(*job, 120000);
-    ASSERT_TRUE(done.ok()) << done.status();
-    ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
-    EXPECT_EQ((*done)["restarts"], 1);
+    nlohmann::json done, detail;
+    ASSERT_TRUE(runs_to_the_end(c, a, &done, &detail));
+    EXPECT_EQ(done["restarts"], 1);
     // At least the record that failed.
-    EXPECT_GE((*done)["dropped_records"].get<int64_t>(), 1);
-    auto detail = c.client().job(*job);
-    ASSERT_TRUE(detail.ok()) << detail.status();
-    for (const auto& v : (*detail)["vertices"]) {
-      const std::string name = v["name"];
-      for (const auto& s : v["subtasks"]) {
-        const bool restarted = name.rfind("source-", 0) == 0 || (name == "output-sink" && s["subtask"] == 2);
-        EXPECT_EQ(s["attempt"], restarted ? 1 : 0) << name << " " << s;
-      }
-    }
+    EXPECT_GE(done["dropped_records"].get<int64_t>(), 1);
+    expect_attempts(detail, [](const std::string& v, int s) {
+      return v.rfind("source-", 0) == 0 || (v == "output-sink" && s == 2) ? 1 : 0;
+    });
     auto check = examples::check_running_sum({input}, c.dir().path("out-sink"));
     ASSERT_TRUE(check.ok()) << check.status();
     EXPECT_TRUE(check->nothing_lost);
@@ -431,20 +446,11 @@ TEST(ClusterTest, TaskFailoverRestartsOnlyTheFailedSubtask) {
     auto a = args(c.dir().path("out-at-most-once"));
     std::replace(a.begin(), a.end(), std::string("at-least-once"), std::string("at-most-once"));
     a.insert(a.end(), {"--fail-sink-subtask", "2", "--fail-sink-after", "3000"});
-    auto job = c.client().submit("running-sum", a);
-    ASSERT_TRUE(job.ok()) << job.status();
-    auto done = c.client().wait(*job, 120000);
-    ASSERT_TRUE(done.ok()) << done.status();
-    ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
-    EXPECT_EQ((*done)["restarts"], 1);
-    EXPECT_GE((*done)["lost_records"].get<int64_t>(), 1);
-    auto detail = c.client().job(*job);
-    ASSERT_TRUE(detail.ok()) << detail.status();
-    for (const auto& v : (*detail)["vertices"]) {
-      for (const auto& s : v["subtasks"]) {
-        EXPECT_EQ(s["attempt"], v["name"] == "output-sink" && s["subtask"] == 2 ? 1 : 0) << v["name"] << " " << s;
-      }
-    }
+    nlohmann::json done, detail;
+    ASSERT_TRUE(runs_to_the_end(c, a, &done, &detail));
+    EXPECT_EQ(done["restarts"], 1);
+    EXPECT_GE(done["lost_records"].get<int64_t>(), 1);
+    expect_attempts(detail, [](const std::string& v, int s) { return v == "output-sink" && s == 2 ? 1 : 0; });
     // Each (key, count) at most once: no sum was emitted twice.
     auto lines = read_published_lines(c.dir().path("out-at-most-once"), examples::kOutputPrefix);
     ASSERT_TRUE(lines.ok()) << lines.status();
@@ -460,15 +466,12 @@ TEST(ClusterTest, TaskFailoverRestartsOnlyTheFailedSubtask) {
     c.taskmanager("tm-b")->kill9();
     c.start_taskmanager("tm-c", 2);
     ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
-    auto done = c.client().wait(*job, 120000);
-    ASSERT_TRUE(done.ok()) << done.status();
-    ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+    nlohmann::json done, detail;
+    ASSERT_TRUE(finishes(c, *job, &done, &detail));
     // Once, unless a neighbour's failure (its channel to the lost process
     // broke) restarted it alone before the loss was known.
-    EXPECT_GE((*done)["restarts"].get<int>(), 1);
-    auto detail = c.client().job(*job);
-    ASSERT_TRUE(detail.ok()) << detail.status();
-    for (const auto& v : (*detail)["vertices"]) {
+    EXPECT_GE(done["restarts"].get<int>(), 1);
+    for (const auto& v : detail["vertices"]) {
       for (const auto& s : v["subtasks"]) EXPECT_GE(s["attempt"].get<int>(), 1) << v["name"] << " " << s;
     }
     auto check = examples::check_running_sum({input}, c.dir().path("out-kill"));

@@ -316,6 +316,46 @@ TEST_F(DataPlaneTest, AResultThatCannotBeServedFailsItsReader) {
   EXPECT_NE(error.find("result e1-p0-c0 ended before its end-of-data"), std::string::npos) << error;
 }
 
+// --failover task across processes: a buffer that begins inside a record
+// keeps saying how many bytes it continues, a reset arrives as an event,
+// and a producer's next attempt gets the sending queue its last one left
+// open (a closed one is replaced).
+TEST_F(DataPlaneTest, TaskFailoverMarksCrossTheWireAndOpenQueuesAreShared) {
+  auto out = sender_.outbound(receiver_.address(), key(0));
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto again = sender_.outbound(receiver_.address(), key(0));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(out->get(), again->get()) << "a second attempt got a second queue for one channel";
+  std::atomic<bool> cancelled{false};
+  Buffer b = sender_pool_.request(cancelled);
+  std::memcpy(b.data(), "abcdefgh", 8);
+  b.set_size(8);
+  b.set_continued_bytes(5);
+  ChannelEvent data;
+  data.buffer = std::move(b);
+  ASSERT_TRUE((*out)->push(std::move(data)));
+  ChannelEvent reset;
+  reset.kind = EventKind::kReset;
+  ASSERT_TRUE((*out)->push(std::move(reset)));
+  ASSERT_TRUE(push_value(**out, 7));
+  auto in = receiver_.registry("job")->get(key(0));
+  auto first = next(*in);
+  ASSERT_TRUE(first.has_value());
+  ASSERT_EQ(first->kind, EventKind::kBuffer);
+  EXPECT_EQ(std::string(first->buffer.data(), first->buffer.size()), "abcdefgh");
+  EXPECT_EQ(first->buffer.continued_bytes(), 5u);
+  auto second = next(*in);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->kind, EventKind::kReset);
+  auto third = next(*in);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->buffer.continued_bytes(), 0u);
+  (*out)->close();
+  auto fresh = sender_.outbound(receiver_.address(), key(0));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_NE(fresh->get(), out->get());
+}
+
 TEST_F(DataPlaneTest, ReleasedJobsChannelsComeBackClosed) {
   receiver_.release_job("job");
   EXPECT_TRUE(receiver_.registry("job")->get(key(0))->closed());

@@ -7,6 +7,7 @@
 
 #include "network/buffer_pool.h"
 #include "network/channel.h"
+#include "network/channel_registry.h"
 #include "network/partition_writer.h"
 #include "testing/seed.h"
 
@@ -198,6 +199,26 @@ TEST(ChannelTest, AbortReleasesABlockedProducerAndTheChannelStaysOpen) {
   EXPECT_FALSE(ch.closed());
   EXPECT_EQ(ch.detach(), 1);  // the queued record
   ASSERT_TRUE(ch.push({EventKind::kBuffer, pool.request(cancelled)}));  // the next attempt writes on
+}
+
+// A registry hands out one channel per key; released attempts come back
+// closed; with reopen_closed (task failover on a cluster) a channel closed
+// by a broken connection is replaced by a fresh one, unless released.
+TEST(ChannelRegistryTest, ClosedChannelsReopenOnlyWhenAskedAndNeverWhenReleased) {
+  ChannelRegistry registry(4);
+  const ChannelKey k{"job", 0, 1, 0, 0};
+  auto a = registry.get(k);
+  EXPECT_EQ(registry.get(k), a);
+  a->close();
+  EXPECT_EQ(registry.get(k), a) << "replaced without reopen_closed";
+  registry.set_reopen_closed(true);
+  auto b = registry.get(k);
+  EXPECT_NE(b, a);
+  EXPECT_FALSE(b->closed());
+  EXPECT_EQ(registry.get(k), b);
+  registry.release("job", 0);
+  EXPECT_TRUE(b->closed());
+  EXPECT_TRUE(registry.get(k)->closed()) << "a released attempt's channel came back open";
 }
 
 }  // namespace
