@@ -5,9 +5,14 @@
 //               first checkpoint completed after it (when the exactly-once
 //               sink commits new output), with a spare TaskManager standing by;
 //   checkpoints duration of the checkpoints of the cluster runs.
+// With --batch 1 instead: the running sum in batch execution, in one process
+// vs on 3 TaskManagers with blocking results (each kept by the TaskManager
+// that wrote it and sent over TCP to consumers on the others) vs persisted
+// results (on the shared checkpoint directory).
 // Peak RSS of every process is reported. Prints one line per measurement.
 //
 //   weir_cluster_bench --weir build/weir --dir /tmp/cb [--lines 4000000] [--parallelism 6] [--rounds 3]
+//                      [--batch 1]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -41,6 +46,7 @@ struct Options {
   int64_t lines = 4'000'000;
   int parallelism = 6;
   int rounds = 3;
+  bool batch = false;
 };
 
 std::vector<std::string> job_args(const Options& o, const std::string& input, const std::string& out,
@@ -60,6 +66,63 @@ void report_rss(const char* what, const std::vector<Child*>& processes) {
   std::printf("%-28s peak_rss_mb_per_process=%.1f\n", what, max_kb / 1024.0);
 }
 
+// The batch rounds: embedded, then blocking and persisted on one cluster,
+// alternating.
+int run_batch(const Options& o, const std::string& input) {
+  std::vector<double> embedded, blocking, persisted;
+  for (int round = 0; round < o.rounds; ++round) {
+    const std::string r = o.dir + "/b" + std::to_string(round);
+    fs::create_directories(r);
+    auto args_for = [&](const std::string& name, const std::string& exchange) {
+      return std::vector<std::string>{"--input", input, "--output", r + "/out-" + name, "-p",
+                                      std::to_string(o.parallelism), "--runtime-mode", "batch", "--exchange",
+                                      exchange, "--checkpoint-dir", r + "/chk-" + name};
+    };
+    {
+      std::vector<std::string> args = {weir::testing::weir_bin(), "example", "running-sum"};
+      for (auto& a : args_for("embedded", "blocking")) args.push_back(a);
+      auto t0 = std::chrono::steady_clock::now();
+      Child c(args, r + "/embedded");
+      if (c.wait() != 0) {
+        std::fprintf(stderr, "embedded batch run failed: %s\n", c.err().c_str());
+        return 1;
+      }
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      embedded.push_back(o.lines / s);
+      std::printf("round %d batch embedded           records_per_s=%.0f wall_s=%.2f peak_rss_mb=%.1f\n", round,
+                  o.lines / s, s, c.peak_rss_kb() / 1024.0);
+    }
+    Cluster c("cluster-bench-batch-" + std::to_string(round));
+    c.start_jobmanager();
+    for (int i = 0; i < 3; ++i) c.start_taskmanager("tm" + std::to_string(i), (o.parallelism + 2) / 3);
+    if (!c.ok()) {
+      std::fprintf(stderr, "cluster did not start: %s\n", c.jm_log().c_str());
+      return 1;
+    }
+    for (const std::string exchange : {"blocking", "persisted"}) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto job = c.client().submit("running-sum", args_for(exchange, exchange));
+      if (!job.ok()) return 1;
+      auto done = c.client().wait(*job, 600000);
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!done.ok() || (*done)["status"] != "FINISHED") {
+        std::fprintf(stderr, "cluster batch run failed: %s\n", c.jm_log().c_str());
+        return 1;
+      }
+      (exchange == "blocking" ? blocking : persisted).push_back(o.lines / s);
+      std::printf("round %d batch cluster-3tm %-9s records_per_s=%.0f wall_s=%.2f (submit to finished)\n", round,
+                  exchange.c_str(), o.lines / s, s);
+    }
+    report_rss("  cluster processes", {c.taskmanager("tm0"), c.taskmanager("tm1"), c.taskmanager("tm2"),
+                                        c.jobmanager()});
+  }
+  std::printf("median batch embedded_records_per_s=%.0f blocking_records_per_s=%.0f persisted_records_per_s=%.0f "
+              "blocking/embedded=%.2f blocking/persisted=%.2f\n",
+              median(embedded), median(blocking), median(persisted), median(blocking) / median(embedded),
+              median(blocking) / median(persisted));
+  return 0;
+}
+
 int run(const Options& o) {
   fs::remove_all(o.dir);
   fs::create_directories(o.dir);
@@ -69,6 +132,7 @@ int run(const Options& o) {
     std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
     return 1;
   }
+  if (o.batch) return run_batch(o, input);
   std::vector<double> embedded, cluster, recovery, detect, checkpoint_ms;
   for (int round = 0; round < o.rounds; ++round) {
     const std::string r = o.dir + "/r" + std::to_string(round);
@@ -190,6 +254,8 @@ int main(int argc, char** argv) {
       o.parallelism = std::atoi(v.c_str());
     } else if (k == "--rounds") {
       o.rounds = std::atoi(v.c_str());
+    } else if (k == "--batch") {
+      o.batch = v == "1";
     } else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;

@@ -16,9 +16,14 @@
 // (batch::SortedInput, spilling past the sort budget), then replays it one
 // key block at a time, ending each with OperatorBase::end_key_block.
 //
+// A blocking or persisted input is read from its result file: here, or,
+// when another TaskManager wrote it, served by that one over the data plane
+// (open_result; a server that goes away fails the read).
+//
 // Its channels close when it ends, except under --failover task: then they
 // outlive the attempt (its inputs are detached, its next attempt announces
-// itself with kReset), and it counts the records dropped with it.
+// itself with kReset), and it counts the records dropped with it. A remote
+// input closed under it (the connection broke) fails it instead.
 //
 // Its parts: the chain (operators and their outputs, built from the job
 // graph by runtime/operator_chain.h), the mailbox loop (this file), the
