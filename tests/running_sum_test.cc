@@ -14,6 +14,7 @@
 
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
+#include "weir/version.h"
 #include "tests/process.h"
 #include "testing/sanitizers.h"
 #include "testing/seed.h"
@@ -145,6 +146,17 @@ TEST_F(RunningSumTest, MalformedLinesGoToRejectsWithLineAndReason) {
   std::sort(rejects->begin(), rejects->end());
   EXPECT_EQ(*rejects, (std::vector<std::string>{"2,missing comma", "3,value is not an integer",
                                                 "5,empty key", "6,value out of range"}));
+}
+
+// `weir --version` names the version; a bare `weir` points to --help (one
+// line, exit 2) instead of printing the parser's complaint.
+TEST_F(RunningSumTest, TheCommandLineStatesItsVersionAndPointsToHelp) {
+  auto r = run_weir({"--version"}, path("version"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string("weir ") + WEIR_VERSION + "\n");
+  r = run_weir({}, path("bare"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "weir: give a command (weir --help lists them)\n");
 }
 
 TEST_F(RunningSumTest, BadArgumentsExitWithCode2AndOneLine) {

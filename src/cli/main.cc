@@ -32,6 +32,7 @@
 #include "cli/jobs.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
+#include "weir/version.h"
 #include "weir/weir.h"
 
 namespace {
@@ -286,6 +287,8 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"weir: a stateful stream processing engine"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "weir " WEIR_VERSION, "Print weir's version and exit");
+  if (argc == 1) return fail(kBadArguments, "give a command (weir --help lists them)");
   // Logs go to stderr; stdout carries results.
   spdlog::set_default_logger(spdlog::stderr_color_mt("weir"));
   spdlog::set_level(spdlog::level::warn);
@@ -358,6 +361,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
