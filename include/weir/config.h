@@ -13,7 +13,12 @@ namespace weir {
 
 using Duration = std::chrono::milliseconds;
 
-// Parses "250ms", "2s", "1min", "1h" or a plain number of milliseconds.
+// A duration as Flink writes it: a number (a fraction allowed) and a unit,
+// ms|milli|millis|millisecond(s), s|sec|secs|second(s), m|min|mins|
+// minute(s), h|hour(s), d|day(s), any case, a space allowed before the
+// unit; several in a row add up ("1h30m", "1 min 30 s"); a plain number is
+// milliseconds. "1.5s", "1 min", "250ms". Refused: negative, finer than a
+// millisecond, or more than 100 years.
 absl::StatusOr<Duration> parse_duration(std::string_view text);
 // A memory size as Flink writes it: a whole number of bytes with an
 // optional unit, b, k|kb|kib, m|mb|mib, g|gb|gib (powers of 1024, any case,

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace weir::cli {
 namespace {
 
@@ -48,6 +52,31 @@ TEST(JobFlagsTest, DurationsFormatInTheirLargestWholeUnitAndParseBack) {
   EXPECT_EQ(format_duration(Duration(1000)), "1s");
   EXPECT_EQ(format_duration(Duration(600000)), "10min");
   EXPECT_EQ(format_duration(Duration(90000)), "90s");
+}
+
+// Durations as Flink writes them, and sums of them; what is not one is
+// refused naming why.
+TEST(JobFlagsTest, DurationsParseAsFlinkWritesThem) {
+  const std::vector<std::pair<std::string, int64_t>> good = {
+      {"250", 250},          {"250ms", 250},      {"1.5s", 1500},      {"1 min", 60000},
+      {"1h30m", 5400000},    {"1 min 30 s", 90000}, {"2 Seconds", 2000}, {"0.25h", 900000},
+      {"1d", 86400000},      {" 3 hours ", 10800000}, {"10millis", 10},  {"0s", 0}};
+  for (const auto& [text, ms] : good) {
+    auto d = parse_duration(text);
+    ASSERT_TRUE(d.ok()) << text << ": " << d.status();
+    EXPECT_EQ(d->count(), ms) << text;
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "expected a number"},         {"soon", "expected a number"},   {"-5s", "expected a number"},
+      {"5 parsecs", "unknown unit 'parsecs'"}, {"1.5ms", "finer than a millisecond"},
+      {"1h 30", "a number without a unit"},    {"200 years", "unknown unit"},
+      {"1000000d", "more than 100 years"},     {"1..5s", "expected a number"}};
+  for (const auto& [text, why] : bad) {
+    auto d = parse_duration(text);
+    ASSERT_FALSE(d.ok()) << text << " parsed as " << d->count() << " ms";
+    EXPECT_NE(d.status().message().find("invalid duration '" + text + "': " + why), std::string::npos)
+        << d.status();
+  }
 }
 
 }  // namespace

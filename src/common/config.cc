@@ -1,36 +1,70 @@
 #include "weir/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 
 #include "weir/job_result.h"
 
 namespace weir {
 
 absl::StatusOr<Duration> parse_duration(std::string_view text) {
-  int64_t value = 0;
-  const char* begin = text.data();
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(begin, end, value);
-  if (ec != std::errc() || p == begin || value < 0) {
-    return absl::InvalidArgumentError("invalid duration '" + std::string(text) +
-                                      "': expected a number with a unit (ms, s, min, h)");
+  auto invalid = [&](const std::string& why) {
+    return absl::InvalidArgumentError("invalid duration '" + std::string(text) + "': " + why);
+  };
+  auto is_space = [](char c) { return c == ' ' || c == '\t'; };
+  std::string_view rest = text;
+  auto skip_spaces = [&] {
+    while (!rest.empty() && is_space(rest.front())) rest.remove_prefix(1);
+  };
+  skip_spaces();
+  if (rest.empty()) return invalid("expected a number with a unit (ms, s, min, h, d)");
+  constexpr double kMaxMs = 100.0 * 365 * 24 * 3600 * 1000;
+  double total_ms = 0;
+  int parts = 0;
+  while (!rest.empty()) {
+    size_t n = 0;
+    while (n < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[n])) || rest[n] == '.')) ++n;
+    double value = 0;
+    auto [p, ec] = std::from_chars(rest.data(), rest.data() + n, value);
+    if (n == 0 || ec != std::errc() || p != rest.data() + n) {
+      return invalid("expected a number with a unit (ms, s, min, h, d)");
+    }
+    rest.remove_prefix(n);
+    skip_spaces();
+    size_t u = 0;
+    while (u < rest.size() && std::isalpha(static_cast<unsigned char>(rest[u]))) ++u;
+    std::string unit(rest.substr(0, u));
+    rest.remove_prefix(u);
+    skip_spaces();
+    for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    double factor;
+    if (unit.empty()) {
+      // A plain number is milliseconds; in a sum every part names its unit.
+      if (parts > 0 || !rest.empty()) return invalid("a number without a unit");
+      factor = 1;
+    } else if (unit == "ms" || unit == "milli" || unit == "millis" || unit == "millisecond" ||
+               unit == "milliseconds") {
+      factor = 1;
+    } else if (unit == "s" || unit == "sec" || unit == "secs" || unit == "second" || unit == "seconds") {
+      factor = 1000;
+    } else if (unit == "m" || unit == "min" || unit == "mins" || unit == "minute" || unit == "minutes") {
+      factor = 60 * 1000;
+    } else if (unit == "h" || unit == "hour" || unit == "hours") {
+      factor = 3600 * 1000;
+    } else if (unit == "d" || unit == "day" || unit == "days") {
+      factor = 24 * 3600 * 1000;
+    } else {
+      return invalid("unknown unit '" + unit + "'");
+    }
+    total_ms += value * factor;
+    if (total_ms > kMaxMs) return invalid("more than 100 years");
+    ++parts;
   }
-  std::string_view unit(p, end - p);
-  int64_t factor = 0;
-  if (unit.empty() || unit == "ms") {
-    factor = 1;
-  } else if (unit == "s") {
-    factor = 1000;
-  } else if (unit == "min" || unit == "m") {
-    factor = 60 * 1000;
-  } else if (unit == "h") {
-    factor = 3600 * 1000;
-  } else {
-    return absl::InvalidArgumentError("invalid duration '" + std::string(text) +
-                                      "': unknown unit '" + std::string(unit) + "'");
-  }
-  return Duration(value * factor);
+  const double nearest = std::round(total_ms);
+  if (std::abs(total_ms - nearest) > 1e-6 * std::max(1.0, total_ms)) return invalid("finer than a millisecond");
+  return Duration(static_cast<int64_t>(nearest));
 }
 
 absl::StatusOr<int64_t> parse_memory_size(std::string_view text) {
