@@ -422,11 +422,22 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
   Inbound(DataPlane* plane, int fd, std::string peer) : plane_(plane), fd_(fd), peer_(std::move(peer)) {}
   ~Inbound() {
     stop();
-    if (thread_.joinable()) thread_.join();
+    if (thread_.joinable()) {
+      // Its own thread held the last reference: it has finished with this.
+      if (thread_.get_id() == std::this_thread::get_id()) {
+        thread_.detach();
+      } else {
+        thread_.join();
+      }
+    }
     ::close(fd_);
   }
   void start() {
-    thread_ = std::thread([this] { run(); });  // the plane owns this; it joins before destroying
+    // The thread keeps this alive while it runs: a channel's close listener
+    // may hold a reference on this very thread (a channel closed before
+    // its open arrived calls it at once), and must never be the last one
+    // there. The plane joins before it lets go.
+    thread_ = std::thread([self = shared_from_this()] { self->run(); });
   }
   void stop() {
     cancelled_ = true;
@@ -928,6 +939,7 @@ void DataPlane::shutdown() {
   for (auto& i : in) i->stop();
   pool_->wake_all();
   out.clear();
+  for (auto& i : in) i->join();
   in.clear();
   std::vector<std::shared_ptr<Outbound>> dead;
   {
