@@ -423,7 +423,10 @@ TEST(JobLibraryTest, MetricsShowRecordsAndWhereBackpressureComesFrom) {
   ASSERT_EQ(submitted.code, 0) << submitted.err;
   const std::string job = submitted_job(submitted.out);
   nlohmann::json source, slow;
-  // Rates need two heartbeats a second apart.
+  // Rates need two heartbeats a second apart, and the source is only
+  // backpressured once its buffers are all in flight; a record is counted in
+  // when its whole buffer is through, which at 200 µs a record (more on a
+  // loaded machine) takes a second or so. Wait for that steady state.
   const bool reported = eventually(
       [&] {
         auto d = c.client().job(job);
@@ -431,9 +434,10 @@ TEST(JobLibraryTest, MetricsShowRecordsAndWhereBackpressureComesFrom) {
         source = (*d)["vertices"][0];
         slow = (*d)["vertices"][1];
         return source["metrics"].contains("backpressure") && slow["metrics"].contains("backpressure") &&
-               slow["subtasks"].size() == 2 && slow["subtasks"][1]["metrics"].contains("busy_ms_per_s");
+               slow["subtasks"].size() == 2 && slow["subtasks"][1]["metrics"].contains("busy_ms_per_s") &&
+               slow["metrics"]["records_in"].get<int64_t>() > 0 && source["metrics"]["backpressure"] != "ok";
       },
-      30s);
+      60s);
   ASSERT_TRUE(reported) << source << slow;
   const nlohmann::json& sm = source["metrics"];
   const nlohmann::json& wm = slow["metrics"];
