@@ -58,6 +58,11 @@ class Cluster {
     jm_args_.insert(jm_args_.end(), args.begin(), args.end());
   }
 
+  // More arguments for every TaskManager started after this.
+  void add_taskmanager_args(const std::vector<std::string>& args) {
+    tm_args_.insert(tm_args_.end(), args.begin(), args.end());
+  }
+
   // SIGKILLs the JobManager and starts a new one on the same ports.
   void restart_jobmanager() {
     jm_->kill9();
@@ -105,6 +110,7 @@ class Cluster {
           dir_.path(id + "-libraries")}) {
       launcher.push_back(a);
     }
+    launcher.insert(launcher.end(), tm_args_.begin(), tm_args_.end());
     tms_[id] = std::make_unique<Child>(launcher, dir_.path(id), /*pipe_stderr=*/false, env);
     bool listed = eventually(
         [&] {
@@ -140,6 +146,7 @@ class Cluster {
   std::string secret_file_;
   bool ok_ = true;
   std::vector<std::string> jm_args_;
+  std::vector<std::string> tm_args_;
   std::string address_, rest_;
   std::unique_ptr<Child> jm_;
   std::map<std::string, std::unique_ptr<Child>> tms_;  // destroyed (killed) before jm_

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 
 #include "cluster/job_library.h"
 #include "network/data_plane.h"
@@ -71,15 +72,30 @@ static absl::Status build(weir::StreamEnvironment&, const std::vector<std::strin
 WEIR_JOB("crash", build)
 )";
 // slow --records N --micros M: N numbers through a map that takes M µs a
-// record (as a slow sink would), into a sink that drops them.
+// record (as a slow sink would), into a sink that drops them and counts
+// them in metrics of its own: a counter, a gauge and a histogram.
 constexpr char kSlow[] = R"(#include <weir/job_library.h>
 #include <chrono>
 #include <thread>
 namespace {
 class Drop final : public weir::Sink<int64_t> {
  public:
-  absl::Status open(weir::OperatorContext&) override { return absl::OkStatus(); }
-  absl::Status write(const int64_t&) override { return absl::OkStatus(); }
+  absl::Status open(weir::OperatorContext& ctx) override {
+    dropped_ = &ctx.metrics().counter("dropped");
+    last_ = &ctx.metrics().gauge("last_value");
+    tens_ = &ctx.metrics().histogram("value_mod_100");
+    return absl::OkStatus();
+  }
+  absl::Status write(const int64_t& v) override {
+    dropped_->inc();
+    last_->set(static_cast<double>(v));
+    tens_->update(v % 100);
+    return absl::OkStatus();
+  }
+ private:
+  weir::Counter* dropped_ = nullptr;
+  weir::Gauge* last_ = nullptr;
+  weir::Histogram* tens_ = nullptr;
 };
 absl::Status build(weir::StreamEnvironment& env, const std::vector<std::string>& args) {
   if (args.size() != 4 || args[0] != "--records" || args[2] != "--micros") {
@@ -468,6 +484,257 @@ TEST(JobLibraryTest, MetricsShowRecordsAndWhereBackpressureComesFrom) {
   auto canceled = c.client().cancel(job);
   ASSERT_TRUE(canceled.ok()) << canceled.status();
   EXPECT_EQ((*canceled)["status"], "CANCELED");
+}
+
+// A Prometheus text page (docs/metrics.md) as samples: name, labels, value.
+struct Sample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+std::vector<Sample> parse_prometheus(const std::string& text) {
+  std::vector<Sample> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    Sample s;
+    size_t at = line.find_first_of("{ ");
+    s.name = line.substr(0, at);
+    if (at != std::string::npos && line[at] == '{') {
+      ++at;
+      while (at < line.size() && line[at] != '}') {
+        const size_t eq = line.find("=\"", at);
+        if (eq == std::string::npos) break;
+        std::string key = line.substr(at, eq - at), value;
+        at = eq + 2;
+        for (; at < line.size() && line[at] != '"'; ++at) {
+          if (line[at] == '\\' && at + 1 < line.size()) ++at;
+          value += line[at];
+        }
+        s.labels[key] = value;
+        ++at;  // the closing quote
+        if (at < line.size() && line[at] == ',') ++at;
+      }
+      ++at;  // '}'
+    }
+    try {
+      s.value = std::stod(line.substr(at));
+    } catch (const std::exception&) {
+      ADD_FAILURE() << "no value on the line: " << line;
+      continue;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// The sum of the samples named `name` whose labels include `match`, and
+// how many there were.
+struct Total {
+  double sum = 0;
+  int samples = 0;
+};
+Total total(const std::vector<Sample>& page, const std::string& name,
+            const std::map<std::string, std::string>& match = {}) {
+  Total t;
+  for (const Sample& s : page) {
+    if (s.name != name) continue;
+    bool ok = true;
+    for (const auto& [k, v] : match) ok = ok && s.labels.count(k) && s.labels.at(k) == v;
+    if (!ok) continue;
+    t.sum += s.value;
+    ++t.samples;
+  }
+  return t;
+}
+
+// GET /metrics of `address` (HOST:PORT), with the bearer secret unless empty.
+httplib::Result scrape(const std::string& address, const std::string& secret) {
+  auto hp = network::parse_address(address);
+  EXPECT_TRUE(hp.ok()) << address;
+  httplib::Client http(hp->first, hp->second);
+  httplib::Headers auth;
+  if (!secret.empty()) auth = {{"Authorization", "Bearer " + secret}};
+  return http.Get("/metrics", auth);
+}
+
+// The JobManager and each TaskManager serve /metrics for Prometheus: task
+// counters and rates, an operator's own counter, gauge and histogram, the
+// network buffers, the JobManager's checkpoints and slots; the values move
+// and agree with what the REST API reports (which lags by a heartbeat).
+TEST(JobLibraryTest, PrometheusScrapesMoveAndAgreeWithTheRestApi) {
+  JobLibraries libs = build_job_libraries();
+  ASSERT_TRUE(libs.error.empty()) << libs.error;
+  Cluster c("job-library-prometheus");
+  ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  RunResult submitted = testing::run_weir(
+      {"run", "--detached", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), libs.slow, "-p", "2",
+       "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval", "100ms", "--records", "100000000",
+       "--micros", "100"},
+      c.dir().path("submit"));
+  ASSERT_EQ(submitted.code, 0) << submitted.err;
+  const std::string job = submitted_job(submitted.out);
+  auto overview = c.client().overview();
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  ASSERT_EQ((*overview)["taskmanagers"].size(), 1u) << *overview;
+  const std::string tm = (*overview)["taskmanagers"][0]["metrics_address"];
+  ASSERT_FALSE(tm.empty()) << *overview;
+
+  // Without the secret neither answers; the REST port's other routes neither.
+  for (const std::string& address : {c.rest(), tm}) {
+    auto refused = scrape(address, "");
+    ASSERT_TRUE(refused) << address;
+    EXPECT_EQ(refused->status, 401) << address << ": " << refused->body;
+    EXPECT_NE(refused->body.find("no cluster secret given"), std::string::npos) << refused->body;
+  }
+
+  std::vector<Sample> tm_page, jm_page;
+  const std::map<std::string, std::string> numbers = {{"job_id", job}, {"task_name", "numbers"}};
+  const std::map<std::string, std::string> drop = {{"job_id", job}, {"operator_name", "drop"}};
+  auto scrape_both = [&] {
+    auto t = scrape(tm, c.secret());
+    auto j = scrape(c.rest(), c.secret());
+    if (!t || !j || t->status != 200 || j->status != 200) return false;
+    EXPECT_EQ(t->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
+    EXPECT_EQ(j->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0), 0u);
+    tm_page = parse_prometheus(t->body);
+    jm_page = parse_prometheus(j->body);
+    return true;
+  };
+  // Running, with rates (two heartbeats a second apart) and a checkpoint.
+  const bool running = eventually(
+      [&] {
+        return scrape_both() &&
+               total(tm_page, "weir_taskmanager_job_task_numRecordsOut", numbers).sum > 0 &&
+               total(tm_page, "weir_taskmanager_job_task_operator_dropped", drop).sum > 0 &&
+               total(tm_page, "weir_taskmanager_job_task_busyTimeMsPerSecond", {{"task_name", "slow -> drop"}})
+                       .samples == 2 &&
+               total(jm_page, "weir_jobmanager_job_numberOfCompletedCheckpoints", {{"job_id", job}}).sum >= 1;
+      },
+      30s);
+  ASSERT_TRUE(running) << "TaskManager:\n" << scrape(tm, c.secret())->body << "\nJobManager:\n"
+                       << scrape(c.rest(), c.secret())->body;
+
+  // A subtask each, labelled with where it runs.
+  const Total out1 = total(tm_page, "weir_taskmanager_job_task_numRecordsOut", numbers);
+  EXPECT_EQ(out1.samples, 2);
+  EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_numRecordsOut",
+                  {{"task_name", "numbers"}, {"subtask_index", "1"}, {"tm_id", "tm-a"}, {"task_attempt_num", "0"}})
+                .samples,
+            1);
+  EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_numRecordsIn", numbers).sum, 0);  // a source reads no channel
+  // The operator's own metrics: its histogram of v % 100 as a summary.
+  EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_operator_dropped", drop).samples, 2);
+  EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_operator_last_value", drop).samples, 2);
+  const Total count = total(tm_page, "weir_taskmanager_job_task_operator_value_mod_100_count", drop);
+  const Total sum = total(tm_page, "weir_taskmanager_job_task_operator_value_mod_100_sum", drop);
+  EXPECT_GT(count.sum, 0);
+  EXPECT_LE(sum.sum / count.sum, 99.0);
+  for (const Sample& s : tm_page) {
+    if (s.name != "weir_taskmanager_job_task_operator_value_mod_100") continue;
+    EXPECT_TRUE(s.labels.count("quantile")) << s.name;
+    EXPECT_GE(s.value, 0);
+    EXPECT_LE(s.value, 99);
+  }
+  const Total buffers = total(tm_page, "weir_taskmanager_Status_Shuffle_Netty_TotalMemorySegments");
+  const Total used = total(tm_page, "weir_taskmanager_Status_Shuffle_Netty_UsedMemorySegments");
+  EXPECT_EQ(buffers.samples, 1);
+  EXPECT_GT(used.sum, 0);  // the source's buffers wait in its channels
+  EXPECT_LE(used.sum, buffers.sum);
+  EXPECT_GT(total(tm_page, "weir_taskmanager_Status_ProcessMemoryRSS").sum, 1 << 20);
+  // The JobManager's view of the cluster and the job.
+  EXPECT_EQ(total(jm_page, "weir_jobmanager_numRegisteredTaskManagers").sum, 1);
+  EXPECT_EQ(total(jm_page, "weir_jobmanager_taskSlotsTotal").sum, 2);
+  EXPECT_EQ(total(jm_page, "weir_jobmanager_taskSlotsAvailable").sum, 0);
+  EXPECT_EQ(total(jm_page, "weir_jobmanager_numRunningJobs").sum, 1);
+  EXPECT_GT(total(jm_page, "weir_jobmanager_job_uptime", {{"job_id", job}, {"job_name", "slow"}}).sum, 0);
+  EXPECT_EQ(total(jm_page, "weir_jobmanager_job_numRestarts", {{"job_id", job}}).sum, 0);
+  EXPECT_EQ(total(jm_page, "weir_jobmanager_job_lastCheckpointFullSize", {{"job_id", job}}).samples, 1);
+  const double checkpoints1 = total(jm_page, "weir_jobmanager_job_numberOfCompletedCheckpoints", {{"job_id", job}}).sum;
+
+  // The REST API's figures come from heartbeats: never ahead of a scrape
+  // taken after them, and they catch up with it.
+  auto rest = [&](int vertex, const char* key) -> double {
+    auto d = c.client().job(job);
+    if (!d.ok()) return -1;
+    const nlohmann::json& m = (*d)["vertices"][vertex]["metrics"];
+    if (m.is_null()) return -1;
+    if (std::string(key) == "dropped") return m["gauges"].value("dropped", int64_t{-1});
+    return m[key].get<double>();
+  };
+  auto rest_checkpoints = [&]() -> double {
+    auto r = c.client().checkpoints(job);
+    return r.ok() ? static_cast<double>((*r)["completed"].size()) : -1;
+  };
+  const double rest_out = rest(0, "records_out"), rest_dropped = rest(1, "dropped");
+  const double rest_cps = rest_checkpoints();
+  ASSERT_TRUE(scrape_both());
+  const Total out2 = total(tm_page, "weir_taskmanager_job_task_numRecordsOut", numbers);
+  const Total dropped2 = total(tm_page, "weir_taskmanager_job_task_operator_dropped", drop);
+  const double checkpoints2 = total(jm_page, "weir_jobmanager_job_numberOfCompletedCheckpoints", {{"job_id", job}}).sum;
+  EXPECT_LE(rest_out, out2.sum);
+  EXPECT_LE(rest_dropped, dropped2.sum);
+  EXPECT_LE(rest_cps, checkpoints2);
+  EXPECT_TRUE(eventually([&] { return rest(0, "records_out") >= out2.sum; }, 10s)) << out2.sum;
+  EXPECT_TRUE(eventually([&] { return rest(1, "dropped") >= dropped2.sum; }, 10s)) << dropped2.sum;
+  EXPECT_TRUE(eventually([&] { return rest_checkpoints() >= checkpoints2; }, 10s)) << checkpoints2;
+  // And the values move.
+  EXPECT_TRUE(eventually(
+      [&] {
+        return scrape_both() &&
+               total(tm_page, "weir_taskmanager_job_task_numRecordsOut", numbers).sum > out2.sum &&
+               total(tm_page, "weir_taskmanager_job_task_operator_dropped", drop).sum > dropped2.sum &&
+               total(jm_page, "weir_jobmanager_job_numberOfCompletedCheckpoints", {{"job_id", job}}).sum > checkpoints1;
+      },
+      10s));
+
+  // Once the job ended its series are gone from both.
+  auto canceled = c.client().cancel(job);
+  ASSERT_TRUE(canceled.ok()) << canceled.status();
+  EXPECT_TRUE(eventually(
+      [&] {
+        return scrape_both() && total(jm_page, "weir_jobmanager_numRunningJobs").sum == 0 &&
+               total(jm_page, "weir_jobmanager_job_uptime").samples == 0 &&
+               total(tm_page, "weir_taskmanager_job_task_numRecordsOut").samples == 0;
+      },
+      10s));
+}
+
+// --metrics-public opens /metrics, and only /metrics, to scrapers without
+// the secret.
+TEST(JobLibraryTest, PublicMetricsOpenOnlyMetrics) {
+  Cluster c("job-library-public-metrics");
+  c.add_jobmanager_args({"--metrics-public"});
+  c.add_taskmanager_args({"--metrics-public", "--metrics-port", "0"});
+  ASSERT_TRUE(c.start({{"tm-a", 1}})) << "the cluster did not come up\n" << c.jm_log();
+  auto overview = c.client().overview();
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  const std::string tm = (*overview)["taskmanagers"][0]["metrics_address"];
+  for (const std::string& address : {c.rest(), tm}) {
+    auto open = scrape(address, "");
+    ASSERT_TRUE(open) << address;
+    EXPECT_EQ(open->status, 200) << address << ": " << open->body;
+    auto wrong = scrape(address, "not-the-secret");
+    ASSERT_TRUE(wrong);
+    EXPECT_EQ(wrong->status, 200) << "a public /metrics ignores the header";
+  }
+  EXPECT_EQ(total(parse_prometheus(scrape(c.rest(), "")->body), "weir_jobmanager_taskSlotsTotal").sum, 1);
+  auto hp = network::parse_address(c.rest());
+  ASSERT_TRUE(hp.ok());
+  httplib::Client http(hp->first, hp->second);
+  for (const char* path : {"/v1/overview", "/v1/jobs", "/metrics/../v1/jobs"}) {
+    auto closed = http.Get(path);
+    ASSERT_TRUE(closed) << path;
+    EXPECT_EQ(closed->status, 401) << path << ": " << closed->body;
+  }
+  // A TaskManager serves nothing but /metrics.
+  auto thp = network::parse_address(tm);
+  ASSERT_TRUE(thp.ok());
+  httplib::Client tm_http(thp->first, thp->second);
+  auto other = tm_http.Get("/v1/overview", {{"Authorization", "Bearer " + c.secret()}});
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
 }
 
 }  // namespace

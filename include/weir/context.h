@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "weir/detail/operator.h"
 #include "weir/key_group.h"
+#include "weir/metrics.h"
 #include "weir/serializer.h"
 
 namespace weir {
@@ -54,11 +55,14 @@ class OperatorContext {
   virtual bool is_restored() const = 0;
   // The task's processing-time clock and timer callbacks.
   virtual detail::ProcessingTimeService& processing_time() = 0;
-  // Reports a value under `name` in the task's metrics (REST: the subtask's
-  // and the vertex's "gauges"; a vertex sums its subtasks' values of a
-  // name). For values that change now and then (a lag, a queue length):
-  // it takes a lock.
-  virtual void set_gauge(std::string_view name, int64_t value) = 0;
+  // The operator subtask's own counters, gauges and histograms
+  // (weir/metrics.h), exported with the task's metrics.
+  virtual MetricGroup& metrics() = 0;
+  // metrics().gauge(name).set(value): a value under `name` in the task's
+  // metrics (REST: the subtask's and the vertex's "gauges", a vertex summing
+  // its subtasks' values of a name). It looks the name up: for values that
+  // change now and then (a lag, a queue length); keep the Gauge& for more.
+  void set_gauge(std::string_view name, int64_t value) { metrics().gauge(name).set(static_cast<double>(value)); }
   // Raw operator state; prefer OperatorListState<T>.
   virtual detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                         detail::Redistribution mode) = 0;

@@ -158,6 +158,7 @@ struct ClusterCommands::Flags {
   inline static const cluster::JobManagerOptions kJobManagerDefaults{};
   std::string bind = kJobManagerDefaults.bind;
   int rest_port = kJobManagerDefaults.rest_port;
+  bool metrics_public = false;
   std::string heartbeat_interval = format_duration(kJobManagerDefaults.heartbeat_interval);
   std::string heartbeat_timeout = format_duration(kJobManagerDefaults.heartbeat_timeout);
   int keep_ended_jobs = kJobManagerDefaults.keep_ended_jobs;
@@ -192,6 +193,8 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   f.jobmanager->add_option("--rest-port", f.rest_port, "REST API port on the same host (0: any)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
+  f.jobmanager->add_flag("--metrics-public", f.metrics_public,
+                         "GET /metrics on the REST port answers without the secret (the rest still needs it)");
   f.jobmanager->add_option("--heartbeat-interval", f.heartbeat_interval, "e.g. 500ms")->capture_default_str();
   f.jobmanager->add_option("--keep-ended-jobs", f.keep_ended_jobs, "Ended jobs still listed (older ones are forgotten)")
       ->capture_default_str()
@@ -209,6 +212,11 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   f.taskmanager->add_option("--slots", f.tm.slots, "Slots offered")->capture_default_str()->check(CLI::Range(1, 1024));
   f.taskmanager->add_option("--bind", f.tm.bind_host, "IPv4 address of the data port")->capture_default_str();
   f.taskmanager->add_option("--data-port", f.tm.data_port, "Data port (0: any free one)")->check(CLI::Range(0, 65535));
+  f.taskmanager->add_option("--metrics-port", f.tm.metrics_port,
+                            "Port of GET /metrics (Prometheus) on the --bind address (0: any free one, -1: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 65535));
+  f.taskmanager->add_flag("--metrics-public", f.tm.metrics_public, "GET /metrics answers without the secret");
   f.taskmanager->add_option("--id", f.tm.id, "Name (default tm-<host>-<pid>)");
   f.taskmanager->add_option("--network-buffers", f.tm.network_buffers, "32 KiB network buffers in the pool")
       ->capture_default_str()
@@ -290,6 +298,7 @@ std::optional<int> ClusterCommands::run() {
     cluster::JobManagerOptions o;
     o.bind = f.bind;
     o.rest_port = f.rest_port;
+    o.metrics_public = f.metrics_public;
     o.keep_ended_jobs = f.keep_ended_jobs;
     o.library_dir = f.library_dir;
     o.secret = *secret;
@@ -326,7 +335,9 @@ std::optional<int> ClusterCommands::run() {
       result = tm.run();
       if (!result.ok()) ::kill(::getpid(), SIGTERM);  // wake the signal wait
     });
-    std::printf("taskmanager started, data port %s\n", tm.data_address().c_str());
+    std::printf("taskmanager started, data port %s", tm.data_address().c_str());
+    if (!tm.metrics_address().empty()) std::printf(", metrics http://%s/metrics", tm.metrics_address().c_str());
+    std::printf("\n");
     std::fflush(stdout);
     signals.wait();
     tm.shutdown();
@@ -419,9 +430,12 @@ std::optional<int> ClusterCommands::run() {
   auto r = client.overview();
   if (!r.ok()) return fail(exit_code(r.status()), std::string(r.status().message()));
   for (const auto& t : (*r)["taskmanagers"]) {
-    std::printf("%s  data %s  slots %d/%d used  last heartbeat %lld ms ago\n", t["id"].get<std::string>().c_str(),
+    std::printf("%s  data %s  slots %d/%d used  last heartbeat %lld ms ago", t["id"].get<std::string>().c_str(),
                 t["data_address"].get<std::string>().c_str(), t["slots_used"].get<int>(), t["slots"].get<int>(),
                 static_cast<long long>(t["last_heartbeat_ms_ago"].get<int64_t>()));
+    const std::string metrics = t.value("metrics_address", "");
+    if (!metrics.empty()) std::printf("  metrics %s", metrics.c_str());
+    std::printf("\n");
   }
   std::printf("running jobs: %d\n", (*r)["jobs_running"].get<int>());
   return kOk;

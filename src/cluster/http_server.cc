@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "network/data_plane.h"
+
 namespace weir::cluster {
 namespace {
 
@@ -264,6 +266,28 @@ void HttpServer::serve(const Connection& p) {
     discarded += static_cast<size_t>(n);
   }
   ::close(p.fd);
+}
+
+}  // namespace weir::cluster
+
+namespace weir::cluster {
+
+HttpServer::Gate secret_gate(std::string secret, bool public_metrics, std::string server, RateLimitedLog* refusals) {
+  return [secret = "Bearer " + std::move(secret), public_metrics, server = std::move(server), refusals](
+             const httplib::Request& req, httplib::Response& res) {
+    if (public_metrics && req.method == "GET" && req.path == "/metrics") return true;
+    const std::string given = req.get_header_value("Authorization");
+    if (network::secrets_equal(given, secret)) return true;
+    refusals->log([&] {
+      return fmt::format("refused a {} request {} {} from {}: {}", server, req.method, req.path, req.remote_addr,
+                         given.empty() ? "no cluster secret" : "wrong cluster secret");
+    });
+    res.status = 401;
+    res.set_content(
+        nlohmann::json{{"error", given.empty() ? "no cluster secret given" : "wrong cluster secret"}}.dump(),
+        "application/json");
+    return false;
+  };
 }
 
 }  // namespace weir::cluster

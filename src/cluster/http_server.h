@@ -39,6 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/rate_limited_log.h"
 #include "network/gated_acceptor.h"
 
 namespace weir::cluster {
@@ -111,6 +112,12 @@ class HttpServer : public httplib::Server {
   std::vector<std::thread> workers_;
   network::GatedAcceptor acceptor_;  // last: its thread calls the members above
 };
+
+// The cluster's gate: lets through requests that carry `secret` as
+// "Authorization: Bearer <secret>" and, when `public_metrics`, GET
+// /metrics without it; answers the rest 401 with the reason, and logs them
+// through `refusals` (which outlives the gate), naming `server`.
+HttpServer::Gate secret_gate(std::string secret, bool public_metrics, std::string server, RateLimitedLog* refusals);
 
 }  // namespace weir::cluster
 

@@ -33,6 +33,13 @@ void JobMetrics::report(const runtime::ExecutionId& id, const TaskMetricsSnapsho
   s.base_ms = now_ms;
 }
 
+std::optional<JobMetrics::Rates> JobMetrics::rates(int vertex, int subtask, int attempt) {
+  absl::MutexLock lock(&mu_);
+  auto it = subtasks_.find({vertex, subtask});
+  if (it == subtasks_.end() || it->second.attempt != attempt || !it->second.has_rates) return std::nullopt;
+  return it->second.rates;
+}
+
 nlohmann::json JobMetrics::subtask_json(int vertex, int subtask, int attempt) {
   absl::MutexLock lock(&mu_);
   auto it = subtasks_.find({vertex, subtask});
@@ -47,8 +54,13 @@ nlohmann::json JobMetrics::vertex_json(int vertex) {
   bool any = false, has_rates = false;
   for (const auto& [key, s] : subtasks_) {
     if (key.first != vertex) continue;
+    // The vertex's watermarks are its subtasks' lowest.
+    const int64_t in_wm = any ? std::min(sum.input_watermark, s.now.input_watermark) : s.now.input_watermark;
+    const int64_t out_wm = any ? std::min(sum.output_watermark, s.now.output_watermark) : s.now.output_watermark;
     any = true;
     sum += s.now;
+    sum.input_watermark = in_wm;
+    sum.output_watermark = out_wm;
     if (!s.has_rates) continue;
     has_rates = true;
     rates.records_in += s.rates.records_in;
@@ -69,6 +81,9 @@ nlohmann::json JobMetrics::to_json(const TaskMetricsSnapshot& m, const Rates& r,
                         {"backpressured_ms", m.backpressured_ms}, {"idle_ms", m.idle_ms},
                         {"gauges", nlohmann::json::object()}};
   for (const auto& [name, v] : m.gauges) out["gauges"][name] = v;
+  auto watermark = [](int64_t w) { return w == INT64_MIN ? nlohmann::json() : nlohmann::json(w); };
+  out["input_watermark"] = watermark(m.input_watermark);
+  out["output_watermark"] = watermark(m.output_watermark);
   if (!has_rates) return out;  // one report so far: no rates yet
   out["records_in_per_s"] = std::llround(r.records_in);
   out["records_out_per_s"] = std::llround(r.records_out);

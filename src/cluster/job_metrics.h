@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,9 @@ class JobMetrics {
   // Reports of an older attempt than the latest seen are ignored; a newer
   // attempt starts afresh. Rates need two reports at least a second apart.
   void report(const runtime::ExecutionId& id, const TaskMetricsSnapshot& m, int64_t now_ms);
+
+  // One subtask's rates for `attempt`, or null before it has any.
+  std::optional<Rates> rates(int vertex, int subtask, int attempt);
 
   // One subtask's METRICS (null when it never reported for `attempt`).
   nlohmann::json subtask_json(int vertex, int subtask, int attempt);

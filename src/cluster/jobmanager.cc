@@ -35,7 +35,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
                     slots_.remove(s);
                     jobs_.taskmanager_lost(s, "TaskManager " + s->id + " (" + s->data_address + ") lost: " + reason);
                   }),
-        rest_(options_.secret, &jobs_, &sessions_, &slots_, &libraries_) {}
+        rest_(options_.secret, options_.metrics_public, &jobs_, &sessions_, &slots_, &libraries_) {}
   ~Impl() override { shutdown(); }
 
   absl::Status start() {
@@ -95,6 +95,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     auto s = std::make_shared<Session>();
     s->id = first.register_().taskmanager_id();
     s->data_address = first.register_().data_address();
+    s->metrics_address = first.register_().metrics_address();
     s->slots = first.register_().slots();
     s->network_buffers = first.register_().network_buffers();
     s->last_heartbeat_ms = SystemClock::instance()->now_ms();

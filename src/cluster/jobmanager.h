@@ -19,6 +19,9 @@ struct JobManagerOptions {
   std::string bind = "127.0.0.1:6123";  // HOST:PORT; port 0 picks a free one
   std::string secret;
   int rest_port = 8081;  // on the bind host; 0 picks a free one
+  // GET /metrics on the REST port answers without the secret (the rest of
+  // the API still needs it).
+  bool metrics_public = false;
   // Ended jobs the JobManager still reports; older ones are forgotten, so
   // its memory does not grow with the number of jobs run.
   int keep_ended_jobs = 100;

@@ -77,6 +77,8 @@ void to_proto(const std::string& job_id, const runtime::ExecutionId& id, const T
   out->set_bytes_out(m.bytes_out);
   out->set_backpressured_ms(m.backpressured_ms);
   out->set_idle_ms(m.idle_ms);
+  out->set_input_watermark(m.input_watermark);
+  out->set_output_watermark(m.output_watermark);
   for (const auto& [name, v] : m.gauges) (*out->mutable_gauges())[name] = v;
 }
 
@@ -88,6 +90,8 @@ TaskMetricsSnapshot from_proto(const proto::TaskMetrics& m) {
   s.bytes_out = m.bytes_out();
   s.backpressured_ms = m.backpressured_ms();
   s.idle_ms = m.idle_ms();
+  s.input_watermark = m.input_watermark();
+  s.output_watermark = m.output_watermark();
   for (const auto& [name, v] : m.gauges()) s.gauges[name] = v;
   return s;
 }

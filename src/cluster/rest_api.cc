@@ -7,6 +7,7 @@
 #include <set>
 
 #include "cluster/json_body.h"
+#include "cluster/metrics_exposition.h"
 #include "common/clock.h"
 #include "network/data_plane.h"
 
@@ -46,16 +47,22 @@ std::string execution_state_name(runtime::ExecutionState s, bool terminal) {
 
 }  // namespace
 
-RestApi::RestApi(std::string secret, JobRegistry* jobs, SessionRegistry* sessions, SlotPool* slots,
-                 LibraryStore* libraries)
-    : secret_(std::move(secret)), jobs_(jobs), sessions_(sessions), slots_(slots), libraries_(libraries) {}
+RestApi::RestApi(std::string secret, bool metrics_public, JobRegistry* jobs, SessionRegistry* sessions,
+                 SlotPool* slots, LibraryStore* libraries)
+    : secret_(std::move(secret)),
+      metrics_public_(metrics_public),
+      jobs_(jobs),
+      sessions_(sessions),
+      slots_(slots),
+      libraries_(libraries) {}
 
 absl::StatusOr<int> RestApi::start(const std::string& host, int port) {
-  http_.set_gate([this](const Request& req, Response& res) { return authorised(req, res); });
+  http_.set_gate(secret_gate(secret_, metrics_public_, "REST", &refusals_));
   http_.allow_body("PUT", "/v1/libraries/", kMaxLibraryBytes);
   auto route = [this](void (RestApi::*fn)(const Request&, Response&)) {
     return [this, fn](const Request& req, Response& res) { (this->*fn)(req, res); };
   };
+  http_.Get("/metrics", route(&RestApi::get_metrics));
   http_.Get("/v1/overview", route(&RestApi::get_overview));
   http_.Get("/v1/jobs", route(&RestApi::get_jobs));
   http_.Post("/v1/jobs", route(&RestApi::post_job));
@@ -73,15 +80,51 @@ absl::StatusOr<int> RestApi::start(const std::string& host, int port) {
   return http_.listen_on(host, port);
 }
 
-bool RestApi::authorised(const Request& req, Response& res) {
-  const std::string given = req.get_header_value("Authorization");
-  if (network::secrets_equal(given, "Bearer " + secret_)) return true;
-  refusals_.log([&] {
-    return fmt::format("refused a REST request {} {} from {}: {}", req.method, req.path, req.remote_addr,
-                       given.empty() ? "no cluster secret" : "wrong cluster secret");
-  });
-  reply_error(res, absl::UnauthenticatedError(given.empty() ? "no cluster secret given" : "wrong cluster secret"));
-  return false;
+void RestApi::get_metrics(const Request&, Response& res) {
+  MetricFamilies out;
+  const MetricLabels none;
+  const std::vector<SessionPtr> live = sessions_->live();
+  const SlotPool::Totals t = slots_->totals();
+  out.gauge("weir_jobmanager_numRegisteredTaskManagers", "TaskManagers registered and not lost.", none,
+            static_cast<double>(live.size()));
+  out.gauge("weir_jobmanager_taskSlotsTotal", "Slots the registered TaskManagers offer.", none, t.slots);
+  out.gauge("weir_jobmanager_taskSlotsAvailable", "Slots free.", none, t.slots - t.used);
+  out.gauge("weir_jobmanager_numRunningJobs", "Jobs not ended.", none, jobs_->running());
+  const int64_t now = SystemClock::instance()->wall_ms();  // as Job::start_ms
+  // Jobs while they run, as Flink's JobManager reports them; an ended job's
+  // series end with it.
+  for (const JobPtr& j : jobs_->list()) {
+    if (j->ended()) continue;
+    const runtime::JobMaster::Status st = j->master->status();
+    const MetricLabels labels = {{"job_id", j->id}, {"job_name", j->spec.name()}};
+    const std::string job = "weir_jobmanager_job_";
+    out.gauge(job + "uptime", "Milliseconds since the job was submitted.", labels,
+              static_cast<double>(now - j->start_ms));
+    out.counter(job + "numRestarts", "Times the job (or a region or task of it) restarted.", labels, st.restarts);
+    out.counter(job + "numberOfCompletedCheckpoints", "Checkpoints (and savepoints) completed.", labels,
+                static_cast<double>(st.checkpoints.size()));
+    out.counter(job + "numberOfFailedCheckpoints", "Checkpoints declined, expired or aborted.", labels,
+                static_cast<double>(st.failed_checkpoints));
+    out.counter(job + "numLostRecords", "Records lost to failures (at-most-once).", labels,
+                static_cast<double>(st.lost_records));
+    out.counter(job + "numDroppedRecords", "Records of failed tasks dropped on their way (task failover).", labels,
+                static_cast<double>(st.dropped_records));
+    if (st.checkpoints.empty()) continue;
+    const CompletedCheckpointStats& last = st.checkpoints.back();
+    int64_t alignment_ms = 0;
+    for (const auto& sub : last.subtasks) alignment_ms = std::max(alignment_ms, sub.alignment_ms);
+    out.gauge(job + "lastCheckpointDuration", "Milliseconds from trigger to completion of the last checkpoint.",
+              labels, static_cast<double>(last.duration.count()));
+    out.gauge(job + "lastCheckpointSize", "Bytes the last checkpoint wrote (new files only when incremental).",
+              labels, static_cast<double>(last.new_bytes));
+    out.gauge(job + "lastCheckpointFullSize", "Bytes of state the last checkpoint holds in all.", labels,
+              static_cast<double>(last.state_bytes));
+    out.gauge(job + "lastCheckpointAlignmentTime", "The longest barrier alignment (ms) of the last checkpoint.",
+              labels, static_cast<double>(alignment_ms));
+    out.gauge(job + "lastCheckpointId", "The id of the last completed checkpoint.", labels,
+              static_cast<double>(last.id));
+  }
+  res.set_content(out.text(), kPrometheusContentType);
 }
 
 JobPtr RestApi::job_of(const Request& req, Response& res) {
@@ -96,6 +139,7 @@ void RestApi::get_overview(const Request&, Response& res) {
   for (const auto& s : sessions_->live()) {
     tms.push_back({{"id", s->id},
                    {"data_address", s->data_address},
+                   {"metrics_address", s->metrics_address},
                    {"slots", s->slots},
                    {"slots_used", slots_->used(s)},
                    {"last_heartbeat_ms_ago", now - s->last_heartbeat_ms}});

@@ -1,7 +1,9 @@
 // The JobManager's REST API (docs/rest-api.md): its routes, one function
 // each, and the JSON views of jobs, checkpoints and the cluster they answer
-// with. Every request must carry the cluster secret ("Authorization: Bearer
-// <secret>"); JSON bodies are small and shallow, job libraries may be
+// with, and the JobManager's metrics for Prometheus (GET /metrics,
+// docs/metrics.md). Every request must carry the cluster secret
+// ("Authorization: Bearer <secret>"), but /metrics may be opened to
+// scrapers without it; JSON bodies are small and shallow, job libraries may be
 // large. Errors are {"error": MESSAGE} with the HTTP status of the cause.
 #ifndef WEIR_CLUSTER_REST_API_H_
 #define WEIR_CLUSTER_REST_API_H_
@@ -22,8 +24,9 @@ namespace weir::cluster {
 
 class RestApi {
  public:
-  // Serves `jobs`, `sessions`, `slots` and `libraries`, which outlive it.
-  RestApi(std::string secret, JobRegistry* jobs, SessionRegistry* sessions, SlotPool* slots,
+  // Serves `jobs`, `sessions`, `slots` and `libraries`, which outlive it;
+  // with `metrics_public`, GET /metrics needs no secret.
+  RestApi(std::string secret, bool metrics_public, JobRegistry* jobs, SessionRegistry* sessions, SlotPool* slots,
           LibraryStore* libraries);
   RestApi(const RestApi&) = delete;
   RestApi& operator=(const RestApi&) = delete;
@@ -45,7 +48,7 @@ class RestApi {
   using Request = httplib::Request;
   using Response = httplib::Response;
 
-  bool authorised(const Request& req, Response& res);
+  void get_metrics(const Request& req, Response& res);
   void get_overview(const Request& req, Response& res);
   void get_jobs(const Request& req, Response& res);
   void post_job(const Request& req, Response& res);
@@ -61,6 +64,7 @@ class RestApi {
   JobPtr job_of(const Request& req, Response& res);
 
   const std::string secret_;
+  const bool metrics_public_;
   JobRegistry* const jobs_;
   SessionRegistry* const sessions_;
   SlotPool* const slots_;

@@ -23,6 +23,7 @@ namespace weir::cluster {
 struct Session {
   std::string id;
   std::string data_address;  // host:port of its data plane
+  std::string metrics_address;  // host:port of its /metrics, "" if none
   int slots = 0;
   int network_buffers = 0;
   std::atomic<int64_t> last_heartbeat_ms{0};  // when anything last arrived from it

@@ -10,9 +10,13 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "cluster/http_server.h"
 #include "cluster/job_library.h"
+#include "cluster/job_metrics.h"
+#include "cluster/metrics_exposition.h"
 #include "cluster/protocol.h"
 #include "common/clock.h"
+#include "common/file_util.h"
 #include "cluster/queued_writer.h"
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
@@ -45,6 +49,7 @@ class TaskManagerProcess::Impl {
   }
   ~Impl() {
     shutdown();
+    metrics_http_.shutdown();
     release_all();
     data_plane_.shutdown();
   }
@@ -59,9 +64,19 @@ class TaskManagerProcess::Impl {
       }
       return network::result_file_path(it->second->result_dir, k.job_edge, k.producer, k.consumer);
     });
-    return data_plane_.listen(options_.bind_host, options_.data_port);
+    absl::Status listening = data_plane_.listen(options_.bind_host, options_.data_port);
+    if (!listening.ok() || options_.metrics_port < 0) return listening;
+    metrics_http_.set_gate(secret_gate(options_.secret, options_.metrics_public, "metrics", &refusals_));
+    metrics_http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics_text(), kPrometheusContentType);
+    });
+    auto port = metrics_http_.listen_on(options_.bind_host, options_.metrics_port);
+    if (!port.ok()) return port.status();
+    metrics_address_ = options_.bind_host + ":" + std::to_string(*port);
+    return absl::OkStatus();
   }
   const std::string& data_address() const { return data_plane_.address(); }
+  const std::string& metrics_address() const { return metrics_address_; }
 
   absl::Status run() {
     while (!stopping()) {
@@ -159,6 +174,8 @@ class TaskManagerProcess::Impl {
   };
 
   struct Job {
+    std::string name;        // as submitted
+    JobMetrics metrics;      // its tasks' rates, from the heartbeats
     std::string result_dir;  // its blocking results on this TaskManager
     std::shared_ptr<checkpoint::RoutingCheckpointStorage> storage;
     std::unique_ptr<MasterProxy> proxy;
@@ -188,6 +205,7 @@ class TaskManagerProcess::Impl {
     reg.mutable_register_()->set_data_address(data_plane_.address());
     reg.mutable_register_()->set_slots(options_.slots);
     reg.mutable_register_()->set_network_buffers(options_.network_buffers);
+    reg.mutable_register_()->set_metrics_address(metrics_address_);
     JobManagerMessage m;
     // Registered is the JobManager's first message; anything before it is
     // skipped. On failure the stream has nothing left to read, so Finish
@@ -309,11 +327,47 @@ class TaskManagerProcess::Impl {
   // Every task's counters, for a heartbeat. Under mu_, so no job is
   // released meanwhile (a runtime::TaskManager never calls back into this
   // object under its own lock).
+  // They also feed the rates /metrics shows.
   void add_metrics(proto::Heartbeat* hb) {
+    const int64_t now = SystemClock::instance()->now_ms();
     absl::MutexLock lock(&mu_);
     for (auto& [id, job] : jobs_) {
-      for (const auto& e : job->tasks->task_metrics()) to_proto(e.job_id, e.id, e.metrics, hb->add_metrics());
+      for (const auto& e : job->tasks->task_metrics()) {
+        to_proto(e.job_id, e.id, e.metrics, hb->add_metrics());
+        job->metrics.report(e.id, e.metrics, now);
+      }
     }
+  }
+
+  // GET /metrics: every task's metrics (with rates from the heartbeats),
+  // and the process's network buffers and memory.
+  std::string metrics_text() {
+    MetricFamilies out;
+    const MetricLabels tm = {{"tm_id", options_.id}};
+    const int total = pool_.total(), available = pool_.available();
+    const std::string netty = "weir_taskmanager_Status_Shuffle_Netty_";
+    out.gauge(netty + "TotalMemorySegments", "Network buffers in the process's pool.", tm, total);
+    out.gauge(netty + "AvailableMemorySegments", "Network buffers free.", tm, available);
+    out.gauge(netty + "UsedMemorySegments", "Network buffers in use.", tm, total - available);
+    out.gauge(netty + "TotalMemory", "Bytes of the network buffer pool.", tm,
+              static_cast<double>(total) * pool_.buffer_size());
+    out.gauge("weir_taskmanager_Status_ProcessMemoryRSS", "Resident bytes of the TaskManager process.", tm,
+              static_cast<double>(resident_bytes()));
+    out.gauge("weir_taskmanager_taskSlotsTotal", "Slots this TaskManager offers.", tm, options_.slots);
+    absl::MutexLock lock(&mu_);
+    for (auto& [job_id, job] : jobs_) {
+      for (const auto& e : job->tasks->task_metrics(/*with_operators=*/true)) {
+        const MetricLabels labels = {{"tm_id", options_.id},
+                                     {"job_id", job_id},
+                                     {"job_name", job->name},
+                                     {"task_name", e.task_name},
+                                     {"subtask_index", std::to_string(e.id.subtask)},
+                                     {"task_attempt_num", std::to_string(e.id.attempt)}};
+        auto rates = job->metrics.rates(e.id.vertex, e.id.subtask, e.id.attempt);
+        add_task_metrics(out, labels, e.metrics, rates ? &*rates : nullptr);
+      }
+    }
+    return out.text();
   }
 
   runtime::TaskManager* find(const std::string& job_id) {
@@ -380,6 +434,7 @@ class TaskManagerProcess::Impl {
     data_plane_.admit_job(d.job_id());
     data_plane_.registry(d.job_id())->set_reopen_closed(config.failover == FailoverStrategy::kTask);
     auto job = std::make_unique<Job>();
+    job->name = d.spec().name();
     job->result_dir = network::result_directory(config, d.job_id(), ExchangeMode::kBlocking);
     job->storage = runtime::make_job_storage(config, d.job_id());
     job->proxy = std::make_unique<MasterProxy>(this, d.job_id());
@@ -479,6 +534,9 @@ class TaskManagerProcess::Impl {
   network::NetworkBufferPool pool_;
   network::DataPlane data_plane_;
   LibraryStore libraries_;
+  RateLimitedLog refusals_;  // of metrics requests without the secret
+  HttpServer metrics_http_;
+  std::string metrics_address_;  // set by start()
   std::atomic<int64_t> last_heard_{0};                    // the session's last message from the JobManager
   // Per job, the restore point of its latest deployment in this session
   // (DeployTask.restore_as_before). The thread of run() (and the
@@ -503,6 +561,7 @@ TaskManagerProcess::TaskManagerProcess(TaskManagerOptions options)
 TaskManagerProcess::~TaskManagerProcess() = default;
 absl::Status TaskManagerProcess::start() { return impl_->start(); }
 const std::string& TaskManagerProcess::data_address() const { return impl_->data_address(); }
+const std::string& TaskManagerProcess::metrics_address() const { return impl_->metrics_address(); }
 absl::Status TaskManagerProcess::run() { return impl_->run(); }
 void TaskManagerProcess::shutdown() { impl_->shutdown(); }
 

@@ -3,7 +3,8 @@
 // job, sharing this process's network buffer pool and data plane), reports
 // their states and checkpoints back, and sends heartbeats. When the session
 // breaks or the JobManager's heartbeats stop, it cancels every task (the
-// JobManager has failed them) and registers again. The blocking results its
+// JobManager has failed them) and registers again. It serves its tasks'
+// metrics for Prometheus on a port of its own (docs/metrics.md). The blocking results its
 // tasks write stay in its own directory and are served from there to
 // consumers on other TaskManagers; they are removed when the job ends here.
 #ifndef WEIR_CLUSTER_TASKMANAGER_H_
@@ -22,6 +23,8 @@ struct TaskManagerOptions {
   std::string secret;
   std::string bind_host = "127.0.0.1";  // the data plane's address
   int data_port = 0;                    // 0: any free port
+  int metrics_port = 0;                 // GET /metrics on bind_host; 0: any free port, -1: none
+  bool metrics_public = false;          // /metrics answers without the secret
   int slots = 1;
   std::string id;                       // default: tm-<host>-<pid>
   int network_buffers = 4096;           // the process's pool (32 KiB each)
@@ -44,6 +47,8 @@ class TaskManagerProcess {
   absl::Status start();
   // host:port of the data port, once started.
   const std::string& data_address() const;
+  // host:port of GET /metrics once started ("" when it serves none).
+  const std::string& metrics_address() const;
   // Keeps a session with the JobManager until shutdown(). Returns an error
   // when the JobManager refuses the secret.
   absl::Status run();

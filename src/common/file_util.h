@@ -3,6 +3,7 @@
 #ifndef WEIR_COMMON_FILE_UTIL_H_
 #define WEIR_COMMON_FILE_UTIL_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,6 +45,9 @@ class MappedFile {
   const char* data_ = nullptr;
   size_t size_ = 0;
 };
+
+// The resident bytes of this process now (/proc/self/statm), 0 if unknown.
+int64_t resident_bytes();
 
 // Message for errno `err` on `op` of `path`.
 absl::Status errno_status(std::string_view op, const std::string& path, int err);

@@ -1,17 +1,23 @@
 // What a task has done, counted by its thread and read by anyone: records
-// and bytes through its inputs and outputs, and the time it spent waiting
-// for output space (backpressured) or for input (idle). The rest of its time
-// it was busy. Counters only grow; rates are differences over time.
+// and bytes through its inputs and outputs, the time it spent waiting for
+// output space (backpressured) or for input (idle), the rest of its time
+// busy, its input and output watermarks, and its operators' own metrics
+// (weir/metrics.h). Counters only grow; rates are differences over time.
 #ifndef WEIR_COMMON_TASK_METRICS_H_
 #define WEIR_COMMON_TASK_METRICS_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+
+#include "weir/metrics.h"
 
 namespace weir {
 
@@ -22,10 +28,19 @@ struct TaskMetricsSnapshot {
   int64_t bytes_out = 0;    // buffer bytes written to output channels
   int64_t backpressured_ms = 0;
   int64_t idle_ms = 0;
-  // Values the task's operators report by name (OperatorContext::set_gauge),
-  // for example a Kafka source's lag per partition.
+  // Event time: the watermark the task's inputs have reached and the last it
+  // sent on (INT64_MIN: none yet; a source has no input watermark).
+  int64_t input_watermark = INT64_MIN;
+  int64_t output_watermark = INT64_MIN;
+  // The counters and gauges of the task's operators by name, rounded
+  // (OperatorContext::metrics, set_gauge), for example a Kafka source's lag.
   std::map<std::string, int64_t> gauges;
+  // Every metric of each operator, by operator uid; only when asked for
+  // (TaskMetrics::snapshot(true)): histograms take a sort.
+  std::map<std::string, MetricGroup::Values> operators;
 
+  // Sums a vertex's subtasks: counts and gauges add up (watermarks and
+  // operators are not summed).
   TaskMetricsSnapshot& operator+=(const TaskMetricsSnapshot& o) {
     records_in += o.records_in;
     records_out += o.records_out;
@@ -54,19 +69,18 @@ class alignas(64) TaskMetrics {
   std::atomic<int64_t> bytes_out{0};
   std::atomic<int64_t> backpressured_ns{0};
   std::atomic<int64_t> idle_ns{0};
+  std::atomic<int64_t> input_watermark{INT64_MIN};
+  std::atomic<int64_t> output_watermark{INT64_MIN};
 
-  // Set now and then by the task thread, read with the counters.
-  void set_gauge(std::string_view name, int64_t value) {
-    std::lock_guard<std::mutex> lock(gauges_mu_);
-    auto it = gauges_.find(name);
-    if (it == gauges_.end()) {
-      gauges_.emplace(std::string(name), value);
-    } else {
-      it->second = value;
-    }
+  // The metric group of the operator `uid` (made on first use; any thread).
+  MetricGroup& group(std::string_view uid) {
+    std::lock_guard<std::mutex> lock(groups_mu_);
+    auto it = groups_.find(uid);
+    if (it == groups_.end()) it = groups_.emplace(std::string(uid), std::make_unique<MetricGroup>()).first;
+    return *it->second;
   }
 
-  TaskMetricsSnapshot snapshot() const {
+  TaskMetricsSnapshot snapshot(bool with_operators = false) const {
     TaskMetricsSnapshot s;
     s.records_in = records_in.load(std::memory_order_relaxed);
     s.records_out = records_out.load(std::memory_order_relaxed);
@@ -74,14 +88,21 @@ class alignas(64) TaskMetrics {
     s.bytes_out = bytes_out.load(std::memory_order_relaxed);
     s.backpressured_ms = backpressured_ns.load(std::memory_order_relaxed) / 1000000;
     s.idle_ms = idle_ns.load(std::memory_order_relaxed) / 1000000;
-    std::lock_guard<std::mutex> lock(gauges_mu_);
-    s.gauges.insert(gauges_.begin(), gauges_.end());
+    s.input_watermark = input_watermark.load(std::memory_order_relaxed);
+    s.output_watermark = output_watermark.load(std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(groups_mu_);
+    for (const auto& [uid, g] : groups_) {
+      MetricGroup::Values v = g->values(with_operators);
+      for (const auto& [name, c] : v.counters) s.gauges[name] += c;
+      for (const auto& [name, x] : v.gauges) s.gauges[name] += std::llround(x);
+      if (with_operators) s.operators.emplace(uid, std::move(v));
+    }
     return s;
   }
 
  private:
-  mutable std::mutex gauges_mu_;
-  std::map<std::string, int64_t, std::less<>> gauges_;
+  mutable std::mutex groups_mu_;
+  std::map<std::string, std::unique_ptr<MetricGroup>, std::less<>> groups_;
 };
 
 // Adds the time between its construction and its destruction to `counter`

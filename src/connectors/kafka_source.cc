@@ -342,6 +342,8 @@ class KafkaSource::Impl {
       ctx_->set_gauge("kafka.lag." + p.pos.topic + "." + std::to_string(p.pos.partition), lag);
     }
     ctx_->set_gauge("kafka.lag", total);
+    // Flink's name for a source's backlog (FLIP-33), where dashboards look.
+    ctx_->set_gauge("pendingRecords", total);
   }
 
   void finish_if_done(Part& p, SourceOutput<KafkaRecord>& out) {

@@ -85,6 +85,7 @@ void ResultPartition::broadcast_event(EventKind kind, int64_t checkpoint_id, int
 }
 
 void ResultPartition::broadcast_watermark(int64_t watermark) {
+  if (metrics_ != nullptr) metrics_->output_watermark.store(watermark, std::memory_order_relaxed);
   broadcast_event(EventKind::kWatermark, 0, watermark);
 }
 

@@ -27,7 +27,9 @@ class RuntimeOperatorContext final : public OperatorContext, private detail::Key
     const StateBackendConfig* state_backend = nullptr;  // the job's
     TaskMetrics* metrics = nullptr;                     // the task's
   };
-  explicit RuntimeOperatorContext(Info info) : info_(std::move(info)) {}
+  explicit RuntimeOperatorContext(Info info)
+      : info_(std::move(info)),
+        metrics_(info_.metrics != nullptr ? &info_.metrics->group(info_.uid) : &own_metrics_) {}
 
   int subtask_index() const override { return info_.subtask; }
   int parallelism() const override { return info_.parallelism; }
@@ -37,9 +39,7 @@ class RuntimeOperatorContext final : public OperatorContext, private detail::Key
   KeyGroupRange key_group_range() const override { return info_.key_groups; }
   bool is_restored() const override { return info_.restored; }
   detail::ProcessingTimeService& processing_time() override { return *info_.processing_time; }
-  void set_gauge(std::string_view name, int64_t value) override {
-    if (info_.metrics != nullptr) info_.metrics->set_gauge(name, value);
-  }
+  MetricGroup& metrics() override { return *metrics_; }
   detail::OperatorListStateData& raw_list_state(std::string_view name,
                                                 detail::Redistribution mode) override {
     auto [it, inserted] = state_.try_emplace(std::string(name));
@@ -60,6 +60,8 @@ class RuntimeOperatorContext final : public OperatorContext, private detail::Key
   std::filesystem::path store_dir(const std::string& suffix) const;
 
   const Info info_;
+  MetricGroup own_metrics_;  // when the task keeps no metrics (info_.metrics null)
+  MetricGroup* const metrics_;
   int stores_opened_ = 0;
   detail::OperatorStateMap state_;
 };

@@ -626,6 +626,7 @@ void Task::update_input_watermark() {
   }
   if (min > input_watermark_) {
     input_watermark_ = min;
+    metrics_.input_watermark.store(min, std::memory_order_relaxed);
     detail::current_timestamp() = kNoTimestamp;
     head->process_watermark(min);
   }

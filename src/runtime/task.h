@@ -123,7 +123,9 @@ class Task {
 
   const ExecutionId& id() const { return tdd_.execution; }
   // Its counters so far; any thread.
-  TaskMetricsSnapshot metrics() const { return metrics_.snapshot(); }
+  // The name of its vertex (its chained operators' names).
+  const std::string& name() const { return vertex_.name; }
+  TaskMetricsSnapshot metrics(bool with_operators = false) const { return metrics_.snapshot(with_operators); }
 
  private:
   struct InputChannel {

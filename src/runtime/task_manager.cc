@@ -139,11 +139,13 @@ Task* TaskManager::find(const ExecutionId& id) {
   return nullptr;
 }
 
-std::vector<TaskManager::TaskMetricsEntry> TaskManager::task_metrics() {
+std::vector<TaskManager::TaskMetricsEntry> TaskManager::task_metrics(bool with_operators) {
   absl::MutexLock lock(&mu_);
   std::vector<TaskMetricsEntry> out;
   out.reserve(tasks_.size());
-  for (const auto& [key, task] : tasks_) out.push_back({key.job, task->id(), task->metrics()});
+  for (const auto& [key, task] : tasks_) {
+    out.push_back({key.job, task->id(), task->name(), task->metrics(with_operators)});
+  }
   return out;
 }
 

@@ -60,13 +60,15 @@ class TaskManager final : public TaskExecutorGateway {
   void confirm_source_positions(const ExecutionId& id, int64_t seq) override;
 
   network::NetworkBufferPool& buffer_pool() { return *pool_; }
-  // The counters of every task it holds (running or ended), by job.
+  // The counters of every task it holds (running or ended), by job; with
+  // `with_operators` also each operator's own metrics (histograms included).
   struct TaskMetricsEntry {
     std::string job_id;
     ExecutionId id;
+    std::string task_name;  // its vertex's
     TaskMetricsSnapshot metrics;
   };
-  std::vector<TaskMetricsEntry> task_metrics();
+  std::vector<TaskMetricsEntry> task_metrics(bool with_operators = false);
   // Waits for asynchronous snapshot work in flight (it reports to the
   // JobManager, which must outlive it).
   void drain_snapshots() { snapshot_executor_.drain(); }
