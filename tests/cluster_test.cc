@@ -30,6 +30,7 @@ using testing::Child;
 using testing::Cluster;
 using testing::eventually;
 using testing::expect_exactly_once;
+using testing::RunResult;
 using testing::slurp;
 using testing::TempDir;
 
@@ -174,6 +175,194 @@ TEST(ClusterTest, AttachedRunPrintsRestartsAsTheyHappen) {
   EXPECT_NE(r.err.find("restarted (1 restart so far) after: "), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("FINISHED"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("failure: "), std::string::npos) << "the last failure is shown: " << r.out;
+  EXPECT_EQ(r.out.find("records from sources"), std::string::npos) << "no progress line off a terminal: " << r.out;
+}
+
+// The JobManager and TaskManagers log what an operator follows at info:
+// registrations, submissions, deployments, task and job states,
+// checkpoints with their duration and size, savepoints; into a file that
+// rotates by size when asked. Bad logging options are refused by name.
+TEST(ClusterTest, LogsFollowTheJobAndRotate) {
+  Cluster c("cluster-logs");
+  const std::string jm_log = c.dir().path("jm.log"), tm_log = c.dir().path("tm.log");
+  c.add_jobmanager_args({"--log-file", jm_log, "--log-max-size", "4kb", "--log-max-files", "2"});
+  c.add_taskmanager_args({"--log-file", tm_log, "--log-level", "info"});
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 2000000, 100, 0, 5).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << slurp(jm_log);
+  EXPECT_EQ(c.jm_log(), "") << "the log goes to the file, not stderr";
+  RunResult submitted = testing::run_weir(
+      {"run", "--detached", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "running-sum", "--input",
+       input, "--output", c.dir().path("out"), "-p", "2", "--checkpoint-dir", c.dir().path("chk"),
+       "--checkpoint-interval", "50ms", "--rate", "20000"},
+      c.dir().path("submit"));
+  ASSERT_EQ(submitted.code, 0) << submitted.err;
+  const std::string job = submitted.out.substr(submitted.out.find("submitted job ") + 14, 32);
+  // Everything the JobManager kept: the file and its rotated predecessors.
+  auto jm_text = [&] { return slurp(c.dir().path("jm.2.log")) + slurp(c.dir().path("jm.1.log")) + slurp(jm_log); };
+  ASSERT_TRUE(eventually([&] { return jm_text().find("checkpoint 2 completed in ") != std::string::npos; }, 30s))
+      << jm_text();
+  std::string text = jm_text();
+  for (const std::string& line : std::vector<std::string>{
+           "TaskManager tm-a registered (data 127.0.0.1:", "job " + job + " (running-sum) submitted",
+           "job " + job + ": RUNNING, ", "job " + job + ": deploying ", ") attempt 0 to tm-a (127.0.0.1:",
+           "job " + job + ": checkpoint 1 completed in "}) {
+    EXPECT_NE(text.find(line), std::string::npos) << "no \"" << line << "\" in\n" << text;
+  }
+  EXPECT_NE(text.find(" info "), std::string::npos) << text;
+  EXPECT_TRUE(eventually([&] { return slurp(tm_log).find("job " + job + ": running vertex") != std::string::npos; }, 10s))
+      << slurp(tm_log);
+  EXPECT_NE(slurp(tm_log).find("registered at the JobManager " + c.address() + " as tm-a (2 slots, data "),
+            std::string::npos)
+      << slurp(tm_log);
+  // Checkpoints every 50 ms fill 4 KiB in a few seconds: the file rotates,
+  // and no more than two old files are kept.
+  EXPECT_TRUE(eventually([&] { return fs::exists(c.dir().path("jm.2.log")); }, 60s)) << jm_text();
+  EXPECT_FALSE(fs::exists(c.dir().path("jm.3.log")));
+  EXPECT_LE(fs::file_size(c.dir().path("jm.1.log")), 4096u);
+  RunResult stopped = testing::run_weir({"stop", job, "--jobmanager", c.rest(), "--secret-file", c.secret_file(),
+                                         "--savepoint", c.dir().path("sp")},
+                                        c.dir().path("stop"));
+  ASSERT_EQ(stopped.code, 0) << stopped.err;
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::string t = jm_text();
+        return t.find("job " + job + ": savepoint ") != std::string::npos &&
+               t.find("job " + job + ": FINISHED") != std::string::npos;
+      },
+      10s))
+      << jm_text();
+  EXPECT_TRUE(eventually([&] { return slurp(tm_log).find("job " + job + ": released") != std::string::npos; }, 10s))
+      << slurp(tm_log);
+
+  // Refused with the option and the cause, exit code 2.
+  RunResult loud = testing::run_weir({"jobmanager", "--secret-file", c.secret_file(), "--log-level", "loud"},
+                                     c.dir().path("loud"));
+  EXPECT_EQ(loud.code, 2);
+  EXPECT_NE(loud.err.find("--log-level: 'loud' is not a log level (trace, debug, info, warn, error or off)"),
+            std::string::npos)
+      << loud.err;
+  // (Under a file: no directory can be made there.)
+  const std::string unwritable = c.secret_file() + "/tm.log";
+  RunResult nowhere =
+      testing::run_weir({"taskmanager", "--secret-file", c.secret_file(), "--log-file", unwritable},
+                        c.dir().path("nowhere"));
+  EXPECT_EQ(nowhere.code, 2);
+  EXPECT_NE(nowhere.err.find("--log-file " + unwritable + ": "), std::string::npos) << nowhere.err;
+  RunResult tiny = testing::run_weir({"jobmanager", "--secret-file", c.secret_file(), "--log-file",
+                                      c.dir().path("x.log"), "--log-max-size", "100b"},
+                                     c.dir().path("tiny"));
+  EXPECT_EQ(tiny.code, 2);
+  EXPECT_NE(tiny.err.find("--log-max-size: 100b is below 4kb"), std::string::npos) << tiny.err;
+}
+
+// The job id an attached `weir run` printed on stdout (`prefix`.out), once
+// it did.
+std::string attached_job(const std::string& prefix) {
+  std::string job;
+  eventually(
+      [&] {
+        const std::string out = slurp(prefix + ".out");
+        const size_t at = out.find("submitted job ");
+        if (at == std::string::npos || out.size() < at + 14 + 32) return false;
+        job = out.substr(at + 14, 32);
+        return true;
+      },
+      20s);
+  return job;
+}
+
+// Attached, `weir run` shows a progress line on a terminal (and nothing
+// of it otherwise), says what slots it waits for, and when interrupted
+// leaves the job running and says so, or with --cancel-on-exit cancels it.
+TEST(ClusterTest, AttachedRunShowsProgressWaitsForSlotsAndSurvivesTheClient) {
+  Cluster c("cluster-attached-progress");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 2000000, 100, 0, 5).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  auto run_args = [&](const std::string& out, const std::string& parallelism, const std::string& rate) {
+    return std::vector<std::string>{testing::weir_bin(), "run", "--jobmanager", c.rest(), "--secret-file",
+                                    c.secret_file(), "running-sum", "--input", input, "--output", c.dir().path(out),
+                                    "-p", parallelism, "--checkpoint-dir", c.dir().path("chk-" + out),
+                                    "--checkpoint-interval", "200ms", "--rate", rate};
+  };
+
+  // On a terminal (script(1) gives it one): the line is rewritten in place
+  // with the records, the rate and the checkpoints, then the result.
+  {
+    const std::string small = c.dir().path("small.txt");
+    ASSERT_TRUE(examples::generate_running_sum_input(small, 400000, 100, 0, 5).ok());
+    std::vector<std::string> args = run_args("tty", "2", "100000");
+    args[8] = small;  // --input
+    std::string command;
+    for (const std::string& a : args) command += a + " ";
+    Child tty({"/usr/bin/script", "-q", "-e", "-f", "-c", command, "/dev/null"}, c.dir().path("tty"));
+    EXPECT_EQ(tty.wait(), 0) << slurp(c.dir().path("tty.out")) << slurp(c.dir().path("tty.err"));
+    const std::string out = slurp(c.dir().path("tty.out"));
+    EXPECT_NE(out.find("\r\033[KRUNNING  "), std::string::npos) << out;
+    EXPECT_NE(out.find(" records from sources ("), std::string::npos) << out;
+    EXPECT_NE(out.find(" checkpoints  0:00:0"), std::string::npos) << out;
+    EXPECT_NE(out.find("FINISHED"), std::string::npos) << out;
+  }
+
+  // Not a terminal: no progress line. Four subtasks on two slots wait,
+  // and say so, until a second TaskManager comes.
+  Child waiting(run_args("waiting", "4", "20000"), c.dir().path("waiting"));
+  const std::string waiting_job = attached_job(c.dir().path("waiting"));
+  ASSERT_FALSE(waiting_job.empty()) << slurp(c.dir().path("waiting.err"));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return slurp(c.dir().path("waiting.err"))
+                   .find("job " + waiting_job + " is waiting for slots: needs 4 slots, 2 free of 2 on 1 TaskManagers") !=
+               std::string::npos;
+      },
+      20s))
+      << slurp(c.dir().path("waiting.err"));
+  c.start_taskmanager("tm-b", 2);
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto d = c.client().job(waiting_job);
+        return d.ok() && (*d)["status"] == "RUNNING" && !d->contains("waiting_for_slots");
+      },
+      20s));
+
+  // Interrupted: the job goes on, and the client says how to stop it.
+  waiting.signal(SIGINT);
+  EXPECT_EQ(waiting.wait(), 7);
+  const std::string err = slurp(c.dir().path("waiting.err"));
+  EXPECT_NE(err.find("interrupted (SIGINT): job " + waiting_job + " keeps running on the cluster; weir cancel " +
+                     waiting_job + " stops it"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(slurp(c.dir().path("waiting.out")).find("records from sources"), std::string::npos);
+  auto still = c.client().job(waiting_job);
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ((*still)["status"], "RUNNING");
+  auto canceled = c.client().cancel(waiting_job);
+  ASSERT_TRUE(canceled.ok()) << canceled.status();
+
+  // --cancel-on-exit: the job ends with the client.
+  std::vector<std::string> args = run_args("cancel", "2", "20000");
+  args.insert(args.begin() + 2, "--cancel-on-exit");
+  Child cancelling(args, c.dir().path("cancel"));
+  const std::string cancel_job = attached_job(c.dir().path("cancel"));
+  ASSERT_FALSE(cancel_job.empty()) << slurp(c.dir().path("cancel.err"));
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto d = c.client().job(cancel_job);
+        return d.ok() && (*d)["status"] == "RUNNING";
+      },
+      20s));
+  cancelling.signal(SIGTERM);
+  EXPECT_EQ(cancelling.wait(), 7);
+  EXPECT_NE(slurp(c.dir().path("cancel.err")).find("interrupted (SIGTERM): cancelling job " + cancel_job),
+            std::string::npos)
+      << slurp(c.dir().path("cancel.err"));
+  EXPECT_NE(slurp(c.dir().path("cancel.out")).find("job " + cancel_job + " CANCELED"), std::string::npos)
+      << slurp(c.dir().path("cancel.out"));
+  auto ended = c.client().job(cancel_job);
+  ASSERT_TRUE(ended.ok());
+  EXPECT_EQ((*ended)["status"], "CANCELED");
 }
 
 // Sends `request` on a new connection to `address` and returns all the

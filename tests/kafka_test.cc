@@ -30,6 +30,7 @@
 #include "testing/seed.h"
 #include "tests/cluster.h"
 #include "tests/pg_server.h"
+#include "tests/prometheus.h"
 #include "tests/process.h"
 #include "tests/sink_windows.h"
 #include "weir/kafka.h"
@@ -647,7 +648,7 @@ TEST_F(KafkaTest, ConsumerLagPerPartitionShowsInTheRestApi) {
         for (const auto& v : (*j)["vertices"]) {
           if (v["name"].get<std::string>().rfind("kafka-source", 0) != 0 || !v["metrics"].is_object()) continue;
           gauges = v["metrics"]["gauges"];
-          return gauges.contains("kafka.lag") && gauges["kafka.lag"].get<int64_t>() > 0 && gauges.size() == 5;
+          return gauges.contains("kafka.lag") && gauges["kafka.lag"].get<int64_t>() > 0 && gauges.size() == 6;
         }
         return false;
       },
@@ -659,8 +660,20 @@ TEST_F(KafkaTest, ConsumerLagPerPartitionShowsInTheRestApi) {
     sum += gauges["kafka.lag.in." + std::to_string(p)].get<int64_t>();
   }
   EXPECT_EQ(sum, gauges["kafka.lag"].get<int64_t>());
+  EXPECT_EQ(gauges["pendingRecords"], gauges["kafka.lag"]) << gauges;  // Flink's name for it
   // 200 000 records at 2 x 2 000 a second: most are still to read.
   EXPECT_GT(sum, lines_ / 2) << gauges;
+  // The TaskManager's /metrics has it per source subtask.
+  auto overview = c.client().overview();
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  auto page = testing::scrape((*overview)["taskmanagers"][0]["metrics_address"], c.secret());
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200) << page->body;
+  const testing::Total pending =
+      testing::total(testing::parse_prometheus(page->body), "weir_taskmanager_job_task_operator_pendingRecords",
+                     {{"job_id", *job}});
+  EXPECT_EQ(pending.samples, 2) << page->body;
+  EXPECT_GT(pending.sum, lines_ / 4) << page->body;
   ASSERT_TRUE(c.client().cancel(*job).ok());
 }
 

@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -13,6 +15,7 @@
 #include "cli/embedded.h"
 #include "cli/config_file.h"
 #include "cli/jobs.h"
+#include "cli/logging.h"
 #include "cluster/client.h"
 #include "cluster/job_library.h"
 #include "graph/job_graph.h"
@@ -28,6 +31,7 @@ constexpr int kOk = 0;
 constexpr int kBadArguments = 2;
 constexpr int kBadInput = 3;
 constexpr int kJobFailed = 4;
+constexpr int kInterrupted = 7;
 
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "weir: %s\n", message.c_str());
@@ -61,6 +65,12 @@ class StopSignals {
     while (sigwait(&set_, &sig) != 0) {
     }
     return sig;
+  }
+  // A signal that arrived since, taken; 0 if none.
+  int pending() {
+    timespec now{0, 0};
+    const int sig = sigtimedwait(&set_, nullptr, &now);
+    return sig > 0 ? sig : 0;
   }
 
  private:
@@ -152,7 +162,7 @@ struct ClusterCommands::Flags {
   std::string config = env_or("WEIR_CONFIG", "");
   std::string address = env_or("WEIR_JOBMANAGER", "127.0.0.1:8081");
   std::string session_address = env_or("WEIR_JOBMANAGER_RPC", cluster::TaskManagerOptions{}.jobmanager.c_str());
-  bool verbose = false;
+  LogOptions log;
 
   // The JobManager's defaults are JobManagerOptions'.
   inline static const cluster::JobManagerOptions kJobManagerDefaults{};
@@ -167,12 +177,106 @@ struct ClusterCommands::Flags {
   cluster::TaskManagerOptions tm;
 
   bool detached = false;
+  bool quiet = false;
+  bool cancel_on_exit = false;
   bool embedded = false;
   bool dry_run = false;
   std::string job_id;
   std::string directory;
   bool drain = false;
 };
+
+// What an attached `weir run` shows each second on a terminal: the job's
+// state, the records its sources emitted and their rate, its checkpoints,
+// the time since submission. One line, rewritten in place.
+std::string progress_line(const nlohmann::json& job, std::chrono::steady_clock::duration elapsed) {
+  int64_t records = 0, rate = 0;
+  for (const auto& v : job.value("vertices", nlohmann::json::array())) {
+    if (!v.value("source", false) || !v["metrics"].is_object()) continue;
+    records += v["metrics"].value("records_out", int64_t{0});
+    rate += v["metrics"].value("records_out_per_s", int64_t{0});
+  }
+  const int64_t s = std::chrono::duration_cast<std::chrono::seconds>(elapsed).count();
+  char clock[32];
+  std::snprintf(clock, sizeof(clock), "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  return fmt::format("{}  {} records from sources ({}/s)  {} checkpoints  {}", job.value("status", "?"), records,
+                     rate, job.value("completed_checkpoints", 0), clock);
+}
+
+// Waits for the job to end, printing restarts as they happen (within a
+// second) and, while it waits for slots, what is missing; on a terminal
+// (and without `quiet`) a progress line. SIGINT/SIGTERM leave the job
+// running, or with `cancel_on_exit` cancel it, and exit kInterrupted.
+int attach(cluster::ClusterClient& client, const std::string& id, bool quiet, bool cancel_on_exit) {
+  StopSignals signals;
+  const bool progress = !quiet && ::isatty(STDOUT_FILENO) == 1;
+  const auto start = std::chrono::steady_clock::now();
+  bool line_shown = false;
+  // Ends the progress line so that other output starts on a line of its own.
+  auto end_line = [&] {
+    if (!line_shown) return;
+    std::printf("\r\033[K");
+    std::fflush(stdout);
+    line_shown = false;
+  };
+  int restarts_seen = 0;
+  std::string waiting_said;
+  while (true) {
+    if (const int sig = signals.pending()) {
+      end_line();
+      const std::string why = std::string(sig == SIGINT ? "SIGINT" : "SIGTERM");
+      if (!cancel_on_exit) {
+        return fail(kInterrupted, "interrupted (" + why + "): job " + id + " keeps running on the cluster; weir cancel " +
+                                      id + " stops it (--cancel-on-exit cancels it with the client)");
+      }
+      std::fprintf(stderr, "weir: interrupted (%s): cancelling job %s (--cancel-on-exit)\n", why.c_str(), id.c_str());
+      auto canceled = client.cancel(id);
+      if (!canceled.ok()) {
+        return fail(exit_code(canceled.status()), "cancel " + id + ": " + std::string(canceled.status().message()));
+      }
+      std::printf("job %s %s\n", id.c_str(), canceled->value("status", std::string("?")).c_str());
+      return kInterrupted;
+    }
+    auto info = client.wait(id, 1000);
+    if (!info.ok()) {
+      end_line();
+      return fail(exit_code(info.status()), std::string(info.status().message()));
+    }
+    const std::string status = info->value("status", "");
+    const int restarts = info->value("restarts", 0);
+    if (restarts > restarts_seen) {
+      end_line();
+      std::fprintf(stderr, "job %s restarted (%d restart%s so far) after: %s\n", id.c_str(), restarts,
+                   restarts == 1 ? "" : "s", info->value("failure", std::string("?")).c_str());
+      restarts_seen = restarts;
+    }
+    const std::string waiting = info->value("waiting_for_slots", "");
+    if (waiting != waiting_said) {
+      if (!waiting.empty()) {
+        end_line();
+        std::fprintf(stderr, "job %s is waiting for slots: %s\n", id.c_str(), waiting.c_str());
+      }
+      waiting_said = waiting;
+    }
+    if (status == "RUNNING" || status == "RESTARTING" || status == "CREATED") {
+      if (!progress) continue;
+      auto detail = client.job(id);
+      if (!detail.ok()) continue;
+      std::printf("\r\033[K%s", progress_line(*detail, std::chrono::steady_clock::now() - start).c_str());
+      std::fflush(stdout);
+      line_shown = true;
+      continue;
+    }
+    end_line();
+    print_job(*info);
+    const std::string savepoint = info->value("stopped_with_savepoint", "");
+    if (!savepoint.empty()) std::printf("stopped with savepoint %s\n", savepoint.c_str());
+    if (status == "FINISHED") return kOk;
+    const std::string failure = info->value("failure", "");  // why it failed
+    return fail(kJobFailed, "job " + status + (failure.empty() ? "" : ": " + failure));
+  }
+}
 
 ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) {
   Flags& f = *f_;
@@ -184,7 +288,14 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
       c->add_option("--jobmanager", f.address,
                     "HOST:PORT of the JobManager's REST API (else $WEIR_JOBMANAGER, else 127.0.0.1:8081)");
     }
-    c->add_flag("--verbose,-v", f.verbose, "Log what happens");
+    c->add_flag("--verbose,-v", f.log.verbose, "Log what happens (--log-level info)");
+    c->add_option("--log-level", f.log.level,
+                  "trace, debug, info, warn, error or off (else $WEIR_LOG_LEVEL, else " +
+                      std::string(client ? "warn" : "info") + ")");
+    c->add_option("--log-file", f.log.file, "Log to this file instead of stderr, rotating it by size");
+    c->add_option("--log-max-size", f.log.max_size, "Size at which the log file rotates")->capture_default_str();
+    c->add_option("--log-max-files", f.log.max_files, "Rotated log files kept (FILE.1 .. FILE.N)")
+        ->capture_default_str();
   };
   f.jobmanager = app.add_subcommand("jobmanager", "Run a JobManager: schedules jobs, coordinates checkpoints");
   common(f.jobmanager, false);
@@ -232,6 +343,9 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
                               "Submit a job to the cluster: weir run [options] JOB|LIBRARY.so JOB-ARGS...");
   common(f.run, true);
   f.run->add_flag("--detached", f.detached, "Return once submitted; do not wait for the end");
+  f.run->add_flag("--quiet,-q", f.quiet, "No progress line while attached (there is none unless stdout is a terminal)");
+  f.run->add_flag("--cancel-on-exit", f.cancel_on_exit,
+                  "Cancel the job when this client is interrupted while attached (else the job keeps running)");
   f.run->add_flag("--embedded", f.embedded, "Run the job in this process instead (no cluster)");
   f.run->add_flag("--dry-run", f.dry_run, "Build the job's graph in this process and stop there");
   f.run->prefix_command();
@@ -285,7 +399,9 @@ std::optional<int> ClusterCommands::run() {
     absl::Status s = apply_config(f.config, parsed, role);
     if (!s.ok()) return fail(kBadArguments, std::string(s.message()));
   }
-  if (f.verbose) spdlog::set_level(spdlog::level::info);
+  f.log.default_level = parsed == f.jobmanager || parsed == f.taskmanager ? "info" : "warn";
+  absl::Status logging = configure_logging(f.log);
+  if (!logging.ok()) return fail(kBadArguments, std::string(logging.message()));
   if (parsed == f.run && (f.embedded || f.dry_run)) {
     std::vector<std::string> rest = f.run->remaining();
     if (rest.empty()) return fail(kBadArguments, "run: which job? (weir run --embedded JOB|LIBRARY.so JOB-ARGS...)");
@@ -363,26 +479,7 @@ std::optional<int> ClusterCommands::run() {
     std::printf("submitted job %s\n", id->c_str());
     std::fflush(stdout);
     if (f.detached) return kOk;
-    // Failures and restarts are printed as they happen (within a second).
-    int restarts_seen = 0;
-    while (true) {
-      auto info = client.wait(*id, 1000);
-      if (!info.ok()) return fail(exit_code(info.status()), std::string(info.status().message()));
-      const std::string status = info->value("status", "");
-      const int restarts = info->value("restarts", 0);
-      if (restarts > restarts_seen) {
-        std::fprintf(stderr, "job %s restarted (%d restart%s so far) after: %s\n", id->c_str(), restarts,
-                     restarts == 1 ? "" : "s", info->value("failure", std::string("?")).c_str());
-        restarts_seen = restarts;
-      }
-      if (status == "RUNNING" || status == "RESTARTING" || status == "CREATED") continue;
-      print_job(*info);
-      const std::string savepoint = info->value("stopped_with_savepoint", "");
-      if (!savepoint.empty()) std::printf("stopped with savepoint %s\n", savepoint.c_str());
-      if (status == "FINISHED") return kOk;
-      const std::string failure = info->value("failure", "");  // why it failed
-      return fail(kJobFailed, "job " + status + (failure.empty() ? "" : ": " + failure));
-    }
+    return attach(client, *id, f.quiet, f.cancel_on_exit);
   }
   if (parsed == f.list) {
     auto jobs = client.list();

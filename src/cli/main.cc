@@ -30,6 +30,7 @@
 #include "cli/cluster_commands.h"
 #include "cli/embedded.h"
 #include "cli/jobs.h"
+#include "cli/logging.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "weir/version.h"
@@ -289,10 +290,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "weir " WEIR_VERSION, "Print weir's version and exit");
   if (argc == 1) return fail(kBadArguments, "give a command (weir --help lists them)");
-  // Logs go to stderr; stdout carries results.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("weir"));
-  spdlog::set_level(spdlog::level::warn);
-  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %l %v");
+  // Logs go to stderr at warn (or $WEIR_LOG_LEVEL); stdout carries results.
+  // The cluster commands set their own (--log-level, --log-file).
+  if (absl::Status logging = weir::cli::configure_logging({}); !logging.ok()) {
+    return fail(kBadArguments, std::string(logging.message()));
+  }
 
   // weir example running-sum
   auto* example = app.add_subcommand("example", "Run a built-in example job");

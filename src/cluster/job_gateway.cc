@@ -1,5 +1,7 @@
 #include "cluster/job_gateway.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "cluster/protocol.h"
@@ -99,6 +101,10 @@ void JobGateway::submit_task(runtime::TaskDeploymentDescriptor tdd) {
     d->set_source_positions(encode_operator_state(*tdd.source_positions));
     d->set_has_source_positions(true);
   }
+  const graph::JobVertex& v = graph_->vertices[tdd.execution.vertex];
+  spdlog::info("job {}: deploying {} ({}/{}) attempt {} to {} ({}){}", job_id_, v.name, tdd.execution.subtask + 1,
+               v.parallelism, tdd.execution.attempt, s->id, s->data_address,
+               tdd.restore_location.empty() ? "" : ", restoring " + tdd.restore_location);
   s->send(std::move(m));
 }
 

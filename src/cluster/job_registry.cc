@@ -126,8 +126,9 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     runtime::JobMaster::Status final_status = raw->master->status();
     detail::JobControlAccess::detach(raw->control);
     raw->gateway->release();
-    spdlog::log(r.status == JobStatus::kFailed ? spdlog::level::err : spdlog::level::info, "job {} {}{}", raw->id,
-                std::string(to_string(r.status)), r.failure.empty() ? "" : ": " + r.failure);
+    spdlog::log(r.status == JobStatus::kFailed ? spdlog::level::err : spdlog::level::info,
+                "job {}: {} after {} restart{}{}", raw->id, std::string(to_string(r.status)), r.restarts,
+                r.restarts == 1 ? "" : "s", r.failure.empty() ? "" : ": " + r.failure);
     {
       absl::MutexLock lock(&raw->mu);
       raw->result = std::move(r);

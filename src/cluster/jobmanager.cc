@@ -117,7 +117,8 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the JobManager is shutting down");
     }
     slots_.add(s);
-    spdlog::info("TaskManager {} registered (data {}, {} slots)", s->id, s->data_address, s->slots);
+    spdlog::info("TaskManager {} registered (data {}, {} slots, {} network buffers{})", s->id, s->data_address,
+                 s->slots, s->network_buffers, s->metrics_address.empty() ? "" : ", metrics " + s->metrics_address);
 
     TaskManagerMessage m;
     while (stream->Read(&m)) {

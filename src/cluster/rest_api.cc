@@ -278,6 +278,7 @@ nlohmann::json job_json(Job& j, bool detail) {
     out["lost_records"] = st->lost_records;
     out["dropped_records"] = st->dropped_records;
     out["attempt"] = st->attempt;
+    if (!st->waiting_for_slots.empty()) out["waiting_for_slots"] = st->waiting_for_slots;
     out["completed_checkpoints"] = st->checkpoints.size();
   }
   if (!detail) return out;
@@ -306,6 +307,7 @@ nlohmann::json job_json(Job& j, bool detail) {
                                              : "ENDED";
     vertices.push_back({{"id", v.id},
                         {"name", v.name},
+                        {"source", v.is_source},
                         {"parallelism", v.parallelism},
                         {"state", state},
                         {"metrics", j.metrics.vertex_json(v.id)},

@@ -113,6 +113,8 @@ class TaskManagerProcess::Impl {
     MasterProxy(Impl* tm, std::string job_id) : tm_(tm), job_id_(std::move(job_id)) {}
     void update_task_state(const runtime::ExecutionId& id, runtime::ExecutionState state,
                            const std::string& error) override {
+      spdlog::info("job {}: {} {}{}", job_id_, id.to_string(), runtime::to_string(state),
+                   error.empty() ? "" : ": " + error);
       TaskManagerMessage m;
       auto* t = m.mutable_task_state();
       t->set_job_id(job_id_);
@@ -230,7 +232,9 @@ class TaskManagerProcess::Impl {
     }
     const int64_t interval = std::max<int64_t>(m.registered().heartbeat_interval_ms(), 10);
     const int64_t timeout = std::max<int64_t>(m.registered().heartbeat_timeout_ms(), interval);
-    spdlog::info("registered at the JobManager {} as {}", options_.jobmanager, options_.id);
+    spdlog::info("registered at the JobManager {} as {} ({} slots, data {}{})", options_.jobmanager, options_.id,
+                 options_.slots, data_plane_.address(),
+                 metrics_address_.empty() ? "" : ", metrics " + metrics_address_);
     auto writer = std::make_unique<QueuedWriter<TaskManagerMessage>>(
         [&stream](const TaskManagerMessage& msg) { return stream->Write(msg); });
     {
@@ -499,6 +503,8 @@ class TaskManagerProcess::Impl {
       send(std::move(m));
       return;
     }
+    spdlog::info("job {}: running {} (task {}){}", d.job_id(), tdd.execution.to_string(), tdd.task_index,
+                 tdd.restore_location.empty() ? "" : ", restoring " + tdd.restore_location);
     (*tasks)->submit_task(std::move(tdd));
   }
 
@@ -512,6 +518,7 @@ class TaskManagerProcess::Impl {
       job = std::move(it->second);
       jobs_.erase(it);
     }
+    spdlog::info("job {}: released (its tasks here ended)", job_id);
     job->tasks->unregister_job(job_id);
     job->tasks->drain_snapshots();
     data_plane_.release_job(job_id);

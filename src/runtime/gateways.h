@@ -34,6 +34,16 @@ struct ExecutionId {
 // kCreated is the JobManager's only: not deployed (yet), as a stage that
 // waits for the stages it reads.
 enum class ExecutionState : uint8_t { kRunning = 0, kFinished = 1, kCanceled = 2, kFailed = 3, kCreated = 4 };
+inline std::string_view to_string(ExecutionState s) {
+  switch (s) {
+    case ExecutionState::kRunning: return "RUNNING";
+    case ExecutionState::kFinished: return "FINISHED";
+    case ExecutionState::kCanceled: return "CANCELED";
+    case ExecutionState::kFailed: return "FAILED";
+    case ExecutionState::kCreated: return "CREATED";
+  }
+  return "?";
+}
 
 struct TaskDeploymentDescriptor {
   std::string job_id;

@@ -86,6 +86,9 @@ void JobMaster::start(std::optional<checkpoint::RestoredCheckpoint> restored) {
       coordinator_.set_next_checkpoint_id(restored_id_ + 1);
     }
     status_ = JobStatus::kRunning;
+    spdlog::info("job {}: RUNNING, {} subtasks in {} {}{}{}", job_id_, graph_->total_subtasks(), num_regions_,
+                 config_.failover == FailoverStrategy::kTask ? "failover unit" : "region", num_regions_ == 1 ? "" : "s",
+                 restored_from_.empty() ? "" : ", restored from " + restored_from_);
     deploy_all();
   });
 }
@@ -117,6 +120,7 @@ JobMaster::Status JobMaster::status() {
     out.lost_records = lost_records_;
     out.dropped_records = dropped_records_;
     out.failure = last_failure_;
+    out.waiting_for_slots = waiting_for_slots_why_;
     out.checkpoints = coordinator_.completed_stats();
     out.failed_checkpoints = coordinator_.failed_checkpoints();
     for (const auto& e : executions_) out.executions.push_back({e.id, e.state, e.terminal});
@@ -130,15 +134,18 @@ bool JobMaster::place_attempt(std::vector<TaskDeploymentDescriptor>& tdds, const
   absl::Status placed = tm_->place(tdds);
   if (placed.ok()) {
     waiting_for_slots_since_ms_ = -1;
+    waiting_for_slots_why_.clear();
     return true;
   }
   const int64_t now = clock_->now_ms();
+  waiting_for_slots_why_ = std::string(placed.message());
   if (waiting_for_slots_since_ms_ < 0) {
     waiting_for_slots_since_ms_ = now;
-    spdlog::info("job {}: waiting for slots: {}", job_id_, std::string(placed.message()));
+    spdlog::info("job {}: waiting for slots: {}", job_id_, waiting_for_slots_why_);
   }
   if (now - waiting_for_slots_since_ms_ >= config_.slot_timeout.count()) {
     waiting_for_slots_since_ms_ = -1;
+    waiting_for_slots_why_.clear();
     finish_job(JobStatus::kFailed, "no slots for the job after " +
                                        std::to_string(config_.slot_timeout.count()) +
                                        " ms: " + std::string(placed.message()));
@@ -346,6 +353,9 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
   if (idx < 0) return;  // an earlier attempt
   Execution& e = executions_[idx];
   if (e.terminal) return;
+  if (is_terminal(state)) {
+    spdlog::info("job {}: {} {}{}", job_id_, describe(id), to_string(state), error.empty() ? "" : ": " + error);
+  }
   e.state = state;
   e.terminal = is_terminal(state);
   if (e.terminal && state != ExecutionState::kFinished) count_lost_records(idx);
@@ -649,8 +659,24 @@ void JobMaster::trigger_sources(int64_t cp, int64_t ts, bool savepoint) {
   }
 }
 
+std::string JobMaster::describe(const ExecutionId& id) const {
+  const graph::JobVertex& v = graph_->vertices[id.vertex];
+  return v.name + " (" + std::to_string(id.subtask + 1) + "/" + std::to_string(v.parallelism) + ") attempt " +
+         std::to_string(id.attempt);
+}
+
 void JobMaster::notify_complete(int64_t cp) {
-  spdlog::info("job {}: checkpoint {} completed", job_id_, cp);
+  const std::vector<CompletedCheckpointStats>& stats = coordinator_.completed_stats();
+  if (!stats.empty() && stats.back().id == cp) {
+    const CompletedCheckpointStats& c = stats.back();
+    int64_t alignment_ms = 0;
+    for (const auto& s : c.subtasks) alignment_ms = std::max(alignment_ms, s.alignment_ms);
+    spdlog::info("job {}: {} {} completed in {} ms, {} bytes ({} new), alignment {} ms", job_id_,
+                 c.is_savepoint ? "savepoint" : "checkpoint", cp, c.duration.count(), c.state_bytes, c.new_bytes,
+                 alignment_ms);
+  } else {
+    spdlog::info("job {}: checkpoint {} completed", job_id_, cp);
+  }
   WEIR_CRASH_POINT(CrashPoint::kCompletedBeforeNotify);
   failures_without_progress_ = 0;
   for (auto& e : executions_) {

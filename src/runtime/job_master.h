@@ -60,6 +60,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
     int64_t lost_records = 0;     // JobResult::lost_records so far
     int64_t dropped_records = 0;  // JobResult::dropped_records so far
     std::string failure;
+    std::string waiting_for_slots;  // while a deployment waits for slots: what is missing
     std::vector<CompletedCheckpointStats> checkpoints;
     int64_t failed_checkpoints = 0;
     struct Execution {
@@ -141,6 +142,9 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   int task_index(const ExecutionId& id) const;  // -1 when not of the current attempt
 
   // Constant after construction.
+  // "NAME (SUBTASK/PARALLELISM) attempt A", for the log.
+  std::string describe(const ExecutionId& id) const;
+
   const std::string job_id_;
   const std::shared_ptr<const graph::JobGraph> graph_;
   const JobConfig config_;
@@ -195,6 +199,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   int unlogged_failures_ = 0;
   int64_t start_ms_ = 0;
   int64_t waiting_for_slots_since_ms_ = -1;
+  std::string waiting_for_slots_why_;  // while waiting: what is missing
   int64_t restored_id_ = -1;
   std::string restored_from_;
   std::vector<SavepointResult> savepoints_;
