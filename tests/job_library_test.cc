@@ -492,6 +492,21 @@ TEST(JobLibraryTest, MetricsShowRecordsAndWhereBackpressureComesFrom) {
   EXPECT_EQ((*canceled)["status"], "CANCELED");
 }
 
+// `weir run LIBRARY.so --help` names the library's job and lists weir's job
+// flags, without a cluster.
+TEST(JobLibraryTest, HelpOfALibraryJobListsTheJobFlags) {
+  JobLibraries libs = build_job_libraries();
+  ASSERT_TRUE(libs.error.empty()) << libs.error;
+  TempDir dir("job-library-help");
+  RunResult help = testing::run_weir({"run", libs.slow, "--help"}, dir.path("help"));
+  ASSERT_EQ(help.code, 0) << help.err;
+  EXPECT_NE(help.out.find("The job slow of " + libs.slow), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--checkpoint-interval DURATION"), std::string::npos) << help.out;
+  RunResult missing = testing::run_weir({"run", dir.path("none.so"), "--help"}, dir.path("missing"));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("cannot read job library " + dir.path("none.so")), std::string::npos) << missing.err;
+}
+
 // The JobManager and each TaskManager serve /metrics for Prometheus: task
 // counters and rates, an operator's own counter, gauge and histogram, the
 // network buffers, the JobManager's checkpoints and slots; the values move

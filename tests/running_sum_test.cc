@@ -159,6 +159,64 @@ TEST_F(RunningSumTest, TheCommandLineStatesItsVersionAndPointsToHelp) {
   EXPECT_EQ(r.err, "weir: give a command (weir --help lists them)\n");
 }
 
+// Help names each option's value in a word and shows its default, never
+// the parser's types or ranges; `weir run JOB --help` lists the job's
+// options without a cluster or a secret; --opt=value works as --opt value.
+TEST_F(RunningSumTest, HelpShowsEveryJobsOptionsAndDefaultsInPlainWords) {
+  auto no_internals = [](const std::string& help, const std::string& what) {
+    for (const char* internal : {"INT", "TEXT", "UINT", "9223372036854775807", " in [", "REQUIRED"}) {
+      EXPECT_EQ(help.find(internal), std::string::npos) << what << " shows \"" << internal << "\":\n" << help;
+    }
+  };
+  auto run = run_weir({"run", "running-sum", "--help"}, path("help-rs"));
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("Usage: weir run running-sum [OPTIONS]"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("--checkpoint-interval DURATION"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("(default: 1s)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("--sort-memory SIZE"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("(default: 16mb)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("--rate N"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("--output PATH (required)"), std::string::npos) << run.out;
+  no_internals(run.out, "weir run running-sum --help");
+  for (const char* job : {"nexmark", "orders", "line-copy"}) {
+    auto r = run_weir({"run", job, "--help"}, path(std::string("help-") + job));
+    EXPECT_EQ(r.code, 0) << job << ": " << r.err;
+    EXPECT_NE(r.out.find(std::string("Usage: weir run ") + job), std::string::npos) << r.out;
+    no_internals(r.out, std::string("weir run ") + job + " --help");
+  }
+  EXPECT_NE(run_weir({"run", "nexmark", "--help"}, path("help-nx")).out.find("--query"), std::string::npos);
+  auto unknown = run_weir({"run", "no-such-job", "--help"}, path("help-unknown"));
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_EQ(unknown.err,
+            "weir: run: unknown job 'no-such-job' (built-in jobs: running-sum, orders, line-copy, nexmark; or the "
+            "path of a job library)\n");
+  // Every command's help, and the built-in jobs named where jobs are run.
+  auto top = run_weir({"run", "--help"}, path("help-run"));
+  EXPECT_NE(top.out.find("Built-in JOBs: running-sum, orders, line-copy, nexmark."), std::string::npos) << top.out;
+  for (const std::vector<std::string>& command :
+       std::vector<std::vector<std::string>>{{"--help"}, {"run", "--help"}, {"jobmanager", "--help"},
+                                             {"taskmanager", "--help"}, {"example", "running-sum", "--help"},
+                                             {"nexmark", "--help"}, {"generate", "--help"}, {"list", "--help"},
+                                             {"stop", "--help"}}) {
+    auto r = run_weir(command, path("help"));
+    EXPECT_EQ(r.code, 0) << command[0] << ": " << r.err;
+    std::string what = "weir";
+    for (const auto& c : command) what += " " + c;
+    no_internals(r.out, what);
+  }
+  EXPECT_NE(run_weir({"taskmanager", "--help"}, path("help-tm")).out.find("--metrics-port N"), std::string::npos);
+
+  // --opt=value, as everywhere.
+  std::ofstream(path("eq.txt")) << "a,1\nb,2\na,3\n";
+  auto eq = run_weir({"example", "running-sum", "--input=" + path("eq.txt"), "--output=" + path("eq-out"),
+                      "--checkpoint-interval=200ms", "--parallelism=2"},
+                     path("eq"));
+  EXPECT_EQ(eq.code, 0) << eq.err;
+  auto verified = run_weir({"verify", "running-sum", "--input=" + path("eq.txt"), "--output=" + path("eq-out")},
+                           path("eq-verify"));
+  EXPECT_EQ(verified.code, 0) << verified.out << verified.err;
+}
+
 TEST_F(RunningSumTest, BadArgumentsExitWithCode2AndOneLine) {
   auto r = run_weir({"example", "running-sum", "--input", path("x"), "--output", path("o"),
                      "--mode", "sometimes"},

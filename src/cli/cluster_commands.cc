@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -81,6 +82,21 @@ class StopSignals {
 // .so), a built-in job by name otherwise.
 bool is_library_path(const std::string& job) {
   return job.find('/') != std::string::npos || (job.size() > 3 && job.compare(job.size() - 3, 3, ".so") == 0);
+}
+
+// `weir run JOB --help`: the options of the job (built-in or a library's)
+// and the job flags, on stdout.
+int print_job_help(const std::string& job) {
+  const cluster::JobLibrary* library = nullptr;
+  if (is_library_path(job)) {
+    auto l = cluster::JobLibrary::load(job);
+    if (!l.ok()) return fail(kBadArguments, std::string(l.status().message()));
+    library = *l;
+  }
+  auto help = job_help(job, library);
+  if (!help.ok()) return fail(kBadArguments, "run: " + std::string(help.status().message()));
+  std::fputs(help->c_str(), stdout);
+  return kOk;
 }
 
 // `weir run --embedded JOB ARGS`: the job in this process, as `weir example`
@@ -340,7 +356,9 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
                             "Job libraries fetched from the JobManager (default: <temp>/weir-libraries-<uid>)");
 
   f.run = app.add_subcommand("run",
-                              "Submit a job to the cluster: weir run [options] JOB|LIBRARY.so JOB-ARGS...");
+                              "Submit a job to the cluster: weir run [options] JOB|LIBRARY.so JOB-ARGS...\n"
+                              "Built-in JOBs: " + std::string(kBuiltinJobs) + ". weir run JOB --help lists a job's "
+                              "options.");
   common(f.run, true);
   f.run->add_flag("--detached", f.detached, "Return once submitted; do not wait for the end");
   f.run->add_flag("--quiet,-q", f.quiet, "No progress line while attached (there is none unless stdout is a terminal)");
@@ -402,6 +420,13 @@ std::optional<int> ClusterCommands::run() {
   f.log.default_level = parsed == f.jobmanager || parsed == f.taskmanager ? "info" : "warn";
   absl::Status logging = configure_logging(f.log);
   if (!logging.ok()) return fail(kBadArguments, std::string(logging.message()));
+  if (parsed == f.run) {
+    const std::vector<std::string> rest = f.run->remaining();
+    if (!rest.empty() &&
+        std::any_of(rest.begin() + 1, rest.end(), [](const std::string& a) { return a == "--help" || a == "-h"; })) {
+      return print_job_help(rest.front());
+    }
+  }
   if (parsed == f.run && (f.embedded || f.dry_run)) {
     std::vector<std::string> rest = f.run->remaining();
     if (rest.empty()) return fail(kBadArguments, "run: which job? (weir run --embedded JOB|LIBRARY.so JOB-ARGS...)");

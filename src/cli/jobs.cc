@@ -1,5 +1,7 @@
 #include "cli/jobs.h"
 
+#include "cli/help.h"
+
 #include <charconv>
 
 #include <algorithm>
@@ -148,34 +150,73 @@ nexmark::QueryOptions NexmarkFlags::to_query_options() const {
   return o;
 }
 
-absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& name,
-                                                             const std::vector<std::string>& args,
-                                                             const cluster::JobLibrary* library,
-                                                             JobFlags* flags_out) {
-  CLI::App app{name};
+namespace {
+
+// A job's command line: the job flags and the options of the job `name`
+// (or, for a library, whatever it takes).
+struct JobCommandLine {
+  CLI::App app;
   JobFlags flags;
-  flags.add_to(&app);
   examples::RunningSumOptions rs;
   examples::OrdersOptions orders;
   examples::LineCopyOptions lc;
   NexmarkFlags nx;
-  if (library != nullptr) {
-    app.allow_extras();  // the library's own arguments
-  } else if (name == "running-sum") {
-    add_running_sum_options(&app, rs);
-  } else if (name == "orders") {
-    add_orders_options(&app, orders);
-  } else if (name == "line-copy") {
-    app.add_option("--input", lc.input, "Input file")->required();
-    app.add_option("--output", lc.output_dir, "Output directory")->required();
-    app.add_option("--rate", lc.rate, "Lines/s per subtask (0: unlimited)")->check(whole_number(0));
-    app.add_option("--fail-subtask", lc.fail_subtask, "This subtask fails once, in its first attempt");
-    app.add_option("--fail-after", lc.fail_after, "...after this many lines")->check(whole_number(1));
-  } else if (name == "nexmark") {
-    add_nexmark_options(&app, nx, /*dump=*/false);
-  } else {
-    return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: running-sum, orders, line-copy, nexmark)");
+
+  explicit JobCommandLine(const std::string& name) : app("The job " + name + ": its options and weir's job flags", "weir run " + name) {
+    setup_help(&app);
   }
+
+  absl::Status add_options(const std::string& name, const cluster::JobLibrary* library) {
+    flags.add_to(&app);
+    if (library != nullptr) {
+      app.allow_extras();  // the library's own arguments
+    } else if (name == "running-sum") {
+      add_running_sum_options(&app, rs);
+    } else if (name == "orders") {
+      add_orders_options(&app, orders);
+    } else if (name == "line-copy") {
+      app.add_option("--input", lc.input, "Input file")->required();
+      app.add_option("--output", lc.output_dir, "Output directory")->required();
+      app.add_option("--rate", lc.rate, "Lines/s per subtask (0: unlimited)")->check(whole_number(0));
+      app.add_option("--fail-subtask", lc.fail_subtask, "This subtask fails once, in its first attempt (-1: none)");
+      app.add_option("--fail-after", lc.fail_after, "...after this many lines")->check(whole_number(1));
+    } else if (name == "nexmark") {
+      add_nexmark_options(&app, nx, /*dump=*/false);
+    } else {
+      return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: " + std::string(kBuiltinJobs) +
+                                        "; or the path of a job library)");
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> job_help(const std::string& name, const cluster::JobLibrary* library) {
+  JobCommandLine cl(name);
+  absl::Status s = cl.add_options(name, library);
+  if (!s.ok()) return s;
+  if (library != nullptr) {
+    cl.app.description("The job " + library->name() + " of " + name +
+                       ": the options below are weir's job flags; the job's build function gets every other "
+                       "argument (its own options: see the job's documentation)");
+  }
+  return cl.app.help();
+}
+
+absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& name,
+                                                             const std::vector<std::string>& args,
+                                                             const cluster::JobLibrary* library,
+                                                             JobFlags* flags_out) {
+  JobCommandLine cl(name);
+  absl::Status added = cl.add_options(name, library);
+  if (!added.ok()) return added;
+  CLI::App& app = cl.app;
+  JobFlags& flags = cl.flags;
+  examples::RunningSumOptions& rs = cl.rs;
+  examples::OrdersOptions& orders = cl.orders;
+  examples::LineCopyOptions& lc = cl.lc;
+  NexmarkFlags& nx = cl.nx;
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
   try {
     app.parse(reversed);

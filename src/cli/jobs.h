@@ -253,6 +253,13 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
                                                              const cluster::JobLibrary* library = nullptr,
                                                              JobFlags* flags = nullptr);
 
+// The names of the built-in jobs, for help and errors.
+inline constexpr const char* kBuiltinJobs = "running-sum, orders, line-copy, nexmark";
+
+// The help of the job `name` (or of `library`'s job): its options and the
+// job flags, with their defaults.
+absl::StatusOr<std::string> job_help(const std::string& name, const cluster::JobLibrary* library = nullptr);
+
 // The built-in jobs and job libraries as the cluster builds them: build_job,
 // with the savepoint directory its job flags imply.
 cluster::JobCatalog builtin_job_catalog();

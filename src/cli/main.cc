@@ -30,6 +30,7 @@
 #include "cli/cluster_commands.h"
 #include "cli/embedded.h"
 #include "cli/jobs.h"
+#include "cli/help.h"
 #include "cli/logging.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
@@ -287,6 +288,7 @@ int main(int argc, char** argv) {
     argv = submission_argv.data();
   }
   CLI::App app{"weir: a stateful stream processing engine"};
+  weir::cli::setup_help(&app);
   app.require_subcommand(1);
   app.set_version_flag("--version", "weir " WEIR_VERSION, "Print weir's version and exit");
   if (argc == 1) return fail(kBadArguments, "give a command (weir --help lists them)");
