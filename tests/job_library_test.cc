@@ -379,10 +379,18 @@ TEST(JobLibraryTest, BadLibrariesAndUploadsAreRefusedWithAClearError) {
   EXPECT_EQ(dry.code, 0) << dry.err;
   EXPECT_NE(dry.out.find("job word-count: 2 vertices, 6 subtasks"), std::string::npos) << dry.out;
   EXPECT_FALSE(fs::exists(dir.path("dry-out")));
-  RunResult bad_args = testing::run_weir({"run", "--embedded", libs.word_count, "--input", input, "--bogus", "1"},
+  RunResult bad_args = testing::run_weir({"run", "--embedded", libs.word_count, "--input", input, "--output",
+                                          dir.path("bad-out"), "--bogus", "1"},
                                          dir.path("bad-args"));
   EXPECT_EQ(bad_args.code, 2);
-  EXPECT_NE(bad_args.err.find("word-count: unknown argument --bogus"), std::string::npos) << bad_args.err;
+  EXPECT_NE(bad_args.err.find("word-count: unknown argument --bogus (the job takes --input, --output, --rate)"),
+            std::string::npos)
+      << bad_args.err;
+  RunResult no_output = testing::run_weir({"run", "--embedded", libs.word_count, "--input=" + input, "--rate=x"},
+                                          dir.path("no-output"));
+  EXPECT_EQ(no_output.code, 2);
+  EXPECT_NE(no_output.err.find("word-count: --output is required: where the part files go"), std::string::npos)
+      << no_output.err;
 
   // On a cluster: the JobManager refuses the same libraries before anything
   // is deployed.

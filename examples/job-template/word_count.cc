@@ -8,7 +8,6 @@
 //   --rate N        read at most N lines/s per source subtask (0: unlimited)
 #include <weir/job_library.h>
 
-#include <charconv>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,26 +20,15 @@ struct Options {
   int64_t rate = 0;
 };
 
-absl::StatusOr<Options> parse_args(const std::vector<std::string>& args) {
+// weir::JobArgs reads --name value and --name=value; status() names the
+// first problem.
+absl::StatusOr<Options> parse_args(const std::vector<std::string>& argv) {
+  weir::JobArgs args(argv);
   Options o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (i + 1 == args.size()) return absl::InvalidArgumentError(a + " needs a value (or is unknown)");
-    const std::string& v = args[++i];
-    if (a == "--input") {
-      o.input = v;
-    } else if (a == "--output") {
-      o.output = v;
-    } else if (a == "--rate") {
-      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), o.rate);
-      if (ec != std::errc() || p != v.data() + v.size() || o.rate < 0) {
-        return absl::InvalidArgumentError("--rate wants a count of lines per second, not '" + v + "'");
-      }
-    } else {
-      return absl::InvalidArgumentError("unknown argument " + a + " (expected --input, --output, --rate)");
-    }
-  }
-  if (o.input.empty() || o.output.empty()) return absl::InvalidArgumentError("needs --input FILE and --output DIR");
+  o.input = args.required("input", "text to count the words of");
+  o.output = args.required("output", "where the part files go");
+  o.rate = args.get_int("rate", "read at most this many lines/s per source subtask (0: unlimited)", 0, 0);
+  if (!args.status().ok()) return args.status();  // names the option, and the options there are
   return o;
 }
 

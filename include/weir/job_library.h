@@ -30,6 +30,7 @@
 
 #include "absl/status/status.h"
 #include "weir/connectors.h"
+#include "weir/job_args.h"
 #include "weir/version.h"
 #include "weir/weir.h"
 
