@@ -14,6 +14,7 @@ PACKAGES=(
   librdkafka-dev kcat
   libpq-dev postgresql
   clang libclang-rt-14-dev
+  chromium chromium-driver fonts-dejavu-core
 )
 
 missing=()

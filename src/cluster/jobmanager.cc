@@ -123,6 +123,10 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     TaskManagerMessage m;
     while (stream->Read(&m)) {
       s->last_heartbeat_ms = SystemClock::instance()->now_ms();
+      if (m.has_heartbeat()) {
+        s->rss_bytes = m.heartbeat().rss_bytes();
+        s->network_buffers_used = m.heartbeat().network_buffers_used();
+      }
       jobs_.deliver(m);
     }
     sessions_.lose(s, "its connection closed");

@@ -45,6 +45,18 @@ std::string execution_state_name(runtime::ExecutionState s, bool terminal) {
   return "?";
 }
 
+// Flink's names for the ship strategies.
+const char* partitioning_name(detail::PartitionKind k) {
+  switch (k) {
+    case detail::PartitionKind::kForward: return "FORWARD";
+    case detail::PartitionKind::kHash: return "HASH";
+    case detail::PartitionKind::kRebalance: return "REBALANCE";
+    case detail::PartitionKind::kBroadcast: return "BROADCAST";
+    case detail::PartitionKind::kDefault: break;
+  }
+  return "DEFAULT";
+}
+
 }  // namespace
 
 RestApi::RestApi(std::string secret, bool metrics_public, JobRegistry* jobs, SessionRegistry* sessions,
@@ -54,10 +66,16 @@ RestApi::RestApi(std::string secret, bool metrics_public, JobRegistry* jobs, Ses
       jobs_(jobs),
       sessions_(sessions),
       slots_(slots),
-      libraries_(libraries) {}
+      libraries_(libraries),
+      ui_(secret_, &refusals_) {}
 
 absl::StatusOr<int> RestApi::start(const std::string& host, int port) {
-  http_.set_gate(secret_gate(secret_, metrics_public_, "REST", &refusals_));
+  http_.set_gate([this, secret = secret_gate(secret_, metrics_public_, "REST", &refusals_)](const Request& req,
+                                                                                           Response& res) {
+    return WebUi::is_public(req) || ui_.authorizes(req) || secret(req, res);
+  });
+  http_.allow_body("POST", "/ui/login", 4096);
+  ui_.add_routes(&http_);
   http_.allow_body("PUT", "/v1/libraries/", kMaxLibraryBytes);
   auto route = [this](void (RestApi::*fn)(const Request&, Response&)) {
     return [this, fn](const Request& req, Response& res) { (this->*fn)(req, res); };
@@ -142,6 +160,9 @@ void RestApi::get_overview(const Request&, Response& res) {
                    {"metrics_address", s->metrics_address},
                    {"slots", s->slots},
                    {"slots_used", slots_->used(s)},
+                   {"rss_bytes", s->rss_bytes.load()},
+                   {"network_buffers", s->network_buffers},
+                   {"network_buffers_used", s->network_buffers_used.load()},
                    {"last_heartbeat_ms_ago", now - s->last_heartbeat_ms}});
   }
   const SlotPool::Totals t = slots_->totals();
@@ -314,6 +335,22 @@ nlohmann::json job_json(Job& j, bool detail) {
                         {"subtasks", subtasks}});
   }
   out["vertices"] = vertices;
+  nlohmann::json edges = nlohmann::json::array();
+  for (const graph::JobEdge& e : j.graph->edges) {
+    edges.push_back({{"source", e.source_vertex},
+                     {"target", e.target_vertex},
+                     {"partitioning", partitioning_name(e.kind)},
+                     {"exchange", std::string(to_string(e.exchange))}});
+  }
+  out["edges"] = edges;
+  nlohmann::json failures = nlohmann::json::array();
+  if (st) {
+    for (const auto& f : st->failures) {
+      failures.push_back({{"time_ms", f.time_ms}, {"scope", f.scope}, {"cause", f.cause}});
+    }
+    out["failures_total"] = st->failures_total;
+  }
+  out["failures"] = failures;
   out["max_parallelism"] = j.graph->max_parallelism;
   return out;
 }

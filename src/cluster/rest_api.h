@@ -1,9 +1,9 @@
 // The JobManager's REST API (docs/rest-api.md): its routes, one function
 // each, and the JSON views of jobs, checkpoints and the cluster they answer
 // with, and the JobManager's metrics for Prometheus (GET /metrics,
-// docs/metrics.md). Every request must carry the cluster secret
-// ("Authorization: Bearer <secret>"), but /metrics may be opened to
-// scrapers without it; JSON bodies are small and shallow, job libraries may be
+// docs/metrics.md), beside the web UI (cluster/web_ui.h). Every request
+// must carry the cluster secret ("Authorization: Bearer <secret>") or a web
+// UI session, but /metrics may be opened to scrapers without it; JSON bodies are small and shallow, job libraries may be
 // large. Errors are {"error": MESSAGE} with the HTTP status of the cause.
 #ifndef WEIR_CLUSTER_REST_API_H_
 #define WEIR_CLUSTER_REST_API_H_
@@ -18,6 +18,7 @@
 #include "cluster/job_registry.h"
 #include "cluster/session_registry.h"
 #include "cluster/slot_pool.h"
+#include "cluster/web_ui.h"
 #include "common/rate_limited_log.h"
 
 namespace weir::cluster {
@@ -70,6 +71,7 @@ class RestApi {
   SlotPool* const slots_;
   LibraryStore* const libraries_;
   RateLimitedLog refusals_;  // of requests without the secret
+  WebUi ui_;
   HttpServer http_;
 };
 

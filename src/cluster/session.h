@@ -27,6 +27,9 @@ struct Session {
   int slots = 0;
   int network_buffers = 0;
   std::atomic<int64_t> last_heartbeat_ms{0};  // when anything last arrived from it
+  // From its last heartbeat: resident memory and network buffers in use.
+  std::atomic<int64_t> rss_bytes{0};
+  std::atomic<int> network_buffers_used{0};
   std::atomic<bool> lost{false};
   // Null only in tests: messages are then dropped.
   std::unique_ptr<QueuedWriter<proto::JobManagerMessage>> writer;

@@ -334,6 +334,8 @@ class TaskManagerProcess::Impl {
   // They also feed the rates /metrics shows.
   void add_metrics(proto::Heartbeat* hb) {
     const int64_t now = SystemClock::instance()->now_ms();
+    hb->set_rss_bytes(resident_bytes());
+    hb->set_network_buffers_used(pool_.total() - pool_.available());
     absl::MutexLock lock(&mu_);
     for (auto& [id, job] : jobs_) {
       for (const auto& e : job->tasks->task_metrics()) {

@@ -123,6 +123,8 @@ JobMaster::Status JobMaster::status() {
     out.waiting_for_slots = waiting_for_slots_why_;
     out.checkpoints = coordinator_.completed_stats();
     out.failed_checkpoints = coordinator_.failed_checkpoints();
+    out.failures.assign(failures_.begin(), failures_.end());
+    out.failures_total = failures_total_;
     for (const auto& e : executions_) out.executions.push_back({e.id, e.state, e.terminal});
     done.Notify();
   });
@@ -414,6 +416,7 @@ void JobMaster::handle_failure(int region, const std::string& error) {
                      ? "vertex " + std::to_string(executions_[region].id.vertex) + " subtask " +
                            std::to_string(executions_[region].id.subtask)
                      : "region " + std::to_string(region);
+  record_failure(failed_what_, error);
   if (first) {
     const int64_t now = clock_->now_ms();
     if (last_failure_ms_ >= 0 && now - last_failure_ms_ >= kProgressQuietMs) failures_without_progress_ = 0;
@@ -496,7 +499,14 @@ bool JobMaster::ensure_latest_is_intact() {
   return false;
 }
 
+void JobMaster::record_failure(std::string scope, std::string cause) {
+  ++failures_total_;
+  failures_.push_back(Status::Failure{clock_->wall_ms(), std::move(scope), std::move(cause)});
+  if (failures_.size() > kMaxFailuresKept) failures_.pop_front();
+}
+
 void JobMaster::fail_now(const std::string& why) {
+  if (why != last_failure_) record_failure("job", why);
   // Regions that did not fail are still running: they end too.
   coordinator_.stop();
   for (auto& e : executions_) {

@@ -15,6 +15,7 @@
 #ifndef WEIR_RUNTIME_JOB_MASTER_H_
 #define WEIR_RUNTIME_JOB_MASTER_H_
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <set>
@@ -63,6 +64,16 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
     std::string waiting_for_slots;  // while a deployment waits for slots: what is missing
     std::vector<CompletedCheckpointStats> checkpoints;
     int64_t failed_checkpoints = 0;
+    // The last kMaxFailuresKept failures, oldest first: when (wall clock),
+    // what failed ("attempt N", "region R", "vertex V subtask S", "job")
+    // and why; `failures_total` counts every one.
+    struct Failure {
+      int64_t time_ms = 0;
+      std::string scope;
+      std::string cause;
+    };
+    std::vector<Failure> failures;
+    int64_t failures_total = 0;
     struct Execution {
       ExecutionId id;
       ExecutionState state;
@@ -193,6 +204,10 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   int64_t last_failure_ms_ = -1;
   int64_t first_failure_without_progress_ms_ = 0;
   std::string failed_what_;  // "attempt N" or "region R", of the last failure
+  static constexpr size_t kMaxFailuresKept = 32;
+  std::deque<Status::Failure> failures_;
+  int64_t failures_total_ = 0;
+  void record_failure(std::string scope, std::string cause);
   // Repeated failure messages are logged once per interval.
   std::string last_logged_failure_;
   int64_t last_logged_failure_ms_ = -1;

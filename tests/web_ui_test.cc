@@ -1,0 +1,218 @@
+// The web UI in a real browser (headless Chromium through ChromeDriver)
+// against a real cluster running real jobs: the login, the overview, a
+// job's graph, metrics that move, checkpoints, exceptions, and the stop
+// button ending the job with a savepoint. With WEIR_SCREENSHOT_DIR set, the
+// screenshots go there (docs/web-ui/ holds the ones the docs show).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "tests/cluster.h"
+#include "tests/webdriver.h"
+
+namespace weir::testing {
+namespace {
+
+std::string job_of(const RunResult& r) {
+  size_t at = r.out.find("submitted job ");
+  if (at == std::string::npos) return "";
+  std::string id = r.out.substr(at + 14);
+  return id.substr(0, id.find('\n'));
+}
+
+int64_t digits_of(const std::string& text) {
+  std::string d;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') d += c;
+  }
+  return d.empty() ? -1 : std::stoll(d);
+}
+
+// The console and network log's errors (level SEVERE), one per line.
+std::string errors_in(const nlohmann::json& log) {
+  std::string out;
+  if (!log.is_array()) return "the browser's log could not be read: " + log.dump();
+  for (const auto& e : log) {
+    if (e.value("level", "") == "SEVERE") out += e.value("message", "") + "\n";
+  }
+  return out;
+}
+
+bool is_png(const std::string& path) {
+  std::string head = slurp(path).substr(0, 8);
+  return head == std::string("\x89PNG\r\n\x1a\n", 8);
+}
+
+TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
+  Cluster c("web-ui");
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  const std::string rest_host = c.rest().substr(0, c.rest().rfind(':'));
+  const int rest_port = std::stoi(c.rest().substr(c.rest().rfind(':') + 1));
+  const std::string base = "http://" + c.rest();
+  const char* shots_env = std::getenv("WEIR_SCREENSHOT_DIR");
+  const std::string shots = shots_env != nullptr ? shots_env : c.dir().path("screenshots");
+  std::filesystem::create_directories(shots);
+
+  // A job that fails once, restarts and ends; one that runs until stopped.
+  RunResult ended = run_weir({"run", "--detached", "--jobmanager", c.rest(), "--secret-file", c.secret_file(),
+                              "nexmark", "--query", "q5", "--events", "60000", "--rate", "20000", "--fail-every",
+                              "20000", "-p", "2", "--checkpoint-dir", c.dir().path("chk-ended"),
+                              "--checkpoint-interval", "300ms"},
+                             c.dir().path("submit-ended"));
+  ASSERT_EQ(ended.code, 0) << ended.err;
+  const std::string ended_id = job_of(ended);
+  auto ended_job = c.client().wait(ended_id, 60000);
+  ASSERT_TRUE(ended_job.ok()) << ended_job.status();
+  ASSERT_EQ((*ended_job)["status"], "FINISHED") << *ended_job;
+  RunResult running = run_weir({"run", "--detached", "--jobmanager", c.rest(), "--secret-file", c.secret_file(),
+                                "nexmark", "--query", "q5", "--events", "1000000000", "--rate", "20000", "-p", "2",
+                                "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval", "500ms"},
+                               c.dir().path("submit"));
+  ASSERT_EQ(running.code, 0) << running.err;
+  const std::string job = job_of(running);
+
+  // Without a session the UI sends the browser to the login page and the
+  // API refuses.
+  {
+    httplib::Client raw(rest_host, rest_port);
+    auto page = raw.Get("/ui/");
+    ASSERT_TRUE(page);
+    EXPECT_EQ(page->status, 303);
+    EXPECT_EQ(page->get_header_value("Location"), "/ui/login");
+    auto jobs = raw.Get("/v1/jobs");
+    ASSERT_TRUE(jobs);
+    EXPECT_EQ(jobs->status, 401);
+  }
+
+  WebDriver b(c.dir().path("chromedriver"));
+  ASSERT_TRUE(b.error().empty()) << b.error();
+  b.go(base + "/ui/");
+  EXPECT_TRUE(eventually([&] { return b.url() == base + "/ui/login"; }, 20s)) << b.url();
+  b.type("#secret", "not-the-cluster-secret");
+  ASSERT_TRUE(b.click("#sign-in"));
+  ASSERT_NE(b.await("#login-error"), "") << "a wrong secret is not refused";
+  EXPECT_EQ(b.text("#login-error"), "That is not the cluster secret.");
+  ASSERT_TRUE(b.screenshot(shots + "/login.png"));
+  b.log();  // the refused login's 401 is expected; nothing after it is
+  b.type("#secret", c.secret());
+  ASSERT_TRUE(b.click("#sign-in"));
+  EXPECT_TRUE(eventually([&] { return b.url().rfind(base + "/ui/", 0) == 0 && b.find("#login-error").empty(); }, 20s));
+
+  // The overview: both TaskManagers, both jobs.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string tms = b.text("#s-taskmanagers"), jobs = b.text("#s-jobs");
+        return tms.find("tm-a") != std::string::npos && tms.find("tm-b") != std::string::npos &&
+               jobs.find(job) != std::string::npos && jobs.find(ended_id) != std::string::npos;
+      },
+      30s))
+      << b.text("#app");
+  EXPECT_EQ(b.text("#taskmanager-count"), "2");
+  ASSERT_TRUE(b.screenshot(shots + "/overview.png"));
+  EXPECT_TRUE(is_png(shots + "/overview.png"));
+
+  // The session is an HttpOnly cookie: it reads the API, but a change needs
+  // the UI's header too (a page of another site cannot send it).
+  {
+    EXPECT_EQ(b.run("return document.cookie;"), "") << "the session cookie is readable by scripts";
+    const std::string session = b.cookie("weir_session");
+    ASSERT_EQ(session.size(), 64u) << session;
+    httplib::Client raw(rest_host, rest_port);
+    auto list = raw.Get("/v1/jobs", {{"Cookie", "weir_session=" + session}});
+    ASSERT_TRUE(list);
+    EXPECT_EQ(list->status, 200) << list->body;
+    auto forged = raw.Post("/v1/jobs/" + job + "/cancel", {{"Cookie", "weir_session=" + session}}, "", "text/plain");
+    ASSERT_TRUE(forged);
+    EXPECT_EQ(forged->status, 401) << forged->body;
+    auto still = c.client().job(job);
+    ASSERT_TRUE(still.ok());
+    EXPECT_EQ((*still)["status"], "RUNNING") << *still;
+  }
+
+  // The job's page: its graph as the REST API has it.
+  ASSERT_TRUE(b.click("tr[data-job='" + job + "'] a"));
+  auto detail = c.client().job(job);
+  ASSERT_TRUE(detail.ok()) << detail.status();
+  const size_t vertices = (*detail)["vertices"].size(), edges = (*detail)["edges"].size();
+  ASSERT_GE(vertices, 3u) << *detail;
+  ASSERT_TRUE(eventually(
+      [&] {
+        return b.run("return document.querySelectorAll('#s-graph g.vertex').length;") == vertices &&
+               b.run("return document.querySelectorAll('#s-graph g.edge').length;") == edges;
+      },
+      20s))
+      << b.text("#s-graph");
+  nlohmann::json names = b.run("return [...document.querySelectorAll('#s-graph g.vertex > title')].map(t => t.textContent);");
+  for (const auto& v : (*detail)["vertices"]) {
+    EXPECT_NE(std::find(names.begin(), names.end(), v["name"]), names.end()) << v["name"] << " not drawn: " << names;
+  }
+  EXPECT_NE(b.text("#s-graph").find("HASH"), std::string::npos) << b.text("#s-graph");
+
+  // Numbers move between two refreshes; checkpoints are listed and charted.
+  const std::string source_out = "#vertices tr[data-vertex='0'] td[data-metric='records_out']";
+  int64_t first = -1;
+  ASSERT_TRUE(eventually([&] { return (first = digits_of(b.text(source_out))) > 0; }, 30s)) << b.text("#vertices");
+  EXPECT_TRUE(eventually([&] { return digits_of(b.text(source_out)) > first; }, 30s)) << first;
+  ASSERT_TRUE(eventually([&] { return digits_of(b.text("#checkpoints-completed")) >= 2; }, 30s))
+      << b.text("#s-checkpoints");
+  EXPECT_NE(b.find("#checkpoints tbody tr"), "");
+  EXPECT_EQ(b.run("return document.querySelectorAll('#s-checkpoints .chart').length;"), 2);
+  // The subtasks of a vertex, with where each runs.
+  ASSERT_TRUE(b.click("#vertices tr[data-vertex='1']"));
+  EXPECT_TRUE(eventually([&] { return b.text("#s-subtasks-title") == "Subtasks of " + (*detail)["vertices"][1]["name"].get<std::string>(); }, 10s))
+      << b.text("#s-subtasks-title");
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::string t = b.text("#subtasks");
+        return t.find("tm-a") != std::string::npos || t.find("tm-b") != std::string::npos;
+      },
+      10s))
+      << b.text("#subtasks");
+  ASSERT_TRUE(b.screenshot(shots + "/job.png", 2300));
+
+  // The ended job's exceptions: the injected failure and what restarted.
+  auto ended_detail = c.client().job(ended_id);
+  ASSERT_TRUE(ended_detail.ok());
+  const size_t failures = (*ended_detail)["failures"].size();
+  ASSERT_GE(failures, 1u) << *ended_detail;
+  b.go(base + "/ui/#/jobs/" + ended_id);
+  ASSERT_TRUE(eventually(
+      [&] { return b.run("return document.querySelectorAll('#exceptions tbody tr').length;") == failures; }, 20s))
+      << b.text("#s-exceptions");
+  EXPECT_NE(b.text("#exceptions").find("injected failure"), std::string::npos) << b.text("#exceptions");
+  EXPECT_EQ(b.find("#action-stop"), "") << "an ended job offers to stop";
+  ASSERT_TRUE(b.screenshot(shots + "/job-ended.png", 2300));
+
+  // Stop with a savepoint: asked first, then done.
+  b.go(base + "/ui/#/jobs/" + job);
+  ASSERT_TRUE(b.click("#action-stop"));
+  ASSERT_NE(b.await("#confirm"), "");
+  ASSERT_TRUE(b.click("#confirm-yes"));
+  ASSERT_TRUE(eventually([&] { return b.text("#notice").rfind("Stopped with savepoint", 0) == 0; }, 60s))
+      << b.text("#s-head");
+  auto stopped = c.client().wait(job, 30000);
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ((*stopped)["status"], "FINISHED") << *stopped;
+  const std::string savepoint = (*stopped)["stopped_with_savepoint"];
+  EXPECT_TRUE(std::filesystem::exists(savepoint)) << savepoint;
+  EXPECT_NE(b.text("#notice").find(savepoint), std::string::npos) << b.text("#notice");
+  EXPECT_TRUE(eventually([&] { return b.text("#job-name").find("FINISHED") != std::string::npos; }, 10s));
+
+  // No console or network errors on any page since the login.
+  EXPECT_EQ(errors_in(b.log()), "");
+
+  // Signing out ends the session: the cookie no longer reads the API.
+  const std::string session = b.cookie("weir_session");
+  ASSERT_TRUE(b.click("#logout"));
+  EXPECT_TRUE(eventually([&] { return b.url() == base + "/ui/login"; }, 20s)) << b.url();
+  httplib::Client raw(rest_host, rest_port);
+  auto after = raw.Get("/v1/jobs", {{"Cookie", "weir_session=" + session}});
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 401);
+}
+
+}  // namespace
+}  // namespace weir::testing
