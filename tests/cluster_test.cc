@@ -564,5 +564,60 @@ TEST(ClusterTest, ConfigFileSuppliesOptionsAndRefusesUnknownKeys) {
   EXPECT_NE(missing.err.find("cannot read config file " + c.dir().path("none.toml")), std::string::npos) << missing.err;
 }
 
+// Job settings by Flink's keys, from the config file's [job] section and
+// -D, reach the job the cluster runs; a flag given explicitly wins.
+TEST(ClusterTest, JobSettingsFromTheConfigFileAndDReachTheCluster) {
+  Cluster c("cluster-job-settings");
+  ASSERT_TRUE(c.start({{"tm-a", 4}})) << c.jm_log();
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_EQ(testing::run_weir({"generate", "running-sum-input", "--output", input, "--lines", "1000"},
+                              c.dir().path("gen"))
+                .code,
+            0);
+  const std::string config = c.dir().path("weir.toml");
+  std::ofstream(config) << "secret-file = \"" << c.secret_file() << "\"\n[client]\njobmanager = \"" << c.rest()
+                        << "\"\n[job]\nparallelism.default = 3\nexecution.checkpointing.interval = \"1 min\"\n"
+                        << "state.backend.type = \"hashmap\"\n";
+  const std::vector<std::string> job = {"running-sum", "--input", input, "--output", c.dir().path("out")};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), job.begin(), job.end());
+    return args;
+  };
+  auto dry = testing::run_weir(with({"run", "--dry-run", "--config", config, "-D", "state.backend.type=rocksdb"}),
+                               c.dir().path("dry"));
+  ASSERT_EQ(dry.code, 0) << dry.err;
+  EXPECT_NE(dry.out.find("settings: parallelism 3, max parallelism 128, exactly-once checkpoints every 1min to memory, "
+                         "state rocksdb"),
+            std::string::npos)
+      << dry.out;
+
+  auto submitted = testing::run_weir(
+      with({"run", "--detached", "--config", config, "-D", "jobmanager.execution.failover-strategy=full", "-D",
+            "state.checkpoints.dir=file://" + c.dir().path("chk")}),
+      c.dir().path("submit"));
+  ASSERT_EQ(submitted.code, 0) << submitted.err;
+  const std::string id = submitted.out.substr(submitted.out.find("submitted job ") + 14, 32);
+  auto done = c.client().wait(id, 60000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  auto detail = c.client().job(id);
+  ASSERT_TRUE(detail.ok()) << detail.status();
+  EXPECT_EQ((*detail)["status"], "FINISHED") << *detail;
+  for (const auto& v : (*detail)["vertices"]) EXPECT_EQ(v["parallelism"], 3) << *detail;
+
+  // -p on the command line wins over the file.
+  std::vector<std::string> p2 = with({"run", "--dry-run", "--config", config});
+  p2.insert(p2.end(), {"-p", "2"});
+  auto explicit_p = testing::run_weir(p2, c.dir().path("p"));
+  ASSERT_EQ(explicit_p.code, 0) << explicit_p.err;
+  EXPECT_NE(explicit_p.out.find("settings: parallelism 2,"), std::string::npos) << explicit_p.out;
+
+  // An unknown key or a bad value: exit 2, one line naming it.
+  auto bad = testing::run_weir(with({"run", "--config", config, "-D", "state.backend.type=memory"}), c.dir().path("bad"));
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("job setting state.backend.type=memory: expected hashmap | heap | rocksdb"), std::string::npos)
+      << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
 }  // namespace
 }  // namespace weir

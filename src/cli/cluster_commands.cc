@@ -15,6 +15,7 @@
 
 #include "cli/embedded.h"
 #include "cli/config_file.h"
+#include "cli/job_settings.h"
 #include "cli/jobs.h"
 #include "cli/logging.h"
 #include "cluster/client.h"
@@ -118,6 +119,14 @@ int run_embedded(const std::string& job, const std::vector<std::string>& args, b
     if (!graph.ok()) return fail(kBadArguments, std::string(graph.status().message()));
     std::printf("job %s: %zu vertices, %d subtasks\n", name.c_str(), (*graph)->vertices.size(),
                 (*graph)->total_subtasks());
+    const JobConfig& c = (*env)->config();
+    std::printf("settings: parallelism %d, max parallelism %d, %s checkpoints every %s to %s, state %s, "
+                "restart %s, failover %s, runtime mode %s\n",
+                c.default_parallelism, c.max_parallelism, std::string(to_string(c.checkpoint.mode)).c_str(),
+                format_duration(c.checkpoint.interval).c_str(),
+                c.checkpoint.directory.empty() ? "memory" : c.checkpoint.directory.c_str(),
+                std::string(to_string(c.state.kind)).c_str(), std::string(to_string(c.restart.kind)).c_str(),
+                std::string(to_string(c.failover)).c_str(), std::string(to_string(c.runtime_mode)).c_str());
     return kOk;
   }
   if (flags.verbose) spdlog::set_level(spdlog::level::info);
@@ -197,6 +206,7 @@ struct ClusterCommands::Flags {
   bool cancel_on_exit = false;
   bool embedded = false;
   bool dry_run = false;
+  std::vector<std::string> settings;  // -D KEY=VALUE
   std::string job_id;
   std::string directory;
   bool drain = false;
@@ -366,6 +376,10 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
                   "Cancel the job when this client is interrupted while attached (else the job keeps running)");
   f.run->add_flag("--embedded", f.embedded, "Run the job in this process instead (no cluster)");
   f.run->add_flag("--dry-run", f.dry_run, "Build the job's graph in this process and stop there");
+  f.run->add_option("-D", f.settings,
+                    "KEY=VALUE: a job setting by Flink's key (parallelism.default, execution.checkpointing.interval, "
+                    "state.backend.type, restart-strategy.type, ...; docs/cli.md); repeatable")
+      ->allow_extra_args(false);
   f.run->prefix_command();
 
   f.list = app.add_subcommand("list", "List the cluster's jobs");
@@ -427,11 +441,22 @@ std::optional<int> ClusterCommands::run() {
       return print_job_help(rest.front());
     }
   }
-  if (parsed == f.run && (f.embedded || f.dry_run)) {
+  // The job's arguments with its settings (-D, the config file's [job]) as
+  // flags ahead of them.
+  std::vector<std::string> job_args;
+  std::string job_name;
+  if (parsed == f.run) {
     std::vector<std::string> rest = f.run->remaining();
-    if (rest.empty()) return fail(kBadArguments, "run: which job? (weir run --embedded JOB|LIBRARY.so JOB-ARGS...)");
-    return run_embedded(rest.front(), std::vector<std::string>(rest.begin() + 1, rest.end()), f.dry_run);
+    if (rest.empty()) return fail(kBadArguments, "run: which job? (weir run [options] JOB|LIBRARY.so JOB-ARGS...)");
+    job_name = rest.front();
+    std::vector<std::string> given;
+    for (const std::string& d : f.settings) given.push_back("-D" + d);
+    given.insert(given.end(), rest.begin() + 1, rest.end());
+    auto expanded = with_job_settings(given, f.config);
+    if (!expanded.ok()) return fail(kBadArguments, "run: " + std::string(expanded.status().message()));
+    job_args = *std::move(expanded);
   }
+  if (parsed == f.run && (f.embedded || f.dry_run)) return run_embedded(job_name, job_args, f.dry_run);
   auto secret = cluster::load_secret(f.secret_file);
   if (!secret.ok()) return fail(kBadArguments, std::string(secret.status().message()));
 
@@ -489,10 +514,8 @@ std::optional<int> ClusterCommands::run() {
 
   cluster::ClusterClient client(f.address, *secret);
   if (parsed == f.run) {
-    std::vector<std::string> rest = f.run->remaining();
-    if (rest.empty()) return fail(kBadArguments, "run: which job? (weir run [options] JOB JOB-ARGS...)");
-    std::string name = rest.front();
-    rest.erase(rest.begin());
+    std::string name = job_name;
+    const std::vector<std::string>& rest = job_args;
     std::string library;
     if (is_library_path(name)) {
       auto digest = client.upload_library(name);

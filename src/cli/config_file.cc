@@ -21,14 +21,16 @@ absl::Status apply_config(std::istream& in, const std::string& path, CLI::App* c
   } catch (const CLI::Error& e) {
     return absl::InvalidArgumentError("config file " + path + ": " + e.what());
   }
-  static const std::set<std::string> kSections = {"jobmanager", "taskmanager", "client"};
+  static const std::set<std::string> kSections = {"jobmanager", "taskmanager", "client", "job"};
   static const std::set<std::string> kTopLevel = {"secret-file", "verbose"};
   for (const auto& item : items) {
     if (item.name == "++" || item.name == "--") continue;  // section markers
+    // Job settings by Flink's keys: cli/job_settings.h reads them.
+    if (!item.parents.empty() && item.parents[0] == "job") continue;
     const std::string key = item.fullname();
     if (item.parents.size() > 1 || (item.parents.size() == 1 && kSections.count(item.parents[0]) == 0)) {
       return absl::InvalidArgumentError("config file " + path + ": unknown section of '" + key +
-                                        "' (sections: jobmanager, taskmanager, client)");
+                                        "' (sections: jobmanager, taskmanager, client, job)");
     }
     if (item.parents.empty() && kTopLevel.count(item.name) == 0) {
       return absl::InvalidArgumentError("config file " + path + ": '" + key +

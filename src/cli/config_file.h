@@ -13,7 +13,7 @@ namespace weir::cli {
 // Options from a config file (TOML subset, docs/cli.md): the top-level keys
 // secret-file and verbose, and per role the sections [jobmanager],
 // [taskmanager] and [client], whose keys are the long options of those
-// commands. An option given on the command line wins. Unknown sections and
+// commands ([job] holds job settings by Flink's keys: cli/job_settings.h). An option given on the command line wins. Unknown sections and
 // keys are errors naming the file and the key.
 absl::Status apply_config(const std::string& path, CLI::App* command, const std::string& role);
 // The same, read from `in`; `path` names it in errors.

@@ -31,6 +31,7 @@
 #include "cli/embedded.h"
 #include "cli/jobs.h"
 #include "cli/help.h"
+#include "cli/job_settings.h"
 #include "cli/logging.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
@@ -286,6 +287,25 @@ int main(int argc, char** argv) {
   if (!submission.empty()) {
     argc = static_cast<int>(submission_argv.size());
     argv = submission_argv.data();
+  }
+  // weir example JOB / weir nexmark in this process: their -D settings
+  // (and the [job] section of $WEIR_CONFIG) become job flags.
+  std::vector<std::string> embedded = submission.empty() ? std::vector<std::string>(argv, argv + argc)
+                                                         : std::vector<std::string>{};
+  const size_t job_args_at = embedded.size() > 2 && embedded[1] == "example" ? 3
+                             : embedded.size() > 1 && embedded[1] == "nexmark" ? 2
+                                                                                : 0;
+  std::vector<char*> embedded_argv;
+  if (job_args_at > 0) {
+    const char* config = std::getenv("WEIR_CONFIG");
+    auto args = weir::cli::with_job_settings(
+        std::vector<std::string>(embedded.begin() + job_args_at, embedded.end()), config != nullptr ? config : "");
+    if (!args.ok()) return fail(kBadArguments, std::string(args.status().message()));
+    embedded.resize(job_args_at);
+    embedded.insert(embedded.end(), args->begin(), args->end());
+    for (auto& a : embedded) embedded_argv.push_back(a.data());
+    argc = static_cast<int>(embedded_argv.size());
+    argv = embedded_argv.data();
   }
   CLI::App app{"weir: a stateful stream processing engine"};
   weir::cli::setup_help(&app);
