@@ -15,6 +15,7 @@ PACKAGES=(
   libpq-dev postgresql
   clang libclang-rt-14-dev
   chromium chromium-driver fonts-dejavu-core
+  openssl
 )
 
 missing=()

@@ -16,8 +16,12 @@
 #include <thread>
 #include <vector>
 
+#include <httplib.h>
+
 #include "cluster/client.h"
+#include "network/data_plane.h"
 #include "tests/process.h"
+#include "tests/tls_certs.h"
 
 namespace weir::testing {
 
@@ -33,11 +37,43 @@ inline bool eventually(const std::function<bool()>& done, std::chrono::milliseco
   return true;
 }
 
+// With WEIR_TEST_TLS=1 every cluster of the tests runs with TLS on every
+// port (ctest runs the cluster tests both ways: the .../tls tests).
+inline bool tls_mode() {
+  const char* v = std::getenv("WEIR_TEST_TLS");
+  return v != nullptr && std::string(v) == "1";
+}
+
+// The CA clients trust in TLS mode, else "".
+inline std::string test_tls_ca() { return tls_mode() ? test_certs().ca : ""; }
+
+// An HTTP client of `address` (HOST:PORT): HTTPS trusting the test CA in
+// TLS mode.
+inline std::unique_ptr<httplib::Client> http_client(const std::string& address) {
+  auto hp = network::parse_address(address);
+  const std::string host = hp.ok() ? hp->first : address;
+  const int port = hp.ok() ? hp->second : 0;
+  auto c = std::make_unique<httplib::Client>((tls_mode() ? "https://" : "http://") + host + ":" + std::to_string(port));
+  if (tls_mode()) {
+    c->set_ca_cert_path(test_tls_ca().c_str());
+    c->enable_server_certificate_verification(true);
+  }
+  return c;
+}
+
 // A JobManager and TaskManagers, each a `weir` process, in one temp dir.
+// In TLS mode every process (and every client the tests run) gets the test
+// certificates through $WEIR_TLS_CERT, $WEIR_TLS_KEY and $WEIR_TLS_CA.
 class Cluster {
  public:
   explicit Cluster(const std::string& name, std::string heartbeat_timeout = "2s")
       : dir_(name), timeout_(std::move(heartbeat_timeout)) {
+    if (tls_mode()) {
+      const TestCerts& certs = test_certs();
+      ::setenv("WEIR_TLS_CERT", certs.cert.c_str(), 1);
+      ::setenv("WEIR_TLS_KEY", certs.key.c_str(), 1);
+      ::setenv("WEIR_TLS_CA", certs.ca.c_str(), 1);
+    }
     secret_file_ = dir_.path("secret");
     std::ofstream(secret_file_) << "cluster-secret-" << std::random_device{}() << "\n";
   }
@@ -51,7 +87,9 @@ class Cluster {
   // The session port (TaskManagers) and the REST API (clients).
   const std::string& address() const { return address_; }
   const std::string& rest() const { return rest_; }
-  cluster::ClusterClient client() const { return cluster::ClusterClient(rest_, secret()); }
+  cluster::ClusterClient client() const { return cluster::ClusterClient(rest_, secret(), client_ca_); }
+  // The CA client() trusts (a cluster started with TLS flags of its own).
+  void set_client_tls_ca(std::string ca) { client_ca_ = std::move(ca); }
 
   // More arguments for the JobManager, before it starts.
   void add_jobmanager_args(const std::vector<std::string>& args) {
@@ -148,6 +186,7 @@ class Cluster {
   std::vector<std::string> jm_args_;
   std::vector<std::string> tm_args_;
   std::string address_, rest_;
+  std::string client_ca_ = test_tls_ca();
   std::unique_ptr<Child> jm_;
   std::map<std::string, std::unique_ptr<Child>> tms_;  // destroyed (killed) before jm_
 };

@@ -416,9 +416,8 @@ TEST(JobLibraryTest, BadLibrariesAndUploadsAreRefusedWithAClearError) {
 
   // An upload whose bytes do not hash to the digest it names is refused,
   // and a job naming a library never uploaded is refused.
-  auto hp = network::parse_address(c.rest());
-  ASSERT_TRUE(hp.ok());
-  httplib::Client http(hp->first, hp->second);
+  auto rest_client = testing::http_client(c.rest());
+  httplib::Client& http = *rest_client;
   httplib::Headers auth = {{"Authorization", "Bearer " + c.secret()}};
   const std::string bytes = slurp(libs.word_count);
   const std::string digest = cluster::sha256_hex(bytes);
@@ -676,18 +675,16 @@ TEST(JobLibraryTest, PublicMetricsOpenOnlyMetrics) {
     EXPECT_EQ(wrong->status, 200) << "a public /metrics ignores the header";
   }
   EXPECT_EQ(total(parse_prometheus(scrape(c.rest(), "")->body), "weir_jobmanager_taskSlotsTotal").sum, 1);
-  auto hp = network::parse_address(c.rest());
-  ASSERT_TRUE(hp.ok());
-  httplib::Client http(hp->first, hp->second);
+  auto rest_client = testing::http_client(c.rest());
+  httplib::Client& http = *rest_client;
   for (const char* path : {"/v1/overview", "/v1/jobs", "/metrics/../v1/jobs"}) {
     auto closed = http.Get(path);
     ASSERT_TRUE(closed) << path;
     EXPECT_EQ(closed->status, 401) << path << ": " << closed->body;
   }
   // A TaskManager serves nothing but /metrics.
-  auto thp = network::parse_address(tm);
-  ASSERT_TRUE(thp.ok());
-  httplib::Client tm_http(thp->first, thp->second);
+  auto tm_http_client = testing::http_client(tm);
+  httplib::Client& tm_http = *tm_http_client;
   auto other = tm_http.Get("/v1/overview", {{"Authorization", "Bearer " + c.secret()}});
   ASSERT_TRUE(other);
   EXPECT_EQ(other->status, 404);

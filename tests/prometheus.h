@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "network/data_plane.h"
+#include "tests/cluster.h"
 
 namespace weir::testing {
 
@@ -80,9 +81,8 @@ inline Total total(const std::vector<Sample>& page, const std::string& name,
 
 // GET /metrics of `address` (HOST:PORT), with the bearer secret unless empty.
 inline httplib::Result scrape(const std::string& address, const std::string& secret) {
-  auto hp = network::parse_address(address);
-  EXPECT_TRUE(hp.ok()) << address;
-  httplib::Client http(hp->first, hp->second);
+  auto client = http_client(address);
+  httplib::Client& http = *client;
   httplib::Headers auth;
   if (!secret.empty()) auth = {{"Authorization", "Bearer " + secret}};
   return http.Get("/metrics", auth);

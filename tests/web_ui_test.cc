@@ -49,9 +49,7 @@ bool is_png(const std::string& path) {
 TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
   Cluster c("web-ui");
   ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
-  const std::string rest_host = c.rest().substr(0, c.rest().rfind(':'));
-  const int rest_port = std::stoi(c.rest().substr(c.rest().rfind(':') + 1));
-  const std::string base = "http://" + c.rest();
+  const std::string base = (tls_mode() ? "https://" : "http://") + c.rest();
   const char* shots_env = std::getenv("WEIR_SCREENSHOT_DIR");
   const std::string shots = shots_env != nullptr ? shots_env : c.dir().path("screenshots");
   std::filesystem::create_directories(shots);
@@ -77,7 +75,8 @@ TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
   // Without a session the UI sends the browser to the login page and the
   // API refuses.
   {
-    httplib::Client raw(rest_host, rest_port);
+    auto raw_client = http_client(c.rest());
+    httplib::Client& raw = *raw_client;
     auto page = raw.Get("/ui/");
     ASSERT_TRUE(page);
     EXPECT_EQ(page->status, 303);
@@ -120,7 +119,8 @@ TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
     EXPECT_EQ(b.run("return document.cookie;"), "") << "the session cookie is readable by scripts";
     const std::string session = b.cookie("weir_session");
     ASSERT_EQ(session.size(), 64u) << session;
-    httplib::Client raw(rest_host, rest_port);
+    auto raw_client = http_client(c.rest());
+    httplib::Client& raw = *raw_client;
     auto list = raw.Get("/v1/jobs", {{"Cookie", "weir_session=" + session}});
     ASSERT_TRUE(list);
     EXPECT_EQ(list->status, 200) << list->body;
@@ -208,7 +208,8 @@ TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
   const std::string session = b.cookie("weir_session");
   ASSERT_TRUE(b.click("#logout"));
   EXPECT_TRUE(eventually([&] { return b.url() == base + "/ui/login"; }, 20s)) << b.url();
-  httplib::Client raw(rest_host, rest_port);
+  auto raw_client = http_client(c.rest());
+  httplib::Client& raw = *raw_client;
   auto after = raw.Get("/v1/jobs", {{"Cookie", "weir_session=" + session}});
   ASSERT_TRUE(after);
   EXPECT_EQ(after->status, 401);

@@ -41,6 +41,8 @@ class WebDriver {
     nlohmann::json args = {"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                            "--disable-background-networking", "--disable-component-update", "--disable-sync",
                            "--disable-dev-shm-usage",
+                           // The test CA is not the system's (TLS mode).
+                           "--ignore-certificate-errors",
                            "--window-size=" + std::to_string(width) + "," + std::to_string(height)};
     nlohmann::json caps = {
         {"capabilities",

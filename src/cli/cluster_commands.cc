@@ -184,6 +184,7 @@ struct ClusterCommands::Flags {
   CLI::App* job = nullptr;
 
   std::string secret_file;
+  network::TlsFiles tls;  // --tls-cert, --tls-key, --tls-ca
   std::string config = env_or("WEIR_CONFIG", "");
   std::string address = env_or("WEIR_JOBMANAGER", "127.0.0.1:8081");
   std::string session_address = env_or("WEIR_JOBMANAGER_RPC", cluster::TaskManagerOptions{}.jobmanager.c_str());
@@ -314,6 +315,15 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
       c->add_option("--jobmanager", f.address,
                     "HOST:PORT of the JobManager's REST API (else $WEIR_JOBMANAGER, else 127.0.0.1:8081)");
     }
+    if (!client) {
+      c->add_option("--tls-cert", f.tls.cert,
+                    "PEM certificate of this process: TLS on every port (with --tls-key, --tls-ca; else "
+                    "$WEIR_TLS_CERT)");
+      c->add_option("--tls-key", f.tls.key, "PEM private key of --tls-cert (else $WEIR_TLS_KEY)");
+    }
+    c->add_option("--tls-ca", f.tls.ca,
+                  client ? "PEM CA certificate: reach the JobManager over HTTPS and check it (else $WEIR_TLS_CA)"
+                         : "PEM CA certificate that signed every cluster process's certificate (else $WEIR_TLS_CA)");
     c->add_flag("--verbose,-v", f.log.verbose, "Log what happens (--log-level info)");
     c->add_option("--log-level", f.log.level,
                   "trace, debug, info, warn, error or off (else $WEIR_LOG_LEVEL, else " +
@@ -459,6 +469,7 @@ std::optional<int> ClusterCommands::run() {
   if (parsed == f.run && (f.embedded || f.dry_run)) return run_embedded(job_name, job_args, f.dry_run);
   auto secret = cluster::load_secret(f.secret_file);
   if (!secret.ok()) return fail(kBadArguments, std::string(secret.status().message()));
+  const network::TlsFiles tls = network::tls_files_or_env(f.tls);
 
   if (parsed == f.jobmanager) {
     cluster::JobManagerOptions o;
@@ -469,6 +480,7 @@ std::optional<int> ClusterCommands::run() {
     o.library_dir = f.library_dir;
     o.secret = *secret;
     o.catalog = builtin_job_catalog();
+    o.tls = tls;
     auto interval = parse_duration(f.heartbeat_interval);
     auto timeout = parse_duration(f.heartbeat_timeout);
     if (!interval.ok()) return fail(kBadArguments, "--heartbeat-interval: " + std::string(interval.status().message()));
@@ -492,6 +504,7 @@ std::optional<int> ClusterCommands::run() {
     f.tm.jobmanager = f.session_address;
     f.tm.secret = *secret;
     f.tm.catalog = builtin_job_catalog();
+    f.tm.tls = tls;
     StopSignals signals;
     cluster::TaskManagerProcess tm(f.tm);
     absl::Status s = tm.start();
@@ -502,7 +515,9 @@ std::optional<int> ClusterCommands::run() {
       if (!result.ok()) ::kill(::getpid(), SIGTERM);  // wake the signal wait
     });
     std::printf("taskmanager started, data port %s", tm.data_address().c_str());
-    if (!tm.metrics_address().empty()) std::printf(", metrics http://%s/metrics", tm.metrics_address().c_str());
+    if (!tm.metrics_address().empty()) {
+      std::printf(", metrics %s://%s/metrics", tls.enabled() ? "https" : "http", tm.metrics_address().c_str());
+    }
     std::printf("\n");
     std::fflush(stdout);
     signals.wait();
@@ -512,7 +527,7 @@ std::optional<int> ClusterCommands::run() {
     return kOk;
   }
 
-  cluster::ClusterClient client(f.address, *secret);
+  cluster::ClusterClient client(f.address, *secret, tls.ca);
   if (parsed == f.run) {
     std::string name = job_name;
     const std::vector<std::string>& rest = job_args;

@@ -22,7 +22,7 @@ absl::Status apply_config(std::istream& in, const std::string& path, CLI::App* c
     return absl::InvalidArgumentError("config file " + path + ": " + e.what());
   }
   static const std::set<std::string> kSections = {"jobmanager", "taskmanager", "client", "job"};
-  static const std::set<std::string> kTopLevel = {"secret-file", "verbose"};
+  static const std::set<std::string> kTopLevel = {"secret-file", "verbose", "tls-cert", "tls-key", "tls-ca"};
   for (const auto& item : items) {
     if (item.name == "++" || item.name == "--") continue;  // section markers
     // Job settings by Flink's keys: cli/job_settings.h reads them.
@@ -35,10 +35,11 @@ absl::Status apply_config(std::istream& in, const std::string& path, CLI::App* c
     if (item.parents.empty() && kTopLevel.count(item.name) == 0) {
       return absl::InvalidArgumentError("config file " + path + ": '" + key +
                                         "' belongs in a section ([jobmanager], [taskmanager] or [client]); only "
-                                        "secret-file and verbose stand at the top");
+                                        "secret-file, verbose and the tls- files stand at the top");
     }
     if (!item.parents.empty() && item.parents[0] != role) continue;  // another role's
     CLI::Option* opt = item.name == "config" ? nullptr : command->get_option_no_throw("--" + item.name);
+    if (opt == nullptr && item.parents.empty()) continue;  // a top-level key this command does not take
     if (opt == nullptr) {
       return absl::InvalidArgumentError("config file " + path + ": '" + key + "' is not an option of weir " +
                                         command->get_name());

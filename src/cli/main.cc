@@ -281,6 +281,9 @@ std::vector<std::string> as_cluster_submission(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  // A peer that closes a connection is an error to handle, not the end of
+  // the process (TLS writes cannot ask for MSG_NOSIGNAL).
+  std::signal(SIGPIPE, SIG_IGN);
   std::vector<std::string> submission = as_cluster_submission(argc, argv);
   std::vector<char*> submission_argv;
   for (auto& a : submission) submission_argv.push_back(a.data());

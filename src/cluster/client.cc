@@ -25,8 +25,8 @@ absl::Status status_for(int http, const std::string& message) {
 
 }  // namespace
 
-ClusterClient::ClusterClient(std::string address, std::string secret)
-    : address_(std::move(address)), secret_(std::move(secret)) {}
+ClusterClient::ClusterClient(std::string address, std::string secret, std::string tls_ca)
+    : address_(std::move(address)), secret_(std::move(secret)), tls_ca_(std::move(tls_ca)) {}
 
 absl::StatusOr<nlohmann::json> ClusterClient::request(const std::string& method, const std::string& path,
                                                       const nlohmann::json* body, int timeout_s) {
@@ -48,6 +48,12 @@ std::string describe(httplib::Error e, int timeout_s) {
       return "the connection broke while sending the request";
     case httplib::Error::BindIPAddress:
       return "cannot bind the local address";
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed (is the JobManager's REST port started with --tls-cert?)";
+    case httplib::Error::SSLServerVerification:
+      return "its certificate is not signed by --tls-ca or does not name this host";
+    case httplib::Error::SSLLoadingCerts:
+      return "cannot load the CA certificates of --tls-ca";
     default:
       return "request failed (" + httplib::to_string(e) + ")";
   }
@@ -60,7 +66,12 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& met
                                                           int timeout_s) {
   auto hp = network::parse_address(address_);
   if (!hp.ok()) return hp.status();
-  httplib::Client http(hp->first, hp->second);
+  const std::string scheme = tls_ca_.empty() ? "http://" : "https://";
+  httplib::Client http(scheme + hp->first + ":" + std::to_string(hp->second));
+  if (!tls_ca_.empty()) {
+    http.set_ca_cert_path(tls_ca_.c_str());
+    http.enable_server_certificate_verification(true);
+  }
   http.set_connection_timeout(5);
   http.set_read_timeout(timeout_s);
   http.set_write_timeout(timeout_s);

@@ -15,8 +15,10 @@ namespace weir::cluster {
 
 class ClusterClient {
  public:
-  // `address`: HOST:PORT of the JobManager's REST API.
-  ClusterClient(std::string address, std::string secret);
+  // `address`: HOST:PORT of the JobManager's REST API. With `tls_ca` (a
+  // PEM file) the API is reached over HTTPS and its certificate checked
+  // against that CA.
+  ClusterClient(std::string address, std::string secret, std::string tls_ca = "");
 
   // Submits a built-in job by name, or, given `library` (a digest from
   // upload_library), that library's job.
@@ -45,6 +47,7 @@ class ClusterClient {
 
   const std::string address_;
   const std::string secret_;
+  const std::string tls_ca_;
 };
 
 }  // namespace weir::cluster

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -23,22 +24,33 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A connected socket as httplib's Stream, with a read buffer (httplib reads
-// request lines a byte at a time) and a timeout on each read and write.
+// A connected socket (or a TLS session over it) as httplib's Stream, with
+// a read buffer (httplib reads request lines a byte at a time), first
+// holding what was read while the connection waited, and a timeout on each
+// read and write.
 class SocketStream final : public httplib::Stream {
  public:
-  SocketStream(int fd, std::string ip, int port, std::chrono::seconds timeout)
-      : fd_(fd), ip_(std::move(ip)), port_(port), timeout_ms_(static_cast<int>(timeout.count() * 1000)) {}
+  SocketStream(int fd, SSL* tls, std::string read_ahead, std::string ip, int port, std::chrono::seconds timeout)
+      : fd_(fd),
+        tls_(tls),
+        ahead_(std::move(read_ahead)),
+        ip_(std::move(ip)),
+        port_(port),
+        timeout_ms_(static_cast<int>(timeout.count() * 1000)) {}
 
-  bool is_readable() const override { return begin_ < end_ || wait(POLLIN); }
+  bool is_readable() const override {
+    return begin_ < end_ || !ahead_.empty() || (tls_ != nullptr && SSL_pending(tls_) > 0) || wait(POLLIN);
+  }
   bool is_writable() const override { return wait(POLLOUT); }
   ssize_t read(char* ptr, size_t size) override {
+    if (!ahead_.empty()) {
+      size_t n = std::min(size, ahead_.size());
+      std::memcpy(ptr, ahead_.data(), n);
+      ahead_.erase(0, n);
+      return static_cast<ssize_t>(n);
+    }
     if (begin_ == end_) {
-      if (!wait(POLLIN)) return -1;
-      ssize_t n;
-      do {
-        n = ::recv(fd_, buf_, sizeof(buf_), 0);
-      } while (n < 0 && errno == EINTR);
+      ssize_t n = receive(buf_, sizeof(buf_));
       if (n <= 0) return n;
       begin_ = 0;
       end_ = static_cast<size_t>(n);
@@ -50,6 +62,11 @@ class SocketStream final : public httplib::Stream {
   }
   ssize_t write(const char* ptr, size_t size) override {
     if (!wait(POLLOUT)) return -1;
+    if (tls_ != nullptr) {
+      // The socket is blocking with a send timeout (serve()).
+      int n = SSL_write(tls_, ptr, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+      return n > 0 ? n : -1;
+    }
     ssize_t n;
     do {
       n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
@@ -82,7 +99,24 @@ class SocketStream final : public httplib::Stream {
     return n > 0 && (p.revents & (events | POLLHUP | POLLERR)) != 0;
   }
 
+  ssize_t receive(char* out, size_t size) {
+    if (tls_ != nullptr) {
+      if (SSL_pending(tls_) == 0 && !wait(POLLIN)) return -1;
+      int n = SSL_read(tls_, out, static_cast<int>(size));
+      if (n > 0) return n;
+      return SSL_get_error(tls_, n) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+    }
+    if (!wait(POLLIN)) return -1;
+    ssize_t n;
+    do {
+      n = ::recv(fd_, out, size, 0);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+
   const int fd_;
+  SSL* const tls_;
+  std::string ahead_;
   const std::string ip_;
   const int port_;
   const int timeout_ms_;
@@ -103,12 +137,17 @@ int head_state(int fd, size_t max) {
   return static_cast<size_t>(n) >= max ? 2 : 0;
 }
 
-// A whole response written on a socket about to be closed; best effort.
-void answer(int fd, int status, const std::string& reason, const std::string& message) {
+// A whole response, for a connection about to be closed.
+std::string response(int status, const std::string& reason, const std::string& message) {
   std::string body = "{\"error\": \"" + message + "\"}";
-  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason +
-                    "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
-                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
+         "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// The same written on a plain socket; best effort.
+void answer(int fd, int status, const std::string& reason, const std::string& message) {
+  const std::string out = response(status, reason, message);
   ssize_t w = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   (void)w;
 }
@@ -201,6 +240,7 @@ void HttpServer::shutdown() {
 }
 
 network::GatedAcceptor::Verdict HttpServer::head_arrived(Connection& c, std::string* why) {
+  if (tls_ != nullptr) return tls_head_arrived(c, why);
   switch (head_state(c.fd, options_.max_head_bytes)) {
     case 1:
       return network::GatedAcceptor::Verdict::kServe;
@@ -215,6 +255,34 @@ network::GatedAcceptor::Verdict HttpServer::head_arrived(Connection& c, std::str
     default:
       return network::GatedAcceptor::Verdict::kWait;
   }
+}
+
+network::GatedAcceptor::Verdict HttpServer::tls_head_arrived(Connection& c, std::string* why) {
+  using Verdict = network::GatedAcceptor::Verdict;
+  switch (network::tls_accept_step(c.fd, *tls_, &c.tls, why)) {
+    case network::TlsAccept::kWait:
+      return Verdict::kWait;
+    case network::TlsAccept::kPlain:
+      answer(c.fd, 400, "Bad Request", "this port speaks TLS (HTTPS): use https:// and the cluster's CA (--tls-ca)");
+      return Verdict::kDrop;
+    case network::TlsAccept::kFailed:
+      return Verdict::kDrop;
+    case network::TlsAccept::kReady:
+      break;
+  }
+  // The request head, read through TLS (it cannot be peeked at); the
+  // worker's stream starts with what was read.
+  const int got = network::tls_read_available(c.tls.get(), &c.bytes, options_.max_head_bytes, why);
+  if (got < 0) return Verdict::kDrop;
+  if (c.bytes.find("\r\n\r\n") != std::string::npos) return Verdict::kServe;
+  if (c.bytes.size() >= options_.max_head_bytes) {
+    const std::string out = response(431, "Request Header Fields Too Large",
+                                     "request head longer than " + std::to_string(options_.max_head_bytes) + " bytes");
+    SSL_write(c.tls.get(), out.data(), static_cast<int>(out.size()));
+    *why = "request head too large";
+    return Verdict::kDrop;
+  }
+  return Verdict::kWait;
 }
 
 void HttpServer::dispatch(Connection c) {
@@ -244,12 +312,19 @@ void HttpServer::worker_loop() {
 }
 
 void HttpServer::serve(const Connection& p) {
-  SocketStream stream(p.fd, p.ip, p.port, options_.io_timeout);
+  if (p.tls != nullptr) {
+    // TLS reads and writes block on the socket: bound them.
+    timeval tv{static_cast<time_t>(options_.io_timeout.count()), 0};
+    ::setsockopt(p.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    ::setsockopt(p.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  }
+  SocketStream stream(p.fd, p.tls.get(), p.bytes, p.ip, p.port, options_.io_timeout);
   bool closed = false;
   process_request(stream, /*close_connection=*/true, closed, [&](httplib::Request& req) {
     req.remote_addr = p.ip;
     req.remote_port = p.port;
   });
+  if (p.tls != nullptr) SSL_shutdown(p.tls.get());  // close_notify; the peer need not answer
   // A lingering close: a request refused before its body was read still
   // has that body coming, and closing on unread data would reset the
   // connection and could destroy the answer before the client reads it.

@@ -14,13 +14,19 @@
 // One request per connection (no keep-alive), so every request passes the
 // gate.
 //
+// With TLS (set_tls) the waiting covers the handshake too: the
+// accepting thread runs it without blocking and reads the request head
+// through it, so a peer that stalls its handshake holds no worker either.
+// A connection whose first byte is not a TLS handshake is answered 400
+// ("this port speaks TLS") in plain HTTP and closed.
+//
 // Before a route runs (and before any body is read) the server calls the
 // gate set with set_gate (the secret), then checks the body's declared size
 // against its limit: `max_body_bytes`, or a larger one allowed for a route
 // with allow_body. Bodies without a Content-Length are refused (411). Every
 // error the server answers itself has a JSON body {"error": ...}.
 //
-// Thread-safety: set_gate, allow_body, routes and listen_on() before
+// Thread-safety: set_gate, set_tls, allow_body, routes and listen_on() before
 // serving, from one owner thread; shutdown() from it too; handlers run on
 // the worker threads.
 #ifndef WEIR_CLUSTER_HTTP_SERVER_H_
@@ -41,6 +47,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/rate_limited_log.h"
 #include "network/gated_acceptor.h"
+#include "network/tls.h"
 
 namespace weir::cluster {
 
@@ -78,6 +85,8 @@ class HttpServer : public httplib::Server {
   // gate has written the response (e.g. 401).
   using Gate = std::function<bool(const httplib::Request&, httplib::Response&)>;
   void set_gate(Gate gate) { gate_ = std::move(gate); }
+  // Serves HTTPS with this server context (before listen_on).
+  void set_tls(std::shared_ptr<const network::TlsContext> tls) { tls_ = std::move(tls); }
   // Requests `method` to paths starting with `path_prefix` may carry bodies
   // up to `max_bytes`.
   void allow_body(std::string method, std::string path_prefix, size_t max_bytes);
@@ -91,6 +100,7 @@ class HttpServer : public httplib::Server {
   // with and `why`.
   int check_body_size(const httplib::Request& req, std::string* why) const;
   network::GatedAcceptor::Verdict head_arrived(Connection& c, std::string* why);
+  network::GatedAcceptor::Verdict tls_head_arrived(Connection& c, std::string* why);
   // Hands a connection whose head has arrived to the workers, or answers
   // 503 when they are saturated.
   void dispatch(Connection c);
@@ -104,6 +114,7 @@ class HttpServer : public httplib::Server {
 
   const HttpServerOptions options_;
   Gate gate_;
+  std::shared_ptr<const network::TlsContext> tls_;  // null: plain HTTP
   std::vector<BodyLimit> body_limits_;
   std::atomic<bool> stopping_{false};
   absl::Mutex mu_;

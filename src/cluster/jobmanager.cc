@@ -40,8 +40,18 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
 
   absl::Status start() {
     if (!options_.catalog) return absl::FailedPreconditionError("JobManager: no job catalog to build jobs with");
+    if (absl::Status s = network::check_cluster_tls(options_.tls); !s.ok()) return s;
+    auto credentials = server_credentials(options_.tls);
+    if (!credentials.ok()) return credentials.status();
+    std::shared_ptr<const network::TlsContext> https;
+    if (options_.tls.enabled()) {
+      auto ctx = network::TlsContext::create(options_.tls, network::TlsContext::Role::kServer,
+                                             /*require_client_cert=*/false);
+      if (!ctx.ok()) return ctx.status();
+      https = *ctx;
+    }
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(options_.bind, grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort(options_.bind, *credentials, &port_);
     builder.SetMaxReceiveMessageSize(256 << 20);
     // A connection that does not finish its HTTP/2 handshake in time is
     // dropped; gRPC serves connections without a thread each.
@@ -54,7 +64,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     sessions_.start();
     auto host = network::parse_address(options_.bind);
     if (!host.ok()) return host.status();
-    auto rest_port = rest_.start(host->first, options_.rest_port);
+    auto rest_port = rest_.start(host->first, options_.rest_port, https);
     if (!rest_port.ok()) return rest_port.status();
     rest_port_ = *rest_port;
     return absl::OkStatus();

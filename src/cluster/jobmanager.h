@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "cluster/job_catalog.h"
+#include "network/tls.h"
 #include "weir/config.h"
 
 namespace weir::cluster {
@@ -31,6 +32,9 @@ struct JobManagerOptions {
   std::string library_dir;
   // How the jobs it is asked to run are built (required).
   JobCatalog catalog;
+  // TLS on the session port (mutual) and the REST port (HTTPS): none or
+  // all three files. Default: none.
+  network::TlsFiles tls;
 };
 
 class JobManager {

@@ -23,10 +23,27 @@ absl::StatusOr<std::string> read_secret_file(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+absl::StatusOr<std::string> long_enough(absl::StatusOr<std::string> secret, const std::string& from) {
+  if (secret.ok() && secret->size() < kMinSecretBytes) {
+    return absl::InvalidArgumentError("the cluster secret " + from + " is " + std::to_string(secret->size()) +
+                                      " bytes; it needs at least " + std::to_string(kMinSecretBytes) +
+                                      " (e.g. head -c 24 /dev/urandom | base64)");
+  }
+  return secret;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> load_secret(const std::string& file) {
-  if (!file.empty()) return read_secret_file(file);
-  if (const char* s = std::getenv("WEIR_SECRET"); s != nullptr && *s != '\0') return std::string(s);
-  if (const char* f = std::getenv("WEIR_SECRET_FILE"); f != nullptr && *f != '\0') return read_secret_file(f);
+  if (!file.empty()) return long_enough(read_secret_file(file), "in " + file);
+  if (const char* s = std::getenv("WEIR_SECRET"); s != nullptr && *s != '\0') {
+    return long_enough(std::string(s), "in $WEIR_SECRET");
+  }
+  if (const char* f = std::getenv("WEIR_SECRET_FILE"); f != nullptr && *f != '\0') {
+    return long_enough(read_secret_file(f), "in " + std::string(f));
+  }
   return absl::InvalidArgumentError(
       "no cluster secret: pass --secret-file FILE or set WEIR_SECRET (or WEIR_SECRET_FILE)");
 }
@@ -46,13 +63,43 @@ void add_secret(grpc::ClientContext* context, const std::string& secret) {
   context->AddMetadata(kAuthMetadata, "Bearer " + secret);
 }
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string& address) {
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const network::TlsFiles& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  auto cert = network::read_pem(tls.cert, "--tls-cert");
+  auto key = network::read_pem(tls.key, "--tls-key");
+  auto ca = network::read_pem(tls.ca, "--tls-ca");
+  for (const auto* s : {&cert, &key, &ca}) {
+    if (!s->ok()) return s->status();
+  }
+  grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  o.pem_root_certs = *ca;
+  o.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(o);
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const network::TlsFiles& tls) {
+  if (!tls.enabled()) return grpc::InsecureChannelCredentials();
+  auto cert = network::read_pem(tls.cert, "--tls-cert");
+  auto key = network::read_pem(tls.key, "--tls-key");
+  auto ca = network::read_pem(tls.ca, "--tls-ca");
+  for (const auto* s : {&cert, &key, &ca}) {
+    if (!s->ok()) return s->status();
+  }
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = *ca;
+  o.pem_private_key = *key;
+  o.pem_cert_chain = *cert;
+  return grpc::SslCredentials(o);
+}
+
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
+                                            std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, 256 << 20);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, std::move(credentials), args);
 }
 
 proto::ExecutionId to_proto(const runtime::ExecutionId& id) {

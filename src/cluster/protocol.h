@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "network/tls.h"
 #include "checkpoint/coordinator.h"
 #include "cluster/cluster.grpc.pb.h"
 #include "runtime/gateways.h"
@@ -19,7 +20,8 @@ namespace weir::cluster {
 
 // The cluster secret: the contents of `file` when given (one trailing
 // newline dropped), else $WEIR_SECRET, else the file $WEIR_SECRET_FILE.
-// Never empty; the error says how to provide one.
+// At least kMinSecretBytes long; the error says how to provide one.
+inline constexpr size_t kMinSecretBytes = 16;
 absl::StatusOr<std::string> load_secret(const std::string& file);
 
 // The metadata key every call carries: "Bearer <secret>".
@@ -30,7 +32,13 @@ grpc::Status check_secret(const grpc::ServerContext& context, const std::string&
 // Adds the secret to a client call.
 void add_secret(grpc::ClientContext* context, const std::string& secret);
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string& address);
+// The session port's credentials: insecure without TLS files, else mutual
+// TLS (each side shows a certificate the CA signed). Errors name the file.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const network::TlsFiles& tls);
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const network::TlsFiles& tls);
+
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
+                                            std::shared_ptr<grpc::ChannelCredentials> credentials);
 
 proto::ExecutionId to_proto(const runtime::ExecutionId& id);
 runtime::ExecutionId from_proto(const proto::ExecutionId& id);

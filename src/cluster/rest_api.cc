@@ -69,13 +69,16 @@ RestApi::RestApi(std::string secret, bool metrics_public, JobRegistry* jobs, Ses
       libraries_(libraries),
       ui_(secret_, &refusals_) {}
 
-absl::StatusOr<int> RestApi::start(const std::string& host, int port) {
+absl::StatusOr<int> RestApi::start(const std::string& host, int port,
+                                   std::shared_ptr<const network::TlsContext> tls) {
+  const bool https = tls != nullptr;
+  http_.set_tls(std::move(tls));
   http_.set_gate([this, secret = secret_gate(secret_, metrics_public_, "REST", &refusals_)](const Request& req,
                                                                                            Response& res) {
     return WebUi::is_public(req) || ui_.authorizes(req) || secret(req, res);
   });
   http_.allow_body("POST", "/ui/login", 4096);
-  ui_.add_routes(&http_);
+  ui_.add_routes(&http_, https);
   http_.allow_body("PUT", "/v1/libraries/", kMaxLibraryBytes);
   auto route = [this](void (RestApi::*fn)(const Request&, Response&)) {
     return [this, fn](const Request& req, Response& res) { (this->*fn)(req, res); };

@@ -32,8 +32,10 @@ class RestApi {
   RestApi(const RestApi&) = delete;
   RestApi& operator=(const RestApi&) = delete;
 
-  // Listens on host:port (0: any free port); the port.
-  absl::StatusOr<int> start(const std::string& host, int port);
+  // Listens on host:port (0: any free port), with HTTPS when `tls` is
+  // given; the port.
+  absl::StatusOr<int> start(const std::string& host, int port,
+                            std::shared_ptr<const network::TlsContext> tls = nullptr);
   // Stops serving; requests in progress end first.
   void shutdown() { http_.shutdown(); }
 

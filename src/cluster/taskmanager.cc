@@ -64,8 +64,28 @@ class TaskManagerProcess::Impl {
       }
       return network::result_file_path(it->second->result_dir, k.job_edge, k.producer, k.consumer);
     });
+    if (absl::Status s = network::check_cluster_tls(options_.tls); !s.ok()) return s;
+    auto credentials = channel_credentials(options_.tls);
+    if (!credentials.ok()) return credentials.status();
+    credentials_ = *credentials;
+    if (options_.tls.enabled()) {
+      // Mutual TLS between TaskManagers: each shows its certificate.
+      auto server = network::TlsContext::create(options_.tls, network::TlsContext::Role::kServer,
+                                                /*require_client_cert=*/true);
+      if (!server.ok()) return server.status();
+      auto client = network::TlsContext::create(options_.tls, network::TlsContext::Role::kClient,
+                                                /*require_client_cert=*/false);
+      if (!client.ok()) return client.status();
+      data_plane_.set_tls(*server, *client);
+    }
     absl::Status listening = data_plane_.listen(options_.bind_host, options_.data_port);
     if (!listening.ok() || options_.metrics_port < 0) return listening;
+    if (options_.tls.enabled()) {
+      auto https = network::TlsContext::create(options_.tls, network::TlsContext::Role::kServer,
+                                               /*require_client_cert=*/false);
+      if (!https.ok()) return https.status();
+      metrics_http_.set_tls(*https);
+    }
     metrics_http_.set_gate(secret_gate(options_.secret, options_.metrics_public, "metrics", &refusals_));
     metrics_http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics_text(), kPrometheusContentType);
@@ -192,7 +212,7 @@ class TaskManagerProcess::Impl {
   absl::Status session() {
     // A fresh channel each time: one that failed to connect would wait out
     // gRPC's reconnect backoff (up to 20 s) before trying again.
-    channel_ = make_channel(options_.jobmanager);
+    channel_ = make_channel(options_.jobmanager, credentials_);
     stub_ = proto::JobManagerService::NewStub(channel_);
     grpc::ClientContext ctx;
     add_secret(&ctx, options_.secret);
@@ -545,6 +565,7 @@ class TaskManagerProcess::Impl {
   LibraryStore libraries_;
   RateLimitedLog refusals_;  // of metrics requests without the secret
   HttpServer metrics_http_;
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;  // the session's, set by start()
   std::string metrics_address_;  // set by start()
   std::atomic<int64_t> last_heard_{0};                    // the session's last message from the JobManager
   // Per job, the restore point of its latest deployment in this session

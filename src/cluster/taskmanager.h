@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "cluster/job_catalog.h"
+#include "network/tls.h"
 
 namespace weir::cluster {
 
@@ -25,6 +26,9 @@ struct TaskManagerOptions {
   int data_port = 0;                    // 0: any free port
   int metrics_port = 0;                 // GET /metrics on bind_host; 0: any free port, -1: none
   bool metrics_public = false;          // /metrics answers without the secret
+  // TLS with the JobManager (mutual) and on /metrics (HTTPS): none or all
+  // three files. Default: none.
+  network::TlsFiles tls;
   int slots = 1;
   std::string id;                       // default: tm-<host>-<pid>
   int network_buffers = 4096;           // the process's pool (32 KiB each)

@@ -66,7 +66,8 @@ std::string html_escape(std::string_view s) {
 
 }  // namespace
 
-void WebUi::add_routes(HttpServer* http) {
+void WebUi::add_routes(HttpServer* http, bool https) {
+  https_ = https;
   http->Get("/", [](const httplib::Request&, httplib::Response& res) { redirect(res, "/ui/"); });
   http->Get("/ui", [](const httplib::Request&, httplib::Response& res) { redirect(res, "/ui/"); });
   http->Get("/ui/", [this](const httplib::Request& req, httplib::Response& res) {
@@ -171,7 +172,8 @@ void WebUi::login(const httplib::Request& req, httplib::Response& res) {
     }
     sessions_[token] = steady_ms();
   }
-  res.set_header("Set-Cookie", std::string(kCookie) + "=" + token + "; Path=/; HttpOnly; SameSite=Strict");
+  res.set_header("Set-Cookie", std::string(kCookie) + "=" + token + "; Path=/; HttpOnly; SameSite=Strict" +
+                                   (https_ ? "; Secure" : ""));
   redirect(res, "/ui/");
 }
 

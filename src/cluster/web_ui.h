@@ -48,7 +48,8 @@ class WebUi {
   WebUi(std::string secret, RateLimitedLog* refusals) : secret_(std::move(secret)), refusals_(refusals) {}
 
   // Adds GET /, /ui/ and its files, POST /ui/login and /ui/logout.
-  void add_routes(HttpServer* http);
+  // `https`: the port speaks TLS, so the cookie is marked Secure.
+  void add_routes(HttpServer* http, bool https);
 
   // Whether `req` needs no secret: the login page and the UI's files (they
   // hold nothing the source does not); the pages' data comes from the gated
@@ -69,6 +70,7 @@ class WebUi {
 
   const std::string secret_;
   RateLimitedLog* const refusals_;
+  bool https_ = false;  // set by add_routes, before serving
   absl::Mutex mu_;
   // token -> when last used (steady clock, ms)
   std::map<std::string, int64_t> sessions_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,7 @@
 #include "network/data_plane.h"
 
+#include <openssl/ssl.h>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -43,33 +45,6 @@ size_t max_pending_handshakes() {
 
 std::string errno_text() { return std::strerror(errno); }
 
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool read_all(int fd, char* p, size_t n) {
-  while (n > 0) {
-    ssize_t r = ::recv(fd, p, n, 0);
-    if (r == 0) return false;
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
 void put_u32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
 void put_i32(std::string& out, int32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
 void put_i64(std::string& out, int64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
@@ -104,9 +79,9 @@ struct Header {
   uint32_t channel;
 };
 
-bool read_header(int fd, Header* h) {
+bool read_header(Socket& sock, Header* h) {
   char buf[kHeaderBytes];
-  if (!read_all(fd, buf, sizeof(buf))) return false;
+  if (!sock.read_all(buf, sizeof(buf))) return false;
   std::memcpy(&h->length, buf, 4);
   h->type = static_cast<FrameType>(buf[4]);
   std::memcpy(&h->channel, buf + 5, 4);
@@ -151,12 +126,6 @@ void tune_socket(int fd) {
 }
 
 // SO_RCVTIMEO; zero waits forever.
-void set_receive_timeout(int fd, std::chrono::seconds t) {
-  timeval tv{};
-  tv.tv_sec = t.count();
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-}
-
 }  // namespace
 
 bool secrets_equal(std::string_view a, std::string_view b) {
@@ -228,13 +197,12 @@ absl::StatusOr<int> connect_tcp(const std::string& address, int timeout_ms) {
 
 class DataPlane::Outbound {
  public:
-  Outbound(DataPlane* plane, std::string address, int fd)
-      : plane_(plane), address_(std::move(address)), fd_(fd) {}
+  Outbound(DataPlane* plane, std::string address, std::unique_ptr<Socket> sock)
+      : plane_(plane), address_(std::move(address)), sock_(std::move(sock)) {}
   ~Outbound() {
     stop();
     if (writer_.joinable()) writer_.join();
     if (reader_.joinable()) reader_.join();
-    ::close(fd_);
   }
 
   void start() {
@@ -282,7 +250,7 @@ class DataPlane::Outbound {
   }
 
   void stop() {
-    ::shutdown(fd_, SHUT_RDWR);
+    sock_->shutdown();
     fail("shut down");
   }
 
@@ -346,8 +314,8 @@ class DataPlane::Outbound {
               put_header(out, FrameType::kBuffer, s->id, ev->buffer.size());
             }
             // Large buffers go straight from the pooled segment.
-            if (!write_all(fd_, out.data(), out.size()) ||
-                !write_all(fd_, ev->buffer.data(), ev->buffer.size())) {
+            if (!sock_->write_all(out.data(), out.size()) ||
+                !sock_->write_all(ev->buffer.data(), ev->buffer.size())) {
               return fail(errno_text());
             }
             out.clear();
@@ -368,7 +336,7 @@ class DataPlane::Outbound {
         }
       }
       if (!out.empty()) {
-        if (!write_all(fd_, out.data(), out.size())) return fail(errno_text());
+        if (!sock_->write_all(out.data(), out.size())) return fail(errno_text());
         out.clear();
       }
       if (!progress) wakeup_.wait_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
@@ -377,10 +345,10 @@ class DataPlane::Outbound {
 
   void read_loop() {
     Header h;
-    while (read_header(fd_, &h)) {
+    while (read_header(*sock_, &h)) {
       if (h.length > kMaxControlPayload) return fail("oversized frame from the receiver");
       std::string payload(h.length, '\0');
-      if (!read_all(fd_, payload.data(), payload.size())) break;
+      if (!sock_->read_all(payload.data(), payload.size())) break;
       std::shared_ptr<Sender> s;
       {
         absl::MutexLock lock(&mu_);
@@ -405,7 +373,7 @@ class DataPlane::Outbound {
 
   DataPlane* const plane_;
   const std::string address_;
-  const int fd_;
+  const std::unique_ptr<Socket> sock_;
   std::thread writer_, reader_;
   Wakeup wakeup_;
   absl::Mutex mu_;
@@ -419,7 +387,8 @@ class DataPlane::Outbound {
 
 class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inbound> {
  public:
-  Inbound(DataPlane* plane, int fd, std::string peer) : plane_(plane), fd_(fd), peer_(std::move(peer)) {}
+  Inbound(DataPlane* plane, std::unique_ptr<Socket> sock, std::string peer)
+      : plane_(plane), sock_(std::move(sock)), peer_(std::move(peer)) {}
   ~Inbound() {
     stop();
     if (thread_.joinable()) {
@@ -430,7 +399,6 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
         thread_.join();
       }
     }
-    ::close(fd_);
   }
   void start() {
     // The thread keeps this alive while it runs: a channel's close listener
@@ -441,7 +409,7 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
   }
   void stop() {
     cancelled_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
+    sock_->shutdown();
   }
   bool done() const { return done_; }
   void join() {
@@ -451,7 +419,7 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
  private:
   void send(const std::string& bytes) {
     absl::MutexLock lock(&write_mu_);
-    write_all(fd_, bytes.data(), bytes.size());  // a dead socket shows on the read side
+    sock_->write_all(bytes.data(), bytes.size());  // a dead socket shows on the read side
   }
 
   void grant(uint32_t channel, uint32_t n) {
@@ -462,7 +430,7 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
 
   void run() {
     serve();
-    ::shutdown(fd_, SHUT_RDWR);  // the peer sees the end now, not when this is reaped
+    sock_->shutdown();  // the peer sees the end now, not when this is reaped
     // The sender is gone: its channels close, so consumers see it at once.
     for (auto& [id, ch] : channels_) {
       ch->set_listener({}, {});
@@ -476,11 +444,11 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
   // The peer passed the handshake (DataPlane::accept_loop).
   void serve() {
     Header h;
-    while (read_header(fd_, &h)) {
+    while (read_header(*sock_, &h)) {
       if (h.type == FrameType::kBuffer || h.type == FrameType::kBufferContinued) {
         uint64_t continued = 0;
         if (h.type == FrameType::kBufferContinued) {
-          if (h.length < 8 || !read_all(fd_, reinterpret_cast<char*>(&continued), 8)) return;
+          if (h.length < 8 || !sock_->read_all(reinterpret_cast<char*>(&continued), 8)) return;
           h.length -= 8;
         }
         if (h.length > static_cast<uint32_t>(plane_->pool_->buffer_size())) {
@@ -489,7 +457,7 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
         }
         Buffer b = plane_->pool_->request(cancelled_);
         if (!b) return;
-        if (!read_all(fd_, b.data(), h.length)) return;
+        if (!sock_->read_all(b.data(), h.length)) return;
         b.set_size(h.length);
         b.set_continued_bytes(continued);
         auto it = channels_.find(h.channel);
@@ -502,7 +470,7 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
       }
       if (h.length > kMaxControlPayload) return;
       std::string payload(h.length, '\0');
-      if (!read_all(fd_, payload.data(), payload.size())) return;
+      if (!sock_->read_all(payload.data(), payload.size())) return;
       if (h.type == FrameType::kOpen) {
         std::optional<ChannelKey> open = decode_open(payload);
         if (!open) {
@@ -552,7 +520,7 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
   }
 
   DataPlane* const plane_;
-  const int fd_;
+  const std::unique_ptr<Socket> sock_;
   const std::string peer_;
   std::thread thread_;
   std::atomic<bool> cancelled_{false};
@@ -635,14 +603,32 @@ void DataPlane::wake_acceptor() { acceptor_.wake(); }
 
 // On the accepting thread: reads what a connection sent of its hello.
 GatedAcceptor::Verdict DataPlane::read_hello(GatedAcceptor::Connection& c, std::string* why) {
-  char buf[512];
-  const size_t room = kHeaderBytes + kMaxHelloPayload + 1 - c.bytes.size();
-  ssize_t r = ::recv(c.fd, buf, std::min(sizeof(buf), room), 0);
-  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-    *why = "closed before the handshake";
-    return GatedAcceptor::Verdict::kDrop;
+  const size_t max = kHeaderBytes + kMaxHelloPayload + 1;
+  if (server_tls_ != nullptr) {
+    // TLS first (each side shows its certificate), then the hello through it.
+    switch (tls_accept_step(c.fd, *server_tls_, &c.tls, why)) {
+      case TlsAccept::kWait:
+        return GatedAcceptor::Verdict::kWait;
+      case TlsAccept::kPlain:
+      case TlsAccept::kFailed:
+        return GatedAcceptor::Verdict::kDrop;
+      case TlsAccept::kReady:
+        break;
+    }
+    if (tls_read_available(c.tls.get(), &c.bytes, max, why) < 0) {
+      *why = "closed before the handshake (" + *why + ")";
+      return GatedAcceptor::Verdict::kDrop;
+    }
+  } else {
+    char buf[512];
+    const size_t room = max - c.bytes.size();
+    ssize_t r = ::recv(c.fd, buf, std::min(sizeof(buf), room), 0);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      *why = "closed before the handshake";
+      return GatedAcceptor::Verdict::kDrop;
+    }
+    if (r > 0) c.bytes.append(buf, static_cast<size_t>(r));
   }
-  if (r > 0) c.bytes.append(buf, static_cast<size_t>(r));
   const HelloState state = check_hello(c.bytes, secret_);
   switch (state) {
     case HelloState::kIncomplete:
@@ -658,8 +644,13 @@ GatedAcceptor::Verdict DataPlane::read_hello(GatedAcceptor::Connection& c, std::
                        ", but this process speaks version " + std::to_string(kDataPlaneVersion) +
                        " (every process of a cluster must run the same weir)";
       std::string refused = frame(FrameType::kRefused, 0, *why);
-      ssize_t w = ::send(c.fd, refused.data(), refused.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      (void)w;  // best effort: the connection closes either way
+      // Best effort: the connection closes either way.
+      if (c.tls != nullptr) {
+        SSL_write(c.tls.get(), refused.data(), static_cast<int>(refused.size()));
+      } else {
+        ssize_t w = ::send(c.fd, refused.data(), refused.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+      }
       return GatedAcceptor::Verdict::kDrop;
     }
     case HelloState::kValid:
@@ -672,12 +663,10 @@ GatedAcceptor::Verdict DataPlane::read_hello(GatedAcceptor::Connection& c, std::
 void DataPlane::admit(GatedAcceptor::Connection c) {
   ::fcntl(c.fd, F_SETFL, ::fcntl(c.fd, F_GETFL) & ~O_NONBLOCK);
   tune_socket(c.fd);
+  auto sock = std::make_unique<Socket>(c.fd, c.tls);
   std::string ok = frame(FrameType::kHelloOk, 0, {});
-  if (!write_all(c.fd, ok.data(), ok.size())) {
-    ::close(c.fd);
-    return;
-  }
-  auto in = std::make_shared<Inbound>(this, c.fd, c.peer());
+  if (!sock->write_all(ok.data(), ok.size())) return;  // `sock` closes the descriptor
+  auto in = std::make_shared<Inbound>(this, std::move(sock), c.peer());
   absl::MutexLock lock(&mu_);
   if (stopping_) return;  // `in` closes the descriptor
   inbound_.push_back(in);
@@ -731,23 +720,32 @@ absl::StatusOr<std::shared_ptr<DataPlane::Outbound>> DataPlane::connection(const
   if (conn == nullptr) {
     auto fd = connect_tcp(address, 5000);
     if (!fd.ok()) return absl::UnavailableError("data connection: " + std::string(fd.status().message()));
+    std::shared_ptr<SSL> ssl;
+    if (client_tls_ != nullptr) {
+      auto hp = parse_address(address);
+      auto session = hp.ok() ? tls_connect(*fd, *client_tls_, hp->first, kHandshakeTimeout) : hp.status();
+      if (!session.ok()) {
+        ::close(*fd);
+        return absl::UnavailableError("data connection to " + address + ": " + std::string(session.status().message()));
+      }
+      ssl = *std::move(session);
+    }
+    auto sock = std::make_unique<Socket>(*fd, std::move(ssl));
     std::string hello = frame(FrameType::kHello, 0, std::string(1, static_cast<char>(kDataPlaneVersion)) + secret_);
     Header h{};
-    set_receive_timeout(*fd, kHandshakeTimeout);
-    if (!write_all(*fd, hello.data(), hello.size()) || !read_header(*fd, &h)) {
+    sock->set_read_timeout(kHandshakeTimeout);
+    if (!sock->write_all(hello.data(), hello.size()) || !read_header(*sock, &h)) {
       std::string why = errno == EAGAIN || errno == EWOULDBLOCK ? "no answer to the handshake within 5 s"
                                                                 : "closed during the handshake";
-      ::close(*fd);
       return absl::UnavailableError("data connection to " + address + ": " + why);
     }
     if (h.type != FrameType::kHelloOk) {
       std::string why(std::min<uint32_t>(h.length, kMaxControlPayload), '\0');
-      read_all(*fd, why.data(), why.size());
-      ::close(*fd);
+      sock->read_all(why.data(), why.size());
       return absl::PermissionDeniedError("data connection to " + address + " refused: " + why);
     }
-    set_receive_timeout(*fd, std::chrono::seconds(0));
-    conn = std::make_shared<Outbound>(this, address, *fd);
+    sock->set_read_timeout(std::chrono::milliseconds(0));
+    conn = std::make_shared<Outbound>(this, address, std::move(sock));
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::CancelledError("the data plane is shut down");
     auto [it, inserted] = outbound_.emplace(address, conn);

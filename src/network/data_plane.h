@@ -78,6 +78,13 @@ class DataPlane {
   DataPlane& operator=(const DataPlane&) = delete;
 
   // Listens on host:port (0: any free port).
+  // TLS on its connections (before listen): `server` for those it
+  // accepts (requiring the peer's certificate), `client` for those it makes.
+  // Default: plain TCP.
+  void set_tls(std::shared_ptr<const TlsContext> server, std::shared_ptr<const TlsContext> client) {
+    server_tls_ = std::move(server);
+    client_tls_ = std::move(client);
+  }
   absl::Status listen(const std::string& host, int port);
   // host:port peers connect to.
   const std::string& address() const { return address_; }
@@ -128,6 +135,7 @@ class DataPlane {
   void forget(Outbound* o);
 
   const std::string secret_;
+  std::shared_ptr<const TlsContext> server_tls_, client_tls_;  // null: plain TCP
   NetworkBufferPool* const pool_;
   const int capacity_;
   std::string address_;

@@ -22,6 +22,7 @@
 #include "common/wakeup.h"
 #include "network/result_file.h"
 #include "testing/seed.h"
+#include "tests/tls_certs.h"
 
 namespace weir::network {
 namespace {
@@ -32,7 +33,8 @@ using namespace std::chrono_literals;
 
 constexpr int kCapacity = 4;
 
-class DataPlaneTest : public ::testing::Test {
+// Every test of the fixture runs over plain TCP and over mutual TLS.
+class DataPlaneTest : public ::testing::TestWithParam<bool> {
  protected:
   DataPlaneTest()
       : sender_pool_(64, 1024), receiver_pool_(64, 1024),
@@ -47,6 +49,17 @@ class DataPlaneTest : public ::testing::Test {
   }
   ~DataPlaneTest() override { std::filesystem::remove_all(results_); }
   void SetUp() override {
+    if (GetParam()) {
+      const testing::TestCerts& certs = testing::test_certs();
+      ASSERT_EQ(certs.error, "");
+      for (DataPlane* plane : {&sender_, &receiver_}) {
+        auto server = TlsContext::create(certs.files(), TlsContext::Role::kServer, /*require_client_cert=*/true);
+        auto client = TlsContext::create(certs.files(), TlsContext::Role::kClient, false);
+        ASSERT_TRUE(server.ok()) << server.status();
+        ASSERT_TRUE(client.ok()) << client.status();
+        plane->set_tls(*server, *client);
+      }
+    }
     ASSERT_TRUE(sender_.listen("127.0.0.1", 0).ok());
     ASSERT_TRUE(receiver_.listen("127.0.0.1", 0).ok());
   }
@@ -115,7 +128,7 @@ class DataPlaneTest : public ::testing::Test {
   std::string results_;
 };
 
-TEST_F(DataPlaneTest, BuffersAndEventsArriveInOrder) {
+TEST_P(DataPlaneTest, BuffersAndEventsArriveInOrder) {
   auto out = sender_.outbound(receiver_.address(), key(0));
   ASSERT_TRUE(out.ok()) << out.status();
   auto in = receiver_.registry("job")->get(key(0));
@@ -161,7 +174,7 @@ TEST_F(DataPlaneTest, BuffersAndEventsArriveInOrder) {
 // Two channels share one connection. The consumer of the first never reads:
 // its producer stops after the receiver's and its own queue are full, while
 // the second channel carries far more than any buffer count.
-TEST_F(DataPlaneTest, SlowConsumerBackpressuresOnlyItsOwnChannel) {
+TEST_P(DataPlaneTest, SlowConsumerBackpressuresOnlyItsOwnChannel) {
   auto slow_out = sender_.outbound(receiver_.address(), key(0));
   auto fast_out = sender_.outbound(receiver_.address(), key(1));
   ASSERT_TRUE(slow_out.ok() && fast_out.ok());
@@ -202,7 +215,7 @@ TEST_F(DataPlaneTest, SlowConsumerBackpressuresOnlyItsOwnChannel) {
   slow_producer.join();
 }
 
-TEST_F(DataPlaneTest, ClosingEitherEndClosesTheOther) {
+TEST_P(DataPlaneTest, ClosingEitherEndClosesTheOther) {
   auto out = sender_.outbound(receiver_.address(), key(0));
   ASSERT_TRUE(out.ok());
   auto in = receiver_.registry("job")->get(key(0));
@@ -234,7 +247,7 @@ TEST_F(DataPlaneTest, ClosingEitherEndClosesTheOther) {
 // A result file kept by the sender's process reaches the receiver's when it
 // asks: every byte, in order with its events, although its frames are far
 // larger than the receiver's 1 KiB buffers (and the channel holds 4).
-TEST_F(DataPlaneTest, ResultFilesAreServedOnRequest) {
+TEST_P(DataPlaneTest, ResultFilesAreServedOnRequest) {
   const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
@@ -279,7 +292,7 @@ TEST_F(DataPlaneTest, ResultFilesAreServedOnRequest) {
 
 // A result the sender does not hold, and a sender that goes away while
 // serving: the consumer's read fails, naming the result, instead of waiting.
-TEST_F(DataPlaneTest, AResultThatCannotBeServedFailsItsReader) {
+TEST_P(DataPlaneTest, AResultThatCannotBeServedFailsItsReader) {
   const ChannelKey missing{"job", 0, 7, 0, 0};
   ASSERT_TRUE(receiver_.request_result(sender_.address(), missing).ok());
   ServedResultReader none(receiver_.registry("job")->get(missing), "result e7-p0-c0 on the sender");
@@ -320,7 +333,7 @@ TEST_F(DataPlaneTest, AResultThatCannotBeServedFailsItsReader) {
 // keeps saying how many bytes it continues, a reset arrives as an event,
 // and a producer's next attempt gets the sending queue its last one left
 // open (a closed one is replaced).
-TEST_F(DataPlaneTest, TaskFailoverMarksCrossTheWireAndOpenQueuesAreShared) {
+TEST_P(DataPlaneTest, TaskFailoverMarksCrossTheWireAndOpenQueuesAreShared) {
   auto out = sender_.outbound(receiver_.address(), key(0));
   ASSERT_TRUE(out.ok()) << out.status();
   auto again = sender_.outbound(receiver_.address(), key(0));
@@ -356,10 +369,13 @@ TEST_F(DataPlaneTest, TaskFailoverMarksCrossTheWireAndOpenQueuesAreShared) {
   EXPECT_NE(fresh->get(), out->get());
 }
 
-TEST_F(DataPlaneTest, ReleasedJobsChannelsComeBackClosed) {
+TEST_P(DataPlaneTest, ReleasedJobsChannelsComeBackClosed) {
   receiver_.release_job("job");
   EXPECT_TRUE(receiver_.registry("job")->get(key(0))->closed());
 }
+
+INSTANTIATE_TEST_SUITE_P(PlainAndTls, DataPlaneTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "tls" : "plain"; });
 
 TEST(DataPlaneHandshakeTest, WrongSecretIsRefusedNamingTheCause) {
   NetworkBufferPool pool(8, 1024);

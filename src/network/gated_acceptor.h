@@ -16,10 +16,12 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "network/tls.h"
 
 namespace weir::network {
 
@@ -31,6 +33,7 @@ class GatedAcceptor {
     std::string ip;
     int port = 0;
     std::string bytes;  // what `ready` chose to read so far
+    std::shared_ptr<SSL> tls;  // a TLS port's session with it, once begun
     std::chrono::steady_clock::time_point deadline;
     std::string peer() const { return ip + ":" + std::to_string(port); }
   };
