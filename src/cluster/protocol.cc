@@ -1,5 +1,7 @@
 #include "cluster/protocol.h"
 
+#include <tuple>
+
 #include "network/data_plane.h"
 
 #include <cstdlib>
@@ -63,32 +65,43 @@ void add_secret(grpc::ClientContext* context, const std::string& secret) {
   context->AddMetadata(kAuthMetadata, "Bearer " + secret);
 }
 
+namespace {
+
+struct Pems {
+  std::string cert, key, ca;
+};
+
+absl::StatusOr<Pems> read_pems(const network::TlsFiles& tls) {
+  Pems out;
+  for (auto [path, flag, text] : {std::tuple{&tls.cert, "--tls-cert", &out.cert},
+                                  std::tuple{&tls.key, "--tls-key", &out.key}, std::tuple{&tls.ca, "--tls-ca", &out.ca}}) {
+    auto pem = network::read_pem(*path, flag);
+    if (!pem.ok()) return pem.status();
+    *text = *std::move(pem);
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const network::TlsFiles& tls) {
   if (!tls.enabled()) return grpc::InsecureServerCredentials();
-  auto cert = network::read_pem(tls.cert, "--tls-cert");
-  auto key = network::read_pem(tls.key, "--tls-key");
-  auto ca = network::read_pem(tls.ca, "--tls-ca");
-  for (const auto* s : {&cert, &key, &ca}) {
-    if (!s->ok()) return s->status();
-  }
+  auto pems = read_pems(tls);
+  if (!pems.ok()) return pems.status();
   grpc::SslServerCredentialsOptions o(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  o.pem_root_certs = *ca;
-  o.pem_key_cert_pairs.push_back({*key, *cert});
+  o.pem_root_certs = pems->ca;
+  o.pem_key_cert_pairs.push_back({pems->key, pems->cert});
   return grpc::SslServerCredentials(o);
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const network::TlsFiles& tls) {
   if (!tls.enabled()) return grpc::InsecureChannelCredentials();
-  auto cert = network::read_pem(tls.cert, "--tls-cert");
-  auto key = network::read_pem(tls.key, "--tls-key");
-  auto ca = network::read_pem(tls.ca, "--tls-ca");
-  for (const auto* s : {&cert, &key, &ca}) {
-    if (!s->ok()) return s->status();
-  }
+  auto pems = read_pems(tls);
+  if (!pems.ok()) return pems.status();
   grpc::SslCredentialsOptions o;
-  o.pem_root_certs = *ca;
-  o.pem_private_key = *key;
-  o.pem_cert_chain = *cert;
+  o.pem_root_certs = pems->ca;
+  o.pem_private_key = pems->key;
+  o.pem_cert_chain = pems->cert;
   return grpc::SslCredentials(o);
 }
 

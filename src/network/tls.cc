@@ -297,26 +297,7 @@ bool Socket::read_all(char* p, size_t n) {
     }
     return true;
   }
-  while (n > 0) {
-    int r, e;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      r = SSL_read(ssl_.get(), p, static_cast<int>(std::min<size_t>(n, 1 << 30)));
-      e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl_.get(), r);
-      if (r <= 0) ERR_clear_error();
-    }
-    if (r > 0) {
-      p += r;
-      n -= static_cast<size_t>(r);
-    } else if (e == SSL_ERROR_WANT_READ) {
-      if (!wait(POLLIN, read_timeout_ms_)) return false;
-    } else if (e == SSL_ERROR_WANT_WRITE) {
-      if (!wait(POLLOUT, read_timeout_ms_)) return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
+  return transfer(/*reading=*/true, p, n);
 }
 
 bool Socket::write_all(const char* p, size_t n) {
@@ -332,21 +313,27 @@ bool Socket::write_all(const char* p, size_t n) {
     }
     return true;
   }
+  return transfer(/*reading=*/false, const_cast<char*>(p), n);
+}
+
+bool Socket::transfer(bool reading, char* p, size_t n) {
+  // Writes wait as long as it takes (as a blocking send would); reads up to
+  // the read timeout.
+  const int timeout_ms = reading ? read_timeout_ms_.load() : -1;
   while (n > 0) {
-    int w, e;
+    int r, e;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      w = SSL_write(ssl_.get(), p, static_cast<int>(std::min<size_t>(n, 1 << 30)));
-      e = w > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl_.get(), w);
-      if (w <= 0) ERR_clear_error();
+      const int len = static_cast<int>(std::min<size_t>(n, 1 << 30));
+      r = reading ? SSL_read(ssl_.get(), p, len) : SSL_write(ssl_.get(), p, len);
+      e = r > 0 ? SSL_ERROR_NONE : SSL_get_error(ssl_.get(), r);
+      if (r <= 0) ERR_clear_error();
     }
-    if (w > 0) {
-      p += w;
-      n -= static_cast<size_t>(w);
-    } else if (e == SSL_ERROR_WANT_WRITE) {
-      if (!wait(POLLOUT, -1)) return false;
-    } else if (e == SSL_ERROR_WANT_READ) {
-      if (!wait(POLLIN, -1)) return false;
+    if (r > 0) {
+      p += r;
+      n -= static_cast<size_t>(r);
+    } else if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      if (!wait(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, timeout_ms)) return false;
     } else {
       return false;
     }

@@ -108,6 +108,8 @@ class Socket {
  private:
   // Waits until the socket is ready for `events`; false on timeout.
   bool wait(short events, int timeout_ms) const;
+  // Reads or writes n bytes through the TLS session.
+  bool transfer(bool reading, char* p, size_t n);
 
   const int fd_;
   const std::shared_ptr<SSL> ssl_;
