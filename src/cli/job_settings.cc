@@ -152,7 +152,9 @@ absl::Status take_settings(std::vector<std::string>* args, JobSettings* out) {
 absl::StatusOr<std::vector<std::string>> settings_as_flags(const JobSettings& in, const std::vector<std::string>& args) {
   // The last setting of a flag wins, whichever key set it.
   std::vector<std::pair<std::string, std::vector<std::string>>> flags;
-  for (const auto& [key, value] : in) {
+  for (const auto& setting : in) {
+    const std::string& key = setting.first;
+    const std::string& value = setting.second;
     auto s = std::find_if(settings().begin(), settings().end(), [&](const Setting& x) { return key == x.key; });
     if (s == settings().end()) {
       return absl::InvalidArgumentError("unknown job setting '" + key + "' (known: " + known_setting_keys() + ")");
