@@ -21,6 +21,11 @@
 // connections get a reading thread. Running out of file descriptors pauses
 // accepting for a moment (logged once), never for good.
 //
+// With set_tls every connection is mutual TLS first (each side shows a
+// certificate the cluster's CA signed; the accepting thread runs the
+// server handshake a step at a time, network/tls.h), and the hello and all
+// frames travel inside it through a network::Socket.
+//
 // Blocking results stay on the process that wrote them. A consumer in
 // another process asks that process for each subpartition it reads
 // (request_result, a kServe frame); a thread there reads the result file
