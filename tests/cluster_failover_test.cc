@@ -17,6 +17,8 @@
 #include "weir/connectors.h"
 #include "tests/cluster.h"
 #include "tests/cluster_checks.h"
+#include "tests/prometheus.h"
+#include "common/clock.h"
 #include "testing/seed.h"
 
 namespace fs = std::filesystem;
@@ -610,9 +612,36 @@ TEST(ClusterTest, AtMostOnceContinuesAfterAKilledTaskManagerWithoutRepeating) {
   EXPECT_GT(missing, 0) << "the restarted sources went back to the start";
 }
 
+// The job's last restore as the REST API (`restored` of its checkpoints)
+// and the JobManager's /metrics (Flink's lastCheckpointRestoreTimestamp)
+// show it (-1: there was none).
+struct Restore {
+  int64_t id = -1, time_ms = -1, metric_ms = -2;
+  std::string path;
+};
+Restore last_restore(Cluster& c, const std::string& job) {
+  Restore r;
+  auto cps = c.client().checkpoints(job);
+  EXPECT_TRUE(cps.ok()) << cps.status();
+  if (cps.ok() && (*cps)["restored"].is_object()) {
+    r.id = (*cps)["restored"]["id"];
+    r.time_ms = (*cps)["restored"]["time_ms"];
+    r.path = (*cps)["restored"]["path"];
+  }
+  auto page = testing::scrape(c.rest(), c.secret());
+  EXPECT_TRUE(page && page->status == 200);
+  if (page && page->status == 200) {
+    const testing::Total t = testing::total(testing::parse_prometheus(page->body),
+                                            "weir_jobmanager_job_lastCheckpointRestoreTimestamp", {{"job_id", job}});
+    if (t.samples == 1) r.metric_ms = static_cast<int64_t>(t.sum);
+  }
+  return r;
+}
+
 // The JobManager is SIGKILLed while a job runs: the TaskManagers cancel
 // their tasks and register with the restarted JobManager, and the job
-// resumes from the shared checkpoint directory with --restore latest.
+// resumes from the shared checkpoint directory with --restore latest. The
+// first job never restored; the resumed one says from which checkpoint.
 TEST(ClusterTest, JobResumesAfterAJobManagerRestart) {
   Cluster c("cluster-jm-restart");
   const std::string input = c.dir().path("in.txt");
@@ -624,6 +653,9 @@ TEST(ClusterTest, JobResumesAfterAJobManagerRestart) {
   auto job = c.client().submit("running-sum", args);
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 3; }, 60s)) << c.jm_log();
+  const Restore none = last_restore(c, *job);
+  EXPECT_EQ(none.id, -1);
+  EXPECT_EQ(none.metric_ms, -1);
   c.restart_jobmanager();
   ASSERT_TRUE(c.ok()) << c.jm_log();
   // The TaskManagers register again within seconds, not after gRPC's
@@ -637,12 +669,30 @@ TEST(ClusterTest, JobResumesAfterAJobManagerRestart) {
       << c.jm_log();
   args.push_back("--restore");
   args.push_back("latest");
+  const int64_t submitted_ms = SystemClock::instance()->wall_ms();
   auto resumed = c.client().submit("running-sum", args);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
+  Restore restore;
+  EXPECT_TRUE(eventually(
+      [&] {
+        restore = last_restore(c, *resumed);
+        return restore.id >= 0;
+      },
+      20s));
+  EXPECT_GE(restore.id, 3);
+  EXPECT_NE(restore.path.find(c.dir().path("chk")), std::string::npos) << restore.path;
+  EXPECT_NE(restore.path.find("chk-" + std::to_string(restore.id)), std::string::npos) << restore.path;
+  EXPECT_GE(restore.time_ms, submitted_ms);
+  EXPECT_LE(restore.time_ms, SystemClock::instance()->wall_ms());
+  EXPECT_EQ(restore.metric_ms, restore.time_ms);
   auto done = c.client().wait(*resumed, 120000);
   ASSERT_TRUE(done.ok()) << done.status();
   ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
   expect_exactly_once({input}, c.dir().path("out"));
+  // Kept with the ended job.
+  auto ended = c.client().checkpoints(*resumed);
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ((*ended)["restored"]["id"], restore.id) << *ended;
 }
 
 // The JobManager and two TaskManagers on separate hosts (network

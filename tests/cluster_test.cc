@@ -323,9 +323,7 @@ TEST(ClusterTest, AttachedRunShowsProgressWaitsForSlotsAndSurvivesTheClient) {
     ASSERT_TRUE(examples::generate_running_sum_input(small, 400000, 100, 0, 5).ok());
     std::vector<std::string> args = run_args("tty", "2", "100000");
     args[8] = small;  // --input
-    std::string command;
-    for (const std::string& a : args) command += a + " ";
-    Child tty({"/usr/bin/script", "-q", "-e", "-f", "-c", command, "/dev/null"}, c.dir().path("tty"));
+    Child tty(testing::on_a_terminal(args), c.dir().path("tty"));
     EXPECT_EQ(tty.wait(), 0) << slurp(c.dir().path("tty.out")) << slurp(c.dir().path("tty.err"));
     const std::string out = slurp(c.dir().path("tty.out"));
     EXPECT_NE(out.find("\r\033[KRUNNING  "), std::string::npos) << out;

@@ -579,6 +579,9 @@ TEST(JobLibraryTest, PrometheusScrapesMoveAndAgreeWithTheRestApi) {
                 .samples,
             1);
   EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_numRecordsIn", numbers).sum, 0);  // a source reads no channel
+  // The source operator counts what it emitted, each of its two subtasks.
+  EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_operator_numRecordsOut", numbers).samples, 2);
+  EXPECT_GT(total(tm_page, "weir_taskmanager_job_task_operator_numRecordsOut", numbers).sum, 0);
   // The operator's own metrics: its histogram of v % 100 as a summary.
   EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_operator_dropped", drop).samples, 2);
   EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_operator_last_value", drop).samples, 2);
@@ -605,6 +608,7 @@ TEST(JobLibraryTest, PrometheusScrapesMoveAndAgreeWithTheRestApi) {
   EXPECT_EQ(total(jm_page, "weir_jobmanager_numRunningJobs").sum, 1);
   EXPECT_GT(total(jm_page, "weir_jobmanager_job_uptime", {{"job_id", job}, {"job_name", "slow"}}).sum, 0);
   EXPECT_EQ(total(jm_page, "weir_jobmanager_job_numRestarts", {{"job_id", job}}).sum, 0);
+  EXPECT_EQ(total(jm_page, "weir_jobmanager_job_lastCheckpointRestoreTimestamp", {{"job_id", job}}).sum, -1);
   EXPECT_EQ(total(jm_page, "weir_jobmanager_job_lastCheckpointFullSize", {{"job_id", job}}).samples, 1);
   const double checkpoints1 = total(jm_page, "weir_jobmanager_job_numberOfCompletedCheckpoints", {{"job_id", job}}).sum;
 

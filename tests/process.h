@@ -152,6 +152,19 @@ inline RunResult run_weir(std::vector<std::string> args, const std::string& log_
   return run_program(args, log_prefix);
 }
 
+// The arguments of a command that runs `args` (args[0]: the program's
+// path) with a terminal as its stdin, stdout and stderr: script(1) gives it
+// a pseudo-terminal and copies everything written there to its own stdout.
+inline std::vector<std::string> on_a_terminal(const std::vector<std::string>& args) {
+  std::string command;
+  for (const std::string& a : args) {
+    std::string quoted = "'";
+    for (char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    command += (command.empty() ? "" : " ") + quoted + "'";
+  }
+  return {"/usr/bin/script", "-q", "-e", "-f", "-c", command, "/dev/null"};
+}
+
 // A fresh directory under the system temp directory, removed on destruction.
 class TempDir {
  public:

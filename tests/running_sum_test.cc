@@ -148,6 +148,56 @@ TEST_F(RunningSumTest, MalformedLinesGoToRejectsWithLineAndReason) {
                                                 "5,empty key", "6,value out of range"}));
 }
 
+// On a terminal the embedded commands keep a progress line, rewritten in
+// place and cleared before the result: a job's records from its sources,
+// their rate, its checkpoints and the time; generate and verify their
+// lines. With --quiet, or when stdout is not a terminal, there is none.
+TEST_F(RunningSumTest, EmbeddedCommandsShowProgressOnATerminalOnly) {
+  using testing::on_a_terminal;
+  using testing::run_program;
+  const std::string bin = testing::weir_bin();
+  const std::string in = path("in.txt");
+  auto gen = run_program(on_a_terminal({bin, "generate", "running-sum-input", "--output", in, "--lines", "400000",
+                                        "--keys", "100"}),
+                         path("gen"));
+  ASSERT_EQ(gen.code, 0) << gen.out;
+  EXPECT_NE(gen.out.find("\r\033[Kwriting  "), std::string::npos) << gen.out;
+  EXPECT_NE(gen.out.find(" of 400000 lines  0:00:0"), std::string::npos) << gen.out;
+
+  // Two subtasks at 100000 lines/s each: two seconds, two progress lines.
+  auto job = run_program(on_a_terminal({bin, "example", "running-sum", "--input", in, "--output", path("out"), "-p",
+                                        "2", "--checkpoint-interval", "200ms", "--rate", "100000"}),
+                         path("job"));
+  ASSERT_EQ(job.code, 0) << job.out;
+  const size_t running = job.out.find("\r\033[KRUNNING  ");
+  ASSERT_NE(running, std::string::npos) << job.out;
+  EXPECT_NE(job.out.find(" records from sources (", running), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find(" checkpoints  0:00:0", running), std::string::npos) << job.out;
+  // The line is cleared, and the result starts at the left margin.
+  EXPECT_NE(job.out.find("\r\033[Kjob ", running), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find(" FINISHED in "), std::string::npos) << job.out;
+
+  auto verified = run_program(on_a_terminal({bin, "verify", "running-sum", "--input", in, "--output", path("out")}),
+                              path("verify"));
+  EXPECT_EQ(verified.code, 0) << verified.out;
+  EXPECT_NE(verified.out.find("\r\033[Kchecking  "), std::string::npos) << verified.out;
+  EXPECT_NE(verified.out.find("exactly-once: yes"), std::string::npos) << verified.out;
+
+  // --quiet on a terminal, and no terminal at all: results only.
+  auto quiet = run_program(on_a_terminal({bin, "example", "running-sum", "--input", in, "--output", path("quiet"),
+                                          "-p", "2", "--rate", "100000", "--quiet"}),
+                           path("quiet"));
+  ASSERT_EQ(quiet.code, 0) << quiet.out;
+  EXPECT_EQ(quiet.out.find("records from sources"), std::string::npos) << quiet.out;
+  EXPECT_NE(quiet.out.find(" FINISHED in "), std::string::npos) << quiet.out;
+  auto piped = run_weir({"example", "running-sum", "--input", in, "--output", path("piped"), "-p", "2", "--rate",
+                         "100000"},
+                        path("piped"));
+  ASSERT_EQ(piped.code, 0) << piped.err;
+  EXPECT_EQ(piped.out.find("\033[K"), std::string::npos) << piped.out;
+  EXPECT_NE(piped.out.find(" FINISHED in "), std::string::npos) << piped.out;
+}
+
 // `weir --version` names the version; a bare `weir` points to --help (one
 // line, exit 2) instead of printing the parser's complaint.
 TEST_F(RunningSumTest, TheCommandLineStatesItsVersionAndPointsToHelp) {

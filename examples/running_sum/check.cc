@@ -41,8 +41,17 @@ void note(RunningSumCheck& c, const std::string& problem) {
 
 absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>& inputs,
                                                   const std::string& output_dir,
-                                                  const std::vector<std::string>* output_lines) {
+                                                  const std::vector<std::string>* output_lines,
+                                                  std::atomic<int64_t>* lines_done) {
   RunningSumCheck c;
+  // Counted in steps, so that the display costs the check nothing.
+  int64_t uncounted = 0;
+  auto count_line = [&] {
+    if (lines_done != nullptr && ++uncounted == 4096) {
+      lines_done->fetch_add(uncounted, std::memory_order_relaxed);
+      uncounted = 0;
+    }
+  };
   // Records of one key may arrive in any order across source splits, so the
   // reference is the multiset of each key's values: the committed lines of a
   // key must have counts exactly 1..n, and the differences between
@@ -57,6 +66,7 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
     while (std::getline(in, line)) {
       ++n;
       ++c.input_lines;
+      count_line();
       if (!line.empty() && line.back() == '\r') line.pop_back();
       std::string key;
       int64_t value;
@@ -79,6 +89,7 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
   std::map<std::string, int64_t> lines_per_key;
   bool exact = true;
   for (const std::string& l : *out) {
+    count_line();
     size_t a = l.rfind(',');
     size_t b = a == std::string::npos || a == 0 ? std::string::npos : l.rfind(',', a - 1);
     if (b == std::string::npos) {
@@ -150,7 +161,7 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
 }
 
 absl::Status generate_running_sum_input(const std::string& path, int64_t lines, int64_t keys,
-                                        int64_t bad_every, uint64_t seed) {
+                                        int64_t bad_every, uint64_t seed, std::atomic<int64_t>* lines_done) {
   std::ofstream out(path, std::ios::trunc);
   if (!out) return absl::PermissionDeniedError("cannot write " + path);
   std::mt19937_64 rng(seed);
@@ -169,6 +180,7 @@ absl::Status generate_running_sum_input(const std::string& path, int64_t lines, 
     if (buf.size() > (1 << 20)) {
       out << buf;
       buf.clear();
+      if (lines_done != nullptr) lines_done->store(i, std::memory_order_relaxed);
     }
   }
   out << buf;

@@ -8,6 +8,7 @@
 #ifndef WEIR_EXAMPLES_RUNNING_SUM_H_
 #define WEIR_EXAMPLES_RUNNING_SUM_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -108,14 +109,19 @@ struct RunningSumCheck {
 // Compares the committed output in `output_dir` with what `inputs` imply.
 // `output_lines`, when given, are the sums instead of output_dir's part
 // files (read from a Kafka topic); the rejects are always output_dir's.
+// `lines_done`, when given, counts the input and output lines looked at so
+// far, for a progress display on another thread.
 absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>& inputs,
                                                   const std::string& output_dir,
-                                                  const std::vector<std::string>* output_lines = nullptr);
+                                                  const std::vector<std::string>* output_lines = nullptr,
+                                                  std::atomic<int64_t>* lines_done = nullptr);
 
 // Writes `lines` lines of `key,value` over `keys` keys, every
 // `bad_every`-th one malformed (0: none), deterministic for `seed`.
+// `lines_done`, when given, counts the lines written so far.
 absl::Status generate_running_sum_input(const std::string& path, int64_t lines, int64_t keys,
-                                        int64_t bad_every, uint64_t seed);
+                                        int64_t bad_every, uint64_t seed,
+                                        std::atomic<int64_t>* lines_done = nullptr);
 
 }  // namespace weir::examples
 

@@ -1,6 +1,7 @@
-// Controls a running job from another thread: savepoints and
-// stop-with-savepoint. Pass one to StreamEnvironment::execute; requests made
-// before the job runs wait until it does.
+// Controls a running job from another thread: savepoints,
+// stop-with-savepoint, and a look at its progress. Pass one to
+// StreamEnvironment::execute; requests made before the job runs wait until
+// it does.
 //
 // A savepoint is a full snapshot in the canonical, backend-independent
 // format, written to its own directory `<target>/savepoint-<job>-<id>` and
@@ -14,6 +15,7 @@
 
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +26,16 @@ namespace weir {
 namespace detail {
 class JobControlAccess;
 }  // namespace detail
+
+// What a running job has done so far, for a progress display.
+struct JobProgress {
+  JobStatus status = JobStatus::kCreated;
+  // Records the sources emitted: the sum over their subtasks, each counted
+  // from the start of its current attempt.
+  int64_t source_records = 0;
+  int64_t completed_checkpoints = 0;  // savepoints included
+  int restarts = 0;
+};
 
 class JobControl {
  public:
@@ -44,6 +56,13 @@ class JobControl {
   void stop_with_savepoint(std::string target_directory, bool drain) {
     submit({Request::Kind::kStop, std::move(target_directory), drain});
   }
+  // The job's progress now; empty before it runs and after it ended. Takes
+  // as long as the job's coordinator needs to answer (microseconds).
+  std::optional<JobProgress> progress() {
+    std::lock_guard lock(progress_mu_);
+    if (!progress_) return std::nullopt;
+    return progress_();
+  }
   // Called (on an engine thread) as each savepoint completes or fails.
   void on_savepoint(Listener listener) {
     std::lock_guard lock(mu_);
@@ -53,8 +72,13 @@ class JobControl {
  private:
   friend class detail::JobControlAccess;
 
-  // The running job attaches a handler, and reports savepoints.
-  void attach(std::function<void(Request)> handler) {
+  // The running job attaches a handler of requests and what answers
+  // progress(), and reports savepoints.
+  void attach(std::function<void(Request)> handler, std::function<JobProgress()> progress) {
+    {
+      std::lock_guard lock(progress_mu_);
+      progress_ = std::move(progress);
+    }
     std::vector<Request> queued;
     {
       std::lock_guard lock(mu_);
@@ -63,7 +87,12 @@ class JobControl {
     }
     for (auto& r : queued) handler_(std::move(r));
   }
+  // After detach() returns, neither function is called again.
   void detach() {
+    {
+      std::lock_guard lock(progress_mu_);
+      progress_ = nullptr;
+    }
     std::lock_guard lock(mu_);
     handler_ = nullptr;
   }
@@ -92,15 +121,21 @@ class JobControl {
   std::function<void(Request)> handler_;
   std::vector<Request> queued_;
   Listener listener_;
+  // Its own lock, held while progress_ runs: the job's coordinator answers
+  // it, and also takes mu_ when it reports a savepoint.
+  std::mutex progress_mu_;
+  std::function<JobProgress()> progress_;
 };
 
 namespace detail {
 // The engine's side of a JobControl: the running job attaches the handler
-// of its requests, detaches it when it ends, and reports savepoints.
+// of its requests and its progress (may be empty), detaches them when it
+// ends, and reports savepoints.
 class JobControlAccess {
  public:
-  static void attach(JobControl& c, std::function<void(JobControl::Request)> handler) {
-    c.attach(std::move(handler));
+  static void attach(JobControl& c, std::function<void(JobControl::Request)> handler,
+                     std::function<JobProgress()> progress) {
+    c.attach(std::move(handler), std::move(progress));
   }
   static void detach(JobControl& c) { c.detach(); }
   static void report(JobControl& c, const SavepointResult& r) { c.report(r); }

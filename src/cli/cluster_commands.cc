@@ -18,6 +18,7 @@
 #include "cli/job_settings.h"
 #include "cli/jobs.h"
 #include "cli/logging.h"
+#include "cli/progress.h"
 #include "cluster/client.h"
 #include "cluster/job_library.h"
 #include "graph/job_graph.h"
@@ -102,7 +103,8 @@ int print_job_help(const std::string& job) {
 
 // `weir run --embedded JOB ARGS`: the job in this process, as `weir example`
 // runs the built-in ones. `dry_run`: build its graph, say so, run nothing.
-int run_embedded(const std::string& job, const std::vector<std::string>& args, bool dry_run) {
+// `quiet` (weir run -q), or the job's own --quiet: no progress line.
+int run_embedded(const std::string& job, const std::vector<std::string>& args, bool dry_run, bool quiet) {
   const cluster::JobLibrary* library = nullptr;
   std::string name = job;
   if (is_library_path(job)) {
@@ -130,8 +132,8 @@ int run_embedded(const std::string& job, const std::vector<std::string>& args, b
     return kOk;
   }
   if (flags.verbose) spdlog::set_level(spdlog::level::info);
-  SignalControl signals(flags.default_savepoint_dir(), flags.drain);
-  auto result = (*env)->execute(name, signals.control());
+  JobConsole console(quiet || flags.quiet, flags.default_savepoint_dir(), flags.drain);
+  auto result = console.run(**env, name);
   if (!result.ok()) {
     return fail(absl::IsInvalidArgument(result.status()) ? kBadArguments : kBadInput,
                 std::string(result.status().message()));
@@ -213,22 +215,14 @@ struct ClusterCommands::Flags {
   bool drain = false;
 };
 
-// What an attached `weir run` shows each second on a terminal: the job's
-// state, the records its sources emitted and their rate, its checkpoints,
-// the time since submission. One line, rewritten in place.
-std::string progress_line(const nlohmann::json& job, std::chrono::steady_clock::duration elapsed) {
-  int64_t records = 0, rate = 0;
+// The records a job's sources emitted, from its REST detail.
+int64_t source_records(const nlohmann::json& job) {
+  int64_t records = 0;
   for (const auto& v : job.value("vertices", nlohmann::json::array())) {
     if (!v.value("source", false) || !v["metrics"].is_object()) continue;
-    records += v["metrics"].value("records_out", int64_t{0});
-    rate += v["metrics"].value("records_out_per_s", int64_t{0});
+    records += v["metrics"].value("gauges", nlohmann::json::object()).value(std::string(detail::kRecordsOutMetric), int64_t{0});
   }
-  const int64_t s = std::chrono::duration_cast<std::chrono::seconds>(elapsed).count();
-  char clock[32];
-  std::snprintf(clock, sizeof(clock), "%lld:%02lld:%02lld", static_cast<long long>(s / 3600),
-                static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
-  return fmt::format("{}  {} records from sources ({}/s)  {} checkpoints  {}", job.value("status", "?"), records,
-                     rate, job.value("completed_checkpoints", 0), clock);
+  return records;
 }
 
 // Waits for the job to end, printing restarts as they happen (within a
@@ -237,21 +231,13 @@ std::string progress_line(const nlohmann::json& job, std::chrono::steady_clock::
 // running, or with `cancel_on_exit` cancel it, and exit kInterrupted.
 int attach(cluster::ClusterClient& client, const std::string& id, bool quiet, bool cancel_on_exit) {
   StopSignals signals;
-  const bool progress = !quiet && ::isatty(STDOUT_FILENO) == 1;
-  const auto start = std::chrono::steady_clock::now();
-  bool line_shown = false;
-  // Ends the progress line so that other output starts on a line of its own.
-  auto end_line = [&] {
-    if (!line_shown) return;
-    std::printf("\r\033[K");
-    std::fflush(stdout);
-    line_shown = false;
-  };
+  ProgressLine line(quiet);
+  RatePerSecond rate;
   int restarts_seen = 0;
   std::string waiting_said;
   while (true) {
     if (const int sig = signals.pending()) {
-      end_line();
+      line.clear();
       const std::string why = std::string(sig == SIGINT ? "SIGINT" : "SIGTERM");
       if (!cancel_on_exit) {
         return fail(kInterrupted, "interrupted (" + why + "): job " + id + " keeps running on the cluster; weir cancel " +
@@ -267,13 +253,13 @@ int attach(cluster::ClusterClient& client, const std::string& id, bool quiet, bo
     }
     auto info = client.wait(id, 1000);
     if (!info.ok()) {
-      end_line();
+      line.clear();
       return fail(exit_code(info.status()), std::string(info.status().message()));
     }
     const std::string status = info->value("status", "");
     const int restarts = info->value("restarts", 0);
     if (restarts > restarts_seen) {
-      end_line();
+      line.clear();
       std::fprintf(stderr, "job %s restarted (%d restart%s so far) after: %s\n", id.c_str(), restarts,
                    restarts == 1 ? "" : "s", info->value("failure", std::string("?")).c_str());
       restarts_seen = restarts;
@@ -281,21 +267,22 @@ int attach(cluster::ClusterClient& client, const std::string& id, bool quiet, bo
     const std::string waiting = info->value("waiting_for_slots", "");
     if (waiting != waiting_said) {
       if (!waiting.empty()) {
-        end_line();
+        line.clear();
         std::fprintf(stderr, "job %s is waiting for slots: %s\n", id.c_str(), waiting.c_str());
       }
       waiting_said = waiting;
     }
     if (status == "RUNNING" || status == "RESTARTING" || status == "CREATED") {
-      if (!progress) continue;
+      if (!line.enabled()) continue;
       auto detail = client.job(id);
       if (!detail.ok()) continue;
-      std::printf("\r\033[K%s", progress_line(*detail, std::chrono::steady_clock::now() - start).c_str());
-      std::fflush(stdout);
-      line_shown = true;
+      const int64_t records = source_records(*detail);
+      const auto elapsed = line.elapsed();
+      line.show(job_progress_text(detail->value("status", "?"), records, rate.update(records, elapsed),
+                                  detail->value("completed_checkpoints", 0), elapsed));
       continue;
     }
-    end_line();
+    line.clear();
     print_job(*info);
     const std::string savepoint = info->value("stopped_with_savepoint", "");
     if (!savepoint.empty()) std::printf("stopped with savepoint %s\n", savepoint.c_str());
@@ -381,7 +368,8 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
                               "options.");
   common(f.run, true);
   f.run->add_flag("--detached", f.detached, "Return once submitted; do not wait for the end");
-  f.run->add_flag("--quiet,-q", f.quiet, "No progress line while attached (there is none unless stdout is a terminal)");
+  f.run->add_flag("--quiet,-q", f.quiet,
+                  "No progress line while attached or embedded (there is none unless stdout is a terminal)");
   f.run->add_flag("--cancel-on-exit", f.cancel_on_exit,
                   "Cancel the job when this client is interrupted while attached (else the job keeps running)");
   f.run->add_flag("--embedded", f.embedded, "Run the job in this process instead (no cluster)");
@@ -466,7 +454,7 @@ std::optional<int> ClusterCommands::run() {
     if (!expanded.ok()) return fail(kBadArguments, "run: " + std::string(expanded.status().message()));
     job_args = *std::move(expanded);
   }
-  if (parsed == f.run && (f.embedded || f.dry_run)) return run_embedded(job_name, job_args, f.dry_run);
+  if (parsed == f.run && (f.embedded || f.dry_run)) return run_embedded(job_name, job_args, f.dry_run, f.quiet);
   auto secret = cluster::load_secret(f.secret_file);
   if (!secret.ok()) return fail(kBadArguments, std::string(secret.status().message()));
   const network::TlsFiles tls = network::tls_files_or_env(f.tls);
@@ -542,7 +530,11 @@ std::optional<int> ClusterCommands::run() {
     std::printf("submitted job %s\n", id->c_str());
     std::fflush(stdout);
     if (f.detached) return kOk;
-    return attach(client, *id, f.quiet, f.cancel_on_exit);
+    // --quiet among the job's flags (weir nexmark ... --jobmanager puts it
+    // there) counts as well.
+    const bool quiet = f.quiet || std::find(rest.begin(), rest.end(), "--quiet") != rest.end() ||
+                       std::find(rest.begin(), rest.end(), "-q") != rest.end();
+    return attach(client, *id, quiet, f.cancel_on_exit);
   }
   if (parsed == f.list) {
     auto jobs = client.list();

@@ -1,39 +1,55 @@
 #include "cli/embedded.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "weir/config.h"
 
 namespace weir::cli {
 
-SignalControl::SignalControl(std::string dir, bool drain) : dir_(std::move(dir)), drain_(drain) {
+JobConsole::JobConsole(bool quiet, std::optional<std::string> savepoint_dir, bool drain)
+    : savepoint_dir_(std::move(savepoint_dir)), drain_(drain), line_(quiet) {
+  control_.on_savepoint([this](const SavepointResult& r) {
+    line_.say(stdout, r.error.empty() ? fmt::format("savepoint {} completed: {}\n", r.id, r.path)
+                                      : fmt::format("savepoint failed: {}\n", r.error));
+  });
+  line_.tick([this](ProgressLine::Clock::duration elapsed) { return progress_text(elapsed); });
+  if (!savepoint_dir_) return;
   sigemptyset(&set_);
   sigaddset(&set_, SIGUSR1);
   sigaddset(&set_, SIGUSR2);
   pthread_sigmask(SIG_BLOCK, &set_, nullptr);
-  control_.on_savepoint([](const SavepointResult& r) {
-    if (r.error.empty()) {
-      std::printf("savepoint %lld completed: %s\n", static_cast<long long>(r.id), r.path.c_str());
-    } else {
-      std::printf("savepoint failed: %s\n", r.error.c_str());
-    }
-    std::fflush(stdout);
-  });
-  thread_ = std::thread([this] {
+  signal_thread_ = std::thread([this] {
     while (true) {
       int sig = 0;
       if (sigwait(&set_, &sig) != 0) continue;
       if (done_) return;
-      if (sig == SIGUSR1) control_.trigger_savepoint(dir_);
-      if (sig == SIGUSR2) control_.stop_with_savepoint(dir_, drain_);
+      if (sig == SIGUSR1) control_.trigger_savepoint(*savepoint_dir_);
+      if (sig == SIGUSR2) control_.stop_with_savepoint(*savepoint_dir_, drain_);
     }
   });
 }
 
-SignalControl::~SignalControl() {
-  done_ = true;
-  pthread_kill(thread_.native_handle(), SIGUSR1);
-  thread_.join();
+JobConsole::~JobConsole() {
+  if (signal_thread_.joinable()) {
+    done_ = true;
+    pthread_kill(signal_thread_.native_handle(), SIGUSR1);
+    signal_thread_.join();
+  }
+}
+
+absl::StatusOr<JobResult> JobConsole::run(StreamEnvironment& env, const std::string& name) {
+  absl::StatusOr<JobResult> result = env.execute(name, &control_);
+  line_.stop();
+  return result;
+}
+
+std::optional<std::string> JobConsole::progress_text(ProgressLine::Clock::duration elapsed) {
+  std::optional<JobProgress> p = control_.progress();
+  if (!p) return std::nullopt;
+  return job_progress_text(to_string(p->status), p->source_records, rate_.update(p->source_records, elapsed),
+                           p->completed_checkpoints, elapsed);
 }
 
 void print_result(const JobResult& r, std::FILE* out) {

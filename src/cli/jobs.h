@@ -54,6 +54,7 @@ struct JobFlags {
   bool drain = false;
   bool claim = false;
   bool verbose = false;
+  bool quiet = false;
 
   void add_to(CLI::App* app) {
     app->add_option("--parallelism,-p", parallelism, "Subtasks per operator")
@@ -129,6 +130,7 @@ struct JobFlags {
     app->add_flag("--claim", claim,
                   "Own the restored checkpoint: delete it once newer ones replace it");
     app->add_flag("--verbose,-v", verbose, "Log restarts and checkpoints");
+    app->add_flag("--quiet,-q", quiet, "No progress line (there is none unless stdout is a terminal)");
   }
 
   // Where a savepoint goes when its request names no directory: the

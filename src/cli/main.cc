@@ -7,6 +7,7 @@
 //   3  unusable input, output or checkpoint (unreadable file, no or broken
 //      checkpoint to restore, state that does not fit the job)
 //   4  the job failed and its restart strategy gave up
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -33,6 +34,7 @@
 #include "cli/help.h"
 #include "cli/job_settings.h"
 #include "cli/logging.h"
+#include "cli/progress.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "weir/version.h"
@@ -75,10 +77,10 @@ int run_running_sum(const weir::examples::RunningSumOptions& opts, const JobFlag
   std::error_code ec;
   std::filesystem::create_directories(opts.output_dir, ec);
   if (ec) return fail(kBadInput, "cannot create output directory " + opts.output_dir + ": " + ec.message());
-  weir::cli::SignalControl signals(flags.default_savepoint_dir(), flags.drain);
+  weir::cli::JobConsole console(flags.quiet, flags.default_savepoint_dir(), flags.drain);
   weir::StreamEnvironment env(*config);
   weir::examples::build_running_sum(env, opts);
-  auto result = env.execute("running-sum", signals.control());
+  auto result = console.run(env, "running-sum");
   if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
   weir::cli::print_result(*result, stdout);
   if (result->status != weir::JobStatus::kFinished) {
@@ -101,10 +103,10 @@ int run_orders(const weir::examples::OrdersOptions& opts, const JobFlags& flags)
   if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
   absl::Status valid = weir::examples::validate_orders_options(opts);
   if (!valid.ok()) return fail(kBadArguments, std::string(valid.message()));
-  weir::cli::SignalControl signals(flags.default_savepoint_dir(), flags.drain);
+  weir::cli::JobConsole console(flags.quiet, flags.default_savepoint_dir(), flags.drain);
   weir::StreamEnvironment env(*config);
   weir::examples::build_orders(env, opts);
-  auto result = env.execute("orders", signals.control());
+  auto result = console.run(env, "orders");
   if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
   weir::cli::print_result(*result, stdout);
   if (result->status != weir::JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
@@ -113,8 +115,9 @@ int run_orders(const weir::examples::OrdersOptions& opts, const JobFlags& flags)
 
 // Runs a job that fills a topic to its end; kOk with `*result`, or the
 // failure, printed, with its exit code.
-int run_producer(weir::StreamEnvironment& env, const std::string& name, weir::JobResult* result) {
-  auto r = env.execute(name);
+int run_producer(weir::StreamEnvironment& env, const std::string& name, bool quiet, weir::JobResult* result) {
+  weir::cli::JobConsole console(quiet, std::nullopt);
+  auto r = console.run(env, name);
   if (!r.ok()) return fail(exit_code_for(r.status()), std::string(r.status().message()));
   if (r->status != weir::JobStatus::kFinished) return fail(kJobFailed, "job failed: " + r->failure);
   *result = std::move(*r);
@@ -122,14 +125,14 @@ int run_producer(weir::StreamEnvironment& env, const std::string& name, weir::Jo
 }
 
 int run_order_producer(const std::string& brokers, const std::string& topic,
-                       const weir::examples::GeneratedOrders& g) {
+                       const weir::examples::GeneratedOrders& g, bool quiet) {
   if (brokers.empty()) return fail(kBadArguments, "generate orders: give --kafka-brokers HOST:PORT");
   weir::JobConfig config;
   config.checkpoint.interval = weir::Duration(1000);
   weir::StreamEnvironment env(config);
   weir::examples::build_order_producer(env, brokers, topic, g);
   weir::JobResult result;
-  if (int code = run_producer(env, "order-producer", &result); code != kOk) return code;
+  if (int code = run_producer(env, "order-producer", quiet, &result); code != kOk) return code;
   std::printf("produced %lld orders to %s\n", static_cast<long long>(g.count), topic.c_str());
   return kOk;
 }
@@ -140,12 +143,12 @@ double cpu_seconds() {
   return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-int run_nexmark_producer(const NexmarkFlags& nf, weir::JobConfig config) {
+int run_nexmark_producer(const NexmarkFlags& nf, weir::JobConfig config, bool quiet) {
   weir::nexmark::QueryOptions o = nf.to_query_options();
   weir::StreamEnvironment env(config);
   weir::nexmark::build_nexmark_producer(env, o, nf.produce_to);
   weir::JobResult result;
-  if (int code = run_producer(env, "nexmark-producer", &result); code != kOk) return code;
+  if (int code = run_producer(env, "nexmark-producer", quiet, &result); code != kOk) return code;
   std::printf("produced %lld events to %s in %.3f s\n", static_cast<long long>(nf.events), nf.produce_to.c_str(),
               result.wall_time.count() / 1000.0);
   return kOk;
@@ -156,7 +159,7 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
   if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
   absl::Status valid = nf.validate();
   if (!valid.ok()) return fail(kBadArguments, std::string(valid.message()));
-  if (!nf.produce_to.empty()) return run_nexmark_producer(nf, *config);
+  if (!nf.produce_to.empty()) return run_nexmark_producer(nf, *config, flags.quiet);
   weir::nexmark::QueryOptions o = nf.to_query_options();
   std::atomic<int64_t> events_read{0};
   o.events_read = &events_read;
@@ -190,12 +193,12 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
     auto s = weir::nexmark::dump_events(gen, nf.events, nf.dump_dir);
     if (!s.ok()) return fail(kBadInput, std::string(s.message()));
   }
-  weir::cli::SignalControl signals(flags.default_savepoint_dir(), flags.drain);
+  weir::cli::JobConsole console(flags.quiet, flags.default_savepoint_dir(), flags.drain);
   weir::StreamEnvironment env(*config);
   auto s = weir::nexmark::build_query(env, o);
   if (!s.ok()) return fail(kBadArguments, std::string(s.message()));
   double cpu0 = cpu_seconds();
-  auto result = env.execute("nexmark-" + nf.query, signals.control());
+  auto result = console.run(env, "nexmark-" + nf.query);
   double cpu = cpu_seconds() - cpu0;
   if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
   if (result->status != weir::JobStatus::kFinished) {
@@ -356,6 +359,8 @@ int main(int argc, char** argv) {
   gen_rs->add_option("--bad-every", gen_bad_every, "Every N-th line malformed (0: none)")
       ->check(weir::cli::whole_number(0));
   gen_rs->add_option("--seed", gen_seed, "Seed");
+  bool gen_quiet = false;
+  gen->add_flag("--quiet,-q", gen_quiet, "No progress line (there is none unless stdout is a terminal)");
 
   auto* gen_orders = gen->add_subcommand("orders", "JSON orders into a Kafka topic");
   weir::examples::GeneratedOrders gen_o;
@@ -380,6 +385,8 @@ int main(int argc, char** argv) {
   ver_rs->add_option("--input", ver_inputs, "Input file(s), as given to the job")->required();
   ver_rs->add_option("--output", ver_output, "The job's output directory")->required();
   ver_rs->add_flag("--at-least-once", ver_at_least_once, "Only require that nothing was lost");
+  bool ver_quiet = false;
+  verify->add_flag("--quiet,-q", ver_quiet, "No progress line (there is none unless stdout is a terminal)");
 
   weir::cli::ClusterCommands cluster(app);
 
@@ -407,19 +414,32 @@ int main(int argc, char** argv) {
     orders_opts.parallelism = orders_flags.parallelism;
     return run_orders(orders_opts, orders_flags);
   }
-  if (gen_orders->parsed()) return run_order_producer(gen_brokers, gen_topic, gen_o);
+  if (gen_orders->parsed()) return run_order_producer(gen_brokers, gen_topic, gen_o, gen_quiet);
   if (nx->parsed()) {
     if (nx_job.verbose) spdlog::set_level(spdlog::level::info);
     return run_nexmark(nx_flags, nx_job);
   }
   if (gen_rs->parsed()) {
+    std::atomic<int64_t> written{0};
+    weir::cli::ProgressLine line(gen_quiet);
+    line.tick([&](weir::cli::ProgressLine::Clock::duration elapsed) {
+      return fmt::format("writing  {} of {} lines  {}", written.load(), gen_lines, weir::cli::format_elapsed(elapsed));
+    });
     auto s = weir::examples::generate_running_sum_input(gen_path, gen_lines, gen_keys, gen_bad_every,
-                                                        gen_seed);
+                                                        gen_seed, &written);
+    line.stop();
     if (!s.ok()) return fail(kBadInput, std::string(s.message()));
     return kOk;
   }
   if (ver_rs->parsed()) {
-    auto c = weir::examples::check_running_sum(ver_inputs, ver_output);
+    std::atomic<int64_t> looked_at{0};
+    weir::cli::ProgressLine line(ver_quiet);
+    line.tick([&](weir::cli::ProgressLine::Clock::duration elapsed) {
+      return fmt::format("checking  {} input and output lines  {}", looked_at.load(),
+                         weir::cli::format_elapsed(elapsed));
+    });
+    auto c = weir::examples::check_running_sum(ver_inputs, ver_output, nullptr, &looked_at);
+    line.stop();
     if (!c.ok()) return fail(kBadInput, std::string(c.status().message()));
     std::printf("input lines: %lld (valid %lld over %lld keys, malformed %lld)\n",
                 static_cast<long long>(c->input_lines), static_cast<long long>(c->valid_records),

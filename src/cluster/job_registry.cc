@@ -112,7 +112,9 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     absl::MutexLock lock(&raw->mu);
     raw->savepoints.push_back(r);
   });
-  detail::JobControlAccess::attach(job->control, [raw](JobControl::Request r) { raw->master->handle_request(std::move(r)); });
+  // Clients follow a cluster's jobs through the REST API, not progress().
+  detail::JobControlAccess::attach(
+      job->control, [raw](JobControl::Request r) { raw->master->handle_request(std::move(r)); }, nullptr);
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the JobManager is shutting down");

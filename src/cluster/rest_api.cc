@@ -130,6 +130,9 @@ void RestApi::get_metrics(const Request&, Response& res) {
                 static_cast<double>(st.lost_records));
     out.counter(job + "numDroppedRecords", "Records of failed tasks dropped on their way (task failover).", labels,
                 static_cast<double>(st.dropped_records));
+    out.gauge(job + "lastCheckpointRestoreTimestamp",
+              "When tasks were last restored from a checkpoint or savepoint (ms since the epoch; -1: never).", labels,
+              static_cast<double>(st.last_restore_ms));
     if (st.checkpoints.empty()) continue;
     const CompletedCheckpointStats& last = st.checkpoints.back();
     int64_t alignment_ms = 0;
@@ -361,19 +364,24 @@ nlohmann::json job_json(Job& j, bool detail) {
 nlohmann::json checkpoints_json(Job& j) {
   std::vector<CompletedCheckpointStats> stats;
   int64_t failed = 0;
-  bool ended = false;
+  std::optional<runtime::JobMaster::Status> st;
   {
     absl::MutexLock lock(&j.mu);
     if (j.result) {
-      ended = true;
       stats = j.result->checkpoints;
       failed = j.result->failed_checkpoints;
+      st = j.final_status;
     }
   }
-  if (!ended) {
-    auto st = j.master->status();
-    stats = st.checkpoints;
-    failed = st.failed_checkpoints;
+  if (!st) {
+    st = j.master->status();
+    stats = st->checkpoints;
+    failed = st->failed_checkpoints;
+  }
+  // The last restore, as Flink's checkpoint statistics show it.
+  nlohmann::json restored = nullptr;
+  if (st->last_restore_ms >= 0) {
+    restored = {{"id", st->last_restored_id}, {"time_ms", st->last_restore_ms}, {"path", st->last_restored_from}};
   }
   nlohmann::json completed = nlohmann::json::array();
   for (const auto& c : stats) {
@@ -391,7 +399,7 @@ nlohmann::json checkpoints_json(Job& j) {
                          {"final", c.is_final},
                          {"subtasks", subtasks}});
   }
-  return {{"completed", completed}, {"failed", failed}};
+  return {{"completed", completed}, {"failed", failed}, {"restored", restored}};
 }
 
 }  // namespace weir::cluster

@@ -125,6 +125,9 @@ JobMaster::Status JobMaster::status() {
     out.failed_checkpoints = coordinator_.failed_checkpoints();
     out.failures.assign(failures_.begin(), failures_.end());
     out.failures_total = failures_total_;
+    out.last_restore_ms = last_restore_ms_;
+    out.last_restored_id = last_restored_id_;
+    out.last_restored_from = last_restored_from_;
     for (const auto& e : executions_) out.executions.push_back({e.id, e.state, e.terminal});
     done.Notify();
   });
@@ -238,6 +241,11 @@ void JobMaster::deploy(const std::set<int>& regions) {
     }
   }
   if (!place_attempt(tdds, regions)) return;
+  if (latest != nullptr) {
+    last_restore_ms_ = clock_->wall_ms();
+    last_restored_id_ = latest->id;
+    last_restored_from_ = latest->location;
+  }
   for (int r : regions) ++region_attempt_[r];
   attempt_ = *std::max_element(region_attempt_.begin(), region_attempt_.end());
   for (size_t i = 0; i < tdds.size(); ++i) executions_[tdds[i].task_index] = executions[i];

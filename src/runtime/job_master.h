@@ -74,6 +74,12 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
     };
     std::vector<Failure> failures;
     int64_t failures_total = 0;
+    // The last time tasks were deployed from a checkpoint or savepoint (the
+    // job's start from --restore, or a restart): when (wall clock, -1:
+    // never), which, from where. Flink's lastCheckpointRestoreTimestamp.
+    int64_t last_restore_ms = -1;
+    int64_t last_restored_id = -1;
+    std::string last_restored_from;
     struct Execution {
       ExecutionId id;
       ExecutionState state;
@@ -215,8 +221,11 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   int64_t start_ms_ = 0;
   int64_t waiting_for_slots_since_ms_ = -1;
   std::string waiting_for_slots_why_;  // while waiting: what is missing
-  int64_t restored_id_ = -1;
+  int64_t restored_id_ = -1;  // what the job started from
   std::string restored_from_;
+  int64_t last_restore_ms_ = -1;  // Status::last_restore_*
+  int64_t last_restored_id_ = -1;
+  std::string last_restored_from_;
   std::vector<SavepointResult> savepoints_;
   int64_t stop_savepoint_id_ = -1;  // stop (no drain) once this savepoint completes
   bool draining_ = false;           // stop with drain requested

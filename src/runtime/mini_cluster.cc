@@ -75,16 +75,25 @@ absl::Status check_restore(const graph::JobGraph& g, const checkpoint::Checkpoin
   return absl::OkStatus();
 }
 
-// Sums each vertex's subtasks, the last attempt of each.
-std::vector<VertexStats> vertex_stats(const graph::JobGraph& g,
-                                      const std::vector<TaskManager::TaskMetricsEntry>& tasks) {
+// The last attempt of each subtask.
+std::vector<const TaskManager::TaskMetricsEntry*> last_attempts(
+    const std::vector<TaskManager::TaskMetricsEntry>& tasks) {
   std::map<std::pair<int, int>, const TaskManager::TaskMetricsEntry*> last;
   for (const auto& t : tasks) {
     auto& slot = last[{t.id.vertex, t.id.subtask}];
     if (slot == nullptr || slot->id.attempt < t.id.attempt) slot = &t;
   }
+  std::vector<const TaskManager::TaskMetricsEntry*> out;
+  out.reserve(last.size());
+  for (const auto& entry : last) out.push_back(entry.second);
+  return out;
+}
+
+// Sums each vertex's subtasks, the last attempt of each.
+std::vector<VertexStats> vertex_stats(const graph::JobGraph& g,
+                                      const std::vector<TaskManager::TaskMetricsEntry>& tasks) {
   std::vector<TaskMetricsSnapshot> sums(g.vertices.size());
-  for (const auto& [key, t] : last) sums[key.first] += t->metrics;
+  for (const auto* t : last_attempts(tasks)) sums[t->id.vertex] += t->metrics;
   std::vector<VertexStats> out(g.vertices.size());
   for (const auto& v : g.vertices) {
     const TaskMetricsSnapshot& m = sums[v.id];
@@ -92,6 +101,21 @@ std::vector<VertexStats> vertex_stats(const graph::JobGraph& g,
                             m.bytes_in,  m.bytes_out,   m.backpressured_ms, m.idle_ms, m.gauges};
   }
   return out;
+}
+
+JobProgress progress(const graph::JobGraph& g, JobMaster& jm, TaskManager& tm) {
+  JobMaster::Status s = jm.status();
+  JobProgress p;
+  p.status = s.status;
+  p.completed_checkpoints = static_cast<int64_t>(s.checkpoints.size());
+  p.restarts = s.restarts;
+  const std::vector<TaskManager::TaskMetricsEntry> tasks = tm.task_metrics();
+  for (const auto* t : last_attempts(tasks)) {
+    if (!g.vertices[t->id.vertex].is_source) continue;
+    auto emitted = t->metrics.gauges.find(std::string(detail::kRecordsOutMetric));
+    if (emitted != t->metrics.gauges.end()) p.source_records += emitted->second;
+  }
+  return p;
 }
 
 }  // namespace
@@ -117,7 +141,10 @@ absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobC
   tm.register_job(job_id, TaskManager::JobContext{*graph, storage, &jm, config, nullptr, nullptr});
   jm.start(std::move(*restored));
   if (control != nullptr) {
-    detail::JobControlAccess::attach(*control, [&jm](JobControl::Request r) { jm.handle_request(std::move(r)); });
+    const graph::JobGraph& g = **graph;
+    detail::JobControlAccess::attach(
+        *control, [&jm](JobControl::Request r) { jm.handle_request(std::move(r)); },
+        [&g, &jm, &tm] { return progress(g, jm, tm); });
   }
   JobResult result = jm.wait();
   if (control != nullptr) detail::JobControlAccess::detach(*control);

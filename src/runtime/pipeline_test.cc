@@ -2,10 +2,14 @@
 // once, at-least-once and no-checkpoint runs, with injected task failures.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <thread>
 
 #include "testing/committing_sink.h"
 #include "weir/connectors.h"
@@ -220,6 +224,48 @@ TEST(PipelineTest, ExhaustedRestartStrategyFailsTheJobWithTheCause) {
   EXPECT_EQ(r->status, JobStatus::kFailed);
   EXPECT_EQ(r->restarts, 2);
   EXPECT_NE(r->failure.find("bad record 500"), std::string::npos) << r->failure;
+}
+
+// JobControl::progress() while the job runs: its state, the records its
+// sources emitted, its checkpoints; empty before it runs and after it ended.
+TEST(PipelineTest, ProgressShowsTheRunningJobsRecordsAndCheckpoints) {
+  constexpr int64_t kHoldAt = 5000;
+  JobConfig config;
+  config.checkpoint.interval = Duration(20);
+  StreamEnvironment env(config);
+  std::atomic<bool> released{false};
+  env.from_source<int64_t>([&released] {
+       auto source = std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 2 * kHoldAt);
+       source->hold_while([&released](int64_t i) { return i == kHoldAt && !released.load(); });
+       return source;
+     })
+      .map([](const int64_t& i) { return i * 2; });
+  JobControl control;
+  EXPECT_FALSE(control.progress().has_value());
+
+  std::optional<JobProgress> seen;
+  std::thread watcher([&] {
+    // Until the source holds at kHoldAt with two checkpoints since, or a
+    // minute passed; then let it finish.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::optional<JobProgress> p = control.progress();
+      if (p && p->source_records == kHoldAt && p->completed_checkpoints >= 2) {
+        seen = p;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling, not synchronisation
+    }
+    released = true;
+  });
+  auto r = env.execute("progress", &control);
+  watcher.join();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, JobStatus::kFinished) << r->failure;
+  ASSERT_TRUE(seen.has_value()) << "progress() never showed the held source's " << kHoldAt << " records";
+  EXPECT_EQ(seen->status, JobStatus::kRunning);
+  EXPECT_EQ(seen->restarts, 0);
+  EXPECT_FALSE(control.progress().has_value()) << "progress() after the job ended";
 }
 
 TEST(PipelineTest, TooFewNetworkBuffersIsAClearError) {

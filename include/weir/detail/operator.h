@@ -286,6 +286,11 @@ namespace detail {
 // A source produces records when polled by its task.
 enum class PollStatus : uint8_t { kMore, kEndOfInput, kIdle };
 
+// The counter in a source operator's metric group (OperatorContext::
+// metrics) of the records it emitted, Flink's operator-scope name: what
+// progress displays count as a job's input.
+inline constexpr std::string_view kRecordsOutMetric = "numRecordsOut";
+
 class SourceOperatorBase : public OperatorBase {
  public:
   // Emits up to `max_records` into the output.

@@ -114,6 +114,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
   }
   absl::Status open(OperatorContext& ctx, const OperatorRestore* restore) override {
     ctx_ = &ctx;
+    records_out_ = &ctx.metrics().counter(kRecordsOutMetric);
     absl::Status s = restore_operator_state(ctx, restore);
     if (!s.ok()) return s;
     clock_ = &ctx.processing_time();
@@ -297,6 +298,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
       current_timestamp() = kNoTimestamp;
     }
     out_->collect(r);
+    records_out_->inc();
   }
 
   void reject(const T& r, int64_t ts) {
@@ -361,6 +363,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
   std::map<int64_t, AheadSplit> ahead_splits_;
   OperatorStateMap released_positions_;
   int64_t released_records_ = 0;
+  Counter* records_out_ = nullptr;  // kRecordsOutMetric
   std::unique_ptr<OutputBase> owned_out_;
   Output<T>* out_ = &discard_;
   DiscardingOutput<T> discard_;

@@ -360,7 +360,8 @@ function fillCheckpoints(cps) {
     <div class="card"><div class="n" id="checkpoints-completed">${done.length}</div><div class="l">Completed</div></div>
     <div class="card"><div class="n">${num(cps.failed)}</div><div class="l">Failed</div></div>
     <div class="card"><div class="n">${last ? duration(last.duration_ms) : '—'}</div><div class="l">Last duration</div></div>
-    <div class="card"><div class="n">${last ? bytes(last.state_bytes) : '—'}</div><div class="l">Last size</div></div></div>`;
+    <div class="card"><div class="n">${last ? bytes(last.state_bytes) : '—'}</div><div class="l">Last size</div></div>
+    <div class="card" title="${cps.restored ? esc(cps.restored.path) : ''}"><div class="n" id="checkpoints-restored">${cps.restored ? '#' + cps.restored.id + ' at ' + time(cps.restored.time_ms) : '—'}</div><div class="l">Last restore</div></div></div>`;
   if (done.length === 0) return fill('s-checkpoints', html + '<p class="muted">No checkpoint completed yet.</p>');
   const recent = done.slice(-60);
   html += `<div class="charts">${chart('Duration of the last checkpoints', recent, c => c.duration_ms, duration)}
