@@ -13,6 +13,7 @@ PACKAGES=(
   iproute2
   librdkafka-dev kcat
   libpq-dev postgresql
+  libcurl4-openssl-dev libpugixml-dev nodejs
   clang libclang-rt-14-dev
   chromium chromium-driver fonts-dejavu-core
   openssl
@@ -25,13 +26,24 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
-
-echo "install-deps: installing ${missing[*]}" >&2
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian's nodejs comes without npm (other builds of Node include it).
+if ! command -v npm >/dev/null; then
+  $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+
+# The S3-compatible server the tests start (s3rver, from the npm registry,
+# at the versions tests/s3rver/package-lock.json pins), into
+# tests/s3rver/node_modules.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ ! -x "$ROOT/tests/s3rver/node_modules/.bin/s3rver" ]; then
+  echo "install-deps: installing s3rver (npm) into tests/s3rver" >&2
+  npm ci --prefix "$ROOT/tests/s3rver" --no-audit --no-fund --loglevel=error >/dev/null
+fi

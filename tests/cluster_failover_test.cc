@@ -18,6 +18,7 @@
 #include "tests/cluster.h"
 #include "tests/cluster_checks.h"
 #include "tests/prometheus.h"
+#include "tests/s3_server.h"
 #include "common/clock.h"
 #include "testing/seed.h"
 
@@ -693,6 +694,47 @@ TEST(ClusterTest, JobResumesAfterAJobManagerRestart) {
   auto ended = c.client().checkpoints(*resumed);
   ASSERT_TRUE(ended.ok()) << ended.status();
   EXPECT_EQ((*ended)["restored"]["id"], restore.id) << *ended;
+}
+
+// Checkpoints on S3-compatible storage (s3rver) instead of a shared
+// directory: a TaskManager is SIGKILLed, the job restores from the newest
+// checkpoint in S3 (the REST API says so) and the output is exactly-once.
+TEST(ClusterTest, KilledTaskManagerRestoresFromCheckpointsInS3) {
+  Cluster c("cluster-s3");
+  testing::S3Server s3(c.dir(), "weir");
+  ASSERT_TRUE(s3.start()) << "s3rver did not start (scripts/install-deps.sh installs it)";
+  s3.set_env();  // the JobManager and TaskManagers inherit it
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 60000, 500, 0, 21).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "4",
+                                               "--checkpoint-dir", s3.url("checkpoints"), "--checkpoint-interval",
+                                               "200ms", "--rate", "2500"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 3; }, 60s)) << c.jm_log();
+  // A savepoint into S3 too, committed by its _metadata.
+  auto savepoint = c.client().savepoint(*job, s3.url("savepoints"), /*stop=*/false, /*drain=*/false);
+  ASSERT_TRUE(savepoint.ok()) << savepoint.status();
+  const std::string savepoint_path = (*savepoint)["path"];
+  EXPECT_EQ(savepoint_path.rfind(s3.url("savepoints/savepoint-"), 0), 0u) << *savepoint;
+  checkpoint::S3Client client(s3.settings());
+  auto metadata = client.get(*checkpoint::parse_s3_url(savepoint_path + "/_metadata"));
+  EXPECT_TRUE(metadata.ok()) << metadata.status();
+  c.taskmanager("tm-b")->kill9();
+  c.start_taskmanager("tm-c", 2);
+  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
+  auto done = c.client().wait(*job, 120000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
+  EXPECT_GE((*done)["restarts"].get<int>(), 1);
+  auto cps = c.client().checkpoints(*job);
+  ASSERT_TRUE(cps.ok()) << cps.status();
+  ASSERT_TRUE((*cps)["restored"].is_object()) << *cps;
+  // The newest completed at the loss: a checkpoint, or the savepoint.
+  const std::string restored = (*cps)["restored"]["path"];
+  EXPECT_TRUE(restored.rfind(s3.url("checkpoints/" + *job + "/chk-"), 0) == 0 || restored == savepoint_path)
+      << restored;
+  expect_exactly_once({input}, c.dir().path("out"));
 }
 
 // The JobManager and two TaskManagers on separate hosts (network

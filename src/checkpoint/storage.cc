@@ -1,6 +1,7 @@
 #include "checkpoint/storage.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "checkpoint/s3_storage.h"
 #include "common/file_util.h"
 #include "common/test_points.h"
 
@@ -319,6 +321,7 @@ size_t MemoryCheckpointStorage::num_checkpoints() const {
 }
 
 absl::StatusOr<RestoredCheckpoint> load_checkpoint(const std::string& path) {
+  if (is_s3_url(path)) return load_s3_checkpoint(path);
   fs::path dir(path);
   if (dir.filename() == kMetadataFileName) dir = dir.parent_path();
   std::string meta_path = (dir / kMetadataFileName).string();
@@ -340,6 +343,7 @@ absl::StatusOr<RestoredCheckpoint> load_checkpoint(const std::string& path) {
 
 absl::StatusOr<RestoredCheckpoint> find_latest_checkpoint(const std::string& root,
                                                           std::vector<std::string>* skipped) {
+  if (is_s3_url(root)) return find_latest_s3_checkpoint(root, skipped);
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     return absl::NotFoundError("checkpoint directory " + root + " does not exist");
@@ -395,6 +399,13 @@ absl::StatusOr<std::string> RoutingCheckpointStorage::finalize(const CheckpointM
 absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::read_state_file(
     const std::string& location, const OperatorSubtaskState& handle) {
   if (location.rfind("memory://", 0) == 0) return checkpoints_->read_state_file(location, handle);
+  if (is_s3_url(location)) {
+    auto client = shared_s3_client();
+    if (!client.ok()) return client.status();
+    auto dir = parse_s3_url(location);
+    if (!dir.ok()) return dir.status();
+    return S3CheckpointStorage::at(*client, *dir)->read_state_file(location, handle);
+  }
   // A directory: a savepoint, or a checkpoint of this or another job.
   return FileCheckpointStorage::at_directory(location)->read_state_file(location, handle);
 }
@@ -417,6 +428,17 @@ void RoutingCheckpointStorage::discard(int64_t id) {
 std::string RoutingCheckpointStorage::location(int64_t id) const { return target(id)->location(id); }
 
 absl::Status RoutingCheckpointStorage::add_savepoint(int64_t id, const std::string& dir) {
+  if (is_s3_url(dir)) {
+    auto client = shared_s3_client();
+    if (!client.ok()) return client.status();
+    auto url = parse_s3_url(dir);
+    if (!url.ok()) return url.status();
+    auto existing = (*client)->list(S3Url{url->bucket, url->key + "/"});
+    if (!existing.ok()) return existing.status();
+    if (!existing->empty()) return absl::AlreadyExistsError("savepoint directory " + dir + " already exists");
+    route_savepoint(id, dir);
+    return absl::OkStatus();
+  }
   std::error_code ec;
   if (fs::exists(dir, ec)) return absl::AlreadyExistsError("savepoint directory " + dir + " already exists");
   fs::create_directories(dir, ec);
@@ -426,8 +448,16 @@ absl::Status RoutingCheckpointStorage::add_savepoint(int64_t id, const std::stri
 }
 
 void RoutingCheckpointStorage::route_savepoint(int64_t id, const std::string& dir) {
+  std::unique_ptr<CheckpointStorage> storage;
+  if (is_s3_url(dir)) {
+    auto client = shared_s3_client();
+    auto url = parse_s3_url(dir);
+    // add_savepoint (or the JobManager that chose `dir`) checked both.
+    if (client.ok() && url.ok()) storage = S3CheckpointStorage::at(*client, *url);
+  }
+  if (storage == nullptr) storage = FileCheckpointStorage::at_directory(dir);
   absl::MutexLock lock(&mu_);
-  savepoints_[id] = FileCheckpointStorage::at_directory(dir);
+  savepoints_[id] = std::move(storage);
 }
 
 void discard_files(const std::vector<std::string>& files) {
@@ -440,6 +470,14 @@ void discard_files(const std::vector<std::string>& files) {
 
 void discard_checkpoint_at(const std::string& location) {
   if (location.rfind("memory://", 0) == 0) return;
+  if (is_s3_url(location)) {
+    auto client = shared_s3_client();
+    auto url = parse_s3_url(location);
+    if (!client.ok() || !url.ok()) return;
+    absl::Status s = (*client)->remove_all(S3Url{url->bucket, url->key + "/"});
+    if (!s.ok()) spdlog::warn("could not remove checkpoint {}: {}", location, std::string(s.message()));
+    return;
+  }
   std::error_code ec;
   fs::remove_all(location, ec);  // best effort, as discard()
 }

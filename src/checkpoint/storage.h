@@ -150,7 +150,8 @@ class MemoryCheckpointStorage final : public CheckpointStorage {
 
 // The storage a job uses: checkpoints go to `checkpoints`, savepoints to
 // their own directories; state files are read from wherever a restored
-// location points (a memory:// location or a directory). Thread-safe.
+// location points (a memory:// location, a directory, or s3://, see
+// s3_storage.h). Thread-safe.
 class RoutingCheckpointStorage final : public CheckpointStorage {
  public:
   explicit RoutingCheckpointStorage(std::shared_ptr<CheckpointStorage> checkpoints)
@@ -178,7 +179,7 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
 
   const std::shared_ptr<CheckpointStorage> checkpoints_;
   mutable absl::Mutex mu_;
-  std::map<int64_t, std::unique_ptr<FileCheckpointStorage>> savepoints_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::unique_ptr<CheckpointStorage>> savepoints_ ABSL_GUARDED_BY(mu_);
 };
 
 // Removes the checkpoint directory `location` (a claimed checkpoint of an

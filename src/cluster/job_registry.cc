@@ -102,9 +102,10 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
   job->start_ms = SystemClock::instance()->wall_ms();
   job->graph = *graph;
   auto storage = runtime::make_job_storage(config, job->id);
+  if (!storage.ok()) return storage.status();
   job->gateway = std::make_unique<JobGateway>(slots_, job->id, spec, *graph,
                                               runtime::buffers_needed(**graph, config.network));
-  job->master = std::make_unique<runtime::JobMaster>(job->id, *graph, config, job->gateway.get(), storage,
+  job->master = std::make_unique<runtime::JobMaster>(job->id, *graph, config, job->gateway.get(), *storage,
                                                      SystemClock::instance(), &job->control);
   job->gateway->set_master(job->master.get());
   Job* raw = job.get();

@@ -462,7 +462,9 @@ class TaskManagerProcess::Impl {
     auto job = std::make_unique<Job>();
     job->name = d.spec().name();
     job->result_dir = network::result_directory(config, d.job_id(), ExchangeMode::kBlocking);
-    job->storage = runtime::make_job_storage(config, d.job_id());
+    auto storage = runtime::make_job_storage(config, d.job_id());
+    if (!storage.ok()) return storage.status();
+    job->storage = *std::move(storage);
     job->proxy = std::make_unique<MasterProxy>(this, d.job_id());
     job->tasks = std::make_unique<runtime::TaskManager>(&pool_, &data_plane_, /*snapshot_threads=*/2);
     job->tasks->register_job(d.job_id(),

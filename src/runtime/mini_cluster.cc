@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "checkpoint/s3_storage.h"
 #include "checkpoint/storage.h"
 #include "graph/job_graph.h"
 #include "runtime/job_master.h"
@@ -135,10 +136,11 @@ absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobC
   if (!restored.ok()) return restored.status();
   std::string job_id = new_job_id();
   auto storage = make_job_storage(config, job_id);
+  if (!storage.ok()) return storage.status();
 
   TaskManager tm(config.network, /*snapshot_threads=*/2);
-  JobMaster jm(job_id, *graph, config, &tm, storage, SystemClock::instance(), control);
-  tm.register_job(job_id, TaskManager::JobContext{*graph, storage, &jm, config, nullptr, nullptr});
+  JobMaster jm(job_id, *graph, config, &tm, *storage, SystemClock::instance(), control);
+  tm.register_job(job_id, TaskManager::JobContext{*graph, *storage, &jm, config, nullptr, nullptr});
   jm.start(std::move(*restored));
   if (control != nullptr) {
     const graph::JobGraph& g = **graph;
@@ -177,11 +179,17 @@ absl::StatusOr<std::optional<checkpoint::RestoredCheckpoint>> find_restore(const
   return restored;
 }
 
-std::shared_ptr<checkpoint::RoutingCheckpointStorage> make_job_storage(const JobConfig& config,
-                                                                       const std::string& job_id) {
+absl::StatusOr<std::shared_ptr<checkpoint::RoutingCheckpointStorage>> make_job_storage(const JobConfig& config,
+                                                                                       const std::string& job_id) {
   std::shared_ptr<checkpoint::CheckpointStorage> checkpoints;
   if (config.checkpoint.directory.empty()) {
     checkpoints = std::make_shared<checkpoint::MemoryCheckpointStorage>(job_id);
+  } else if (checkpoint::is_s3_url(config.checkpoint.directory)) {
+    auto client = checkpoint::shared_s3_client();
+    if (!client.ok()) return client.status();
+    auto root = checkpoint::parse_s3_url(config.checkpoint.directory);
+    if (!root.ok()) return root.status();
+    checkpoints = std::make_shared<checkpoint::S3CheckpointStorage>(*client, *root, job_id);
   } else {
     checkpoints = std::make_shared<checkpoint::FileCheckpointStorage>(config.checkpoint.directory, job_id);
   }

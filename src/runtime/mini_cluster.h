@@ -30,10 +30,11 @@ int64_t buffers_needed(const graph::JobGraph& g, const NetworkConfig& net);
 // against the job: known operators, same max parallelism.
 absl::StatusOr<std::optional<checkpoint::RestoredCheckpoint>> find_restore(const graph::JobGraph& g,
                                                                           const JobConfig& config);
-// Where the job's checkpoints go: its checkpoint directory (in memory when
-// none), savepoints to their own directories.
-std::shared_ptr<checkpoint::RoutingCheckpointStorage> make_job_storage(const JobConfig& config,
-                                                                       const std::string& job_id);
+// Where the job's checkpoints go: its checkpoint directory, a directory or
+// s3://BUCKET/PREFIX (in memory when none), savepoints to their own
+// directories. Fails when s3:// storage has no credentials.
+absl::StatusOr<std::shared_ptr<checkpoint::RoutingCheckpointStorage>> make_job_storage(const JobConfig& config,
+                                                                                       const std::string& job_id);
 
 absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& graph, const JobConfig& config,
                                        const std::string& job_name, JobControl* control = nullptr);

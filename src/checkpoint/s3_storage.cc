@@ -1,0 +1,175 @@
+#include "checkpoint/s3_storage.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <utility>
+
+namespace weir::checkpoint {
+namespace {
+
+// A state file going up: its bytes stream into the object's upload.
+class S3Output final : public StateFileOutput {
+ public:
+  explicit S3Output(std::unique_ptr<S3Client::Writer> writer) : writer_(std::move(writer)) {}
+  absl::Status append(std::string_view bytes) override { return writer_->append(bytes); }
+  absl::Status finish() override { return writer_->finish(); }
+
+ private:
+  std::unique_ptr<S3Client::Writer> writer_;
+};
+
+class DownloadedBytes final : public StateFileBytes {
+ public:
+  explicit DownloadedBytes(std::string bytes) : bytes_(std::move(bytes)) {}
+  std::string_view bytes() const override { return bytes_; }
+
+ private:
+  const std::string bytes_;
+};
+
+std::string chk_dir_name(int64_t id) { return "chk-" + std::to_string(id); }
+
+S3Url child(const S3Url& dir, const std::string& name) {
+  return {dir.bucket, dir.key.empty() ? name : dir.key + "/" + name};
+}
+
+}  // namespace
+
+S3CheckpointStorage::S3CheckpointStorage(std::shared_ptr<S3Client> client, S3Url root, const std::string& job_id)
+    : client_(std::move(client)), job_(child(root, job_id)), fixed_(false) {}
+
+S3CheckpointStorage::S3CheckpointStorage(Fixed, std::shared_ptr<S3Client> client, S3Url dir)
+    : client_(std::move(client)), job_(std::move(dir)), fixed_(true) {}
+
+std::unique_ptr<S3CheckpointStorage> S3CheckpointStorage::at(std::shared_ptr<S3Client> client, S3Url dir) {
+  return std::unique_ptr<S3CheckpointStorage>(new S3CheckpointStorage(Fixed{}, std::move(client), std::move(dir)));
+}
+
+S3Url S3CheckpointStorage::dir(int64_t id) const { return fixed_ ? job_ : child(job_, chk_dir_name(id)); }
+
+std::string S3CheckpointStorage::location(int64_t id) const { return dir(id).str(); }
+
+absl::StatusOr<std::unique_ptr<StateFileOutput>> S3CheckpointStorage::create_state_file(int64_t id,
+                                                                                        const std::string& name) {
+  return std::unique_ptr<StateFileOutput>(new S3Output(client_->writer(child(dir(id), name))));
+}
+
+absl::StatusOr<std::string> S3CheckpointStorage::finalize(const CheckpointMetadata& m) {
+  // Every state file was acknowledged (its upload completed) before the
+  // coordinator finalizes: _metadata goes last, and commits the checkpoint.
+  absl::Status s = client_->put(child(dir(m.checkpoint_id), std::string(kMetadataFileName)), encode_metadata(m));
+  if (!s.ok()) return s;
+  return location(m.checkpoint_id);
+}
+
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_state_file(
+    const std::string& location, const OperatorSubtaskState& handle) {
+  auto at = parse_s3_url(location);
+  if (!at.ok()) return at.status();
+  const S3Url url = child(*at, handle.file);
+  auto bytes = client_->get(url);
+  if (!bytes.ok()) {
+    if (absl::IsNotFound(bytes.status())) return absl::DataLossError(url.str() + ": missing");
+    return bytes.status();
+  }
+  if (bytes->size() != handle.file_size) {
+    return absl::DataLossError(url.str() + ": size " + std::to_string(bytes->size()) + ", expected " +
+                               std::to_string(handle.file_size));
+  }
+  absl::Status s = verify_state_file(*bytes, url.str());
+  if (!s.ok()) return s;
+  return std::shared_ptr<const StateFileBytes>(std::make_shared<DownloadedBytes>(*std::move(bytes)));
+}
+
+void S3CheckpointStorage::discard(int64_t id) {
+  // Best effort, as for files: a leftover without _metadata is never used.
+  const S3Url d = dir(id);
+  absl::Status s = client_->remove_all(S3Url{d.bucket, d.key + "/"});  // not chk-10/ with chk-1/
+  if (!s.ok()) spdlog::warn("could not remove checkpoint {}: {}", location(id), std::string(s.message()));
+}
+
+absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url) {
+  auto client = shared_s3_client();
+  if (!client.ok()) return client.status();
+  std::string path = url;
+  const std::string suffix = "/" + std::string(kMetadataFileName);
+  if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    path.resize(path.size() - suffix.size());
+  }
+  auto dir = parse_s3_url(path);
+  if (!dir.ok()) return dir.status();
+  const S3Url meta_url = child(*dir, std::string(kMetadataFileName));
+  auto bytes = (*client)->get(meta_url);
+  if (!bytes.ok()) {
+    if (absl::IsNotFound(bytes.status())) return absl::NotFoundError(dir->str() + ": incomplete checkpoint (no _metadata)");
+    return bytes.status();
+  }
+  auto meta = decode_metadata(*bytes, meta_url.str());
+  if (!meta.ok()) return meta.status();
+  RestoredCheckpoint cp{dir->str(), std::move(*meta)};
+  std::unique_ptr<S3CheckpointStorage> reader = S3CheckpointStorage::at(*client, *dir);
+  for (const auto& op : cp.metadata.operators) {
+    for (const auto& s : op.subtasks) {
+      if (s.is_native()) {
+        return absl::UnimplementedError(cp.location + ": incremental checkpoints on s3:// are not supported");
+      }
+      auto state = reader->read_state_file(cp.location, s);
+      if (!state.ok()) return state.status();
+    }
+  }
+  return cp;
+}
+
+absl::StatusOr<RestoredCheckpoint> find_latest_s3_checkpoint(const std::string& root,
+                                                             std::vector<std::string>* skipped) {
+  auto client = shared_s3_client();
+  if (!client.ok()) return client.status();
+  auto at = parse_s3_url(root);
+  if (!at.ok()) return at.status();
+  S3Url prefix = *at;
+  if (!prefix.key.empty()) prefix.key += "/";
+  auto objects = (*client)->list(prefix);
+  if (!objects.ok()) return objects.status();
+  // Each <job>/chk-<n>/ seen: when its _metadata was published, or for an
+  // incomplete one when its newest object was written (times as text).
+  struct Candidate {
+    std::string time;
+    bool published = false;
+    int64_t id = 0;
+  };
+  std::map<std::string, Candidate> dirs;
+  for (const auto& o : *objects) {
+    const std::string rel = o.key.substr(prefix.key.size());  // <job>/chk-<n>/<file>
+    const size_t a = rel.find('/');
+    const size_t b = a == std::string::npos ? a : rel.find('/', a + 1);
+    if (b == std::string::npos || rel.compare(a + 1, 4, "chk-") != 0) continue;
+    Candidate& c = dirs[prefix.key + rel.substr(0, b)];
+    c.id = std::atoll(rel.c_str() + a + 5);
+    if (rel.substr(b + 1) == kMetadataFileName) {
+      c.published = true;
+      c.time = o.last_modified;
+    } else if (!c.published) {
+      c.time = std::max(c.time, o.last_modified);
+    }
+  }
+  std::vector<std::pair<std::string, Candidate>> order(dirs.begin(), dirs.end());
+  std::sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    return x.second.time != y.second.time ? x.second.time > y.second.time : x.second.id > y.second.id;
+  });
+  for (const auto& [key, c] : order) {
+    const std::string url = S3Url{at->bucket, key}.str();
+    if (!c.published) {
+      if (skipped) skipped->push_back(url + ": incomplete checkpoint (no _metadata)");
+      continue;
+    }
+    auto cp = load_s3_checkpoint(url);
+    if (cp.ok()) return cp;
+    if (skipped) skipped->push_back(std::string(cp.status().message()));
+  }
+  return absl::NotFoundError("no complete checkpoint under " + root);
+}
+
+}  // namespace weir::checkpoint

@@ -1,0 +1,57 @@
+// Checkpoints in S3-compatible object storage (s3_client.h), laid out as
+// FileCheckpointStorage lays out directories:
+//   s3://BUCKET/PREFIX/<job-id>/chk-<n>/<uid>-<subtask>.state
+//   s3://BUCKET/PREFIX/<job-id>/chk-<n>/_metadata
+// An object store has no rename and no directories: each state file appears
+// whole when its upload completes (a multipart upload that never completes
+// leaves nothing behind), and _metadata is uploaded last, after every state
+// file of the checkpoint is acknowledged. It is the commit point: a
+// chk-<n>/ without _metadata is incomplete and never restored from, and a
+// restore verifies every state file's size and checksum before using it.
+//
+// Thread-safe. Incremental (native) checkpoints are not supported yet.
+#ifndef WEIR_CHECKPOINT_S3_STORAGE_H_
+#define WEIR_CHECKPOINT_S3_STORAGE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checkpoint/s3_client.h"
+#include "checkpoint/storage.h"
+
+namespace weir::checkpoint {
+
+class S3CheckpointStorage final : public CheckpointStorage {
+ public:
+  // Checkpoints of job `job_id` under `root` (s3://BUCKET/PREFIX).
+  S3CheckpointStorage(std::shared_ptr<S3Client> client, S3Url root, const std::string& job_id);
+  // Every checkpoint id maps to `dir` itself (one savepoint).
+  static std::unique_ptr<S3CheckpointStorage> at(std::shared_ptr<S3Client> client, S3Url dir);
+
+  absl::StatusOr<std::unique_ptr<StateFileOutput>> create_state_file(int64_t checkpoint_id,
+                                                                     const std::string& name) override;
+  absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
+      const std::string& location, const OperatorSubtaskState& handle) override;
+  void discard(int64_t checkpoint_id) override;
+  std::string location(int64_t checkpoint_id) const override;
+
+ private:
+  struct Fixed {};
+  S3CheckpointStorage(Fixed, std::shared_ptr<S3Client> client, S3Url dir);
+  S3Url dir(int64_t checkpoint_id) const;
+
+  const std::shared_ptr<S3Client> client_;
+  const S3Url job_;   // PREFIX/<job-id>, or the savepoint's own prefix
+  const bool fixed_;  // location(id) is job_ itself
+};
+
+// load_checkpoint and find_latest_checkpoint (storage.h) for s3:// paths.
+absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url);
+absl::StatusOr<RestoredCheckpoint> find_latest_s3_checkpoint(const std::string& root,
+                                                             std::vector<std::string>* skipped);
+
+}  // namespace weir::checkpoint
+
+#endif  // WEIR_CHECKPOINT_S3_STORAGE_H_

@@ -1,0 +1,256 @@
+// Checkpoints in S3-compatible storage against a real server (s3rver): the
+// client's requests (signed, multipart, listed, retried), and jobs that
+// checkpoint to s3://, fail, restore and resume from there.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checkpoint/s3_client.h"
+#include "checkpoint/s3_storage.h"
+#include "checkpoint/storage.h"
+#include "examples/running_sum/running_sum.h"
+#include "tests/process.h"
+#include "tests/s3_server.h"
+#include "testing/seed.h"
+
+namespace weir {
+namespace {
+
+using checkpoint::S3Client;
+using checkpoint::S3Url;
+using testing::Child;
+using testing::S3Server;
+using testing::TempDir;
+
+class S3Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<TempDir>(std::string("s3-") +
+                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    server_ = std::make_unique<S3Server>(*dir_, "weir");
+    ASSERT_TRUE(server_->start()) << "s3rver did not start (scripts/install-deps.sh installs it): "
+                                  << testing::slurp(dir_->path("s3-1.err"));
+  }
+  std::string path(const std::string& p) { return dir_->path(p); }
+
+  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<S3Server> server_;
+};
+
+TEST_F(S3Test, ClientPutsGetsListsAndRemovesObjects) {
+  S3Client s3(server_->settings());
+  const S3Url a{"weir", "dir/a"};
+  ASSERT_TRUE(s3.put(a, "alpha").ok());
+  ASSERT_TRUE(s3.put({"weir", "dir/b c+d"}, "").ok());  // a key that needs encoding; an empty object
+  ASSERT_TRUE(s3.put({"weir", "dirty"}, "x").ok());
+  auto got = s3.get(a);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "alpha");
+
+  auto listed = s3.list({"weir", "dir/"});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].key, "dir/a");
+  EXPECT_EQ((*listed)[0].size, 5);
+  EXPECT_EQ((*listed)[1].key, "dir/b c+d");
+  EXPECT_FALSE((*listed)[0].last_modified.empty());
+  auto size = s3.size(a);
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ(*size, 5);
+
+  auto missing = s3.get({"weir", "dir/none"});
+  EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
+  EXPECT_NE(missing.status().message().find("GET s3://weir/dir/none: HTTP 404 NoSuchKey"), std::string::npos)
+      << missing.status();
+  auto no_bucket = s3.get({"no-such-bucket", "k"});
+  EXPECT_FALSE(no_bucket.ok());
+  EXPECT_NE(no_bucket.status().message().find("NoSuchBucket"), std::string::npos) << no_bucket.status();
+
+  // "dir/" is a prefix of keys, not of "dirty".
+  ASSERT_TRUE(s3.remove_all({"weir", "dir/"}).ok());
+  listed = s3.list({"weir", ""});
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].key, "dirty");
+  EXPECT_TRUE(s3.remove({"weir", "gone"}).ok()) << "removing what is not there is no error";
+}
+
+// Large objects go up in parts, streamed; an upload never finished leaves
+// nothing behind.
+TEST_F(S3Test, WriterUploadsInPartsAndAnUnfinishedUploadLeavesNothing) {
+  checkpoint::S3Settings settings = server_->settings();
+  settings.part_bytes = 5 << 20;  // S3's smallest
+  S3Client s3(settings);
+  std::string bytes(12 << 20, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  {
+    auto w = s3.writer({"weir", "big"});
+    for (size_t at = 0; at < bytes.size(); at += 1 << 20) {
+      ASSERT_TRUE(w->append(std::string_view(bytes).substr(at, 1 << 20)).ok());
+    }
+    auto s = w->finish();
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  auto got = s3.get({"weir", "big"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->size(), bytes.size());
+  EXPECT_TRUE(*got == bytes);
+  {
+    auto w = s3.writer({"weir", "abandoned"});
+    ASSERT_TRUE(w->append(bytes).ok());  // two parts went up
+  }
+  EXPECT_TRUE(absl::IsNotFound(s3.get({"weir", "abandoned"}).status()));
+
+  // A local file, the same way.
+  const std::string file = path("local.bin");
+  {
+    std::ofstream out(file, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  ASSERT_TRUE(s3.put_file({"weir", "from-file"}, file).ok());
+  auto size = s3.size({"weir", "from-file"});
+  ASSERT_TRUE(size.ok());
+  EXPECT_EQ(*size, static_cast<int64_t>(bytes.size()));
+}
+
+// A server that is down: requests are retried with backoff and succeed
+// once it is back; while it stays down they fail naming the request and the
+// cause.
+TEST_F(S3Test, RequestsAreRetriedUntilTheServerIsBackOrTheAttemptsRunOut) {
+  checkpoint::S3Settings settings = server_->settings();
+  S3Client quick(settings);  // 3 attempts, 20 ms apart at first
+  server_->stop();
+  absl::Status down = quick.put({"weir", "k"}, "v");
+  EXPECT_TRUE(absl::IsUnavailable(down)) << down;
+  EXPECT_NE(down.message().find("PUT s3://weir/k: "), std::string::npos) << down;
+  EXPECT_NE(down.message().find("(after 3 attempts)"), std::string::npos) << down;
+
+  settings.max_attempts = 10;  // 0.1 + 0.2 + ... capped at 5 s: about 25 s in all
+  settings.first_backoff = std::chrono::milliseconds(100);
+  S3Client patient(settings);
+  absl::Status later = absl::UnknownError("not done");
+  std::thread writer([&] { later = patient.put({"weir", "k"}, "v"); });
+  ASSERT_TRUE(server_->start());
+  writer.join();
+  EXPECT_TRUE(later.ok()) << later;
+  auto got = patient.get({"weir", "k"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, "v");
+}
+
+// Runs running-sum with its checkpoints in S3; the process's environment
+// names the server.
+testing::RunResult run_running_sum(const S3Server& server, std::vector<std::string> args,
+                                   const std::string& log_prefix) {
+  args.insert(args.begin(), {testing::weir_bin(), "example", "running-sum"});
+  Child c(args, log_prefix, false, server.env());
+  const int code = c.wait();
+  return {code, c.out(), c.err()};
+}
+
+// The running-sum job checkpoints to s3:// and fails now and then: each
+// restart restores from S3 and the output is exactly-once. Then a broken
+// newest checkpoint (a state file cut short) and an incomplete one (no
+// _metadata) are passed over by --restore latest, which names both, and the
+// job resumes from the newest intact one.
+TEST_F(S3Test, JobsCheckpointToS3RestoreFromItAndSkipBrokenCheckpoints) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 200000, 300, 0, seed).ok());
+  const std::string chk = server_->url("checkpoints");
+  auto r = run_running_sum(*server_,
+                           {"--input", path("in.txt"), "--output", path("out"), "-p", "2", "--checkpoint-dir", chk,
+                            "--checkpoint-interval", "100ms", "--fail-every", "40000", "--seed",
+                            std::to_string(seed), "--retained-checkpoints", "3", "--rate", "50000"},
+                           path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected: " << r.out;
+  auto check = examples::check_running_sum({path("in.txt")}, path("out"));
+  ASSERT_TRUE(check.ok()) << check.status();
+  for (const auto& p : check->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(check->exactly_once);
+
+  // What the job left: its retained checkpoints, each committed by its
+  // _metadata.
+  S3Client s3(server_->settings());
+  auto objects = s3.list({"weir", "checkpoints/"});
+  ASSERT_TRUE(objects.ok()) << objects.status();
+  std::vector<std::string> metadata;
+  for (const auto& o : *objects) {
+    if (o.key.size() > 10 && o.key.compare(o.key.size() - 10, 10, "/_metadata") == 0) metadata.push_back(o.key);
+  }
+  ASSERT_GE(metadata.size(), 2u);
+  EXPECT_LE(metadata.size(), 3u) << "subsumed checkpoints are removed from S3";
+
+  server_->set_env();
+  std::vector<std::string> skipped;
+  auto newest = checkpoint::find_latest_checkpoint(chk, &skipped);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_TRUE(skipped.empty());
+  // Break the newest: cut one of its state files short.
+  auto newest_url = checkpoint::parse_s3_url(newest->location);
+  ASSERT_TRUE(newest_url.ok());
+  const std::string state_file = newest->metadata.operators.front().subtasks.front().file;
+  const S3Url victim{"weir", newest_url->key + "/" + state_file};
+  auto bytes = s3.get(victim);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_TRUE(s3.put(victim, bytes->substr(0, bytes->size() / 2)).ok());
+  // And leave an incomplete checkpoint, newer still.
+  ASSERT_TRUE(s3.put({"weir", "checkpoints/some-job/chk-999/x.state"}, "partial").ok());
+  skipped.clear();
+  auto intact = checkpoint::find_latest_checkpoint(chk, &skipped);
+  ASSERT_TRUE(intact.ok()) << intact.status();
+  EXPECT_NE(intact->location, newest->location);
+  ASSERT_EQ(skipped.size(), 2u);
+  std::string all;
+  for (const auto& s : skipped) all += s + "\n";
+  EXPECT_NE(all.find("s3://weir/checkpoints/some-job/chk-999: incomplete checkpoint (no _metadata)"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find(victim.str() + ": size "), std::string::npos) << all;
+
+  // --restore latest takes the intact one, and says what it skipped. (Into
+  // the same output: the sink publishes what the checkpoint holds pending,
+  // which the first run already did.)
+  auto resumed = run_running_sum(*server_,
+                                 {"--input", path("in.txt"), "--output", path("out"), "-p", "3",
+                                  "--checkpoint-dir", chk, "--restore", "latest"},
+                                 path("resume"));
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("restored from checkpoint " + std::to_string(intact->metadata.checkpoint_id) + " (" +
+                             intact->location + ")"),
+            std::string::npos)
+      << resumed.out;
+  EXPECT_NE(resumed.err.find("skipping checkpoint s3://weir/checkpoints/some-job/chk-999: incomplete"),
+            std::string::npos)
+      << resumed.err;
+}
+
+// Without credentials a job with an s3:// checkpoint directory does not
+// start, and says what to set; --incremental on S3 is refused.
+TEST_F(S3Test, MissingCredentialsAndIncrementalAreClearErrors) {
+  ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 100, 10, 0, 1).ok());
+  Child no_credentials({testing::weir_bin(), "example", "running-sum", "--input", path("in.txt"), "--output",
+                        path("out"), "--checkpoint-dir", server_->url("c")},
+                       path("nocred"), false, {"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY="});
+  EXPECT_EQ(no_credentials.wait(), 2);
+  EXPECT_NE(no_credentials.err().find("s3:// storage needs credentials: set AWS_ACCESS_KEY_ID and "
+                                      "AWS_SECRET_ACCESS_KEY"),
+            std::string::npos)
+      << no_credentials.err();
+  auto incremental = run_running_sum(*server_,
+                                     {"--input", path("in.txt"), "--output", path("out"), "--checkpoint-dir",
+                                      server_->url("c"), "--state", "rocksdb", "--incremental"},
+                                     path("incremental"));
+  EXPECT_EQ(incremental.code, 2);
+  EXPECT_NE(incremental.err.find("--incremental keeps RocksDB's files on a file system"), std::string::npos)
+      << incremental.err;
+}
+
+}  // namespace
+}  // namespace weir
