@@ -231,6 +231,51 @@ TEST_F(S3Test, JobsCheckpointToS3RestoreFromItAndSkipBrokenCheckpoints) {
       << resumed.err;
 }
 
+// S3 goes away for longer than a request's retries while a job checkpoints
+// to it: checkpoints fail (and the job restarts, failing to restore while
+// the server is down), and once it is back the job goes on from the last
+// checkpoint that completed. The output is exactly-once: nothing half-
+// written was used.
+TEST_F(S3Test, AJobOutlivesAnS3OutageExactlyOnce) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 100000, 300, 0, seed).ok());
+  // About 10 s of input.
+  std::vector<std::string> args = {testing::weir_bin(), "example", "running-sum", "--input", path("in.txt"),
+                                   "--output", path("out"), "-p", "2", "--checkpoint-dir",
+                                   server_->url("checkpoints"), "--checkpoint-interval", "100ms", "--rate", "5000",
+                                   "--restart-delay", "200ms"};
+  Child job(args, path("job"), false, server_->env());
+  S3Client s3(server_->settings());
+  auto committed = [&] {
+    auto objects = s3.list({"weir", "checkpoints/"});
+    int n = 0;
+    for (const auto& o : objects.value_or(std::vector<S3Client::Object>{})) {
+      n += o.key.size() > 10 && o.key.compare(o.key.size() - 10, 10, "/_metadata") == 0;
+    }
+    return n;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (committed() < 2 && std::chrono::steady_clock::now() < deadline && job.running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling S3
+  }
+  ASSERT_GE(committed(), 2) << job.err();
+  server_->stop();
+  // Longer than a request's 6 attempts (0.1 + 0.2 + ... + 1.6 s): the
+  // outage is the fault being tested, not a wait for something.
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  ASSERT_TRUE(server_->start());
+  ASSERT_EQ(job.wait(), 0) << job.err();
+  const std::string out = job.out();
+  EXPECT_NE(out.find("FINISHED"), std::string::npos) << out;
+  const std::string err = job.err();
+  EXPECT_NE(err.find("(after 6 attempts)"), std::string::npos) << "no request gave up during the outage: " << err;
+  auto check = examples::check_running_sum({path("in.txt")}, path("out"));
+  ASSERT_TRUE(check.ok()) << check.status();
+  for (const auto& p : check->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(check->exactly_once);
+}
+
 // Without credentials a job with an s3:// checkpoint directory does not
 // start, and says what to set; --incremental on S3 is refused.
 TEST_F(S3Test, MissingCredentialsAndIncrementalAreClearErrors) {
