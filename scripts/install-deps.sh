@@ -14,6 +14,7 @@ PACKAGES=(
   librdkafka-dev kcat
   libpq-dev postgresql
   libcurl4-openssl-dev libpugixml-dev nodejs
+  zookeeper libzookeeper-mt-dev
   clang libclang-rt-14-dev
   chromium chromium-driver fonts-dejavu-core
   openssl

@@ -648,7 +648,9 @@ TEST_F(KafkaTest, ConsumerLagPerPartitionShowsInTheRestApi) {
         for (const auto& v : (*j)["vertices"]) {
           if (v["name"].get<std::string>().rfind("kafka-source", 0) != 0 || !v["metrics"].is_object()) continue;
           gauges = v["metrics"]["gauges"];
-          return gauges.contains("kafka.lag") && gauges["kafka.lag"].get<int64_t>() > 0 && gauges.size() == 6;
+          // kafka.lag, one per partition (4), pendingRecords, and the
+          // source's numRecordsOut.
+          return gauges.contains("kafka.lag") && gauges["kafka.lag"].get<int64_t>() > 0 && gauges.size() == 7;
         }
         return false;
       },
@@ -661,6 +663,7 @@ TEST_F(KafkaTest, ConsumerLagPerPartitionShowsInTheRestApi) {
   }
   EXPECT_EQ(sum, gauges["kafka.lag"].get<int64_t>());
   EXPECT_EQ(gauges["pendingRecords"], gauges["kafka.lag"]) << gauges;  // Flink's name for it
+  EXPECT_GE(gauges.value("numRecordsOut", int64_t{-1}), 0) << gauges;
   // 200 000 records at 2 x 2 000 a second: most are still to read.
   EXPECT_GT(sum, lines_ / 2) << gauges;
   // The TaskManager's /metrics has it per source subtask.

@@ -9,6 +9,9 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,6 +20,8 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -164,6 +169,74 @@ inline std::vector<std::string> on_a_terminal(const std::vector<std::string>& ar
   }
   return {"/usr/bin/script", "-q", "-e", "-f", "-c", command, "/dev/null"};
 }
+
+// A TCP port on 127.0.0.1 that nothing listens on now (another process
+// could take it before the caller does; tests start their servers at once).
+inline int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Whether something accepts connections on 127.0.0.1:`port`.
+inline bool accepts_connections(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A server process for a test on a loopback port of its own: start() runs
+// it and waits (up to 30 s) until the port accepts connections, stop()
+// kills it (SIGKILL), and start() runs it again on the same port. Its
+// output goes to LOG_PREFIX-<n>.out and .err for its n-th start.
+class LoopbackServer {
+ public:
+  explicit LoopbackServer(std::string log_prefix)
+      : log_prefix_(std::move(log_prefix)), port_(free_loopback_port()) {}
+  ~LoopbackServer() { stop(); }
+  int port() const { return port_; }
+
+  bool start(const std::vector<std::string>& args) {
+    if (child_ != nullptr) return true;
+    ++starts_;
+    child_ = std::make_unique<Child>(args, log_prefix_ + "-" + std::to_string(starts_));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (!child_->running()) return false;
+      if (accepts_connections(port_)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling for the port to open
+    }
+    return false;
+  }
+  void stop() {
+    if (child_ == nullptr) return;
+    child_->kill9();
+    child_->wait();
+    child_.reset();
+  }
+  // What its latest start wrote.
+  std::string log() const {
+    const std::string at = log_prefix_ + "-" + std::to_string(starts_);
+    return slurp(at + ".out") + slurp(at + ".err");
+  }
+
+ private:
+  const std::string log_prefix_;
+  const int port_;
+  int starts_ = 0;
+  std::unique_ptr<Child> child_;
+};
 
 // A fresh directory under the system temp directory, removed on destruction.
 class TempDir {

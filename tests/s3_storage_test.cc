@@ -34,7 +34,7 @@ class S3Test : public ::testing::Test {
                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
     server_ = std::make_unique<S3Server>(*dir_, "weir");
     ASSERT_TRUE(server_->start()) << "s3rver did not start (scripts/install-deps.sh installs it): "
-                                  << testing::slurp(dir_->path("s3-1.err"));
+                                  << server_->log();
   }
   std::string path(const std::string& p) { return dir_->path(p); }
 
