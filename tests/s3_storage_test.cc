@@ -261,15 +261,19 @@ TEST_F(S3Test, AJobOutlivesAnS3OutageExactlyOnce) {
   }
   ASSERT_GE(committed(), 2) << job.err();
   server_->stop();
-  // Longer than a request's 6 attempts (0.1 + 0.2 + ... + 1.6 s): the
-  // outage is the fault being tested, not a wait for something.
-  std::this_thread::sleep_for(std::chrono::seconds(5));
+  // The outage lasts until a request of the job gave up (6 attempts,
+  // 0.1 + 0.2 + ... + 1.6 s apart), so a checkpoint failed.
+  const auto gave_up_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (job.err().find("(after 6 attempts)") == std::string::npos &&
+         std::chrono::steady_clock::now() < gave_up_by && job.running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling the job's log
+  }
+  EXPECT_NE(job.err().find("(after 6 attempts)"), std::string::npos) << "no request gave up during the outage: "
+                                                                     << job.err();
   ASSERT_TRUE(server_->start());
   ASSERT_EQ(job.wait(), 0) << job.err();
   const std::string out = job.out();
   EXPECT_NE(out.find("FINISHED"), std::string::npos) << out;
-  const std::string err = job.err();
-  EXPECT_NE(err.find("(after 6 attempts)"), std::string::npos) << "no request gave up during the outage: " << err;
   auto check = examples::check_running_sum({path("in.txt")}, path("out"));
   ASSERT_TRUE(check.ok()) << check.status();
   for (const auto& p : check->problems) ADD_FAILURE() << p;

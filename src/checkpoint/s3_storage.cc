@@ -48,6 +48,21 @@ std::unique_ptr<S3CheckpointStorage> S3CheckpointStorage::at(std::shared_ptr<S3C
   return std::unique_ptr<S3CheckpointStorage>(new S3CheckpointStorage(Fixed{}, std::move(client), std::move(dir)));
 }
 
+absl::StatusOr<std::unique_ptr<S3CheckpointStorage>> S3CheckpointStorage::at(const std::string& dir) {
+  auto client = shared_s3_client();
+  if (!client.ok()) return client.status();
+  auto url = parse_s3_url(dir);
+  if (!url.ok()) return url.status();
+  return at(*std::move(client), *std::move(url));
+}
+
+absl::StatusOr<bool> S3CheckpointStorage::empty(int64_t id) const {
+  const S3Url d = dir(id);
+  auto objects = client_->list(S3Url{d.bucket, d.key + "/"});
+  if (!objects.ok()) return objects.status();
+  return objects->empty();
+}
+
 S3Url S3CheckpointStorage::dir(int64_t id) const { return fixed_ ? job_ : child(job_, chk_dir_name(id)); }
 
 std::string S3CheckpointStorage::location(int64_t id) const { return dir(id).str(); }
@@ -92,17 +107,16 @@ void S3CheckpointStorage::discard(int64_t id) {
 }
 
 absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url) {
-  auto client = shared_s3_client();
-  if (!client.ok()) return client.status();
   std::string path = url;
   const std::string suffix = "/" + std::string(kMetadataFileName);
   if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
     path.resize(path.size() - suffix.size());
   }
+  auto reader = S3CheckpointStorage::at(path);
+  if (!reader.ok()) return reader.status();
   auto dir = parse_s3_url(path);
-  if (!dir.ok()) return dir.status();
   const S3Url meta_url = child(*dir, std::string(kMetadataFileName));
-  auto bytes = (*client)->get(meta_url);
+  auto bytes = (*reader)->client().get(meta_url);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) return absl::NotFoundError(dir->str() + ": incomplete checkpoint (no _metadata)");
     return bytes.status();
@@ -110,13 +124,12 @@ absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url) {
   auto meta = decode_metadata(*bytes, meta_url.str());
   if (!meta.ok()) return meta.status();
   RestoredCheckpoint cp{dir->str(), std::move(*meta)};
-  std::unique_ptr<S3CheckpointStorage> reader = S3CheckpointStorage::at(*client, *dir);
   for (const auto& op : cp.metadata.operators) {
     for (const auto& s : op.subtasks) {
       if (s.is_native()) {
         return absl::UnimplementedError(cp.location + ": incremental checkpoints on s3:// are not supported");
       }
-      auto state = reader->read_state_file(cp.location, s);
+      auto state = (*reader)->read_state_file(cp.location, s);
       if (!state.ok()) return state.status();
     }
   }

@@ -28,6 +28,12 @@ class S3CheckpointStorage final : public CheckpointStorage {
   S3CheckpointStorage(std::shared_ptr<S3Client> client, S3Url root, const std::string& job_id);
   // Every checkpoint id maps to `dir` itself (one savepoint).
   static std::unique_ptr<S3CheckpointStorage> at(std::shared_ptr<S3Client> client, S3Url dir);
+  // The same for the s3:// URL `dir`, with the process's client.
+  static absl::StatusOr<std::unique_ptr<S3CheckpointStorage>> at(const std::string& dir);
+
+  S3Client& client() const { return *client_; }
+  // Whether nothing is stored under checkpoint `checkpoint_id`'s location.
+  absl::StatusOr<bool> empty(int64_t checkpoint_id) const;
 
   absl::StatusOr<std::unique_ptr<StateFileOutput>> create_state_file(int64_t checkpoint_id,
                                                                      const std::string& name) override;

@@ -1,7 +1,6 @@
 #include "checkpoint/storage.h"
 
 #include <fcntl.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -400,11 +399,9 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::
     const std::string& location, const OperatorSubtaskState& handle) {
   if (location.rfind("memory://", 0) == 0) return checkpoints_->read_state_file(location, handle);
   if (is_s3_url(location)) {
-    auto client = shared_s3_client();
-    if (!client.ok()) return client.status();
-    auto dir = parse_s3_url(location);
-    if (!dir.ok()) return dir.status();
-    return S3CheckpointStorage::at(*client, *dir)->read_state_file(location, handle);
+    auto reader = S3CheckpointStorage::at(location);
+    if (!reader.ok()) return reader.status();
+    return (*reader)->read_state_file(location, handle);
   }
   // A directory: a savepoint, or a checkpoint of this or another job.
   return FileCheckpointStorage::at_directory(location)->read_state_file(location, handle);
@@ -429,14 +426,13 @@ std::string RoutingCheckpointStorage::location(int64_t id) const { return target
 
 absl::Status RoutingCheckpointStorage::add_savepoint(int64_t id, const std::string& dir) {
   if (is_s3_url(dir)) {
-    auto client = shared_s3_client();
-    if (!client.ok()) return client.status();
-    auto url = parse_s3_url(dir);
-    if (!url.ok()) return url.status();
-    auto existing = (*client)->list(S3Url{url->bucket, url->key + "/"});
-    if (!existing.ok()) return existing.status();
-    if (!existing->empty()) return absl::AlreadyExistsError("savepoint directory " + dir + " already exists");
-    route_savepoint(id, dir);
+    auto storage = S3CheckpointStorage::at(dir);
+    if (!storage.ok()) return storage.status();
+    auto empty = (*storage)->empty(id);
+    if (!empty.ok()) return empty.status();
+    if (!*empty) return absl::AlreadyExistsError("savepoint directory " + dir + " already exists");
+    absl::MutexLock lock(&mu_);
+    savepoints_[id] = *std::move(storage);
     return absl::OkStatus();
   }
   std::error_code ec;
@@ -450,10 +446,9 @@ absl::Status RoutingCheckpointStorage::add_savepoint(int64_t id, const std::stri
 void RoutingCheckpointStorage::route_savepoint(int64_t id, const std::string& dir) {
   std::unique_ptr<CheckpointStorage> storage;
   if (is_s3_url(dir)) {
-    auto client = shared_s3_client();
-    auto url = parse_s3_url(dir);
-    // add_savepoint (or the JobManager that chose `dir`) checked both.
-    if (client.ok() && url.ok()) storage = S3CheckpointStorage::at(*client, *url);
+    // The JobManager that chose `dir` made the same storage of it.
+    auto s3 = S3CheckpointStorage::at(dir);
+    if (s3.ok()) storage = *std::move(s3);
   }
   if (storage == nullptr) storage = FileCheckpointStorage::at_directory(dir);
   absl::MutexLock lock(&mu_);
@@ -471,11 +466,8 @@ void discard_files(const std::vector<std::string>& files) {
 void discard_checkpoint_at(const std::string& location) {
   if (location.rfind("memory://", 0) == 0) return;
   if (is_s3_url(location)) {
-    auto client = shared_s3_client();
-    auto url = parse_s3_url(location);
-    if (!client.ok() || !url.ok()) return;
-    absl::Status s = (*client)->remove_all(S3Url{url->bucket, url->key + "/"});
-    if (!s.ok()) spdlog::warn("could not remove checkpoint {}: {}", location, std::string(s.message()));
+    auto storage = S3CheckpointStorage::at(location);
+    if (storage.ok()) (*storage)->discard(0);  // its one location, whatever the id
     return;
   }
   std::error_code ec;
