@@ -122,6 +122,16 @@ absl::StatusOr<int64_t> CheckpointCoordinator::trigger_savepoint(const std::stri
 }
 
 absl::StatusOr<int64_t> CheckpointCoordinator::trigger(bool is_final, const std::string& savepoint_dir) {
+  if (counter_ != nullptr) {
+    auto id = counter_->next(next_id_);
+    if (!id.ok()) {
+      // Nothing was triggered; the next attempt comes one interval later.
+      next_trigger_ms_ = clock_->now_ms() + config_.interval.count();
+      spdlog::warn("job {}: no checkpoint id: {}", job_id_, std::string(id.status().message()));
+      return id.status();
+    }
+    next_id_ = *id;
+  }
   if (!savepoint_dir.empty()) {
     absl::Status s = storage_->add_savepoint(next_id_, savepoint_dir);
     if (!s.ok()) return s;

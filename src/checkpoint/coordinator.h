@@ -70,6 +70,17 @@ class CoordinatorActions {
   virtual void fail_job(const absl::Status& why) = 0;
 };
 
+// Where checkpoint ids come from when they must be unique beyond one
+// JobManager: under high availability a counter in ZooKeeper, so that a
+// new leader never reuses an id a deposed one handed out. Without one the
+// coordinator counts in memory.
+class CheckpointIdCounter {
+ public:
+  virtual ~CheckpointIdCounter() = default;
+  // Reserves and returns the next id, at least `at_least`.
+  virtual absl::StatusOr<int64_t> next(int64_t at_least) = 0;
+};
+
 // Retained completed checkpoints, oldest first. Confined to the JobManager
 // thread.
 class CompletedCheckpointStore {
@@ -146,6 +157,8 @@ class CheckpointCoordinator {
 
   // Ids continue after a restored checkpoint.
   void set_next_checkpoint_id(int64_t id) { next_id_ = id; }
+  // Ids come from `counter` (outlives the coordinator) from now on.
+  void set_id_counter(CheckpointIdCounter* counter) { counter_ = counter; }
   int64_t next_checkpoint_id() const { return next_id_; }
   size_t num_pending() const { return pending_.size(); }
   const std::vector<CompletedCheckpointStats>& completed_stats() const { return stats_; }
@@ -179,6 +192,7 @@ class CheckpointCoordinator {
   CheckpointStorage* storage_;
   CompletedCheckpointStore* store_;
   CoordinatorActions* actions_;
+  CheckpointIdCounter* counter_ = nullptr;
 
   bool running_ = false;
   int num_tasks_ = 0;

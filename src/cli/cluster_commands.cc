@@ -22,6 +22,7 @@
 #include "cluster/client.h"
 #include "cluster/job_library.h"
 #include "graph/job_graph.h"
+#include "cluster/ha_jobmanager.h"
 #include "cluster/jobmanager.h"
 #include "cluster/protocol.h"
 #include "cluster/taskmanager.h"
@@ -203,6 +204,9 @@ struct ClusterCommands::Flags {
   std::string library_dir = kJobManagerDefaults.library_dir;
 
   cluster::TaskManagerOptions tm;
+  std::string ha = "none";  // --ha: none or zookeeper
+  cluster::HaOptions ha_options;
+  std::string ha_session_timeout = format_duration(cluster::HaOptions{}.session_timeout);
 
   bool detached = false;
   bool quiet = false;
@@ -300,7 +304,8 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
                   "Config file with defaults for these options (else $WEIR_CONFIG); see docs/cli.md");
     if (client) {
       c->add_option("--jobmanager", f.address,
-                    "HOST:PORT of the JobManager's REST API (else $WEIR_JOBMANAGER, else 127.0.0.1:8081)");
+                    "HOST:PORT of the JobManager's REST API, or several (HOST:PORT,HOST:PORT: tried in turn, for "
+                    "JobManagers under --ha) (else $WEIR_JOBMANAGER, else 127.0.0.1:8081)");
     }
     if (!client) {
       c->add_option("--tls-cert", f.tls.cert,
@@ -337,6 +342,22 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
                            "Uploaded job libraries (default: <temp>/weir-libraries-<uid>)");
   f.jobmanager->add_option("--heartbeat-timeout", f.heartbeat_timeout, "A TaskManager silent this long is lost")
       ->capture_default_str();
+  auto ha_flags = [&f](CLI::App* c, bool jobmanager) {
+    c->add_option("--ha", f.ha, "High availability: none, or zookeeper (several JobManagers, one leads)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"none", "zookeeper"}));
+    c->add_option("--ha-quorum", f.ha_options.quorum, "ZooKeeper HOST:PORT,... (with --ha zookeeper)");
+    c->add_option("--ha-cluster-id", f.ha_options.cluster_id,
+                  "The cluster's name in ZooKeeper (its nodes under /weir/ID)")
+        ->capture_default_str();
+    if (!jobmanager) return;
+    c->add_option("--ha-storage", f.ha_options.storage,
+                  "DIR or s3://BUCKET/PREFIX every JobManager reaches: submitted jobs and their libraries");
+    c->add_option("--ha-session-timeout", f.ha_session_timeout,
+                  "ZooKeeper session timeout: a leader silent this long is replaced")
+        ->capture_default_str();
+  };
+  ha_flags(f.jobmanager, true);
 
   f.taskmanager = app.add_subcommand("taskmanager", "Run a TaskManager: offers slots, runs tasks");
   common(f.taskmanager, false);
@@ -361,6 +382,7 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
                             "(default: the job's --result-dir, else system temp)");
   f.taskmanager->add_option("--library-dir", f.tm.library_dir,
                             "Job libraries fetched from the JobManager (default: <temp>/weir-libraries-<uid>)");
+  ha_flags(f.taskmanager, false);
 
   f.run = app.add_subcommand("run",
                               "Submit a job to the cluster: weir run [options] JOB|LIBRARY.so JOB-ARGS...\n"
@@ -476,6 +498,26 @@ std::optional<int> ClusterCommands::run() {
     if (*timeout <= *interval) return fail(kBadArguments, "--heartbeat-timeout must exceed --heartbeat-interval");
     o.heartbeat_interval = *interval;
     o.heartbeat_timeout = *timeout;
+    if (f.ha == "zookeeper") {
+      auto session_timeout = parse_duration(f.ha_session_timeout);
+      if (!session_timeout.ok()) {
+        return fail(kBadArguments, "--ha-session-timeout: " + std::string(session_timeout.status().message()));
+      }
+      f.ha_options.session_timeout = *session_timeout;
+      StopSignals signals;
+      cluster::HaJobManager jm(o, f.ha_options);
+      absl::Status s = jm.start();
+      if (!s.ok()) return fail(kBadArguments, "jobmanager: " + std::string(s.message()));
+      std::printf("jobmanager standing by for leadership (ZooKeeper %s), leads as %s\n", f.ha_options.quorum.c_str(),
+                  jm.address().c_str());
+      std::fflush(stdout);
+      signals.wait();
+      jm.shutdown();
+      return kOk;
+    }
+    if (!f.ha_options.quorum.empty() || !f.ha_options.storage.empty()) {
+      return fail(kBadArguments, "jobmanager: --ha-quorum and --ha-storage need --ha zookeeper");
+    }
     StopSignals signals;
     cluster::JobManager jm(o);
     absl::Status s = jm.start();
@@ -490,6 +532,13 @@ std::optional<int> ClusterCommands::run() {
   }
   if (parsed == f.taskmanager) {
     f.tm.jobmanager = f.session_address;
+    if (f.ha == "zookeeper") {
+      if (f.ha_options.quorum.empty()) return fail(kBadArguments, "taskmanager: --ha zookeeper needs --ha-quorum");
+      f.tm.ha_quorum = f.ha_options.quorum;
+      f.tm.ha_cluster_id = f.ha_options.cluster_id;
+    } else if (!f.ha_options.quorum.empty()) {
+      return fail(kBadArguments, "taskmanager: --ha-quorum needs --ha zookeeper");
+    }
     f.tm.secret = *secret;
     f.tm.catalog = builtin_job_catalog();
     f.tm.tls = tls;

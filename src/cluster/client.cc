@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "absl/strings/str_split.h"
 #include "cluster/job_library.h"
 #include "common/file_util.h"
 #include "network/data_plane.h"
@@ -64,7 +65,28 @@ std::string describe(httplib::Error e, int timeout_s) {
 absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& method, const std::string& path,
                                                           const std::string& body, const char* content_type,
                                                           int timeout_s) {
-  auto hp = network::parse_address(address_);
+  const std::vector<std::string> addresses = absl::StrSplit(address_, ',', absl::SkipEmpty());
+  if (addresses.empty()) return absl::InvalidArgumentError("no JobManager address given");
+  absl::StatusOr<nlohmann::json> out;
+  // Several JobManagers (high availability): only the leader listens; the
+  // one that answered last is asked first.
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    const size_t at = (current_ + i) % addresses.size();
+    bool unreachable = false;
+    out = request_one(addresses[at], method, path, body, content_type, timeout_s, &unreachable);
+    if (!unreachable) {
+      current_ = at;
+      return out;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<nlohmann::json> ClusterClient::request_one(const std::string& address, const std::string& method,
+                                                          const std::string& path, const std::string& body,
+                                                          const char* content_type, int timeout_s,
+                                                          bool* unreachable) {
+  auto hp = network::parse_address(address);
   if (!hp.ok()) return hp.status();
   const std::string scheme = tls_ca_.empty() ? "http://" : "https://";
   httplib::Client http(scheme + hp->first + ":" + std::to_string(hp->second));
@@ -79,7 +101,13 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& met
   httplib::Result r = method == "GET"   ? http.Get(path.c_str(), headers)
                       : method == "PUT" ? http.Put(path.c_str(), headers, body, content_type)
                                         : http.Post(path.c_str(), headers, body, content_type);
-  if (!r) return absl::UnavailableError("JobManager " + address_ + " unreachable: " + describe(r.error(), timeout_s));
+  if (!r) {
+    // Another JobManager may answer: when nothing listens here, or a
+    // request that changes nothing got no answer.
+    *unreachable = r.error() == httplib::Error::Connection || r.error() == httplib::Error::ConnectionTimeout ||
+                   (method == "GET" && r.error() == httplib::Error::Read);
+    return absl::UnavailableError("JobManager " + address + " unreachable: " + describe(r.error(), timeout_s));
+  }
   auto json = nlohmann::json::parse(r->body, nullptr, /*allow_exceptions=*/false);
   if (r->status != 200) {
     std::string message = json.is_object() && json.contains("error") && json["error"].is_string()
@@ -87,7 +115,7 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& met
                               : "HTTP " + std::to_string(r->status);
     return status_for(r->status, message);
   }
-  if (json.is_discarded()) return absl::DataLossError("JobManager " + address_ + " sent malformed JSON");
+  if (json.is_discarded()) return absl::DataLossError("JobManager " + address + " sent malformed JSON");
   return json;
 }
 

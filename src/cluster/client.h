@@ -15,7 +15,8 @@ namespace weir::cluster {
 
 class ClusterClient {
  public:
-  // `address`: HOST:PORT of the JobManager's REST API. With `tls_ca` (a
+  // `address`: HOST:PORT of the JobManager's REST API, or several separated
+  // by commas (JobManagers under high availability: tried in turn). With `tls_ca` (a
   // PEM file) the API is reached over HTTPS and its certificate checked
   // against that CA.
   ClusterClient(std::string address, std::string secret, std::string tls_ca = "");
@@ -44,10 +45,16 @@ class ClusterClient {
   // `method` GET, POST or PUT; `body` sent as `content_type`.
   absl::StatusOr<nlohmann::json> request_raw(const std::string& method, const std::string& path,
                                              const std::string& body, const char* content_type, int timeout_s);
+  // One request to one JobManager; `unreachable` says whether another may
+  // be asked instead.
+  absl::StatusOr<nlohmann::json> request_one(const std::string& address, const std::string& method,
+                                             const std::string& path, const std::string& body,
+                                             const char* content_type, int timeout_s, bool* unreachable);
 
   const std::string address_;
   const std::string secret_;
   const std::string tls_ca_;
+  size_t current_ = 0;  // of the addresses in address_, the one that answered last
 };
 
 }  // namespace weir::cluster

@@ -22,11 +22,12 @@ JobRegistry::JobRegistry(SlotPool* slots, LibraryStore* libraries, JobCatalog ca
 
 JobRegistry::~JobRegistry() { shutdown(); }
 
-void JobRegistry::shutdown() {
+void JobRegistry::shutdown(bool suspend) {
   std::vector<JobPtr> jobs;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
+    suspending_ = suspending_ || suspend;
     for (auto& [id, j] : jobs_) jobs.push_back(j);
   }
   for (auto& j : jobs) j->master->cancel();
@@ -59,11 +60,35 @@ void JobRegistry::taskmanager_lost(const SessionPtr& s, const std::string& reaso
 }
 
 absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const std::vector<std::string>& args,
-                                   const std::string& library) {
+                                                const std::string& library) {
+  return start(name, args, library, "", "");
+}
+
+absl::Status JobRegistry::recover(const HaStore::Recovered& r) {
+  const proto::JobSpec& spec = r.record.spec();
+  if (!spec.library().empty() && !libraries_->verified_path(spec.library()).ok()) {
+    auto bytes = ha_->library(spec.library());
+    if (!bytes.ok()) return bytes.status();
+    auto stored = libraries_->put(spec.library(), *bytes);
+    if (!stored.ok()) return stored.status();
+  }
+  std::vector<std::string> args(spec.args().begin(), spec.args().end());
+  auto id = start(spec.name(), args, spec.library(), r.record.job_id(), r.checkpoint);
+  if (!id.ok()) return id.status();
+  spdlog::info("job {} ({}) recovered{}", *id, spec.name(),
+               r.checkpoint.empty() ? " (no checkpoint completed yet)"
+                                    : " from checkpoint " + std::to_string(r.checkpoint_id) + " at " + r.checkpoint);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const std::vector<std::string>& args,
+                                               const std::string& library, const std::string& recovered_id,
+                                               const std::string& restore) {
   proto::JobSpec spec;
   spec.set_name(name);
   for (const auto& a : args) spec.add_args(a);
   const JobLibrary* lib = nullptr;
+  std::string library_path;
   if (!library.empty()) {
     auto path = libraries_->verified_path(library);
     if (absl::IsNotFound(path.status())) {
@@ -74,6 +99,7 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     // The library's code runs first in a child process: a build that
     // crashes or hangs is refused there instead of taking this process down.
     if (absl::Status s = build_in_child(*path, args, std::chrono::seconds(60)); !s.ok()) return s;
+    library_path = *path;
     auto l = JobLibrary::load(*path);  // verified above
     if (!l.ok()) return l.status();
     lib = *l;
@@ -82,7 +108,8 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
   }
   auto built = catalog_(spec.name(), args, lib);
   if (!built.ok()) return built.status();
-  const JobConfig& config = built->env->config();
+  JobConfig config = built->env->config();
+  if (!restore.empty()) config.restore = restore;
   // Batch execution takes no checkpoints (its stages' results are its
   // recovery).
   if (config.runtime_mode != RuntimeMode::kBatch && config.checkpoint.mode != CheckpointingMode::kNone &&
@@ -96,17 +123,33 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
   if (!restored.ok()) return restored.status();
 
   auto job = std::make_shared<Job>();
-  job->id = runtime::new_job_id();
+  job->id = recovered_id.empty() ? runtime::new_job_id() : recovered_id;
   job->spec = spec;
   job->savepoint_dir = built->savepoint_dir;
   job->start_ms = SystemClock::instance()->wall_ms();
   job->graph = *graph;
-  auto storage = runtime::make_job_storage(config, job->id);
-  if (!storage.ok()) return storage.status();
+  auto routing = runtime::make_job_storage(config, job->id);
+  if (!routing.ok()) return routing.status();
+  std::shared_ptr<checkpoint::CheckpointStorage> storage = *std::move(routing);
+  if (ha_ != nullptr) {
+    if (recovered_id.empty()) {
+      // Written down before the job runs: a leader that takes over runs it.
+      proto::JobRecord record;
+      record.set_job_id(job->id);
+      *record.mutable_spec() = spec;
+      record.set_submitted_ms(job->start_ms);
+      if (absl::Status s = ha_->add_job(record, library_path); !s.ok()) {
+        return absl::UnavailableError("cannot record the job for high availability: " + std::string(s.message()));
+      }
+    }
+    storage = std::make_shared<HaCheckpointStorage>(std::move(storage), ha_, job->id);
+    job->checkpoint_ids = std::make_unique<HaCheckpointIds>(ha_, job->id);
+  }
   job->gateway = std::make_unique<JobGateway>(slots_, job->id, spec, *graph,
                                               runtime::buffers_needed(**graph, config.network));
-  job->master = std::make_unique<runtime::JobMaster>(job->id, *graph, config, job->gateway.get(), *storage,
+  job->master = std::make_unique<runtime::JobMaster>(job->id, *graph, config, job->gateway.get(), storage,
                                                      SystemClock::instance(), &job->control);
+  if (job->checkpoint_ids != nullptr) job->master->set_checkpoint_id_counter(job->checkpoint_ids.get());
   job->gateway->set_master(job->master.get());
   Job* raw = job.get();
   job->control.on_savepoint([raw](const SavepointResult& r) {
@@ -122,8 +165,9 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     jobs_[job->id] = job;
     order_.push_back(job->id);
   }
-  spdlog::info("job {} ({}) submitted", job->id, spec.name());
-  job->master->start(std::move(*restored));
+  if (recovered_id.empty()) spdlog::info("job {} ({}) submitted", job->id, spec.name());
+  // A recovered job owns the checkpoint it resumes from: it is its own.
+  job->master->start(std::move(*restored), /*claim=*/!restore.empty());
   job->waiter = std::thread([this, raw] {
     JobResult r = raw->master->wait();
     runtime::JobMaster::Status final_status = raw->master->status();
@@ -132,6 +176,18 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
     spdlog::log(r.status == JobStatus::kFailed ? spdlog::level::err : spdlog::level::info,
                 "job {}: {} after {} restart{}{}", raw->id, std::string(to_string(r.status)), r.restarts,
                 r.restarts == 1 ? "" : "s", r.failure.empty() ? "" : ": " + r.failure);
+    bool suspended;
+    {
+      absl::MutexLock lock(&mu_);
+      suspended = suspending_;
+    }
+    // Ended for good: the next leader must not run it again. A job ended by
+    // losing leadership stays recorded.
+    if (ha_ != nullptr && !suspended) {
+      if (absl::Status s = ha_->remove_job(raw->id); !s.ok()) {
+        spdlog::warn("job {}: {}", raw->id, std::string(s.message()));
+      }
+    }
     {
       absl::MutexLock lock(&raw->mu);
       raw->result = std::move(r);

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cluster/cluster.grpc.pb.h"
 #include "cluster/job_catalog.h"
+#include "cluster/ha_store.h"
 #include "cluster/job_gateway.h"
 #include "cluster/job_library.h"
 #include "cluster/job_metrics.h"
@@ -36,6 +37,7 @@ struct Job {
   std::string savepoint_dir;  // for requests that name none; "" if the job has none
   int64_t start_ms = 0;
   JobControl control;
+  std::unique_ptr<checkpoint::CheckpointIdCounter> checkpoint_ids;  // under HA; outlives master
   std::unique_ptr<JobGateway> gateway;
   std::unique_ptr<runtime::JobMaster> master;  // after gateway and control: destroyed first
   std::thread waiter;                          // waits for the master's result
@@ -66,11 +68,20 @@ class JobRegistry {
   JobRegistry(const JobRegistry&) = delete;
   JobRegistry& operator=(const JobRegistry&) = delete;
 
+  // Under high availability: every job is recorded in `store` before it
+  // starts and forgotten there once it ended, its checkpoint ids come from
+  // it and its checkpoints complete only once committed there. Before the
+  // first submission.
+  void set_ha_store(std::shared_ptr<HaStore> store) { ha_ = std::move(store); }
+
   // Starts the job `name` with `args`, or given `library` (a digest) the job
   // of that library; its id. The job is built first (in a child process for
   // a library), so a job that cannot build is refused here.
   absl::StatusOr<std::string> submit(const std::string& name, const std::vector<std::string>& args,
                                      const std::string& library);
+  // A new leader resumes a job the HA store recorded: same id, from its
+  // newest committed checkpoint (which it then owns), else as submitted.
+  absl::Status recover(const HaStore::Recovered& job);
   JobPtr find(const std::string& id);
   // Every job kept, in submission order.
   std::vector<JobPtr> list();
@@ -87,19 +98,27 @@ class JobRegistry {
   void taskmanager_lost(const SessionPtr& s, const std::string& reason);
 
   // Cancels every job and waits for them to end; later submissions are
-  // refused. Idempotent.
-  void shutdown();
+  // refused. Idempotent. With `suspend` (leadership lost) the jobs stay
+  // recorded in the HA store for the next leader.
+  void shutdown(bool suspend = false);
 
  private:
+  // Builds and starts a job. `id` "" is a new submission (recorded in the
+  // HA store first); else the recovered job of that id, restoring
+  // `restore` ("" for what its arguments say).
+  absl::StatusOr<std::string> start(const std::string& name, const std::vector<std::string>& args,
+                                    const std::string& library, const std::string& id, const std::string& restore);
   void forget_old_jobs(Job* current);
 
   SlotPool* const slots_;
   LibraryStore* const libraries_;
   const JobCatalog catalog_;
   const int keep_ended_jobs_;
+  std::shared_ptr<HaStore> ha_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool suspending_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, JobPtr> jobs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> order_ ABSL_GUARDED_BY(mu_);
 };

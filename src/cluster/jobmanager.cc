@@ -36,7 +36,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
                     jobs_.taskmanager_lost(s, "TaskManager " + s->id + " (" + s->data_address + ") lost: " + reason);
                   }),
         rest_(options_.secret, options_.metrics_public, &jobs_, &sessions_, &slots_, &libraries_) {}
-  ~Impl() override { shutdown(); }
+  ~Impl() override { shutdown(/*suspend=*/false); }
 
   absl::Status start() {
     if (!options_.catalog) return absl::FailedPreconditionError("JobManager: no job catalog to build jobs with");
@@ -67,6 +67,18 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     auto rest_port = rest_.start(host->first, options_.rest_port, https);
     if (!rest_port.ok()) return rest_port.status();
     rest_port_ = *rest_port;
+    if (options_.ha != nullptr) {
+      jobs_.set_ha_store(options_.ha);
+      auto recorded = options_.ha->jobs();
+      if (!recorded.ok()) return recorded.status();
+      for (const auto& job : *recorded) {
+        // One job that cannot resume does not keep the others from it.
+        if (absl::Status s = jobs_.recover(job); !s.ok()) {
+          spdlog::error("job {} ({}) cannot be recovered: {}", job.record.job_id(), job.record.spec().name(),
+                        std::string(s.message()));
+        }
+      }
+    }
     return absl::OkStatus();
   }
   int port() const { return port_; }
@@ -77,13 +89,13 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     mu_.Await(absl::Condition(&stopping_));
   }
 
-  void shutdown() {
+  void shutdown(bool suspend) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
       stopping_ = true;
     }
-    jobs_.shutdown();
+    jobs_.shutdown(suspend);
     sessions_.shutdown();
     rest_.shutdown();
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -119,9 +131,12 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     JobManagerMessage reply;
     reply.mutable_registered()->set_heartbeat_interval_ms(options_.heartbeat_interval.count());
     reply.mutable_registered()->set_heartbeat_timeout_ms(options_.heartbeat_timeout.count());
+    reply.set_epoch(options_.epoch);
     if (!stream->Write(reply)) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the TaskManager went away");
-    s->writer = std::make_unique<QueuedWriter<JobManagerMessage>>(
-        [stream](const JobManagerMessage& m) { return stream->Write(m); });
+    s->writer = std::make_unique<QueuedWriter<JobManagerMessage>>([stream, epoch = options_.epoch](JobManagerMessage& m) {
+      m.set_epoch(epoch);
+      return stream->Write(m);
+    });
     if (!sessions_.add(s)) {
       s->writer->close();
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the JobManager is shutting down");
@@ -190,6 +205,6 @@ absl::Status JobManager::start() { return impl_->start(); }
 int JobManager::port() const { return impl_->port(); }
 int JobManager::rest_port() const { return impl_->rest_port(); }
 void JobManager::wait() { impl_->wait(); }
-void JobManager::shutdown() { impl_->shutdown(); }
+void JobManager::shutdown(bool suspend) { impl_->shutdown(suspend); }
 
 }  // namespace weir::cluster

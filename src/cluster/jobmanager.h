@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "cluster/ha_store.h"
 #include "cluster/job_catalog.h"
 #include "network/tls.h"
 #include "weir/config.h"
@@ -35,6 +36,12 @@ struct JobManagerOptions {
   // TLS on the session port (mutual) and the REST port (HTTPS): none or
   // all three files. Default: none.
   network::TlsFiles tls;
+  // Under high availability (cluster/ha_jobmanager.h), the leadership this
+  // JobManager runs in: its epoch, stamped on every message to
+  // TaskManagers, and the store its jobs are recorded in; start() resumes
+  // the jobs recorded there. Default: none.
+  int64_t epoch = 0;
+  std::shared_ptr<HaStore> ha;
 };
 
 class JobManager {
@@ -51,7 +58,9 @@ class JobManager {
   int rest_port() const;
   // Blocks until shutdown() (from another thread or a signal handler thread).
   void wait();
-  void shutdown();
+  // With `suspend` (leadership lost) its jobs stop here but stay recorded
+  // for the next leader.
+  void shutdown(bool suspend = false);
 
  private:
   class Impl;

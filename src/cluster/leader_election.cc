@@ -14,17 +14,6 @@ std::string zk_error(const char* what, const std::string& path, int rc) {
   return std::string(what) + " " + path + ": " + zerror(rc);
 }
 
-// Creates `path` and its parents as persistent nodes.
-int ensure_path(zhandle_t* zh, const std::string& path) {
-  for (size_t at = 1; at <= path.size(); ++at) {
-    if (at != path.size() && path[at] != '/') continue;
-    const std::string prefix = path.substr(0, at);
-    const int rc = zoo_create(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
-    if (rc != ZOK && rc != ZNODEEXISTS) return rc;
-  }
-  return ZOK;
-}
-
 // The latch's children, lowest sequence first (names end in 10 digits).
 int children(zhandle_t* zh, const std::string& latch, std::vector<std::string>* out) {
   String_vector names{};
@@ -38,20 +27,6 @@ int children(zhandle_t* zh, const std::string& latch, std::vector<std::string>* 
   return ZOK;
 }
 
-// A session for one question: connected, or an error.
-struct Waiter {
-  std::mutex mu;
-  std::condition_variable cv;
-  int state = 0;
-};
-void on_waiter_event(zhandle_t*, int type, int state, const char*, void* ctx) {
-  if (type != ZOO_SESSION_EVENT) return;
-  auto* w = static_cast<Waiter*>(ctx);
-  std::lock_guard lock(w->mu);
-  w->state = state;
-  w->cv.notify_all();
-}
-
 void quiet_client_log() {
   static std::once_flag once;
   std::call_once(once, [] { zoo_set_debug_level(ZOO_LOG_LEVEL_WARN); });
@@ -63,6 +38,45 @@ void quiet_client_log() {
 void client_log(const char* message) { spdlog::debug("zookeeper client: {}", message); }
 
 }  // namespace
+
+int ensure_zk_path(zhandle_t* zh, const std::string& path) {
+  for (size_t at = 1; at <= path.size(); ++at) {
+    if (at != path.size() && path[at] != '/') continue;
+    const std::string prefix = path.substr(0, at);
+    const int rc = zoo_create(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+    if (rc != ZOK && rc != ZNODEEXISTS) return rc;
+  }
+  return ZOK;
+}
+
+void ZooKeeperSession::on_event(zhandle_t*, int type, int state, const char*, void* ctx) {
+  if (type != ZOO_SESSION_EVENT) return;
+  auto* self = static_cast<ZooKeeperSession*>(ctx);
+  std::lock_guard lock(self->mu_);
+  self->state_ = state;
+  self->cv_.notify_all();
+}
+
+absl::StatusOr<std::unique_ptr<ZooKeeperSession>> ZooKeeperSession::connect(const std::string& quorum,
+                                                                            std::chrono::milliseconds session_timeout,
+                                                                            std::chrono::milliseconds deadline) {
+  quiet_client_log();
+  std::unique_ptr<ZooKeeperSession> s(new ZooKeeperSession());
+  s->zh_ = zookeeper_init2(quorum.c_str(), &ZooKeeperSession::on_event, static_cast<int>(session_timeout.count()),
+                           nullptr, s.get(), 0, client_log);
+  if (s->zh_ == nullptr) return absl::InvalidArgumentError("ZooKeeper quorum " + quorum + ": " + strerror(errno));
+  std::unique_lock lock(s->mu_);
+  if (!s->cv_.wait_for(lock, deadline, [&] { return s->state_ == ZOO_CONNECTED_STATE; })) {
+    lock.unlock();
+    return absl::UnavailableError("cannot reach ZooKeeper at " + quorum + " within " +
+                                  std::to_string(deadline.count()) + " ms");
+  }
+  return s;
+}
+
+ZooKeeperSession::~ZooKeeperSession() {
+  if (zh_ != nullptr) zookeeper_close(zh_);
+}
 
 LeaderElection::LeaderElection(Options options, Callbacks callbacks)
     : options_(std::move(options)), callbacks_(std::move(callbacks)) {
@@ -188,7 +202,7 @@ void LeaderElection::check() {
   lock.unlock();
 
   const std::string latch = options_.root + "/latch";
-  int rc = ensure_path(zh, latch);
+  int rc = ensure_zk_path(zh, latch);
   if (rc != ZOK) {
     spdlog::warn("leader election: {}", zk_error("create", latch, rc));
     return;
@@ -275,35 +289,22 @@ absl::StatusOr<int64_t> LeaderElection::raise_epoch() {
 
 absl::StatusOr<std::string> LeaderElection::leader_address(const std::string& quorum, const std::string& root,
                                                            std::chrono::milliseconds deadline) {
-  quiet_client_log();
-  Waiter w;
-  zhandle_t* zh = zookeeper_init2(quorum.c_str(), on_waiter_event, 10000, nullptr, &w, 0, client_log);
-  if (zh == nullptr) return absl::InvalidArgumentError("ZooKeeper quorum " + quorum + ": " + strerror(errno));
-  absl::StatusOr<std::string> out = absl::NotFoundError("no leader under " + root + " at " + quorum);
-  {
-    std::unique_lock lock(w.mu);
-    if (!w.cv.wait_for(lock, deadline, [&] { return w.state == ZOO_CONNECTED_STATE; })) {
-      out = absl::UnavailableError("cannot reach ZooKeeper at " + quorum + " within " +
-                                   std::to_string(deadline.count()) + " ms");
+  auto session = ZooKeeperSession::connect(quorum, std::chrono::milliseconds(10000), deadline);
+  if (!session.ok()) return session.status();
+  zhandle_t* zh = (*session)->handle();
+  const std::string latch = root + "/latch";
+  std::vector<std::string> names;
+  const int rc = children(zh, latch, &names);
+  if (rc != ZOK && rc != ZNONODE) return absl::UnavailableError(zk_error("list", latch, rc));
+  if (rc == ZOK && !names.empty()) {
+    char buf[512];
+    int len = sizeof(buf);
+    Stat stat{};
+    if (zoo_get(zh, (latch + "/" + names.front()).c_str(), 0, buf, &len, &stat) == ZOK && len >= 0) {
+      return std::string(buf, static_cast<size_t>(len));
     }
   }
-  if (absl::IsNotFound(out.status())) {
-    const std::string latch = root + "/latch";
-    std::vector<std::string> names;
-    const int rc = children(zh, latch, &names);
-    if (rc == ZOK && !names.empty()) {
-      char buf[512];
-      int len = sizeof(buf);
-      Stat stat{};
-      if (zoo_get(zh, (latch + "/" + names.front()).c_str(), 0, buf, &len, &stat) == ZOK && len >= 0) {
-        out = std::string(buf, static_cast<size_t>(len));
-      }
-    } else if (rc != ZOK && rc != ZNONODE) {
-      out = absl::UnavailableError(zk_error("list", latch, rc));
-    }
-  }
-  zookeeper_close(zh);
-  return out;
+  return absl::NotFoundError("no leader under " + root + " at " + quorum);
 }
 
 }  // namespace weir::cluster

@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -33,6 +34,32 @@
 typedef struct _zhandle zhandle_t;
 
 namespace weir::cluster {
+
+// A ZooKeeper session for plain reads and writes (no election): connected
+// when made, closed when destroyed.
+class ZooKeeperSession {
+ public:
+  static absl::StatusOr<std::unique_ptr<ZooKeeperSession>> connect(const std::string& quorum,
+                                                                    std::chrono::milliseconds session_timeout,
+                                                                    std::chrono::milliseconds deadline);
+  ~ZooKeeperSession();
+  ZooKeeperSession(const ZooKeeperSession&) = delete;
+  ZooKeeperSession& operator=(const ZooKeeperSession&) = delete;
+
+  zhandle_t* handle() const { return zh_; }
+
+ private:
+  ZooKeeperSession() = default;
+  static void on_event(zhandle_t* zh, int type, int state, const char* path, void* ctx);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int state_ = 0;
+  zhandle_t* zh_ = nullptr;
+};
+
+// Creates `path` and its parents as persistent nodes; a ZooKeeper error code.
+int ensure_zk_path(zhandle_t* zh, const std::string& path);
 
 class LeaderElection {
  public:

@@ -23,7 +23,8 @@ template <typename Msg>
 class QueuedWriter {
  public:
   // `write` returns false once the stream is broken; later messages drop.
-  explicit QueuedWriter(std::function<bool(const Msg&)> write) : write_(std::move(write)) {
+  // It may stamp the message (the sender's epoch) before writing it.
+  explicit QueuedWriter(std::function<bool(Msg&)> write) : write_(std::move(write)) {
     thread_ = std::thread([this] { run(); });
   }
   ~QueuedWriter() { close(); }
@@ -69,7 +70,7 @@ class QueuedWriter {
     }
   }
 
-  const std::function<bool(const Msg&)> write_;
+  const std::function<bool(Msg&)> write_;
   absl::Mutex mu_;
   std::deque<Msg> ordered_ ABSL_GUARDED_BY(mu_);
   std::deque<Msg> urgent_ ABSL_GUARDED_BY(mu_);

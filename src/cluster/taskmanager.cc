@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "cluster/ha_jobmanager.h"
 #include "cluster/http_server.h"
+#include "cluster/leader_election.h"
 #include "cluster/job_library.h"
 #include "cluster/job_metrics.h"
 #include "cluster/metrics_exposition.h"
@@ -209,10 +211,28 @@ class TaskManagerProcess::Impl {
     return stopping_;
   }
 
+  // The JobManager to register with: under high availability the leader
+  // ZooKeeper names.
+  absl::StatusOr<std::string> jobmanager_address() {
+    if (options_.ha_quorum.empty()) return options_.jobmanager;
+    HaOptions ha;
+    ha.quorum = options_.ha_quorum;
+    ha.cluster_id = options_.ha_cluster_id;
+    auto leader = LeaderElection::leader_address(ha.quorum, ha.root(), std::chrono::seconds(5));
+    if (!leader.ok()) return leader.status();
+    return HaJobManager::session_address(*leader);
+  }
+
   absl::Status session() {
+    auto address = jobmanager_address();
+    if (!address.ok()) {
+      spdlog::warn("no JobManager to register with: {}", std::string(address.status().message()));
+      return address.status();
+    }
+    jobmanager_ = *address;
     // A fresh channel each time: one that failed to connect would wait out
     // gRPC's reconnect backoff (up to 20 s) before trying again.
-    channel_ = make_channel(options_.jobmanager, credentials_);
+    channel_ = make_channel(jobmanager_, credentials_);
     stub_ = proto::JobManagerService::NewStub(channel_);
     grpc::ClientContext ctx;
     add_secret(&ctx, options_.secret);
@@ -244,15 +264,28 @@ class TaskManagerProcess::Impl {
       }
       if (s.ok()) s = absl::UnavailableError("the JobManager ended the session");
       if (absl::IsUnauthenticated(s)) {
-        return absl::UnauthenticatedError("the JobManager at " + options_.jobmanager +
+        return absl::UnauthenticatedError("the JobManager at " + jobmanager_ +
                                           " refused this TaskManager: " + std::string(s.message()));
       }
-      spdlog::warn("cannot register at the JobManager {}: {}", options_.jobmanager, std::string(s.message()));
+      spdlog::warn("cannot register at the JobManager {}: {}", jobmanager_, std::string(s.message()));
       return s;
     }
+    if (m.epoch() < max_epoch_) {
+      // A deposed leader that has not noticed yet.
+      spdlog::warn("refusing the JobManager {}: it leads epoch {}, older than epoch {} seen before", jobmanager_,
+                   m.epoch(), max_epoch_);
+      ctx.TryCancel();
+      stream->WritesDone();
+      (void)stream->Finish();
+      absl::MutexLock lock(&mu_);
+      context_ = nullptr;
+      return absl::FailedPreconditionError("JobManager of an older epoch");
+    }
+    max_epoch_ = m.epoch();
     const int64_t interval = std::max<int64_t>(m.registered().heartbeat_interval_ms(), 10);
     const int64_t timeout = std::max<int64_t>(m.registered().heartbeat_timeout_ms(), interval);
-    spdlog::info("registered at the JobManager {} as {} ({} slots, data {}{})", options_.jobmanager, options_.id,
+    spdlog::info("registered at the JobManager {}{} as {} ({} slots, data {}{})", jobmanager_,
+                 m.epoch() > 0 ? " (leader epoch " + std::to_string(m.epoch()) + ")" : "", options_.id,
                  options_.slots, data_plane_.address(),
                  metrics_address_.empty() ? "" : ", metrics " + metrics_address_);
     auto writer = std::make_unique<QueuedWriter<TaskManagerMessage>>(
@@ -287,6 +320,10 @@ class TaskManagerProcess::Impl {
     });
     while (stream->Read(&m)) {
       last_heard_ = SystemClock::instance()->now_ms();
+      if (m.epoch() < max_epoch_) {
+        spdlog::warn("ignoring a message of leader epoch {} (epoch {} seen)", m.epoch(), max_epoch_);
+        continue;
+      }
       handle(m);
     }
     {
@@ -303,7 +340,7 @@ class TaskManagerProcess::Impl {
     stream->WritesDone();
     absl::Status s = from_grpc(stream->Finish());
     if (!stopping()) {
-      spdlog::warn("session with the JobManager {} ended: {}", options_.jobmanager,
+      spdlog::warn("session with the JobManager {} ended: {}", jobmanager_,
                    s.ok() ? "closed" : std::string(s.message()));
     }
     return absl::OkStatus();
@@ -578,6 +615,8 @@ class TaskManagerProcess::Impl {
     std::shared_ptr<const checkpoint::CheckpointMetadata> metadata;
   };
   std::map<std::string, RestorePoint> restore_points_;
+  std::string jobmanager_;                                // of the current session; run() thread only
+  int64_t max_epoch_ = 0;                                 // newest leader epoch seen; run() thread only
   std::shared_ptr<grpc::Channel> channel_;                // run() thread only
   std::unique_ptr<proto::JobManagerService::Stub> stub_;  // run() thread only
 

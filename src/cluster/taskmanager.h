@@ -3,7 +3,9 @@
 // job, sharing this process's network buffer pool and data plane), reports
 // their states and checkpoints back, and sends heartbeats. When the session
 // breaks or the JobManager's heartbeats stop, it cancels every task (the
-// JobManager has failed them) and registers again. It serves its tasks'
+// JobManager has failed them) and registers again (under high availability
+// with whichever JobManager leads then, refusing one of an older leader
+// epoch than it has seen). It serves its tasks'
 // metrics for Prometheus on a port of its own (docs/metrics.md). The blocking results its
 // tasks write stay in its own directory and are served from there to
 // consumers on other TaskManagers; they are removed when the job ends here.
@@ -21,6 +23,10 @@ namespace weir::cluster {
 
 struct TaskManagerOptions {
   std::string jobmanager = "127.0.0.1:6123";
+  // Under high availability the JobManager to register with is the leader
+  // ZooKeeper names (looked up before every session), not `jobmanager`.
+  std::string ha_quorum;                // HOST:PORT,...; empty: no high availability
+  std::string ha_cluster_id = "default";
   std::string secret;
   std::string bind_host = "127.0.0.1";  // the data plane's address
   int data_port = 0;                    // 0: any free port

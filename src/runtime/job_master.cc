@@ -72,8 +72,12 @@ JobMaster::JobMaster(std::string job_id, std::shared_ptr<const graph::JobGraph> 
 
 JobMaster::~JobMaster() { loop_.stop(); }
 
-void JobMaster::start(std::optional<checkpoint::RestoredCheckpoint> restored) {
-  loop_.post([this, restored = std::move(restored)]() mutable {
+void JobMaster::set_checkpoint_id_counter(checkpoint::CheckpointIdCounter* counter) {
+  loop_.post([this, counter] { coordinator_.set_id_counter(counter); });
+}
+
+void JobMaster::start(std::optional<checkpoint::RestoredCheckpoint> restored, bool claim) {
+  loop_.post([this, restored = std::move(restored), claim]() mutable {
     start_ms_ = clock_->now_ms();
     if (restored) {
       restored_id_ = restored->metadata.checkpoint_id;
@@ -82,7 +86,7 @@ void JobMaster::start(std::optional<checkpoint::RestoredCheckpoint> restored) {
           std::move(restored->metadata));
       // Not owned unless claimed: by default this job never deletes the
       // checkpoint it started from.
-      store_.add({restored_id_, restored->location, meta, config_.restore_claim});
+      store_.add({restored_id_, restored->location, meta, config_.restore_claim || claim});
       coordinator_.set_next_checkpoint_id(restored_id_ + 1);
     }
     status_ = JobStatus::kRunning;

@@ -44,8 +44,13 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
             JobControl* control = nullptr);
   ~JobMaster() override;
 
-  // Deploys the first attempt, restoring `restored` when given.
-  void start(std::optional<checkpoint::RestoredCheckpoint> restored);
+  // Checkpoint ids come from `counter` (outlives the JobMaster). Before
+  // start().
+  void set_checkpoint_id_counter(checkpoint::CheckpointIdCounter* counter);
+  // Deploys the first attempt, restoring `restored` when given. With
+  // `claim` the job owns the checkpoint it restores (deletes it once
+  // subsumed), as when a new leader resumes the job's own checkpoints.
+  void start(std::optional<checkpoint::RestoredCheckpoint> restored, bool claim = false);
   // Blocks until the job is FINISHED, FAILED or CANCELED.
   JobResult wait();
   void cancel();

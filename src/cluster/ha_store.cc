@@ -1,0 +1,284 @@
+#include "cluster/ha_store.h"
+
+#include <spdlog/spdlog.h>
+#include <zookeeper/zookeeper.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "cluster/leader_election.h"
+#include "common/file_util.h"
+
+namespace weir::cluster {
+namespace {
+
+std::string zk_error(const std::string& what, const std::string& path, int rc) {
+  return what + " " + path + " in ZooKeeper: " + zerror(rc);
+}
+
+bool outcome_unknown(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED; }
+
+// A node's data, or a ZooKeeper error code.
+int read_node(zhandle_t* zh, const std::string& path, std::string* out, Stat* stat) {
+  std::string buf(4096, '\0');
+  int len = static_cast<int>(buf.size());
+  const int rc = zoo_get(zh, path.c_str(), 0, buf.data(), &len, stat);
+  if (rc != ZOK) return rc;
+  buf.resize(len < 0 ? 0 : static_cast<size_t>(len));
+  *out = std::move(buf);
+  return ZOK;
+}
+
+}  // namespace
+
+absl::Status check_ha_options(const HaOptions& o) {
+  if (o.quorum.empty()) return absl::InvalidArgumentError("--ha zookeeper needs --ha-quorum HOST:PORT,...");
+  if (o.storage.empty()) {
+    return absl::InvalidArgumentError("--ha zookeeper needs --ha-storage DIR|s3://BUCKET/PREFIX (job records and "
+                                      "libraries every JobManager reads)");
+  }
+  if (o.cluster_id.empty() || o.cluster_id.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError("--ha-cluster-id '" + o.cluster_id + "': a non-empty name without '/'");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<HaStore>> HaStore::open(const HaOptions& options, int64_t epoch,
+                                                       std::chrono::milliseconds deadline) {
+  std::unique_ptr<HaStore> store(new HaStore(options, epoch));
+  if (checkpoint::is_s3_url(options.storage)) {
+    auto client = checkpoint::shared_s3_client();
+    if (!client.ok()) return client.status();
+    store->s3_ = *client;
+  }
+  auto session = ZooKeeperSession::connect(options.quorum, options.session_timeout, deadline);
+  if (!session.ok()) return session.status();
+  store->session_ = *std::move(session);
+  zhandle_t* zh = store->session_->handle();
+  const std::string path = options.root() + "/epoch";
+  std::string value;
+  Stat stat{};
+  int rc = read_node(zh, path, &value, &stat);
+  if (rc != ZOK) return absl::UnavailableError(zk_error("read", path, rc));
+  if (std::atoll(value.c_str()) != epoch) {
+    return absl::FailedPreconditionError("leader epoch " + std::to_string(epoch) + " is over: " + path + " is " +
+                                         value);
+  }
+  store->epoch_version_ = stat.version;
+  rc = ensure_zk_path(zh, options.root() + "/jobs");
+  if (rc != ZOK) return absl::UnavailableError(zk_error("create", options.root() + "/jobs", rc));
+  return store;
+}
+
+HaStore::HaStore(HaOptions options, int64_t epoch) : options_(std::move(options)), epoch_(epoch) {}
+
+HaStore::~HaStore() = default;
+
+absl::Status HaStore::fenced(const std::string& what, std::vector<zoo_op>& ops) {
+  const std::string epoch_path = options_.root() + "/epoch";
+  std::vector<zoo_op> all(ops.size() + 1);
+  zoo_check_op_init(&all[0], epoch_path.c_str(), epoch_version_);
+  std::copy(ops.begin(), ops.end(), all.begin() + 1);
+  std::vector<zoo_op_result_t> results(all.size());
+  const int rc = zoo_multi(session_->handle(), static_cast<int>(all.size()), all.data(), results.data());
+  if (rc == ZOK) return absl::OkStatus();
+  if (results[0].err == ZBADVERSION || results[0].err == ZNONODE) {
+    return absl::FailedPreconditionError(what + ": no longer the leader (epoch " + std::to_string(epoch_) +
+                                         " is over)");
+  }
+  if (outcome_unknown(rc)) return absl::UnavailableError(what + ": ZooKeeper did not answer (" + zerror(rc) + ")");
+  return absl::InternalError(what + ": " + zerror(rc));
+}
+
+std::string HaStore::blob_location(const std::string& name) const {
+  std::string base = options_.storage;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  return base + "/" + name;
+}
+
+absl::Status HaStore::put_blob(const std::string& name, const std::string& bytes) {
+  const std::string at = blob_location(name);
+  if (s3_ != nullptr) {
+    auto url = checkpoint::parse_s3_url(at);
+    if (!url.ok()) return url.status();
+    return s3_->put(*url, bytes);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(at).parent_path(), ec);
+  if (ec) return absl::UnavailableError("cannot create " + std::filesystem::path(at).parent_path().string() + ": " + ec.message());
+  return write_file_atomic(at, bytes);
+}
+
+absl::StatusOr<std::string> HaStore::get_blob(const std::string& name) {
+  const std::string at = blob_location(name);
+  if (s3_ != nullptr) {
+    auto url = checkpoint::parse_s3_url(at);
+    if (!url.ok()) return url.status();
+    return s3_->get(*url);
+  }
+  return read_file(at);
+}
+
+void HaStore::remove_blob(const std::string& name) {
+  const std::string at = blob_location(name);
+  absl::Status s;
+  if (s3_ != nullptr) {
+    auto url = checkpoint::parse_s3_url(at);
+    s = url.ok() ? s3_->remove(*url) : url.status();
+  } else {
+    std::error_code ec;
+    std::filesystem::remove(at, ec);
+    if (ec) s = absl::UnavailableError(ec.message());
+  }
+  if (!s.ok()) spdlog::warn("cannot remove {} from HA storage: {}", at, std::string(s.message()));
+}
+
+absl::Status HaStore::add_job(const proto::JobRecord& record, const std::string& library_path) {
+  const std::string& id = record.job_id();
+  if (!library_path.empty()) {
+    auto bytes = read_file(library_path);
+    if (!bytes.ok()) return bytes.status();
+    absl::Status s = put_blob("libraries/" + record.spec().library(), *bytes);
+    if (!s.ok()) return absl::Status(s.code(), "job library into HA storage: " + std::string(s.message()));
+  }
+  absl::Status s = put_blob("jobs/" + id, record.SerializeAsString());
+  if (!s.ok()) return absl::Status(s.code(), "job record into HA storage: " + std::string(s.message()));
+  const std::string node = options_.root() + "/jobs/" + id;
+  const std::string location = blob_location("jobs/" + id);
+  std::vector<zoo_op> ops(1);
+  zoo_create_op_init(&ops[0], node.c_str(), location.data(), static_cast<int>(location.size()), &ZOO_OPEN_ACL_UNSAFE,
+                     0, nullptr, 0);
+  return fenced("record job " + id, ops);
+}
+
+absl::Status HaStore::remove_job(const std::string& job_id) {
+  const std::string node = options_.root() + "/jobs/" + job_id;
+  String_vector names{};
+  int rc = zoo_get_children(session_->handle(), node.c_str(), 0, &names);
+  if (rc == ZNONODE) return absl::OkStatus();
+  if (rc != ZOK) return absl::UnavailableError(zk_error("list", node, rc));
+  std::vector<std::string> paths;
+  for (int i = 0; i < names.count; ++i) paths.push_back(node + "/" + names.data[i]);
+  deallocate_String_vector(&names);
+  paths.push_back(node);
+  std::vector<zoo_op> ops(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) zoo_delete_op_init(&ops[i], paths[i].c_str(), -1);
+  absl::Status s = fenced("forget job " + job_id, ops);
+  if (s.ok()) remove_blob("jobs/" + job_id);
+  return s;
+}
+
+absl::StatusOr<int64_t> HaStore::next_checkpoint_id(const std::string& job_id, int64_t at_least) {
+  const std::string node = options_.root() + "/jobs/" + job_id + "/counter";
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    std::string value;
+    Stat stat{};
+    int rc = read_node(session_->handle(), node, &value, &stat);
+    if (rc != ZOK && rc != ZNONODE) return absl::UnavailableError(zk_error("read", node, rc));
+    const int64_t id = std::max<int64_t>(at_least, rc == ZOK ? std::atoll(value.c_str()) : 1);
+    const std::string next = std::to_string(id + 1);
+    std::vector<zoo_op> ops(1);
+    Stat set_stat{};
+    if (rc == ZNONODE) {
+      zoo_create_op_init(&ops[0], node.c_str(), next.data(), static_cast<int>(next.size()), &ZOO_OPEN_ACL_UNSAFE, 0,
+                         nullptr, 0);
+    } else {
+      zoo_set_op_init(&ops[0], node.c_str(), next.data(), static_cast<int>(next.size()), stat.version, &set_stat);
+    }
+    absl::Status s = fenced("reserve checkpoint id " + std::to_string(id) + " of job " + job_id, ops);
+    if (s.ok()) return id;
+    if (absl::IsInternal(s)) continue;  // raced with ourselves (node created or changed): read again
+    return s;
+  }
+  return absl::AbortedError("the checkpoint id counter " + node + " kept changing");
+}
+
+absl::Status HaStore::commit_checkpoint(const std::string& job_id, int64_t id, const std::string& location) {
+  const std::string node = options_.root() + "/jobs/" + job_id + "/checkpoint";
+  const std::string value = std::to_string(id) + " " + location;
+  Stat stat{};
+  int rc = zoo_exists(session_->handle(), node.c_str(), 0, &stat);
+  if (rc != ZOK && rc != ZNONODE) {
+    return absl::UnavailableError(zk_error("look up", node, rc));
+  }
+  std::vector<zoo_op> ops(1);
+  Stat set_stat{};
+  if (rc == ZNONODE) {
+    zoo_create_op_init(&ops[0], node.c_str(), value.data(), static_cast<int>(value.size()), &ZOO_OPEN_ACL_UNSAFE, 0,
+                       nullptr, 0);
+  } else {
+    zoo_set_op_init(&ops[0], node.c_str(), value.data(), static_cast<int>(value.size()), -1, &set_stat);
+  }
+  return fenced("commit checkpoint " + std::to_string(id) + " of job " + job_id, ops);
+}
+
+absl::StatusOr<std::vector<HaStore::Recovered>> HaStore::jobs() {
+  const std::string dir = options_.root() + "/jobs";
+  String_vector names{};
+  int rc = zoo_get_children(session_->handle(), dir.c_str(), 0, &names);
+  if (rc != ZOK) return absl::UnavailableError(zk_error("list", dir, rc));
+  std::vector<std::string> ids(names.data, names.data + names.count);
+  deallocate_String_vector(&names);
+  std::vector<Recovered> out;
+  for (const auto& id : ids) {
+    Recovered r;
+    auto bytes = get_blob("jobs/" + id);
+    if (!bytes.ok()) {
+      return absl::Status(bytes.status().code(),
+                          "the record of job " + id + " in HA storage: " + std::string(bytes.status().message()));
+    }
+    if (!r.record.ParseFromString(*bytes) || r.record.job_id() != id) {
+      return absl::DataLossError("the record of job " + id + " in HA storage (" + blob_location("jobs/" + id) +
+                                 ") is corrupt");
+    }
+    std::string pointer;
+    Stat stat{};
+    const std::string node = dir + "/" + id + "/checkpoint";
+    rc = read_node(session_->handle(), node, &pointer, &stat);
+    if (rc == ZOK) {
+      const size_t space = pointer.find(' ');
+      if (space == std::string::npos) return absl::DataLossError(node + " in ZooKeeper is malformed: " + pointer);
+      r.checkpoint_id = std::atoll(pointer.substr(0, space).c_str());
+      r.checkpoint = pointer.substr(space + 1);
+    } else if (rc != ZNONODE) {
+      return absl::UnavailableError(zk_error("read", node, rc));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> HaStore::library(const std::string& digest) {
+  auto bytes = get_blob("libraries/" + digest);
+  if (!bytes.ok()) {
+    return absl::Status(bytes.status().code(),
+                        "job library " + digest + " in HA storage: " + std::string(bytes.status().message()));
+  }
+  return bytes;
+}
+
+absl::StatusOr<std::string> HaCheckpointStorage::finalize(const checkpoint::CheckpointMetadata& m) {
+  auto location = inner_->finalize(m);
+  if (!location.ok()) return location;
+  absl::Status s = store_->commit_checkpoint(job_id_, m.checkpoint_id, *location);
+  if (s.ok()) return location;
+  if (absl::IsUnavailable(s)) {
+    std::lock_guard lock(mu_);
+    uncertain_.insert(m.checkpoint_id);
+  }
+  return s;
+}
+
+void HaCheckpointStorage::discard(int64_t checkpoint_id) {
+  {
+    std::lock_guard lock(mu_);
+    if (uncertain_.count(checkpoint_id) != 0) {
+      spdlog::warn("job {}: keeping checkpoint {} at {}: whether ZooKeeper recorded it as completed is unknown",
+                   job_id_, checkpoint_id, inner_->location(checkpoint_id));
+      return;
+    }
+  }
+  inner_->discard(checkpoint_id);
+}
+
+}  // namespace weir::cluster

@@ -1,0 +1,419 @@
+// JobManager high availability with real processes: two `weir jobmanager
+// --ha zookeeper` on a real ZooKeeper, TaskManagers that find the leader
+// through it, and a running-sum job whose output must stay exactly-once
+// while the leader is killed and frozen. Also the fencing of a deposed
+// leader's writes in the HA store.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster/client.h"
+#include "cluster/job_library.h"
+#include "cluster/ha_store.h"
+#include "cluster/leader_election.h"
+#include "examples/running_sum/running_sum.h"
+#include "tests/cluster.h"
+#include "tests/cluster_checks.h"
+#include "tests/process.h"
+#include "tests/s3_server.h"
+#include "tests/zk_server.h"
+
+namespace weir::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Two or more JobManagers under --ha zookeeper, TaskManagers finding the
+// leader through ZooKeeper, in one temp dir.
+class HaCluster {
+ public:
+  explicit HaCluster(const std::string& name) : dir_(name), zk_(dir_), ha_storage_(dir_.path("ha")) {
+    secret_file_ = dir_.path("secret");
+    std::ofstream(secret_file_) << "ha-cluster-secret-" << std::random_device{}() << "\n";
+  }
+  bool start_zookeeper() { return zk_.start(); }
+  // Where the JobManagers keep job records (default: a directory).
+  void set_ha_storage(std::string s) { ha_storage_ = std::move(s); }
+  ZkServer& zookeeper() { return zk_; }
+  const TempDir& dir() const { return dir_; }
+
+  // JobManager `name` on fixed free ports; returns once it runs (standing
+  // by or leading).
+  bool start_jobmanager(const std::string& name) {
+    auto& jm = jms_[name];
+    if (jm.session_port == 0) {
+      jm.session_port = free_loopback_port();
+      jm.rest_port = free_loopback_port();
+    }
+    std::remove(dir_.path(name + ".out").c_str());
+    jm.process = std::make_unique<Child>(
+        std::vector<std::string>{weir_bin(), "jobmanager", "--bind", "127.0.0.1:" + std::to_string(jm.session_port),
+                                 "--rest-port", std::to_string(jm.rest_port), "--secret-file", secret_file_,
+                                 "--verbose", "--heartbeat-interval", "100ms", "--heartbeat-timeout", "2s",
+                                 "--library-dir", dir_.path(name + "-libraries"), "--ha", "zookeeper",
+                                 "--ha-quorum", zk_.quorum(), "--ha-storage", ha_storage_,
+                                 "--ha-session-timeout", "2s"},
+        dir_.path(name));
+    return eventually([&] { return slurp(dir_.path(name + ".out")).find("standing by") != std::string::npos; },
+                      20s);
+  }
+
+  bool start_taskmanager(const std::string& id, int slots) {
+    tms_[id] = std::make_unique<Child>(
+        std::vector<std::string>{weir_bin(), "taskmanager", "--ha", "zookeeper", "--ha-quorum", zk_.quorum(),
+                                 "--slots", std::to_string(slots), "--id", id, "--secret-file", secret_file_,
+                                 "--verbose", "--state-dir", dir_.path("state"), "--tmp-dir", dir_.path("tmp"),
+                                 "--library-dir", dir_.path(id + "-libraries")},
+        dir_.path(id));
+    return eventually([&] { return taskmanagers() >= static_cast<int>(tms_.size()); }, 30s);
+  }
+
+  // The JobManager ZooKeeper names as leader, by name ("" while none).
+  std::string leader() {
+    auto a = cluster::LeaderElection::leader_address(zk_.quorum(), "/weir/default", 2000ms);
+    if (!a.ok()) return "";
+    for (const auto& [name, jm] : jms_) {
+      if (a->rfind("127.0.0.1:" + std::to_string(jm.session_port) + " ", 0) == 0) return name;
+    }
+    return "";
+  }
+  // The leader once it answers REST requests.
+  std::string wait_for_leader(const std::string& not_this = "", std::chrono::milliseconds deadline = 30s) {
+    std::string l;
+    eventually(
+        [&] {
+          l = leader();
+          return !l.empty() && l != not_this && jms_[l].process->running() && client().overview().ok();
+        },
+        deadline);
+    return l;
+  }
+  Child* jobmanager(const std::string& name) { return jms_.at(name).process.get(); }
+  std::string log(const std::string& name) { return slurp(dir_.path(name + ".err")); }
+  std::string logs() {
+    std::string all;
+    for (const auto& [name, jm] : jms_) all += "---- " + name + "\n" + log(name);
+    return all;
+  }
+
+  // A client of every JobManager's REST API (tried in turn), the leader
+  // ZooKeeper names first: a frozen JobManager accepts connections but
+  // answers nothing, and a client trying it first would wait out its read
+  // timeout.
+  cluster::ClusterClient client() {
+    const std::string first = leader();
+    std::string addresses;
+    for (const auto& [name, jm] : jms_) {
+      const std::string a = "127.0.0.1:" + std::to_string(jm.rest_port);
+      addresses = name == first ? a + (addresses.empty() ? "" : "," + addresses)
+                                : addresses + (addresses.empty() ? "" : ",") + a;
+    }
+    std::string secret = slurp(secret_file_);
+    return cluster::ClusterClient(addresses, secret.substr(0, secret.find('\n')));
+  }
+  int taskmanagers() {
+    auto o = client().overview();
+    return o.ok() ? static_cast<int>((*o)["taskmanagers"].size()) : -1;
+  }
+
+ private:
+  struct JobManager {
+    int session_port = 0;
+    int rest_port = 0;
+    std::unique_ptr<Child> process;
+  };
+  TempDir dir_;
+  ZkServer zk_;
+  std::string ha_storage_;
+  std::string secret_file_;
+  std::map<std::string, JobManager> jms_;
+  std::map<std::string, std::unique_ptr<Child>> tms_;  // destroyed before jms_
+};
+
+std::string job_status(cluster::ClusterClient client, const std::string& id) {
+  auto j = client.job(id);
+  return j.ok() ? (*j)["status"].get<std::string>() : "";
+}
+
+int64_t restored_id(cluster::ClusterClient client, const std::string& id) {
+  auto c = client.checkpoints(id);
+  if (!c.ok() || !(*c)["restored"].is_object()) return -1;
+  return (*c)["restored"]["id"].get<int64_t>();
+}
+
+int64_t newest_checkpoint(cluster::ClusterClient client, const std::string& id) {
+  auto c = client.checkpoints(id);
+  if (!c.ok() || (*c)["completed"].empty()) return -1;
+  return (*c)["completed"].back()["id"].get<int64_t>();
+}
+
+// A job runs on while its leader is SIGKILLed, then frozen past its
+// ZooKeeper session (and thawed: it steps down), then killed again: each
+// time the other JobManager takes over within seconds and resumes the job
+// (same id) from its newest committed checkpoint, the TaskManagers
+// register with it, and the committed output is exactly-once.
+TEST(HaClusterTest, JobSurvivesThreeLeaderChangesExactlyOnce) {
+  HaCluster c("ha-three-changes");
+  ASSERT_TRUE(c.start_zookeeper()) << "ZooKeeper did not start (scripts/install-deps.sh installs it)\n"
+                                   << c.zookeeper().log();
+  ASSERT_TRUE(c.start_jobmanager("jm-a")) << c.log("jm-a");
+  ASSERT_EQ(c.wait_for_leader(), "jm-a") << c.logs();
+  ASSERT_TRUE(c.start_jobmanager("jm-b")) << c.log("jm-b");
+  ASSERT_TRUE(c.start_taskmanager("tm-1", 2)) << c.logs();
+  ASSERT_TRUE(c.start_taskmanager("tm-2", 2)) << c.logs();
+
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 80000, 500, 0, 29).ok());
+  auto id = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "4",
+                                              "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                              "200ms", "--rate", "500"});
+  ASSERT_TRUE(id.ok()) << id.status();
+
+  std::string leader = "jm-a";
+  int64_t last_restored = -1;
+  for (int change = 0; change < 3; ++change) {
+    SCOPED_TRACE("leader change " + std::to_string(change + 1) + " from " + leader);
+    // A few checkpoints under this leader first.
+    const int64_t before = newest_checkpoint(c.client(), *id);
+    ASSERT_TRUE(eventually([&] { return newest_checkpoint(c.client(), *id) >= before + 3; }, 60s)) << c.logs();
+    const std::string standby = leader == "jm-a" ? "jm-b" : "jm-a";
+    const int64_t committed = newest_checkpoint(c.client(), *id);
+    if (change == 1) {
+      // Frozen: its session expires, the standby leads; thawed, it steps
+      // down and commits nothing.
+      const size_t frozen_at = c.log(leader).size();
+      c.jobmanager(leader)->signal(SIGSTOP);
+      ASSERT_EQ(c.wait_for_leader(leader), standby) << c.logs();
+      c.jobmanager(leader)->signal(SIGCONT);
+      ASSERT_TRUE(eventually(
+          [&] { return c.log(leader).find("leadership of epoch") != std::string::npos; }, 20s))
+          << c.log(leader);
+      EXPECT_TRUE(c.jobmanager(leader)->running()) << "a deposed leader stands by again";
+      // Whatever it was doing when frozen, it completed no checkpoint after.
+      const std::string thawed = c.log(leader).substr(frozen_at);
+      EXPECT_EQ(thawed.find("completed in"), std::string::npos) << thawed;
+    } else {
+      c.jobmanager(leader)->kill9();
+      c.jobmanager(leader)->wait();
+      ASSERT_EQ(c.wait_for_leader(leader), standby) << c.logs();
+      ASSERT_TRUE(c.start_jobmanager(leader)) << c.log(leader);  // the next standby
+    }
+    leader = standby;
+    // The same job, resumed from a checkpoint newer than the last restore.
+    int64_t restored = -1;
+    ASSERT_TRUE(eventually(
+        [&] {
+          restored = restored_id(c.client(), *id);
+          return restored > last_restored;
+        },
+        30s))
+        << c.logs();
+    // Nothing committed is lost, and the job goes on checkpointing.
+    EXPECT_GE(restored, committed);
+    last_restored = restored;
+    EXPECT_TRUE(eventually([&] { return c.taskmanagers() == 2; }, 20s)) << c.logs();
+  }
+  auto done = c.client().wait(*id, 180000);
+  ASSERT_TRUE(done.ok()) << done.status() << "\n" << c.logs();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.logs();
+  expect_exactly_once({input}, c.dir().path("out"));
+  // Ended for good: the leader forgot it (the record goes once its node in
+  // ZooKeeper went), so no later leader runs it again.
+  EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(c.dir().path("ha/jobs/" + *id)); }, 10s));
+}
+
+// Nothing shared but ZooKeeper and S3: job records in S3 (--ha-storage
+// s3://), checkpoints in S3. The leader is killed; the standby reads the
+// job's record from S3, resumes it from its checkpoint there, and the output
+// is exactly-once.
+TEST(HaClusterTest, LeaderLossWithJobRecordsAndCheckpointsInS3) {
+  HaCluster c("ha-s3");
+  S3Server s3(c.dir(), "weir");
+  ASSERT_TRUE(s3.start()) << "s3rver did not start (scripts/install-deps.sh installs it)";
+  s3.set_env();  // the JobManagers and TaskManagers inherit it
+  c.set_ha_storage(s3.url("ha"));
+  ASSERT_TRUE(c.start_zookeeper()) << c.zookeeper().log();
+  ASSERT_TRUE(c.start_jobmanager("jm-a")) << c.log("jm-a");
+  ASSERT_EQ(c.wait_for_leader(), "jm-a") << c.logs();
+  ASSERT_TRUE(c.start_jobmanager("jm-b")) << c.log("jm-b");
+  ASSERT_TRUE(c.start_taskmanager("tm-1", 2)) << c.logs();
+  ASSERT_TRUE(c.start_taskmanager("tm-2", 2)) << c.logs();
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 30000, 300, 0, 31).ok());
+  auto id = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "4",
+                                              "--checkpoint-dir", s3.url("chk"), "--checkpoint-interval", "200ms",
+                                              "--rate", "500"});
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(eventually([&] { return newest_checkpoint(c.client(), *id) >= 3; }, 60s)) << c.logs();
+  checkpoint::S3Client client(s3.settings());
+  auto records = client.list({"weir", "ha/jobs/"});
+  ASSERT_TRUE(records.ok()) << records.status();
+  ASSERT_EQ(records->size(), 1u);
+  const int64_t committed = newest_checkpoint(c.client(), *id);
+  c.jobmanager("jm-a")->kill9();
+  c.jobmanager("jm-a")->wait();
+  ASSERT_EQ(c.wait_for_leader("jm-a"), "jm-b") << c.logs();
+  int64_t restored = -1;
+  ASSERT_TRUE(eventually(
+      [&] {
+        restored = restored_id(c.client(), *id);
+        return restored >= 0;
+      },
+      30s))
+      << c.logs();
+  EXPECT_GE(restored, committed);
+  auto restored_from = c.client().checkpoints(*id);
+  ASSERT_TRUE(restored_from.ok());
+  EXPECT_EQ((*restored_from)["restored"]["path"].get<std::string>().rfind("s3://weir/chk/", 0), 0u)
+      << *restored_from;
+  auto done = c.client().wait(*id, 120000);
+  ASSERT_TRUE(done.ok()) << done.status() << "\n" << c.logs();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.logs();
+  expect_exactly_once({input}, c.dir().path("out"));
+  // Its record is gone from S3 with the job.
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto left = client.list({"weir", "ha/jobs/"});
+        return left.ok() && left->empty();
+      },
+      10s));
+}
+
+// What a leader writes in the HA store is fenced by its epoch: once another
+// JobManager leads, the deposed one can neither commit a checkpoint, nor
+// reserve checkpoint ids, nor record or forget jobs; what it committed
+// before stays for the new leader, and checkpoint ids never repeat.
+// In a directory and in S3.
+class HaStoreTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HaStoreTest, DeposedLeaderCannotWrite) {
+  TempDir dir("ha-store-fencing");
+  ZkServer zk(dir);
+  ASSERT_TRUE(zk.start()) << zk.log();
+  std::unique_ptr<S3Server> s3;
+  cluster::HaOptions ha;
+  ha.quorum = zk.quorum();
+  ha.cluster_id = "fencing";
+  ha.storage = dir.path("ha");
+  if (GetParam() == "s3") {
+    s3 = std::make_unique<S3Server>(dir, "weir");
+    ASSERT_TRUE(s3->start()) << "s3rver did not start (scripts/install-deps.sh installs it)";
+    s3->set_env();
+    ha.storage = s3->url("ha");
+  }
+  ha.session_timeout = 2000ms;
+  std::atomic<int64_t> epoch_a{0}, epoch_b{0};
+  auto a = std::make_unique<cluster::LeaderElection>(
+      cluster::LeaderElection::Options{ha.quorum, ha.root(), "a", ha.session_timeout},
+      cluster::LeaderElection::Callbacks{[&](int64_t e) { epoch_a = e; }, nullptr});
+  ASSERT_TRUE(a->start(5000ms).ok());
+  ASSERT_TRUE(eventually([&] { return epoch_a > 0; }, 10s));
+  auto old_store = cluster::HaStore::open(ha, epoch_a, 5000ms);
+  ASSERT_TRUE(old_store.ok()) << old_store.status();
+  std::shared_ptr<cluster::HaStore> deposed = *std::move(old_store);
+
+  cluster::proto::JobRecord record;
+  record.set_job_id("job-1");
+  record.mutable_spec()->set_name("running-sum");
+  record.mutable_spec()->add_args("--rate");
+  // A job library goes along with the record.
+  const std::string library = dir.path("job.so");
+  std::ofstream(library) << "not really a library, but bytes to keep";
+  const std::string digest = cluster::sha256_hex(slurp(library));
+  record.mutable_spec()->set_library(digest);
+  ASSERT_TRUE(deposed->add_job(record, library).ok());
+  auto first = deposed->next_checkpoint_id("job-1", 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = deposed->next_checkpoint_id("job-1", 1);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*second, *first + 1);
+  ASSERT_TRUE(deposed->commit_checkpoint("job-1", *second, "/chk/job-1/chk-2").ok());
+
+  // B takes over once A is gone.
+  auto b = std::make_unique<cluster::LeaderElection>(
+      cluster::LeaderElection::Options{ha.quorum, ha.root(), "b", ha.session_timeout},
+      cluster::LeaderElection::Callbacks{[&](int64_t e) { epoch_b = e; }, nullptr});
+  ASSERT_TRUE(b->start(5000ms).ok());
+  a.reset();
+  ASSERT_TRUE(eventually([&] { return epoch_b > 0; }, 10s));
+  EXPECT_GT(epoch_b, epoch_a);
+
+  // The deposed leader's store still has a live session, but every write fails.
+  absl::Status commit = deposed->commit_checkpoint("job-1", 3, "/chk/job-1/chk-3");
+  EXPECT_TRUE(absl::IsFailedPrecondition(commit)) << commit;
+  EXPECT_NE(commit.message().find("no longer the leader"), std::string::npos) << commit;
+  EXPECT_TRUE(absl::IsFailedPrecondition(deposed->next_checkpoint_id("job-1", 1).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(deposed->remove_job("job-1")));
+  record.set_job_id("job-2");
+  EXPECT_TRUE(absl::IsFailedPrecondition(deposed->add_job(record, "")));
+  // Nor can it open a store for its old epoch.
+  EXPECT_TRUE(absl::IsFailedPrecondition(cluster::HaStore::open(ha, epoch_a, 5000ms).status()));
+
+  auto store = cluster::HaStore::open(ha, epoch_b, 5000ms);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto jobs = (*store)->jobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].record.job_id(), "job-1");
+  EXPECT_EQ((*jobs)[0].record.spec().args(0), "--rate");
+  EXPECT_EQ((*jobs)[0].checkpoint_id, *second);
+  EXPECT_EQ((*jobs)[0].checkpoint, "/chk/job-1/chk-2");
+  auto bytes = (*store)->library(digest);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(*bytes, slurp(library));
+  EXPECT_FALSE((*store)->library(std::string(64, '0')).ok());
+  // Ids go on after the ones the deposed leader reserved, whatever the
+  // restored checkpoint says.
+  auto next = (*store)->next_checkpoint_id("job-1", *second + 1);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(*next, *second + 1);
+  ASSERT_TRUE((*store)->remove_job("job-1").ok());
+  jobs = (*store)->jobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_TRUE(jobs->empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Storage, HaStoreTest, ::testing::Values("dir", "s3"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// Bad HA settings: one line each, exit 2.
+TEST(HaClusterTest, BadSettingsAreRefused) {
+  TempDir dir("ha-bad-settings");
+  const std::string secret = dir.path("secret");
+  std::ofstream(secret) << "ha-cluster-secret-0123456789\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"jobmanager", "--ha", "zookeeper", "--ha-storage", dir.path("ha")}, "--ha-quorum"},
+      {{"jobmanager", "--ha", "zookeeper", "--ha-quorum", "127.0.0.1:1"}, "--ha-storage"},
+      {{"jobmanager", "--ha-quorum", "127.0.0.1:1"}, "need --ha zookeeper"},
+      {{"jobmanager", "--ha", "zookeeper", "--ha-quorum", "127.0.0.1:1", "--ha-storage", dir.path("ha"),
+        "--rest-port", "0"},
+       "fixed ports"},
+      {{"taskmanager", "--ha", "zookeeper"}, "--ha-quorum"},
+  };
+  for (const Case& k : cases) {
+    std::vector<std::string> argv = k.args;
+    argv.push_back("--secret-file");
+    argv.push_back(secret);
+    RunResult r = run_weir(argv, dir.path("bad"));
+    EXPECT_EQ(r.code, 2) << k.says;
+    const std::string& err = r.err;
+    EXPECT_NE(err.find(k.says), std::string::npos) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
+}
+
+}  // namespace
+}  // namespace weir::testing
