@@ -25,6 +25,7 @@
 #include "tests/cluster_checks.h"
 #include "tests/process.h"
 #include "tests/s3_server.h"
+#include "tests/tcp_proxy.h"
 #include "tests/zk_server.h"
 
 namespace weir::testing {
@@ -47,8 +48,9 @@ class HaCluster {
   const TempDir& dir() const { return dir_; }
 
   // JobManager `name` on fixed free ports; returns once it runs (standing
-  // by or leading).
-  bool start_jobmanager(const std::string& name) {
+  // by or leading). `quorum`: how it reaches ZooKeeper (default: directly).
+  bool start_jobmanager(const std::string& name, std::string quorum = "") {
+    if (quorum.empty()) quorum = zk_.quorum();
     auto& jm = jms_[name];
     if (jm.session_port == 0) {
       jm.session_port = free_loopback_port();
@@ -60,7 +62,7 @@ class HaCluster {
                                  "--rest-port", std::to_string(jm.rest_port), "--secret-file", secret_file_,
                                  "--verbose", "--heartbeat-interval", "100ms", "--heartbeat-timeout", "2s",
                                  "--library-dir", dir_.path(name + "-libraries"), "--ha", "zookeeper",
-                                 "--ha-quorum", zk_.quorum(), "--ha-storage", ha_storage_,
+                                 "--ha-quorum", quorum, "--ha-storage", ha_storage_,
                                  "--ha-session-timeout", "2s"},
         dir_.path(name));
     return eventually([&] { return slurp(dir_.path(name + ".out")).find("standing by") != std::string::npos; },
@@ -229,6 +231,57 @@ TEST(HaClusterTest, JobSurvivesThreeLeaderChangesExactlyOnce) {
   // Ended for good: the leader forgot it (the record goes once its node in
   // ZooKeeper went), so no later leader runs it again.
   EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(c.dir().path("ha/jobs/" + *id)); }, 10s));
+}
+
+// The leader is cut off from ZooKeeper (through a proxy) while it still
+// reaches the TaskManagers: it steps down at once and stops its job, the
+// standby leads once the old session expired and resumes the job; the cut
+// off JobManager commits nothing and, reconnected, stands by again.
+TEST(HaClusterTest, LeaderCutOffFromZooKeeperStepsDown) {
+  HaCluster c("ha-partition");
+  ASSERT_TRUE(c.start_zookeeper()) << c.zookeeper().log();
+  TcpProxy link(c.zookeeper().port());
+  ASSERT_TRUE(c.start_jobmanager("jm-a", "127.0.0.1:" + std::to_string(link.port()))) << c.log("jm-a");
+  ASSERT_EQ(c.wait_for_leader(), "jm-a") << c.logs();
+  ASSERT_TRUE(c.start_jobmanager("jm-b")) << c.log("jm-b");
+  ASSERT_TRUE(c.start_taskmanager("tm-1", 2)) << c.logs();
+  ASSERT_TRUE(c.start_taskmanager("tm-2", 2)) << c.logs();
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 30000, 300, 0, 37).ok());
+  auto id = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "4",
+                                              "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                              "200ms", "--rate", "500"});
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(eventually([&] { return newest_checkpoint(c.client(), *id) >= 3; }, 60s)) << c.logs();
+  const int64_t committed = newest_checkpoint(c.client(), *id);
+
+  const size_t cut_at = c.log("jm-a").size();
+  link.cut();
+  ASSERT_TRUE(eventually([&] { return c.log("jm-a").find("leadership of epoch", cut_at) != std::string::npos; }, 10s))
+      << c.log("jm-a");
+  ASSERT_EQ(c.wait_for_leader("jm-a"), "jm-b") << c.logs();
+  int64_t restored = -1;
+  ASSERT_TRUE(eventually(
+      [&] {
+        restored = restored_id(c.client(), *id);
+        return restored >= 0;
+      },
+      30s))
+      << c.logs();
+  EXPECT_GE(restored, committed);
+  const std::string while_cut = c.log("jm-a").substr(cut_at);
+  EXPECT_EQ(while_cut.find("completed in"), std::string::npos) << while_cut;
+
+  link.heal();
+  ASSERT_TRUE(eventually([&] { return c.log("jm-a").find("joining the election again", cut_at) != std::string::npos; },
+                         20s))
+      << c.log("jm-a");
+  EXPECT_TRUE(c.jobmanager("jm-a")->running());
+  auto done = c.client().wait(*id, 120000);
+  ASSERT_TRUE(done.ok()) << done.status() << "\n" << c.logs();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.logs();
+  expect_exactly_once({input}, c.dir().path("out"));
+  EXPECT_EQ(c.leader(), "jm-b");
 }
 
 // Nothing shared but ZooKeeper and S3: job records in S3 (--ha-storage

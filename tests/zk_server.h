@@ -27,6 +27,7 @@ class ZkServer {
   }
   void stop() { server_.stop(); }
   std::string quorum() const { return "127.0.0.1:" + std::to_string(server_.port()); }
+  int port() const { return server_.port(); }
   std::string log() const { return server_.log(); }
 
  private:

@@ -80,6 +80,40 @@ TEST_F(CoordinatorTest, TriggersAfterTheIntervalAndCompletesWhenAllAcked) {
   EXPECT_EQ(coord_->completed_stats().size(), 1u);
 }
 
+// Ids from an external counter (ZooKeeper under high availability): they
+// jump past ids another leader reserved, and a counter that cannot answer
+// triggers nothing until one interval later.
+struct ScriptedIds : CheckpointIdCounter {
+  std::vector<absl::StatusOr<int64_t>> answers;
+  std::vector<int64_t> asked;  // the at_least of each call
+  absl::StatusOr<int64_t> next(int64_t at_least) override {
+    asked.push_back(at_least);
+    auto a = answers.front();
+    answers.erase(answers.begin());
+    return a;
+  }
+};
+
+TEST_F(CoordinatorTest, IdsComeFromTheCounterAndAFailedReservationTriggersNothing) {
+  ScriptedIds ids;
+  ids.answers = {int64_t{7}, absl::UnavailableError("ZooKeeper did not answer"), int64_t{9}};
+  make(config());
+  coord_->set_id_counter(&ids);
+  advance(100);
+  ASSERT_EQ(actions_.triggered, std::vector<int64_t>{7});
+  ack_all(7);
+  EXPECT_EQ(actions_.completed, std::vector<int64_t>{7});
+  advance(100);  // the counter fails: nothing triggered, nothing aborted
+  EXPECT_EQ(actions_.triggered, std::vector<int64_t>{7});
+  EXPECT_TRUE(actions_.aborted.empty());
+  EXPECT_TRUE(actions_.failures.empty());
+  advance(50);
+  EXPECT_EQ(ids.asked.size(), 2u) << "no retry before the interval";
+  advance(50);
+  EXPECT_EQ(actions_.triggered, (std::vector<int64_t>{7, 9}));
+  EXPECT_EQ(ids.asked, (std::vector<int64_t>{1, 8, 8}));
+}
+
 TEST_F(CoordinatorTest, OneMissingAckKeepsItPending) {
   make(config());
   advance(100);
