@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 10
 FUZZ_TARGETS := metadata state_file records data_plane json_body config running_sum_line formats result_file
 
-.PHONY: deps configure build demo test bench check-locks asan-configure asan tsan fuzz clean
+.PHONY: deps configure build demo test bench soak check-locks asan-configure asan tsan fuzz clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -26,6 +26,13 @@ test: build
 bench: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target weir_bench weir_micro_bench
 	@BENCH=$(BUILD_DIR)/bench/weir_bench bash bench/run.sh
+
+# The chaos soak (tests/chaos_soak.cc) for SOAK_DURATION, with a fresh
+# seed unless SOAK_SEED is given; `make test` runs a one-minute one.
+SOAK_DURATION ?= 60m
+SOAK_SEED ?=
+soak: build
+	@WEIR_BIN=$(BUILD_DIR)/weir $(BUILD_DIR)/weir_chaos --duration $(SOAK_DURATION) $(if $(SOAK_SEED),--seed $(SOAK_SEED))
 
 # Builds the engine with clang to check the lock annotations.
 check-locks: deps

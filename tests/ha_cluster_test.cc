@@ -22,6 +22,7 @@
 #include "cluster/leader_election.h"
 #include "examples/running_sum/running_sum.h"
 #include "tests/cluster.h"
+#include "tests/ha_cluster.h"
 #include "tests/cluster_checks.h"
 #include "tests/process.h"
 #include "tests/s3_server.h"
@@ -32,131 +33,6 @@ namespace weir::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Two or more JobManagers under --ha zookeeper, TaskManagers finding the
-// leader through ZooKeeper, in one temp dir.
-class HaCluster {
- public:
-  explicit HaCluster(const std::string& name) : dir_(name), zk_(dir_), ha_storage_(dir_.path("ha")) {
-    secret_file_ = dir_.path("secret");
-    std::ofstream(secret_file_) << "ha-cluster-secret-" << std::random_device{}() << "\n";
-  }
-  bool start_zookeeper() { return zk_.start(); }
-  // Where the JobManagers keep job records (default: a directory).
-  void set_ha_storage(std::string s) { ha_storage_ = std::move(s); }
-  ZkServer& zookeeper() { return zk_; }
-  const TempDir& dir() const { return dir_; }
-
-  // JobManager `name` on fixed free ports; returns once it runs (standing
-  // by or leading). `quorum`: how it reaches ZooKeeper (default: directly).
-  bool start_jobmanager(const std::string& name, std::string quorum = "") {
-    if (quorum.empty()) quorum = zk_.quorum();
-    auto& jm = jms_[name];
-    if (jm.session_port == 0) {
-      jm.session_port = free_loopback_port();
-      jm.rest_port = free_loopback_port();
-    }
-    std::remove(dir_.path(name + ".out").c_str());
-    jm.process = std::make_unique<Child>(
-        std::vector<std::string>{weir_bin(), "jobmanager", "--bind", "127.0.0.1:" + std::to_string(jm.session_port),
-                                 "--rest-port", std::to_string(jm.rest_port), "--secret-file", secret_file_,
-                                 "--verbose", "--heartbeat-interval", "100ms", "--heartbeat-timeout", "2s",
-                                 "--library-dir", dir_.path(name + "-libraries"), "--ha", "zookeeper",
-                                 "--ha-quorum", quorum, "--ha-storage", ha_storage_,
-                                 "--ha-session-timeout", "2s"},
-        dir_.path(name));
-    return eventually([&] { return slurp(dir_.path(name + ".out")).find("standing by") != std::string::npos; },
-                      20s);
-  }
-
-  bool start_taskmanager(const std::string& id, int slots) {
-    tms_[id] = std::make_unique<Child>(
-        std::vector<std::string>{weir_bin(), "taskmanager", "--ha", "zookeeper", "--ha-quorum", zk_.quorum(),
-                                 "--slots", std::to_string(slots), "--id", id, "--secret-file", secret_file_,
-                                 "--verbose", "--state-dir", dir_.path("state"), "--tmp-dir", dir_.path("tmp"),
-                                 "--library-dir", dir_.path(id + "-libraries")},
-        dir_.path(id));
-    return eventually([&] { return taskmanagers() >= static_cast<int>(tms_.size()); }, 30s);
-  }
-
-  // The JobManager ZooKeeper names as leader, by name ("" while none).
-  std::string leader() {
-    auto a = cluster::LeaderElection::leader_address(zk_.quorum(), "/weir/default", 2000ms);
-    if (!a.ok()) return "";
-    for (const auto& [name, jm] : jms_) {
-      if (a->rfind("127.0.0.1:" + std::to_string(jm.session_port) + " ", 0) == 0) return name;
-    }
-    return "";
-  }
-  // The leader once it answers REST requests.
-  std::string wait_for_leader(const std::string& not_this = "", std::chrono::milliseconds deadline = 30s) {
-    std::string l;
-    eventually(
-        [&] {
-          l = leader();
-          return !l.empty() && l != not_this && jms_[l].process->running() && client().overview().ok();
-        },
-        deadline);
-    return l;
-  }
-  Child* jobmanager(const std::string& name) { return jms_.at(name).process.get(); }
-  std::string log(const std::string& name) { return slurp(dir_.path(name + ".err")); }
-  std::string logs() {
-    std::string all;
-    for (const auto& [name, jm] : jms_) all += "---- " + name + "\n" + log(name);
-    return all;
-  }
-
-  // A client of every JobManager's REST API (tried in turn), the leader
-  // ZooKeeper names first: a frozen JobManager accepts connections but
-  // answers nothing, and a client trying it first would wait out its read
-  // timeout.
-  cluster::ClusterClient client() {
-    const std::string first = leader();
-    std::string addresses;
-    for (const auto& [name, jm] : jms_) {
-      const std::string a = "127.0.0.1:" + std::to_string(jm.rest_port);
-      addresses = name == first ? a + (addresses.empty() ? "" : "," + addresses)
-                                : addresses + (addresses.empty() ? "" : ",") + a;
-    }
-    std::string secret = slurp(secret_file_);
-    return cluster::ClusterClient(addresses, secret.substr(0, secret.find('\n')));
-  }
-  int taskmanagers() {
-    auto o = client().overview();
-    return o.ok() ? static_cast<int>((*o)["taskmanagers"].size()) : -1;
-  }
-
- private:
-  struct JobManager {
-    int session_port = 0;
-    int rest_port = 0;
-    std::unique_ptr<Child> process;
-  };
-  TempDir dir_;
-  ZkServer zk_;
-  std::string ha_storage_;
-  std::string secret_file_;
-  std::map<std::string, JobManager> jms_;
-  std::map<std::string, std::unique_ptr<Child>> tms_;  // destroyed before jms_
-};
-
-std::string job_status(cluster::ClusterClient client, const std::string& id) {
-  auto j = client.job(id);
-  return j.ok() ? (*j)["status"].get<std::string>() : "";
-}
-
-int64_t restored_id(cluster::ClusterClient client, const std::string& id) {
-  auto c = client.checkpoints(id);
-  if (!c.ok() || !(*c)["restored"].is_object()) return -1;
-  return (*c)["restored"]["id"].get<int64_t>();
-}
-
-int64_t newest_checkpoint(cluster::ClusterClient client, const std::string& id) {
-  auto c = client.checkpoints(id);
-  if (!c.ok() || (*c)["completed"].empty()) return -1;
-  return (*c)["completed"].back()["id"].get<int64_t>();
-}
 
 // A job runs on while its leader is SIGKILLed, then frozen past its
 // ZooKeeper session (and thawed: it steps down), then killed again: each

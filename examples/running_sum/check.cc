@@ -109,12 +109,16 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
     if (!sums[key].emplace(count, sum).second) {
       note(c, "duplicate count in output line: " + l);
       exact = false;
+      ++c.duplicated_records;
     }
   }
   bool complete = true;
   for (const auto& [key, vals] : values) {
     const int64_t n = static_cast<int64_t>(vals.size());
     const auto& by_count = sums[key];
+    int64_t present = 0;  // of the counts 1..n
+    for (auto it = by_count.lower_bound(1); it != by_count.end() && it->first <= n; ++it) ++present;
+    c.lost_records += n - present;
     if (lines_per_key[key] < n || by_count.empty() || by_count.rbegin()->first < n) {
       note(c, "key " + key + ": " + std::to_string(lines_per_key[key]) + " lines for " +
                   std::to_string(n) + " records");

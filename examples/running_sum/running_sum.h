@@ -103,6 +103,8 @@ struct RunningSumCheck {
   int64_t reject_lines = 0;
   bool exactly_once = false;
   bool nothing_lost = false;
+  int64_t lost_records = 0;        // valid records with no committed sum
+  int64_t duplicated_records = 0;  // committed sums of a record seen before
   std::vector<std::string> problems;  // the first few differences found
 };
 

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_split.h"
@@ -73,7 +74,8 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& met
   for (size_t i = 0; i < addresses.size(); ++i) {
     const size_t at = (current_ + i) % addresses.size();
     bool unreachable = false;
-    out = request_one(addresses[at], method, path, body, content_type, timeout_s, &unreachable);
+    out = request_one(addresses[at], method, path, body, content_type,
+                      answer_timeout_s_ > 0 ? std::min(timeout_s, answer_timeout_s_) : timeout_s, &unreachable);
     if (!unreachable) {
       current_ = at;
       return out;

@@ -39,6 +39,12 @@ class ClusterClient {
   absl::StatusOr<nlohmann::json> checkpoints(const std::string& job_id);
   absl::StatusOr<nlohmann::json> overview();
 
+  // Waits at most `seconds` for any answer (default: each request's own
+  // limit, up to minutes for a savepoint): a JobManager that accepts
+  // connections but answers nothing (frozen) then counts as unreachable
+  // sooner, and the next address is tried.
+  void set_answer_timeout(int seconds) { answer_timeout_s_ = seconds; }
+
  private:
   absl::StatusOr<nlohmann::json> request(const std::string& method, const std::string& path,
                                          const nlohmann::json* body, int timeout_s);
@@ -55,6 +61,7 @@ class ClusterClient {
   const std::string secret_;
   const std::string tls_ca_;
   size_t current_ = 0;  // of the addresses in address_, the one that answered last
+  int answer_timeout_s_ = 0;  // 0: none
 };
 
 }  // namespace weir::cluster

@@ -1,0 +1,379 @@
+// The chaos soak: a cluster of two JobManagers under --ha zookeeper, three
+// TaskManagers and ZooKeeper on loopback runs the running-sum job (file
+// source, exactly-once file sink, checkpoints every 200 ms) while a nemesis
+// injects faults at random for a configured time: TaskManagers and the
+// leading JobManager SIGKILLed or frozen (SIGSTOP past their timeouts, then
+// SIGCONT), the leader cut off from ZooKeeper (through a proxy), ZooKeeper
+// restarted, a state file of the newest checkpoint truncated before a
+// TaskManager is killed. After each fault it waits for the job to complete a
+// checkpoint newer than every one completed before the fault (the next
+// committed output): the time from the fault to then is its recovery time,
+// measured while a lasting fault (a freeze, a cut) still lasts.
+//
+// The checker then waits for the job to finish and compares the committed
+// output with the input: records lost, records duplicated, faults not
+// recovered from, the longest time without a completed checkpoint, and the
+// recovery times per kind of fault as percentiles. Exit 0 when nothing was
+// lost or duplicated and every fault was recovered from, else 1; 2 for bad
+// arguments. The seed is printed first; the same seed replays the same
+// faults in the same order (their timing depends on the machine).
+//
+//   weir_chaos [--duration 90s] [--seed N] [--quiet]
+//
+// Faults that need root (a full disk on a small tmpfs, a slow disk through
+// dm-delay, partitions between network namespaces) are reported as skipped.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <atomic>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "examples/running_sum/running_sum.h"
+#include "tests/ha_cluster.h"
+#include "tests/tcp_proxy.h"
+
+namespace weir::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ms_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+struct Options {
+  std::chrono::seconds duration{90};
+  uint64_t seed = 0;
+  bool quiet = false;
+};
+
+enum class Fault { kKillTaskManager, kFreezeTaskManager, kKillLeader, kFreezeLeader, kPartitionLeader,
+                   kRestartZooKeeper, kTruncateCheckpoint };
+
+const char* name(Fault f) {
+  switch (f) {
+    case Fault::kKillTaskManager: return "kill-taskmanager";
+    case Fault::kFreezeTaskManager: return "freeze-taskmanager";
+    case Fault::kKillLeader: return "kill-leader";
+    case Fault::kFreezeLeader: return "freeze-leader";
+    case Fault::kPartitionLeader: return "partition-leader";
+    case Fault::kRestartZooKeeper: return "restart-zookeeper";
+    case Fault::kTruncateCheckpoint: return "truncate-checkpoint";
+  }
+  return "?";
+}
+
+// The p-th percentile (0..100) of `v`, nearest rank.
+int64_t percentile(std::vector<int64_t> v, double p) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+class Soak {
+ public:
+  explicit Soak(Options o) : o_(o), c_("chaos-soak"), rng_(o.seed) {}
+  ~Soak() {
+    stop_watching_ = true;
+    if (watcher_.joinable()) watcher_.join();
+  }
+
+  int run() {
+    std::printf("chaos soak: seed %llu, %lld s of faults\n", static_cast<unsigned long long>(o_.seed),
+                static_cast<long long>(o_.duration.count()));
+    std::printf("skipped faults: full disk (needs root to mount a small tmpfs), slow disk (needs root for "
+                "dm-delay), partitions between network namespaces (need root; the leader is cut off from "
+                "ZooKeeper through a proxy instead)\n");
+    std::fflush(stdout);
+    if (!c_.start_zookeeper()) return setup_failed("ZooKeeper did not start\n" + c_.zookeeper().log());
+    proxy_ = std::make_unique<TcpProxy>(c_.zookeeper().port());
+    // jm-a reaches ZooKeeper through the proxy, so it can be cut off.
+    if (!c_.start_jobmanager("jm-a", "127.0.0.1:" + std::to_string(proxy_->port()))) return setup_failed(c_.logs());
+    if (c_.wait_for_leader().empty()) return setup_failed(c_.logs());
+    if (!c_.start_jobmanager("jm-b")) return setup_failed(c_.logs());
+    for (const char* tm : {"tm-1", "tm-2", "tm-3"}) {
+      if (!c_.start_taskmanager(tm, 2)) return setup_failed(c_.logs());
+    }
+    // Enough input to outlast the faults: 4 sources at 400 records/s.
+    input_ = c_.dir().path("in.txt");
+    const int64_t lines = 1600 * (o_.duration.count() + 20);
+    if (!examples::generate_running_sum_input(input_, lines, 1000, 0, o_.seed).ok()) return setup_failed("input");
+    auto id = c_.client().submit("running-sum", {"--input", input_, "--output", c_.dir().path("out"), "-p", "4",
+                                                 "--checkpoint-dir", c_.dir().path("chk"), "--checkpoint-interval",
+                                                 "200ms", "--rate", "400"});
+    if (!id.ok()) return setup_failed(std::string(id.status().message()));
+    job_ = *id;
+    watcher_ = std::thread([this] { watch(); });
+    if (!progressed(-1, std::chrono::seconds(60))) return setup_failed("no checkpoint completed\n" + c_.logs());
+
+    const auto until = Clock::now() + o_.duration;
+    while (Clock::now() < until) {
+      inject(pick());
+      std::this_thread::sleep_for(std::chrono::milliseconds(500 + rng_() % 1500));  // pacing the nemesis
+    }
+    return check();
+  }
+
+ private:
+  int setup_failed(const std::string& why) {
+    std::fprintf(stderr, "chaos soak (seed %llu): the cluster did not come up: %s\n",
+                 static_cast<unsigned long long>(o_.seed), why.c_str());
+    return 1;
+  }
+
+  Fault pick() {
+    static const Fault kAll[] = {Fault::kKillTaskManager,   Fault::kFreezeTaskManager, Fault::kKillLeader,
+                                 Fault::kFreezeLeader,      Fault::kPartitionLeader,   Fault::kRestartZooKeeper,
+                                 Fault::kTruncateCheckpoint};
+    return kAll[rng_() % (sizeof(kAll) / sizeof(kAll[0]))];
+  }
+
+  std::string random_taskmanager() {
+    static const char* kIds[] = {"tm-1", "tm-2", "tm-3"};
+    return kIds[rng_() % 3];
+  }
+
+  // Watches the job's newest completed checkpoint (asking any JobManager,
+  // every 50 ms, the whole run): progress, and the longest time without it.
+  void watch() {
+    while (!stop_watching_) {
+      // A frozen JobManager must not hold the poll up.
+      cluster::ClusterClient client = c_.client();
+      client.set_answer_timeout(1);
+      const int64_t n = newest_checkpoint(client, job_);
+      if (n > last_seen_) {
+        std::lock_guard lock(mu_);
+        if (last_seen_ >= 0) longest_stall_ms_ = std::max(longest_stall_ms_, ms_since(last_progress_));
+        last_seen_ = n;
+        last_progress_ = Clock::now();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the polling interval
+    }
+  }
+
+  // Until the job completed a checkpoint newer than `after`, or `deadline`.
+  bool progressed(int64_t after, std::chrono::milliseconds deadline) {
+    return eventually([&] { return last_seen_ > after; }, deadline);
+  }
+
+  void inject(Fault f) {
+    const int64_t before = std::max<int64_t>(last_seen_, newest_checkpoint(c_.client(), job_));
+    const auto start = Clock::now();
+    std::string what = name(f);
+    // A fault that lasts (a freeze, a cut) is undone `lasting` after it
+    // began, on a thread of its own, while recovery is measured: the job
+    // should recover before it ends.
+    std::function<void()> undo;
+    std::chrono::milliseconds lasting{0};
+    switch (f) {
+      case Fault::kKillTaskManager:
+      case Fault::kTruncateCheckpoint: {
+        if (f == Fault::kTruncateCheckpoint) what += " " + truncate_newest_state_file();
+        const std::string tm = random_taskmanager();
+        what += " " + tm;
+        c_.taskmanager(tm)->kill9();
+        c_.taskmanager(tm)->wait();
+        c_.start_taskmanager(tm, 2);
+        break;
+      }
+      case Fault::kFreezeTaskManager: {
+        const std::string tm = random_taskmanager();
+        what += " " + tm;
+        Child* p = c_.taskmanager(tm);
+        p->signal(SIGSTOP);
+        undo = [p] { p->signal(SIGCONT); };
+        lasting = std::chrono::milliseconds(4000);  // past the 2 s heartbeat timeout
+        break;
+      }
+      case Fault::kKillLeader: {
+        const std::string jm = c_.leader();
+        if (jm.empty()) return;
+        what += " " + jm;
+        c_.jobmanager(jm)->kill9();
+        c_.jobmanager(jm)->wait();
+        c_.start_jobmanager(jm, jm == "jm-a" ? "127.0.0.1:" + std::to_string(proxy_->port()) : "");
+        break;
+      }
+      case Fault::kFreezeLeader: {
+        const std::string jm = c_.leader();
+        if (jm.empty()) return;
+        what += " " + jm;
+        Child* p = c_.jobmanager(jm);
+        p->signal(SIGSTOP);
+        undo = [p] { p->signal(SIGCONT); };
+        lasting = std::chrono::milliseconds(6000);  // past the 2 s session timeout
+        break;
+      }
+      case Fault::kPartitionLeader: {
+        // Only jm-a's link to ZooKeeper can be cut; when jm-b leads, jm-a
+        // (standing by) is cut off instead, and the job must not notice.
+        what += c_.leader() == "jm-a" ? " jm-a (leading)" : " jm-a (standing by)";
+        proxy_->cut();
+        undo = [this] { proxy_->heal(); };
+        lasting = std::chrono::milliseconds(6000);
+        break;
+      }
+      case Fault::kRestartZooKeeper: {
+        c_.zookeeper().stop();
+        undo = [this] { zookeeper_back_ = c_.zookeeper().start(); };
+        lasting = std::chrono::milliseconds(1000);
+        break;
+      }
+    }
+    std::thread undoing;
+    if (undo) {
+      undoing = std::thread([undo, lasting] {
+        std::this_thread::sleep_for(lasting);  // how long the fault lasts
+        undo();
+      });
+    }
+    const bool recovered = progressed(before, std::chrono::seconds(90));
+    const int64_t took = ms_since(start);
+    if (undoing.joinable()) undoing.join();
+    if (f == Fault::kRestartZooKeeper && !zookeeper_back_) what += " (did not come back)";
+    if (!o_.quiet) {
+      std::printf("%6.1f s  %-48s %s in %lld ms\n", std::chrono::duration<double>(Clock::now() - began_).count(),
+                  what.c_str(), recovered ? "recovered" : "NOT RECOVERED", static_cast<long long>(took));
+      std::fflush(stdout);
+    }
+    ++faults_[name(f)];
+    if (recovered) {
+      recovery_ms_[name(f)].push_back(took);
+    } else {
+      ++unrecovered_;
+    }
+  }
+
+  // Truncates one state file of the newest checkpoint on disk to half its
+  // size; returns its path relative to the checkpoint directory.
+  std::string truncate_newest_state_file() {
+    namespace fs = std::filesystem;
+    const fs::path job = fs::path(c_.dir().path("chk")) / job_;
+    int64_t newest = -1;
+    fs::path dir;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(job, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind("chk-", 0) != 0 || !fs::exists(e.path() / "_metadata")) continue;
+      const int64_t id = std::atoll(n.c_str() + 4);
+      if (id > newest) newest = id, dir = e.path();
+    }
+    if (newest < 0) return "(no checkpoint)";
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.is_regular_file() && e.path().filename() != "_metadata") files.push_back(e.path());
+    }
+    if (files.empty()) return "(no state file)";
+    const fs::path victim = files[rng_() % files.size()];
+    fs::resize_file(victim, fs::file_size(victim, ec) / 2, ec);
+    return (dir.filename() / victim.filename()).string();
+  }
+
+  int check() {
+    auto done = c_.client().wait(job_, 300000);
+    std::string status = done.ok() ? (*done)["status"].get<std::string>() : std::string(done.status().message());
+    for (int attempt = 0; attempt < 10 && (status == "RUNNING" || !done.ok()); ++attempt) {
+      done = c_.client().wait(job_, 60000);  // a leader change while waiting
+      status = done.ok() ? (*done)["status"].get<std::string>() : std::string(done.status().message());
+    }
+    stop_watching_ = true;
+    if (watcher_.joinable()) watcher_.join();
+    auto verdict = examples::check_running_sum({input_}, c_.dir().path("out"));
+    int total = 0;
+    for (const auto& [kind, n] : faults_) total += n;
+    std::printf("\nchaos soak: seed %llu, %lld s, %d faults, job %s\n", static_cast<unsigned long long>(o_.seed),
+                static_cast<long long>(o_.duration.count()), total, status.c_str());
+    std::printf("%-22s %6s %9s %9s %9s %9s\n", "fault", "count", "p50 ms", "p90 ms", "p99 ms", "max ms");
+    for (const auto& [kind, n] : faults_) {
+      const auto& v = recovery_ms_[kind];
+      std::printf("%-22s %6d %9lld %9lld %9lld %9lld\n", kind.c_str(), n, static_cast<long long>(percentile(v, 50)),
+                  static_cast<long long>(percentile(v, 90)), static_cast<long long>(percentile(v, 99)),
+                  static_cast<long long>(percentile(v, 100)));
+    }
+    std::printf("faults not recovered from: %d\n", unrecovered_);
+    {
+      std::lock_guard lock(mu_);
+      std::printf("longest time without a completed checkpoint: %lld ms\n", static_cast<long long>(longest_stall_ms_));
+    }
+    bool ok = unrecovered_ == 0 && status == "FINISHED";
+    if (!verdict.ok()) {
+      std::printf("output: cannot check: %s\n", std::string(verdict.status().message()).c_str());
+      ok = false;
+    } else {
+      std::printf("records: %lld valid, %lld lost, %lld duplicated (%s)\n",
+                  static_cast<long long>(verdict->valid_records), static_cast<long long>(verdict->lost_records),
+                  static_cast<long long>(verdict->duplicated_records),
+                  verdict->exactly_once ? "exactly-once" : "NOT exactly-once");
+      for (const auto& p : verdict->problems) std::printf("  %s\n", p.c_str());
+      ok = ok && verdict->exactly_once;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "chaos soak FAILED (seed %llu; replay with --seed %llu); logs under %s\n%s\n",
+                   static_cast<unsigned long long>(o_.seed), static_cast<unsigned long long>(o_.seed),
+                   c_.dir().path().c_str(), c_.logs().substr(c_.logs().size() > 20000 ? c_.logs().size() - 20000 : 0).c_str());
+    }
+    return ok ? 0 : 1;
+  }
+
+  const Options o_;
+  HaCluster c_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<TcpProxy> proxy_;
+  std::string input_, job_;
+  const Clock::time_point began_ = Clock::now();
+  std::thread watcher_;
+  std::atomic<bool> stop_watching_{false};
+  std::atomic<int64_t> last_seen_{-1};
+  std::mutex mu_;
+  Clock::time_point last_progress_ = Clock::now();  // under mu_
+  int64_t longest_stall_ms_ = 0;                   // under mu_
+  std::map<std::string, int> faults_;
+  std::map<std::string, std::vector<int64_t>> recovery_ms_;
+  int unrecovered_ = 0;
+  bool zookeeper_back_ = true;
+};
+
+}  // namespace
+}  // namespace weir::testing
+
+int main(int argc, char** argv) {
+  weir::testing::Options o;
+  o.seed = std::random_device{}();
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--duration" && has_value) {
+      const std::string v = argv[++i];
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      const std::string unit = end;
+      if (n <= 0 || !(unit.empty() || unit == "s" || unit == "m")) {
+        std::fprintf(stderr, "weir_chaos: --duration %s: a positive number of seconds (90s) or minutes (60m)\n",
+                     v.c_str());
+        return 2;
+      }
+      o.duration = std::chrono::seconds(unit == "m" ? n * 60 : n);
+    } else if (a == "--seed" && has_value) {
+      o.seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--quiet") {
+      o.quiet = true;
+    } else {
+      std::fprintf(stderr, "weir_chaos: unknown argument %s (usage: weir_chaos [--duration 90s] [--seed N] [--quiet])\n",
+                   a.c_str());
+      return 2;
+    }
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  return weir::testing::Soak(o).run();
+}
