@@ -16,6 +16,7 @@
 #include "examples/running_sum/running_sum.h"
 #include "tests/process.h"
 #include "tests/s3_server.h"
+#include "tests/tcp_proxy.h"
 #include "testing/seed.h"
 
 namespace weir {
@@ -278,6 +279,39 @@ TEST_F(S3Test, AJobOutlivesAnS3OutageExactlyOnce) {
   ASSERT_TRUE(check.ok()) << check.status();
   for (const auto& p : check->problems) ADD_FAILURE() << p;
   EXPECT_TRUE(check->exactly_once);
+}
+
+// Every connection to S3 breaks part-way (through a proxy, after a random
+// number of bytes up to 256 KiB either way): requests and answers are cut
+// short, retried on a new connection, and a checkpoint whose request runs
+// out of attempts fails while the next one is taken. The job, which also
+// fails and restores from S3 now and then, finishes exactly-once: nothing
+// half-written was restored or committed.
+TEST_F(S3Test, ConnectionsBrokenPartWayFailRequestsNotTheOutput) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 150000, 2000, 0, seed).ok());
+  const std::string endpoint = server_->endpoint();
+  testing::TcpProxy flaky(std::atoi(endpoint.substr(endpoint.rfind(':') + 1).c_str()));
+  flaky.break_connections(1.0, 256 << 10, seed);
+  std::vector<std::string> env;
+  for (const std::string& kv : server_->env()) {
+    env.push_back(kv.rfind("AWS_ENDPOINT_URL_S3=", 0) == 0
+                      ? "AWS_ENDPOINT_URL_S3=http://127.0.0.1:" + std::to_string(flaky.port())
+                      : kv);
+  }
+  Child job({testing::weir_bin(), "example", "running-sum", "--input", path("in.txt"), "--output", path("out"), "-p",
+             "2", "--checkpoint-dir", server_->url("checkpoints"), "--checkpoint-interval", "100ms", "--fail-every",
+             "50000", "--seed", std::to_string(seed), "--rate", "20000", "--restart-delay", "100ms"},
+            path("job"), false, env);
+  ASSERT_EQ(job.wait(), 0) << job.err();
+  EXPECT_GT(flaky.broken(), 0) << "no connection was broken";
+  EXPECT_EQ(job.out().find("restarts: 0"), std::string::npos) << "no failure was injected: " << job.out();
+  auto check = examples::check_running_sum({path("in.txt")}, path("out"));
+  ASSERT_TRUE(check.ok()) << check.status();
+  for (const auto& p : check->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(check->exactly_once);
+  std::printf("connections broken: %d\n", flaky.broken());
 }
 
 // Without credentials a job with an s3:// checkpoint directory does not

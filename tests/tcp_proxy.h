@@ -1,7 +1,8 @@
 // A TCP proxy on a loopback port to another loopback port, which a test can
 // cut (every connection closed, new ones closed as soon as accepted) and
 // heal: a network partition between one process and a server, without
-// privileges.
+// privileges. It can also break a fraction of connections part-way (after
+// a random number of bytes either way): requests and answers cut short.
 #ifndef WEIR_TESTS_TCP_PROXY_H_
 #define WEIR_TESTS_TCP_PROXY_H_
 
@@ -11,7 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <random>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -50,6 +53,16 @@ class TcpProxy {
     ++generation_;
   }
   void heal() { cut_ = false; }
+  // From now on each new connection breaks with probability `fraction`
+  // after up to `max_bytes` bytes (drawn from `seed`).
+  void break_connections(double fraction, int max_bytes, uint64_t seed) {
+    std::lock_guard lock(mu_);
+    break_fraction_ = fraction;
+    break_max_bytes_ = max_bytes;
+    rng_.seed(seed);
+  }
+  // Connections broken so far.
+  int broken() const { return broken_; }
 
  private:
   static sockaddr_in loopback(int port) {
@@ -78,22 +91,36 @@ class TcpProxy {
         continue;
       }
       std::lock_guard lock(mu_);
-      pumps_.emplace_back([this, client, server, generation = generation_.load()] { pump(client, server, generation); });
+      int64_t break_after = -1;
+      if (break_fraction_ > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < break_fraction_) {
+        break_after = static_cast<int64_t>(rng_() % static_cast<uint64_t>(break_max_bytes_ + 1));
+      }
+      pumps_.emplace_back([this, client, server, generation = generation_.load(), break_after] {
+        pump(client, server, generation, break_after);
+      });
     }
   }
 
   // Copies both ways until either side closes, the proxy is cut (a newer
-  // generation) or it stops.
-  void pump(int a, int b, int generation) {
+  // generation), `break_after` bytes went through (-1: no limit) or it stops.
+  void pump(int a, int b, int generation, int64_t break_after) {
     char buf[16384];
+    int64_t through = 0;
     while (!stopping_ && generation_ == generation) {
+      if (break_after >= 0 && through >= break_after) {
+        ++broken_;
+        break;
+      }
       pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
       if (::poll(p, 2, 50) <= 0) continue;
       bool closed = false;
       for (int i = 0; i < 2 && !closed; ++i) {
         if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-        const ssize_t n = ::read(p[i].fd, buf, sizeof(buf));
+        size_t want = sizeof(buf);
+        if (break_after >= 0) want = static_cast<size_t>(std::min<int64_t>(want, std::max<int64_t>(break_after - through, 1)));
+        const ssize_t n = ::read(p[i].fd, buf, want);
         if (n <= 0 || ::send(p[1 - i].fd, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n) closed = true;
+        through += n > 0 ? n : 0;
       }
       if (closed) break;
     }
@@ -107,6 +134,10 @@ class TcpProxy {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> cut_{false};
   std::atomic<int> generation_{0};
+  std::atomic<int> broken_{0};
+  double break_fraction_ = 0;  // under mu_
+  int break_max_bytes_ = 0;    // under mu_
+  std::mt19937_64 rng_;        // under mu_
   std::thread acceptor_;
   std::mutex mu_;
   std::vector<std::thread> pumps_;
