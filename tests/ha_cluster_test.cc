@@ -5,6 +5,7 @@
 // leader's writes in the HA store.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <zookeeper/zookeeper.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,6 +20,9 @@
 #include "cluster/client.h"
 #include "cluster/job_library.h"
 #include "cluster/ha_store.h"
+#include "cluster/jobmanager.h"
+#include "cluster/taskmanager.h"
+#include "cli/jobs.h"
 #include "cluster/leader_election.h"
 #include "examples/running_sum/running_sum.h"
 #include "tests/cluster.h"
@@ -313,6 +317,87 @@ TEST_P(HaStoreTest, DeposedLeaderCannotWrite) {
 
 INSTANTIATE_TEST_SUITE_P(Storage, HaStoreTest, ::testing::Values("dir", "s3"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+// A TaskManager refuses a JobManager of an older leader epoch than one it
+// registered with (a deposed leader that has not noticed yet, named by a
+// stale leader node): it registers with the epoch-5 leader, is then pointed
+// at an epoch-3 JobManager and refuses it, and registers with the epoch-6
+// leader that follows.
+TEST(HaClusterTest, TaskManagerRefusesAJobManagerOfAnOlderEpoch) {
+  TempDir dir("ha-older-epoch");
+  ZkServer zk(dir);
+  ASSERT_TRUE(zk.start()) << zk.log();
+  auto session = cluster::ZooKeeperSession::connect(zk.quorum(), 5000ms, 5000ms);
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::string latch = "/weir/default/latch";
+  ASSERT_EQ(cluster::ensure_zk_path((*session)->handle(), latch), 0);
+  const std::string secret = "older-epoch-secret-0123456789";
+  // Names `jm` as the leader in ZooKeeper, as its latch node would.
+  auto lead = [&](const cluster::JobManager& jm) {
+    String_vector names{};
+    ASSERT_EQ(zoo_get_children((*session)->handle(), latch.c_str(), 0, &names), ZOK);
+    for (int i = 0; i < names.count; ++i) {
+      zoo_delete((*session)->handle(), (latch + "/" + names.data[i]).c_str(), -1);
+    }
+    deallocate_String_vector(&names);
+    const std::string address = "127.0.0.1:" + std::to_string(jm.port()) + " http://127.0.0.1:" +
+                                std::to_string(jm.rest_port());
+    ASSERT_EQ(zoo_create((*session)->handle(), (latch + "/n_").c_str(), address.data(),
+                         static_cast<int>(address.size()), &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE, nullptr, 0),
+              ZOK);
+  };
+  auto jobmanager = [&](int64_t epoch) {
+    cluster::JobManagerOptions o;
+    o.bind = "127.0.0.1:0";
+    o.rest_port = 0;
+    o.secret = secret;
+    o.catalog = cli::builtin_job_catalog();
+    o.epoch = epoch;
+    o.heartbeat_interval = Duration(100);
+    o.heartbeat_timeout = Duration(1000);
+    o.library_dir = dir.path("jm-libraries-" + std::to_string(epoch));
+    auto jm = std::make_unique<cluster::JobManager>(o);
+    EXPECT_TRUE(jm->start().ok());
+    return jm;
+  };
+  auto registered = [&](const cluster::JobManager& jm) {
+    auto o = cluster::ClusterClient("127.0.0.1:" + std::to_string(jm.rest_port()), secret).overview();
+    return o.ok() ? static_cast<int>((*o)["taskmanagers"].size()) : -1;
+  };
+
+  auto five = jobmanager(5);
+  lead(*five);
+  cluster::TaskManagerOptions t;
+  t.ha_quorum = zk.quorum();
+  t.secret = secret;
+  t.id = "tm-epochs";
+  t.metrics_port = -1;
+  t.state_dir = dir.path("state");
+  t.library_dir = dir.path("tm-libraries");
+  t.catalog = cli::builtin_job_catalog();
+  cluster::TaskManagerProcess tm(t);
+  ASSERT_TRUE(tm.start().ok());
+  std::thread running([&] { (void)tm.run(); });
+  EXPECT_TRUE(eventually([&] { return registered(*five) == 1; }, 20s));
+
+  auto three = jobmanager(3);
+  lead(*three);
+  five->shutdown();  // the session ends; the TaskManager looks the leader up again
+  auto six = jobmanager(6);
+  // The TaskManager tries the epoch-3 JobManager (and refuses it) for a
+  // while; it must never be listed there.
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  bool listed_at_three = false;
+  while (std::chrono::steady_clock::now() < until && !listed_at_three) {
+    listed_at_three = registered(*three) > 0;
+  }
+  EXPECT_FALSE(listed_at_three) << "registered with a JobManager of an older epoch";
+  lead(*six);
+  EXPECT_TRUE(eventually([&] { return registered(*six) == 1; }, 20s));
+  EXPECT_EQ(registered(*three), 0);
+  tm.shutdown();
+  running.join();
+}
 
 // Bad HA settings: one line each, exit 2.
 TEST(HaClusterTest, BadSettingsAreRefused) {

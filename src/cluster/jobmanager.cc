@@ -114,6 +114,13 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     if (!stream->Read(&first) || !first.has_register_()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a session starts with Register");
     }
+    if (first.register_().known_epoch() > options_.epoch) {
+      spdlog::warn("refused TaskManager {}: it registered with leader epoch {}, newer than this JobManager's {}",
+                   first.register_().taskmanager_id(), first.register_().known_epoch(), options_.epoch);
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "this JobManager leads epoch " + std::to_string(options_.epoch) + ", older than epoch " +
+                              std::to_string(first.register_().known_epoch()) + ": it is no longer the leader");
+    }
     auto s = std::make_shared<Session>();
     s->id = first.register_().taskmanager_id();
     s->data_address = first.register_().data_address();

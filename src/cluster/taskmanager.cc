@@ -248,6 +248,7 @@ class TaskManagerProcess::Impl {
     reg.mutable_register_()->set_slots(options_.slots);
     reg.mutable_register_()->set_network_buffers(options_.network_buffers);
     reg.mutable_register_()->set_metrics_address(metrics_address_);
+    reg.mutable_register_()->set_known_epoch(max_epoch_);
     JobManagerMessage m;
     // Registered is the JobManager's first message; anything before it is
     // skipped. On failure the stream has nothing left to read, so Finish

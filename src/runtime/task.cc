@@ -4,6 +4,8 @@
 #include <exception>
 #include <filesystem>
 
+#include <spdlog/spdlog.h>
+
 #include "checkpoint/format.h"
 #include "checkpoint/state_assignment.h"
 
@@ -252,6 +254,7 @@ absl::Status Task::initialize() {
   // Restore, then open downstream operators first so they are ready before
   // upstream ones emit.
   std::vector<std::shared_ptr<const checkpoint::StateFileBytes>> files;
+  const auto restore_began = Clock::now();
   ahead_.on = chain_.source != nullptr && services_.config->checkpoint.mode == CheckpointingMode::kAtMostOnce;
   for (int i = static_cast<int>(vertex_.nodes.size()) - 1; i >= 0; --i) {
     int node = vertex_.nodes[i];
@@ -273,6 +276,13 @@ absl::Status Task::initialize() {
     }
   }
   last_flush_ = Clock::now();
+  if (tdd_.restore) {
+    size_t bytes = 0;
+    for (const auto& f : files) bytes += f->bytes().size();
+    spdlog::info("job {}: {} ({}) restored checkpoint {} in {} ms ({} bytes of state files read)", tdd_.job_id,
+                 vertex_.name, id().to_string(), tdd_.restore->checkpoint_id,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(last_flush_ - restore_began).count(), bytes);
+  }
   return absl::OkStatus();
 }
 

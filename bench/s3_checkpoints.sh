@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Checkpoints to a local directory against checkpoints to S3 (s3rver, the
+# S3-compatible server the tests use, on loopback, keeping its objects on the
+# same disk): the running-sum job, LINES lines over KEYS keys (its state: one
+# sum per key) at p=2 with checkpoints every second, read at RATE lines/s per
+# source subtask. Per storage: the median checkpoint duration and size, and
+# the job's peak RSS; then the time to restore the last checkpoint (a run
+# with --restore latest whose input is all read: the slowest subtask's
+# restore, from its log line) and that run's peak RSS. REPEAT runs each,
+# interleaved; medians.
+#   bench/s3_checkpoints.sh [LINES] (default 2000000); KEYS (default 500000);
+#   RATE (default 150000); REPEAT (default 3)
+set -euo pipefail
+WEIR=${WEIR:-build/weir}
+LINES=${1:-2000000}
+KEYS=${KEYS:-500000}
+RATE=${RATE:-150000}
+REPEAT=${REPEAT:-3}
+S3RVER=$(dirname "$0")/../tests/s3rver/node_modules/.bin/s3rver
+[ -f "$S3RVER" ] || { echo "s3rver is missing: bash scripts/install-deps.sh installs it" >&2; exit 1; }
+DIR=$(mktemp -d /tmp/weir-s3-bench.XXXXXX)
+PORT=$(( 20000 + $$ % 20000 ))
+mkdir -p "$DIR/s3"
+node "$S3RVER" -d "$DIR/s3" -p "$PORT" -a 127.0.0.1 --configure-bucket weir --silent >"$DIR/s3.log" 2>&1 &
+S3PID=$!
+stop() { kill "$S3PID" 2>/dev/null || true; wait "$S3PID" 2>/dev/null || true; rm -rf "$DIR"; }
+trap stop EXIT
+for _ in $(seq 100); do
+  curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break
+  sleep 0.1  # waiting for s3rver to listen
+done
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$PORT
+"$WEIR" generate running-sum-input --lines "$LINES" --keys "$KEYS" --output "$DIR/in.txt" >/dev/null
+
+run() {  # NAME CHECKPOINT-DIR: prints "NAME ckpt-ms ckpt-MB rss-MB restore-ms restore-rss-MB"
+  local name=$1 chk=$2
+  rm -rf "$DIR/out" "$DIR/chk"
+  /usr/bin/time -f "%M" -o "$DIR/time" "$WEIR" example running-sum -p 2 --checkpoint-interval 1s \
+    --checkpoint-dir "$chk" --output "$DIR/out" --input "$DIR/in.txt" --rate "$RATE" -v >"$DIR/run.out" 2>"$DIR/run.err"
+  local rss
+  rss=$(cat "$DIR/time")
+  # "checkpoint N completed in X ms, B bytes ..." (the final one too)
+  local stats
+  stats=$(grep -o 'completed in [0-9]* ms, [0-9]* bytes' "$DIR/run.err" | awk '{ print $3, $5 }' | sort -n |
+    awk '{ ms[NR] = $1; b[NR] = $2 } END { m = int((NR + 1) / 2); printf "%d %.1f", ms[m], b[m] / 1048576 }')
+  /usr/bin/time -f "%M" -o "$DIR/time" "$WEIR" example running-sum -p 2 --checkpoint-dir "$chk" \
+    --output "$DIR/out" --input "$DIR/in.txt" --restore latest --mode none -v >"$DIR/restore.out" 2>"$DIR/restore.err"
+  local restore
+  restore=$(grep -o 'restored checkpoint [0-9]* in [0-9]* ms' "$DIR/restore.err" | awk '{ print $5 }' | sort -n | tail -1)
+  echo "$name $stats $(( rss / 1024 )) $restore $(( $(cat "$DIR/time") / 1024 ))"
+}
+
+for i in $(seq "$REPEAT"); do
+  run local "$DIR/chk"
+  run s3 "s3://weir/chk-$i"
+done > "$DIR/results"
+echo "$LINES lines over $KEYS keys, p=2, checkpoints every 1 s; medians of $REPEAT runs"
+printf "%-6s %14s %12s %13s %14s %17s\n" storage "checkpoint ms" "checkpoint MB" "job peak RSS" "restore ms" "restore peak RSS"
+for name in local s3; do
+  grep "^$name " "$DIR/results" | awk -v n="$name" -v r="$REPEAT" '
+    { c[NR] = $2; mb[NR] = $3; rss[NR] = $4; rs[NR] = $5; rrss[NR] = $6 }
+    function med(a,   i, j, t, k) { k = 0; for (i in a) s[++k] = a[i]; for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (s[j] + 0 < s[i] + 0) { t = s[i]; s[i] = s[j]; s[j] = t }; return s[int((k + 1) / 2)] }
+    END { printf "%-6s %14s %12s %10s MB %14s %14s MB\n", n, med(c), med(mb), med(rss), med(rs), med(rrss) }'
+done
