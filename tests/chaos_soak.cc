@@ -20,11 +20,14 @@
 //
 //   weir_chaos [--duration 90s] [--seed N] [--quiet]
 //
-// Not injected yet, and said so at the start: a full disk (a small tmpfs
-// mounted under the checkpoint directory), a slow disk (dm-delay), and
-// partitions between network namespaces (the cluster tests have those; here
-// the leader is cut off from ZooKeeper through a proxy).
+// A full disk (the checkpoint directory on a 32 MB tmpfs, filled for 3 s)
+// is a fault when this process may mount a tmpfs (root); the soak says at
+// the start whether it is. Not injected yet, and said so: a slow disk
+// (dm-delay), and partitions between network namespaces (the cluster tests
+// have those; here the leader is cut off from ZooKeeper through a proxy).
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -40,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "examples/running_sum/running_sum.h"
 #include "tests/ha_cluster.h"
 #include "tests/tcp_proxy.h"
@@ -60,7 +64,7 @@ struct Options {
 };
 
 enum class Fault { kKillTaskManager, kFreezeTaskManager, kKillLeader, kFreezeLeader, kPartitionLeader,
-                   kRestartZooKeeper, kTruncateCheckpoint };
+                   kRestartZooKeeper, kTruncateCheckpoint, kFullDisk };
 
 const char* name(Fault f) {
   switch (f) {
@@ -71,6 +75,7 @@ const char* name(Fault f) {
     case Fault::kPartitionLeader: return "partition-leader";
     case Fault::kRestartZooKeeper: return "restart-zookeeper";
     case Fault::kTruncateCheckpoint: return "truncate-checkpoint";
+    case Fault::kFullDisk: return "full-disk";
   }
   return "?";
 }
@@ -89,14 +94,19 @@ class Soak {
   ~Soak() {
     stop_watching_ = true;
     if (watcher_.joinable()) watcher_.join();
+    if (!tmpfs_.empty()) {
+      // Every process writing there is gone first.
+      c_.stop_all();
+      (void)run_program({"/usr/bin/umount", "-l", tmpfs_}, c_.dir().path("umount"));
+    }
   }
 
   int run() {
     std::printf("chaos soak: seed %llu, %lld s of faults\n", static_cast<unsigned long long>(o_.seed),
                 static_cast<long long>(o_.duration.count()));
-    std::printf("not injected (not built yet): a full disk (a small tmpfs under the checkpoint directory), a slow "
-                "disk (dm-delay), partitions between network namespaces (the leader is cut off from ZooKeeper "
-                "through a proxy instead)\n");
+    std::printf("not injected (not built yet): a slow disk (dm-delay), partitions between network namespaces (the "
+                "leader is cut off from ZooKeeper through a proxy instead)\n");
+    mount_checkpoint_disk();
     std::fflush(stdout);
     if (!c_.start_zookeeper()) return setup_failed("ZooKeeper did not start\n" + c_.zookeeper().log());
     proxy_ = std::make_unique<TcpProxy>(c_.zookeeper().port());
@@ -113,7 +123,7 @@ class Soak {
     if (!examples::generate_running_sum_input(input_, lines, 1000, 0, o_.seed).ok()) return setup_failed("input");
     auto id = c_.client().submit("running-sum", {"--input", input_, "--output", c_.dir().path("out"), "-p", "4",
                                                  "--checkpoint-dir", c_.dir().path("chk"), "--checkpoint-interval",
-                                                 "200ms", "--rate", "400"});
+                                                 "200ms", "--retained-checkpoints", "3", "--rate", "400"});
     if (!id.ok()) return setup_failed(std::string(id.status().message()));
     job_ = *id;
     watcher_ = std::thread([this] { watch(); });
@@ -137,8 +147,40 @@ class Soak {
   Fault pick() {
     static const Fault kAll[] = {Fault::kKillTaskManager,   Fault::kFreezeTaskManager, Fault::kKillLeader,
                                  Fault::kFreezeLeader,      Fault::kPartitionLeader,   Fault::kRestartZooKeeper,
-                                 Fault::kTruncateCheckpoint};
-    return kAll[rng_() % (sizeof(kAll) / sizeof(kAll[0]))];
+                                 Fault::kTruncateCheckpoint, Fault::kFullDisk};
+    const size_t kinds = sizeof(kAll) / sizeof(kAll[0]) - (tmpfs_.empty() ? 1 : 0);
+    return kAll[rng_() % kinds];
+  }
+
+  // The checkpoint directory on a small tmpfs of its own, when this process
+  // may mount one (root): then a full disk is one of the faults.
+  void mount_checkpoint_disk() {
+    const std::string dir = c_.dir().path("chk");
+    std::filesystem::create_directories(dir);
+    RunResult r = run_program({"/usr/bin/mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", dir},
+                              c_.dir().path("mount"));
+    if (r.code == 0) {
+      tmpfs_ = dir;
+      std::printf("checkpoints on a 32 MB tmpfs at %s: full disk is one of the faults\n", dir.c_str());
+    } else {
+      std::printf("not injected: a full disk (cannot mount a tmpfs for the checkpoints: %s)\n",
+                  r.err.substr(0, r.err.find('\n')).c_str());
+    }
+  }
+
+  // Fills the checkpoint disk to the last page; returns how many bytes it
+  // took.
+  int64_t fill_checkpoint_disk() {
+    const int fd = ::open((tmpfs_ + "/filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return 0;
+    static const std::string kChunk(1 << 20, 'x');
+    int64_t written = 0;
+    for (size_t size : {size_t{1} << 20, size_t{4096}, size_t{1}}) {
+      ssize_t n;
+      while ((n = ::write(fd, kChunk.data(), size)) > 0) written += n;
+    }
+    ::close(fd);
+    return written;
   }
 
   std::string random_taskmanager() {
@@ -171,6 +213,7 @@ class Soak {
 
   void inject(Fault f) {
     const int64_t before = std::max<int64_t>(last_seen_, newest_checkpoint(c_.client(), job_));
+    const int64_t fault_wall_ms = SystemClock::instance()->wall_ms();
     const auto start = Clock::now();
     std::string what = name(f);
     // A fault that lasts (a freeze, a cut) is undone `lasting` after it
@@ -178,10 +221,11 @@ class Soak {
     // should recover before it ends.
     std::function<void()> undo;
     std::chrono::milliseconds lasting{0};
+    int64_t truncated = -1;  // the checkpoint a state file of which was cut short
     switch (f) {
       case Fault::kKillTaskManager:
       case Fault::kTruncateCheckpoint: {
-        if (f == Fault::kTruncateCheckpoint) what += " " + truncate_newest_state_file();
+        if (f == Fault::kTruncateCheckpoint) what += " " + truncate_newest_state_file(&truncated);
         const std::string tm = random_taskmanager();
         what += " " + tm;
         c_.taskmanager(tm)->kill9();
@@ -226,6 +270,12 @@ class Soak {
         lasting = std::chrono::milliseconds(6000);
         break;
       }
+      case Fault::kFullDisk: {
+        what += " (" + std::to_string(fill_checkpoint_disk() >> 20) + " MiB filler)";
+        undo = [this] { std::filesystem::remove(tmpfs_ + "/filler"); };
+        lasting = std::chrono::milliseconds(3000);
+        break;
+      }
       case Fault::kRestartZooKeeper: {
         c_.zookeeper().stop();
         undo = [this] { zookeeper_back_ = c_.zookeeper().start(); };
@@ -244,6 +294,27 @@ class Soak {
     const int64_t took = ms_since(start);
     if (undoing.joinable()) undoing.join();
     if (f == Fault::kRestartZooKeeper && !zookeeper_back_) what += " (did not come back)";
+    if (truncated >= 0 && recovered) {
+      // Which checkpoint the restart after the kill restored: an older one
+      // than the cut one means the restore met the cut file and fell back.
+      // (A TaskManager holding no task of the job restarts nothing.)
+      int64_t restored = -1;
+      eventually(
+          [&] {
+            cluster::ClusterClient client = c_.client();
+            client.set_answer_timeout(1);
+            auto c = client.checkpoints(job_);
+            if (!c.ok() || !(*c)["restored"].is_object() || (*c)["restored"]["time_ms"].get<int64_t>() < fault_wall_ms) {
+              return false;
+            }
+            restored = (*c)["restored"]["id"].get<int64_t>();
+            return true;
+          },
+          std::chrono::seconds(10));
+      what += restored < 0 ? ", no restart" : ", restored chk-" + std::to_string(restored);
+      if (restored >= 0 && restored < truncated) ++fell_back_;
+      ++truncations_;
+    }
     if (!o_.quiet) {
       std::printf("%6.1f s  %-48s %s in %lld ms\n", std::chrono::duration<double>(Clock::now() - began_).count(),
                   what.c_str(), recovered ? "recovered" : "NOT RECOVERED", static_cast<long long>(took));
@@ -258,20 +329,24 @@ class Soak {
   }
 
   // Truncates one state file of the newest checkpoint on disk to half its
-  // size; returns its path relative to the checkpoint directory.
-  std::string truncate_newest_state_file() {
+  // size, when an older complete one is there to fall back to; returns its
+  // path relative to the checkpoint directory and sets `id` (else -1).
+  std::string truncate_newest_state_file(int64_t* id) {
     namespace fs = std::filesystem;
+    *id = -1;
     const fs::path job = fs::path(c_.dir().path("chk")) / job_;
     int64_t newest = -1;
+    int complete = 0;
     fs::path dir;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(job, ec)) {
       const std::string n = e.path().filename().string();
       if (n.rfind("chk-", 0) != 0 || !fs::exists(e.path() / "_metadata")) continue;
-      const int64_t id = std::atoll(n.c_str() + 4);
-      if (id > newest) newest = id, dir = e.path();
+      ++complete;
+      const int64_t cp = std::atoll(n.c_str() + 4);
+      if (cp > newest) newest = cp, dir = e.path();
     }
-    if (newest < 0) return "(no checkpoint)";
+    if (complete < 2) return "(fewer than 2 checkpoints: none truncated)";
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       if (e.is_regular_file() && e.path().filename() != "_metadata") files.push_back(e.path());
@@ -279,6 +354,7 @@ class Soak {
     if (files.empty()) return "(no state file)";
     const fs::path victim = files[rng_() % files.size()];
     fs::resize_file(victim, fs::file_size(victim, ec) / 2, ec);
+    *id = newest;
     return (dir.filename() / victim.filename()).string();
   }
 
@@ -304,6 +380,8 @@ class Soak {
                   static_cast<long long>(percentile(v, 100)));
     }
     std::printf("faults not recovered from: %d\n", unrecovered_);
+    std::printf("truncated checkpoints: %d, of which the restore met the cut file and fell back to an older one: %d\n",
+                truncations_, fell_back_);
     {
       std::lock_guard lock(mu_);
       std::printf("longest time without a completed checkpoint: %lld ms\n", static_cast<long long>(longest_stall_ms_));
@@ -344,6 +422,9 @@ class Soak {
   std::map<std::string, std::vector<int64_t>> recovery_ms_;
   int unrecovered_ = 0;
   bool zookeeper_back_ = true;
+  std::string tmpfs_;  // the checkpoint directory when it is a tmpfs of its own
+  int truncations_ = 0;
+  int fell_back_ = 0;
 };
 
 }  // namespace

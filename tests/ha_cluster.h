@@ -89,6 +89,12 @@ class HaCluster {
   }
   Child* jobmanager(const std::string& name) { return jms_.at(name).process.get(); }
   Child* taskmanager(const std::string& id) { return tms_.at(id).get(); }
+  // SIGKILLs every process (TaskManagers first).
+  void stop_all() {
+    tms_.clear();
+    for (auto& [name, jm] : jms_) jm.process.reset();
+    zk_.stop();
+  }
   std::string log(const std::string& name) { return slurp(dir_.path(name + ".err")); }
   std::string logs() {
     std::string all;
