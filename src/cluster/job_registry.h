@@ -2,7 +2,9 @@
 // built here as every TaskManager will build it), one JobMaster per job
 // behind its JobGateway, savepoints and cancellation on request, the
 // TaskManagers' reports delivered to the job they concern, and forgetting
-// the oldest ended jobs beyond a bound. Thread-safe.
+// the oldest ended jobs beyond a bound. Under high availability each job is
+// also recorded in the HA store before it starts, resumed from it by a new
+// leader, and forgotten there when it ends for good. Thread-safe.
 #ifndef WEIR_CLUSTER_JOB_REGISTRY_H_
 #define WEIR_CLUSTER_JOB_REGISTRY_H_
 

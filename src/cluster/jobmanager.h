@@ -3,6 +3,9 @@
 // same JobMaster the embedded cluster uses) behind a gateway that places
 // tasks into slots and carries its messages to the TaskManagers, and fails
 // the tasks of a TaskManager whose session breaks or whose heartbeats stop.
+// Under high availability one JobManager is one leadership term
+// (cluster/ha_jobmanager.h): it stamps its epoch on every message and
+// resumes the jobs of the HA store when it starts.
 #ifndef WEIR_CLUSTER_JOBMANAGER_H_
 #define WEIR_CLUSTER_JOBMANAGER_H_
 
