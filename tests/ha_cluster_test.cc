@@ -57,7 +57,7 @@ TEST(HaClusterTest, JobSurvivesThreeLeaderChangesExactlyOnce) {
   ASSERT_TRUE(examples::generate_running_sum_input(input, 80000, 500, 0, 29).ok());
   auto id = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "4",
                                               "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
-                                              "200ms", "--rate", "500"});
+                                              "200ms", "--retained-checkpoints", "3", "--rate", "500"});
   ASSERT_TRUE(id.ok()) << id.status();
 
   std::string leader = "jm-a";
@@ -111,6 +111,14 @@ TEST(HaClusterTest, JobSurvivesThreeLeaderChangesExactlyOnce) {
   // Ended for good: the leader forgot it (the record goes once its node in
   // ZooKeeper went), so no later leader runs it again.
   EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(c.dir().path("ha/jobs/" + *id)); }, 10s));
+  // Each leader took over the checkpoints the one before retained and
+  // deleted them in turn: three are left, not three per leader.
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(c.dir().path("chk/" + *id))) {
+    if (e.path().filename().string().rfind("chk-", 0) == 0) left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_LE(left.size(), 3u) << ::testing::PrintToString(left);
 }
 
 // The leader is cut off from ZooKeeper (through a proxy) while it still
@@ -269,7 +277,11 @@ TEST_P(HaStoreTest, DeposedLeaderCannotWrite) {
   auto second = deposed->next_checkpoint_id("job-1", 1);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(*second, *first + 1);
+  ASSERT_TRUE(deposed->commit_checkpoint("job-1", *first, "/chk/job-1/chk-1").ok());
   ASSERT_TRUE(deposed->commit_checkpoint("job-1", *second, "/chk/job-1/chk-2").ok());
+  ASSERT_TRUE(deposed->commit_checkpoint("job-1", 10, "/savepoints/sp-10", /*savepoint=*/true).ok());
+  ASSERT_TRUE(deposed->forget_checkpoint("job-1", 10).ok());
+  EXPECT_TRUE(deposed->forget_checkpoint("job-1", 10).ok()) << "forgetting twice is no error";
 
   // B takes over once A is gone.
   auto b = std::make_unique<cluster::LeaderElection>(
@@ -285,6 +297,7 @@ TEST_P(HaStoreTest, DeposedLeaderCannotWrite) {
   EXPECT_TRUE(absl::IsFailedPrecondition(commit)) << commit;
   EXPECT_NE(commit.message().find("no longer the leader"), std::string::npos) << commit;
   EXPECT_TRUE(absl::IsFailedPrecondition(deposed->next_checkpoint_id("job-1", 1).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(deposed->forget_checkpoint("job-1", *first)));
   EXPECT_TRUE(absl::IsFailedPrecondition(deposed->remove_job("job-1")));
   record.set_job_id("job-2");
   EXPECT_TRUE(absl::IsFailedPrecondition(deposed->add_job(record, "")));
@@ -298,8 +311,23 @@ TEST_P(HaStoreTest, DeposedLeaderCannotWrite) {
   ASSERT_EQ(jobs->size(), 1u);
   EXPECT_EQ((*jobs)[0].record.job_id(), "job-1");
   EXPECT_EQ((*jobs)[0].record.spec().args(0), "--rate");
-  EXPECT_EQ((*jobs)[0].checkpoint_id, *second);
-  EXPECT_EQ((*jobs)[0].checkpoint, "/chk/job-1/chk-2");
+  // Every checkpoint it committed and did not forget, oldest first.
+  const auto& retained = (*jobs)[0].checkpoints;
+  ASSERT_EQ(retained.size(), 2u);
+  EXPECT_EQ(retained[0].id, *first);
+  EXPECT_EQ(retained[0].location, "/chk/job-1/chk-1");
+  EXPECT_EQ(retained[1].id, *second);
+  EXPECT_EQ(retained[1].location, "/chk/job-1/chk-2");
+  EXPECT_FALSE(retained[1].savepoint);
+  // The new leader commits and forgets in turn (ids sort as numbers).
+  ASSERT_TRUE((*store)->commit_checkpoint("job-1", 100, "/sp/sp-100", /*savepoint=*/true).ok());
+  ASSERT_TRUE((*store)->forget_checkpoint("job-1", *first).ok());
+  jobs = (*store)->jobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ((*jobs)[0].checkpoints.size(), 2u);
+  EXPECT_EQ((*jobs)[0].checkpoints[0].id, *second);
+  EXPECT_EQ((*jobs)[0].checkpoints[1].id, 100);
+  EXPECT_TRUE((*jobs)[0].checkpoints[1].savepoint);
   auto bytes = (*store)->library(digest);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   EXPECT_EQ(*bytes, slurp(library));

@@ -27,12 +27,24 @@ std::vector<std::string> CompletedCheckpointStore::reference(const Entry& e, int
   return released;
 }
 
+bool CompletedCheckpointStore::forget(const Entry& e) {
+  absl::Status s = storage_->forget_completed(e.id);
+  if (s.ok()) return true;
+  spdlog::warn("keeping checkpoint {} at {}: {}", e.id, e.location, std::string(s.message()));
+  return false;
+}
+
 void CompletedCheckpointStore::add(Entry e) {
   if (e.owned) reference(e, +1);
   entries_.push_back(std::move(e));
   // Savepoints behind the latest entry are no longer restore points here.
   for (auto it = entries_.begin(); it + 1 < entries_.end();) {
-    it = it->savepoint ? entries_.erase(it) : it + 1;
+    if (!it->savepoint) {
+      ++it;
+      continue;
+    }
+    forget(*it);  // the user's: its files stay whatever happens
+    it = entries_.erase(it);
   }
   auto checkpoints = [this] {
     return std::count_if(entries_.begin(), entries_.end(), [](const Entry& x) { return !x.savepoint; });
@@ -41,7 +53,9 @@ void CompletedCheckpointStore::add(Entry e) {
     auto first = std::find_if(entries_.begin(), entries_.end(), [](const Entry& x) { return !x.savepoint; });
     Entry old = std::move(*first);
     entries_.erase(first);
-    if (!old.owned) continue;
+    // Still recorded as completed elsewhere: its files (and the shared
+    // files it refers to) stay.
+    if (!forget(old) || !old.owned) continue;
     std::vector<std::string> released = reference(old, -1);
     if (old.location == storage_->location(old.id)) {
       storage_->discard_subsumed(old.id, released);

@@ -107,7 +107,9 @@ class CompletedCheckpointStore {
   // Forgets the latest entry, found broken; its files stay where they are
   // (for whoever looks into why), and nothing it shares is deleted.
   void drop_latest() {
-    if (!entries_.empty()) entries_.pop_back();
+    if (entries_.empty()) return;
+    forget(entries_.back());
+    entries_.pop_back();
   }
   const std::deque<Entry>& entries() const { return entries_; }
   // Shared files referred to by retained owned checkpoints (absolute paths).
@@ -117,6 +119,9 @@ class CompletedCheckpointStore {
   // Adds `delta` to the count of each shared file of `e`; returns the files
   // whose count dropped to zero.
   std::vector<std::string> reference(const Entry& e, int delta);
+  // Tells the storage `e` is no longer a restore point; false: it failed
+  // to, and `e`'s files must stay.
+  bool forget(const Entry& e);
 
   const int retained_;
   CheckpointStorage* storage_;

@@ -74,6 +74,11 @@ class CheckpointStorage {
     discard(checkpoint_id);
   }
   virtual std::string location(int64_t checkpoint_id) const = 0;
+  // Called before completed checkpoint `checkpoint_id` stops being a
+  // restore point (subsumed, or found broken): where it is also recorded
+  // elsewhere (high availability), the record goes first. An error keeps
+  // its files.
+  virtual absl::Status forget_completed(int64_t checkpoint_id) { return absl::OkStatus(); }
   // Copies local file `local` into checkpoint `checkpoint_id` durably:
   // shared (under <job>/shared/, for files later checkpoints may refer to)
   // or private (inside the checkpoint's directory). Returns the path

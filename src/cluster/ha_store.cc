@@ -3,7 +3,10 @@
 #include <spdlog/spdlog.h>
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <filesystem>
 
 #include "cluster/leader_election.h"
@@ -87,7 +90,15 @@ absl::Status HaStore::fenced(const std::string& what, std::vector<zoo_op>& ops) 
                                          " is over)");
   }
   if (outcome_unknown(rc)) return absl::UnavailableError(what + ": ZooKeeper did not answer (" + zerror(rc) + ")");
+  if (rc == ZNONODE) return absl::NotFoundError(what + ": " + zerror(rc));
   return absl::InternalError(what + ": " + zerror(rc));
+}
+
+std::string HaStore::checkpoint_node(const std::string& job_id, int64_t id) const {
+  // Zero-padded: ZooKeeper lists children unordered, and names sort by id.
+  char name[24];
+  std::snprintf(name, sizeof(name), "%019lld", static_cast<long long>(id));
+  return options_.root() + "/jobs/" + job_id + "/checkpoints/" + name;
 }
 
 std::string HaStore::blob_location(const std::string& name) const {
@@ -144,23 +155,35 @@ absl::Status HaStore::add_job(const proto::JobRecord& record, const std::string&
   absl::Status s = put_blob("jobs/" + id, record.SerializeAsString());
   if (!s.ok()) return absl::Status(s.code(), "job record into HA storage: " + std::string(s.message()));
   const std::string node = options_.root() + "/jobs/" + id;
+  const std::string checkpoints = node + "/checkpoints";
   const std::string location = blob_location("jobs/" + id);
-  std::vector<zoo_op> ops(1);
+  std::vector<zoo_op> ops(2);
   zoo_create_op_init(&ops[0], node.c_str(), location.data(), static_cast<int>(location.size()), &ZOO_OPEN_ACL_UNSAFE,
                      0, nullptr, 0);
+  zoo_create_op_init(&ops[1], checkpoints.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
   return fenced("record job " + id, ops);
 }
 
 absl::Status HaStore::remove_job(const std::string& job_id) {
   const std::string node = options_.root() + "/jobs/" + job_id;
-  String_vector names{};
-  int rc = zoo_get_children(session_->handle(), node.c_str(), 0, &names);
+  // Children before their parents (ZooKeeper deletes only leaves).
+  std::vector<std::string> paths;
+  std::function<int(const std::string&)> collect = [&](const std::string& path) -> int {
+    String_vector names{};
+    const int rc = zoo_get_children(session_->handle(), path.c_str(), 0, &names);
+    if (rc != ZOK) return rc;
+    std::vector<std::string> children;
+    for (int i = 0; i < names.count; ++i) children.push_back(path + "/" + names.data[i]);
+    deallocate_String_vector(&names);
+    for (const auto& child : children) {
+      if (const int child_rc = collect(child); child_rc != ZOK && child_rc != ZNONODE) return child_rc;
+    }
+    paths.push_back(path);
+    return ZOK;
+  };
+  const int rc = collect(node);
   if (rc == ZNONODE) return absl::OkStatus();
   if (rc != ZOK) return absl::UnavailableError(zk_error("list", node, rc));
-  std::vector<std::string> paths;
-  for (int i = 0; i < names.count; ++i) paths.push_back(node + "/" + names.data[i]);
-  deallocate_String_vector(&names);
-  paths.push_back(node);
   std::vector<zoo_op> ops(paths.size());
   for (size_t i = 0; i < paths.size(); ++i) zoo_delete_op_init(&ops[i], paths[i].c_str(), -1);
   absl::Status s = fenced("forget job " + job_id, ops);
@@ -193,23 +216,22 @@ absl::StatusOr<int64_t> HaStore::next_checkpoint_id(const std::string& job_id, i
   return absl::AbortedError("the checkpoint id counter " + node + " kept changing");
 }
 
-absl::Status HaStore::commit_checkpoint(const std::string& job_id, int64_t id, const std::string& location) {
-  const std::string node = options_.root() + "/jobs/" + job_id + "/checkpoint";
-  const std::string value = std::to_string(id) + " " + location;
-  Stat stat{};
-  int rc = zoo_exists(session_->handle(), node.c_str(), 0, &stat);
-  if (rc != ZOK && rc != ZNONODE) {
-    return absl::UnavailableError(zk_error("look up", node, rc));
-  }
+absl::Status HaStore::commit_checkpoint(const std::string& job_id, int64_t id, const std::string& location,
+                                       bool savepoint) {
+  const std::string node = checkpoint_node(job_id, id);
+  const std::string value = (savepoint ? "savepoint " : "checkpoint ") + location;
   std::vector<zoo_op> ops(1);
-  Stat set_stat{};
-  if (rc == ZNONODE) {
-    zoo_create_op_init(&ops[0], node.c_str(), value.data(), static_cast<int>(value.size()), &ZOO_OPEN_ACL_UNSAFE, 0,
-                       nullptr, 0);
-  } else {
-    zoo_set_op_init(&ops[0], node.c_str(), value.data(), static_cast<int>(value.size()), -1, &set_stat);
-  }
+  zoo_create_op_init(&ops[0], node.c_str(), value.data(), static_cast<int>(value.size()), &ZOO_OPEN_ACL_UNSAFE, 0,
+                     nullptr, 0);
   return fenced("commit checkpoint " + std::to_string(id) + " of job " + job_id, ops);
+}
+
+absl::Status HaStore::forget_checkpoint(const std::string& job_id, int64_t id) {
+  const std::string node = checkpoint_node(job_id, id);
+  std::vector<zoo_op> ops(1);
+  zoo_delete_op_init(&ops[0], node.c_str(), -1);
+  absl::Status s = fenced("forget checkpoint " + std::to_string(id) + " of job " + job_id, ops);
+  return absl::IsNotFound(s) ? absl::OkStatus() : s;
 }
 
 absl::StatusOr<std::vector<HaStore::Recovered>> HaStore::jobs() {
@@ -231,17 +253,26 @@ absl::StatusOr<std::vector<HaStore::Recovered>> HaStore::jobs() {
       return absl::DataLossError("the record of job " + id + " in HA storage (" + blob_location("jobs/" + id) +
                                  ") is corrupt");
     }
-    std::string pointer;
-    Stat stat{};
-    const std::string node = dir + "/" + id + "/checkpoint";
-    rc = read_node(session_->handle(), node, &pointer, &stat);
-    if (rc == ZOK) {
-      const size_t space = pointer.find(' ');
-      if (space == std::string::npos) return absl::DataLossError(node + " in ZooKeeper is malformed: " + pointer);
-      r.checkpoint_id = std::atoll(pointer.substr(0, space).c_str());
-      r.checkpoint = pointer.substr(space + 1);
-    } else if (rc != ZNONODE) {
-      return absl::UnavailableError(zk_error("read", node, rc));
+    const std::string checkpoints = dir + "/" + id + "/checkpoints";
+    String_vector children{};
+    rc = zoo_get_children(session_->handle(), checkpoints.c_str(), 0, &children);
+    if (rc != ZOK) return absl::UnavailableError(zk_error("list", checkpoints, rc));
+    std::vector<std::string> nodes(children.data, children.data + children.count);
+    deallocate_String_vector(&children);
+    std::sort(nodes.begin(), nodes.end());  // zero-padded ids
+    for (const auto& name : nodes) {
+      const std::string node = checkpoints + "/" + name;
+      std::string value;
+      Stat stat{};
+      rc = read_node(session_->handle(), node, &value, &stat);
+      if (rc == ZNONODE) continue;  // forgotten meanwhile
+      if (rc != ZOK) return absl::UnavailableError(zk_error("read", node, rc));
+      const size_t space = value.find(' ');
+      const std::string kind = value.substr(0, space);
+      if (space == std::string::npos || (kind != "checkpoint" && kind != "savepoint")) {
+        return absl::DataLossError(node + " in ZooKeeper is malformed: " + value);
+      }
+      r.checkpoints.push_back({std::atoll(name.c_str()), value.substr(space + 1), kind == "savepoint"});
     }
     out.push_back(std::move(r));
   }
@@ -260,7 +291,12 @@ absl::StatusOr<std::string> HaStore::library(const std::string& digest) {
 absl::StatusOr<std::string> HaCheckpointStorage::finalize(const checkpoint::CheckpointMetadata& m) {
   auto location = inner_->finalize(m);
   if (!location.ok()) return location;
-  absl::Status s = store_->commit_checkpoint(job_id_, m.checkpoint_id, *location);
+  bool savepoint;
+  {
+    std::lock_guard lock(mu_);
+    savepoint = savepoints_.erase(m.checkpoint_id) != 0;
+  }
+  absl::Status s = store_->commit_checkpoint(job_id_, m.checkpoint_id, *location, savepoint);
   if (s.ok()) return location;
   if (absl::IsUnavailable(s)) {
     std::lock_guard lock(mu_);
@@ -269,9 +305,23 @@ absl::StatusOr<std::string> HaCheckpointStorage::finalize(const checkpoint::Chec
   return s;
 }
 
+absl::Status HaCheckpointStorage::forget_completed(int64_t checkpoint_id) {
+  return store_->forget_checkpoint(job_id_, checkpoint_id);
+}
+
+absl::Status HaCheckpointStorage::add_savepoint(int64_t checkpoint_id, const std::string& dir) {
+  absl::Status s = inner_->add_savepoint(checkpoint_id, dir);
+  if (s.ok()) {
+    std::lock_guard lock(mu_);
+    savepoints_.insert(checkpoint_id);
+  }
+  return s;
+}
+
 void HaCheckpointStorage::discard(int64_t checkpoint_id) {
   {
     std::lock_guard lock(mu_);
+    savepoints_.erase(checkpoint_id);
     if (uncertain_.count(checkpoint_id) != 0) {
       spdlog::warn("job {}: keeping checkpoint {} at {}: whether ZooKeeper recorded it as completed is unknown",
                    job_id_, checkpoint_id, inner_->location(checkpoint_id));

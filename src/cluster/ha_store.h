@@ -3,10 +3,16 @@
 // and CheckpointIDCounter on ZooKeeper):
 //
 //   HA storage (a directory or s3://...)   ZooKeeper, under ROOT
-//   jobs/<job-id>      JobRecord bytes     jobs/<job-id>             the record's location
-//   libraries/<digest> a job library       jobs/<job-id>/checkpoint  "<id> <location>" of the
-//                                                                    newest completed checkpoint
-//                                          jobs/<job-id>/counter     the next checkpoint id
+//   jobs/<job-id>      JobRecord bytes     jobs/<job-id>                   the record's location
+//   libraries/<digest> a job library       jobs/<job-id>/checkpoints/<id>  "checkpoint|savepoint
+//                                                                          <location>", one per
+//                                                                          retained completed one
+//                                          jobs/<job-id>/counter           the next checkpoint id
+//
+// A completed checkpoint's node goes before its files do (subsumed or found
+// broken): a new leader takes over every retained checkpoint, restores the
+// newest intact one and later deletes the others as the old leader would
+// have, so checkpoints neither leak nor vanish across leader changes.
 //
 // Every ZooKeeper write is one multi-operation that first checks that
 // ROOT/epoch still holds the version it had when this leader raised it
@@ -73,15 +79,23 @@ class HaStore {
   absl::Status remove_job(const std::string& job_id);
   // The next checkpoint id of the job (at least `at_least`), reserved.
   absl::StatusOr<int64_t> next_checkpoint_id(const std::string& job_id, int64_t at_least);
-  // Records checkpoint `id` at `location` as the job's newest completed
-  // one. Unavailable when ZooKeeper did not answer: then whether it was
+  // Records checkpoint (or savepoint) `id` at `location` as completed.
+  // Unavailable when ZooKeeper did not answer: then whether it was
   // recorded is unknown.
-  absl::Status commit_checkpoint(const std::string& job_id, int64_t id, const std::string& location);
+  absl::Status commit_checkpoint(const std::string& job_id, int64_t id, const std::string& location,
+                                 bool savepoint = false);
+  // Forgets completed checkpoint `id` (about to be deleted, or found
+  // broken); OK when it was not recorded.
+  absl::Status forget_checkpoint(const std::string& job_id, int64_t id);
 
+  struct CompletedPointer {
+    int64_t id = -1;
+    std::string location;
+    bool savepoint = false;
+  };
   struct Recovered {
     proto::JobRecord record;
-    int64_t checkpoint_id = -1;  // -1: none completed yet
-    std::string checkpoint;      // its location
+    std::vector<CompletedPointer> checkpoints;  // oldest first; empty: none completed yet
   };
   // Every recorded job, for a new leader.
   absl::StatusOr<std::vector<Recovered>> jobs();
@@ -91,7 +105,9 @@ class HaStore {
  private:
   HaStore(HaOptions options, int64_t epoch);
   // Runs the operations after the epoch check; errors name `what`.
+  // NotFound when the check held and an operation found no node.
   absl::Status fenced(const std::string& what, std::vector<::zoo_op>& ops);
+  std::string checkpoint_node(const std::string& job_id, int64_t id) const;
   absl::Status put_blob(const std::string& name, const std::string& bytes);
   absl::StatusOr<std::string> get_blob(const std::string& name);
   void remove_blob(const std::string& name);
@@ -132,6 +148,7 @@ class HaCheckpointStorage final : public checkpoint::CheckpointStorage {
     return inner_->create_state_file(checkpoint_id, name);
   }
   absl::StatusOr<std::string> finalize(const checkpoint::CheckpointMetadata& m) override;
+  absl::Status forget_completed(int64_t checkpoint_id) override;
   absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> read_state_file(
       const std::string& location, const checkpoint::OperatorSubtaskState& handle) override {
     return inner_->read_state_file(location, handle);
@@ -147,16 +164,15 @@ class HaCheckpointStorage final : public checkpoint::CheckpointStorage {
   }
   bool supports_native() const override { return inner_->supports_native(); }
   bool durable() const override { return inner_->durable(); }
-  absl::Status add_savepoint(int64_t checkpoint_id, const std::string& dir) override {
-    return inner_->add_savepoint(checkpoint_id, dir);
-  }
+  absl::Status add_savepoint(int64_t checkpoint_id, const std::string& dir) override;
 
  private:
   const std::shared_ptr<checkpoint::CheckpointStorage> inner_;
   const std::shared_ptr<HaStore> store_;
   const std::string job_id_;
   std::mutex mu_;
-  std::set<int64_t> uncertain_;  // commits whose outcome is unknown
+  std::set<int64_t> uncertain_;   // commits whose outcome is unknown
+  std::set<int64_t> savepoints_;  // ids taken as savepoints
 };
 
 }  // namespace weir::cluster

@@ -61,7 +61,7 @@ void JobRegistry::taskmanager_lost(const SessionPtr& s, const std::string& reaso
 
 absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const std::vector<std::string>& args,
                                                 const std::string& library) {
-  return start(name, args, library, "", "");
+  return start(name, args, library, "", {});
 }
 
 absl::Status JobRegistry::recover(const HaStore::Recovered& r) {
@@ -73,17 +73,74 @@ absl::Status JobRegistry::recover(const HaStore::Recovered& r) {
     if (!stored.ok()) return stored.status();
   }
   std::vector<std::string> args(spec.args().begin(), spec.args().end());
-  auto id = start(spec.name(), args, spec.library(), r.record.job_id(), r.checkpoint);
+  auto id = start(spec.name(), args, spec.library(), r.record.job_id(), r.checkpoints);
   if (!id.ok()) return id.status();
   spdlog::info("job {} ({}) recovered{}", *id, spec.name(),
-               r.checkpoint.empty() ? " (no checkpoint completed yet)"
-                                    : " from checkpoint " + std::to_string(r.checkpoint_id) + " at " + r.checkpoint);
+               r.checkpoints.empty() ? " (no checkpoint completed yet)"
+                                     : " with " + std::to_string(r.checkpoints.size()) + " retained checkpoint" +
+                                           (r.checkpoints.size() == 1 ? "" : "s"));
   return absl::OkStatus();
 }
 
+namespace {
+
+struct ResumePoint {
+  checkpoint::RestoredCheckpoint restored;
+  bool savepoint = false;
+  std::vector<checkpoint::CompletedCheckpointStore::Entry> older;  // oldest first
+};
+
+// Where a recovered job resumes: the newest of its retained checkpoints
+// that loads and fits the job; the older intact ones stay its fallbacks
+// (and are deleted in turn as the old leader would have). One that cannot
+// be restored is forgotten, its files left for whoever looks into why.
+absl::StatusOr<ResumePoint> resume_point(const graph::JobGraph& g, JobConfig config, const std::string& job_id,
+                                         const std::vector<HaStore::CompletedPointer>& retained, HaStore* ha) {
+  std::optional<ResumePoint> out;
+  std::string newest_why;
+  auto broken = [&](const HaStore::CompletedPointer& p, const absl::Status& why) {
+    spdlog::error("job {}: checkpoint {} at {} cannot be restored: {}", job_id, p.id, p.location,
+                  std::string(why.message()));
+    if (newest_why.empty()) newest_why = "checkpoint " + std::to_string(p.id) + ": " + std::string(why.message());
+    if (absl::Status s = ha->forget_checkpoint(job_id, p.id); !s.ok()) {
+      spdlog::warn("job {}: {}", job_id, std::string(s.message()));
+    }
+  };
+  for (auto it = retained.rbegin(); it != retained.rend(); ++it) {
+    if (!out) {
+      config.restore = it->location;
+      auto cp = runtime::find_restore(g, config);
+      if (!cp.ok()) {
+        broken(*it, cp.status());
+        continue;
+      }
+      out.emplace();
+      out->restored = std::move(**cp);
+      out->savepoint = it->savepoint;
+      continue;
+    }
+    auto cp = checkpoint::load_checkpoint(it->location);
+    if (!cp.ok()) {
+      broken(*it, cp.status());
+      continue;
+    }
+    out->older.insert(out->older.begin(),
+                      {it->id, cp->location, std::make_shared<const checkpoint::CheckpointMetadata>(std::move(cp->metadata)),
+                       /*owned=*/!it->savepoint, it->savepoint});
+  }
+  if (!out) {
+    return absl::DataLossError("none of the " + std::to_string(retained.size()) +
+                               " completed checkpoints recorded for job " + job_id + " can be restored (newest " +
+                               newest_why + ")");
+  }
+  return std::move(*out);
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const std::vector<std::string>& args,
                                                const std::string& library, const std::string& recovered_id,
-                                               const std::string& restore) {
+                                               const std::vector<HaStore::CompletedPointer>& retained) {
   proto::JobSpec spec;
   spec.set_name(name);
   for (const auto& a : args) spec.add_args(a);
@@ -109,7 +166,6 @@ absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const st
   auto built = catalog_(spec.name(), args, lib);
   if (!built.ok()) return built.status();
   JobConfig config = built->env->config();
-  if (!restore.empty()) config.restore = restore;
   // Batch execution takes no checkpoints (its stages' results are its
   // recovery).
   if (config.runtime_mode != RuntimeMode::kBatch && config.checkpoint.mode != CheckpointingMode::kNone &&
@@ -119,8 +175,22 @@ absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const st
   }
   auto graph = graph::build_job_graph(built->env->graph(), config);
   if (!graph.ok()) return graph.status();
-  auto restored = runtime::find_restore(**graph, config);
-  if (!restored.ok()) return restored.status();
+  std::optional<checkpoint::RestoredCheckpoint> restored;
+  std::vector<checkpoint::CompletedCheckpointStore::Entry> older;
+  bool claim = false;
+  if (!retained.empty()) {
+    auto resume = resume_point(**graph, config, recovered_id, retained, ha_.get());
+    if (!resume.ok()) return resume.status();
+    restored = std::move(resume->restored);
+    older = std::move(resume->older);
+    // The job's own checkpoints are its to delete once subsumed; a
+    // savepoint stays the user's.
+    claim = !resume->savepoint;
+  } else {
+    auto found = runtime::find_restore(**graph, config);
+    if (!found.ok()) return found.status();
+    restored = std::move(*found);
+  }
 
   auto job = std::make_shared<Job>();
   job->id = recovered_id.empty() ? runtime::new_job_id() : recovered_id;
@@ -166,8 +236,7 @@ absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const st
     order_.push_back(job->id);
   }
   if (recovered_id.empty()) spdlog::info("job {} ({}) submitted", job->id, spec.name());
-  // A recovered job owns the checkpoint it resumes from: it is its own.
-  job->master->start(std::move(*restored), /*claim=*/!restore.empty());
+  job->master->start(std::move(restored), claim, std::move(older));
   job->waiter = std::thread([this, raw] {
     JobResult r = raw->master->wait();
     runtime::JobMaster::Status final_status = raw->master->status();

@@ -106,10 +106,12 @@ class JobRegistry {
 
  private:
   // Builds and starts a job. `id` "" is a new submission (recorded in the
-  // HA store first); else the recovered job of that id, restoring
-  // `restore` ("" for what its arguments say).
+  // HA store first); else the recovered job of that id, resuming from the
+  // newest intact one of `retained` (its completed checkpoints, oldest
+  // first; none: as its arguments say).
   absl::StatusOr<std::string> start(const std::string& name, const std::vector<std::string>& args,
-                                    const std::string& library, const std::string& id, const std::string& restore);
+                                    const std::string& library, const std::string& id,
+                                    const std::vector<HaStore::CompletedPointer>& retained);
   void forget_old_jobs(Job* current);
 
   SlotPool* const slots_;

@@ -76,9 +76,11 @@ void JobMaster::set_checkpoint_id_counter(checkpoint::CheckpointIdCounter* count
   loop_.post([this, counter] { coordinator_.set_id_counter(counter); });
 }
 
-void JobMaster::start(std::optional<checkpoint::RestoredCheckpoint> restored, bool claim) {
-  loop_.post([this, restored = std::move(restored), claim]() mutable {
+void JobMaster::start(std::optional<checkpoint::RestoredCheckpoint> restored, bool claim,
+                      std::vector<checkpoint::CompletedCheckpointStore::Entry> older) {
+  loop_.post([this, restored = std::move(restored), claim, older = std::move(older)]() mutable {
     start_ms_ = clock_->now_ms();
+    for (auto& e : older) store_.add(std::move(e));
     if (restored) {
       restored_id_ = restored->metadata.checkpoint_id;
       restored_from_ = restored->location;

@@ -49,8 +49,11 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   void set_checkpoint_id_counter(checkpoint::CheckpointIdCounter* counter);
   // Deploys the first attempt, restoring `restored` when given. With
   // `claim` the job owns the checkpoint it restores (deletes it once
-  // subsumed), as when a new leader resumes the job's own checkpoints.
-  void start(std::optional<checkpoint::RestoredCheckpoint> restored, bool claim = false);
+  // subsumed), as when a new leader resumes the job's own checkpoints;
+  // `older` are the job's other retained ones (oldest first), to fall back
+  // to and to delete in turn.
+  void start(std::optional<checkpoint::RestoredCheckpoint> restored, bool claim = false,
+             std::vector<checkpoint::CompletedCheckpointStore::Entry> older = {});
   // Blocks until the job is FINISHED, FAILED or CANCELED.
   JobResult wait();
   void cancel();
