@@ -16,8 +16,8 @@ LINES=${1:-2000000}
 KEYS=${KEYS:-500000}
 RATE=${RATE:-150000}
 REPEAT=${REPEAT:-3}
-S3RVER=$(dirname "$0")/../tests/s3rver/node_modules/.bin/s3rver
-[ -f "$S3RVER" ] || { echo "s3rver is missing: bash scripts/install-deps.sh installs it" >&2; exit 1; }
+S3RVER=$(dirname "$0")/../tests/s3rver/serve.js
+[ -f "$(dirname "$0")/../tests/s3rver/node_modules/.bin/s3rver" ] || { echo "s3rver is missing: bash scripts/install-deps.sh installs it" >&2; exit 1; }
 DIR=$(mktemp -d /tmp/weir-s3-bench.XXXXXX)
 PORT=$(( 20000 + $$ % 20000 ))
 mkdir -p "$DIR/s3"

@@ -173,14 +173,20 @@ TEST(HaClusterTest, LeaderCutOffFromZooKeeperStepsDown) {
 }
 
 // Nothing shared but ZooKeeper and S3: job records in S3 (--ha-storage
-// s3://), checkpoints in S3. The leader is killed; the standby reads the
+// s3://), checkpoints in S3, reached by the config file's [s3] settings. The leader is killed; the standby reads the
 // job's record from S3, resumes it from its checkpoint there, and the output
 // is exactly-once.
 TEST(HaClusterTest, LeaderLossWithJobRecordsAndCheckpointsInS3) {
   HaCluster c("ha-s3");
   S3Server s3(c.dir(), "weir");
   ASSERT_TRUE(s3.start()) << "s3rver did not start (scripts/install-deps.sh installs it)";
-  s3.set_env();  // the JobManagers and TaskManagers inherit it
+  // The JobManagers and TaskManagers find S3 in their config file
+  // ($WEIR_CONFIG, inherited), not in the environment.
+  for (const char* name : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}) {
+    ::unsetenv(name);
+  }
+  s3.write_config(c.dir().path("weir.toml"));
+  ::setenv("WEIR_CONFIG", c.dir().path("weir.toml").c_str(), 1);
   c.set_ha_storage(s3.url("ha"));
   ASSERT_TRUE(c.start_zookeeper()) << c.zookeeper().log();
   ASSERT_TRUE(c.start_jobmanager("jm-a")) << c.log("jm-a");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,9 @@
 
 namespace weir::testing {
 
-inline std::string s3rver_bin() { return std::string(WEIR_SOURCE_DIR) + "/tests/s3rver/node_modules/.bin/s3rver"; }
+// s3rver's command line, through tests/s3rver/serve.js (which keeps it
+// running past a failed request).
+inline std::string s3rver_bin() { return std::string(WEIR_SOURCE_DIR) + "/tests/s3rver/serve.js"; }
 
 class S3Server {
  public:
@@ -48,6 +51,20 @@ class S3Server {
   std::vector<std::string> env() const {
     return {"AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1",
             "AWS_ENDPOINT_URL_S3=" + endpoint()};
+  }
+  // The same as flags of a weir command, the secret in `secret_file`
+  // (written here).
+  std::vector<std::string> flags(const std::string& secret_file) const {
+    std::ofstream(secret_file) << "S3RVER\n";
+    return {"--s3-endpoint", endpoint(), "--s3-region", "us-east-1", "--s3-access-key", "S3RVER",
+            "--s3-secret-key-file", secret_file};
+  }
+  // The same as the [s3] section of a config file written to `path` (its
+  // secret beside it, in PATH.secret).
+  void write_config(const std::string& path) const {
+    std::ofstream(path + ".secret") << "S3RVER\n";
+    std::ofstream(path) << "[s3]\nendpoint = \"" << endpoint() << "\"\naccess-key = \"S3RVER\"\n"
+                        << "secret-key-file = \"" << path << ".secret\"\n";
   }
   // The same in this process (for the shared client, and children).
   void set_env() const {

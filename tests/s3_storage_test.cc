@@ -3,6 +3,7 @@
 // checkpoint to s3://, fail, restore and resume from there.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -316,14 +317,110 @@ TEST_F(S3Test, ConnectionsBrokenPartWayFailRequestsNotTheOutput) {
 
 // Without credentials a job with an s3:// checkpoint directory does not
 // start, and says what to set; --incremental on S3 is refused.
+// The S3 connection from flags, from the config file's [s3] section
+// ($WEIR_CONFIG), from the environment, in that order: with an environment
+// that points nowhere, a job given the flags or the config file checkpoints
+// to S3 and restores from it; a flag wins over the file.
+TEST_F(S3Test, ConnectionSettingsFromFlagsAndTheConfigFileWinOverTheEnvironment) {
+  ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 60000, 50, 0, 7).ok());
+  const std::vector<std::string> wrong_env = {"AWS_ACCESS_KEY_ID=WRONG", "AWS_SECRET_ACCESS_KEY=WRONG",
+                                              "AWS_ENDPOINT_URL_S3=http://127.0.0.1:1", "WEIR_CONFIG="};
+  S3Client s3(server_->settings());
+  auto committed = [&](const std::string& prefix) {
+    auto objects = s3.list({"weir", prefix + "/"});
+    int metadata = 0;
+    if (!objects.ok()) return -1;
+    for (const auto& o : *objects) metadata += o.key.size() > 10 && o.key.compare(o.key.size() - 10, 10, "/_metadata") == 0;
+    return metadata;
+  };
+  auto run = [&](const std::string& name, std::vector<std::string> extra, std::vector<std::string> env) {
+    std::vector<std::string> args = {testing::weir_bin(), "example", "running-sum", "--input", path("in.txt"),
+                                     "--output", path("out-" + name), "-p", "2", "--checkpoint-dir",
+                                     server_->url(name), "--checkpoint-interval", "50ms", "--fail-every", "8000",
+                                     "--rate", "20000"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Child c(args, path(name), false, env);
+    const int code = c.wait();
+    return testing::RunResult{code, c.out(), c.err()};
+  };
+  auto exactly_once = [&](const std::string& name) {
+    auto check = examples::check_running_sum({path("in.txt")}, path("out-" + name));
+    ASSERT_TRUE(check.ok()) << check.status();
+    for (const auto& p : check->problems) ADD_FAILURE() << name << ": " << p;
+    EXPECT_TRUE(check->exactly_once) << name;
+  };
+
+  auto flags = run("flags", server_->flags(path("secret")), wrong_env);
+  ASSERT_EQ(flags.code, 0) << flags.err;
+  EXPECT_EQ(flags.out.find("restarts: 0"), std::string::npos) << "no restore from S3 happened: " << flags.out;
+  EXPECT_GE(committed("flags"), 1);
+  exactly_once("flags");
+
+  server_->write_config(path("weir.toml"));
+  std::vector<std::string> config_env = wrong_env;
+  config_env.back() = "WEIR_CONFIG=" + path("weir.toml");
+  auto file = run("file", {}, config_env);
+  ASSERT_EQ(file.code, 0) << file.err;
+  EXPECT_GE(committed("file"), 1) << server_->log();
+  exactly_once("file");
+
+  // A config file pointing nowhere, a flag pointing at the server.
+  std::ofstream(path("nowhere.toml")) << "[s3]\nendpoint = \"http://127.0.0.1:1\"\naccess-key = \"S3RVER\"\n"
+                                      << "secret-key-file = \"" << path("secret") << "\"\n";
+  config_env.back() = "WEIR_CONFIG=" + path("nowhere.toml");
+  auto flag_wins = run("flag-wins", {"--s3-endpoint", server_->endpoint()}, config_env);
+  ASSERT_EQ(flag_wins.code, 0) << flag_wins.err;
+  EXPECT_GE(committed("flag-wins"), 1) << server_->log();
+  exactly_once("flag-wins");
+}
+
+// Bad S3 settings: one line each, exit 2, before the job starts.
+TEST_F(S3Test, BadConnectionSettingsAreRefused) {
+  ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 100, 10, 0, 1).ok());
+  const std::vector<std::string> no_env = {"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "WEIR_CONFIG="};
+  auto refused = [&](const std::string& name, std::vector<std::string> args, std::vector<std::string> env,
+                     const std::string& message) {
+    args.insert(args.begin(), testing::weir_bin());
+    Child c(args, path(name), false, env);
+    EXPECT_EQ(c.wait(), 2) << name << ": " << c.err();
+    const std::string err = c.err();
+    EXPECT_NE(err.find(message), std::string::npos) << name << ": " << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << name << ": " << err;
+  };
+  const std::vector<std::string> job = {"example", "running-sum", "--input", path("in.txt"), "--output",
+                                        path("out"), "--checkpoint-dir", server_->url("c")};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = job;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  refused("half", with({"--s3-endpoint", server_->endpoint(), "--s3-access-key", "S3RVER"}), no_env,
+          "S3 credentials need both an access key (--s3-access-key) and a secret key file (--s3-secret-key-file)");
+  refused("no-secret-file",
+          with({"--s3-endpoint", server_->endpoint(), "--s3-access-key", "S3RVER", "--s3-secret-key-file",
+                path("absent")}),
+          no_env, "cannot read S3 secret key file " + path("absent") + ": No such file or directory");
+  refused("bad-endpoint", with({"--s3-endpoint", "127.0.0.1:9", "--s3-access-key", "S3RVER",
+                                "--s3-secret-key-file", path("in.txt")}),
+          no_env, "S3 endpoint 127.0.0.1:9 must start with http:// or https://");
+  std::ofstream(path("bad.toml")) << "[s3]\nsecret-key = \"x\"\n";
+  refused("bad-key", job, {"WEIR_CONFIG=" + path("bad.toml")},
+          "config file " + path("bad.toml") + ": 's3.secret-key' is not an S3 setting");
+  refused("on-a-client",
+          {"run", "--jobmanager", "127.0.0.1:1", "--s3-endpoint", server_->endpoint(), "running-sum", "--input",
+           path("in.txt"), "--output", path("out")},
+          no_env, "run: --s3-endpoint sets the S3 connection of the process that runs the job");
+}
+
 TEST_F(S3Test, MissingCredentialsAndIncrementalAreClearErrors) {
   ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 100, 10, 0, 1).ok());
   Child no_credentials({testing::weir_bin(), "example", "running-sum", "--input", path("in.txt"), "--output",
                         path("out"), "--checkpoint-dir", server_->url("c")},
                        path("nocred"), false, {"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY="});
   EXPECT_EQ(no_credentials.wait(), 2);
-  EXPECT_NE(no_credentials.err().find("s3:// storage needs credentials: set AWS_ACCESS_KEY_ID and "
-                                      "AWS_SECRET_ACCESS_KEY"),
+  EXPECT_NE(no_credentials.err().find("s3:// storage needs credentials: --s3-access-key and --s3-secret-key-file "
+                                      "(or [s3] access-key and secret-key-file in the config file), or "
+                                      "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
             std::string::npos)
       << no_credentials.err();
   auto incremental = run_running_sum(*server_,

@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <pugixml.hpp>
 #include <thread>
@@ -108,20 +111,62 @@ void global_init() {
 
 }  // namespace
 
-absl::StatusOr<S3Settings> s3_settings_from_env() {
+namespace {
+
+std::mutex options_mu;
+S3Options process_options;                   // guarded by options_mu
+std::shared_ptr<S3Client> process_client;    // guarded by options_mu
+
+// The first line of `path`, without trailing white space.
+absl::StatusOr<std::string> read_secret(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError("cannot read S3 secret key file " + path + ": " + std::strerror(errno));
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+  if (line.empty()) return absl::InvalidArgumentError("S3 secret key file " + path + " is empty");
+  return line;
+}
+
+}  // namespace
+
+void set_s3_options(S3Options options) {
+  std::lock_guard lock(options_mu);
+  process_options = std::move(options);
+  process_client.reset();
+}
+
+absl::StatusOr<S3Settings> s3_settings(const S3Options& o) {
   S3Settings s;
-  s.access_key = env("AWS_ACCESS_KEY_ID");
-  s.secret_key = env("AWS_SECRET_ACCESS_KEY");
-  s.session_token = env("AWS_SESSION_TOKEN");
-  if (!env("AWS_REGION").empty()) {
+  if (!o.access_key.empty() || !o.secret_key_file.empty()) {
+    if (o.access_key.empty() || o.secret_key_file.empty()) {
+      return absl::InvalidArgumentError("S3 credentials need both an access key (--s3-access-key) and a secret "
+                                        "key file (--s3-secret-key-file)");
+    }
+    s.access_key = o.access_key;
+    auto secret = read_secret(o.secret_key_file);
+    if (!secret.ok()) return secret.status();
+    s.secret_key = *std::move(secret);
+  } else {
+    s.access_key = env("AWS_ACCESS_KEY_ID");
+    s.secret_key = env("AWS_SECRET_ACCESS_KEY");
+    s.session_token = env("AWS_SESSION_TOKEN");
+  }
+  if (!o.region.empty()) {
+    s.region = o.region;
+  } else if (!env("AWS_REGION").empty()) {
     s.region = env("AWS_REGION");
   } else if (!env("AWS_DEFAULT_REGION").empty()) {
     s.region = env("AWS_DEFAULT_REGION");
   }
-  s.endpoint = !env("AWS_ENDPOINT_URL_S3").empty() ? env("AWS_ENDPOINT_URL_S3") : env("AWS_ENDPOINT_URL");
+  s.endpoint = !o.endpoint.empty()                  ? o.endpoint
+               : !env("AWS_ENDPOINT_URL_S3").empty() ? env("AWS_ENDPOINT_URL_S3")
+                                                      : env("AWS_ENDPOINT_URL");
+  s.ca_file = !o.ca_file.empty() ? o.ca_file : env("AWS_CA_BUNDLE");
   if (s.access_key.empty() || s.secret_key.empty()) {
     return absl::InvalidArgumentError(
-        "s3:// storage needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+        "s3:// storage needs credentials: --s3-access-key and --s3-secret-key-file (or [s3] access-key and "
+        "secret-key-file in the config file), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
   }
   if (s.endpoint.empty()) s.endpoint = "https://s3." + s.region + ".amazonaws.com";
   while (!s.endpoint.empty() && s.endpoint.back() == '/') s.endpoint.pop_back();
@@ -132,14 +177,12 @@ absl::StatusOr<S3Settings> s3_settings_from_env() {
 }
 
 absl::StatusOr<std::shared_ptr<S3Client>> shared_s3_client() {
-  static std::mutex mu;
-  static std::shared_ptr<S3Client> client;
-  std::lock_guard lock(mu);
-  if (client != nullptr) return client;
-  auto settings = s3_settings_from_env();
+  std::lock_guard lock(options_mu);
+  if (process_client != nullptr) return process_client;
+  auto settings = s3_settings(process_options);
   if (!settings.ok()) return settings.status();
-  client = std::make_shared<S3Client>(*std::move(settings));
-  return client;
+  process_client = std::make_shared<S3Client>(*std::move(settings));
+  return process_client;
 }
 
 bool is_s3_url(std::string_view s) { return s.rfind("s3://", 0) == 0; }

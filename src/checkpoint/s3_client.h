@@ -43,14 +43,36 @@ struct S3Settings {
   std::string ca_file;
 };
 
-// The settings from the environment, as AWS's tools read them:
-// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
-// AWS_REGION (or AWS_DEFAULT_REGION), AWS_ENDPOINT_URL_S3 (or
-// AWS_ENDPOINT_URL). An error names what is missing.
-absl::StatusOr<S3Settings> s3_settings_from_env();
+// What this process was told about S3 by its flags or config file
+// (`--s3-endpoint`, `[s3] endpoint`, ...: docs/cli.md). An empty field
+// falls back to the environment.
+struct S3Options {
+  std::string endpoint;
+  std::string region;
+  std::string access_key;
+  // A file holding the secret access key (a secret on a command line shows
+  // in every process listing).
+  std::string secret_key_file;
+  std::string ca_file;
+  bool empty() const {
+    return endpoint.empty() && region.empty() && access_key.empty() && secret_key_file.empty() && ca_file.empty();
+  }
+};
+
+// Sets this process's options; the next shared_s3_client() is made from
+// them. Call it before the first S3 request.
+void set_s3_options(S3Options options);
+
+// The settings: each field from the options, else from the environment as
+// AWS's tools read it: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_SESSION_TOKEN, AWS_REGION (or AWS_DEFAULT_REGION), AWS_ENDPOINT_URL_S3
+// (or AWS_ENDPOINT_URL), AWS_CA_BUNDLE. The access key and its secret come
+// as a pair from one place. An error names what is missing or unreadable.
+absl::StatusOr<S3Settings> s3_settings(const S3Options& options);
 
 class S3Client;
-// The process's client, made from the environment on first use.
+// The process's client, made from set_s3_options' options and the
+// environment on first use.
 absl::StatusOr<std::shared_ptr<S3Client>> shared_s3_client();
 
 // s3://BUCKET/KEY-OR-PREFIX.

@@ -19,6 +19,7 @@
 #include "cli/jobs.h"
 #include "cli/logging.h"
 #include "cli/progress.h"
+#include "cli/s3_options.h"
 #include "cluster/client.h"
 #include "cluster/job_library.h"
 #include "graph/job_graph.h"
@@ -207,6 +208,7 @@ struct ClusterCommands::Flags {
   std::string ha = "none";  // --ha: none or zookeeper
   cluster::HaOptions ha_options;
   std::string ha_session_timeout = format_duration(cluster::HaOptions{}.session_timeout);
+  checkpoint::S3Options s3;  // --s3-*, [s3]: this process's S3 connection
 
   bool detached = false;
   bool quiet = false;
@@ -327,6 +329,7 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   };
   f.jobmanager = app.add_subcommand("jobmanager", "Run a JobManager: schedules jobs, coordinates checkpoints");
   common(f.jobmanager, false);
+  add_s3_options(f.jobmanager, &f.s3);
   f.jobmanager->add_option("--bind", f.bind, "HOST:PORT for TaskManager sessions (port 0: any)")
       ->capture_default_str();
   f.jobmanager->add_option("--rest-port", f.rest_port, "REST API port on the same host (0: any)")
@@ -361,6 +364,7 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
 
   f.taskmanager = app.add_subcommand("taskmanager", "Run a TaskManager: offers slots, runs tasks");
   common(f.taskmanager, false);
+  add_s3_options(f.taskmanager, &f.s3);
   f.taskmanager->add_option("--jobmanager", f.session_address,
                             "HOST:PORT of the JobManager's session port (else $WEIR_JOBMANAGER_RPC, "
                             "else " + cluster::TaskManagerOptions{}.jobmanager + ")");
@@ -400,6 +404,7 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
                     "KEY=VALUE: a job setting by Flink's key (parallelism.default, execution.checkpointing.interval, "
                     "state.backend.type, restart-strategy.type, ...; docs/cli.md); repeatable")
       ->allow_extra_args(false);
+  add_s3_options(f.run, &f.s3);
   f.run->prefix_command();
 
   f.list = app.add_subcommand("list", "List the cluster's jobs");
@@ -446,6 +451,14 @@ std::optional<int> ClusterCommands::run() {
     if (c->parsed()) parsed = c;
   }
   if (parsed == nullptr) return std::nullopt;
+  if (parsed == f.run && !f.embedded && !f.dry_run) {
+    for (const std::string& name : s3_option_names()) {
+      if (f.run->count(name) > 0) {
+        return fail(kBadArguments, "run: " + name + " sets the S3 connection of the process that runs the job: "
+                                   "with --embedded, or on weir jobmanager and weir taskmanager");
+      }
+    }
+  }
   if (!f.config.empty()) {
     const std::string role = parsed == f.jobmanager ? "jobmanager" : parsed == f.taskmanager ? "taskmanager" : "client";
     absl::Status s = apply_config(f.config, parsed, role);
@@ -476,6 +489,7 @@ std::optional<int> ClusterCommands::run() {
     if (!expanded.ok()) return fail(kBadArguments, "run: " + std::string(expanded.status().message()));
     job_args = *std::move(expanded);
   }
+  checkpoint::set_s3_options(f.s3);
   if (parsed == f.run && (f.embedded || f.dry_run)) return run_embedded(job_name, job_args, f.dry_run, f.quiet);
   auto secret = cluster::load_secret(f.secret_file);
   if (!secret.ok()) return fail(kBadArguments, std::string(secret.status().message()));

@@ -29,12 +29,14 @@
 #include "examples/nexmark/dump.h"
 #include "examples/nexmark/queries.h"
 #include "cli/cluster_commands.h"
+#include "cli/config_file.h"
 #include "cli/embedded.h"
 #include "cli/jobs.h"
 #include "cli/help.h"
 #include "cli/job_settings.h"
 #include "cli/logging.h"
 #include "cli/progress.h"
+#include "cli/s3_options.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "weir/version.h"
@@ -269,7 +271,10 @@ std::vector<std::string> as_cluster_submission(int argc, char** argv) {
   std::vector<std::string> job_args;
   for (size_t i = job_at + 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if ((a == "--jobmanager" || a == "--secret-file" || a == "--config") && i + 1 < args.size()) {
+    const auto& s3 = weir::cli::s3_option_names();
+    if ((a == "--jobmanager" || a == "--secret-file" || a == "--config" ||
+         std::find(s3.begin(), s3.end(), a) != s3.end()) &&
+        i + 1 < args.size()) {
       run.push_back(a);
       run.push_back(args[++i]);
     } else if (a == "--detached") {
@@ -388,6 +393,11 @@ int main(int argc, char** argv) {
   bool ver_quiet = false;
   verify->add_flag("--quiet,-q", ver_quiet, "No progress line (there is none unless stdout is a terminal)");
 
+  // The S3 connection of the embedded job commands (the cluster commands
+  // add their own).
+  weir::checkpoint::S3Options s3_options;
+  for (CLI::App* c : {rs, orders, nx}) weir::cli::add_s3_options(c, &s3_options);
+
   weir::cli::ClusterCommands cluster(app);
 
   try {
@@ -404,6 +414,15 @@ int main(int argc, char** argv) {
   }
 
   if (auto code = cluster.run()) return *code;
+  for (CLI::App* c : {rs, orders, nx}) {
+    if (!c->parsed()) continue;
+    const char* config = std::getenv("WEIR_CONFIG");
+    if (config != nullptr && *config != '\0') {
+      absl::Status s = weir::cli::apply_config(config, c, weir::cli::kS3Only);
+      if (!s.ok()) return fail(kBadArguments, std::string(s.message()));
+    }
+    weir::checkpoint::set_s3_options(s3_options);
+  }
   if (rs->parsed()) {
     if (rs_flags.verbose) spdlog::set_level(spdlog::level::info);
     rs_opts.parallelism = rs_flags.parallelism;
