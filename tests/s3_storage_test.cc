@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -412,24 +413,97 @@ TEST_F(S3Test, BadConnectionSettingsAreRefused) {
           no_env, "run: --s3-endpoint sets the S3 connection of the process that runs the job");
 }
 
-TEST_F(S3Test, MissingCredentialsAndIncrementalAreClearErrors) {
+TEST_F(S3Test, MissingCredentialsAreAClearError) {
   ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 100, 10, 0, 1).ok());
   Child no_credentials({testing::weir_bin(), "example", "running-sum", "--input", path("in.txt"), "--output",
                         path("out"), "--checkpoint-dir", server_->url("c")},
-                       path("nocred"), false, {"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY="});
+                       path("nocred"), false, {"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "WEIR_CONFIG="});
   EXPECT_EQ(no_credentials.wait(), 2);
   EXPECT_NE(no_credentials.err().find("s3:// storage needs credentials: --s3-access-key and --s3-secret-key-file "
                                       "(or [s3] access-key and secret-key-file in the config file), or "
                                       "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
             std::string::npos)
       << no_credentials.err();
-  auto incremental = run_running_sum(*server_,
-                                     {"--input", path("in.txt"), "--output", path("out"), "--checkpoint-dir",
-                                      server_->url("c"), "--state", "rocksdb", "--incremental"},
-                                     path("incremental"));
-  EXPECT_EQ(incremental.code, 2);
-  EXPECT_NE(incremental.err.find("--incremental keeps RocksDB's files on a file system"), std::string::npos)
-      << incremental.err;
+}
+
+// Incremental RocksDB checkpoints in S3: new SST files go up once, under
+// <job>/shared/, and later checkpoints refer to them; the job fails now and
+// then and restores (from its local copies, or S3) exactly-once; a
+// subsumed checkpoint's SST files go once no retained checkpoint refers to
+// them; and a new process restores at another parallelism, downloading the
+// files it needs.
+TEST_F(S3Test, IncrementalRocksDbCheckpointsRestoreAndRescale) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 150000, 20000, 0, seed).ok());
+  const std::string chk = server_->url("inc");
+  auto r = run_running_sum(*server_,
+                           {"--input", path("in.txt"), "--output", path("out"), "-p", "2", "--checkpoint-dir", chk,
+                            "--checkpoint-interval", "100ms", "--state", "rocksdb", "--incremental",
+                            "--fail-every", "30000", "--seed", std::to_string(seed), "--retained-checkpoints", "2",
+                            "--rate", "50000"},
+                           path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected: " << r.out;
+  auto check = examples::check_running_sum({path("in.txt")}, path("out"));
+  ASSERT_TRUE(check.ok()) << check.status();
+  for (const auto& p : check->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(check->exactly_once);
+
+  // The retained checkpoints refer to shared SST files; every shared object
+  // is referred to by one of them (subsumed ones' files are gone).
+  S3Client s3(server_->settings());
+  auto objects = s3.list({"weir", "inc/"});
+  ASSERT_TRUE(objects.ok()) << objects.status();
+  std::set<std::string> shared, referenced;
+  std::vector<std::string> retained;
+  for (const auto& o : *objects) {
+    const std::string url = S3Url{"weir", o.key}.str();
+    if (o.key.find("/shared/") != std::string::npos) shared.insert(url);
+    if (o.key.size() > 10 && o.key.compare(o.key.size() - 10, 10, "/_metadata") == 0) retained.push_back(url);
+  }
+  ASSERT_GE(retained.size(), 1u);
+  EXPECT_LE(retained.size(), 2u);
+  server_->set_env();
+  for (const std::string& m : retained) {
+    auto cp = checkpoint::load_checkpoint(m);
+    ASSERT_TRUE(cp.ok()) << cp.status();
+    for (const auto& op : cp->metadata.operators) {
+      for (const auto& st : op.subtasks) {
+        for (const auto& f : st.native_files) {
+          if (f.shared) referenced.insert(checkpoint::native_file_location(cp->location, f.path));
+        }
+      }
+    }
+  }
+  std::printf("retained checkpoints: %zu, shared files: %zu\n", retained.size(), shared.size());
+  EXPECT_FALSE(referenced.empty()) << "no checkpoint was incremental";
+  for (const auto& f : referenced) EXPECT_EQ(shared.count(f), 1u) << f << " is referred to but missing";
+  for (const auto& f : shared) EXPECT_EQ(referenced.count(f), 1u) << f << " is left behind";
+
+  // A job that fails for good (no restarts) after a checkpoint, resumed by
+  // another process at three subtasks: the files come down from S3.
+  const std::string chk2 = server_->url("inc2");
+  auto failed = run_running_sum(*server_,
+                                {"--input", path("in.txt"), "--output", path("out2"), "-p", "2",
+                                 "--checkpoint-dir", chk2, "--checkpoint-interval", "100ms", "--state", "rocksdb",
+                                 "--incremental", "--fail-every", "30000", "--seed", std::to_string(seed),
+                                 "--restart-strategy", "none", "--rate", "50000"},
+                                path("fail"));
+  ASSERT_EQ(failed.code, 4) << failed.out << failed.err;
+  auto resumed = run_running_sum(*server_,
+                                 {"--input", path("in.txt"), "--output", path("out2"), "-p", "3",
+                                  "--checkpoint-dir", chk2, "--restore", "latest", "--state", "rocksdb",
+                                  "--incremental", "--verbose"},
+                                 path("resume"));
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  // Each of the three subtasks opened RocksDB on downloaded files.
+  EXPECT_NE(resumed.err.find("restored checkpoint"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.out.find("restored from checkpoint"), std::string::npos) << resumed.out;
+  auto again = examples::check_running_sum({path("in.txt")}, path("out2"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  for (const auto& p : again->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(again->exactly_once);
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ std::vector<std::string> CompletedCheckpointStore::reference(const Entry& e, int
     for (const auto& s : op.subtasks) {
       for (const auto& f : s.native_files) {
         if (!f.shared) continue;
-        std::string path = (std::filesystem::path(e.location) / f.path).lexically_normal().string();
+        std::string path = native_file_location(e.location, f.path);
         int& n = shared_refs_[path];
         n += delta;
         if (n <= 0) {

@@ -83,9 +83,37 @@ std::string error_text(const std::string& body) {
 
 bool retryable(long code) { return code == 429 || code == 500 || code == 502 || code == 503 || code == 504; }
 
+// Where a response's body goes: the string, or for a 2xx answer with a
+// file to fill, the file.
+struct BodySink {
+  CURL* curl;
+  std::string* body;
+  int fd;
+  int64_t written = 0;
+  int write_errno = 0;
+};
+
 size_t append_body(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
+  auto* sink = static_cast<BodySink*>(out);
+  const size_t len = size * n;
+  long code = 0;
+  if (sink->fd >= 0) curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &code);
+  if (sink->fd < 0 || code < 200 || code >= 300) {
+    sink->body->append(data, len);
+    return len;
+  }
+  size_t done = 0;
+  while (done < len) {
+    const ssize_t w = ::write(sink->fd, data + done, len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      sink->write_errno = errno;
+      return 0;  // curl ends the transfer with CURLE_WRITE_ERROR
+    }
+    done += static_cast<size_t>(w);
+  }
+  sink->written += static_cast<int64_t>(len);
+  return len;
 }
 
 size_t read_header(char* data, size_t size, size_t n, void* out) {
@@ -204,6 +232,9 @@ struct S3Client::Request {
   S3Url url;
   std::string query;      // canonical (see query())
   std::string_view body;  // PUT and POST
+  // A successful response's body goes to this file (rewritten from its
+  // start by each attempt) instead of Response::body.
+  int body_fd = -1;
 };
 
 S3Client::S3Client(S3Settings settings) : settings_(std::move(settings)) { global_init(); }
@@ -267,14 +298,26 @@ absl::StatusOr<S3Client::Response> S3Client::send_once(const Request& r) {
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method);
   }
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  BodySink sink{curl, &resp.body, r.body_fd};
+  if (r.body_fd >= 0 && (::lseek(r.body_fd, 0, SEEK_SET) < 0 || ::ftruncate(r.body_fd, 0) != 0)) {
+    give_back(curl);
+    curl_slist_free_all(headers);
+    return absl::InternalError(std::string(r.method) + " " + r.url.str() + ": cannot rewind the file it fills: " +
+                               std::strerror(errno));
+  }
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &resp.body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, read_header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &resp.etag);
   const CURLcode rc = curl_easy_perform(curl);
   curl_slist_free_all(headers);
   if (rc != CURLE_OK) {
     curl_easy_cleanup(curl);  // its connection may be broken
+    if (sink.write_errno != 0) {
+      // The local disk, not the server: retrying would not help.
+      return absl::ResourceExhaustedError(std::string(r.method) + " " + r.url.str() + ": cannot write the body: " +
+                                          std::strerror(sink.write_errno));
+    }
     return absl::UnavailableError(std::string(r.method) + " " + r.url.str() + ": " + curl_easy_strerror(rc));
   }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &resp.code);
@@ -287,6 +330,7 @@ absl::StatusOr<S3Client::Response> S3Client::send(const Request& r) {
   absl::StatusOr<Response> last = absl::UnknownError("no attempt");
   for (int attempt = 1; attempt <= settings_.max_attempts; ++attempt) {
     last = send_once(r);
+    if (!last.ok() && !absl::IsUnavailable(last.status())) return last;
     const bool again = !last.ok() || retryable(last->code);
     if (!again) return last;
     if (attempt == settings_.max_attempts) break;
@@ -403,6 +447,23 @@ absl::Status S3Client::put_file(const S3Url& url, const std::string& path) {
   ::close(fd);
   if (!s.ok()) return s;
   return w->finish();
+}
+
+absl::StatusOr<int64_t> S3Client::get_file(const S3Url& url, const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("open", path, errno);
+  Request request{"GET", url, "", {}};
+  request.body_fd = fd;
+  auto r = send(request);
+  absl::Status s = check(r, "GET", url);
+  off_t size = s.ok() ? ::lseek(fd, 0, SEEK_END) : 0;
+  if (s.ok() && size < 0) s = errno_status("seek", path, errno);
+  if (::close(fd) != 0 && s.ok()) s = errno_status("close", path, errno);
+  if (!s.ok()) {
+    ::unlink(path.c_str());
+    return s;
+  }
+  return static_cast<int64_t>(size);
 }
 
 std::unique_ptr<S3Client::Writer> S3Client::writer(const S3Url& url) {

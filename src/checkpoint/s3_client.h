@@ -111,6 +111,9 @@ class S3Client {
   absl::Status remove_all(const S3Url& prefix);
   // Uploads local file `path` to `url` (in parts when large).
   absl::Status put_file(const S3Url& url, const std::string& path);
+  // Downloads the object into local file `path` (created or truncated),
+  // streamed; returns its size. NotFound when there is no such object.
+  absl::StatusOr<int64_t> get_file(const S3Url& url, const std::string& path);
 
   // An object written in pieces: append(), then finish() makes it appear
   // whole; without finish() nothing appears (an open multipart upload is

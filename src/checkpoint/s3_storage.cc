@@ -3,9 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdlib>
 #include <map>
 #include <utility>
+
+#include "common/file_util.h"
 
 namespace weir::checkpoint {
 namespace {
@@ -99,11 +102,65 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_
   return std::shared_ptr<const StateFileBytes>(std::make_shared<DownloadedBytes>(*std::move(bytes)));
 }
 
+S3Url S3CheckpointStorage::shared_dir(int64_t id) const {
+  return child(child(job_, "shared"), "c" + std::to_string(id));
+}
+
+absl::StatusOr<std::string> S3CheckpointStorage::upload_file(int64_t id, const std::string& local,
+                                                             const std::string& name, bool shared) {
+  if (fixed_) return absl::UnimplementedError("a savepoint keeps no native files");
+  absl::Status s = client_->put_file(child(shared ? shared_dir(id) : dir(id), name), local);
+  if (!s.ok()) return s;
+  // Relative to the checkpoint's location, as FileCheckpointStorage says it.
+  return shared ? "../shared/c" + std::to_string(id) + "/" + name : name;
+}
+
 void S3CheckpointStorage::discard(int64_t id) {
   // Best effort, as for files: a leftover without _metadata is never used.
+  for (const S3Url& d : fixed_ ? std::vector<S3Url>{dir(id)} : std::vector<S3Url>{dir(id), shared_dir(id)}) {
+    absl::Status s = client_->remove_all(S3Url{d.bucket, d.key + "/"});  // not chk-10/ with chk-1/
+    if (!s.ok()) spdlog::warn("could not remove checkpoint {}: {}", d.str(), std::string(s.message()));
+  }
+}
+
+void S3CheckpointStorage::discard_subsumed(int64_t id, const std::vector<std::string>& unreferenced) {
   const S3Url d = dir(id);
-  absl::Status s = client_->remove_all(S3Url{d.bucket, d.key + "/"});  // not chk-10/ with chk-1/
+  absl::Status s = client_->remove_all(S3Url{d.bucket, d.key + "/"});
   if (!s.ok()) spdlog::warn("could not remove checkpoint {}: {}", location(id), std::string(s.message()));
+  discard_files(unreferenced);
+}
+
+absl::StatusOr<std::vector<std::string>> download_native_files(const std::string& location,
+                                                               const OperatorSubtaskState& state,
+                                                               const std::string& dir) {
+  auto client = shared_s3_client();
+  if (!client.ok()) return client.status();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return errno_status("mkdir", dir, ec.value());
+  std::vector<std::string> local;
+  for (const NativeFile& f : state.native_files) {
+    const std::string at = native_file_location(location, f.path);
+    auto url = parse_s3_url(at);
+    if (!url.ok()) return url.status();
+    const std::string to = (std::filesystem::path(dir) / std::filesystem::path(url->key).filename()).string();
+    auto size = (*client)->get_file(*url, to);
+    if (!size.ok()) {
+      if (absl::IsNotFound(size.status())) return absl::DataLossError(location + ": " + at + ": missing");
+      return size.status();
+    }
+    if (static_cast<uint64_t>(*size) != f.size) {
+      return absl::DataLossError(location + ": " + at + ": size " + std::to_string(*size) + ", expected " +
+                                 std::to_string(f.size));
+    }
+    if (f.has_checksum) {
+      auto sum = checksum_file(to);
+      if (!sum.ok()) return sum.status();
+      if (*sum != f.checksum) return absl::DataLossError(location + ": " + at + ": checksum mismatch (the file is corrupted)");
+    }
+    local.push_back(to);
+  }
+  return local;
 }
 
 absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url) {
@@ -124,13 +181,30 @@ absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url) {
   auto meta = decode_metadata(*bytes, meta_url.str());
   if (!meta.ok()) return meta.status();
   RestoredCheckpoint cp{dir->str(), std::move(*meta)};
+  // The sizes of the job's objects, for the native files (their checksums
+  // are checked as a restore downloads them).
+  std::map<std::string, int64_t> sizes;
+  bool listed = false;
   for (const auto& op : cp.metadata.operators) {
     for (const auto& s : op.subtasks) {
-      if (s.is_native()) {
-        return absl::UnimplementedError(cp.location + ": incremental checkpoints on s3:// are not supported");
-      }
       auto state = (*reader)->read_state_file(cp.location, s);
       if (!state.ok()) return state.status();
+      for (const auto& f : s.native_files) {
+        if (!listed) {
+          const size_t cut = dir->key.rfind('/');
+          auto objects = (*reader)->client().list(S3Url{dir->bucket, cut == std::string::npos ? "" : dir->key.substr(0, cut + 1)});
+          if (!objects.ok()) return objects.status();
+          for (const auto& o : *objects) sizes[S3Url{dir->bucket, o.key}.str()] = o.size;
+          listed = true;
+        }
+        const std::string at = native_file_location(cp.location, f.path);
+        auto it = sizes.find(at);
+        if (it == sizes.end()) return absl::DataLossError(cp.location + ": " + at + ": missing");
+        if (static_cast<uint64_t>(it->second) != f.size) {
+          return absl::DataLossError(cp.location + ": " + at + ": size " + std::to_string(it->second) +
+                                     ", expected " + std::to_string(f.size));
+        }
+      }
     }
   }
   return cp;

@@ -9,7 +9,12 @@
 // chk-<n>/ without _metadata is incomplete and never restored from, and a
 // restore verifies every state file's size and checksum before using it.
 //
-// Thread-safe. Incremental (native) checkpoints are not supported yet.
+// Incremental checkpoints upload RocksDB's files as FileCheckpointStorage
+// copies them: new SST files once, under <job-id>/shared/c<n>/ (later
+// checkpoints refer to them again), the rest under chk-<n>/. A restore
+// downloads the files it needs (runtime/operator_context.cc).
+//
+// Thread-safe.
 #ifndef WEIR_CHECKPOINT_S3_STORAGE_H_
 #define WEIR_CHECKPOINT_S3_STORAGE_H_
 
@@ -41,17 +46,29 @@ class S3CheckpointStorage final : public CheckpointStorage {
   absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
       const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
+  void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
   std::string location(int64_t checkpoint_id) const override;
+  absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local, const std::string& name,
+                                          bool shared) override;
+  bool supports_native() const override { return !fixed_; }
 
  private:
   struct Fixed {};
   S3CheckpointStorage(Fixed, std::shared_ptr<S3Client> client, S3Url dir);
   S3Url dir(int64_t checkpoint_id) const;
+  S3Url shared_dir(int64_t checkpoint_id) const;
 
   const std::shared_ptr<S3Client> client_;
   const S3Url job_;   // PREFIX/<job-id>, or the savepoint's own prefix
   const bool fixed_;  // location(id) is job_ itself
 };
+
+// Downloads the native files of `state` (a subtask of the checkpoint at
+// s3:// `location`) into directory `dir` (created), each checked against
+// its size and checksum; returns their local paths, in the handle's order.
+absl::StatusOr<std::vector<std::string>> download_native_files(const std::string& location,
+                                                               const OperatorSubtaskState& state,
+                                                               const std::string& dir);
 
 // load_checkpoint and find_latest_checkpoint (storage.h) for s3:// paths.
 absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url);

@@ -1,6 +1,7 @@
 #include "checkpoint/storage.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -112,7 +113,7 @@ absl::Status verify_files(const RestoredCheckpoint& cp, CheckpointStorage& stora
       auto bytes = storage.read_state_file(cp.location, s);
       if (!bytes.ok()) return bytes.status();
       for (const auto& f : s.native_files) {
-        fs::path p = (fs::path(cp.location) / f.path).lexically_normal();
+        fs::path p = native_file_location(cp.location, f.path);
         std::error_code ec;
         uint64_t size = fs::file_size(p, ec);
         // Shared files live outside the checkpoint's directory: name both.
@@ -458,9 +459,40 @@ void RoutingCheckpointStorage::route_savepoint(int64_t id, const std::string& di
 void discard_files(const std::vector<std::string>& files) {
   std::error_code ec;
   for (const auto& f : files) {
+    if (is_s3_url(f)) {
+      auto client = shared_s3_client();
+      auto url = parse_s3_url(f);
+      absl::Status s = !client.ok() ? client.status() : !url.ok() ? url.status() : (*client)->remove(*url);
+      if (!s.ok()) spdlog::warn("could not remove {}: {}", f, std::string(s.message()));
+      continue;
+    }
     fs::remove(f, ec);
     fs::remove(fs::path(f).parent_path(), ec);  // fails, harmlessly, unless empty
   }
+}
+
+std::string native_file_location(const std::string& location, const std::string& relative) {
+  if (!is_s3_url(location)) return (fs::path(location) / relative).lexically_normal().string();
+  // s3://BUCKET/KEY: resolve "." and ".." in the key alone.
+  const size_t slash = location.find('/', 5);
+  const std::string head = location.substr(0, slash);
+  std::vector<std::string> parts;
+  const std::string key = (slash == std::string::npos ? "" : location.substr(slash + 1)) + "/" + relative;
+  size_t at = 0;
+  while (at <= key.size()) {
+    size_t next = key.find('/', at);
+    if (next == std::string::npos) next = key.size();
+    const std::string part = key.substr(at, next - at);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    at = next + 1;
+  }
+  std::string out = head;
+  for (const auto& p : parts) out += "/" + p;
+  return out;
 }
 
 void discard_checkpoint_at(const std::string& location) {

@@ -82,7 +82,7 @@ class CheckpointStorage {
   // Copies local file `local` into checkpoint `checkpoint_id` durably:
   // shared (under <job>/shared/, for files later checkpoints may refer to)
   // or private (inside the checkpoint's directory). Returns the path
-  // relative to the checkpoint's directory. Only file storage has it.
+  // relative to the checkpoint's directory. File and S3 storage have it.
   virtual absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
                                                   const std::string& name, bool shared) {
     return absl::UnimplementedError("this checkpoint storage keeps no native files");
@@ -190,8 +190,13 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
 // Removes the checkpoint directory `location` (a claimed checkpoint of an
 // earlier job). memory:// locations are left alone.
 void discard_checkpoint_at(const std::string& location);
-// Removes files (absolute paths), and their directories once empty.
+// Removes files (absolute paths, or s3:// objects), and their directories
+// once empty.
 void discard_files(const std::vector<std::string>& files);
+// Where a native file of the checkpoint at `location` is: `relative` is its
+// NativeFile::path (shared files under ../shared/), the result an absolute
+// path, or an s3:// URL for a checkpoint in S3.
+std::string native_file_location(const std::string& location, const std::string& relative);
 
 // Loads and fully verifies (metadata and every state file's checksum) the
 // checkpoint in directory `path` (a chk-<n> directory or its _metadata).

@@ -114,6 +114,17 @@ TEST_F(StorageTest, LatestSkipsIncompleteAndCorruptCheckpoints) {
   EXPECT_NE(all.find("chk-3"), std::string::npos);
 }
 
+// Native files are named relative to their checkpoint; shared ones sit
+// beside the checkpoints, in a directory or under an S3 prefix alike.
+TEST(NativeFileLocationTest, ResolvesRelativeNamesInDirectoriesAndS3) {
+  EXPECT_EQ(native_file_location("/c/job/chk-7", "op~MANIFEST-5"), "/c/job/chk-7/op~MANIFEST-5");
+  EXPECT_EQ(native_file_location("/c/job/chk-7", "../shared/c3/op~000012.sst"), "/c/job/shared/c3/op~000012.sst");
+  EXPECT_EQ(native_file_location("s3://b/p/job/chk-7", "op~OPTIONS-9"), "s3://b/p/job/chk-7/op~OPTIONS-9");
+  EXPECT_EQ(native_file_location("s3://b/p/job/chk-7", "../shared/c3/op~000012.sst"),
+            "s3://b/p/job/shared/c3/op~000012.sst");
+  EXPECT_EQ(native_file_location("s3://b/job/chk-7", "./../shared/c3/x.sst"), "s3://b/job/shared/c3/x.sst");
+}
+
 TEST_F(StorageTest, DiscardRemovesTheCheckpointDirectory) {
   FileCheckpointStorage s(root_.string(), "job");
   write_checkpoint(s, 1);

@@ -167,11 +167,6 @@ struct JobFlags {
     c.restore = restore;
     c.restore_claim = claim;
     c.allow_non_restored_state = allow_non_restored;
-    if (incremental && checkpoint_dir.rfind("s3://", 0) == 0) {
-      return absl::InvalidArgumentError(
-          "--incremental keeps RocksDB's files on a file system: not with an s3:// --checkpoint-dir (yet); without "
-          "--incremental, checkpoints to S3 are full snapshots");
-    }
     if (!restore.empty() && restore == "latest" && checkpoint_dir.empty()) {
       return absl::InvalidArgumentError("--restore latest needs --checkpoint-dir");
     }

@@ -38,6 +38,17 @@ absl::StatusOr<std::shared_ptr<detail::KvStore>> RuntimeOperatorContext::open_na
       return with_cache(std::move(local));
     }
   }
+  if (from.download) {
+    // Remote files: downloaded beside the store, then linked into it.
+    const std::filesystem::path staging = store_dir("-d" + std::to_string(stores_opened_));
+    auto files = from.download(staging.string());
+    if (!files.ok()) return files.status();
+    auto store = state::open_rocksdb_store_from(store_dir("-r" + std::to_string(stores_opened_++)),
+                                                config.rocksdb_memory_bytes, *files, /*link=*/true);
+    std::error_code ec;
+    std::filesystem::remove_all(staging, ec);
+    return with_cache(std::move(store));
+  }
   return with_cache(state::open_rocksdb_store_from(store_dir("-r" + std::to_string(stores_opened_++)),
                                                    config.rocksdb_memory_bytes, from.files));
 }

@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "checkpoint/format.h"
+#include "checkpoint/s3_storage.h"
+#include "checkpoint/storage.h"
 #include "checkpoint/state_assignment.h"
 
 namespace weir::runtime {
@@ -425,8 +427,13 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
       n.range = s->key_groups;
       std::vector<uint64_t> sizes;
       for (const auto& f : s->native_files) {
-        n.files.push_back((std::filesystem::path(tdd_.restore_location) / f.path).lexically_normal().string());
+        n.files.push_back(checkpoint::native_file_location(tdd_.restore_location, f.path));
         sizes.push_back(f.size);
+      }
+      if (checkpoint::is_s3_url(tdd_.restore_location)) {
+        n.download = [location = tdd_.restore_location, state = *s](const std::string& dir) {
+          return checkpoint::download_native_files(location, state, dir);
+        };
       }
       n.states = s->native_states;
       if (services_.local_state != nullptr) {

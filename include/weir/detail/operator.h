@@ -189,10 +189,13 @@ struct SnapshotOptions {
 // A file of a restored native snapshot.
 struct NativeRestore {
   KeyGroupRange range;
-  std::vector<std::string> files;  // absolute paths
+  std::vector<std::string> files;  // absolute paths, or remote (s3://) with `download`
   std::vector<StateMeta> states;
   // An intact local copy of the same files (local recovery), tried first.
   std::vector<std::string> local_files;
+  // For remote files: copies them, verified, into the given directory and
+  // returns their paths there.
+  std::function<absl::StatusOr<std::vector<std::string>>(const std::string& dir)> download;
 };
 
 struct OperatorSnapshot {
