@@ -40,6 +40,13 @@ class S3Test : public ::testing::Test {
                                   << server_->log();
   }
   std::string path(const std::string& p) { return dir_->path(p); }
+  // The running-sum job's committed output `out` for input in.txt.
+  void expect_exactly_once(const std::string& out) {
+    auto check = examples::check_running_sum({path("in.txt")}, out);
+    ASSERT_TRUE(check.ok()) << check.status();
+    for (const auto& p : check->problems) ADD_FAILURE() << out << ": " << p;
+    EXPECT_TRUE(check->exactly_once) << out;
+  }
 
   std::unique_ptr<TempDir> dir_;
   std::unique_ptr<S3Server> server_;
@@ -173,10 +180,7 @@ TEST_F(S3Test, JobsCheckpointToS3RestoreFromItAndSkipBrokenCheckpoints) {
                            path("run"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected: " << r.out;
-  auto check = examples::check_running_sum({path("in.txt")}, path("out"));
-  ASSERT_TRUE(check.ok()) << check.status();
-  for (const auto& p : check->problems) ADD_FAILURE() << p;
-  EXPECT_TRUE(check->exactly_once);
+  expect_exactly_once(path("out"));
 
   // What the job left: its retained checkpoints, each committed by its
   // _metadata.
@@ -277,10 +281,7 @@ TEST_F(S3Test, AJobOutlivesAnS3OutageExactlyOnce) {
   ASSERT_EQ(job.wait(), 0) << job.err();
   const std::string out = job.out();
   EXPECT_NE(out.find("FINISHED"), std::string::npos) << out;
-  auto check = examples::check_running_sum({path("in.txt")}, path("out"));
-  ASSERT_TRUE(check.ok()) << check.status();
-  for (const auto& p : check->problems) ADD_FAILURE() << p;
-  EXPECT_TRUE(check->exactly_once);
+  expect_exactly_once(path("out"));
 }
 
 // Every connection to S3 breaks part-way (through a proxy, after a random
@@ -309,10 +310,7 @@ TEST_F(S3Test, ConnectionsBrokenPartWayFailRequestsNotTheOutput) {
   ASSERT_EQ(job.wait(), 0) << job.err();
   EXPECT_GT(flaky.broken(), 0) << "no connection was broken";
   EXPECT_EQ(job.out().find("restarts: 0"), std::string::npos) << "no failure was injected: " << job.out();
-  auto check = examples::check_running_sum({path("in.txt")}, path("out"));
-  ASSERT_TRUE(check.ok()) << check.status();
-  for (const auto& p : check->problems) ADD_FAILURE() << p;
-  EXPECT_TRUE(check->exactly_once);
+  expect_exactly_once(path("out"));
   std::printf("connections broken: %d\n", flaky.broken());
 }
 
@@ -344,12 +342,7 @@ TEST_F(S3Test, ConnectionSettingsFromFlagsAndTheConfigFileWinOverTheEnvironment)
     const int code = c.wait();
     return testing::RunResult{code, c.out(), c.err()};
   };
-  auto exactly_once = [&](const std::string& name) {
-    auto check = examples::check_running_sum({path("in.txt")}, path("out-" + name));
-    ASSERT_TRUE(check.ok()) << check.status();
-    for (const auto& p : check->problems) ADD_FAILURE() << name << ": " << p;
-    EXPECT_TRUE(check->exactly_once) << name;
-  };
+  auto exactly_once = [&](const std::string& name) { expect_exactly_once(path("out-" + name)); };
 
   auto flags = run("flags", server_->flags(path("secret")), wrong_env);
   ASSERT_EQ(flags.code, 0) << flags.err;
@@ -445,10 +438,7 @@ TEST_F(S3Test, IncrementalRocksDbCheckpointsRestoreAndRescale) {
                            path("run"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected: " << r.out;
-  auto check = examples::check_running_sum({path("in.txt")}, path("out"));
-  ASSERT_TRUE(check.ok()) << check.status();
-  for (const auto& p : check->problems) ADD_FAILURE() << p;
-  EXPECT_TRUE(check->exactly_once);
+  expect_exactly_once(path("out"));
 
   // The retained checkpoints refer to shared SST files; every shared object
   // is referred to by one of them (subsumed ones' files are gone).
@@ -500,10 +490,7 @@ TEST_F(S3Test, IncrementalRocksDbCheckpointsRestoreAndRescale) {
   // Each of the three subtasks opened RocksDB on downloaded files.
   EXPECT_NE(resumed.err.find("restored checkpoint"), std::string::npos) << resumed.err;
   EXPECT_NE(resumed.out.find("restored from checkpoint"), std::string::npos) << resumed.out;
-  auto again = examples::check_running_sum({path("in.txt")}, path("out2"));
-  ASSERT_TRUE(again.ok()) << again.status();
-  for (const auto& p : again->problems) ADD_FAILURE() << p;
-  EXPECT_TRUE(again->exactly_once);
+  expect_exactly_once(path("out2"));
 }
 
 }  // namespace
