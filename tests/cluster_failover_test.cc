@@ -196,8 +196,19 @@ TEST(ClusterTest, FrozenTaskManagerIsDetectedByHeartbeatTimeout) {
 // on shared storage, so its sources keep attempt 0, and the sums (attempt 0,
 // deployed once) read every file. The output is exactly once, and so is a
 // batch job's after it (its sums reading sorted input).
-TEST(ClusterTest, PersistedResultsSurviveALostTaskManager) {
-  Cluster c("cluster-persisted", "1s");
+// With `s3`, the checkpoint directory (and so the results) is in S3: each
+// TaskManager keeps its own local copy, a result another one wrote is
+// downloaded, and the objects go with the job.
+void persisted_results_survive_a_lost_taskmanager(const std::string& name, bool s3) {
+  Cluster c(name, "1s");
+  std::unique_ptr<testing::S3Server> server;
+  std::string chk = c.dir().path("chk");
+  if (s3) {
+    server = std::make_unique<testing::S3Server>(c.dir(), "weir");
+    ASSERT_TRUE(server->start()) << "s3rver did not start (scripts/install-deps.sh installs it)";
+    server->set_env();  // the JobManager and TaskManagers inherit it
+    chk = server->url("chk");
+  }
   const std::string small = c.dir().path("small.txt"), big = c.dir().path("big.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(small, 2000, 100, 0, 3).ok());
   ASSERT_TRUE(examples::generate_running_sum_input(big, 60000, 100, 0, 4).ok());
@@ -205,7 +216,7 @@ TEST(ClusterTest, PersistedResultsSurviveALostTaskManager) {
   // 2 subtasks per input at 2500 lines/s: the small one ends within a
   // second, the big one after about 12 s.
   auto job = c.client().submit("running-sum", {"--input", small, "--input", big, "--output", c.dir().path("out"),
-                                               "-p", "2", "--checkpoint-dir", c.dir().path("chk"), "--mode", "none",
+                                               "-p", "2", "--checkpoint-dir", chk, "--mode", "none",
                                                "--exchange", "persisted", "--rate", "2500"});
   ASSERT_TRUE(job.ok()) << job.status();
   // The vertex (of three) whose subtasks all finished: the small input's.
@@ -223,6 +234,13 @@ TEST(ClusterTest, PersistedResultsSurviveALostTaskManager) {
       },
       60s))
       << c.jm_log();
+  std::unique_ptr<checkpoint::S3Client> client;
+  if (s3) {
+    client = std::make_unique<checkpoint::S3Client>(server->settings());
+    auto results = client->list({"weir", "chk/results/" + *job + "/"});
+    ASSERT_TRUE(results.ok()) << results.status();
+    EXPECT_GE(results->size(), 2u) << "the finished sources' results are not in S3";
+  }
   c.taskmanager("tm-b")->kill9();
   c.start_taskmanager("tm-c", 1);
   ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
@@ -255,17 +273,30 @@ TEST(ClusterTest, PersistedResultsSurviveALostTaskManager) {
   EXPECT_EQ((*done)["restarts"].get<int>(), 1);
   EXPECT_EQ((*done)["completed_checkpoints"], 0);
   expect_exactly_once({small, big}, c.dir().path("out"));
+  if (s3) {
+    auto left = client->list({"weir", "chk/results/" + *job + "/"});
+    ASSERT_TRUE(left.ok()) << left.status();
+    EXPECT_TRUE(left->empty()) << left->size() << " result objects outlived the job";
+  }
   // Batch execution on the cluster: the sums read their input sorted by
   // key, spilling past a 1 MB budget, with the same exactly-once output.
   auto batch = c.client().submit("running-sum", {"--input", small, "--input", big, "--output",
                                                  c.dir().path("out-batch"), "-p", "2", "--checkpoint-dir",
-                                                 c.dir().path("chk"), "--runtime-mode", "batch", "--exchange",
+                                                 chk, "--runtime-mode", "batch", "--exchange",
                                                  "persisted", "--sort-memory", "1mb"});
   ASSERT_TRUE(batch.ok()) << batch.status();
   auto batch_done = c.client().wait(*batch, 120000);
   ASSERT_TRUE(batch_done.ok()) << batch_done.status();
   ASSERT_EQ((*batch_done)["status"], "FINISHED") << *batch_done << "\n" << c.jm_log();
   expect_exactly_once({small, big}, c.dir().path("out-batch"));
+}
+
+TEST(ClusterTest, PersistedResultsSurviveALostTaskManager) {
+  persisted_results_survive_a_lost_taskmanager("cluster-persisted", false);
+}
+
+TEST(ClusterTest, PersistedResultsInS3SurviveALostTaskManager) {
+  persisted_results_survive_a_lost_taskmanager("cluster-persisted-s3", true);
 }
 
 // The subtasks of the vertex named `name` (its first operator's) in a job's

@@ -177,11 +177,6 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
       return absl::InvalidArgumentError(
           "exchange persisted writes its results under the checkpoint directory: set --checkpoint-dir");
     }
-    if (e.exchange == ExchangeMode::kPersisted && config.checkpoint.directory.rfind("s3://", 0) == 0) {
-      return absl::InvalidArgumentError(
-          "exchange persisted writes its results as files under the checkpoint directory: it needs a file system, "
-          "not an s3:// --checkpoint-dir (yet)");
-    }
   }
   return std::shared_ptr<const JobGraph>(std::move(g));
 }

@@ -40,14 +40,34 @@ int64_t get_i64(const char* p) {
 
 }  // namespace
 
-std::string result_directory(const JobConfig& config, const std::string& job_id, ExchangeMode mode) {
+namespace {
+
+bool remote(const JobConfig& config) { return config.checkpoint.directory.rfind("s3://", 0) == 0; }
+
+}  // namespace
+
+std::string local_result_root(const JobConfig& config, const std::string& job_id, ExchangeMode mode) {
   namespace fs = std::filesystem;
-  if (mode == ExchangeMode::kPersisted) {
+  if (mode == ExchangeMode::kPersisted && !remote(config)) {
     return (fs::path(config.checkpoint.directory) / "results" / job_id).string();
   }
   fs::path base = config.result_directory.empty() ? fs::temp_directory_path() / "weir-results"
                                                    : fs::path(config.result_directory);
   return (base / job_id).string();
+}
+
+std::string result_directory(const JobConfig& config, const std::string& job_id, ExchangeMode mode) {
+  const std::string root = local_result_root(config, job_id, mode);
+  if (mode != ExchangeMode::kPersisted || !remote(config)) return root;
+  // Each process its own copy: what another process wrote is read from S3.
+  return (std::filesystem::path(root) / ("persisted-" + std::to_string(::getpid()))).string();
+}
+
+std::string remote_result_directory(const JobConfig& config, const std::string& job_id) {
+  if (!remote(config)) return "";
+  std::string dir = config.checkpoint.directory;
+  while (!dir.empty() && dir.back() == '/') dir.pop_back();
+  return dir + "/results/" + job_id;
 }
 
 std::string result_file_path(const std::string& directory, int job_edge, int producer, int consumer) {
@@ -56,7 +76,8 @@ std::string result_file_path(const std::string& directory, int job_edge, int pro
       .string();
 }
 
-absl::StatusOr<std::shared_ptr<ResultFileWriter>> ResultFileWriter::create(std::string path, bool durable) {
+absl::StatusOr<std::shared_ptr<ResultFileWriter>> ResultFileWriter::create(std::string path, bool durable,
+                                                                           Published published) {
   std::error_code ec;
   const std::string dir = std::filesystem::path(path).parent_path().string();
   std::filesystem::create_directories(dir, ec);
@@ -64,11 +85,12 @@ absl::StatusOr<std::shared_ptr<ResultFileWriter>> ResultFileWriter::create(std::
   const std::string in_progress = path + ".inprogress";
   int fd = ::open(in_progress.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno_status("open", in_progress, errno);
-  return std::shared_ptr<ResultFileWriter>(new ResultFileWriter(std::move(path), fd, durable));
+  return std::shared_ptr<ResultFileWriter>(
+      new ResultFileWriter(std::move(path), fd, durable, std::move(published)));
 }
 
-ResultFileWriter::ResultFileWriter(std::string path, int fd, bool durable)
-    : path_(std::move(path)), fd_(fd), durable_(durable) {}
+ResultFileWriter::ResultFileWriter(std::string path, int fd, bool durable, Published published)
+    : path_(std::move(path)), fd_(fd), durable_(durable), published_hook_(std::move(published)) {}
 
 ResultFileWriter::~ResultFileWriter() { close(); }
 
@@ -133,6 +155,10 @@ void ResultFileWriter::finish() {
                                    ? absl::OkStatus()
                                    : errno_status("rename", in_progress, errno));
   if (!s.ok()) fail(s);
+  if (published_hook_) {
+    s = published_hook_(path_);
+    if (!s.ok()) fail(s);
+  }
   published_ = true;
 }
 

@@ -17,6 +17,7 @@
 #define WEIR_NETWORK_RESULT_FILE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,8 +31,16 @@ namespace weir::network {
 
 // Where the result files of `job_id` with exchange `mode` live: persisted
 // under the checkpoint directory, blocking under config.result_directory
-// (or the system's temporary directory).
+// (or the system's temporary directory). Persisted results with an s3://
+// checkpoint directory are written and read in this process's own working
+// copy under config.result_directory, and kept in remote_result_directory.
 std::string result_directory(const JobConfig& config, const std::string& job_id, ExchangeMode mode);
+// The s3:// prefix that keeps the persisted results of `job_id`, or "" when
+// result_directory() itself is shared storage.
+std::string remote_result_directory(const JobConfig& config, const std::string& job_id);
+// Every local directory result_directory() may name for the job's results
+// of `mode` in any process of this host (removed when the job ends).
+std::string local_result_root(const JobConfig& config, const std::string& job_id, ExchangeMode mode);
 
 // The file of one subpartition in a job's result directory.
 std::string result_file_path(const std::string& directory, int job_edge, int producer, int consumer);
@@ -41,7 +50,11 @@ class ResultFileWriter final : public ChannelWriter {
   static constexpr size_t kMaxFrameBytes = 256 * 1024;
 
   // Creates the directory if needed; `durable`: fsync before publishing.
-  static absl::StatusOr<std::shared_ptr<ResultFileWriter>> create(std::string path, bool durable);
+  // `published`, if given, runs once the file is complete under its name
+  // (to copy it elsewhere); its error fails the writer as a write would.
+  using Published = std::function<absl::Status(const std::string& path)>;
+  static absl::StatusOr<std::shared_ptr<ResultFileWriter>> create(std::string path, bool durable,
+                                                                  Published published = {});
   ~ResultFileWriter() override;
 
   // Never blocks. Throws std::runtime_error (naming the file) when a write
@@ -55,7 +68,7 @@ class ResultFileWriter final : public ChannelWriter {
   int64_t bytes() const { return bytes_; }
 
  private:
-  ResultFileWriter(std::string path, int fd, bool durable);
+  ResultFileWriter(std::string path, int fd, bool durable, Published published);
   void append_header(const ChannelEvent& ev, uint32_t length);
   void write_out();  // the staged frames
   void finish();     // end-of-data: write, sync, publish
@@ -63,6 +76,7 @@ class ResultFileWriter final : public ChannelWriter {
   const std::string path_;
   int fd_;
   const bool durable_;
+  const Published published_hook_;
   std::string staged_;
   size_t open_frame_ = std::string::npos;  // offset of the last frame when it is a data frame
   int64_t bytes_ = 0;

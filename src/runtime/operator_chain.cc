@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "runtime/remote_results.h"
+
 namespace weir::runtime {
 namespace {
 
@@ -21,10 +23,14 @@ absl::Status build_partitions(const ChainSetting& s, OperatorChain* chain,
     for (int c = 0; c < consumers; ++c) {
       if (je.pointwise && c != tdd.execution.subtask) continue;
       if (je.blocking()) {
+        const std::string remote = je.exchange == ExchangeMode::kPersisted
+                                       ? network::remote_result_directory(*s.job_config, tdd.job_id)
+                                       : "";
         auto file = network::ResultFileWriter::create(
             network::result_file_path(network::result_directory(*s.job_config, tdd.job_id, je.exchange), e,
                                       tdd.execution.subtask, c),
-            /*durable=*/je.exchange == ExchangeMode::kPersisted);
+            /*durable=*/je.exchange == ExchangeMode::kPersisted,
+            remote.empty() ? network::ResultFileWriter::Published{} : upload_result_to(remote));
         if (!file.ok()) return file.status();
         chans.push_back(std::move(*file));
         continue;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "network/result_file.h"
+#include "runtime/remote_results.h"
 
 namespace weir::runtime {
 
@@ -38,6 +39,8 @@ void StageSchedule::rerun_lost_producers(int region, const Finished& finished) {
     const graph::JobEdge& je = graph_.edges[e];
     if (!je.blocking()) continue;
     const std::string dir = network::result_directory(config_, job_id_, je.exchange);
+    const std::string remote =
+        je.exchange == ExchangeMode::kPersisted ? network::remote_result_directory(config_, job_id_) : "";
     const int producers = graph_.vertices[je.source_vertex].parallelism;
     for (int c = 0; c < graph_.vertices[je.target_vertex].parallelism; ++c) {
       if (region_of_[graph_.task_index(je.target_vertex, c)] != region) continue;
@@ -47,8 +50,10 @@ void StageSchedule::rerun_lost_producers(int region, const Finished& finished) {
         if (waiting(producer_region) || !finished(producer_region)) continue;
         const std::string file = network::result_file_path(dir, static_cast<int>(e), p, c);
         std::error_code ec;
-        if (je.exchange == ExchangeMode::kPersisted ? std::filesystem::exists(file, ec)
-                                                    : kept_(je.source_vertex, p, file)) {
+        const bool kept = !remote.empty()                             ? remote_result_exists(remote, file)
+                          : je.exchange == ExchangeMode::kPersisted ? std::filesystem::exists(file, ec)
+                                                                    : kept_(je.source_vertex, p, file);
+        if (kept) {
           continue;
         }
         spdlog::warn("job {}: result file {} of region {} is gone: that region runs again", job_id_, file,

@@ -9,6 +9,7 @@
 #include "checkpoint/format.h"
 #include "checkpoint/s3_storage.h"
 #include "checkpoint/storage.h"
+#include "runtime/remote_results.h"
 #include "checkpoint/state_assignment.h"
 
 namespace weir::runtime {
@@ -364,8 +365,16 @@ absl::StatusOr<std::shared_ptr<network::ChannelReader>> Task::open_result(const 
     where = &tdd_.task_locations->at(graph_->task_index(je.source_vertex, producer));
   }
   if (where == nullptr || *where == tdd_.location) {
-    auto file = network::ResultFileReader::open(network::result_file_path(
-        network::result_directory(*services_.config, tdd_.job_id, je.exchange), edge, producer, consumer));
+    const std::string path = network::result_file_path(
+        network::result_directory(*services_.config, tdd_.job_id, je.exchange), edge, producer, consumer);
+    const std::string remote = je.exchange == ExchangeMode::kPersisted
+                                   ? network::remote_result_directory(*services_.config, tdd_.job_id)
+                                   : "";
+    if (!remote.empty()) {
+      absl::Status fetched = fetch_result(remote, path);
+      if (!fetched.ok()) return fetched;
+    }
+    auto file = network::ResultFileReader::open(path);
     if (!file.ok()) return file.status();
     return std::shared_ptr<network::ChannelReader>(std::move(*file));
   }
