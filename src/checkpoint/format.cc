@@ -85,6 +85,7 @@ std::string encode_metadata(const CheckpointMetadata& m) {
       w.put_fixed<uint64_t>(s.file_size);
       w.put_fixed<uint64_t>(s.operator_state_offset);
       w.put_fixed<uint64_t>(s.operator_state_length);
+      w.put_fixed<uint64_t>(s.operator_state_checksum);
       w.put_varint(s.key_groups.start);
       w.put_varint(s.key_groups.end);
       w.put_varint(s.kg_offsets.size());
@@ -106,6 +107,18 @@ std::string encode_metadata(const CheckpointMetadata& m) {
   }
   put_trailer(&out);
   return out;
+}
+
+absl::Status verify_operator_state(std::string_view section, const OperatorSubtaskState& handle,
+                                   const std::string& what) {
+  if (section.size() != handle.operator_state_length) {
+    return absl::DataLossError(what + ": operator state of " + std::to_string(section.size()) + " bytes, expected " +
+                               std::to_string(handle.operator_state_length));
+  }
+  if (handle.has_operator_state_checksum && XXH64(section.data(), section.size(), 0) != handle.operator_state_checksum) {
+    return absl::DataLossError(what + ": checksum mismatch in the operator state (the file is corrupted)");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::string_view what) {
@@ -135,6 +148,10 @@ absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::
       s.file_size = r.get_fixed<uint64_t>();
       s.operator_state_offset = r.get_fixed<uint64_t>();
       s.operator_state_length = r.get_fixed<uint64_t>();
+      if (version >= 5) {
+        s.operator_state_checksum = r.get_fixed<uint64_t>();
+        s.has_operator_state_checksum = true;
+      }
       s.key_groups.start = static_cast<int>(r.get_varint());
       s.key_groups.end = static_cast<int>(r.get_varint());
       uint64_t n = r.get_length();
@@ -221,6 +238,9 @@ absl::Status write_state_file(const detail::OperatorSnapshot& snap, OperatorSubt
   handle->operator_state_offset = buf.size();
   encode_operator_state(snap.operator_state, w);
   handle->operator_state_length = buf.size() - handle->operator_state_offset;
+  handle->operator_state_checksum =
+      XXH64(buf.data() + handle->operator_state_offset, handle->operator_state_length, 0);
+  handle->has_operator_state_checksum = true;
   handle->kg_offsets.clear();
   s = flush();
   if (s.ok() && snap.keyed && snap.keyed->native() != nullptr) {

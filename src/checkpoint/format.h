@@ -49,8 +49,9 @@ namespace weir::checkpoint {
 // 2 added type signatures to keyed state (state_table.h).
 inline constexpr uint32_t kStateFileVersion = 2;
 // 2 added native (incremental) keyed state, 3 type signatures of native
-// states, 4 checksums of native files.
-inline constexpr uint32_t kMetadataVersion = 4;
+// states, 4 checksums of native files, 5 checksums of operator-state
+// sections (a restore may read the section alone).
+inline constexpr uint32_t kMetadataVersion = 5;
 inline constexpr std::string_view kMetadataFileName = "_metadata";
 
 // A file of a native (RocksDB) snapshot: `path` relative to the
@@ -71,6 +72,9 @@ struct OperatorSubtaskState {
   uint64_t file_size = 0;
   uint64_t operator_state_offset = 0;
   uint64_t operator_state_length = 0;
+  // xxh64 of the operator-state section (metadata version 5 on).
+  uint64_t operator_state_checksum = 0;
+  bool has_operator_state_checksum = false;
   KeyGroupRange key_groups;          // empty for non-keyed operators
   std::vector<uint64_t> kg_offsets;  // key_groups.size() + 1 offsets; empty when native
   // Native keyed state (incremental checkpoints): its files and states.
@@ -133,6 +137,9 @@ struct CheckpointMetadata {
 };
 
 std::string encode_metadata(const CheckpointMetadata& m);
+// Checks an operator-state section read alone against its checksum.
+absl::Status verify_operator_state(std::string_view section, const OperatorSubtaskState& handle,
+                                   const std::string& what);
 // The xxh64 of a file's bytes (as NativeFile::checksum); an error names the file.
 absl::StatusOr<uint64_t> checksum_file(const std::string& path);
 // `what` names the file in error messages.

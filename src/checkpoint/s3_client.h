@@ -96,6 +96,9 @@ class S3Client {
   absl::Status put(const S3Url& url, std::string_view bytes);
   // NotFound when there is no such object.
   absl::StatusOr<std::string> get(const S3Url& url);
+  // `length` bytes of the object from `offset` (a ranged GET); fewer when
+  // the object ends first.
+  absl::StatusOr<std::string> get_range(const S3Url& url, uint64_t offset, uint64_t length);
   // The object's size; NotFound when there is none.
   absl::StatusOr<int64_t> size(const S3Url& url);
   // Removes the object (no error when there was none).

@@ -24,15 +24,6 @@ class S3Output final : public StateFileOutput {
   std::unique_ptr<S3Client::Writer> writer_;
 };
 
-class DownloadedBytes final : public StateFileBytes {
- public:
-  explicit DownloadedBytes(std::string bytes) : bytes_(std::move(bytes)) {}
-  std::string_view bytes() const override { return bytes_; }
-
- private:
-  const std::string bytes_;
-};
-
 std::string chk_dir_name(int64_t id) { return "chk-" + std::to_string(id); }
 
 S3Url child(const S3Url& dir, const std::string& name) {
@@ -99,7 +90,7 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_
   }
   absl::Status s = verify_state_file(*bytes, url.str());
   if (!s.ok()) return s;
-  return std::shared_ptr<const StateFileBytes>(std::make_shared<DownloadedBytes>(*std::move(bytes)));
+  return std::shared_ptr<const StateFileBytes>(std::make_shared<OwnedStateFileBytes>(*std::move(bytes)));
 }
 
 S3Url S3CheckpointStorage::shared_dir(int64_t id) const {
@@ -113,6 +104,22 @@ absl::StatusOr<std::string> S3CheckpointStorage::upload_file(int64_t id, const s
   if (!s.ok()) return s;
   // Relative to the checkpoint's location, as FileCheckpointStorage says it.
   return shared ? "../shared/c" + std::to_string(id) + "/" + name : name;
+}
+
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_operator_state(
+    const std::string& location, const OperatorSubtaskState& handle) {
+  if (!handle.has_operator_state_checksum) return CheckpointStorage::read_operator_state(location, handle);
+  auto at = parse_s3_url(location);
+  if (!at.ok()) return at.status();
+  const S3Url url = child(*at, handle.file);
+  auto bytes = client_->get_range(url, handle.operator_state_offset, handle.operator_state_length);
+  if (!bytes.ok()) {
+    if (absl::IsNotFound(bytes.status())) return absl::DataLossError(url.str() + ": missing");
+    return bytes.status();
+  }
+  absl::Status s = verify_operator_state(*bytes, handle, url.str());
+  if (!s.ok()) return s;
+  return std::shared_ptr<const StateFileBytes>(std::make_shared<OwnedStateFileBytes>(*std::move(bytes)));
 }
 
 void S3CheckpointStorage::discard(int64_t id) {

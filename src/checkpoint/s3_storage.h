@@ -45,6 +45,8 @@ class S3CheckpointStorage final : public CheckpointStorage {
   absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
   absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
       const std::string& location, const OperatorSubtaskState& handle) override;
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_operator_state(
+      const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
   void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
   std::string location(int64_t checkpoint_id) const override;

@@ -202,6 +202,63 @@ absl::StatusOr<std::string> FileCheckpointStorage::finalize(const CheckpointMeta
   return dir;
 }
 
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> CheckpointStorage::read_operator_state(
+    const std::string& location, const OperatorSubtaskState& handle) {
+  // A part of the whole file, which stays held.
+  class Section final : public StateFileBytes {
+   public:
+    Section(std::shared_ptr<const StateFileBytes> file, std::string_view bytes)
+        : file_(std::move(file)), bytes_(bytes) {}
+    std::string_view bytes() const override { return bytes_; }
+
+   private:
+    const std::shared_ptr<const StateFileBytes> file_;
+    const std::string_view bytes_;
+  };
+  auto file = read_state_file(location, handle);
+  if (!file.ok()) return file.status();
+  const std::string_view section = (*file)->bytes().substr(handle.operator_state_offset, handle.operator_state_length);
+  return std::shared_ptr<const StateFileBytes>(std::make_shared<Section>(*std::move(file), section));
+}
+
+namespace {
+
+// The operator-state section of the state file at `path`, checked.
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_section_of(const std::string& path,
+                                                                      const OperatorSubtaskState& handle) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open", path, errno);
+  std::string bytes(handle.operator_state_length, '\0');
+  size_t done = 0;
+  absl::Status s;
+  while (done < bytes.size()) {
+    const ssize_t n = ::pread(fd, bytes.data() + done, bytes.size() - done,
+                              static_cast<off_t>(handle.operator_state_offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      s = errno_status("read", path, errno);
+      break;
+    }
+    if (n == 0) {
+      s = absl::DataLossError(path + ": shorter than its operator state (truncated)");
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (s.ok()) s = verify_operator_state(bytes, handle, path);
+  if (!s.ok()) return s;
+  return std::shared_ptr<const StateFileBytes>(std::make_shared<OwnedStateFileBytes>(std::move(bytes)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> FileCheckpointStorage::read_operator_state(
+    const std::string& location, const OperatorSubtaskState& handle) {
+  if (!handle.has_operator_state_checksum) return CheckpointStorage::read_operator_state(location, handle);
+  return read_section_of((fs::path(location) / handle.file).string(), handle);
+}
+
 absl::StatusOr<std::shared_ptr<const StateFileBytes>> FileCheckpointStorage::read_state_file(
     const std::string& location, const OperatorSubtaskState& handle) {
   std::string path = (fs::path(location) / handle.file).string();
@@ -394,6 +451,17 @@ absl::StatusOr<std::unique_ptr<StateFileOutput>> RoutingCheckpointStorage::creat
 
 absl::StatusOr<std::string> RoutingCheckpointStorage::finalize(const CheckpointMetadata& m) {
   return target(m.checkpoint_id)->finalize(m);
+}
+
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::read_operator_state(
+    const std::string& location, const OperatorSubtaskState& handle) {
+  if (location.rfind("memory://", 0) == 0) return checkpoints_->read_operator_state(location, handle);
+  if (is_s3_url(location)) {
+    auto reader = S3CheckpointStorage::at(location);
+    if (!reader.ok()) return reader.status();
+    return (*reader)->read_operator_state(location, handle);
+  }
+  return FileCheckpointStorage::at_directory(location)->read_operator_state(location, handle);
 }
 
 absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::read_state_file(

@@ -44,6 +44,16 @@ class StateFileBytes {
   virtual void release(std::string_view part) const {}
 };
 
+// Bytes read into memory.
+class OwnedStateFileBytes final : public StateFileBytes {
+ public:
+  explicit OwnedStateFileBytes(std::string bytes) : bytes_(std::move(bytes)) {}
+  std::string_view bytes() const override { return bytes_; }
+
+ private:
+  const std::string bytes_;
+};
+
 // A completed checkpoint found for restore.
 struct RestoredCheckpoint {
   std::string location;  // the chk-<n> directory, or memory://<job>/<n>
@@ -63,6 +73,12 @@ class CheckpointStorage {
   // Reads a state file of the checkpoint at `location` and verifies it.
   virtual absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
       const std::string& location, const OperatorSubtaskState& handle) = 0;
+  // The operator-state section of a state file alone, for a subtask that
+  // needs none of the file's key groups: read by range and checked by its
+  // own checksum where the metadata has one (else the whole file is read
+  // and checked).
+  virtual absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_operator_state(
+      const std::string& location, const OperatorSubtaskState& handle);
   // Removes everything of checkpoint `checkpoint_id` of this job, shared
   // files it uploaded included (it never completed, or nothing else refers
   // to them).
@@ -110,6 +126,8 @@ class FileCheckpointStorage final : public CheckpointStorage {
                                                                      const std::string& name) override;
   absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
   absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
+      const std::string& location, const OperatorSubtaskState& handle) override;
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_operator_state(
       const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
   void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
@@ -166,6 +184,8 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
                                                                      const std::string& name) override;
   absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
   absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
+      const std::string& location, const OperatorSubtaskState& handle) override;
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_operator_state(
       const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
   void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;

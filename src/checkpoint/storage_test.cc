@@ -79,6 +79,43 @@ TEST_F(StorageTest, CorruptStateFileIsReportedByPath) {
   EXPECT_NE(loaded.status().message().find("checksum"), std::string::npos);
 }
 
+// A subtask that needs only another subtask's operator state reads that
+// section alone, checked by its own checksum: damage elsewhere in the file
+// does not touch it, damage inside it is found. Without a section checksum
+// (older metadata) the whole file is read and checked.
+TEST_F(StorageTest, OperatorStateIsReadAloneAndCheckedByItsOwnChecksum) {
+  FileCheckpointStorage s(root_.string(), "job");
+  write_checkpoint(s, 1);
+  auto loaded = load_checkpoint((root_ / "job" / "chk-1").string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const OperatorSubtaskState h = loaded->metadata.operators[0].subtasks[0];
+  ASSERT_TRUE(h.has_operator_state_checksum);
+  const fs::path file = root_ / "job" / "chk-1" / "source-0.state";
+  const std::string intact = *read_file(file.string());
+  // The file's trailer (its whole checksum) damaged.
+  std::string bytes = intact;
+  bytes.back() ^= 0x01;
+  ASSERT_TRUE(write_file_synced(file.string(), bytes).ok());
+  EXPECT_FALSE(s.read_state_file(loaded->location, h).ok());
+  auto section = s.read_operator_state(loaded->location, h);
+  ASSERT_TRUE(section.ok()) << section.status();
+  auto state = decode_operator_state((*section)->bytes());
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->at("positions").entries, (std::vector<std::string>{"a", "1"}));
+  OperatorSubtaskState old = h;
+  old.has_operator_state_checksum = false;
+  EXPECT_FALSE(s.read_operator_state(loaded->location, old).ok()) << "an unchecked section was used";
+  // A byte of the section itself damaged.
+  bytes = intact;
+  bytes[h.operator_state_offset + h.operator_state_length - 1] ^= 0x01;
+  ASSERT_TRUE(write_file_synced(file.string(), bytes).ok());
+  section = s.read_operator_state(loaded->location, h);
+  ASSERT_FALSE(section.ok());
+  EXPECT_NE(section.status().message().find(file.string() + ": checksum mismatch in the operator state"),
+            std::string::npos)
+      << section.status();
+}
+
 TEST_F(StorageTest, CorruptOrTruncatedMetadataIsRejected) {
   FileCheckpointStorage s(root_.string(), "job");
   CheckpointMetadata m = write_checkpoint(s, 1);

@@ -153,6 +153,10 @@ class HaCheckpointStorage final : public checkpoint::CheckpointStorage {
       const std::string& location, const checkpoint::OperatorSubtaskState& handle) override {
     return inner_->read_state_file(location, handle);
   }
+  absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> read_operator_state(
+      const std::string& location, const checkpoint::OperatorSubtaskState& handle) override {
+    return inner_->read_operator_state(location, handle);
+  }
   void discard(int64_t checkpoint_id) override;
   void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override {
     inner_->discard_subsumed(checkpoint_id, unreferenced);

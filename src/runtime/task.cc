@@ -410,19 +410,23 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
       }
     }
   };
-  // Read each needed state file once.
+  // Read each needed state file once: whole when this subtask takes some of
+  // its key groups, else only its operator-state section.
   std::vector<std::pair<const checkpoint::OperatorSubtaskState*, std::string_view>> read;
+  std::vector<std::pair<int, detail::OperatorStateMap>> op_states;
   for (const checkpoint::OperatorSubtaskState* s : checkpoint::states_to_read(*h, tdd_.key_groups)) {
-    auto bytes = services_.storage->read_state_file(tdd_.restore_location, *s);
+    const bool whole = !checkpoint::overlap(s->key_groups, tdd_.key_groups).empty();
+    auto bytes = whole ? services_.storage->read_state_file(tdd_.restore_location, *s)
+                       : services_.storage->read_operator_state(tdd_.restore_location, *s);
     if (!bytes.ok()) return bytes.status();
     files->push_back(std::move(*bytes));
-    read.emplace_back(s, files->back()->bytes());
-  }
-  std::vector<std::pair<int, detail::OperatorStateMap>> op_states;
-  for (auto& [s, bytes] : read) {
-    auto st = checkpoint::decode_operator_state(bytes.substr(s->operator_state_offset, s->operator_state_length));
+    const std::string_view section =
+        whole ? files->back()->bytes().substr(s->operator_state_offset, s->operator_state_length)
+              : files->back()->bytes();
+    auto st = checkpoint::decode_operator_state(section);
     if (!st.ok()) return st.status();
     op_states.emplace_back(s->subtask, std::move(*st));
+    if (whole) read.emplace_back(s, files->back()->bytes());
   }
   r.operator_state = checkpoint::assign_operator_state(std::move(op_states), h->parallelism,
                                                        tdd_.execution.subtask, vertex_.parallelism);
