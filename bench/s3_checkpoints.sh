@@ -6,8 +6,10 @@
 # source subtask. Per storage: the median checkpoint duration and size, and
 # the job's peak RSS; then the time to restore the last checkpoint (a run
 # with --restore latest whose input is all read: the slowest subtask's
-# restore, from its log line) and that run's peak RSS. REPEAT runs each,
-# interleaved; medians.
+# restore, from its log line), that run's peak RSS and the state-file bytes
+# its subtasks read. Three storages: a local directory, S3, and S3 with
+# incremental RocksDB checkpoints (s3-inc). REPEAT runs each, interleaved;
+# medians.
 #   bench/s3_checkpoints.sh [LINES] (default 2000000); KEYS (default 500000);
 #   RATE (default 150000); REPEAT (default 3)
 set -euo pipefail
@@ -33,11 +35,12 @@ export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-
 export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$PORT
 "$WEIR" generate running-sum-input --lines "$LINES" --keys "$KEYS" --output "$DIR/in.txt" >/dev/null
 
-run() {  # NAME CHECKPOINT-DIR: prints "NAME ckpt-ms ckpt-MB rss-MB restore-ms restore-rss-MB"
+run() {  # NAME CHECKPOINT-DIR [STATE FLAGS]: prints "NAME ckpt-ms ckpt-MB rss-MB restore-ms restore-rss-MB read-MB"
   local name=$1 chk=$2
+  shift 2
   rm -rf "$DIR/out" "$DIR/chk"
   /usr/bin/time -f "%M" -o "$DIR/time" "$WEIR" example running-sum -p 2 --checkpoint-interval 1s \
-    --checkpoint-dir "$chk" --output "$DIR/out" --input "$DIR/in.txt" --rate "$RATE" -v >"$DIR/run.out" 2>"$DIR/run.err"
+    --checkpoint-dir "$chk" --output "$DIR/out" --input "$DIR/in.txt" --rate "$RATE" "$@" -v >"$DIR/run.out" 2>"$DIR/run.err"
   local rss
   rss=$(cat "$DIR/time")
   # "checkpoint N completed in X ms, B bytes ..." (the final one too)
@@ -45,21 +48,26 @@ run() {  # NAME CHECKPOINT-DIR: prints "NAME ckpt-ms ckpt-MB rss-MB restore-ms r
   stats=$(grep -o 'completed in [0-9]* ms, [0-9]* bytes' "$DIR/run.err" | awk '{ print $3, $5 }' | sort -n |
     awk '{ ms[NR] = $1; b[NR] = $2 } END { m = int((NR + 1) / 2); printf "%d %.1f", ms[m], b[m] / 1048576 }')
   /usr/bin/time -f "%M" -o "$DIR/time" "$WEIR" example running-sum -p 2 --checkpoint-dir "$chk" \
-    --output "$DIR/out" --input "$DIR/in.txt" --restore latest --mode none -v >"$DIR/restore.out" 2>"$DIR/restore.err"
-  local restore
+    --output "$DIR/out" --input "$DIR/in.txt" --restore latest --mode none "$@" -v >"$DIR/restore.out" 2>"$DIR/restore.err"
+  local restore read
   restore=$(grep -o 'restored checkpoint [0-9]* in [0-9]* ms' "$DIR/restore.err" | awk '{ print $5 }' | sort -n | tail -1)
-  echo "$name $stats $(( rss / 1024 )) $restore $(( $(cat "$DIR/time") / 1024 ))"
+  # "(B bytes of state files read)" of every subtask, summed (native files
+  # of incremental checkpoints are downloaded besides).
+  read=$(grep -o '([0-9]* bytes of state files read)' "$DIR/restore.err" | tr -d '(' |
+    awk '{ s += $1 } END { printf "%.1f", s / 1048576 }')
+  echo "$name $stats $(( rss / 1024 )) $restore $(( $(cat "$DIR/time") / 1024 )) $read"
 }
 
 for i in $(seq "$REPEAT"); do
   run local "$DIR/chk"
   run s3 "s3://weir/chk-$i"
+  run s3-inc "s3://weir/inc-$i" --state rocksdb --incremental
 done > "$DIR/results"
 echo "$LINES lines over $KEYS keys, p=2, checkpoints every 1 s; medians of $REPEAT runs"
-printf "%-6s %14s %12s %13s %14s %17s\n" storage "checkpoint ms" "checkpoint MB" "job peak RSS" "restore ms" "restore peak RSS"
-for name in local s3; do
+printf "%-6s %14s %12s %13s %14s %17s %16s\n" storage "checkpoint ms" "checkpoint MB" "job peak RSS" "restore ms" "restore peak RSS" "restore read MB"
+for name in local s3 s3-inc; do
   grep "^$name " "$DIR/results" | awk -v n="$name" -v r="$REPEAT" '
-    { c[NR] = $2; mb[NR] = $3; rss[NR] = $4; rs[NR] = $5; rrss[NR] = $6 }
+    { c[NR] = $2; mb[NR] = $3; rss[NR] = $4; rs[NR] = $5; rrss[NR] = $6; rd[NR] = $7 }
     function med(a,   i, j, t, k) { k = 0; for (i in a) s[++k] = a[i]; for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (s[j] + 0 < s[i] + 0) { t = s[i]; s[i] = s[j]; s[j] = t }; return s[int((k + 1) / 2)] }
-    END { printf "%-6s %14s %12s %10s MB %14s %14s MB\n", n, med(c), med(mb), med(rss), med(rs), med(rrss) }'
+    END { printf "%-6s %14s %12s %10s MB %14s %14s MB %16s\n", n, med(c), med(mb), med(rss), med(rs), med(rrss), med(rd) }'
 done
