@@ -203,10 +203,14 @@ class ExactlyOnceFileSink final : public Sink<std::string> {
     std::string buffer;
   };
   std::string name(int subtask, int64_t seq) const;
-  std::string hidden(const PendingPartFile& p, const char* suffix) const;
-  std::string path(const std::string& partition, const std::string& file) const;
+  // In `base` (default: this sink's directory).
+  std::string hidden(const PendingPartFile& p, const char* suffix, const std::string& base = "") const;
+  std::string path(const std::string& partition, const std::string& file, const std::string& base = "") const;
   absl::Status flush(const std::string& partition, OpenFile& f);
-  absl::Status publish(const PendingPartFile& p);
+  absl::Status publish(const PendingPartFile& p, const std::string& base = "");
+  // Removes the unpublished files in `base` of writers w % parallelism ==
+  // this subtask.
+  void remove_leftovers(const std::string& base, int parallelism);
 
   const std::string dir_;
   const std::string prefix_;
@@ -217,6 +221,9 @@ class ExactlyOnceFileSink final : public Sink<std::string> {
   std::vector<PendingPartFile> pending_;
   std::unique_ptr<OperatorListState<PendingPartFile>> pending_state_;
   std::unique_ptr<OperatorListState<int64_t>> seq_state_;
+  // The directory the pending files were written in (a job restored with
+  // another output directory publishes them where they are).
+  std::unique_ptr<OperatorListState<std::string>> dir_state_;
 };
 
 class PrintSink final : public Sink<std::string> {

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,12 +30,14 @@ std::string ExactlyOnceFileSink::name(int subtask, int64_t seq) const {
   return prefix_ + "-" + std::to_string(subtask) + "-" + std::to_string(seq);
 }
 
-std::string ExactlyOnceFileSink::hidden(const PendingPartFile& p, const char* suffix) const {
-  return path(p.partition, "." + name(p.subtask, p.seq) + suffix);
+std::string ExactlyOnceFileSink::hidden(const PendingPartFile& p, const char* suffix, const std::string& base) const {
+  return path(p.partition, "." + name(p.subtask, p.seq) + suffix, base);
 }
 
-std::string ExactlyOnceFileSink::path(const std::string& partition, const std::string& file) const {
-  return (partition.empty() ? fs::path(dir_) / file : fs::path(dir_) / partition / file).string();
+std::string ExactlyOnceFileSink::path(const std::string& partition, const std::string& file,
+                                      const std::string& base) const {
+  const fs::path dir = base.empty() ? fs::path(dir_) : fs::path(base);
+  return (partition.empty() ? dir / file : dir / partition / file).string();
 }
 
 absl::Status ExactlyOnceFileSink::open(OperatorContext& ctx) {
@@ -49,16 +52,27 @@ absl::Status ExactlyOnceFileSink::open(OperatorContext& ctx) {
   pending_state_ = std::make_unique<OperatorListState<PendingPartFile>>(ctx, "pending-files",
                                                                         detail::Redistribution::kUnion);
   seq_state_ = std::make_unique<OperatorListState<int64_t>>(ctx, "next-seq", detail::Redistribution::kUnion);
+  dir_state_ = std::make_unique<OperatorListState<std::string>>(ctx, "directory", detail::Redistribution::kUnion);
   bool corrupt = false;
   pending_ = pending_state_->get(&corrupt);
   auto seqs = seq_state_->get(&corrupt);
+  auto dirs = dir_state_->get(&corrupt);
   if (corrupt) return absl::DataLossError("file sink " + dir_ + ": state is corrupt");
   // Above every former subtask's numbers, so no name is ever reused.
   seq_ = seqs.empty() ? 0 : *std::max_element(seqs.begin(), seqs.end());
+  // Where the restored checkpoint's files are (state of older checkpoints
+  // does not say: this directory).
+  std::string written_in = fs::absolute(dir_).lexically_normal().string();
+  const std::string here = written_in;
+  if (!dirs.empty()) written_in = dirs.front();
+  if (written_in != here && !pending_.empty() && subtask_ == 0) {
+    spdlog::info("file sink {}: publishing {} files the restored checkpoint left pending in {}, where it wrote them",
+                 dir_, pending_.size(), written_in);
+  }
   // Commit what the restored checkpoint pre-committed (every subtask tries
   // all of them; publishing is idempotent)...
   for (const PendingPartFile& p : pending_) {
-    absl::Status s = publish(p);
+    absl::Status s = publish(p, written_in);
     if (!s.ok()) return s;
   }
   if (!pending_.empty()) WEIR_CRASH_POINT(CrashPoint::kSinkRecovered);
@@ -68,9 +82,21 @@ absl::Status ExactlyOnceFileSink::open(OperatorContext& ctx) {
   // writers w with w % parallelism == s, so the files of former subtasks
   // beyond the new parallelism are cleared too; it published every
   // pre-committed file above, so none of those is lost.
+  remove_leftovers(dir_, parallelism);
+  if (written_in != here) {
+    remove_leftovers(written_in, parallelism);
+    absl::Status s = fsync_directory(written_in);
+    if (!s.ok()) return s;
+  }
+  dir_state_->update({here});
+  return fsync_directory(dir_);
+}
+
+void ExactlyOnceFileSink::remove_leftovers(const std::string& base, int parallelism) {
+  std::error_code ec;
   std::string hidden_prefix = "." + prefix_ + "-";
   std::vector<fs::path> leftovers;
-  for (auto it = fs::recursive_directory_iterator(dir_, ec); !ec && it != fs::recursive_directory_iterator();
+  for (auto it = fs::recursive_directory_iterator(base, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
     std::string file = it->path().filename().string();
     if (file.rfind(hidden_prefix, 0) != 0) continue;
@@ -78,12 +104,11 @@ absl::Status ExactlyOnceFileSink::open(OperatorContext& ctx) {
     if (writer % parallelism == subtask_) leftovers.push_back(it->path());
   }
   for (const auto& f : leftovers) fs::remove(f, ec);
-  return fsync_directory(dir_);
 }
 
-absl::Status ExactlyOnceFileSink::publish(const PendingPartFile& p) {
-  std::string from = hidden(p, ".pending");
-  std::string to = path(p.partition, name(p.subtask, p.seq));
+absl::Status ExactlyOnceFileSink::publish(const PendingPartFile& p, const std::string& base) {
+  std::string from = hidden(p, ".pending", base);
+  std::string to = path(p.partition, name(p.subtask, p.seq), base);
   if (::rename(from.c_str(), to.c_str()) == 0) return absl::OkStatus();
   int err = errno;
   // Published before the failure: nothing to do.
