@@ -453,27 +453,33 @@ absl::StatusOr<std::string> RoutingCheckpointStorage::finalize(const CheckpointM
   return target(m.checkpoint_id)->finalize(m);
 }
 
-absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::read_operator_state(
-    const std::string& location, const OperatorSubtaskState& handle) {
-  if (location.rfind("memory://", 0) == 0) return checkpoints_->read_operator_state(location, handle);
+namespace {
+
+// `read` of the storage that holds `location`: this job's own (memory://),
+// S3, or a directory (a savepoint, or a checkpoint of this or another job).
+template <typename Read>
+auto read_at(CheckpointStorage* own, const std::string& location, Read read) -> decltype(read(*own)) {
+  if (location.rfind("memory://", 0) == 0) return read(*own);
   if (is_s3_url(location)) {
     auto reader = S3CheckpointStorage::at(location);
     if (!reader.ok()) return reader.status();
-    return (*reader)->read_operator_state(location, handle);
+    return read(**reader);
   }
-  return FileCheckpointStorage::at_directory(location)->read_operator_state(location, handle);
+  return read(*FileCheckpointStorage::at_directory(location));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::read_operator_state(
+    const std::string& location, const OperatorSubtaskState& handle) {
+  return read_at(checkpoints_.get(), location,
+                 [&](CheckpointStorage& s) { return s.read_operator_state(location, handle); });
 }
 
 absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::read_state_file(
     const std::string& location, const OperatorSubtaskState& handle) {
-  if (location.rfind("memory://", 0) == 0) return checkpoints_->read_state_file(location, handle);
-  if (is_s3_url(location)) {
-    auto reader = S3CheckpointStorage::at(location);
-    if (!reader.ok()) return reader.status();
-    return (*reader)->read_state_file(location, handle);
-  }
-  // A directory: a savepoint, or a checkpoint of this or another job.
-  return FileCheckpointStorage::at_directory(location)->read_state_file(location, handle);
+  return read_at(checkpoints_.get(), location,
+                 [&](CheckpointStorage& s) { return s.read_state_file(location, handle); });
 }
 
 void RoutingCheckpointStorage::discard_subsumed(int64_t id, const std::vector<std::string>& unreferenced) {
