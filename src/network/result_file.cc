@@ -63,8 +63,8 @@ std::string result_directory(const JobConfig& config, const std::string& job_id,
   return (std::filesystem::path(root) / ("persisted-" + std::to_string(::getpid()))).string();
 }
 
-std::string remote_result_directory(const JobConfig& config, const std::string& job_id) {
-  if (!remote(config)) return "";
+std::string remote_result_directory(const JobConfig& config, const std::string& job_id, ExchangeMode mode) {
+  if (mode != ExchangeMode::kPersisted || !remote(config)) return "";
   std::string dir = config.checkpoint.directory;
   while (!dir.empty() && dir.back() == '/') dir.pop_back();
   return dir + "/results/" + job_id;

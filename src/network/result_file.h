@@ -35,9 +35,9 @@ namespace weir::network {
 // checkpoint directory are written and read in this process's own working
 // copy under config.result_directory, and kept in remote_result_directory.
 std::string result_directory(const JobConfig& config, const std::string& job_id, ExchangeMode mode);
-// The s3:// prefix that keeps the persisted results of `job_id`, or "" when
-// result_directory() itself is shared storage.
-std::string remote_result_directory(const JobConfig& config, const std::string& job_id);
+// The s3:// prefix that keeps the results of `job_id` with exchange `mode`,
+// or "" unless they are persisted results with an s3:// checkpoint directory.
+std::string remote_result_directory(const JobConfig& config, const std::string& job_id, ExchangeMode mode);
 // Every local directory result_directory() may name for the job's results
 // of `mode` in any process of this host (removed when the job ends).
 std::string local_result_root(const JobConfig& config, const std::string& job_id, ExchangeMode mode);

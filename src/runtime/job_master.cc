@@ -567,14 +567,14 @@ void JobMaster::finish_job(JobStatus status, const std::string& failure) {
     unlogged_failures_ = 0;
   }
   status_ = status;
-  bool remote_results = false;
+  std::set<std::string> remote;
   for (const graph::JobEdge& e : graph_->edges) {
     std::error_code ec;
     if (e.blocking()) std::filesystem::remove_all(network::local_result_root(config_, job_id_, e.exchange), ec);
-    remote_results = remote_results || e.exchange == ExchangeMode::kPersisted;
+    remote.insert(network::remote_result_directory(config_, job_id_, e.exchange));
   }
-  const std::string remote = network::remote_result_directory(config_, job_id_);
-  if (remote_results && !remote.empty()) remove_remote_results(remote);
+  remote.erase("");
+  for (const std::string& dir : remote) remove_remote_results(dir);
   JobResult r;
   r.job_id = job_id_;
   r.status = status;

@@ -23,9 +23,7 @@ absl::Status build_partitions(const ChainSetting& s, OperatorChain* chain,
     for (int c = 0; c < consumers; ++c) {
       if (je.pointwise && c != tdd.execution.subtask) continue;
       if (je.blocking()) {
-        const std::string remote = je.exchange == ExchangeMode::kPersisted
-                                       ? network::remote_result_directory(*s.job_config, tdd.job_id)
-                                       : "";
+        const std::string remote = network::remote_result_directory(*s.job_config, tdd.job_id, je.exchange);
         auto file = network::ResultFileWriter::create(
             network::result_file_path(network::result_directory(*s.job_config, tdd.job_id, je.exchange), e,
                                       tdd.execution.subtask, c),

@@ -39,8 +39,7 @@ void StageSchedule::rerun_lost_producers(int region, const Finished& finished) {
     const graph::JobEdge& je = graph_.edges[e];
     if (!je.blocking()) continue;
     const std::string dir = network::result_directory(config_, job_id_, je.exchange);
-    const std::string remote =
-        je.exchange == ExchangeMode::kPersisted ? network::remote_result_directory(config_, job_id_) : "";
+    const std::string remote = network::remote_result_directory(config_, job_id_, je.exchange);
     const int producers = graph_.vertices[je.source_vertex].parallelism;
     for (int c = 0; c < graph_.vertices[je.target_vertex].parallelism; ++c) {
       if (region_of_[graph_.task_index(je.target_vertex, c)] != region) continue;

@@ -8,9 +8,9 @@
 
 #include "checkpoint/format.h"
 #include "checkpoint/s3_storage.h"
+#include "checkpoint/state_assignment.h"
 #include "checkpoint/storage.h"
 #include "runtime/remote_results.h"
-#include "checkpoint/state_assignment.h"
 
 namespace weir::runtime {
 namespace {
@@ -367,9 +367,7 @@ absl::StatusOr<std::shared_ptr<network::ChannelReader>> Task::open_result(const 
   if (where == nullptr || *where == tdd_.location) {
     const std::string path = network::result_file_path(
         network::result_directory(*services_.config, tdd_.job_id, je.exchange), edge, producer, consumer);
-    const std::string remote = je.exchange == ExchangeMode::kPersisted
-                                   ? network::remote_result_directory(*services_.config, tdd_.job_id)
-                                   : "";
+    const std::string remote = network::remote_result_directory(*services_.config, tdd_.job_id, je.exchange);
     if (!remote.empty()) {
       absl::Status fetched = fetch_result(remote, path);
       if (!fetched.ok()) return fetched;
