@@ -1,14 +1,25 @@
 // The chaos soak: a cluster of two JobManagers under --ha zookeeper, three
-// TaskManagers and ZooKeeper on loopback runs the running-sum job (file
-// source, exactly-once file sink, checkpoints every 200 ms) while a nemesis
-// injects faults at random for a configured time: TaskManagers and the
-// leading JobManager SIGKILLed or frozen (SIGSTOP past their timeouts, then
-// SIGCONT), the leader cut off from ZooKeeper (through a proxy), ZooKeeper
-// restarted, a state file of the newest checkpoint truncated before a
-// TaskManager is killed. After each fault it waits for the job to complete a
-// checkpoint newer than every one completed before the fault (the next
-// committed output): the time from the fault to then is its recovery time,
-// measured while a lasting fault (a freeze, a cut) still lasts.
+// TaskManagers and ZooKeeper runs the running-sum job (file source,
+// exactly-once file sink, checkpoints every 200 ms) while a nemesis injects
+// faults at random for a configured time: TaskManagers and the leading
+// JobManager SIGKILLed or frozen (SIGSTOP past their timeouts, then
+// SIGCONT), network partitions, ZooKeeper restarted, a state file of the
+// newest checkpoint truncated before a TaskManager is killed. After each
+// fault it waits for the job to complete a checkpoint newer than every one
+// completed before the fault (the next committed output): the time from the
+// fault to then is its recovery time, measured while a lasting fault (a
+// freeze, a partition) still lasts.
+//
+// Where this process may create network namespaces (root, `ip`), every
+// JobManager and TaskManager runs on a host of its own, ZooKeeper on this
+// one, and a partition pulls a host's cable at the switch (the leader's, or
+// a TaskManager's): cut off from ZooKeeper, the other JobManager and every
+// TaskManager at once, its connections open but silent. Otherwise they all
+// run on loopback and the partition cuts jm-a off ZooKeeper through a proxy.
+// A full disk (the checkpoint directory on a 32 MB tmpfs, filled for 3 s)
+// is a fault when this process may mount a tmpfs. The soak says at the start
+// which faults it injects and why any is left out. Not injected, and said
+// so: a slow disk.
 //
 // The checker then waits for the job to finish and compares the committed
 // output with the input: records lost, records duplicated, faults not
@@ -16,15 +27,11 @@
 // recovery times per kind of fault as percentiles. Exit 0 when nothing was
 // lost or duplicated and every fault was recovered from, else 1; 2 for bad
 // arguments. The seed is printed first; the same seed replays the same
-// faults in the same order (their timing depends on the machine).
+// faults in the same order (their timing depends on the machine) on the same
+// kind of setup.
 //
 //   weir_chaos [--duration 90s] [--seed N] [--quiet]
 //
-// A full disk (the checkpoint directory on a 32 MB tmpfs, filled for 3 s)
-// is a fault when this process may mount a tmpfs (root); the soak says at
-// the start whether it is. Not injected yet, and said so: a slow disk
-// (dm-delay), and partitions between network namespaces (the cluster tests
-// have those; here the leader is cut off from ZooKeeper through a proxy).
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -64,7 +71,7 @@ struct Options {
 };
 
 enum class Fault { kKillTaskManager, kFreezeTaskManager, kKillLeader, kFreezeLeader, kPartitionLeader,
-                   kRestartZooKeeper, kTruncateCheckpoint, kFullDisk };
+                   kPartitionTaskManager, kRestartZooKeeper, kTruncateCheckpoint, kFullDisk };
 
 const char* name(Fault f) {
   switch (f) {
@@ -73,6 +80,7 @@ const char* name(Fault f) {
     case Fault::kKillLeader: return "kill-leader";
     case Fault::kFreezeLeader: return "freeze-leader";
     case Fault::kPartitionLeader: return "partition-leader";
+    case Fault::kPartitionTaskManager: return "partition-taskmanager";
     case Fault::kRestartZooKeeper: return "restart-zookeeper";
     case Fault::kTruncateCheckpoint: return "truncate-checkpoint";
     case Fault::kFullDisk: return "full-disk";
@@ -90,7 +98,8 @@ int64_t percentile(std::vector<int64_t> v, double p) {
 
 class Soak {
  public:
-  explicit Soak(Options o) : o_(o), c_("chaos-soak"), rng_(o.seed) {}
+  explicit Soak(Options o)
+      : o_(o), hosts_({"jm-a", "jm-b", "tm-1", "tm-2", "tm-3"}), c_("chaos-soak"), rng_(o.seed) {}
   ~Soak() {
     stop_watching_ = true;
     if (watcher_.joinable()) watcher_.join();
@@ -104,14 +113,27 @@ class Soak {
   int run() {
     std::printf("chaos soak: seed %llu, %lld s of faults\n", static_cast<unsigned long long>(o_.seed),
                 static_cast<long long>(o_.duration.count()));
-    std::printf("not injected (not built yet): a slow disk (dm-delay), partitions between network namespaces (the "
-                "leader is cut off from ZooKeeper through a proxy instead)\n");
+    if (hosts_.ok()) {
+      c_.use_hosts(&hosts_);
+      std::printf("every JobManager and TaskManager on a host of its own (network namespaces): a partition pulls the "
+                  "leader's or a TaskManager's cable\n");
+    } else {
+      std::printf("on loopback: %s; a partition cuts jm-a off ZooKeeper through a proxy\n", hosts_.error().c_str());
+    }
+    std::printf("not injected (not built yet): a slow disk\n");
     mount_checkpoint_disk();
+    faults_available_ = {Fault::kKillTaskManager, Fault::kFreezeTaskManager, Fault::kKillLeader,
+                         Fault::kFreezeLeader,    Fault::kPartitionLeader,   Fault::kRestartZooKeeper,
+                         Fault::kTruncateCheckpoint};
+    if (hosts_.ok()) faults_available_.push_back(Fault::kPartitionTaskManager);
+    if (!tmpfs_.empty()) faults_available_.push_back(Fault::kFullDisk);
     std::fflush(stdout);
     if (!c_.start_zookeeper()) return setup_failed("ZooKeeper did not start\n" + c_.zookeeper().log());
-    proxy_ = std::make_unique<TcpProxy>(c_.zookeeper().port());
-    // jm-a reaches ZooKeeper through the proxy, so it can be cut off.
-    if (!c_.start_jobmanager("jm-a", "127.0.0.1:" + std::to_string(proxy_->port()))) return setup_failed(c_.logs());
+    if (!hosts_.ok()) {
+      // jm-a reaches ZooKeeper through the proxy, so it can be cut off.
+      proxy_ = std::make_unique<TcpProxy>(c_.zookeeper().port());
+    }
+    if (!c_.start_jobmanager("jm-a", jm_a_quorum())) return setup_failed(c_.logs());
     if (c_.wait_for_leader().empty()) return setup_failed(c_.logs());
     if (!c_.start_jobmanager("jm-b")) return setup_failed(c_.logs());
     for (const char* tm : {"tm-1", "tm-2", "tm-3"}) {
@@ -144,13 +166,10 @@ class Soak {
     return 1;
   }
 
-  Fault pick() {
-    static const Fault kAll[] = {Fault::kKillTaskManager,   Fault::kFreezeTaskManager, Fault::kKillLeader,
-                                 Fault::kFreezeLeader,      Fault::kPartitionLeader,   Fault::kRestartZooKeeper,
-                                 Fault::kTruncateCheckpoint, Fault::kFullDisk};
-    const size_t kinds = sizeof(kAll) / sizeof(kAll[0]) - (tmpfs_.empty() ? 1 : 0);
-    return kAll[rng_() % kinds];
-  }
+  Fault pick() { return faults_available_[rng_() % faults_available_.size()]; }
+
+  // How jm-a reaches ZooKeeper: through the proxy on loopback.
+  std::string jm_a_quorum() const { return proxy_ ? "127.0.0.1:" + std::to_string(proxy_->port()) : ""; }
 
   // The checkpoint directory on a small tmpfs of its own, when this process
   // may mount one (root): then a full disk is one of the faults.
@@ -248,7 +267,7 @@ class Soak {
         what += " " + jm;
         c_.jobmanager(jm)->kill9();
         c_.jobmanager(jm)->wait();
-        c_.start_jobmanager(jm, jm == "jm-a" ? "127.0.0.1:" + std::to_string(proxy_->port()) : "");
+        c_.start_jobmanager(jm, jm == "jm-a" ? jm_a_quorum() : "");
         break;
       }
       case Fault::kFreezeLeader: {
@@ -262,12 +281,28 @@ class Soak {
         break;
       }
       case Fault::kPartitionLeader: {
-        // Only jm-a's link to ZooKeeper can be cut; when jm-b leads, jm-a
-        // (standing by) is cut off instead, and the job must not notice.
-        what += c_.leader() == "jm-a" ? " jm-a (leading)" : " jm-a (standing by)";
-        proxy_->cut();
-        undo = [this] { proxy_->heal(); };
-        lasting = std::chrono::milliseconds(6000);
+        if (proxy_) {
+          // Only jm-a's link to ZooKeeper can be cut; when jm-b leads, jm-a
+          // (standing by) is cut off instead, and the job must not notice.
+          what += c_.leader() == "jm-a" ? " jm-a (leading, from ZooKeeper)" : " jm-a (standing by, from ZooKeeper)";
+          proxy_->cut();
+          undo = [this] { proxy_->heal(); };
+        } else {
+          const std::string jm = c_.leader();
+          if (jm.empty()) return;
+          what += " " + jm;
+          if (!hosts_.set_cable(jm, false)) what += " (cable not pulled)";
+          undo = [this, jm] { hosts_.set_cable(jm, true); };
+        }
+        lasting = std::chrono::milliseconds(6000);  // past the 2 s session timeout
+        break;
+      }
+      case Fault::kPartitionTaskManager: {
+        const std::string tm = random_taskmanager();
+        what += " " + tm;
+        if (!hosts_.set_cable(tm, false)) what += " (cable not pulled)";
+        undo = [this, tm] { hosts_.set_cable(tm, true); };
+        lasting = std::chrono::milliseconds(4000);  // past the 2 s heartbeat timeout
         break;
       }
       case Fault::kFullDisk: {
@@ -407,6 +442,7 @@ class Soak {
   }
 
   const Options o_;
+  Hosts hosts_;  // outlives the cluster's processes
   HaCluster c_;
   std::mt19937_64 rng_;
   std::unique_ptr<TcpProxy> proxy_;
@@ -423,6 +459,7 @@ class Soak {
   int unrecovered_ = 0;
   bool zookeeper_back_ = true;
   std::string tmpfs_;  // the checkpoint directory when it is a tmpfs of its own
+  std::vector<Fault> faults_available_;
   int truncations_ = 0;
   int fell_back_ = 0;
 };

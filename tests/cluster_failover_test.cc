@@ -17,6 +17,7 @@
 #include "weir/connectors.h"
 #include "tests/cluster.h"
 #include "tests/cluster_checks.h"
+#include "tests/netns_hosts.h"
 #include "tests/prometheus.h"
 #include "tests/s3_server.h"
 #include "common/clock.h"
@@ -33,78 +34,10 @@ using testing::Cluster;
 using testing::completed_checkpoints;
 using testing::eventually;
 using testing::expect_exactly_once;
+using testing::Hosts;
 using testing::running_after_restarts;
 using testing::slurp;
 using testing::TempDir;
-
-// Network namespaces joined by a bridge, as separate hosts on 10.77.0.0/24
-// (this process gets 10.77.0.254). Needs root and `ip`; removed with the
-// object.
-class Hosts {
- public:
-  explicit Hosts(const std::vector<std::string>& names) {
-    tag_ = std::to_string(::getpid() % 100000);
-    sw_ = "wsw" + tag_;
-    if (!run({"netns", "add", sw_})) {
-      error_ = "cannot create network namespaces (needs root and ip netns): " + last_;
-      return;
-    }
-    ok_ = run({"-n", sw_, "link", "add", "br0", "type", "bridge"}) && run({"-n", sw_, "link", "set", "br0", "up"});
-    for (size_t i = 0; ok_ && i < names.size(); ++i) {
-      std::string ns = "w" + names[i] + tag_;
-      std::string ip = "10.77.0." + std::to_string(i + 1);
-      ok_ = run({"netns", "add", ns}) && plug(ns, "v" + std::to_string(i) + "-" + tag_, ip);
-      namespaces_.push_back(ns);
-      ips_[names[i]] = ip;
-      links_[names[i]] = "e" + std::to_string(i) + "-" + tag_;
-    }
-    // This process's leg, so the test reaches the REST API.
-    ok_ = ok_ && run({"link", "add", "r-" + tag_, "type", "veth", "peer", "name", "er-" + tag_}) &&
-          run({"link", "set", "er-" + tag_, "netns", sw_}) &&
-          run({"-n", sw_, "link", "set", "er-" + tag_, "master", "br0"}) &&
-          run({"-n", sw_, "link", "set", "er-" + tag_, "up"}) &&
-          run({"addr", "add", "10.77.0.254/24", "dev", "r-" + tag_}) && run({"link", "set", "r-" + tag_, "up"});
-    if (!ok_) error_ = "cannot set up the namespaces' network: " + last_;
-  }
-  ~Hosts() {
-    run({"link", "del", "r-" + tag_});
-    for (const auto& ns : namespaces_) run({"netns", "del", ns});
-    run({"netns", "del", sw_});
-  }
-  bool ok() const { return ok_; }
-  const std::string& error() const { return error_; }
-  std::string ip(const std::string& host) const { return ips_.at(host); }
-  std::vector<std::string> launcher(const std::string& host) const {
-    return {"/usr/sbin/ip", "netns", "exec", "w" + host + tag_};
-  }
-  // Unplugs (or plugs back) a host's cable at the switch: its connections
-  // stay open but nothing passes.
-  bool set_cable(const std::string& host, bool up) {
-    return run({"-n", sw_, "link", "set", links_.at(host), up ? "up" : "down"});
-  }
-
- private:
-  bool plug(const std::string& ns, const std::string& veth, const std::string& ip) {
-    std::string peer = "e" + veth.substr(1);
-    return run({"link", "add", veth, "type", "veth", "peer", "name", peer}) && run({"link", "set", veth, "netns", ns}) &&
-           run({"link", "set", peer, "netns", sw_}) && run({"-n", sw_, "link", "set", peer, "master", "br0"}) &&
-           run({"-n", sw_, "link", "set", peer, "up"}) && run({"-n", ns, "addr", "add", ip + "/24", "dev", veth}) &&
-           run({"-n", ns, "link", "set", veth, "up"}) && run({"-n", ns, "link", "set", "lo", "up"});
-  }
-  bool run(std::vector<std::string> args) {
-    args.insert(args.begin(), "/usr/sbin/ip");
-    TempDir log("ip-" + tag_);
-    Child c(args, log.path("ip"));
-    int code = c.wait();
-    last_ = c.err();
-    return code == 0;
-  }
-
-  std::string tag_, sw_, error_, last_;
-  bool ok_ = false;
-  std::vector<std::string> namespaces_;
-  std::map<std::string, std::string> ips_, links_;
-};
 
 // 1 JobManager + 3 TaskManagers, running-sum at parallelism 6; a random
 // TaskManager is SIGKILLed (and a new one started) several times while the
@@ -774,7 +707,6 @@ TEST(ClusterTest, KilledTaskManagerRestoresFromCheckpointsInS3) {
 // them when the JobManager's heartbeats stop, and registers again once the
 // cable is back; the job finishes exactly-once.
 TEST(ClusterTest, TaskManagersOnSeparateHostsSurviveAPulledCable) {
-  if (::access("/usr/sbin/ip", X_OK) != 0) GTEST_SKIP() << "no /usr/sbin/ip: cannot create network namespaces";
   Hosts hosts({"jm", "tm1", "tm2"});
   if (!hosts.ok()) GTEST_SKIP() << hosts.error();
   Cluster c("cluster-netns", "1s");

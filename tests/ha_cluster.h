@@ -16,20 +16,34 @@
 #include "cluster/client.h"
 #include "cluster/leader_election.h"
 #include "tests/cluster.h"
+#include "tests/netns_hosts.h"
 #include "tests/process.h"
 #include "tests/zk_server.h"
 
 namespace weir::testing {
 
 // Two or more JobManagers under --ha zookeeper, TaskManagers finding the
-// leader through ZooKeeper, in one temp dir.
+// leader through ZooKeeper, in one temp dir. On loopback, or each JobManager
+// and TaskManager on a host of its own (network namespaces, `use_hosts`)
+// with ZooKeeper on this one.
 class HaCluster {
  public:
   explicit HaCluster(const std::string& name) : dir_(name), zk_(dir_), ha_storage_(dir_.path("ha")) {
     secret_file_ = dir_.path("secret");
     std::ofstream(secret_file_) << "ha-cluster-secret-" << std::random_device{}() << "\n";
   }
+  // Runs each JobManager and TaskManager on the host of its name (call
+  // before starting anything); ZooKeeper stays here, reached at
+  // hosts->own_ip().
+  void use_hosts(const Hosts* hosts) {
+    hosts_ = hosts;
+    zk_.listen_on_every_address();
+  }
   bool start_zookeeper() { return zk_.start(); }
+  // How the JobManagers and TaskManagers reach ZooKeeper directly.
+  std::string quorum() const {
+    return hosts_ != nullptr ? hosts_->own_ip() + ":" + std::to_string(zk_.port()) : zk_.quorum();
+  }
   // Where the JobManagers keep job records (default: a directory).
   void set_ha_storage(std::string s) { ha_storage_ = std::move(s); }
   ZkServer& zookeeper() { return zk_; }
@@ -38,7 +52,7 @@ class HaCluster {
   // JobManager `name` on fixed free ports; returns once it runs (standing
   // by or leading). `quorum`: how it reaches ZooKeeper (default: directly).
   bool start_jobmanager(const std::string& name, std::string quorum = "") {
-    if (quorum.empty()) quorum = zk_.quorum();
+    if (quorum.empty()) quorum = this->quorum();
     auto& jm = jms_[name];
     if (jm.session_port == 0) {
       jm.session_port = free_loopback_port();
@@ -46,12 +60,11 @@ class HaCluster {
     }
     std::remove(dir_.path(name + ".out").c_str());
     jm.process = std::make_unique<Child>(
-        std::vector<std::string>{weir_bin(), "jobmanager", "--bind", "127.0.0.1:" + std::to_string(jm.session_port),
-                                 "--rest-port", std::to_string(jm.rest_port), "--secret-file", secret_file_,
-                                 "--verbose", "--heartbeat-interval", "100ms", "--heartbeat-timeout", "2s",
-                                 "--library-dir", dir_.path(name + "-libraries"), "--ha", "zookeeper",
-                                 "--ha-quorum", quorum, "--ha-storage", ha_storage_,
-                                 "--ha-session-timeout", "2s"},
+        launched_on(name, {weir_bin(), "jobmanager", "--bind", address(name) + ":" + std::to_string(jm.session_port),
+                           "--rest-port", std::to_string(jm.rest_port), "--secret-file", secret_file_, "--verbose",
+                           "--heartbeat-interval", "100ms", "--heartbeat-timeout", "2s", "--library-dir",
+                           dir_.path(name + "-libraries"), "--ha", "zookeeper", "--ha-quorum", quorum,
+                           "--ha-storage", ha_storage_, "--ha-session-timeout", "2s"}),
         dir_.path(name));
     return eventually([&] { return slurp(dir_.path(name + ".out")).find("standing by") != std::string::npos; },
                       20s);
@@ -59,10 +72,10 @@ class HaCluster {
 
   bool start_taskmanager(const std::string& id, int slots) {
     tms_[id] = std::make_unique<Child>(
-        std::vector<std::string>{weir_bin(), "taskmanager", "--ha", "zookeeper", "--ha-quorum", zk_.quorum(),
-                                 "--slots", std::to_string(slots), "--id", id, "--secret-file", secret_file_,
-                                 "--verbose", "--state-dir", dir_.path("state"), "--tmp-dir", dir_.path("tmp"),
-                                 "--library-dir", dir_.path(id + "-libraries")},
+        launched_on(id, {weir_bin(), "taskmanager", "--ha", "zookeeper", "--ha-quorum", quorum(), "--slots",
+                         std::to_string(slots), "--id", id, "--bind", address(id), "--secret-file", secret_file_,
+                         "--verbose", "--state-dir", dir_.path("state"), "--tmp-dir", dir_.path("tmp"),
+                         "--library-dir", dir_.path(id + "-libraries")}),
         dir_.path(id));
     return eventually([&] { return taskmanagers() >= static_cast<int>(tms_.size()); }, 30s);
   }
@@ -72,7 +85,7 @@ class HaCluster {
     auto a = cluster::LeaderElection::leader_address(zk_.quorum(), "/weir/default", 2000ms);
     if (!a.ok()) return "";
     for (const auto& [name, jm] : jms_) {
-      if (a->rfind("127.0.0.1:" + std::to_string(jm.session_port) + " ", 0) == 0) return name;
+      if (a->rfind(address(name) + ":" + std::to_string(jm.session_port) + " ", 0) == 0) return name;
     }
     return "";
   }
@@ -110,7 +123,7 @@ class HaCluster {
     const std::string first = leader();
     std::string addresses;
     for (const auto& [name, jm] : jms_) {
-      const std::string a = "127.0.0.1:" + std::to_string(jm.rest_port);
+      const std::string a = address(name) + ":" + std::to_string(jm.rest_port);
       addresses = name == first ? a + (addresses.empty() ? "" : "," + addresses)
                                 : addresses + (addresses.empty() ? "" : ",") + a;
     }
@@ -123,12 +136,23 @@ class HaCluster {
   }
 
  private:
+  // Where process `name` listens, and the command that runs it there.
+  std::string address(const std::string& name) const {
+    return hosts_ != nullptr ? hosts_->ip(name) : "127.0.0.1";
+  }
+  std::vector<std::string> launched_on(const std::string& name, const std::vector<std::string>& args) const {
+    std::vector<std::string> all = hosts_ != nullptr ? hosts_->launcher(name) : std::vector<std::string>{};
+    all.insert(all.end(), args.begin(), args.end());
+    return all;
+  }
+
   struct JobManager {
     int session_port = 0;
     int rest_port = 0;
     std::unique_ptr<Child> process;
   };
   TempDir dir_;
+  const Hosts* hosts_ = nullptr;
   ZkServer zk_;
   std::string ha_storage_;
   std::string secret_file_;

@@ -16,10 +16,12 @@ class ZkServer {
  public:
   explicit ZkServer(const TempDir& dir) : dir_(dir.path("zk")), server_(dir_) {
     std::filesystem::create_directories(dir_ + "/data");
-    // tickTime 200 ms: sessions may time out after 0.4 s to 4 s.
-    std::ofstream(dir_ + "/zoo.cfg") << "tickTime=200\ndataDir=" << dir_ << "/data\nclientPort=" << server_.port()
-                                     << "\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n";
+    configure("127.0.0.1");
   }
+
+  // Listens on every address of this host (before start()), for clients in
+  // other network namespaces; quorum() stays loopback.
+  void listen_on_every_address() { configure("0.0.0.0"); }
 
   bool start() {
     return server_.start({"/usr/bin/java", "-Xmx128m", "-cp", "/usr/share/java/*:/etc/zookeeper/conf",
@@ -31,6 +33,12 @@ class ZkServer {
   std::string log() const { return server_.log(); }
 
  private:
+  void configure(const std::string& address) {
+    // tickTime 200 ms: sessions may time out after 0.4 s to 4 s.
+    std::ofstream(dir_ + "/zoo.cfg") << "tickTime=200\ndataDir=" << dir_ << "/data\nclientPort=" << server_.port()
+                                     << "\nclientPortAddress=" << address << "\nadmin.enableServer=false\n";
+  }
+
   const std::string dir_;
   LoopbackServer server_;
 };

@@ -96,7 +96,9 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_one(const std::string& add
     http.set_ca_cert_path(tls_ca_.c_str());
     http.enable_server_certificate_verification(true);
   }
-  http.set_connection_timeout(5);
+  // A host that drops packets (a partition) costs at most the answer's
+  // time, not more, before the next JobManager is tried.
+  http.set_connection_timeout(std::clamp(timeout_s, 1, 5));
   http.set_read_timeout(timeout_s);
   http.set_write_timeout(timeout_s);
   httplib::Headers headers = {{"Authorization", "Bearer " + secret_}};
