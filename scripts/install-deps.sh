@@ -15,6 +15,7 @@ PACKAGES=(
   libpq-dev postgresql
   libcurl4-openssl-dev libpugixml-dev nodejs
   zookeeper libzookeeper-mt-dev
+  libfuse3-dev fuse3
   clang libclang-rt-14-dev
   chromium chromium-driver fonts-dejavu-core
   openssl

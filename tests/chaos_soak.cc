@@ -17,15 +17,19 @@
 // TaskManager at once, its connections open but silent. Otherwise they all
 // run on loopback and the partition cuts jm-a off ZooKeeper through a proxy.
 // A full disk (the checkpoint directory on a 32 MB tmpfs, filled for 3 s)
-// is a fault when this process may mount a tmpfs. The soak says at the start
-// which faults it injects and why any is left out. Not injected, and said
-// so: a slow disk.
+// is a fault when this process may mount a tmpfs; a slow disk (for 5 s,
+// every write, fsync, create and rename of a checkpoint file held 100 ms) when
+// it may mount weir_slowfs, a FUSE pass-through (tests/slow_fs.cc), over the
+// checkpoint disk. The soak says at the start which faults it injects and why
+// any is left out.
 //
 // The checker then waits for the job to finish and compares the committed
-// output with the input: records lost, records duplicated, faults not
+// output with the input: records lost, records duplicated, records out of
+// order within their key (each key's sums are promised in order), faults not
 // recovered from, the longest time without a completed checkpoint, and the
 // recovery times per kind of fault as percentiles. Exit 0 when nothing was
-// lost or duplicated and every fault was recovered from, else 1; 2 for bad
+// lost, duplicated or out of order and every fault was recovered from, else
+// 1; 2 for bad
 // arguments. The seed is printed first; the same seed replays the same
 // faults in the same order (their timing depends on the machine) on the same
 // kind of setup.
@@ -71,7 +75,7 @@ struct Options {
 };
 
 enum class Fault { kKillTaskManager, kFreezeTaskManager, kKillLeader, kFreezeLeader, kPartitionLeader,
-                   kPartitionTaskManager, kRestartZooKeeper, kTruncateCheckpoint, kFullDisk };
+                   kPartitionTaskManager, kRestartZooKeeper, kTruncateCheckpoint, kFullDisk, kSlowDisk };
 
 const char* name(Fault f) {
   switch (f) {
@@ -84,6 +88,7 @@ const char* name(Fault f) {
     case Fault::kRestartZooKeeper: return "restart-zookeeper";
     case Fault::kTruncateCheckpoint: return "truncate-checkpoint";
     case Fault::kFullDisk: return "full-disk";
+    case Fault::kSlowDisk: return "slow-disk";
   }
   return "?";
 }
@@ -103,11 +108,13 @@ class Soak {
   ~Soak() {
     stop_watching_ = true;
     if (watcher_.joinable()) watcher_.join();
-    if (!tmpfs_.empty()) {
-      // Every process writing there is gone first.
-      c_.stop_all();
-      (void)run_program({"/usr/bin/umount", "-l", tmpfs_}, c_.dir().path("umount"));
+    // Every process writing to the checkpoint disk is gone first.
+    c_.stop_all();
+    if (slow_fs_ != nullptr) {
+      (void)run_program({"/usr/bin/umount", "-l", checkpoint_dir_}, c_.dir().path("umount-slow"));
+      slow_fs_.reset();
     }
+    if (!tmpfs_.empty()) (void)run_program({"/usr/bin/umount", "-l", tmpfs_}, c_.dir().path("umount"));
   }
 
   int run() {
@@ -120,13 +127,14 @@ class Soak {
     } else {
       std::printf("on loopback: %s; a partition cuts jm-a off ZooKeeper through a proxy\n", hosts_.error().c_str());
     }
-    std::printf("not injected (not built yet): a slow disk\n");
     mount_checkpoint_disk();
+    mount_slow_disk();
     faults_available_ = {Fault::kKillTaskManager, Fault::kFreezeTaskManager, Fault::kKillLeader,
                          Fault::kFreezeLeader,    Fault::kPartitionLeader,   Fault::kRestartZooKeeper,
                          Fault::kTruncateCheckpoint};
     if (hosts_.ok()) faults_available_.push_back(Fault::kPartitionTaskManager);
     if (!tmpfs_.empty()) faults_available_.push_back(Fault::kFullDisk);
+    if (slow_fs_ != nullptr) faults_available_.push_back(Fault::kSlowDisk);
     std::fflush(stdout);
     if (!c_.start_zookeeper()) return setup_failed("ZooKeeper did not start\n" + c_.zookeeper().log());
     if (!hosts_.ok()) {
@@ -144,7 +152,7 @@ class Soak {
     const int64_t lines = 1600 * (o_.duration.count() + 20);
     if (!examples::generate_running_sum_input(input_, lines, 1000, 0, o_.seed).ok()) return setup_failed("input");
     auto id = c_.client().submit("running-sum", {"--input", input_, "--output", c_.dir().path("out"), "-p", "4",
-                                                 "--checkpoint-dir", c_.dir().path("chk"), "--checkpoint-interval",
+                                                 "--checkpoint-dir", checkpoint_dir_, "--checkpoint-interval",
                                                  "200ms", "--retained-checkpoints", "3", "--rate", "400"});
     if (!id.ok()) return setup_failed(std::string(id.status().message()));
     job_ = *id;
@@ -171,20 +179,52 @@ class Soak {
   // How jm-a reaches ZooKeeper: through the proxy on loopback.
   std::string jm_a_quorum() const { return proxy_ ? "127.0.0.1:" + std::to_string(proxy_->port()) : ""; }
 
-  // The checkpoint directory on a small tmpfs of its own, when this process
-  // may mount one (root): then a full disk is one of the faults.
+  // The checkpoint disk on a small tmpfs of its own, when this process may
+  // mount one (root): then a full disk is one of the faults.
   void mount_checkpoint_disk() {
-    const std::string dir = c_.dir().path("chk");
+    const std::string dir = c_.dir().path("chk-disk");
+    checkpoint_dir_ = dir;
     std::filesystem::create_directories(dir);
     RunResult r = run_program({"/usr/bin/mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", dir},
                               c_.dir().path("mount"));
     if (r.code == 0) {
       tmpfs_ = dir;
-      std::printf("checkpoints on a 32 MB tmpfs at %s: full disk is one of the faults\n", dir.c_str());
+      std::printf("checkpoints on a 32 MB tmpfs: full disk is one of the faults\n");
     } else {
       std::printf("not injected: a full disk (cannot mount a tmpfs for the checkpoints: %s)\n",
                   r.err.substr(0, r.err.find('\n')).c_str());
     }
+  }
+
+  // The checkpoint directory seen through weir_slowfs (a FUSE pass-through
+  // to the checkpoint disk that delays every write while told to), when it
+  // can be mounted: then a slow disk is one of the faults.
+  void mount_slow_disk() {
+    const std::string bin = std::filesystem::path(weir_bin()).parent_path() / "weir_slowfs";
+    const std::string dir = c_.dir().path("chk");
+    std::filesystem::create_directories(dir);
+    std::string why;
+    if (::access(bin.c_str(), X_OK) != 0) {
+      why = bin + " is missing";
+    } else if (::access("/dev/fuse", R_OK | W_OK) != 0) {
+      why = "no /dev/fuse";
+    } else {
+      auto fs = std::make_unique<Child>(std::vector<std::string>{bin, checkpoint_dir_, dir, "100"},
+                                        c_.dir().path("slowfs"));
+      if (eventually([&] { return !fs->running() || slurp("/proc/self/mounts").find(" " + dir + " fuse") !=
+                                                          std::string::npos; },
+                     std::chrono::seconds(10)) &&
+          fs->running()) {
+        slow_fs_ = std::move(fs);
+        checkpoint_dir_ = dir;
+        std::printf("checkpoints through weir_slowfs: a slow disk (100 ms per write, fsync, create, rename) is "
+                    "one of the faults\n");
+        return;
+      }
+      why = "weir_slowfs did not mount: " + slurp(c_.dir().path("slowfs.err"));
+      why = why.substr(0, why.find('\n'));
+    }
+    std::printf("not injected: a slow disk (%s)\n", why.c_str());
   }
 
   // Fills the checkpoint disk to the last page; returns how many bytes it
@@ -311,6 +351,12 @@ class Soak {
         lasting = std::chrono::milliseconds(3000);
         break;
       }
+      case Fault::kSlowDisk: {
+        slow_fs_->signal(SIGUSR1);
+        undo = [this] { slow_fs_->signal(SIGUSR2); };
+        lasting = std::chrono::milliseconds(5000);
+        break;
+      }
       case Fault::kRestartZooKeeper: {
         c_.zookeeper().stop();
         undo = [this] { zookeeper_back_ = c_.zookeeper().start(); };
@@ -369,7 +415,7 @@ class Soak {
   std::string truncate_newest_state_file(int64_t* id) {
     namespace fs = std::filesystem;
     *id = -1;
-    const fs::path job = fs::path(c_.dir().path("chk")) / job_;
+    const fs::path job = fs::path(checkpoint_dir_) / job_;
     int64_t newest = -1;
     int complete = 0;
     fs::path dir;
@@ -426,12 +472,13 @@ class Soak {
       std::printf("output: cannot check: %s\n", std::string(verdict.status().message()).c_str());
       ok = false;
     } else {
-      std::printf("records: %lld valid, %lld lost, %lld duplicated (%s)\n",
+      std::printf("records: %lld valid, %lld lost, %lld duplicated, %lld out of order within their key (%s)\n",
                   static_cast<long long>(verdict->valid_records), static_cast<long long>(verdict->lost_records),
                   static_cast<long long>(verdict->duplicated_records),
+                  static_cast<long long>(verdict->out_of_order_records),
                   verdict->exactly_once ? "exactly-once" : "NOT exactly-once");
       for (const auto& p : verdict->problems) std::printf("  %s\n", p.c_str());
-      ok = ok && verdict->exactly_once;
+      ok = ok && verdict->exactly_once && verdict->out_of_order_records == 0;
     }
     if (!ok) {
       std::fprintf(stderr, "chaos soak FAILED (seed %llu; replay with --seed %llu); logs under %s\n%s\n",
@@ -458,7 +505,9 @@ class Soak {
   std::map<std::string, std::vector<int64_t>> recovery_ms_;
   int unrecovered_ = 0;
   bool zookeeper_back_ = true;
-  std::string tmpfs_;  // the checkpoint directory when it is a tmpfs of its own
+  std::string tmpfs_;           // the checkpoint disk when it is a tmpfs of its own
+  std::string checkpoint_dir_;  // what the job checkpoints to (through weir_slowfs when it runs)
+  std::unique_ptr<Child> slow_fs_;
   std::vector<Fault> faults_available_;
   int truncations_ = 0;
   int fell_back_ = 0;

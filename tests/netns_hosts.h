@@ -1,7 +1,7 @@
 // Network namespaces joined by a bridge, as separate hosts on a /24 of
-// 10.77.0.0/16 of their own (the first subnet no interface of this host
-// uses, so two sets of hosts can exist at once); this process gets .254 on
-// it. A host's cable can be pulled at the switch: a network partition that
+// 10.77.0.0/16 of their own (this process's preferred one, else the next no
+// interface of this host uses, so two sets of hosts can exist at once); this
+// process gets .254 on it. A host's cable can be pulled at the switch: a network partition that
 // leaves its connections open but silent. Needs root and `ip`; everything is
 // removed with the object.
 #ifndef WEIR_TESTS_NETNS_HOSTS_H_
@@ -16,6 +16,10 @@
 #include "tests/process.h"
 
 namespace weir::testing {
+
+// The first three parts ("10.77.N.") of the subnet this process's hosts
+// prefer; the k-th alternative after it.
+inline std::string netns_subnet(int k = 0) { return "10.77." + std::to_string((::getpid() + k) % 250) + "."; }
 
 class Hosts {
  public:
@@ -86,7 +90,7 @@ class Hosts {
     }
     const std::string used = slurp(log.path("ip.out"));
     for (int k = 0; k < 250; ++k) {
-      const std::string s = "10.77." + std::to_string((::getpid() + k) % 250) + ".";
+      const std::string s = netns_subnet(k);
       if (used.find(" " + s) == std::string::npos) {
         subnet_ = s;
         return true;

@@ -88,6 +88,38 @@ TEST_P(RunningSumBackendTest, BlockingExchangeRerunsOnlyTheFailedStageExactlyOnc
   EXPECT_TRUE(std::filesystem::is_empty(path("results"))) << "result files left behind";
 }
 
+// The checker the soak and these tests trust: committed sums compared with
+// the input count records lost, duplicated, and out of order within their
+// key (commit order), each where it happened.
+TEST_F(RunningSumTest, TheCheckerCountsLostDuplicatedAndOutOfOrderSums) {
+  std::ofstream(path("in.txt")) << "a,1\na,2\na,3\nb,5\nb,7\n";
+  std::filesystem::create_directories(path("out"));
+  auto check = [&](std::vector<std::string> lines) {
+    auto c = examples::check_running_sum({path("in.txt")}, path("out"), &lines);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *c : examples::RunningSumCheck{};
+  };
+  // Sums per key: a 1,3,6 (counts 1..3), b 5,12 (counts 1..2), in order.
+  auto good = check({"a,1,1", "b,5,1", "a,3,2", "b,12,2", "a,6,3"});
+  EXPECT_TRUE(good.exactly_once);
+  EXPECT_EQ(good.lost_records + good.duplicated_records + good.out_of_order_records, 0);
+
+  auto lost = check({"a,1,1", "b,5,1", "a,6,3", "b,12,2"});
+  EXPECT_FALSE(lost.exactly_once);
+  EXPECT_EQ(lost.lost_records, 1);
+  EXPECT_EQ(lost.out_of_order_records, 0);
+
+  auto twice = check({"a,1,1", "a,3,2", "b,5,1", "a,3,2", "b,12,2", "a,6,3"});
+  EXPECT_FALSE(twice.exactly_once);
+  EXPECT_EQ(twice.duplicated_records, 1);
+  EXPECT_EQ(twice.lost_records, 0);
+
+  // Every sum committed once, but a's second after its third.
+  auto swapped = check({"a,1,1", "b,5,1", "a,6,3", "b,12,2", "a,3,2"});
+  EXPECT_EQ(swapped.out_of_order_records, 1);
+  EXPECT_EQ(swapped.lost_records + swapped.duplicated_records, 0);
+}
+
 // With region failover, and with task failover (the failed sum subtask and
 // the sources restart, the other sum subtasks run on; the records dropped in
 // flight are counted and sent again).

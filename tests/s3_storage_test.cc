@@ -1,9 +1,12 @@
 // Checkpoints in S3-compatible storage against a real server (s3rver): the
 // client's requests (signed, multipart, listed, retried), and jobs that
 // checkpoint to s3://, fail, restore and resume from there.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +32,7 @@ using checkpoint::S3Url;
 using testing::Child;
 using testing::S3Server;
 using testing::TempDir;
+namespace fs = std::filesystem;
 
 class S3Test : public ::testing::Test {
  protected:
@@ -417,6 +421,76 @@ TEST_F(S3Test, MissingCredentialsAreAClearError) {
                                       "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
             std::string::npos)
       << no_credentials.err();
+}
+
+// Bytes of state files a job's restores read from local copies, summed over
+// the "restored checkpoint N in X ms (B bytes of state files read, L from
+// local copies)" lines of its log; -1 when no restore was logged.
+int64_t bytes_from_local_copies(const std::string& log) {
+  static const std::string kRead = " bytes of state files read, ";
+  int64_t sum = -1;
+  for (size_t at = log.find(kRead); at != std::string::npos; at = log.find(kRead, at + 1)) {
+    sum = std::max<int64_t>(sum, 0) + std::atoll(log.c_str() + at + kRead.size());
+  }
+  return sum;
+}
+
+// Heap state with checkpoints in S3: after a failure, subtasks restore from
+// the copies of their state files their process kept (none without local
+// recovery); a copy that went bad on the local disk (one byte flipped in
+// every copy as soon as it is written) is noticed by its checksum and the
+// state file read from S3 instead. Every run's output is exactly-once.
+TEST_F(S3Test, HeapStateRestoresFromLocalCopiesAndFallsBackToS3WhenOneIsBroken) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 150000, 5000, 0, seed).ok());
+  auto run = [&](const std::string& name, std::vector<std::string> more) {
+    std::vector<std::string> args = {"--input", path("in.txt"), "--output", path(name + "-out"), "-p", "2",
+                                     "--checkpoint-dir", server_->url(name), "--checkpoint-interval", "100ms",
+                                     "--fail-every", "30000", "--seed", std::to_string(seed), "--rate", "50000",
+                                     "--state-dir", path(name + "-state"), "--verbose"};
+    args.insert(args.end(), more.begin(), more.end());
+    auto r = run_running_sum(*server_, args, path(name));
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected: " << r.out;
+    expect_exactly_once(path(name + "-out"));
+    return r.err;
+  };
+
+  const std::string local = run("local", {});
+  EXPECT_GT(bytes_from_local_copies(local), 0) << local;
+  EXPECT_EQ(local.find("local copy not used"), std::string::npos) << local;
+
+  const std::string remote = run("remote", {"--no-local-recovery"});
+  EXPECT_EQ(bytes_from_local_copies(remote), 0) << remote;
+
+  // The last byte written so far of every copy is flipped: bytes before a
+  // file's end are never written again.
+  std::atomic<bool> stop{false};
+  std::thread flipper([&] {
+    std::set<std::string> flipped;
+    while (!stop) {
+      std::error_code ec;
+      for (fs::recursive_directory_iterator it(path("broken-state"), ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string p = it->path().string();
+        if (p.find("/local/") == std::string::npos || !it->is_regular_file(ec) || flipped.count(p)) continue;
+        const int fd = ::open(p.c_str(), O_RDWR);
+        const off_t size = fd < 0 ? 0 : ::lseek(fd, 0, SEEK_END);
+        char c;
+        if (size > 0 && ::pread(fd, &c, 1, size - 1) == 1) {
+          c = static_cast<char>(~c);
+          if (::pwrite(fd, &c, 1, size - 1) == 1) flipped.insert(p);
+        }
+        if (fd >= 0) ::close(fd);
+      }
+      std::this_thread::yield();
+    }
+  });
+  const std::string broken = run("broken", {});
+  stop = true;
+  flipper.join();
+  EXPECT_NE(broken.find("local copy not used"), std::string::npos) << broken;
+  EXPECT_NE(broken.find("checksum"), std::string::npos) << broken;
 }
 
 // Incremental RocksDB checkpoints in S3: new SST files go up once, under

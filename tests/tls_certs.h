@@ -10,6 +10,7 @@
 #include <string>
 
 #include "network/tls.h"
+#include "tests/netns_hosts.h"
 
 namespace weir::testing {
 
@@ -32,14 +33,20 @@ inline TestCerts make_test_certs(const std::string& dir, const std::string& host
 
 // The process's test certificates, made on first use (under the system temp
 // directory, named by the process id); they also name the hosts of the
-// tests' network namespaces (tests/cluster_failover_test.cc).
+// tests' network namespaces on this process's preferred subnet
+// (tests/netns_hosts.h).
 inline const TestCerts& test_certs() {
   // Removed when the process exits.
   struct Made {
     std::string dir = (std::filesystem::temp_directory_path() /
                        ("weir-test-certs-" + std::to_string(::getpid())))
                           .string();
-    TestCerts certs = make_test_certs(dir, "10.77.0.1 10.77.0.2 10.77.0.3 10.77.0.4 10.77.0.5 10.77.0.6 10.77.0.254");
+    TestCerts certs = make_test_certs(dir, hosts());
+    static std::string hosts() {
+      std::string all;
+      for (const char* h : {"1", "2", "3", "4", "5", "6", "254"}) all += netns_subnet() + h + " ";
+      return all;
+    }
     ~Made() {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);

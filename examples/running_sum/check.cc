@@ -87,6 +87,7 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
   c.output_lines = static_cast<int64_t>(out->size());
   std::map<std::string, std::map<int64_t, int64_t>> sums;  // key -> count -> sum
   std::map<std::string, int64_t> lines_per_key;
+  std::map<std::string, int64_t> last_count;  // key -> the highest count so far, in commit order
   bool exact = true;
   for (const std::string& l : *out) {
     count_line();
@@ -106,6 +107,9 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
       continue;
     }
     ++lines_per_key[key];
+    int64_t& last = last_count[key];
+    if (count < last) ++c.out_of_order_records;
+    last = std::max(last, count);
     if (!sums[key].emplace(count, sum).second) {
       note(c, "duplicate count in output line: " + l);
       exact = false;

@@ -105,6 +105,9 @@ struct RunningSumCheck {
   bool nothing_lost = false;
   int64_t lost_records = 0;        // valid records with no committed sum
   int64_t duplicated_records = 0;  // committed sums of a record seen before
+  // Committed sums of a key that come (in commit order) after a sum of a
+  // later record of the key: each key's sums are promised in order.
+  int64_t out_of_order_records = 0;
   std::vector<std::string> problems;  // the first few differences found
 };
 

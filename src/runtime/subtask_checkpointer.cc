@@ -1,10 +1,18 @@
 #include "runtime/subtask_checkpointer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
 #include "checkpoint/format.h"
+#include "common/file_util.h"
 #include "common/test_points.h"
 #include "runtime/operator_context.h"
 #include "state/rocksdb_store.h"
@@ -46,6 +54,53 @@ absl::Status upload_native(checkpoint::CheckpointStorage* storage, int64_t check
   handle->native_states = native->states();
   return absl::OkStatus();
 }
+
+// A state file written to the checkpoint storage and, for local recovery,
+// to a local copy at the same time. The copy is best effort: when it cannot
+// be written it is dropped (and said so), never the checkpoint.
+class TeeOutput final : public checkpoint::StateFileOutput {
+ public:
+  TeeOutput(std::unique_ptr<checkpoint::StateFileOutput> out, std::filesystem::path copy)
+      : out_(std::move(out)), path_(std::move(copy)) {
+    std::error_code ec;
+    std::filesystem::create_directories(path_.parent_path(), ec);
+    fd_ = ec ? -1 : ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) drop_copy(ec ? ec.message() : std::strerror(errno));
+  }
+  ~TeeOutput() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  absl::Status append(std::string_view bytes) override {
+    if (fd_ >= 0) {
+      absl::Status s = write_all(fd_, bytes, path_.string());
+      if (!s.ok()) drop_copy(std::string(s.message()));
+    }
+    return out_->append(bytes);
+  }
+  absl::Status finish() override {
+    absl::Status s = out_->finish();
+    if (fd_ >= 0 && ::close(fd_) != 0) drop_copy(std::strerror(errno));
+    fd_ = -1;
+    return s;
+  }
+  // Whether the local copy holds every byte.
+  bool copied() const { return !dropped_; }
+
+ private:
+  void drop_copy(const std::string& why) {
+    if (!dropped_) spdlog::warn("no local copy of state file {}: {}", path_.string(), why);
+    dropped_ = true;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+
+  const std::unique_ptr<checkpoint::StateFileOutput> out_;
+  const std::filesystem::path path_;
+  int fd_ = -1;
+  bool dropped_ = false;
+};
 
 }  // namespace
 
@@ -109,13 +164,15 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
       s.handle.subtask = id.subtask;
       s.handle.file = c.uid + "-" + std::to_string(id.subtask) + ".state";
       absl::Status st;
-      if (detail::NativeSnapshot* native = c.snapshot.keyed ? c.snapshot.keyed->native() : nullptr) {
-        const std::string owner = snapshot_owner(c.uid, id.subtask);
+      const std::string owner = snapshot_owner(c.uid, id.subtask);
+      const auto& local = services.local_state;
+      const KeyGroupRange range = c.snapshot.keyed ? c.snapshot.keyed->range() : KeyGroupRange{};
+      detail::NativeSnapshot* native = c.snapshot.keyed ? c.snapshot.keyed->native() : nullptr;
+      if (native != nullptr) {
         st = upload_native(storage, checkpoint_id, owner, native, &s.handle);
         // Local recovery keeps the snapshot's directory once uploaded.
-        const auto& local = services.local_state;
         if (st.ok() && local != nullptr && native->keep_local_copy(local->directory_for(owner, checkpoint_id))) {
-          local->put(owner, checkpoint_id, c.snapshot.keyed->range());
+          local->put(owner, checkpoint_id, range);
         }
       }
       auto out = st.ok() ? storage->create_state_file(checkpoint_id, s.handle.file)
@@ -123,8 +180,18 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
       if (!out.ok()) {
         st = out.status();
       } else {
+        // Local recovery keeps a copy of the state file itself, unless the
+        // state lives in native files (kept above).
+        TeeOutput* tee = nullptr;
+        if (local != nullptr && native == nullptr && local->copies_state_files()) {
+          auto t = std::make_unique<TeeOutput>(std::move(*out),
+                                               local->directory_for(owner, checkpoint_id) / s.handle.file);
+          tee = t.get();
+          *out = std::move(t);
+        }
         st = checkpoint::write_state_file(c.snapshot, &s.handle, out->get());
         if (st.ok()) st = (*out)->finish();
+        if (st.ok() && tee != nullptr && tee->copied()) local->put(owner, checkpoint_id, range);
       }
       if (!st.ok()) {
         services.job_master->decline_checkpoint(id, checkpoint_id, std::string(st.message()));

@@ -7,8 +7,6 @@
 #include <spdlog/spdlog.h>
 
 #include "checkpoint/format.h"
-#include "checkpoint/s3_storage.h"
-#include "checkpoint/state_assignment.h"
 #include "checkpoint/storage.h"
 #include "runtime/remote_results.h"
 
@@ -282,9 +280,10 @@ absl::Status Task::initialize() {
   if (tdd_.restore) {
     size_t bytes = 0;
     for (const auto& f : files) bytes += f->bytes().size();
-    spdlog::info("job {}: {} ({}) restored checkpoint {} in {} ms ({} bytes of state files read)", tdd_.job_id,
-                 vertex_.name, id().to_string(), tdd_.restore->checkpoint_id,
-                 std::chrono::duration_cast<std::chrono::milliseconds>(last_flush_ - restore_began).count(), bytes);
+    spdlog::info("job {}: {} ({}) restored checkpoint {} in {} ms ({} bytes of state files read, {} from local copies)",
+                 tdd_.job_id, vertex_.name, id().to_string(), tdd_.restore->checkpoint_id,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(last_flush_ - restore_began).count(), bytes,
+                 local_bytes_read_);
   }
   return absl::OkStatus();
 }
@@ -391,73 +390,6 @@ void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c) {
   absl::MutexLock lock(&channels_mu_);
   all_channels_.push_back(c);
   if (cancelled_ && !task_failover()) c->close();
-}
-
-absl::StatusOr<detail::OperatorRestore> Task::restore_for(
-    int node, std::vector<std::shared_ptr<const checkpoint::StateFileBytes>>* files) {
-  detail::OperatorRestore r;
-  const std::string& uid = graph_->uids[node];
-  const checkpoint::OperatorStateHandles* h = tdd_.restore->find(uid);
-  if (h == nullptr) return r;  // an operator new to this job: starts empty
-  r.release = [files](std::string_view part) {
-    for (const auto& f : *files) {
-      std::string_view all = f->bytes();
-      if (part.data() >= all.data() && part.data() + part.size() <= all.data() + all.size()) {
-        f->release(part);
-        return;
-      }
-    }
-  };
-  // Read each needed state file once: whole when this subtask takes some of
-  // its key groups, else only its operator-state section.
-  std::vector<std::pair<const checkpoint::OperatorSubtaskState*, std::string_view>> read;
-  std::vector<std::pair<int, detail::OperatorStateMap>> op_states;
-  for (const checkpoint::OperatorSubtaskState* s : checkpoint::states_to_read(*h, tdd_.key_groups)) {
-    const bool whole = !checkpoint::overlap(s->key_groups, tdd_.key_groups).empty();
-    auto bytes = whole ? services_.storage->read_state_file(tdd_.restore_location, *s)
-                       : services_.storage->read_operator_state(tdd_.restore_location, *s);
-    if (!bytes.ok()) return bytes.status();
-    files->push_back(std::move(*bytes));
-    const std::string_view section =
-        whole ? files->back()->bytes().substr(s->operator_state_offset, s->operator_state_length)
-              : files->back()->bytes();
-    auto st = checkpoint::decode_operator_state(section);
-    if (!st.ok()) return st.status();
-    op_states.emplace_back(s->subtask, std::move(*st));
-    if (whole) read.emplace_back(s, files->back()->bytes());
-  }
-  r.operator_state = checkpoint::assign_operator_state(std::move(op_states), h->parallelism,
-                                                       tdd_.execution.subtask, vertex_.parallelism);
-  // Keyed state: the key groups of this subtask's range, or the native
-  // snapshots holding them.
-  for (auto& [s, bytes] : read) {
-    const KeyGroupRange take = checkpoint::overlap(s->key_groups, tdd_.key_groups);
-    if (take.empty()) continue;
-    if (s->is_native()) {
-      detail::NativeRestore n;
-      n.range = s->key_groups;
-      std::vector<uint64_t> sizes;
-      for (const auto& f : s->native_files) {
-        n.files.push_back(checkpoint::native_file_location(tdd_.restore_location, f.path));
-        sizes.push_back(f.size);
-      }
-      if (checkpoint::is_s3_url(tdd_.restore_location)) {
-        n.download = [location = tdd_.restore_location, state = *s](const std::string& dir) {
-          return checkpoint::download_native_files(location, state, dir);
-        };
-      }
-      n.states = s->native_states;
-      if (services_.local_state != nullptr) {
-        auto local = services_.local_state->find(snapshot_owner(uid, s->subtask), tdd_.restore->checkpoint_id,
-                                                 s->key_groups, std::move(sizes));
-        if (local) n.local_files = std::move(*local);
-      }
-      r.native.push_back(std::move(n));
-      continue;
-    }
-    for (int kg = take.start; kg < take.end; ++kg) r.key_groups.push_back({kg, s->key_group_bytes(bytes, kg)});
-  }
-  return r;
 }
 
 void Task::loop() {

@@ -178,8 +178,14 @@ class Task {
   // that wrote it.
   absl::StatusOr<std::shared_ptr<network::ChannelReader>> open_result(const graph::JobEdge& je, int edge,
                                                                       int producer);
+  // What operator `node` restores from (runtime/task_restore.cc); the state
+  // files it read are added to `files`.
   absl::StatusOr<detail::OperatorRestore> restore_for(
       int node, std::vector<std::shared_ptr<const checkpoint::StateFileBytes>>* files);
+  // State file `s` of operator `uid` (whole, or its operator-state section
+  // alone) from this process's intact local copy, else from the checkpoint.
+  absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> read_state(
+      const std::string& uid, const checkpoint::OperatorSubtaskState& s, bool whole);
   void loop();
   bool poll_inputs();
   void process_event(int channel, network::ChannelEvent ev);
@@ -270,6 +276,7 @@ class Task {
   bool replaying_ = false;
   int block_key_group_ = -1;  // of the key block being replayed
   int64_t dropped_on_failure_ = 0;  // --failover task: the records a failing input buffer took along
+  size_t local_bytes_read_ = 0;      // of the restore's state files, from local copies
   int64_t align_id_ = -1;
   std::chrono::steady_clock::time_point align_start_;
   std::chrono::steady_clock::time_point last_flush_;

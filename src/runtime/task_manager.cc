@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "checkpoint/s3_storage.h"
 #include "state/rocksdb_store.h"
 #include "state/state_directory.h"
 
@@ -36,7 +37,13 @@ TaskManager::~TaskManager() {
 
 void TaskManager::register_job(const std::string& job_id, JobContext ctx) {
   const StateBackendConfig& state = ctx.config.state;
-  if (state.kind == StateBackendKind::kRocksDb) {
+  // Local recovery: copies of native snapshots (their files are local
+  // anyway), and of state files when the checkpoints live remotely.
+  const bool native = state.kind == StateBackendKind::kRocksDb && ctx.config.checkpoint.incremental &&
+                      ctx.storage != nullptr && ctx.storage->supports_native();
+  const bool remote = checkpoint::is_s3_url(ctx.config.checkpoint.directory);
+  const bool local_recovery = state.local_recovery && ctx.storage != nullptr && (native || remote);
+  if (state.kind == StateBackendKind::kRocksDb || local_recovery) {
     // Own the job's local state directory; remove those of dead processes.
     const std::filesystem::path root = state::state_root(state.local_directory, job_id).parent_path();
     for (const auto& stale : state::JobStateDirectory::sweep(root)) {
@@ -49,10 +56,9 @@ void TaskManager::register_job(const std::string& job_id, JobContext ctx) {
       spdlog::warn("job {}: {}", job_id, std::string(dir.status().message()));
     }
   }
-  if (state.local_recovery && state.kind == StateBackendKind::kRocksDb && ctx.config.checkpoint.incremental &&
-      ctx.storage != nullptr && ctx.storage->supports_native()) {
-    ctx.local_state =
-        std::make_shared<state::LocalStateStore>(state::state_root(state.local_directory, job_id) / "local");
+  if (local_recovery) {
+    ctx.local_state = std::make_shared<state::LocalStateStore>(
+        state::state_root(state.local_directory, job_id) / "local", /*copy_state_files=*/remote);
   }
   absl::MutexLock lock(&mu_);
   jobs_[job_id] = std::make_unique<JobContext>(std::move(ctx));

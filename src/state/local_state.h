@@ -1,13 +1,16 @@
-// Local recovery: the local copies of a job's native (RocksDB) snapshots,
-// kept by the process that took them, so that after a task failure in the
-// same process a subtask restores from its local copy instead of copying
-// the checkpoint's files back.
+// Local recovery: the local copies of a job's snapshots, kept by the process
+// that took them, so that after a task failure in the same process a
+// subtask restores from its local copy instead of reading the checkpoint's
+// files back (from S3, say).
 //
-// A copy is the RocksDB checkpoint directory of a snapshot (hard links to
-// the working copy's files), moved under `<root>/<owner>/chk-<id>` once its
-// upload has finished. When a checkpoint is confirmed complete, older copies
-// are deleted; the newest confirmed one (and newer, pending ones) stay. The
-// whole root goes with the store (when the job ends in this process).
+// A copy lives in `<root>/<owner>/chk-<id>`: the RocksDB checkpoint
+// directory of a native snapshot (hard links to the working copy's files),
+// moved there once its upload has finished; or, when the store copies state
+// files (checkpoints on remote storage), the state file as it was written
+// to the checkpoint, under its own name. When a checkpoint is confirmed
+// complete, older copies are deleted; the newest confirmed one (and newer,
+// pending ones) stay. The whole root goes with the store (when the job ends
+// in this process).
 //
 // A copy is used only when it is known to be intact: registered for the
 // same owner, checkpoint and key-group range, with every file present at its
@@ -33,11 +36,15 @@ namespace weir::state {
 
 class LocalStateStore {
  public:
-  explicit LocalStateStore(std::filesystem::path root) : root_(std::move(root)) {}
+  // `copy_state_files`: keep copies of state files too, not only of native
+  // snapshots.
+  explicit LocalStateStore(std::filesystem::path root, bool copy_state_files = false)
+      : root_(std::move(root)), copy_state_files_(copy_state_files) {}
   ~LocalStateStore();
   LocalStateStore(const LocalStateStore&) = delete;
   LocalStateStore& operator=(const LocalStateStore&) = delete;
 
+  bool copies_state_files() const { return copy_state_files_; }
   // Where the copy of `owner`'s snapshot for `checkpoint_id` goes.
   std::filesystem::path directory_for(const std::string& owner, int64_t checkpoint_id) const;
   // Registers the copy in directory_for(owner, checkpoint_id); records its
@@ -62,6 +69,7 @@ class LocalStateStore {
   };
 
   const std::filesystem::path root_;
+  const bool copy_state_files_;
   mutable std::mutex mu_;
   // owner -> checkpoint id -> copy
   std::map<std::string, std::map<int64_t, Copy>> copies_;
