@@ -39,7 +39,7 @@ void sink(const DataStream<std::string>& rows, const QueryOptions& o) {
   }
 }
 
-DataStream<Event> events(StreamEnvironment& env, const QueryOptions& o) {
+DataStream<Event> events(StreamEnvironment& env, const QueryOptions& o, const std::string& uid) {
   if (!o.kafka_topic.empty()) return kafka_events(env, o);
   auto gen = std::make_shared<const Generator>(o.generator);
   SourceOptions so = o.source;
@@ -47,7 +47,7 @@ DataStream<Event> events(StreamEnvironment& env, const QueryOptions& o) {
       Duration(o.watermark_slack_ms), [](const Event& e) { return e.date_time(); });
   auto s = env.from_source<Event>([gen, so] { return std::make_unique<NexmarkSource>(gen, so); },
                                   "nexmark", wm);
-  s.uid("nexmark-source");
+  s.uid(uid);
   return s;
 }
 

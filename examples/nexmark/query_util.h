@@ -16,8 +16,8 @@ namespace weir::nexmark::internal {
 inline constexpr int64_t kSecond = 1000;
 
 // Reads the generated events; the watermark lags the newest event time by
-// the configured slack.
-DataStream<Event> events(StreamEnvironment& env, const QueryOptions& o);
+// the configured slack. `uid`: the source's.
+DataStream<Event> events(StreamEnvironment& env, const QueryOptions& o, const std::string& uid = "nexmark-source");
 // The events of o.kafka_topic (examples/nexmark/kafka_io.cc).
 DataStream<Event> kafka_events(StreamEnvironment& env, const QueryOptions& o);
 DataStream<Bid> bids(StreamEnvironment& env, const QueryOptions& o);

@@ -32,17 +32,6 @@
 namespace weir::cli {
 namespace {
 
-constexpr int kOk = 0;
-constexpr int kBadArguments = 2;
-constexpr int kBadInput = 3;
-constexpr int kJobFailed = 4;
-constexpr int kInterrupted = 7;
-
-int fail(int code, const std::string& message) {
-  std::fprintf(stderr, "weir: %s\n", message.c_str());
-  return code;
-}
-
 int exit_code(const absl::Status& s) {
   if (absl::IsUnavailable(s)) return kClusterUnreachable;
   if (absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s)) return kClusterRefused;

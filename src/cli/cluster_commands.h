@@ -7,11 +7,9 @@
 #include <memory>
 #include <optional>
 
-namespace weir::cli {
+#include "cli/exit_codes.h"
 
-// Exit codes of the cluster commands, beside the common ones (docs/cli.md).
-inline constexpr int kClusterUnreachable = 5;  // no JobManager at the address
-inline constexpr int kClusterRefused = 6;      // the secret was missing or wrong
+namespace weir::cli {
 
 class ClusterCommands {
  public:

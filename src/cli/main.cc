@@ -33,10 +33,12 @@
 #include "cli/embedded.h"
 #include "cli/jobs.h"
 #include "cli/help.h"
+#include "cli/exit_codes.h"
 #include "cli/job_settings.h"
 #include "cli/logging.h"
 #include "cli/progress.h"
 #include "cli/s3_options.h"
+#include "cli/sql_command.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "weir/version.h"
@@ -44,21 +46,14 @@
 
 namespace {
 
-enum ExitCode : int {
-  kOk = 0,
-  kMismatch = 1,
-  kBadArguments = 2,
-  kBadInput = 3,
-  kJobFailed = 4,
-};
-
+using weir::cli::fail;
 using weir::cli::JobFlags;
+using weir::cli::kBadArguments;
+using weir::cli::kBadInput;
+using weir::cli::kJobFailed;
+using weir::cli::kMismatch;
+using weir::cli::kOk;
 using weir::cli::NexmarkFlags;
-
-int fail(int code, const std::string& message) {
-  std::fprintf(stderr, "weir: %s\n", message.c_str());
-  return code;
-}
 
 int exit_code_for(const absl::Status& s) {
   if (absl::IsInvalidArgument(s)) return kBadArguments;
@@ -399,6 +394,7 @@ int main(int argc, char** argv) {
   for (CLI::App* c : {rs, orders, nx}) weir::cli::add_s3_options(c, &s3_options);
 
   weir::cli::ClusterCommands cluster(app);
+  weir::cli::SqlCommand sql(app);
 
   try {
     app.parse(argc, argv);
@@ -414,6 +410,7 @@ int main(int argc, char** argv) {
   }
 
   if (auto code = cluster.run()) return *code;
+  if (auto code = sql.run()) return *code;
   for (CLI::App* c : {rs, orders, nx}) {
     if (!c->parsed()) continue;
     const char* config = std::getenv("WEIR_CONFIG");

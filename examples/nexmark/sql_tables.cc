@@ -1,0 +1,175 @@
+#include "examples/nexmark/sql_tables.h"
+
+#include <functional>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "examples/nexmark/query_util.h"
+
+namespace weir::nexmark {
+namespace {
+
+using sql::TypeKind;
+
+enum class FieldKind { kNumber, kTime, kText };
+
+template <typename T>
+struct FieldOf {
+  const char* name;
+  FieldKind kind;
+  std::function<Value(const T&)> get;
+};
+
+template <typename T>
+FieldOf<T> number(const char* name, int64_t T::*m) {
+  return {name, FieldKind::kNumber, [m](const T& x) { return Value{x.*m}; }};
+}
+template <typename T>
+FieldOf<T> time(const char* name, int64_t T::*m) {
+  return {name, FieldKind::kTime, [m](const T& x) { return Value{x.*m}; }};
+}
+template <typename T>
+FieldOf<T> text(const char* name, std::string T::*m) {
+  return {name, FieldKind::kText, [m](const T& x) { return Value{x.*m}; }};
+}
+
+const std::vector<FieldOf<Bid>>& bid_fields() {
+  static const std::vector<FieldOf<Bid>> f = {
+      number("auction", &Bid::auction), number("bidder", &Bid::bidder), number("price", &Bid::price),
+      text("channel", &Bid::channel),   text("url", &Bid::url),          time("date_time", &Bid::date_time),
+      text("extra", &Bid::extra)};
+  return f;
+}
+const std::vector<FieldOf<Auction>>& auction_fields() {
+  static const std::vector<FieldOf<Auction>> f = {
+      number("id", &Auction::id),          text("item_name", &Auction::item_name),
+      text("description", &Auction::description), number("initial_bid", &Auction::initial_bid),
+      number("reserve", &Auction::reserve), time("date_time", &Auction::date_time),
+      time("expires", &Auction::expires),   number("seller", &Auction::seller),
+      number("category", &Auction::category), text("extra", &Auction::extra)};
+  return f;
+}
+const std::vector<FieldOf<Person>>& person_fields() {
+  static const std::vector<FieldOf<Person>> f = {
+      number("id", &Person::id),     text("name", &Person::name),   text("email", &Person::email),
+      text("credit_card", &Person::credit_card), text("city", &Person::city), text("state", &Person::state),
+      time("date_time", &Person::date_time),     text("extra", &Person::extra)};
+  return f;
+}
+
+std::string normalized(std::string s) {
+  s = absl::AsciiStrToLower(s);
+  s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+  return s;
+}
+
+// The getters of the table's columns, in its order; an error names the
+// column and what it could be.
+template <typename T>
+absl::StatusOr<std::vector<std::function<Value(const T&)>>> getters(const sql::TableDef& t,
+                                                                    const std::vector<FieldOf<T>>& fields,
+                                                                    const std::string& kind) {
+  std::vector<std::function<Value(const T&)>> out;
+  for (const sql::Column& c : t.columns) {
+    const FieldOf<T>* f = nullptr;
+    for (const auto& x : fields) {
+      if (normalized(x.name) == normalized(c.name)) f = &x;
+    }
+    if (f == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& x : fields) names.push_back(x.name);
+      return absl::InvalidArgumentError("table " + t.name + ": a Nexmark " + kind + " has no field " + c.name +
+                                        " (it has " + absl::StrJoin(names, ", ") + ")");
+    }
+    const TypeKind k = c.type.kind;
+    const bool ok = f->kind == FieldKind::kText ? k == TypeKind::kVarchar
+                    : f->kind == FieldKind::kTime ? (k == TypeKind::kTimestamp || k == TypeKind::kBigInt)
+                                                  : k == TypeKind::kBigInt;
+    if (!ok) {
+      const char* want = f->kind == FieldKind::kText ? "VARCHAR" : f->kind == FieldKind::kTime ? "TIMESTAMP(3) or BIGINT" : "BIGINT";
+      return absl::InvalidArgumentError("table " + t.name + ": column " + c.name + " is " +
+                                        std::string(sql::type_name(k)) + ", the Nexmark field " + f->name + " " + want);
+    }
+    out.push_back(f->get);
+  }
+  return out;
+}
+
+template <typename T>
+std::function<Row(const Event&)> to_row(std::vector<std::function<Value(const T&)>> get, const T Event::*member) {
+  return [get = std::move(get), member](const Event& e) {
+    Row r;
+    r.values.reserve(get.size());
+    for (const auto& g : get) r.values.push_back(g(e.*member));
+    return r;
+  };
+}
+
+absl::Status apply_options(const sql::TableDef& t, QueryOptions* o) {
+  for (const auto& [name, value] : t.options) {
+    int64_t* target = name == "events"       ? &o->source.events
+                      : name == "rate"       ? &o->source.rate_limit
+                      : name == "event-rate" ? &o->generator.event_rate
+                      : name == "fail-every" ? &o->source.fail_every
+                                             : nullptr;
+    if (name == "seed") {
+      if (!absl::SimpleAtoi(value, &o->source.seed)) return absl::InvalidArgumentError("table " + t.name + ": seed '" + value + "' is not a number");
+      continue;
+    }
+    if (target == nullptr) {
+      if (name == "connector" || name == "kind" || name == "watermark") continue;
+      return absl::InvalidArgumentError("table " + t.name + ": unknown option '" + name +
+                                        "' of the nexmark connector (kind, events, rate, event-rate, seed, fail-every, watermark)");
+    }
+    if (!absl::SimpleAtoi(value, target) || *target < 0) {
+      return absl::InvalidArgumentError("table " + t.name + ": " + name + " '" + value + "' is not a whole number");
+    }
+  }
+  if (t.watermark) o->watermark_slack_ms = t.watermark->delay_ms;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+sql::TableSource nexmark_table_source(QueryOptions defaults) {
+  return [defaults](StreamEnvironment& env, const sql::TableDef& t, const std::string& uid) -> absl::StatusOr<DataStream<Row>> {
+    QueryOptions o = defaults;
+    absl::Status s = apply_options(t, &o);
+    if (!s.ok()) return s;
+    auto kind_it = t.options.find("kind");
+    const std::string kind = absl::AsciiStrToLower(kind_it != t.options.end() ? kind_it->second : t.name);
+    std::function<Row(const Event&)> convert;
+    EventType type;
+    if (kind == "bid") {
+      auto g = getters(t, bid_fields(), kind);
+      if (!g.ok()) return g.status();
+      convert = to_row(*std::move(g), &Event::bid);
+      type = EventType::kBid;
+    } else if (kind == "auction") {
+      auto g = getters(t, auction_fields(), kind);
+      if (!g.ok()) return g.status();
+      convert = to_row(*std::move(g), &Event::auction);
+      type = EventType::kAuction;
+    } else if (kind == "person") {
+      auto g = getters(t, person_fields(), kind);
+      if (!g.ok()) return g.status();
+      convert = to_row(*std::move(g), &Event::person);
+      type = EventType::kPerson;
+    } else {
+      return absl::InvalidArgumentError("table " + t.name + ": a Nexmark table is of kind 'bid', 'auction' or "
+                                        "'person' (option kind, or the table's name), not '" + kind + "'");
+    }
+    DataStream<Row> rows = internal::events(env, o, uid + "-source")
+                               .flat_map<Row>(
+                                   [type, convert](const Event& e, Collector<Row>& out) {
+                                     if (e.type == type) out.collect(convert(e));
+                                   },
+                                   "to-rows");
+    rows.uid(uid);
+    return rows;
+  };
+}
+
+}  // namespace weir::nexmark

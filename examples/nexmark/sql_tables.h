@@ -1,0 +1,28 @@
+// The Nexmark generator as SQL tables (connector = 'nexmark'): a table of
+// bids, auctions or persons, as option 'kind' says (default: the table's
+// name, 'bid', 'auction' or 'person'). Its columns are any of the event's
+// fields, by name in any order; a name matches with or without underscores
+// and in any case (dateTime is date_time). Times (date_time, expires) are
+// TIMESTAMP(3) or BIGINT milliseconds; the other numbers BIGINT; text
+// VARCHAR.
+//
+// Options (each defaults to the command line's value): 'events' (events
+// generated in all, of every kind), 'rate' (events per second per source
+// subtask, 0 unlimited), 'seed', 'event-rate' (events per second of event
+// time), 'fail-every' (a failure injected every ~N events: for tests).
+// The table's watermark (option 'watermark') lags its time column; without
+// one, the generator's slack (4 s) applies.
+#ifndef WEIR_EXAMPLES_NEXMARK_SQL_TABLES_H_
+#define WEIR_EXAMPLES_NEXMARK_SQL_TABLES_H_
+
+#include "examples/nexmark/queries.h"
+#include "sql/job_builder.h"
+
+namespace weir::nexmark {
+
+// `defaults`: the generator and source settings a table's options override.
+sql::TableSource nexmark_table_source(QueryOptions defaults);
+
+}  // namespace weir::nexmark
+
+#endif  // WEIR_EXAMPLES_NEXMARK_SQL_TABLES_H_

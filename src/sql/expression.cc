@@ -1,0 +1,356 @@
+#include "sql/expression.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+
+namespace weir::sql {
+namespace {
+
+bool is_null(const Value& v) { return std::holds_alternative<std::monostate>(v); }
+
+double as_double(const Value& v) {
+  return std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<int64_t>(v));
+}
+
+absl::Status overflow(Op op) {
+  return absl::OutOfRangeError("BIGINT overflow in " + std::string(op_name(op)));
+}
+
+absl::StatusOr<Value> arithmetic(Op op, TypeKind type, const Value& a, const Value& b) {
+  if (type == TypeKind::kDouble) {
+    const double x = as_double(a), y = as_double(b);
+    switch (op) {
+      case Op::kAdd: return x + y;
+      case Op::kSubtract: return x - y;
+      case Op::kMultiply: return x * y;
+      case Op::kDivide:
+        if (y == 0) return absl::OutOfRangeError("division by zero");
+        return x / y;
+      case Op::kModulo:
+        if (y == 0) return absl::OutOfRangeError("division by zero");
+        return std::fmod(x, y);
+      default: break;
+    }
+    return absl::InternalError("not arithmetic");
+  }
+  // BIGINT, TIMESTAMP and INTERVAL are all int64 milliseconds or integers.
+  const int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
+  int64_t r = 0;
+  switch (op) {
+    case Op::kAdd:
+      if (__builtin_add_overflow(x, y, &r)) return overflow(op);
+      return r;
+    case Op::kSubtract:
+      if (__builtin_sub_overflow(x, y, &r)) return overflow(op);
+      return r;
+    case Op::kMultiply:
+      if (__builtin_mul_overflow(x, y, &r)) return overflow(op);
+      return r;
+    case Op::kDivide:
+    case Op::kModulo:
+      if (y == 0) return absl::OutOfRangeError("division by zero");
+      if (x == INT64_MIN && y == -1) return overflow(op);
+      return op == Op::kDivide ? x / y : x % y;
+    default: break;
+  }
+  return absl::InternalError("not arithmetic");
+}
+
+// -1, 0, 1; both operands non-NULL and of comparable types.
+int compare(const Value& a, const Value& b) {
+  if (std::holds_alternative<double>(a) || std::holds_alternative<double>(b)) {
+    const double x = as_double(a), y = as_double(b);
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  if (std::holds_alternative<int64_t>(a)) {
+    const int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  if (std::holds_alternative<bool>(a)) return static_cast<int>(std::get<bool>(a)) - static_cast<int>(std::get<bool>(b));
+  const int c = std::get<std::string>(a).compare(std::get<std::string>(b));
+  return c < 0 ? -1 : (c > 0 ? 1 : 0);
+}
+
+std::string timestamp_text(int64_t ms) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+}
+
+absl::StatusOr<Value> cast(const Value& v, TypeKind from, TypeKind to) {
+  if (is_null(v) || from == to) return v;
+  switch (to) {
+    case TypeKind::kBigInt:
+      if (from == TypeKind::kDouble) {
+        const double d = std::trunc(std::get<double>(v));
+        if (!(d >= -9.2233720368547758e18 && d < 9.2233720368547758e18)) return absl::OutOfRangeError("CAST to BIGINT: out of range");
+        return static_cast<int64_t>(d);
+      }
+      if (from == TypeKind::kBoolean) return static_cast<int64_t>(std::get<bool>(v));
+      if (from == TypeKind::kTimestamp || from == TypeKind::kInterval) return std::get<int64_t>(v);
+      if (from == TypeKind::kVarchar) {
+        int64_t n;
+        if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(std::get<std::string>(v)), &n)) {
+          return absl::InvalidArgumentError("CAST to BIGINT: not an integer: '" + std::get<std::string>(v) + "'");
+        }
+        return n;
+      }
+      break;
+    case TypeKind::kDouble:
+      if (from == TypeKind::kBigInt) return static_cast<double>(std::get<int64_t>(v));
+      if (from == TypeKind::kVarchar) {
+        double d;
+        if (!absl::SimpleAtod(absl::StripAsciiWhitespace(std::get<std::string>(v)), &d)) {
+          return absl::InvalidArgumentError("CAST to DOUBLE: not a number: '" + std::get<std::string>(v) + "'");
+        }
+        return d;
+      }
+      break;
+    case TypeKind::kVarchar:
+      if (from == TypeKind::kTimestamp) return timestamp_text(std::get<int64_t>(v));
+      if (std::holds_alternative<bool>(v)) return std::string(std::get<bool>(v) ? "TRUE" : "FALSE");
+      if (std::holds_alternative<double>(v)) return absl::StrCat(std::get<double>(v));
+      if (std::holds_alternative<int64_t>(v)) return absl::StrCat(std::get<int64_t>(v));
+      return v;
+    case TypeKind::kBoolean:
+      if (from == TypeKind::kBigInt) return std::get<int64_t>(v) != 0;
+      if (from == TypeKind::kVarchar) {
+        const std::string s = absl::AsciiStrToLower(absl::StripAsciiWhitespace(std::get<std::string>(v)));
+        if (s == "true" || s == "t" || s == "1") return true;
+        if (s == "false" || s == "f" || s == "0") return false;
+        return absl::InvalidArgumentError("CAST to BOOLEAN: not a truth value: '" + std::get<std::string>(v) + "'");
+      }
+      break;
+    case TypeKind::kTimestamp:
+      if (from == TypeKind::kBigInt) return std::get<int64_t>(v);
+      if (from == TypeKind::kVarchar) {
+        absl::Time t;
+        std::string err;
+        if (!absl::ParseTime("%Y-%m-%d %H:%M:%E*S", std::get<std::string>(v), absl::UTCTimeZone(), &t, &err) &&
+            !absl::ParseTime("%Y-%m-%d", std::get<std::string>(v), absl::UTCTimeZone(), &t, &err)) {
+          return absl::InvalidArgumentError("CAST to TIMESTAMP: not a timestamp: '" + std::get<std::string>(v) + "'");
+        }
+        return absl::ToUnixMillis(t);
+      }
+      break;
+    case TypeKind::kInterval:
+      if (from == TypeKind::kBigInt) return std::get<int64_t>(v);
+      break;
+    case TypeKind::kNull:
+      break;
+  }
+  return absl::InvalidArgumentError("cannot CAST " + std::string(type_name(from)) + " to " + std::string(type_name(to)));
+}
+
+}  // namespace
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::kAdd: return "+";
+    case Op::kSubtract: return "-";
+    case Op::kMultiply: return "*";
+    case Op::kDivide: return "/";
+    case Op::kModulo: return "%";
+    case Op::kNegate: return "-";
+    case Op::kEqual: return "=";
+    case Op::kNotEqual: return "<>";
+    case Op::kLess: return "<";
+    case Op::kLessEqual: return "<=";
+    case Op::kGreater: return ">";
+    case Op::kGreaterEqual: return ">=";
+    case Op::kAnd: return "AND";
+    case Op::kOr: return "OR";
+    case Op::kNot: return "NOT";
+    case Op::kIsNull: return "IS NULL";
+    case Op::kIsNotNull: return "IS NOT NULL";
+    case Op::kCast: return "CAST";
+    case Op::kCase: return "CASE";
+    case Op::kCoalesce: return "COALESCE";
+    case Op::kConcat: return "||";
+    case Op::kLower: return "LOWER";
+    case Op::kUpper: return "UPPER";
+    case Op::kCharLength: return "CHAR_LENGTH";
+    case Op::kAbs: return "ABS";
+  }
+  return "?";
+}
+
+Expr Expr::column_ref(int index, Type type) {
+  Expr e;
+  e.kind = Kind::kColumn;
+  e.column = index;
+  e.type = type;
+  return e;
+}
+
+Expr Expr::constant(Value v, Type type) {
+  Expr e;
+  e.kind = Kind::kLiteral;
+  type.nullable = std::holds_alternative<std::monostate>(v);
+  e.type = type;
+  e.literal = std::move(v);
+  return e;
+}
+
+Expr Expr::call(Op op, Type type, std::vector<Expr> args) {
+  Expr e;
+  e.kind = Kind::kCall;
+  e.op = op;
+  e.type = type;
+  e.args = std::move(args);
+  return e;
+}
+
+bool Expr::is_constant() const {
+  if (kind == Kind::kColumn) return false;
+  for (const Expr& a : args) {
+    if (!a.is_constant()) return false;
+  }
+  return true;
+}
+
+std::string literal_text(const Value& v, TypeKind type) {
+  if (std::holds_alternative<std::monostate>(v)) return "NULL";
+  if (std::holds_alternative<bool>(v)) return std::get<bool>(v) ? "TRUE" : "FALSE";
+  if (std::holds_alternative<double>(v)) return absl::StrCat(std::get<double>(v));
+  if (std::holds_alternative<std::string>(v)) {
+    std::string s = "'";
+    for (char c : std::get<std::string>(v)) s += c == '\'' ? std::string("''") : std::string(1, c);
+    return s + "'";
+  }
+  const int64_t n = std::get<int64_t>(v);
+  if (type == TypeKind::kTimestamp) return "TIMESTAMP '" + timestamp_text(n) + "'";
+  if (type == TypeKind::kInterval) return "INTERVAL '" + absl::StrCat(n) + "' MILLISECOND";
+  return absl::StrCat(n);
+}
+
+std::string Expr::to_string(const std::vector<std::string>& input) const {
+  if (kind == Kind::kColumn) return column >= 0 && column < static_cast<int>(input.size()) ? input[column] : "$" + std::to_string(column);
+  if (kind == Kind::kLiteral) return literal_text(literal, type.kind);
+  std::vector<std::string> a;
+  for (const Expr& x : args) a.push_back(x.to_string(input));
+  switch (op) {
+    case Op::kNegate: return "-" + a[0];
+    case Op::kNot: return "NOT " + a[0];
+    case Op::kIsNull:
+    case Op::kIsNotNull: return a[0] + " " + std::string(op_name(op));
+    case Op::kCast: return "CAST(" + a[0] + " AS " + std::string(type_name(type.kind)) + ")";
+    case Op::kCase: {
+      std::string s = "CASE";
+      const size_t pairs = (args.size() - (has_else ? 1 : 0)) / 2;
+      for (size_t i = 0; i < pairs; ++i) s += " WHEN " + a[2 * i] + " THEN " + a[2 * i + 1];
+      if (has_else) s += " ELSE " + a.back();
+      return s + " END";
+    }
+    case Op::kCoalesce:
+    case Op::kLower:
+    case Op::kUpper:
+    case Op::kCharLength:
+    case Op::kAbs: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
+    default: return "(" + a[0] + " " + std::string(op_name(op)) + " " + a[1] + ")";
+  }
+}
+
+absl::StatusOr<Value> evaluate(const Expr& e, const Row& row) {
+  if (e.kind == Expr::Kind::kColumn) return row.values[e.column];
+  if (e.kind == Expr::Kind::kLiteral) return e.literal;
+  // Operators that look at NULLs themselves, evaluating lazily.
+  switch (e.op) {
+    case Op::kAnd:
+    case Op::kOr: {
+      const bool stop_on = e.op == Op::kOr;  // OR stops on TRUE, AND on FALSE
+      bool saw_null = false;
+      for (const Expr& a : e.args) {
+        auto v = evaluate(a, row);
+        if (!v.ok()) return v.status();
+        if (is_null(*v)) {
+          saw_null = true;
+        } else if (std::get<bool>(*v) == stop_on) {
+          return stop_on;
+        }
+      }
+      return saw_null ? Value{} : Value{!stop_on};
+    }
+    case Op::kIsNull:
+    case Op::kIsNotNull: {
+      auto v = evaluate(e.args[0], row);
+      if (!v.ok()) return v.status();
+      return is_null(*v) == (e.op == Op::kIsNull);
+    }
+    case Op::kCoalesce:
+      for (const Expr& a : e.args) {
+        auto v = evaluate(a, row);
+        if (!v.ok() || !is_null(*v)) return v;
+      }
+      return Value{};
+    case Op::kCase: {
+      const size_t pairs = (e.args.size() - (e.has_else ? 1 : 0)) / 2;
+      for (size_t i = 0; i < pairs; ++i) {
+        auto when = evaluate(e.args[2 * i], row);
+        if (!when.ok()) return when.status();
+        if (!is_null(*when) && std::get<bool>(*when)) return evaluate(e.args[2 * i + 1], row);
+      }
+      return e.has_else ? evaluate(e.args.back(), row) : Value{};
+    }
+    default:
+      break;
+  }
+  std::vector<Value> v;
+  v.reserve(e.args.size());
+  for (const Expr& a : e.args) {
+    auto x = evaluate(a, row);
+    if (!x.ok()) return x.status();
+    if (is_null(*x)) return Value{};  // strict from here on
+    v.push_back(*std::move(x));
+  }
+  switch (e.op) {
+    case Op::kAdd:
+    case Op::kSubtract:
+    case Op::kMultiply:
+    case Op::kDivide:
+    case Op::kModulo:
+      return arithmetic(e.op, e.type.kind, v[0], v[1]);
+    case Op::kNegate:
+      if (std::holds_alternative<double>(v[0])) return -std::get<double>(v[0]);
+      if (std::get<int64_t>(v[0]) == INT64_MIN) return overflow(e.op);
+      return -std::get<int64_t>(v[0]);
+    case Op::kEqual: return compare(v[0], v[1]) == 0;
+    case Op::kNotEqual: return compare(v[0], v[1]) != 0;
+    case Op::kLess: return compare(v[0], v[1]) < 0;
+    case Op::kLessEqual: return compare(v[0], v[1]) <= 0;
+    case Op::kGreater: return compare(v[0], v[1]) > 0;
+    case Op::kGreaterEqual: return compare(v[0], v[1]) >= 0;
+    case Op::kNot: return !std::get<bool>(v[0]);
+    case Op::kCast: return cast(v[0], e.args[0].type.kind, e.type.kind);
+    case Op::kConcat: {
+      std::string s;
+      for (size_t i = 0; i < v.size(); ++i) {
+        auto t = cast(v[i], e.args[i].type.kind, TypeKind::kVarchar);
+        if (!t.ok()) return t.status();
+        s += std::get<std::string>(*t);
+      }
+      return s;
+    }
+    case Op::kLower: return absl::AsciiStrToLower(std::get<std::string>(v[0]));
+    case Op::kUpper: return absl::AsciiStrToUpper(std::get<std::string>(v[0]));
+    case Op::kCharLength: {
+      // Characters, not bytes: UTF-8 continuation bytes are not counted.
+      int64_t n = 0;
+      for (unsigned char c : std::get<std::string>(v[0])) n += (c & 0xC0) != 0x80;
+      return n;
+    }
+    case Op::kAbs:
+      if (std::holds_alternative<double>(v[0])) return std::fabs(std::get<double>(v[0]));
+      if (std::get<int64_t>(v[0]) == INT64_MIN) return overflow(e.op);
+      return std::llabs(std::get<int64_t>(v[0]));
+    default:
+      break;
+  }
+  return absl::InternalError("cannot evaluate " + std::string(op_name(e.op)));
+}
+
+}  // namespace weir::sql

@@ -1,0 +1,65 @@
+// Bound SQL expressions: a tree whose leaves are input columns (by index)
+// and literals, and whose inner nodes are operators and functions, each
+// with its result type. Made by the planner (sql/planner.h), which checked
+// the operands' types; evaluated per row.
+//
+// NULL semantics are SQL's: an operator or function of a NULL operand is
+// NULL, except AND/OR (three-valued: FALSE AND NULL is FALSE, TRUE OR NULL
+// is TRUE), IS [NOT] NULL, COALESCE and CASE (a NULL condition is not
+// true). Integer overflow and division by zero are errors naming the
+// operator.
+//
+// Immutable once built; evaluate() is thread-safe.
+#ifndef WEIR_SQL_EXPRESSION_H_
+#define WEIR_SQL_EXPRESSION_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sql/types.h"
+#include "weir/formats.h"
+
+namespace weir::sql {
+
+// What an inner node computes.
+enum class Op : uint8_t {
+  kAdd, kSubtract, kMultiply, kDivide, kModulo, kNegate,
+  kEqual, kNotEqual, kLess, kLessEqual, kGreater, kGreaterEqual,
+  kAnd, kOr, kNot, kIsNull, kIsNotNull,
+  kCast,      // to the node's type
+  kCase,      // args: when1, then1, when2, then2, ..., [else]
+  kCoalesce,
+  kConcat,    // ||
+  kLower, kUpper, kCharLength, kAbs,
+};
+std::string_view op_name(Op op);
+
+struct Expr {
+  enum class Kind : uint8_t { kColumn, kLiteral, kCall };
+  Kind kind = Kind::kLiteral;
+  Type type;
+  int column = -1;         // kColumn: the input row's column
+  Value literal;           // kLiteral
+  Op op = Op::kAdd;        // kCall
+  bool has_else = false;   // kCase: the last argument is the ELSE
+  std::vector<Expr> args;  // kCall
+
+  static Expr column_ref(int index, Type type);
+  static Expr constant(Value v, Type type);
+  static Expr call(Op op, Type type, std::vector<Expr> args);
+
+  bool is_constant() const;
+  // For plans: columns by the names in `input`, e.g. "(price * 908) / 1000".
+  std::string to_string(const std::vector<std::string>& input) const;
+};
+
+// The value of `e` for `row` (whose columns are those `e` refers to).
+absl::StatusOr<Value> evaluate(const Expr& e, const Row& row);
+
+// A literal as SQL would print it ('text', 12, 1.5, TRUE, NULL).
+std::string literal_text(const Value& v, TypeKind type);
+
+}  // namespace weir::sql
+
+#endif  // WEIR_SQL_EXPRESSION_H_

@@ -1,0 +1,176 @@
+#include "sql/job_builder.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "absl/strings/str_join.h"
+#include "weir/connectors.h"
+
+namespace weir::sql {
+namespace {
+
+// The value of `e` for `row`; an error fails the task with what failed and
+// where (a deterministic error fails every attempt, and the restart
+// strategy ends the job).
+Value evaluate_or_throw(const Expr& e, const Row& row, const std::string& where) {
+  auto v = evaluate(e, row);
+  if (!v.ok()) throw std::runtime_error(where + ": " + std::string(v.status().message()));
+  return *std::move(v);
+}
+
+// "+I[1, abc, NULL]", as Flink's print connector writes rows.
+std::string print_text(const Row& row) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < row.values.size(); ++i) parts.push_back(row.text(i).value_or("NULL"));
+  return std::string(row_kind_name(row.kind)) + "[" + absl::StrJoin(parts, ", ") + "]";
+}
+
+class Discard final : public Sink<Row> {
+ public:
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  absl::Status write(const Row&) override { return absl::OkStatus(); }
+};
+
+class Builder {
+ public:
+  Builder(const PlannedScript& planned, const TableConnectors& connectors, StreamEnvironment& env)
+      : planned_(planned), connectors_(connectors), env_(env) {}
+
+  absl::Status run() {
+    for (size_t i = 0; i < planned_.inserts.size(); ++i) {
+      const InsertPlan& insert = planned_.inserts[i];
+      prefix_ = "sql-" + std::to_string(i);
+      const PlanNode& sink = *insert.root;
+      auto rows = stream(*sink.input, 1);
+      if (!rows.ok()) return rows.status();
+      const TableDef* table = find(sink.table);
+      auto it = connectors_.sinks.find(table->connector());
+      if (it == connectors_.sinks.end()) {
+        return absl::InvalidArgumentError("table " + table->name + ": connector '" + table->connector() +
+                                          "' cannot be written to from SQL yet");
+      }
+      absl::Status s = it->second(*rows, *table, prefix_ + "-0-sink");
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const TableDef* find(const std::string& name) const {
+    for (const TableDef& t : planned_.tables) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  }
+
+  absl::StatusOr<DataStream<Row>> stream(const PlanNode& n, int depth) {
+    const std::string uid = prefix_ + "-" + std::to_string(depth) + "-";
+    switch (n.kind) {
+      case PlanNode::Kind::kScan: {
+        const TableDef* table = find(n.table);
+        auto it = connectors_.sources.find(table->connector());
+        if (it == connectors_.sources.end()) {
+          return absl::InvalidArgumentError("table " + table->name + ": connector '" + table->connector() +
+                                            "' cannot be read from SQL yet");
+        }
+        return it->second(env_, *table, uid + "scan");
+      }
+      case PlanNode::Kind::kFilter: {
+        auto in = stream(*n.input, depth + 1);
+        if (!in.ok()) return in.status();
+        const Expr cond = n.exprs[0];
+        const std::string where = "WHERE " + cond.to_string(n.input->column_names());
+        DataStream<Row> out = in->filter(
+            [cond, where](const Row& row) {
+              const Value v = evaluate_or_throw(cond, row, where);
+              return std::holds_alternative<bool>(v) && std::get<bool>(v);
+            },
+            "filter");
+        out.uid(uid + "filter");
+        return out;
+      }
+      case PlanNode::Kind::kProject: {
+        auto in = stream(*n.input, depth + 1);
+        if (!in.ok()) return in.status();
+        const std::vector<Expr> exprs = n.exprs;
+        std::vector<std::string> where;
+        for (const Expr& e : exprs) where.push_back("SELECT " + e.to_string(n.input->column_names()));
+        DataStream<Row> out = in->map(
+            [exprs, where](const Row& row) {
+              Row r;
+              r.kind = row.kind;
+              r.values.reserve(exprs.size());
+              for (size_t i = 0; i < exprs.size(); ++i) r.values.push_back(evaluate_or_throw(exprs[i], row, where[i]));
+              return r;
+            },
+            "project");
+        out.uid(uid + "project");
+        return out;
+      }
+      case PlanNode::Kind::kSink:
+        break;
+    }
+    return absl::InternalError("a sink inside a query");
+  }
+
+  const PlannedScript& planned_;
+  const TableConnectors& connectors_;
+  StreamEnvironment& env_;
+  std::string prefix_;
+};
+
+}  // namespace
+
+Schema csv_schema(const TableDef& table) {
+  std::vector<Field> fields;
+  for (const Column& c : table.columns) {
+    FieldType t = FieldType::kInt64;
+    switch (c.type.kind) {
+      case TypeKind::kBoolean: t = FieldType::kBool; break;
+      case TypeKind::kDouble: t = FieldType::kDouble; break;
+      case TypeKind::kVarchar: t = FieldType::kString; break;
+      default: t = FieldType::kInt64; break;
+    }
+    fields.push_back({c.name, t, c.type.nullable});
+  }
+  return Schema(std::move(fields));
+}
+
+TableConnectors TableConnectors::built_in() {
+  TableConnectors c;
+  c.sinks["blackhole"] = [](const DataStream<Row>& rows, const TableDef&, const std::string& uid) {
+    rows.sink_to([] { return std::make_unique<Discard>(); }, "blackhole").uid(uid);
+    return absl::OkStatus();
+  };
+  c.sinks["print"] = [](const DataStream<Row>& rows, const TableDef&, const std::string& uid) {
+    rows.map([](const Row& r) { return print_text(r); }, "print-format")
+        .uid(uid + "-format")
+        .sink_to([] { return std::make_unique<PrintSink>(); }, "print")
+        .uid(uid);
+    return absl::OkStatus();
+  };
+  c.sinks["filesystem"] = [](const DataStream<Row>& rows, const TableDef& t, const std::string& uid) -> absl::Status {
+    auto path = t.options.find("path");
+    if (path == t.options.end() || path->second.empty()) {
+      return absl::InvalidArgumentError("table " + t.name + ": the filesystem connector needs path = 'DIRECTORY'");
+    }
+    auto format = t.options.find("format");
+    if (format != t.options.end() && format->second != "csv") {
+      return absl::InvalidArgumentError("table " + t.name + ": format '" + format->second +
+                                        "' is not supported by the filesystem sink yet (csv is)");
+    }
+    const std::string dir = path->second;
+    encode_rows(rows, csv_format(csv_schema(t)), "csv")
+        .uid(uid + "-format")
+        .sink_to([dir] { return std::make_unique<ExactlyOnceFileSink>(dir, "part"); }, "files")
+        .uid(uid);
+    return absl::OkStatus();
+  };
+  return c;
+}
+
+absl::Status build_job(const PlannedScript& planned, const TableConnectors& connectors, StreamEnvironment& env) {
+  return Builder(planned, connectors, env).run();
+}
+
+}  // namespace weir::sql

@@ -1,0 +1,56 @@
+// A planned SQL script as a weir job: each INSERT's plan becomes operators
+// of one StreamEnvironment (scans are sources, filters and projections are
+// chained operators over weir::Row, the sink writes the target table), so
+// the job checkpoints, restores and rescales as any DataStream job does.
+//
+// Tables reach the outside through connectors, by the name of their
+// 'connector' option. Built in: 'filesystem' (a sink: exactly-once part
+// files of CSV lines under option 'path'), 'print' (a sink: "+I[a, b]"
+// lines on stdout) and 'blackhole' (a sink that discards). Sources are
+// registered by whoever knows them (the Nexmark generator: weir's command
+// line).
+//
+// Operator uids come from each operator's place in the plan
+// ("sql-<insert>-<depth>-<kind>"), so the same script restores from its own
+// checkpoints and savepoints.
+#ifndef WEIR_SQL_JOB_BUILDER_H_
+#define WEIR_SQL_JOB_BUILDER_H_
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "sql/planner.h"
+#include "weir/formats.h"
+#include "weir/stream.h"
+
+namespace weir::sql {
+
+// The rows of a source table (columns as the table declares them, in
+// order), its operators' uids starting with `uid`; an error names the table
+// and what is wrong with its declaration.
+using TableSource = std::function<absl::StatusOr<DataStream<Row>>(StreamEnvironment& env, const TableDef& table,
+                                                                  const std::string& uid)>;
+// Writes `rows` (columns as the table declares them) to a sink table; `uid`
+// for its operators.
+using TableSink = std::function<absl::Status(const DataStream<Row>& rows, const TableDef& table, const std::string& uid)>;
+
+struct TableConnectors {
+  std::map<std::string, TableSource> sources;
+  std::map<std::string, TableSink> sinks;
+
+  // 'filesystem', 'print' and 'blackhole' sinks.
+  static TableConnectors built_in();
+};
+
+// The CSV columns of a table's rows (TIMESTAMP and INTERVAL as their
+// milliseconds).
+Schema csv_schema(const TableDef& table);
+
+// Adds every INSERT of `planned` to `env`.
+absl::Status build_job(const PlannedScript& planned, const TableConnectors& connectors, StreamEnvironment& env);
+
+}  // namespace weir::sql
+
+#endif  // WEIR_SQL_JOB_BUILDER_H_

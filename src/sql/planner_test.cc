@@ -1,0 +1,171 @@
+// The SQL front end's parse and plan: tables, types, projections and
+// filters, constant folding, and errors that name line, column and the
+// construct.
+#include "sql/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "sql/expression.h"
+
+namespace weir::sql {
+namespace {
+
+constexpr const char* kBids =
+    "CREATE TABLE bid (auction BIGINT NOT NULL, bidder BIGINT, price BIGINT, channel VARCHAR,\n"
+    "                  url VARCHAR, date_time TIMESTAMP(3), extra VARCHAR)\n"
+    "  WITH (connector = 'nexmark', watermark = 'date_time - INTERVAL ''4'' SECOND');\n";
+
+absl::StatusOr<PlannedScript> plan(const std::string& text) {
+  auto script = parse_script(text);
+  if (!script.ok()) return script.status();
+  return plan_script(*script);
+}
+
+std::string error_of(const std::string& text) {
+  auto p = plan(text);
+  EXPECT_FALSE(p.ok()) << text;
+  return p.ok() ? "" : std::string(p.status().message());
+}
+
+TEST(SqlPlannerTest, TablesDeclareTypedColumnsOptionsAndEventTime) {
+  auto p = plan(std::string(kBids) +
+                "CREATE TABLE out (auction BIGINT, price DOUBLE, PRIMARY KEY (auction))\n"
+                "  WITH (connector = 'filesystem', path = '/tmp/x', \"sink.parallelism\" = 2);\n"
+                "INSERT INTO out SELECT auction, price FROM bid;");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->tables.size(), 2u);
+  const TableDef& bid = p->tables[0];
+  EXPECT_EQ(bid.connector(), "nexmark");
+  ASSERT_EQ(bid.columns.size(), 7u);
+  EXPECT_EQ(bid.columns[0].type, (Type{TypeKind::kBigInt, false}));
+  EXPECT_EQ(bid.columns[3].type, (Type{TypeKind::kVarchar, true}));
+  EXPECT_EQ(bid.columns[5].type.kind, TypeKind::kTimestamp);
+  ASSERT_TRUE(bid.watermark.has_value());
+  EXPECT_EQ(bid.watermark->column, "date_time");
+  EXPECT_EQ(bid.watermark->delay_ms, 4000);
+  const TableDef& out = p->tables[1];
+  EXPECT_EQ(out.options.at("path"), "/tmp/x");
+  EXPECT_EQ(out.options.at("sink.parallelism"), "2");
+  EXPECT_EQ(out.options.at("primary-key"), "auction");
+  EXPECT_FALSE(out.columns[0].type.nullable);  // a primary key column is NOT NULL
+  // BIGINT price goes into a DOUBLE column.
+  EXPECT_EQ(p->inserts[0].root->input->columns[1].type.kind, TypeKind::kBigInt);
+}
+
+// Nexmark q1 and q2 as they are written (the conversion and the filter).
+TEST(SqlPlannerTest, ProjectionAndFilterPlanWithTypes) {
+  auto p = plan(std::string(kBids) +
+                "CREATE TABLE q1 (auction BIGINT, bidder BIGINT, price DOUBLE, date_time TIMESTAMP(3), extra VARCHAR)"
+                " WITH (connector = 'blackhole');\n"
+                "INSERT INTO q1 SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid;\n"
+                "CREATE TABLE q2 (auction BIGINT, price BIGINT) WITH (connector = 'print');\n"
+                "INSERT INTO q2 SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0 OR auction % 123 = 0;");
+  ASSERT_FALSE(p.ok());  // MOD is not a known function
+  EXPECT_NE(std::string(p.status().message()).find("line 7, column 53: unknown function MOD"), std::string::npos)
+      << p.status();
+
+  p = plan(std::string(kBids) +
+           "CREATE TABLE q1 (auction BIGINT, bidder BIGINT, price DOUBLE, date_time TIMESTAMP(3), extra VARCHAR)"
+           " WITH (connector = 'blackhole');\n"
+           "INSERT INTO q1 SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid;\n"
+           "CREATE TABLE q2 (auction BIGINT, price BIGINT) WITH (connector = 'print');\n"
+           "INSERT INTO q2 SELECT b.auction, price FROM bid AS b WHERE auction % 123 = 0;");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->inserts.size(), 2u);
+  EXPECT_EQ(explain(*p->inserts[0].root),
+            "Sink(q1) [auction BIGINT, bidder BIGINT, price DOUBLE, date_time TIMESTAMP(3), extra VARCHAR]\n"
+            "  Project(auction, bidder, (0.908 * price) AS price, date_time, extra) [auction BIGINT NOT NULL, "
+            "bidder BIGINT, price DOUBLE, date_time TIMESTAMP(3), extra VARCHAR]\n"
+            "    Scan(bid) [auction BIGINT NOT NULL, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, "
+            "date_time TIMESTAMP(3), extra VARCHAR]\n");
+  const PlanNode& project = *p->inserts[1].root->input;
+  ASSERT_EQ(project.input->kind, PlanNode::Kind::kFilter);
+  EXPECT_EQ(project.input->exprs[0].to_string(project.input->column_names()), "((auction % 123) = 0)");
+  EXPECT_EQ(project.input->exprs[0].type, (Type{TypeKind::kBoolean, false}));
+}
+
+TEST(SqlPlannerTest, ConstantsAreFoldedAndSubqueriesInFromArePlanned) {
+  auto p = plan(std::string(kBids) +
+                "CREATE TABLE o (a BIGINT, t TIMESTAMP(3), s VARCHAR) WITH (connector = 'print');\n"
+                "INSERT INTO o SELECT x + (2 * 3), TIMESTAMP '2020-01-01 00:00:01' + INTERVAL '1' MINUTE,\n"
+                "  UPPER('ab') || CAST(1 + 1 AS VARCHAR)\n"
+                "FROM (SELECT auction AS x FROM bid WHERE price IS NOT NULL) AS inner_q;");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const PlanNode& project = *p->inserts[0].root->input;
+  const auto in = project.input->column_names();
+  EXPECT_EQ(project.exprs[0].to_string(in), "(x + 6)");
+  EXPECT_EQ(project.exprs[1].to_string(in), "TIMESTAMP '2020-01-01 00:01:01.000'");
+  EXPECT_EQ(project.exprs[2].to_string(in), "'AB2'");
+  EXPECT_EQ(project.input->kind, PlanNode::Kind::kProject);  // the subquery
+}
+
+TEST(SqlPlannerTest, ExpressionsFollowSqlNullSemantics) {
+  // Over a row (a BIGINT, b BIGINT, s VARCHAR) with b NULL.
+  const Row row{RowKind::kInsert, {Value{int64_t{7}}, Value{}, Value{std::string("Hé")}}};
+  const Type big{TypeKind::kBigInt, true}, boolean{TypeKind::kBoolean, true};
+  auto a = Expr::column_ref(0, big), b = Expr::column_ref(1, big), s = Expr::column_ref(2, {TypeKind::kVarchar, true});
+  auto t = Expr::constant(true, {TypeKind::kBoolean, false}), f = Expr::constant(false, {TypeKind::kBoolean, false});
+  auto gt = Expr::call(Op::kGreater, boolean, {a, b});  // 7 > NULL: NULL
+  EXPECT_EQ(*evaluate(Expr::call(Op::kAdd, big, {a, b}), row), Value{});
+  EXPECT_EQ(*evaluate(gt, row), Value{});
+  EXPECT_EQ(*evaluate(Expr::call(Op::kAnd, boolean, {gt, f}), row), Value{false});
+  EXPECT_EQ(*evaluate(Expr::call(Op::kAnd, boolean, {gt, t}), row), Value{});
+  EXPECT_EQ(*evaluate(Expr::call(Op::kOr, boolean, {gt, t}), row), Value{true});
+  EXPECT_EQ(*evaluate(Expr::call(Op::kIsNull, {TypeKind::kBoolean, false}, {b}), row), Value{true});
+  EXPECT_EQ(*evaluate(Expr::call(Op::kCoalesce, big, {b, a}), row), Value{int64_t{7}});
+  EXPECT_EQ(*evaluate(Expr::call(Op::kCharLength, big, {s}), row), Value{int64_t{2}});
+  Expr when_null = Expr::call(Op::kCase, big, {gt, a, b});
+  when_null.has_else = true;
+  EXPECT_EQ(*evaluate(when_null, row), Value{});  // a NULL condition is not true: the ELSE
+  auto zero = Expr::constant(int64_t{0}, {TypeKind::kBigInt, false});
+  auto div = evaluate(Expr::call(Op::kDivide, big, {a, zero}), row);
+  ASSERT_FALSE(div.ok());
+  EXPECT_EQ(div.status().message(), "division by zero");
+  auto max = Expr::constant(INT64_MAX, {TypeKind::kBigInt, false});
+  EXPECT_FALSE(evaluate(Expr::call(Op::kAdd, big, {max, a}), row).ok());
+}
+
+TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
+  const std::string bid = kBids;  // three lines
+  EXPECT_EQ(error_of(bid + "INSERT INTO bid SELECT auction, FROM bid;"),
+            "line 4, column 33: syntax error at or near \"FROM\"");
+  EXPECT_EQ(error_of(bid + "INSERT INTO nowhere SELECT auction FROM bid;"),
+            "line 4, column 13: no table nowhere (declare it with CREATE TABLE)");
+  EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"
+                           "INSERT INTO o SELECT nope FROM bid;"),
+            "line 5, column 22: no column nope");
+  EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"
+                           "INSERT INTO o SELECT channel + 1 FROM bid;"),
+            "line 5, column 30: operator + does not apply to VARCHAR and BIGINT");
+  EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"
+                           "INSERT INTO o SELECT channel FROM bid;"),
+            "line 5, column 1: INSERT INTO o: column a is BIGINT, the query gives VARCHAR (channel)");
+  EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"
+                           "INSERT INTO o SELECT auction FROM bid WHERE price;"),
+            "line 5, column 45: WHERE needs a BOOLEAN, not BIGINT");
+  EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT, n BIGINT) WITH (connector = 'print');\n"
+                           "INSERT INTO o SELECT auction, COUNT(*) FROM bid GROUP BY auction;"),
+            "line 5, column 58: GROUP BY is not supported yet");
+  EXPECT_EQ(error_of(bid + "CREATE TABLE o (n BIGINT) WITH (connector = 'print');\n"
+                           "INSERT INTO o SELECT COUNT(*) FROM bid;"),
+            "line 5, column 22: the aggregate COUNT (GROUP BY) is not supported yet");
+  EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"
+                           "INSERT INTO o SELECT auction FROM HOP(bid, DESCRIPTOR(date_time), INTERVAL '2' SECOND, "
+                           "INTERVAL '10' SECOND);"),
+            "line 5, column 35: the table function HOP (TUMBLE, HOP, SESSION, CUMULATE windows) is not supported yet");
+  EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT);\nINSERT INTO t SELECT a FROM t;"),
+            "line 1, column 1: table t has no connector: WITH (connector = 'nexmark' | 'filesystem' | 'kafka' | "
+            "'postgres' | 'print' | 'blackhole', ...)");
+  EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT) WITH (connector = 'jdbc');"),
+            "line 1, column 1: table t: unknown connector 'jdbc' (known: nexmark, filesystem, kafka, postgres, "
+            "print, blackhole)");
+  EXPECT_EQ(error_of("CREATE TABLE t (a TIMESTAMP(6)) WITH (connector = 'print');"),
+            "line 1, column 19: TIMESTAMP(6): only TIMESTAMP(3) (milliseconds) is supported");
+  EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"
+                           "INSERT INTO o SELECT auction / 0 FROM bid WHERE 1 / 0 = 1;"),
+            "line 5, column 51: division by zero");
+  EXPECT_EQ(error_of(bid), "the script has no INSERT INTO ... SELECT: nothing to run");
+}
+
+}  // namespace
+}  // namespace weir::sql
