@@ -28,14 +28,14 @@ class CountingSink final : public Sink<std::string> {
 
 }  // namespace
 
-void sink(const DataStream<std::string>& rows, const QueryOptions& o) {
+void sink(const DataStream<std::string>& rows, const QueryOptions& o, const std::string& uid) {
   std::string dir = o.output_dir;
   std::atomic<int64_t>* counter = o.rows;
   if (dir.empty()) {
-    rows.sink_to([counter] { return std::make_unique<CountingSink>(counter); }, "blackhole").uid("sink");
+    rows.sink_to([counter] { return std::make_unique<CountingSink>(counter); }, "blackhole").uid(uid);
   } else {
     rows.sink_to([dir] { return std::make_unique<ExactlyOnceFileSink>(dir, kResultPrefix); }, "files")
-        .uid("sink");
+        .uid(uid);
   }
 }
 

@@ -24,7 +24,7 @@ DataStream<Bid> bids(StreamEnvironment& env, const QueryOptions& o);
 DataStream<Person> persons(const DataStream<Event>& ev);
 DataStream<Auction> auctions(const DataStream<Event>& ev);
 // Writes the rows to the exactly-once file sink, or counts them.
-void sink(const DataStream<std::string>& rows, const QueryOptions& o);
+void sink(const DataStream<std::string>& rows, const QueryOptions& o, const std::string& uid = "sink");
 
 // CSV rows: add() appends a column and a comma, finish() drops the last comma.
 void add(std::string& s, int64_t v);

@@ -172,4 +172,33 @@ sql::TableSource nexmark_table_source(QueryOptions defaults) {
   };
 }
 
+absl::Status build_query_sql(StreamEnvironment& env, const QueryOptions& options) {
+  const std::string* text = query_sql(options.query);
+  if (text == nullptr) {
+    std::vector<std::string> have = sql_queries();
+    return absl::InvalidArgumentError("nexmark: " + options.query + " has no SQL text yet (--api sql has " +
+                                      absl::StrJoin(have, ", ") + ")");
+  }
+  auto script = sql::parse_script(*text);
+  if (!script.ok()) return script.status();
+  auto planned = sql::plan_script(*script);
+  if (!planned.ok()) return planned.status();
+  // The results: the table the (one) INSERT writes goes where the
+  // DataStream queries' rows go.
+  const std::string results = planned->inserts.front().root->table;
+  for (sql::TableDef& t : planned->tables) {
+    if (t.name == results) t.options["connector"] = "weir-nexmark-results";
+  }
+  sql::TableConnectors connectors = sql::TableConnectors::built_in();
+  connectors.sources["nexmark"] = nexmark_table_source(options);
+  connectors.sinks["weir-nexmark-results"] = [options](const DataStream<Row>& rows, const sql::TableDef& t,
+                                                      const std::string& uid) {
+    DataStream<std::string> lines = encode_rows(rows, csv_format(sql::csv_schema(t)), "csv");
+    lines.uid(uid + "-format");
+    internal::sink(lines, options, uid);
+    return absl::OkStatus();
+  };
+  return sql::build_job(*planned, connectors, env);
+}
+
 }  // namespace weir::nexmark

@@ -15,6 +15,9 @@
 #ifndef WEIR_EXAMPLES_NEXMARK_SQL_TABLES_H_
 #define WEIR_EXAMPLES_NEXMARK_SQL_TABLES_H_
 
+#include <string>
+#include <vector>
+
 #include "examples/nexmark/queries.h"
 #include "sql/job_builder.h"
 
@@ -22,6 +25,18 @@ namespace weir::nexmark {
 
 // `defaults`: the generator and source settings a table's options override.
 sql::TableSource nexmark_table_source(QueryOptions defaults);
+
+// The SQL text of `query` (examples/nexmark/sql/<query>.sql, compiled in),
+// or nullptr when the query has none yet.
+const std::string* query_sql(const std::string& query);
+// The queries with SQL text.
+std::vector<std::string> sql_queries();
+
+// Query options.query from its SQL text, as build_query() builds it from
+// C++: the events from the generator as `options` configure it, the rows of
+// the table the script inserts into written to options.output_dir as CSV
+// (or counted in options.rows).
+absl::Status build_query_sql(StreamEnvironment& env, const QueryOptions& options);
 
 }  // namespace weir::nexmark
 

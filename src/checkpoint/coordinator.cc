@@ -237,6 +237,7 @@ void CheckpointCoordinator::complete(Pending p) {
                                             p.is_final, savepoint, meta->new_bytes(), std::move(p.timings)});
   // A savepoint is the newest restore point too, but owned by the user.
   store_->add({p.id, *location, meta, !savepoint, savepoint});
+  if (!savepoint) sweep_orphans(p.id);
   consecutive_failures_ = 0;
   next_trigger_ms_ =
       std::max(next_trigger_ms_, now + static_cast<int64_t>(config_.min_pause.count()));
@@ -246,6 +247,28 @@ void CheckpointCoordinator::complete(Pending p) {
     final_done_ = true;
     final_requested_ = false;
     actions_->final_checkpoint_complete(p.id);
+  }
+}
+
+void CheckpointCoordinator::sweep_orphans(int64_t completed) {
+  const int64_t now = clock_->now_ms();
+  if (last_sweep_ms_ != INT64_MIN && now - last_sweep_ms_ < kOrphanSweepMs) return;
+  last_sweep_ms_ = now;
+  auto ids = storage_->stored_checkpoints();
+  if (!ids.ok()) {
+    spdlog::warn("job {}: cannot list the checkpoint storage for leftovers: {}", job_id_,
+                 std::string(ids.status().message()));
+    return;
+  }
+  std::set<int64_t> keep;
+  for (const auto& e : store_->entries()) keep.insert(e.id);
+  for (const auto& [id, p] : pending_) keep.insert(id);
+  for (int64_t id : *ids) {
+    if (id >= completed || keep.count(id) != 0) continue;
+    spdlog::info("job {}: removing leftover checkpoint {} at {} (not retained, not pending)", job_id_, id,
+                 storage_->location(id));
+    // Its own files only: shared files are counted by the retained ones.
+    storage_->discard_subsumed(id, {});
   }
 }
 

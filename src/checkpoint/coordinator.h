@@ -104,8 +104,9 @@ class CompletedCheckpointStore {
   // stays listed only while it is the latest.
   void add(Entry e);
   const Entry* latest() const { return entries_.empty() ? nullptr : &entries_.back(); }
-  // Forgets the latest entry, found broken; its files stay where they are
-  // (for whoever looks into why), and nothing it shares is deleted.
+  // Forgets the latest entry, found broken; nothing it shares is deleted,
+  // and its own files go with the next sweep of orphans (the error that
+  // found it broken was logged).
   void drop_latest() {
     if (entries_.empty()) return;
     forget(entries_.back());
@@ -131,6 +132,10 @@ class CompletedCheckpointStore {
 
 class CheckpointCoordinator {
  public:
+  // How often leftovers of other checkpoints are looked for (a listing of
+  // the job's checkpoint directory, or of its S3 prefix).
+  static constexpr int64_t kOrphanSweepMs = 10'000;
+
   CheckpointCoordinator(CheckpointConfig config, std::string job_id, const Clock* clock,
                         CheckpointStorage* storage, CompletedCheckpointStore* store,
                         CoordinatorActions* actions);
@@ -187,6 +192,11 @@ class CheckpointCoordinator {
   // Returns the id, or an error when a savepoint directory cannot be made.
   absl::StatusOr<int64_t> trigger(bool is_final, const std::string& savepoint_dir = "");
   void complete(Pending p);
+  // Deletes what checkpoints below `completed` left in this job's storage
+  // that are neither retained nor pending: aborted ones written to after
+  // they were discarded (a late task), completed ones a deposed leader
+  // could not record, broken ones. At most once per kOrphanSweepMs.
+  void sweep_orphans(int64_t completed);
   // Aborts pending checkpoint `id` for `reason`; `detail` says more (the
   // task's own reason, the storage error).
   void abort(int64_t id, CheckpointFailureReason reason, const std::string& detail = "");
@@ -207,6 +217,7 @@ class CheckpointCoordinator {
   bool final_done_ = false;
   std::string final_savepoint_dir_;
   std::map<int64_t, Pending> pending_;
+  int64_t last_sweep_ms_ = INT64_MIN;  // clock_->now_ms() of the last sweep of orphans
   int consecutive_failures_ = 0;
   int64_t failed_total_ = 0;
   std::vector<CompletedCheckpointStats> stats_;

@@ -1,6 +1,12 @@
 #include "checkpoint/coordinator.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "checkpoint/storage.h"
 
 namespace weir::checkpoint {
 namespace {
@@ -289,6 +295,67 @@ TEST_F(CoordinatorTest, LateAckOfAnAbortedCheckpointRemovesItsFiles) {
   ack_all(1);  // task 1 wrote its file after the abort
   EXPECT_EQ(storage_.num_checkpoints(), 0u);
   EXPECT_TRUE(actions_.completed.empty());
+}
+
+}  // namespace
+}  // namespace weir::checkpoint
+
+namespace weir::checkpoint {
+namespace {
+
+// What other checkpoints left in the job's directory below a completed one
+// (an aborted checkpoint a late task wrote into, a completed one a deposed
+// leader could not record) goes when a checkpoint completes; retained ones
+// and those above it stay.
+TEST(CoordinatorLeftoverTest, CheckpointsNeitherRetainedNorPendingBelowACompletedOneAreRemoved) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("weir-leftovers-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  FileCheckpointStorage storage(root.string(), "job");
+  auto finished = [&](int64_t id) {
+    OperatorSubtaskState h;
+    h.file = "op-0.state";
+    detail::OperatorSnapshot snap;
+    ASSERT_TRUE(storage.write_state_file(id, h.file, encode_state_file(snap, &h)).ok());
+    CheckpointMetadata m;
+    m.checkpoint_id = id;
+    m.job_id = "job";
+    ASSERT_TRUE(storage.finalize(m).ok());
+  };
+  finished(1);                                                // completed, never recorded
+  ASSERT_TRUE(storage.write_state_file(2, "late.state", "x").ok());  // aborted, written late
+  ASSERT_TRUE(storage.write_state_file(9, "ahead.state", "x").ok());  // above: not touched
+  ASSERT_EQ(storage.stored_checkpoints()->size(), 3u);
+
+  ManualClock clock;
+  RecordingActions actions;
+  CheckpointConfig c;
+  c.interval = Duration(100);
+  c.retained = 1;
+  CompletedCheckpointStore store(c.retained, &storage);
+  CheckpointCoordinator coord(c, "job", &clock, &storage, &store, &actions);
+  coord.set_next_checkpoint_id(5);
+  coord.start(1);
+  clock.advance(100);
+  coord.tick();
+  ASSERT_EQ(actions.triggered, std::vector<int64_t>{5});
+  AckedOperatorState s;
+  s.uid = "op";
+  s.parallelism = 1;
+  s.max_parallelism = 128;
+  s.handle.file = "op-0.state";
+  detail::OperatorSnapshot snap;
+  ASSERT_TRUE(storage.write_state_file(5, s.handle.file, encode_state_file(snap, &s.handle)).ok());
+  TaskAck ack;
+  ack.states.push_back(s);
+  coord.on_ack(0, 5, ack);
+  ASSERT_EQ(actions.completed, std::vector<int64_t>{5});
+  auto left = storage.stored_checkpoints();
+  ASSERT_TRUE(left.ok());
+  std::sort(left->begin(), left->end());
+  EXPECT_EQ(*left, (std::vector<int64_t>{5, 9}));
+  EXPECT_TRUE(fs::exists(root / "job" / "chk-5" / "_metadata"));
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "checkpoint/s3_storage.h"
 
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "common/file_util.h"
 
 namespace weir::checkpoint {
@@ -91,6 +93,23 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_
   absl::Status s = verify_state_file(*bytes, url.str());
   if (!s.ok()) return s;
   return std::shared_ptr<const StateFileBytes>(std::make_shared<OwnedStateFileBytes>(*std::move(bytes)));
+}
+
+absl::StatusOr<std::vector<int64_t>> S3CheckpointStorage::stored_checkpoints() {
+  std::vector<int64_t> ids;
+  if (fixed_) return ids;
+  auto objects = client_->list(child(job_, "chk-"));
+  if (!objects.ok()) return objects.status();
+  const size_t from = job_.key.size() + (job_.key.empty() || job_.key.back() == '/' ? 0 : 1);
+  for (const auto& o : *objects) {
+    const std::string rel = o.key.substr(from);  // chk-<n>/<file>
+    int64_t id;
+    if (rel.rfind("chk-", 0) == 0 && absl::SimpleAtoi(rel.substr(4, rel.find('/') - 4), &id) &&
+        (ids.empty() || ids.back() != id)) {
+      ids.push_back(id);
+    }
+  }
+  return ids;
 }
 
 S3Url S3CheckpointStorage::shared_dir(int64_t id) const {

@@ -50,6 +50,7 @@ class S3CheckpointStorage final : public CheckpointStorage {
   void discard(int64_t checkpoint_id) override;
   void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
   std::string location(int64_t checkpoint_id) const override;
+  absl::StatusOr<std::vector<int64_t>> stored_checkpoints() override;
   absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local, const std::string& name,
                                           bool shared) override;
   bool supports_native() const override { return !fixed_; }

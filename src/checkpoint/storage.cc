@@ -1,5 +1,6 @@
 #include "checkpoint/storage.h"
 
+
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "absl/strings/numbers.h"
 #include "checkpoint/s3_storage.h"
 #include "common/file_util.h"
 #include "common/test_points.h"
@@ -149,6 +151,19 @@ std::unique_ptr<FileCheckpointStorage> FileCheckpointStorage::at_directory(std::
 std::string FileCheckpointStorage::location(int64_t id) const {
   if (fixed_) return job_dir_;
   return (fs::path(job_dir_) / chk_dir_name(id)).string();
+}
+
+absl::StatusOr<std::vector<int64_t>> FileCheckpointStorage::stored_checkpoints() {
+  std::vector<int64_t> ids;
+  if (fixed_) return ids;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(job_dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    int64_t id;
+    if (name.rfind("chk-", 0) == 0 && absl::SimpleAtoi(name.substr(4), &id)) ids.push_back(id);
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) return errno_status("list", job_dir_, ec.value());
+  return ids;
 }
 
 absl::Status FileCheckpointStorage::ensure_dir(int64_t id) {
@@ -498,6 +513,10 @@ void RoutingCheckpointStorage::discard(int64_t id) {
 }
 
 std::string RoutingCheckpointStorage::location(int64_t id) const { return target(id)->location(id); }
+
+absl::StatusOr<std::vector<int64_t>> RoutingCheckpointStorage::stored_checkpoints() {
+  return checkpoints_->stored_checkpoints();  // savepoints are the user's
+}
 
 absl::Status RoutingCheckpointStorage::add_savepoint(int64_t id, const std::string& dir) {
   if (is_s3_url(dir)) {

@@ -90,6 +90,10 @@ class CheckpointStorage {
     discard(checkpoint_id);
   }
   virtual std::string location(int64_t checkpoint_id) const = 0;
+  // The ids of the checkpoints this job's storage holds anything of
+  // (chk-<id>), complete or not. File and S3 storage list them; others
+  // hold none that could be left behind.
+  virtual absl::StatusOr<std::vector<int64_t>> stored_checkpoints() { return std::vector<int64_t>{}; }
   // Called before completed checkpoint `checkpoint_id` stops being a
   // restore point (subsumed, or found broken): where it is also recorded
   // elsewhere (high availability), the record goes first. An error keeps
@@ -132,6 +136,7 @@ class FileCheckpointStorage final : public CheckpointStorage {
   void discard(int64_t checkpoint_id) override;
   void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
   std::string location(int64_t checkpoint_id) const override;
+  absl::StatusOr<std::vector<int64_t>> stored_checkpoints() override;
   absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
                                           const std::string& name, bool shared) override;
   bool supports_native() const override { return !fixed_; }
@@ -190,6 +195,7 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
   void discard(int64_t checkpoint_id) override;
   void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
   std::string location(int64_t checkpoint_id) const override;
+  absl::StatusOr<std::vector<int64_t>> stored_checkpoints() override;
   absl::Status add_savepoint(int64_t checkpoint_id, const std::string& dir) override;
   // Routes checkpoint `checkpoint_id` to the savepoint directory `dir` that
   // another process created (a TaskManager writing a savepoint's files).

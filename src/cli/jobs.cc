@@ -1,12 +1,11 @@
 #include "cli/jobs.h"
 
-#include "cli/help.h"
-
+#include <algorithm>
 #include <charconv>
 
-#include <algorithm>
-
+#include "cli/help.h"
 #include "examples/nexmark/queries.h"
+#include "examples/nexmark/sql_tables.h"
 
 namespace weir::cli {
 
@@ -96,6 +95,9 @@ void add_orders_options(CLI::App* app, examples::OrdersOptions& o) {
 
 void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump) {
   app->add_option("--query", f.query, "q0 .. q22 (required unless --produce-to)");
+  app->add_option("--api", f.api,
+                  "datastream (the query in C++) | sql (from its SQL text, examples/nexmark/sql/QUERY.sql)")
+      ->capture_default_str();
   app->add_option("--events", f.events, "Events to generate")->check(whole_number(1));
   app->add_option("--rate", f.rate, "Emit at most this many events/s (0: unlimited)")
       ->check(whole_number(0));
@@ -128,6 +130,10 @@ absl::Status NexmarkFlags::validate() const {
     return absl::OkStatus();
   }
   if (query.empty()) return absl::InvalidArgumentError("nexmark: --query is required");
+  if (api != "datastream" && api != "sql") {
+    return absl::InvalidArgumentError("nexmark: --api must be datastream or sql, not '" + api + "'");
+  }
+  if (api == "sql" && source == "kafka") return absl::InvalidArgumentError("nexmark: --api sql reads the generator, not --source kafka");
   if (source == "kafka" && (topic.empty() || kafka_brokers.empty())) {
     return absl::InvalidArgumentError("nexmark: --source kafka needs --topic and --kafka-brokers");
   }
@@ -254,7 +260,7 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   } else {
     nexmark::QueryOptions o = nx.to_query_options();
     if (nx.output != "blackhole") o.output_dir = nx.output;
-    auto s = nexmark::build_query(*env, o);
+    auto s = nx.api == "sql" ? nexmark::build_query_sql(*env, o) : nexmark::build_query(*env, o);
     if (!s.ok()) return absl::InvalidArgumentError(std::string(s.message()));
   }
   if (!env->build_error().ok()) return env->build_error();

@@ -220,6 +220,7 @@ void add_orders_options(CLI::App* app, examples::OrdersOptions& o);
 
 struct NexmarkFlags {
   std::string query;
+  std::string api = "datastream";  // or "sql": the query from its SQL text
   int64_t events = 10'000'000;
   int64_t rate = 0;
   int64_t event_rate = 10'000'000;

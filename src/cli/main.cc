@@ -39,6 +39,7 @@
 #include "cli/progress.h"
 #include "cli/s3_options.h"
 #include "cli/sql_command.h"
+#include "examples/nexmark/sql_tables.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "weir/version.h"
@@ -192,7 +193,7 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
   }
   weir::cli::JobConsole console(flags.quiet, flags.default_savepoint_dir(), flags.drain);
   weir::StreamEnvironment env(*config);
-  auto s = weir::nexmark::build_query(env, o);
+  auto s = nf.api == "sql" ? weir::nexmark::build_query_sql(env, o) : weir::nexmark::build_query(env, o);
   if (!s.ok()) return fail(kBadArguments, std::string(s.message()));
   double cpu0 = cpu_seconds();
   auto result = console.run(env, "nexmark-" + nf.query);

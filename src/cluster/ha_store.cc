@@ -318,6 +318,14 @@ absl::Status HaCheckpointStorage::add_savepoint(int64_t checkpoint_id, const std
   return s;
 }
 
+absl::StatusOr<std::vector<int64_t>> HaCheckpointStorage::stored_checkpoints() {
+  auto ids = inner_->stored_checkpoints();
+  if (!ids.ok()) return ids;
+  std::lock_guard lock(mu_);
+  std::erase_if(*ids, [this](int64_t id) { return uncertain_.count(id) != 0; });
+  return ids;
+}
+
 void HaCheckpointStorage::discard(int64_t checkpoint_id) {
   {
     std::lock_guard lock(mu_);

@@ -162,6 +162,9 @@ class HaCheckpointStorage final : public checkpoint::CheckpointStorage {
     inner_->discard_subsumed(checkpoint_id, unreferenced);
   }
   std::string location(int64_t checkpoint_id) const override { return inner_->location(checkpoint_id); }
+  // Those whose commit had an unknown outcome are not listed: the next
+  // leader may restore them.
+  absl::StatusOr<std::vector<int64_t>> stored_checkpoints() override;
   absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local, const std::string& name,
                                           bool shared) override {
     return inner_->upload_file(checkpoint_id, local, name, shared);

@@ -73,7 +73,11 @@ class Builder {
           return absl::InvalidArgumentError("table " + table->name + ": connector '" + table->connector() +
                                             "' cannot be read from SQL yet");
         }
-        return it->second(env_, *table, uid + "scan");
+        // The columns the query reads (projection push-down), in the
+        // scan's order.
+        TableDef scanned = *table;
+        scanned.columns = n.columns;
+        return it->second(env_, scanned, uid + "scan");
       }
       case PlanNode::Kind::kFilter: {
         auto in = stream(*n.input, depth + 1);
@@ -92,6 +96,13 @@ class Builder {
       case PlanNode::Kind::kProject: {
         auto in = stream(*n.input, depth + 1);
         if (!in.ok()) return in.status();
+        // Every column of the input, in order (a scan pruned to what the
+        // query selects): no operator at all.
+        bool identity = n.exprs.size() == n.input->columns.size();
+        for (size_t i = 0; identity && i < n.exprs.size(); ++i) {
+          identity = n.exprs[i].kind == Expr::Kind::kColumn && n.exprs[i].column == static_cast<int>(i);
+        }
+        if (identity) return in;
         const std::vector<Expr> exprs = n.exprs;
         std::vector<std::string> where;
         for (const Expr& e : exprs) where.push_back("SELECT " + e.to_string(n.input->column_names()));

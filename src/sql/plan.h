@@ -46,7 +46,7 @@ struct TableDef {
 struct PlanNode {
   enum class Kind : uint8_t { kScan, kFilter, kProject, kSink };
   Kind kind = Kind::kScan;
-  std::vector<Column> columns;  // what it emits
+  std::vector<Column> columns;  // what it emits (kScan: the columns of the table it reads)
   std::string table;            // kScan, kSink: the table
   std::vector<Expr> exprs;      // kProject: one per column; kFilter: the condition
   std::unique_ptr<PlanNode> input;

@@ -1,6 +1,7 @@
 #include "sql/planner.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "absl/strings/ascii.h"
@@ -292,7 +293,45 @@ class Planner {
       project->exprs.push_back(*std::move(e));
     }
     project->input = std::move(node);
+    prune_scan(project.get());
     return project;
+  }
+
+  // Projection push-down: a scan under a projection (and filters) reads
+  // only the columns they use; their column references are renumbered.
+  static void prune_scan(PlanNode* project) {
+    std::vector<PlanNode*> filters;
+    PlanNode* n = project->input.get();
+    while (n->kind == PlanNode::Kind::kFilter) {
+      filters.push_back(n);
+      n = n->input.get();
+    }
+    if (n->kind != PlanNode::Kind::kScan) return;
+    std::vector<bool> used(n->columns.size(), false);
+    std::function<void(const Expr&)> mark = [&](const Expr& e) {
+      if (e.kind == Expr::Kind::kColumn) used[e.column] = true;
+      for (const Expr& a : e.args) mark(a);
+    };
+    for (const Expr& e : project->exprs) mark(e);
+    for (PlanNode* f : filters) mark(f->exprs[0]);
+    std::vector<int> to(n->columns.size(), -1);
+    std::vector<Column> kept;
+    for (size_t i = 0; i < used.size(); ++i) {
+      if (!used[i]) continue;
+      to[i] = static_cast<int>(kept.size());
+      kept.push_back(n->columns[i]);
+    }
+    if (kept.size() == n->columns.size()) return;
+    std::function<void(Expr&)> renumber = [&](Expr& e) {
+      if (e.kind == Expr::Kind::kColumn) e.column = to[e.column];
+      for (Expr& a : e.args) renumber(a);
+    };
+    for (Expr& e : project->exprs) renumber(e);
+    for (PlanNode* f : filters) {
+      renumber(f->exprs[0]);
+      f->columns = kept;
+    }
+    n->columns = std::move(kept);
   }
 
   absl::StatusOr<std::unique_ptr<PlanNode>> from_item(const json& item, Scope* scope, int offset) {
@@ -609,6 +648,14 @@ class Planner {
     if (name == "lower") return one_arg(text, TypeKind::kVarchar, Op::kLower);
     if (name == "upper") return one_arg(text, TypeKind::kVarchar, Op::kUpper);
     if (name == "char_length" || name == "character_length") return one_arg(text, TypeKind::kBigInt, Op::kCharLength);
+    if (name == "mod") {
+      if (args.size() != 2) return error(at, "MOD takes two arguments");
+      if (args[0].type.kind != TypeKind::kBigInt || args[1].type.kind != TypeKind::kBigInt) {
+        return error(at, "MOD needs BIGINT arguments");
+      }
+      const bool nullable = args[0].type.nullable || args[1].type.nullable;
+      return Expr::call(Op::kModulo, {TypeKind::kBigInt, nullable}, std::move(args));
+    }
     if (name == "abs") {
       const bool numeric = args.size() == 1 && args[0].type.numeric();
       return one_arg(numeric, numeric ? args[0].type.kind : TypeKind::kBigInt, Op::kAbs);

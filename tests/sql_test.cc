@@ -1,0 +1,161 @@
+// `weir sql` and `weir nexmark --api sql` end to end: the Nexmark queries
+// written in SQL give the rows their DataStream versions give, at p=1 and
+// p=4, with and without injected failures, on both state backends; a script
+// with expressions gives the rows a hand-written reference computes from
+// the generator's events; bad SQL is one line, exit 2, and nothing runs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
+#include "examples/nexmark/generator.h"
+#include "examples/nexmark/sql_tables.h"
+#include "tests/process.h"
+#include "weir/connectors.h"
+
+namespace weir {
+namespace {
+
+using testing::run_weir;
+using testing::slurp;
+using testing::TempDir;
+
+class SqlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<TempDir>(std::string("sql-") +
+                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  std::string path(const std::string& p) { return dir_->path(p); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(path(name)) << text;
+    return path(name);
+  }
+  static std::multiset<std::string> lines_of(const std::string& file) {
+    std::vector<std::string> v = absl::StrSplit(slurp(file), '\n', absl::SkipEmpty());
+    return {v.begin(), v.end()};
+  }
+
+  std::unique_ptr<TempDir> dir_;
+};
+
+TEST_F(SqlTest, NexmarkQueriesFromSqlGiveTheRowsOfTheirDataStreamVersions) {
+  const std::vector<std::string> queries = nexmark::sql_queries();
+  ASSERT_FALSE(queries.empty());
+  for (const std::string& q : queries) {
+    auto ref = run_weir({"nexmark", "--query", q, "--events", "60000", "--output", path(q + "-ds.csv")},
+                        path(q + "-ds"));
+    ASSERT_EQ(ref.code, 0) << ref.err;
+    const auto want = lines_of(path(q + "-ds.csv"));
+    ASSERT_FALSE(want.empty()) << q;
+    for (const std::string p : {"1", "4"}) {
+      for (const std::string state : {"heap", "rocksdb"}) {
+        for (const bool failures : {false, true}) {
+          SCOPED_TRACE(q + " p=" + p + " " + state + (failures ? " with failures" : ""));
+          const std::string name = q + "-" + p + "-" + state + (failures ? "-fail" : "");
+          std::vector<std::string> args = {"nexmark", "--query", q, "--api", "sql", "--events", "60000",
+                                           "--output", path(name + ".csv"), "-p", p, "--state", state,
+                                           "--checkpoint-interval", "50ms"};
+          if (failures) args.insert(args.end(), {"--fail-every", "9000", "--seed", "3"});
+          auto r = run_weir(args, path(name));
+          ASSERT_EQ(r.code, 0) << r.err;
+          if (failures) EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure injected\n" << r.out;
+          EXPECT_EQ(lines_of(path(name + ".csv")), want);
+        }
+      }
+    }
+  }
+}
+
+// Expressions over the generator's bids, against the same computed here in
+// C++ from the same events.
+TEST_F(SqlTest, AScriptsRowsAreWhatItsExpressionsSay) {
+  constexpr int64_t kEvents = 20000;
+  const std::string script = write("job.sql", R"(
+    CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
+                      dateTime TIMESTAMP(3), extra VARCHAR)
+      WITH (connector = 'nexmark', events = 20000);
+    CREATE TABLE out (auction BIGINT, p BIGINT, ch VARCHAR, band VARCHAR, n BIGINT, t BIGINT)
+      WITH (connector = 'filesystem', path = ')" + path("out") + R"(');
+    INSERT INTO out
+    SELECT auction, price * 2 + 1 AS p, UPPER(channel) AS ch,
+           CASE WHEN price > 1000 THEN 'high' ELSE 'low' END AS band,
+           CHAR_LENGTH(extra) AS n, CAST(dateTime AS BIGINT) AS t
+    FROM bid
+    WHERE MOD(bidder, 7) = 3 AND channel <> 'Google';
+  )");
+  auto r = run_weir({"sql", script, "-p", "2", "--checkpoint-interval", "100ms"}, path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto got = read_published_lines(path("out"), "part");
+  ASSERT_TRUE(got.ok()) << got.status();
+
+  nexmark::Generator gen;
+  std::multiset<std::string> want;
+  for (int64_t n = 0; n < kEvents; ++n) {
+    const nexmark::Event e = gen.generate(n);
+    if (e.type != nexmark::EventType::kBid) continue;
+    const nexmark::Bid& b = e.bid;
+    if (b.bidder % 7 != 3 || b.channel == "Google") continue;
+    want.insert(std::to_string(b.auction) + "," + std::to_string(b.price * 2 + 1) + "," +
+                absl::AsciiStrToUpper(b.channel) + "," + (b.price > 1000 ? "high" : "low") + "," +
+                std::to_string(b.extra.size()) + "," + std::to_string(b.date_time));
+  }
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(std::multiset<std::string>(got->begin(), got->end()), want);
+
+  // --explain prints the plan and runs nothing.
+  auto explain = run_weir({"sql", script, "--explain"}, path("explain"));
+  ASSERT_EQ(explain.code, 0) << explain.err;
+  EXPECT_NE(explain.out.find("Sink(out) [auction BIGINT, p BIGINT, ch VARCHAR, band VARCHAR, n BIGINT, t BIGINT]\n"
+                             "  Project(auction, ((price * 2) + 1) AS p, UPPER(channel) AS ch, CASE WHEN (price > "
+                             "1000) THEN 'high' ELSE 'low' END AS band, CHAR_LENGTH(extra) AS n, CAST(datetime AS "
+                             "BIGINT) AS t)"),
+            std::string::npos)
+      << explain.out;
+  EXPECT_NE(explain.out.find("    Filter((((bidder % 7) = 3) AND (channel <> 'Google')))"), std::string::npos)
+      << explain.out;
+}
+
+TEST_F(SqlTest, BadSqlIsOneLineWithExitCode2AndNothingRuns) {
+  const std::string bid =
+      "CREATE TABLE bid (auction BIGINT, price BIGINT, channel VARCHAR) WITH (connector = 'nexmark', events = 1000);\n"
+      "CREATE TABLE o (a BIGINT) WITH (connector = 'filesystem', path = '" + path("out") + "');\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {bid + "INSERT INTO o SELECT auction, FROM bid;", "line 3, column 31: syntax error at or near \"FROM\""},
+      {bid + "INSERT INTO o SELECT auction FROM bids;", "line 3, column 35: no table bids"},
+      {bid + "INSERT INTO o SELECT channel * 2 FROM bid;", "line 3, column 30: operator * does not apply to VARCHAR and BIGINT"},
+      {bid + "INSERT INTO o SELECT MAX(price) FROM bid GROUP BY channel;", "line 3, column 51: GROUP BY is not supported yet"},
+      {bid + "INSERT INTO o SELECT auction FROM bid JOIN bid AS b2 ON bid.auction = b2.auction;", "JOIN is not supported yet"},
+      {"CREATE TABLE t (a BIGINT) WITH (connector = 'jdbc');\nINSERT INTO t SELECT a FROM t;", "unknown connector 'jdbc'"},
+      {"CREATE TABLE bid (nope BIGINT) WITH (connector = 'nexmark');\n"
+       "CREATE TABLE o (a BIGINT) WITH (connector = 'blackhole');\nINSERT INTO o SELECT nope FROM bid;",
+       "table bid: a Nexmark bid has no field nope"},
+      {"CREATE TABLE bid (price BIGINT) WITH (connector = 'nexmark');\n"
+       "CREATE TABLE o (a BIGINT) WITH (connector = 'filesystem');\nINSERT INTO o SELECT price FROM bid;",
+       "table o: the filesystem connector needs path = 'DIRECTORY'"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].first);
+    const std::string file = write("bad" + std::to_string(i) + ".sql", cases[i].first);
+    auto r = run_weir({"sql", file}, path("bad" + std::to_string(i)));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("weir: " + file + ": ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(cases[i].second), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(path("out"))) << "something ran";
+  }
+  auto none = run_weir({"nexmark", "--query", "q5", "--api", "sql"}, path("q5"));
+  EXPECT_EQ(none.code, 2) << none.err;
+  EXPECT_NE(none.err.find("q5 has no SQL text yet (--api sql has q0, q2)"), std::string::npos) << none.err;
+  auto missing = run_weir({"sql", path("missing.sql")}, path("missing"));
+  EXPECT_EQ(missing.code, 3) << missing.err;
+  EXPECT_NE(missing.err.find("cannot read " + path("missing.sql")), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace weir
