@@ -122,10 +122,10 @@ TEST_F(SqlTest, AScriptsRowsAreWhatItsExpressionsSay) {
 }
 
 // A SQL job that fails for good after a checkpoint, resumed by another
-// process with --restore latest: the operators find their state by the uids
-// the plan gives them, and the output of both runs is every row once. (At
-// the same parallelism: the Nexmark source's position does not rescale.)
-TEST_F(SqlTest, AFailedSqlJobResumesFromItsCheckpoint) {
+// process with --restore latest at another parallelism: the operators find
+// their state by the uids the plan gives them (the source's splits go to
+// the new subtasks), and the output of both runs is every row once.
+TEST_F(SqlTest, AFailedSqlJobResumesFromItsCheckpointAtAnotherParallelism) {
   // An option with a dash in its name is quoted as an identifier.
   auto script = [&](const std::string& fail_every) {
     return write("q" + fail_every + ".sql",
@@ -139,7 +139,7 @@ TEST_F(SqlTest, AFailedSqlJobResumesFromItsCheckpoint) {
                           "--checkpoint-interval", "50ms", "--restart-strategy", "none"},
                          path("failed"));
   ASSERT_EQ(failed.code, 4) << failed.out << failed.err;
-  auto resumed = run_weir({"sql", script("0"), "-p", "2", "--checkpoint-dir", path("chk"), "--restore", "latest"},
+  auto resumed = run_weir({"sql", script("0"), "-p", "3", "--checkpoint-dir", path("chk"), "--restore", "latest"},
                           path("resumed"));
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_NE(resumed.out.find("restored from checkpoint"), std::string::npos) << resumed.out;

@@ -1,16 +1,23 @@
 #include "examples/nexmark/source.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace weir::nexmark {
 
 absl::Status NexmarkSource::open(OperatorContext& ctx) {
-  stride_ = ctx.parallelism();
   clock_ = &ctx.processing_time();
-  state_ = std::make_unique<OperatorListState<int64_t>>(ctx, "next-event");
-  auto restored = state_->get();
-  next_ = restored.empty() ? ctx.subtask_index() : restored.front();
-  first_ = next_;
+  state_ = std::make_unique<OperatorListState<Split>>(ctx, "splits");
+  if (ctx.is_restored()) {
+    splits_ = state_->get();
+    // Checkpoints before splits kept one next event per subtask, strided by
+    // the parallelism (restorable at the same parallelism only).
+    OperatorListState<int64_t> before(ctx, "next-event");
+    for (int64_t next : before.get()) splits_.push_back({next, ctx.parallelism()});
+    before.clear();
+  } else {
+    splits_.push_back({ctx.subtask_index(), ctx.parallelism()});
+  }
   start_ms_ = clock_->now_ms();
   armed_ = ctx.attempt() == 0;
   if (options_.fail_every > 0) {
@@ -22,15 +29,19 @@ absl::Status NexmarkSource::open(OperatorContext& ctx) {
 
 PollStatus NexmarkSource::poll(SourceOutput<Event>& out, int max_records) {
   for (int i = 0; i < max_records; ++i) {
-    if (next_ >= options_.events) return PollStatus::kEndOfInput;
+    // The split whose next event comes first; finished ones go.
+    std::erase_if(splits_, [this](const Split& s) { return s.first >= options_.events; });
+    if (splits_.empty()) return PollStatus::kEndOfInput;
+    Split* s = &*std::min_element(splits_.begin(), splits_.end());
     if (options_.rate_limit > 0) {
-      // Event number n is due (n - first) / rate seconds after the start.
-      int64_t due = start_ms_ + (next_ - first_) * 1000 / options_.rate_limit;
+      // The n-th event since the start is due n / rate seconds after it.
+      int64_t due = start_ms_ + emitted_total_ * 1000 / options_.rate_limit;
       if (clock_->now_ms() < due) return PollStatus::kIdle;
     }
-    gen_->generate_into(next_, &event_);
+    gen_->generate_into(s->first, &event_);
     out.collect(event_);
-    next_ += stride_;
+    s->first += s->second;
+    ++emitted_total_;
     if (options_.fail_every > 0 && armed_ && ++emitted_ >= threshold_) {
       armed_ = false;
       emitted_ = 0;
@@ -41,7 +52,7 @@ PollStatus NexmarkSource::poll(SourceOutput<Event>& out, int max_records) {
 }
 
 absl::Status NexmarkSource::snapshot_state(int64_t) {
-  state_->update({next_});
+  state_->update(splits_);
   return absl::OkStatus();
 }
 

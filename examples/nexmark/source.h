@@ -10,6 +10,8 @@
 #define WEIR_EXAMPLES_NEXMARK_SOURCE_H_
 
 #include <memory>
+#include <utility>
+#include <vector>
 #include <random>
 
 #include "examples/nexmark/generator.h"
@@ -24,6 +26,11 @@ struct SourceOptions {
   uint64_t seed = 0;
 };
 
+// Events 0..events-1 of the generator, split among the subtasks: subtask i
+// of p starts with the split {i, p} (events i, i+p, i+2p, ...). Its state is
+// its splits' next events, so a restore at another parallelism hands each
+// split to one new subtask (evenly), and a subtask with several emits the
+// lowest next event of them first, keeping event time nearly in order.
 class NexmarkSource final : public Source<Event> {
  public:
   NexmarkSource(std::shared_ptr<const Generator> gen, SourceOptions options)
@@ -36,14 +43,16 @@ class NexmarkSource final : public Source<Event> {
   bool bounded() const override { return true; }  // options_.events
 
  private:
+  // Event numbers next, next + stride, ...
+  using Split = std::pair<int64_t, int64_t>;  // {next, stride}
+
   std::shared_ptr<const Generator> gen_;
   const SourceOptions options_;
-  std::unique_ptr<OperatorListState<int64_t>> state_;
+  std::unique_ptr<OperatorListState<Split>> state_;
   detail::ProcessingTimeService* clock_ = nullptr;
-  int64_t next_ = 0;
-  int64_t stride_ = 1;
+  std::vector<Split> splits_;  // those not done
   int64_t start_ms_ = 0;
-  int64_t first_ = 0;
+  int64_t emitted_total_ = 0;  // since open, for the rate limit
   Event event_;
   bool armed_ = false;
   int64_t emitted_ = 0;
