@@ -467,6 +467,17 @@ class Soak {
       std::lock_guard lock(mu_);
       std::printf("longest time without a completed checkpoint: %lld ms\n", static_cast<long long>(longest_stall_ms_));
     }
+    {
+      // What the job left on the checkpoint disk: its 3 retained
+      // checkpoints, plus what fell behind since the last sweep (10 s).
+      int complete = 0, incomplete = 0;
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(checkpoint_dir_) / job_, ec)) {
+        if (e.path().filename().string().rfind("chk-", 0) != 0) continue;
+        ++(std::filesystem::exists(e.path() / "_metadata") ? complete : incomplete);
+      }
+      std::printf("checkpoint directories left: %d complete, %d incomplete (3 retained)\n", complete, incomplete);
+    }
     bool ok = unrecovered_ == 0 && status == "FINISHED";
     if (!verdict.ok()) {
       std::printf("output: cannot check: %s\n", std::string(verdict.status().message()).c_str());
