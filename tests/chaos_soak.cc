@@ -440,11 +440,16 @@ class Soak {
   }
 
   int check() {
-    auto done = c_.client().wait(job_, 300000);
-    std::string status = done.ok() ? (*done)["status"].get<std::string>() : std::string(done.status().message());
-    for (int attempt = 0; attempt < 10 && (status == "RUNNING" || !done.ok()); ++attempt) {
-      done = c_.client().wait(job_, 60000);  // a leader change while waiting
+    // Every recovery set the job back (it replays from its checkpoint at
+    // the same rate), so what is left to read after the faults can take as
+    // long as the faults did: the wait is as long as the run, plus 5 min.
+    const auto deadline = Clock::now() + o_.duration + std::chrono::minutes(5);
+    absl::StatusOr<nlohmann::json> done = absl::UnavailableError("not asked yet");
+    std::string status;
+    while (Clock::now() < deadline && (status.empty() || status == "RUNNING" || !done.ok())) {
+      done = c_.client().wait(job_, 60000);  // again after a leader change while waiting
       status = done.ok() ? (*done)["status"].get<std::string>() : std::string(done.status().message());
+      if (!done.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // no leader yet: pacing
     }
     stop_watching_ = true;
     if (watcher_.joinable()) watcher_.join();
