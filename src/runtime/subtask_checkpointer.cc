@@ -191,7 +191,14 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
         }
         st = checkpoint::write_state_file(c.snapshot, &s.handle, out->get());
         if (st.ok()) st = (*out)->finish();
-        if (st.ok() && tee != nullptr && tee->copied()) local->put(owner, checkpoint_id, range);
+        if (tee != nullptr) {
+          if (st.ok() && tee->copied()) {
+            local->put(owner, checkpoint_id, range);
+          } else {
+            std::error_code ec;  // a copy of a state file that did not make it
+            std::filesystem::remove_all(local->directory_for(owner, checkpoint_id), ec);
+          }
+        }
       }
       if (!st.ok()) {
         services.job_master->decline_checkpoint(id, checkpoint_id, std::string(st.message()));
