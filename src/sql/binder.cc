@@ -1,0 +1,350 @@
+#include "sql/binder.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "sql/parser.h"
+
+namespace weir::sql {
+namespace {
+
+using nlohmann::json;
+
+// PostgreSQL's interval field bits (typmod of INTERVAL '4' SECOND etc.).
+constexpr int64_t kMonthBit = 1 << 1, kYearBit = 1 << 2, kDayBit = 1 << 3, kHourBit = 1 << 10,
+                  kMinuteBit = 1 << 11, kSecondBit = 1 << 12;
+
+}  // namespace
+
+std::string node_name(const json& n) { return n.is_object() && !n.empty() ? n.begin().key() : ""; }
+
+int location_of(const json& n) {
+  if (!n.is_object()) return -1;
+  if (n.contains("location") && n["location"].is_number()) return n["location"].get<int>();
+  for (const auto& [k, v] : n.items()) {
+    if (v.is_object()) {
+      const int l = location_of(v);
+      if (l >= 0) return l;
+    }
+  }
+  return -1;
+}
+
+std::vector<std::string> strings_of(const json& list) {
+  std::vector<std::string> out;
+  for (const auto& s : list) {
+    if (s.contains("String")) out.push_back(s["String"].value("sval", ""));
+  }
+  return out;
+}
+
+absl::Status sql_error(std::string_view text, int offset, const std::string& what) {
+  return absl::InvalidArgumentError(position_of(text, std::max(offset, 0)) + ": " + what);
+}
+
+absl::Status sql_unsupported(std::string_view text, int offset, const std::string& what) {
+  return sql_error(text, offset, what + " is not supported yet");
+}
+
+absl::StatusOr<Expr> Binder::bind(const json& n, const std::vector<Scope>& scopes) const {
+  auto e = bind_node(n, scopes);
+  if (!e.ok() || e->kind != Expr::Kind::kCall || !e->is_constant()) return e;
+  // Constant folding: a constant expression is its value.
+  auto v = evaluate(*e, Row{});
+  if (!v.ok()) return error(location_of(n), std::string(v.status().message()));
+  return Expr::constant(*std::move(v), e->type);
+}
+
+absl::StatusOr<Expr> Binder::bind_node(const json& n, const std::vector<Scope>& scopes) const {
+  const std::string kind = node_name(n);
+  const json& b = n[kind];
+  const int at = location_of(n);
+  if (kind == "ColumnRef") return column(b, scopes, at);
+  if (kind == "A_Const") return literal(b, at);
+  if (kind == "TypeCast") return type_cast(b, scopes, at);
+  if (kind == "A_Expr") return operator_call(b, scopes, at);
+  if (kind == "BoolExpr") {
+    const std::string op = b.value("boolop", "");
+    std::vector<Expr> args;
+    bool nullable = false;
+    for (const auto& a : b["args"]) {
+      auto x = bind(a, scopes);
+      if (!x.ok()) return x.status();
+      if (x->type.kind != TypeKind::kBoolean && x->type.kind != TypeKind::kNull) {
+        return error(location_of(a), op.substr(0, op.find('_')) + " needs BOOLEAN operands, not " + std::string(type_name(x->type.kind)));
+      }
+      nullable = nullable || x->type.nullable;
+      args.push_back(*std::move(x));
+    }
+    const Op o = op == "AND_EXPR" ? Op::kAnd : op == "OR_EXPR" ? Op::kOr : Op::kNot;
+    return Expr::call(o, {TypeKind::kBoolean, nullable}, std::move(args));
+  }
+  if (kind == "NullTest") {
+    auto x = bind(b["arg"], scopes);
+    if (!x.ok()) return x.status();
+    const Op o = b.value("nulltesttype", "") == "IS_NULL" ? Op::kIsNull : Op::kIsNotNull;
+    return Expr::call(o, {TypeKind::kBoolean, false}, {*std::move(x)});
+  }
+  if (kind == "CoalesceExpr") {
+    std::vector<Expr> args;
+    TypeKind t = TypeKind::kNull;
+    bool nullable = true;
+    for (const auto& a : b["args"]) {
+      auto x = bind(a, scopes);
+      if (!x.ok()) return x.status();
+      auto c = common_type(t, x->type.kind);
+      if (!c) return error(location_of(a), "COALESCE of " + std::string(type_name(t)) + " and " + std::string(type_name(x->type.kind)));
+      t = *c;
+      nullable = nullable && x->type.nullable;
+      args.push_back(*std::move(x));
+    }
+    return Expr::call(Op::kCoalesce, {t, nullable}, std::move(args));
+  }
+  if (kind == "CaseExpr") return case_expr(b, scopes, at);
+  if (kind == "FuncCall") return function(b, scopes, at);
+  return unsupported(at, "the expression " + kind);
+}
+
+absl::StatusOr<Expr> Binder::column(const json& b, const std::vector<Scope>& scopes, int at) const {
+  const std::vector<std::string> parts = strings_of(b["fields"]);
+  if (parts.empty() || parts.size() > 2) return unsupported(at, "this column reference");
+  const std::string& name = parts.back();
+  for (const Scope& s : scopes) {
+    if (parts.size() == 2 && !absl::EqualsIgnoreCase(parts[0], s.qualifier)) continue;
+    for (size_t i = 0; i < s.columns.size(); ++i) {
+      if (absl::EqualsIgnoreCase(s.columns[i].name, name)) return Expr::column_ref(static_cast<int>(i), s.columns[i].type);
+    }
+  }
+  return error(at, "no column " + absl::StrJoin(parts, "."));
+}
+
+absl::StatusOr<Expr> Binder::literal(const json& b, int at) const {
+  if (b.value("isnull", false)) return Expr::constant(Value{}, {TypeKind::kNull, true});
+  if (b.contains("ival")) return Expr::constant(int64_t{b["ival"].value("ival", 0)}, {TypeKind::kBigInt, false});
+  if (b.contains("fval")) {
+    const std::string text = b["fval"].value("fval", "0");
+    int64_t i;
+    if (absl::SimpleAtoi(text, &i)) return Expr::constant(i, {TypeKind::kBigInt, false});  // beyond 32 bits
+    double d;
+    if (!absl::SimpleAtod(text, &d)) return error(at, "not a number: " + text);
+    return Expr::constant(d, {TypeKind::kDouble, false});
+  }
+  if (b.contains("sval")) return Expr::constant(b["sval"].value("sval", ""), {TypeKind::kVarchar, false});
+  if (b.contains("boolval")) return Expr::constant(b["boolval"].value("boolval", false), {TypeKind::kBoolean, false});
+  return unsupported(at, "this literal");
+}
+
+absl::StatusOr<Expr> Binder::type_cast(const json& b, const std::vector<Scope>& scopes, int at) const {
+  const json& tn = b["typeName"];
+  const std::vector<std::string> names = strings_of(tn["names"]);
+  const std::string name = names.empty() ? "" : names.back();
+  auto to = type_of_name(name);
+  if (!to) return error(tn.value("location", at), "unknown type " + absl::AsciiStrToUpper(name));
+  if (*to == TypeKind::kInterval) return interval(b, at);
+  auto x = bind(b["arg"], scopes);
+  if (!x.ok()) return x.status();
+  const TypeKind from = x->type.kind;
+  const bool ok = from == *to || from == TypeKind::kNull || from == TypeKind::kVarchar || *to == TypeKind::kVarchar ||
+                  (x->type.numeric() && (*to == TypeKind::kBigInt || *to == TypeKind::kDouble)) ||
+                  (from == TypeKind::kBoolean && *to == TypeKind::kBigInt) ||
+                  (from == TypeKind::kBigInt && (*to == TypeKind::kBoolean || *to == TypeKind::kTimestamp)) ||
+                  (from == TypeKind::kTimestamp && *to == TypeKind::kBigInt);
+  if (!ok) return error(at, "cannot CAST " + std::string(type_name(from)) + " to " + std::string(type_name(*to)));
+  const bool nullable = x->type.nullable;
+  return Expr::call(Op::kCast, {*to, nullable}, {*std::move(x)});
+}
+
+// INTERVAL '4' SECOND (the unit as PostgreSQL's typmod), or INTERVAL
+// '10 seconds'.
+absl::StatusOr<Expr> Binder::interval(const json& b, int at) const {
+  const json& arg = b["arg"];
+  if (node_name(arg) != "A_Const" || !arg["A_Const"].contains("sval")) return unsupported(at, "an INTERVAL of an expression");
+  std::string text = arg["A_Const"]["sval"].value("sval", "");
+  int64_t unit_ms = 0;
+  const json& tn = b["typeName"];
+  if (tn.contains("typmods")) {
+    const int64_t bits = tn["typmods"][0]["A_Const"].value("ival", json::object()).value("ival", 0);
+    if (bits == kSecondBit) unit_ms = 1000;
+    else if (bits == kMinuteBit) unit_ms = 60'000;
+    else if (bits == kHourBit) unit_ms = 3'600'000;
+    else if (bits == kDayBit) unit_ms = 86'400'000;
+    else if (bits == kMonthBit || bits == kYearBit) return unsupported(at, "INTERVAL in months or years");
+    else return unsupported(at, "this INTERVAL (one of SECOND, MINUTE, HOUR, DAY)");
+  } else {
+    // "10 seconds", "2 minute", ...
+    std::vector<std::string> words = absl::StrSplit(absl::StripAsciiWhitespace(text), ' ', absl::SkipEmpty());
+    if (words.size() != 2) return error(at, "INTERVAL '" + text + "': a number and a unit ('10 seconds')");
+    std::string u = absl::AsciiStrToLower(words[1]);
+    if (!u.empty() && u.back() == 's') u.pop_back();
+    static const std::map<std::string, int64_t> kUnits = {
+        {"millisecond", 1}, {"second", 1000}, {"minute", 60'000}, {"hour", 3'600'000}, {"day", 86'400'000}};
+    auto it = kUnits.find(u);
+    if (it == kUnits.end()) return error(at, "INTERVAL '" + text + "': unknown unit " + words[1]);
+    unit_ms = it->second;
+    text = words[0];
+  }
+  double n;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(text), &n)) return error(at, "INTERVAL '" + text + "': not a number");
+  return Expr::constant(static_cast<int64_t>(n * static_cast<double>(unit_ms)), {TypeKind::kInterval, false});
+}
+
+absl::StatusOr<Expr> Binder::operator_call(const json& b, const std::vector<Scope>& scopes, int at) const {
+  const std::string kind = b.value("kind", "");
+  const std::vector<std::string> name = strings_of(b["name"]);
+  const std::string op = name.empty() ? "?" : name.back();
+  if (kind != "AEXPR_OP") {
+    static const std::map<std::string, std::string> kKinds = {
+        {"AEXPR_LIKE", "LIKE"}, {"AEXPR_ILIKE", "ILIKE"}, {"AEXPR_IN", "IN"}, {"AEXPR_BETWEEN", "BETWEEN"},
+        {"AEXPR_NOT_BETWEEN", "NOT BETWEEN"}, {"AEXPR_DISTINCT", "IS DISTINCT FROM"},
+        {"AEXPR_SIMILAR", "SIMILAR TO"}, {"AEXPR_OP_ANY", "ANY"}, {"AEXPR_OP_ALL", "ALL"}};
+    auto it = kKinds.find(kind);
+    return unsupported(at, it == kKinds.end() ? kind : it->second);
+  }
+  std::vector<Expr> args;
+  for (const char* side : {"lexpr", "rexpr"}) {
+    if (!b.contains(side)) continue;
+    auto x = bind(b[side], scopes);
+    if (!x.ok()) return x.status();
+    args.push_back(*std::move(x));
+  }
+  bool nullable = false;
+  for (const Expr& a : args) nullable = nullable || a.type.nullable;
+  auto mismatch = [&] {
+    std::vector<std::string> types;
+    for (const Expr& a : args) types.emplace_back(type_name(a.type.kind));
+    return error(at, "operator " + op + " does not apply to " + absl::StrJoin(types, " and "));
+  };
+  if (args.size() == 1) {
+    if (op != "-" && op != "+") return unsupported(at, "the prefix operator " + op);
+    if (!args[0].type.numeric() && args[0].type.kind != TypeKind::kInterval) return mismatch();
+    if (op == "+") return std::move(args[0]);
+    const Type t = args[0].type;
+    return Expr::call(Op::kNegate, t, std::move(args));
+  }
+  const TypeKind l = args[0].type.kind, r = args[1].type.kind;
+  static const std::map<std::string, Op> kArithmetic = {
+      {"+", Op::kAdd}, {"-", Op::kSubtract}, {"*", Op::kMultiply}, {"/", Op::kDivide}, {"%", Op::kModulo}};
+  static const std::map<std::string, Op> kCompare = {
+      {"=", Op::kEqual},      {"<>", Op::kNotEqual}, {"!=", Op::kNotEqual},    {"<", Op::kLess},
+      {"<=", Op::kLessEqual}, {">", Op::kGreater},   {">=", Op::kGreaterEqual}};
+  if (auto a = kArithmetic.find(op); a != kArithmetic.end()) {
+    std::optional<TypeKind> t;
+    const bool plus_minus = a->second == Op::kAdd || a->second == Op::kSubtract;
+    if (args[0].type.numeric() && args[1].type.numeric()) {
+      t = common_type(l, r);
+    } else if (plus_minus && l == TypeKind::kTimestamp && r == TypeKind::kInterval) {
+      t = TypeKind::kTimestamp;
+    } else if (a->second == Op::kAdd && l == TypeKind::kInterval && r == TypeKind::kTimestamp) {
+      t = TypeKind::kTimestamp;
+    } else if (plus_minus && l == TypeKind::kInterval && r == TypeKind::kInterval) {
+      t = TypeKind::kInterval;
+    } else if (a->second == Op::kSubtract && l == TypeKind::kTimestamp && r == TypeKind::kTimestamp) {
+      t = TypeKind::kInterval;
+    } else if (l == TypeKind::kNull || r == TypeKind::kNull) {
+      t = l == TypeKind::kNull ? r : l;
+    }
+    if (!t) return mismatch();
+    return Expr::call(a->second, {*t, nullable}, std::move(args));
+  }
+  if (auto c = kCompare.find(op); c != kCompare.end()) {
+    if (!common_type(l, r)) return mismatch();
+    return Expr::call(c->second, {TypeKind::kBoolean, nullable}, std::move(args));
+  }
+  if (op == "||") return Expr::call(Op::kConcat, {TypeKind::kVarchar, nullable}, std::move(args));
+  return unsupported(at, "the operator " + op);
+}
+
+absl::StatusOr<Expr> Binder::case_expr(const json& b, const std::vector<Scope>& scopes, int at) const {
+  std::optional<Expr> subject;  // CASE x WHEN v ...: each WHEN is x = v
+  if (b.contains("arg")) {
+    auto x = bind(b["arg"], scopes);
+    if (!x.ok()) return x.status();
+    subject = *std::move(x);
+  }
+  std::vector<Expr> args;
+  TypeKind result = TypeKind::kNull;
+  bool nullable = !b.contains("defresult");
+  auto add_result = [&](const json& n) -> absl::Status {
+    auto r = bind(n, scopes);
+    if (!r.ok()) return r.status();
+    auto t = common_type(result, r->type.kind);
+    if (!t) return error(location_of(n), "CASE results of " + std::string(type_name(result)) + " and " + std::string(type_name(r->type.kind)));
+    result = *t;
+    nullable = nullable || r->type.nullable;
+    args.push_back(*std::move(r));
+    return absl::OkStatus();
+  };
+  for (const auto& w : b["args"]) {
+    const json& cw = w["CaseWhen"];
+    auto cond = bind(cw["expr"], scopes);
+    if (!cond.ok()) return cond.status();
+    if (subject) {
+      if (!common_type(subject->type.kind, cond->type.kind)) return error(location_of(cw["expr"]), "CASE compares " + std::string(type_name(subject->type.kind)) + " with " + std::string(type_name(cond->type.kind)));
+      const bool n = subject->type.nullable || cond->type.nullable;
+      cond = Expr::call(Op::kEqual, {TypeKind::kBoolean, n}, {*subject, *std::move(cond)});
+    } else if (cond->type.kind != TypeKind::kBoolean && cond->type.kind != TypeKind::kNull) {
+      return error(location_of(cw["expr"]), "WHEN needs a BOOLEAN, not " + std::string(type_name(cond->type.kind)));
+    }
+    args.push_back(*std::move(cond));
+    absl::Status s = add_result(cw["result"]);
+    if (!s.ok()) return s;
+  }
+  const bool has_else = b.contains("defresult");
+  if (has_else) {
+    absl::Status s = add_result(b["defresult"]);
+    if (!s.ok()) return s;
+  }
+  Expr e = Expr::call(Op::kCase, {result, nullable}, std::move(args));
+  e.has_else = has_else;
+  (void)at;
+  return e;
+}
+
+absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& scopes, int at) const {
+  const std::vector<std::string> names = strings_of(b["funcname"]);
+  const std::string name = absl::AsciiStrToLower(names.empty() ? "" : names.back());
+  static const std::vector<std::string> kAggregates = {"count", "sum", "min", "max", "avg"};
+  if (std::find(kAggregates.begin(), kAggregates.end(), name) != kAggregates.end()) {
+    return unsupported(at, "the aggregate " + absl::AsciiStrToUpper(name) + " (GROUP BY)");
+  }
+  if (b.contains("over")) return unsupported(at, "OVER windows");
+  std::vector<Expr> args;
+  for (const auto& a : b.value("args", json::array())) {
+    auto x = bind(a, scopes);
+    if (!x.ok()) return x.status();
+    args.push_back(*std::move(x));
+  }
+  const std::string upper = absl::AsciiStrToUpper(name);
+  auto one_arg = [&](bool ok_type, TypeKind result, Op op) -> absl::StatusOr<Expr> {
+    if (args.size() != 1) return error(at, upper + " takes one argument");
+    if (!ok_type) return error(at, upper + " does not apply to " + std::string(type_name(args[0].type.kind)));
+    const bool nullable = args[0].type.nullable;
+    return Expr::call(op, {result, nullable}, std::move(args));
+  };
+  const bool text = args.size() == 1 && (args[0].type.kind == TypeKind::kVarchar || args[0].type.kind == TypeKind::kNull);
+  if (name == "lower") return one_arg(text, TypeKind::kVarchar, Op::kLower);
+  if (name == "upper") return one_arg(text, TypeKind::kVarchar, Op::kUpper);
+  if (name == "char_length" || name == "character_length") return one_arg(text, TypeKind::kBigInt, Op::kCharLength);
+  if (name == "mod") {
+    if (args.size() != 2) return error(at, "MOD takes two arguments");
+    if (args[0].type.kind != TypeKind::kBigInt || args[1].type.kind != TypeKind::kBigInt) {
+      return error(at, "MOD needs BIGINT arguments");
+    }
+    const bool nullable = args[0].type.nullable || args[1].type.nullable;
+    return Expr::call(Op::kModulo, {TypeKind::kBigInt, nullable}, std::move(args));
+  }
+  if (name == "abs") {
+    const bool numeric = args.size() == 1 && args[0].type.numeric();
+    return one_arg(numeric, numeric ? args[0].type.kind : TypeKind::kBigInt, Op::kAbs);
+  }
+  return error(at, "unknown function " + upper);
+}
+
+
+}  // namespace weir::sql

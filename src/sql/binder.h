@@ -1,0 +1,66 @@
+// Expressions of a parse tree (sql/parser.h) bound to columns in scope and
+// type-checked into sql::Expr, constant subexpressions folded; and the
+// parse-tree helpers the planner shares. An error names its position in the
+// script: "line L, column C: ...", InvalidArgument.
+//
+// Immutable; thread-compatible.
+#ifndef WEIR_SQL_BINDER_H_
+#define WEIR_SQL_BINDER_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "sql/expression.h"
+#include "sql/plan.h"
+
+namespace weir::sql {
+
+// The one key of a node object ("A_Const", "ColumnRef", ...).
+std::string node_name(const nlohmann::json& n);
+// The first "location" in `n` (depth first), or -1.
+int location_of(const nlohmann::json& n);
+// The string values of a list of {"String": {"sval": ...}} nodes.
+std::vector<std::string> strings_of(const nlohmann::json& list);
+
+// "line L, column C: what" at byte `offset` of `text`.
+absl::Status sql_error(std::string_view text, int offset, const std::string& what);
+// The same, for a construct not built yet: "what is not supported yet".
+absl::Status sql_unsupported(std::string_view text, int offset, const std::string& what);
+
+// What a column reference may name: the columns of one input.
+struct Scope {
+  std::string qualifier;  // the table's name or alias
+  std::vector<Column> columns;
+};
+
+class Binder {
+ public:
+  // `text`: the script the trees' locations point into; must outlive this.
+  explicit Binder(std::string_view text) : text_(text) {}
+
+  absl::StatusOr<Expr> bind(const nlohmann::json& n, const std::vector<Scope>& scopes) const;
+
+ private:
+  absl::Status error(int offset, const std::string& what) const { return sql_error(text_, offset, what); }
+  absl::Status unsupported(int offset, const std::string& what) const {
+    return sql_unsupported(text_, offset, what);
+  }
+  absl::StatusOr<Expr> bind_node(const nlohmann::json& n, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> column(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
+  absl::StatusOr<Expr> literal(const nlohmann::json& b, int at) const;
+  absl::StatusOr<Expr> type_cast(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
+  absl::StatusOr<Expr> interval(const nlohmann::json& b, int at) const;
+  absl::StatusOr<Expr> operator_call(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
+  absl::StatusOr<Expr> case_expr(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
+  absl::StatusOr<Expr> function(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
+
+  const std::string_view text_;
+};
+
+}  // namespace weir::sql
+
+#endif  // WEIR_SQL_BINDER_H_
