@@ -443,13 +443,18 @@ class Soak {
     // Every recovery set the job back (it replays from its checkpoint at
     // the same rate), so what is left to read after the faults can take as
     // long as the faults did: the wait is as long as the run, plus 5 min.
+    // Only FINISHED or FAILED ends it: the soak never cancels the job, so
+    // CANCELED is the view of a JobManager that was stepping down (the new
+    // leader recovers the job), and the question goes to the leader again.
     const auto deadline = Clock::now() + o_.duration + std::chrono::minutes(5);
     absl::StatusOr<nlohmann::json> done = absl::UnavailableError("not asked yet");
     std::string status;
-    while (Clock::now() < deadline && (status.empty() || status == "RUNNING" || !done.ok())) {
-      done = c_.client().wait(job_, 60000);  // again after a leader change while waiting
+    while (Clock::now() < deadline && status != "FINISHED" && status != "FAILED") {
+      done = c_.client().wait(job_, 60000);
       status = done.ok() ? (*done)["status"].get<std::string>() : std::string(done.status().message());
-      if (!done.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // no leader yet: pacing
+      if (status != "RUNNING" && status != "FINISHED" && status != "FAILED") {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // no leader yet, or a deposed one: pacing
+      }
     }
     stop_watching_ = true;
     if (watcher_.joinable()) watcher_.join();
