@@ -124,14 +124,7 @@ int run_embedded(const std::string& job, const std::vector<std::string>& args, b
   }
   if (flags.verbose) spdlog::set_level(spdlog::level::info);
   JobConsole console(quiet || flags.quiet, flags.default_savepoint_dir(), flags.drain);
-  auto result = console.run(**env, name);
-  if (!result.ok()) {
-    return fail(absl::IsInvalidArgument(result.status()) ? kBadArguments : kBadInput,
-                std::string(result.status().message()));
-  }
-  print_result(*result, stdout);
-  if (result->status != JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
-  return kOk;
+  return finish_run(console.run(**env, name));
 }
 
 void print_job(const nlohmann::json& j) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cli/exit_codes.h"
 #include "weir/config.h"
 
 namespace weir::cli {
@@ -97,6 +98,16 @@ void print_result(const JobResult& r, std::FILE* out) {
                    gauge("sort.spilled_runs"));
     }
   }
+}
+
+int finish_run(const absl::StatusOr<JobResult>& result) {
+  if (!result.ok()) {
+    return fail(absl::IsInvalidArgument(result.status()) ? kBadArguments : kBadInput,
+                std::string(result.status().message()));
+  }
+  print_result(*result, stdout);
+  if (result->status != JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
+  return kOk;
 }
 
 }  // namespace weir::cli

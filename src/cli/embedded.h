@@ -54,6 +54,10 @@ class JobConsole {
 // The job's end, restarts and checkpoints, for people.
 void print_result(const JobResult& r, std::FILE* out);
 
+// The end of a run by JobConsole::run: prints the result and returns the
+// exit code (docs/cli.md), or prints the error and returns its code.
+int finish_run(const absl::StatusOr<JobResult>& result);
+
 }  // namespace weir::cli
 
 #endif  // WEIR_CLI_EMBEDDED_H_

@@ -64,14 +64,7 @@ std::optional<int> SqlCommand::run() {
   StreamEnvironment env(*config);
   absl::Status built = sql::build_job(*planned, connectors, env);
   if (!built.ok()) return fail(kBadArguments, name + ": " + std::string(built.message()));
-  auto result = console.run(env, "sql " + name);
-  if (!result.ok()) {
-    return fail(absl::IsInvalidArgument(result.status()) ? kBadArguments : kBadInput,
-                std::string(result.status().message()));
-  }
-  print_result(*result, stdout);
-  if (result->status != JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
-  return kOk;
+  return finish_run(console.run(env, "sql " + name));
 }
 
 }  // namespace weir::cli
