@@ -2,7 +2,7 @@
 # sql_queries() over the texts of DIR/q*.sql (run at build time, so an
 # edited .sql file rebuilds).
 file(GLOB files ${DIR}/q*.sql)
-list(SORT files)
+list(SORT files COMPARE NATURAL)
 set(entries "")
 set(names "")
 foreach(f ${files})

@@ -1,6 +1,7 @@
 #include "sql/binder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -26,7 +27,7 @@ std::string node_name(const json& n) { return n.is_object() && !n.empty() ? n.be
 
 int location_of(const json& n) {
   if (!n.is_object()) return -1;
-  if (n.contains("location") && n["location"].is_number()) return n["location"].get<int>();
+  if (n.contains("location") && n["location"].is_number() && n["location"].get<int>() >= 0) return n["location"].get<int>();
   for (const auto& [k, v] : n.items()) {
     if (v.is_object()) {
       const int l = location_of(v);
@@ -61,10 +62,74 @@ absl::StatusOr<Expr> Binder::bind(const json& n, const std::vector<Scope>& scope
   return Expr::constant(*std::move(v), e->type);
 }
 
+bool is_aggregate_function(std::string_view name) {
+  return name == "count" || name == "sum" || name == "min" || name == "max" || name == "avg";
+}
+
+std::optional<Expr> Binder::grouping_key(const json& n) const {
+  auto plain = Binder(text_).bind(n, grouping_->input);
+  if (!plain.ok()) return std::nullopt;
+  for (size_t i = 0; i < grouping_->keys.size(); ++i) {
+    if (grouping_->keys[i] == *plain) return Expr::column_ref(static_cast<int>(i), plain->type);
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& name, int at) const {
+  const std::string upper = absl::AsciiStrToUpper(name);
+  if (b.contains("over")) return unsupported(at, "OVER windows");
+  if (b.contains("agg_filter")) return unsupported(at, upper + "(...) FILTER (WHERE ...)");
+  if (b.contains("agg_order")) return unsupported(at, upper + " with ORDER BY");
+  AggregateCall call;
+  call.distinct = b.value("agg_distinct", false);
+  const json args = b.value("args", json::array());
+  if (b.value("agg_star", false)) {
+    if (name != "count") return error(at, upper + "(*): only COUNT takes *");
+  } else {
+    if (args.size() != 1) return error(at, upper + " takes one argument");
+    // The argument reads the rows of the group; no aggregate inside.
+    auto arg = Binder(text_).bind(args[0], grouping_->input);
+    if (!arg.ok()) return arg.status();
+    call.arg = *std::move(arg);
+  }
+  const TypeKind t = call.arg ? call.arg->type.kind : TypeKind::kBigInt;
+  const std::string what = upper + " of " + std::string(type_name(t));
+  if (name == "count") {
+    call.kind = AggregateCall::Kind::kCount;
+    call.type = {TypeKind::kBigInt, false};
+  } else if (name == "sum" || name == "avg") {
+    if (t != TypeKind::kBigInt && t != TypeKind::kDouble) return error(at, what + ": it needs BIGINT or DOUBLE");
+    call.kind = name == "sum" ? AggregateCall::Kind::kSum : AggregateCall::Kind::kAvg;
+    call.type = {t, true};
+  } else {
+    if (t == TypeKind::kNull) return error(at, what + ": the argument has no type");
+    call.kind = name == "min" ? AggregateCall::Kind::kMin : AggregateCall::Kind::kMax;
+    call.type = {t, true};
+  }
+  auto& calls = grouping_->calls;
+  size_t i = std::find(calls.begin(), calls.end(), call) - calls.begin();
+  if (i == calls.size()) calls.push_back(call);
+  return Expr::column_ref(static_cast<int>(grouping_->keys.size() + i), call.type);
+}
+
 absl::StatusOr<Expr> Binder::bind_node(const json& n, const std::vector<Scope>& scopes) const {
   const std::string kind = node_name(n);
   const json& b = n[kind];
   const int at = location_of(n);
+  if (grouping_ != nullptr) {
+    if (kind == "FuncCall") {
+      const std::vector<std::string> names = strings_of(b["funcname"]);
+      const std::string name = absl::AsciiStrToLower(names.empty() ? "" : names.back());
+      if (is_aggregate_function(name)) return aggregate_call(b, name, at);
+    }
+    if (auto key = grouping_key(n)) return *std::move(key);
+    if (kind == "ColumnRef") {
+      auto plain = Binder(text_).bind(n, grouping_->input);
+      if (!plain.ok()) return plain.status();
+      return error(at, "column " + absl::StrJoin(strings_of(b["fields"]), ".") +
+                           " is neither grouped (GROUP BY) nor inside an aggregate");
+    }
+  }
   if (kind == "ColumnRef") return column(b, scopes, at);
   if (kind == "A_Const") return literal(b, at);
   if (kind == "TypeCast") return type_cast(b, scopes, at);
@@ -191,7 +256,10 @@ absl::StatusOr<Expr> Binder::interval(const json& b, int at) const {
   }
   double n;
   if (!absl::SimpleAtod(absl::StripAsciiWhitespace(text), &n)) return error(at, "INTERVAL '" + text + "': not a number");
-  return Expr::constant(static_cast<int64_t>(n * static_cast<double>(unit_ms)), {TypeKind::kInterval, false});
+  const double ms = n * static_cast<double>(unit_ms);
+  // Within +-2^62 ms (146 million years): representable, and room to add.
+  if (!(std::abs(ms) < 4.6e18)) return error(at, "INTERVAL '" + text + "': out of range");
+  return Expr::constant(static_cast<int64_t>(ms), {TypeKind::kInterval, false});
 }
 
 absl::StatusOr<Expr> Binder::operator_call(const json& b, const std::vector<Scope>& scopes, int at) const {
@@ -309,9 +377,8 @@ absl::StatusOr<Expr> Binder::case_expr(const json& b, const std::vector<Scope>& 
 absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& scopes, int at) const {
   const std::vector<std::string> names = strings_of(b["funcname"]);
   const std::string name = absl::AsciiStrToLower(names.empty() ? "" : names.back());
-  static const std::vector<std::string> kAggregates = {"count", "sum", "min", "max", "avg"};
-  if (std::find(kAggregates.begin(), kAggregates.end(), name) != kAggregates.end()) {
-    return unsupported(at, "the aggregate " + absl::AsciiStrToUpper(name) + " (GROUP BY)");
+  if (is_aggregate_function(name)) {
+    return unsupported(at, "the aggregate " + absl::AsciiStrToUpper(name) + " without GROUP BY");
   }
   if (b.contains("over")) return unsupported(at, "OVER windows");
   std::vector<Expr> args;

@@ -7,6 +7,7 @@
 #ifndef WEIR_SQL_BINDER_H_
 #define WEIR_SQL_BINDER_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,10 +38,25 @@ struct Scope {
   std::vector<Column> columns;
 };
 
+// The binding of a SELECT over a GROUP BY: an expression equal to a
+// grouping key reads that key, aggregate calls (COUNT, SUM, MIN, MAX, AVG)
+// are collected, and any other column reference is an error. The bound
+// expressions read the aggregate's output row: the keys, then one column
+// per collected call.
+struct Grouping {
+  std::vector<Scope> input;          // what keys and aggregate arguments read
+  std::vector<Expr> keys;            // bound over `input`
+  std::vector<AggregateCall> calls;  // collected, each once
+};
+
+// Whether `name` (lower case) is an aggregate function.
+bool is_aggregate_function(std::string_view name);
+
 class Binder {
  public:
   // `text`: the script the trees' locations point into; must outlive this.
-  explicit Binder(std::string_view text) : text_(text) {}
+  // With `grouping`, binds over a GROUP BY (above); it must outlive this.
+  explicit Binder(std::string_view text, Grouping* grouping = nullptr) : text_(text), grouping_(grouping) {}
 
   absl::StatusOr<Expr> bind(const nlohmann::json& n, const std::vector<Scope>& scopes) const;
 
@@ -57,8 +73,12 @@ class Binder {
   absl::StatusOr<Expr> operator_call(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
   absl::StatusOr<Expr> case_expr(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
   absl::StatusOr<Expr> function(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
+  // With grouping_: a grouping key, or nullopt.
+  std::optional<Expr> grouping_key(const nlohmann::json& n) const;
+  absl::StatusOr<Expr> aggregate_call(const nlohmann::json& b, const std::string& name, int at) const;
 
   const std::string_view text_;
+  Grouping* const grouping_;
 };
 
 }  // namespace weir::sql

@@ -50,6 +50,7 @@ struct Expr {
   static Expr call(Op op, Type type, std::vector<Expr> args);
 
   bool is_constant() const;
+  bool operator==(const Expr&) const = default;
   // For plans: columns by the names in `input`, e.g. "(price * 908) / 1000".
   std::string to_string(const std::vector<std::string>& input) const;
 };

@@ -13,6 +13,26 @@ int TableDef::index_of(std::string_view name) const {
   return -1;
 }
 
+std::string WindowSpec::to_string() const {
+  const std::string offset = offset_ms != 0 ? ", offset " + std::to_string(offset_ms) + " ms" : "";
+  switch (kind) {
+    case Kind::kTumble:
+      return "TUMBLE(" + time_column + ", size " + std::to_string(size_ms) + " ms" + offset + ")";
+    case Kind::kHop:
+      return "HOP(" + time_column + ", slide " + std::to_string(slide_ms) + " ms, size " + std::to_string(size_ms) +
+             " ms" + offset + ")";
+    case Kind::kSession:
+      return "SESSION(" + time_column + ", gap " + std::to_string(gap_ms) + " ms)";
+  }
+  return "?";
+}
+
+std::string AggregateCall::to_string(const std::vector<std::string>& input) const {
+  static const char* kNames[] = {"COUNT", "SUM", "MIN", "MAX", "AVG"};
+  const std::string a = arg ? arg->to_string(input) : "*";
+  return std::string(kNames[static_cast<int>(kind)]) + "(" + (distinct ? "DISTINCT " : "") + a + ")";
+}
+
 std::vector<std::string> PlanNode::column_names() const {
   std::vector<std::string> names;
   for (const Column& c : columns) names.push_back(c.name);
@@ -44,6 +64,16 @@ void explain_into(const PlanNode& n, int depth, std::string* out) {
         parts.push_back(e == n.columns[i].name ? e : e + " AS " + n.columns[i].name);
       }
       line += "Project(" + absl::StrJoin(parts, ", ") + ")";
+      break;
+    }
+    case PlanNode::Kind::kWindow:
+      line += "Window(" + n.window->to_string() + ")";
+      break;
+    case PlanNode::Kind::kAggregate: {
+      std::vector<std::string> keys, aggs;
+      for (const Expr& e : n.exprs) keys.push_back(e.to_string(in));
+      for (const AggregateCall& a : n.aggregates) aggs.push_back(a.to_string(in));
+      line += "Aggregate(keys: " + absl::StrJoin(keys, ", ") + "; " + absl::StrJoin(aggs, ", ") + ")";
       break;
     }
     case PlanNode::Kind::kSink:

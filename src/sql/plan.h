@@ -43,12 +43,52 @@ struct TableDef {
   int index_of(std::string_view name) const;
 };
 
+// A window table function: TUMBLE, HOP or SESSION over the input's event
+// time. Windows are aligned to the epoch plus `offset_ms`, half-open
+// [start, end); a session ends `gap_ms` after its last row.
+struct WindowSpec {
+  enum class Kind : uint8_t { kTumble, kHop, kSession };
+  Kind kind = Kind::kTumble;
+  int64_t size_ms = 0;    // kTumble, kHop
+  int64_t slide_ms = 0;   // kHop
+  int64_t gap_ms = 0;     // kSession
+  int64_t offset_ms = 0;  // kTumble, kHop
+  std::string time_column;
+
+  // "HOP(date_time, slide 2000 ms, size 10000 ms)"
+  std::string to_string() const;
+};
+
+// The columns a window table function adds after its input's: window_start,
+// window_end and window_time (= window_end - 1 ms, the rows' new event
+// time), each TIMESTAMP(3) NOT NULL.
+inline constexpr int kWindowColumns = 3;
+
+// One aggregate call of a GROUP BY: COUNT(*), COUNT([DISTINCT] x),
+// SUM, MIN, MAX, AVG. Over no rows with a non-NULL argument, COUNT is 0
+// and the others NULL. AVG of BIGINT is a BIGINT (the sum divided by the
+// count, truncated), as in Flink.
+struct AggregateCall {
+  enum class Kind : uint8_t { kCount, kSum, kMin, kMax, kAvg };
+  Kind kind = Kind::kCount;
+  bool distinct = false;
+  std::optional<Expr> arg;  // none: COUNT(*)
+  Type type;                // of the result
+
+  std::string to_string(const std::vector<std::string>& input) const;
+  bool operator==(const AggregateCall&) const = default;
+};
+
 struct PlanNode {
-  enum class Kind : uint8_t { kScan, kFilter, kProject, kSink };
+  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kSink };
   Kind kind = Kind::kScan;
   std::vector<Column> columns;  // what it emits (kScan: the columns of the table it reads)
   std::string table;            // kScan, kSink: the table
-  std::vector<Expr> exprs;      // kProject: one per column; kFilter: the condition
+  // kProject: one per column; kFilter: the condition; kAggregate: the
+  // grouping keys (its first columns; then one column per aggregate).
+  std::vector<Expr> exprs;
+  std::optional<WindowSpec> window;      // kWindow
+  std::vector<AggregateCall> aggregates;  // kAggregate
   std::unique_ptr<PlanNode> input;
 
   std::vector<std::string> column_names() const;

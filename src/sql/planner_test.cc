@@ -129,6 +129,75 @@ TEST(SqlPlannerTest, ExpressionsFollowSqlNullSemantics) {
   EXPECT_FALSE(evaluate(Expr::call(Op::kAdd, big, {max, a}), row).ok());
 }
 
+// GROUP BY over a window table function: keys, aggregates, HAVING, the
+// WHERE pushed below the window, the scan pruned to what is read (and the
+// event time the window needs).
+TEST(SqlPlannerTest, WindowAggregationPlansKeysAggregatesAndPushesFiltersDown) {
+  auto p = plan(std::string(kBids) +
+                "CREATE TABLE o (auction BIGINT, ws TIMESTAMP(3), n BIGINT, top BIGINT, mean BIGINT, d BIGINT)"
+                " WITH (connector = 'print');\n"
+                "INSERT INTO o SELECT auction, window_start, COUNT(*) AS n, MAX(price) + 1, AVG(price),\n"
+                "  COUNT(DISTINCT bidder) FROM HOP(bid, DESCRIPTOR(date_time), INTERVAL '2' SECOND,\n"
+                "  INTERVAL '10' SECOND) AS b WHERE b.price > 10\n"
+                "GROUP BY auction, window_start, window_end HAVING COUNT(*) > 1 AND MAX(price) > 5;");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(explain(*p->inserts[0].root),
+            "Sink(o) [auction BIGINT, ws TIMESTAMP(3), n BIGINT, top BIGINT, mean BIGINT, d BIGINT]\n"
+            "  Project(auction, window_start, $agg0 AS n, ($agg1 + 1) AS EXPR$3, $agg2 AS EXPR$4, $agg3 AS EXPR$5) "
+            "[auction BIGINT NOT NULL, window_start TIMESTAMP(3) NOT NULL, n BIGINT NOT NULL, EXPR$3 BIGINT, "
+            "EXPR$4 BIGINT, EXPR$5 BIGINT NOT NULL]\n"
+            "    Filter((($agg0 > 1) AND ($agg1 > 5))) [auction BIGINT NOT NULL, window_start TIMESTAMP(3) NOT NULL, "
+            "window_end TIMESTAMP(3) NOT NULL, $agg0 BIGINT NOT NULL, $agg1 BIGINT, $agg2 BIGINT, $agg3 BIGINT NOT NULL]\n"
+            "      Aggregate(keys: auction, window_start, window_end; COUNT(*), MAX(price), AVG(price), "
+            "COUNT(DISTINCT bidder)) [auction BIGINT NOT NULL, window_start TIMESTAMP(3) NOT NULL, "
+            "window_end TIMESTAMP(3) NOT NULL, $agg0 BIGINT NOT NULL, $agg1 BIGINT, $agg2 BIGINT, $agg3 BIGINT NOT NULL]\n"
+            "        Window(HOP(date_time, slide 2000 ms, size 10000 ms)) [auction BIGINT NOT NULL, bidder BIGINT, "
+            "price BIGINT, date_time TIMESTAMP(3), window_start TIMESTAMP(3) NOT NULL, window_end TIMESTAMP(3) NOT NULL, "
+            "window_time TIMESTAMP(3) NOT NULL]\n"
+            "          Filter((price > 10)) [auction BIGINT NOT NULL, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3)]\n"
+            "            Scan(bid) [auction BIGINT NOT NULL, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3)]\n");
+  // A window function alone adds the window's columns to every row.
+  p = plan(std::string(kBids) +
+           "CREATE TABLE o (auction BIGINT, ws TIMESTAMP(3), we TIMESTAMP(3)) WITH (connector = 'print');\n"
+           "INSERT INTO o SELECT auction, window_start, window_end FROM TUMBLE(bid, DESCRIPTOR(date_time), "
+           "INTERVAL '10' SECOND, INTERVAL '1' SECOND);");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const PlanNode& window = *p->inserts[0].root->input->input;
+  ASSERT_EQ(window.kind, PlanNode::Kind::kWindow);
+  EXPECT_EQ(window.window->to_string(), "TUMBLE(date_time, size 10000 ms, offset 1000 ms)");
+  EXPECT_EQ(window.column_names(),
+            (std::vector<std::string>{"auction", "date_time", "window_start", "window_end", "window_time"}));
+}
+
+TEST(SqlPlannerTest, WindowAndGroupByErrorsNameWhatIsWrong) {
+  const std::string bid = std::string(kBids) + "CREATE TABLE o (a BIGINT, n BIGINT) WITH (connector = 'print');\n";
+  const std::string hop = " FROM HOP(bid, DESCRIPTOR(date_time), INTERVAL '2' SECOND, INTERVAL '10' SECOND) ";
+  EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT auction, COUNT(*)" + hop + "GROUP BY auction, window_start;"),
+            "line 5, column 129: GROUP BY over HOP(date_time, slide 2000 ms, size 10000 ms) needs both window_start "
+            "and window_end");
+  EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT bidder, COUNT(*)" + hop + "GROUP BY auction, window_start, window_end;"),
+            "line 5, column 22: column bidder is neither grouped (GROUP BY) nor inside an aggregate");
+  EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT *" + hop + "GROUP BY auction, window_start, window_end;"),
+            "line 5, column 22: SELECT * with GROUP BY: name the grouped columns and aggregates");
+  EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT auction, SUM(channel)" + hop + "GROUP BY auction, window_start, window_end;"),
+            "line 5, column 31: SUM of VARCHAR: it needs BIGINT or DOUBLE");
+  EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT auction, COUNT(*) FROM HOP(bid, DESCRIPTOR(price), INTERVAL '2' SECOND, "
+                           "INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end;"),
+            "line 5, column 65: HOP: price is not the event time of table bid (its watermark is on date_time)");
+  EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT auction, COUNT(*) FROM HOP(bid, DESCRIPTOR(date_time), INTERVAL '3' SECOND, "
+                           "INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end;"),
+            "line 5, column 45: HOP: the size (10000 ms) must be a multiple of the slide (3000 ms)");
+  EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT auction, COUNT(*) FROM TUMBLE(bid, date_time, INTERVAL '3' SECOND) "
+                           "GROUP BY auction, window_start, window_end;"),
+            "line 5, column 57: TUMBLE: the second argument is DESCRIPTOR(time column)");
+  EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT auction, COUNT(*) FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '0' SECOND) "
+                           "GROUP BY auction, window_start, window_end;"),
+            "line 5, column 89: TUMBLE: a window's length must be positive");
+  EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT, ts TIMESTAMP(3)) WITH (connector = 'print');\n"
+                     "INSERT INTO t SELECT a, window_start FROM TUMBLE(t, DESCRIPTOR(ts), INTERVAL '1' SECOND);"),
+            "line 2, column 53: TUMBLE: table t has no event time (declare its watermark option)");
+}
+
 TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
   const std::string bid = kBids;  // three lines
   EXPECT_EQ(error_of(bid + "INSERT INTO bid SELECT auction, FROM bid;"),
@@ -149,14 +218,14 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
             "line 5, column 45: WHERE needs a BOOLEAN, not BIGINT");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT, n BIGINT) WITH (connector = 'print');\n"
                            "INSERT INTO o SELECT auction, COUNT(*) FROM bid GROUP BY auction;"),
-            "line 5, column 58: GROUP BY is not supported yet");
+            "line 5, column 58: GROUP BY without a window table function (an updating result) is not supported yet");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (n BIGINT) WITH (connector = 'print');\n"
                            "INSERT INTO o SELECT COUNT(*) FROM bid;"),
-            "line 5, column 22: the aggregate COUNT (GROUP BY) is not supported yet");
+            "line 5, column 22: the aggregate COUNT without GROUP BY is not supported yet");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"
-                           "INSERT INTO o SELECT auction FROM HOP(bid, DESCRIPTOR(date_time), INTERVAL '2' SECOND, "
+                           "INSERT INTO o SELECT auction FROM CUMULATE(bid, DESCRIPTOR(date_time), INTERVAL '2' SECOND, "
                            "INTERVAL '10' SECOND);"),
-            "line 5, column 35: the table function HOP (TUMBLE, HOP, SESSION, CUMULATE windows) is not supported yet");
+            "line 5, column 35: the window function CUMULATE is not supported yet");
   EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT);\nINSERT INTO t SELECT a FROM t;"),
             "line 1, column 1: table t has no connector: WITH (connector = 'nexmark' | 'filesystem' | 'kafka' | "
             "'postgres' | 'print' | 'blackhole', ...)");
@@ -168,6 +237,10 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"
                            "INSERT INTO o SELECT auction / 0 FROM bid WHERE 1 / 0 = 1;"),
             "line 5, column 51: division by zero");
+  EXPECT_EQ(error_of("CREATE TABLE t (ts TIMESTAMP(3)) WITH (connector = 'print', watermark = '-- ts');"),
+            "line 1, column 1: table t: watermark '-- ts': not an expression (ts or ts - INTERVAL 'n' SECOND)");
+  EXPECT_EQ(error_of("CREATE TABLE t (ts TIMESTAMP(3)) WITH (connector = 'print', watermark = 'ts FROM t');"),
+            "line 1, column 1: table t: watermark 'ts FROM t': not an expression (ts or ts - INTERVAL 'n' SECOND)");
   EXPECT_EQ(error_of(bid), "the script has no INSERT INTO ... SELECT: nothing to run");
 }
 

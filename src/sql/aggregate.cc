@@ -1,0 +1,129 @@
+#include "sql/aggregate.h"
+
+#include <algorithm>
+#include <string>
+
+namespace weir::sql {
+namespace {
+
+bool is_null(const Value& v) { return std::holds_alternative<std::monostate>(v); }
+
+}  // namespace
+
+AggregateState Aggregates::create() const {
+  AggregateState s;
+  s.values.resize(calls_.size());
+  s.counts.assign(calls_.size(), 0);
+  s.distinct.resize(calls_.size());
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    if (calls_[i].kind == AggregateCall::Kind::kCount) s.values[i] = int64_t{0};
+  }
+  return s;
+}
+
+// Folds one non-NULL value into a running SUM, MIN or MAX (NULL: none yet).
+absl::Status Aggregates::fold(const AggregateCall& call, Value& acc, const Value& v) const {
+  if (is_null(acc)) {
+    acc = v;
+    return absl::OkStatus();
+  }
+  switch (call.kind) {
+    case AggregateCall::Kind::kSum:
+    case AggregateCall::Kind::kAvg:
+      if (std::holds_alternative<double>(acc)) {
+        std::get<double>(acc) += std::get<double>(v);
+      } else if (__builtin_add_overflow(std::get<int64_t>(acc), std::get<int64_t>(v), &std::get<int64_t>(acc))) {
+        return absl::OutOfRangeError(std::string(call.kind == AggregateCall::Kind::kSum ? "SUM" : "AVG") +
+                                     " overflowed BIGINT");
+      }
+      return absl::OkStatus();
+    case AggregateCall::Kind::kMin:
+      if (v < acc) acc = v;
+      return absl::OkStatus();
+    case AggregateCall::Kind::kMax:
+      if (acc < v) acc = v;
+      return absl::OkStatus();
+    case AggregateCall::Kind::kCount:
+      break;
+  }
+  return absl::InternalError("fold of COUNT");
+}
+
+absl::Status Aggregates::add(AggregateState& s, const Row& row) const {
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    const AggregateCall& c = calls_[i];
+    if (!c.arg) {  // COUNT(*)
+      ++std::get<int64_t>(s.values[i]);
+      continue;
+    }
+    auto v = evaluate(*c.arg, row);
+    if (!v.ok()) return v.status();
+    if (is_null(*v)) continue;
+    if (c.distinct) {
+      auto& set = s.distinct[i];
+      auto at = std::lower_bound(set.begin(), set.end(), *v);
+      if (at == set.end() || *at != *v) set.insert(at, *std::move(v));
+      continue;
+    }
+    ++s.counts[i];
+    if (c.kind == AggregateCall::Kind::kCount) {
+      ++std::get<int64_t>(s.values[i]);
+      continue;
+    }
+    absl::Status st = fold(c, s.values[i], *v);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Aggregates::merge(AggregateState& into, const AggregateState& other) const {
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    const AggregateCall& c = calls_[i];
+    if (c.distinct) {
+      std::vector<Value> both;
+      std::set_union(into.distinct[i].begin(), into.distinct[i].end(), other.distinct[i].begin(),
+                     other.distinct[i].end(), std::back_inserter(both));
+      into.distinct[i] = std::move(both);
+      continue;
+    }
+    into.counts[i] += other.counts[i];
+    if (c.kind == AggregateCall::Kind::kCount) {
+      std::get<int64_t>(into.values[i]) += std::get<int64_t>(other.values[i]);
+      continue;
+    }
+    if (is_null(other.values[i])) continue;
+    absl::Status st = fold(c, into.values[i], other.values[i]);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Aggregates::results(const AggregateState& s, std::vector<Value>* out) const {
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    const AggregateCall& c = calls_[i];
+    Value value = s.values[i];
+    int64_t count = s.counts[i];
+    if (c.distinct) {  // the same calls over the distinct values
+      const auto& set = s.distinct[i];
+      count = static_cast<int64_t>(set.size());
+      value = c.kind == AggregateCall::Kind::kCount ? Value{count} : Value{};
+      if (c.kind != AggregateCall::Kind::kCount) {
+        for (const Value& v : set) {
+          absl::Status st = fold(c, value, v);
+          if (!st.ok()) return st;
+        }
+      }
+    }
+    if (c.kind == AggregateCall::Kind::kAvg && !is_null(value)) {
+      if (std::holds_alternative<double>(value)) {
+        value = std::get<double>(value) / static_cast<double>(count);
+      } else {
+        value = std::get<int64_t>(value) / count;
+      }
+    }
+    out->push_back(std::move(value));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weir::sql
