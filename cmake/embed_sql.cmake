@@ -1,6 +1,6 @@
 # Writes OUT, a C++ file defining weir::nexmark::query_sql() and
-# sql_queries() over the texts of DIR/q*.sql (run at build time, so an
-# edited .sql file rebuilds).
+# sql_queries() over the texts of DIR/q*.sql, and tables_sql() over
+# DIR/tables.sql (run at build time, so an edited .sql file rebuilds).
 file(GLOB files ${DIR}/q*.sql)
 list(SORT files COMPARE NATURAL)
 set(entries "")
@@ -11,6 +11,7 @@ foreach(f ${files})
   string(APPEND entries "      {\"${q}\", R\"weir_sql(${text})weir_sql\"},\n")
   string(APPEND names "\"${q}\", ")
 endforeach()
+file(READ ${DIR}/tables.sql tables)
 file(WRITE ${OUT}.tmp "// Generated from examples/nexmark/sql/*.sql by cmake/embed_sql.cmake.
 #include <map>
 #include <string>
@@ -26,6 +27,11 @@ ${entries}  };
 }
 
 std::vector<std::string> sql_queries() { return {${names}}; }
+
+const std::string& tables_sql() {
+  static const std::string kTables = R\"weir_sql(${tables})weir_sql\";
+  return kTables;
+}
 
 }  // namespace weir::nexmark
 ")

@@ -53,7 +53,7 @@ const std::vector<FieldOf<Auction>>& auction_fields() {
 }
 const std::vector<FieldOf<Person>>& person_fields() {
   static const std::vector<FieldOf<Person>> f = {
-      number("id", &Person::id),     text("name", &Person::name),   text("email", &Person::email),
+      number("id", &Person::id),     text("name", &Person::name),   text("email_address", &Person::email),
       text("credit_card", &Person::credit_card), text("city", &Person::city), text("state", &Person::state),
       time("date_time", &Person::date_time),     text("extra", &Person::extra)};
   return f;
@@ -179,7 +179,7 @@ absl::Status build_query_sql(StreamEnvironment& env, const QueryOptions& options
     return absl::InvalidArgumentError("nexmark: " + options.query + " has no SQL text yet (--api sql has " +
                                       absl::StrJoin(have, ", ") + ")");
   }
-  auto script = sql::parse_script(*text);
+  auto script = sql::parse_script(tables_sql() + "\n" + *text);
   if (!script.ok()) return script.status();
   auto planned = sql::plan_script(*script);
   if (!planned.ok()) return planned.status();
@@ -191,9 +191,17 @@ absl::Status build_query_sql(StreamEnvironment& env, const QueryOptions& options
   }
   sql::TableConnectors connectors = sql::TableConnectors::built_in();
   connectors.sources["nexmark"] = nexmark_table_source(options);
-  connectors.sinks["weir-nexmark-results"] = [options](const DataStream<Row>& rows, const sql::TableDef& t,
+  // The results as the DataStream queries write theirs: each value's text
+  // (NULL empty), comma-separated, unquoted.
+  connectors.sinks["weir-nexmark-results"] = [options](const DataStream<Row>& rows, const sql::TableDef&,
                                                       const std::string& uid) {
-    DataStream<std::string> lines = encode_rows(rows, csv_format(sql::csv_schema(t)), "csv");
+    DataStream<std::string> lines = rows.map(
+        [](const Row& r) {
+          std::string s;
+          for (size_t i = 0; i < r.values.size(); ++i) internal::add(s, r.text(i).value_or(""));
+          return internal::finish(std::move(s));
+        },
+        "result-lines");
     lines.uid(uid + "-format");
     internal::sink(lines, options, uid);
     return absl::OkStatus();

@@ -27,8 +27,10 @@ namespace weir::nexmark {
 sql::TableSource nexmark_table_source(QueryOptions defaults);
 
 // The SQL text of `query` (examples/nexmark/sql/<query>.sql, compiled in),
-// or nullptr when the query has none yet.
+// or nullptr when the query has none yet. It runs after tables_sql().
 const std::string* query_sql(const std::string& query);
+// The tables every query reads (examples/nexmark/sql/tables.sql).
+const std::string& tables_sql();
 // The queries with SQL text.
 std::vector<std::string> sql_queries();
 

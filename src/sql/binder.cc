@@ -180,13 +180,20 @@ absl::StatusOr<Expr> Binder::column(const json& b, const std::vector<Scope>& sco
   const std::vector<std::string> parts = strings_of(b["fields"]);
   if (parts.empty() || parts.size() > 2) return unsupported(at, "this column reference");
   const std::string& name = parts.back();
+  // The scopes' columns side by side: a join's row is its inputs' rows.
+  std::optional<Expr> found;
+  int offset = 0;
   for (const Scope& s : scopes) {
-    if (parts.size() == 2 && !absl::EqualsIgnoreCase(parts[0], s.qualifier)) continue;
-    for (size_t i = 0; i < s.columns.size(); ++i) {
-      if (absl::EqualsIgnoreCase(s.columns[i].name, name)) return Expr::column_ref(static_cast<int>(i), s.columns[i].type);
+    const bool qualified_here = parts.size() == 1 || absl::EqualsIgnoreCase(parts[0], s.qualifier);
+    for (size_t i = 0; qualified_here && i < s.columns.size(); ++i) {
+      if (!absl::EqualsIgnoreCase(s.columns[i].name, name)) continue;
+      if (found) return error(at, "column " + absl::StrJoin(parts, ".") + " is ambiguous (qualify it with its table)");
+      found = Expr::column_ref(offset + static_cast<int>(i), s.columns[i].type);
     }
+    offset += static_cast<int>(s.columns.size());
   }
-  return error(at, "no column " + absl::StrJoin(parts, "."));
+  if (!found) return error(at, "no column " + absl::StrJoin(parts, "."));
+  return *std::move(found);
 }
 
 absl::StatusOr<Expr> Binder::literal(const json& b, int at) const {
@@ -266,10 +273,13 @@ absl::StatusOr<Expr> Binder::operator_call(const json& b, const std::vector<Scop
   const std::string kind = b.value("kind", "");
   const std::vector<std::string> name = strings_of(b["name"]);
   const std::string op = name.empty() ? "?" : name.back();
+  if (kind == "AEXPR_IN") return in_list(b, op == "<>", scopes, at);
+  if (kind == "AEXPR_BETWEEN" || kind == "AEXPR_NOT_BETWEEN") {
+    return between(b, kind == "AEXPR_NOT_BETWEEN", scopes, at);
+  }
   if (kind != "AEXPR_OP") {
     static const std::map<std::string, std::string> kKinds = {
-        {"AEXPR_LIKE", "LIKE"}, {"AEXPR_ILIKE", "ILIKE"}, {"AEXPR_IN", "IN"}, {"AEXPR_BETWEEN", "BETWEEN"},
-        {"AEXPR_NOT_BETWEEN", "NOT BETWEEN"}, {"AEXPR_DISTINCT", "IS DISTINCT FROM"},
+        {"AEXPR_LIKE", "LIKE"}, {"AEXPR_ILIKE", "ILIKE"}, {"AEXPR_DISTINCT", "IS DISTINCT FROM"},
         {"AEXPR_SIMILAR", "SIMILAR TO"}, {"AEXPR_OP_ANY", "ANY"}, {"AEXPR_OP_ALL", "ALL"}};
     auto it = kKinds.find(kind);
     return unsupported(at, it == kKinds.end() ? kind : it->second);
@@ -326,6 +336,57 @@ absl::StatusOr<Expr> Binder::operator_call(const json& b, const std::vector<Scop
   }
   if (op == "||") return Expr::call(Op::kConcat, {TypeKind::kVarchar, nullable}, std::move(args));
   return unsupported(at, "the operator " + op);
+}
+
+// x IN (a, b, ...) is x = a OR x = b OR ...; NOT IN is x <> a AND ...
+// (SQL's NULL rules follow from OR's and AND's).
+absl::StatusOr<Expr> Binder::in_list(const json& b, bool negated, const std::vector<Scope>& scopes, int at) const {
+  auto x = bind(b["lexpr"], scopes);
+  if (!x.ok()) return x.status();
+  const json list = b.value("rexpr", json::object());
+  if (node_name(list) != "List") return unsupported(at, "IN (SELECT ...)");
+  std::optional<Expr> all;
+  for (const auto& item : list["List"].value("items", json::array())) {
+    auto v = bind(item, scopes);
+    if (!v.ok()) return v.status();
+    if (!common_type(x->type.kind, v->type.kind)) {
+      return error(location_of(item), "IN compares " + std::string(type_name(x->type.kind)) + " with " +
+                                          std::string(type_name(v->type.kind)));
+    }
+    const bool nullable = x->type.nullable || v->type.nullable;
+    Expr cmp = Expr::call(negated ? Op::kNotEqual : Op::kEqual, {TypeKind::kBoolean, nullable}, {*x, *std::move(v)});
+    if (!all) {
+      all = std::move(cmp);
+      continue;
+    }
+    const bool n = all->type.nullable || cmp.type.nullable;
+    all = Expr::call(negated ? Op::kAnd : Op::kOr, {TypeKind::kBoolean, n}, {*std::move(all), std::move(cmp)});
+  }
+  if (!all) return error(at, "IN needs at least one value");
+  return *std::move(all);
+}
+
+// x BETWEEN a AND b is x >= a AND x <= b; NOT BETWEEN is x < a OR x > b.
+absl::StatusOr<Expr> Binder::between(const json& b, bool negated, const std::vector<Scope>& scopes, int at) const {
+  auto x = bind(b["lexpr"], scopes);
+  if (!x.ok()) return x.status();
+  const json rexpr = b.value("rexpr", json::object());
+  const json bounds = rexpr.is_object() ? rexpr.value("List", json::object()).value("items", json::array()) : json::array();
+  if (bounds.size() != 2) return error(at, "BETWEEN needs two bounds");
+  std::vector<Expr> cmp;
+  for (size_t i = 0; i < 2; ++i) {
+    auto v = bind(bounds[i], scopes);
+    if (!v.ok()) return v.status();
+    if (!common_type(x->type.kind, v->type.kind)) {
+      return error(location_of(bounds[i]), "BETWEEN compares " + std::string(type_name(x->type.kind)) + " with " +
+                                               std::string(type_name(v->type.kind)));
+    }
+    const Op op = i == 0 ? (negated ? Op::kLess : Op::kGreaterEqual) : (negated ? Op::kGreater : Op::kLessEqual);
+    const bool nullable = x->type.nullable || v->type.nullable;
+    cmp.push_back(Expr::call(op, {TypeKind::kBoolean, nullable}, {*x, *std::move(v)}));
+  }
+  const bool nullable = cmp[0].type.nullable || cmp[1].type.nullable;
+  return Expr::call(negated ? Op::kOr : Op::kAnd, {TypeKind::kBoolean, nullable}, std::move(cmp));
 }
 
 absl::StatusOr<Expr> Binder::case_expr(const json& b, const std::vector<Scope>& scopes, int at) const {

@@ -71,6 +71,8 @@ class Binder {
   absl::StatusOr<Expr> type_cast(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
   absl::StatusOr<Expr> interval(const nlohmann::json& b, int at) const;
   absl::StatusOr<Expr> operator_call(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
+  absl::StatusOr<Expr> in_list(const nlohmann::json& b, bool negated, const std::vector<Scope>& scopes, int at) const;
+  absl::StatusOr<Expr> between(const nlohmann::json& b, bool negated, const std::vector<Scope>& scopes, int at) const;
   absl::StatusOr<Expr> case_expr(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
   absl::StatusOr<Expr> function(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
   // With grouping_: a grouping key, or nullopt.

@@ -39,6 +39,39 @@ std::vector<std::string> PlanNode::column_names() const {
   return names;
 }
 
+std::optional<WindowBounds> window_bounds(const PlanNode& n) {
+  switch (n.kind) {
+    case PlanNode::Kind::kWindow: {
+      const int first = static_cast<int>(n.input->columns.size());
+      return WindowBounds{first, first + 1};
+    }
+    case PlanNode::Kind::kFilter:
+      return window_bounds(*n.input);
+    case PlanNode::Kind::kProject:
+    case PlanNode::Kind::kAggregate: {
+      // Both bounds as plain columns of the input's (an aggregate's keys
+      // are its first columns).
+      auto in = window_bounds(*n.input);
+      if (!in) return std::nullopt;
+      WindowBounds out;
+      for (size_t i = 0; i < n.exprs.size(); ++i) {
+        const Expr& e = n.exprs[i];
+        if (e.kind != Expr::Kind::kColumn) continue;
+        if (e.column == in->start && out.start < 0) out.start = static_cast<int>(i);
+        if (e.column == in->end && out.end < 0) out.end = static_cast<int>(i);
+      }
+      if (out.start < 0 || out.end < 0) return std::nullopt;
+      return out;
+    }
+    case PlanNode::Kind::kJoin:
+      return n.window_join ? window_bounds(*n.input) : std::nullopt;
+    case PlanNode::Kind::kScan:
+    case PlanNode::Kind::kSink:
+      break;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 std::string typed(const std::vector<Column>& columns) {
@@ -76,12 +109,25 @@ void explain_into(const PlanNode& n, int depth, std::string* out) {
       line += "Aggregate(keys: " + absl::StrJoin(keys, ", ") + "; " + absl::StrJoin(aggs, ", ") + ")";
       break;
     }
+    case PlanNode::Kind::kJoin: {
+      const std::vector<std::string> right = n.right->column_names();
+      std::vector<std::string> both = in;
+      both.insert(both.end(), right.begin(), right.end());
+      std::vector<std::string> keys;
+      for (size_t i = 0; i < n.left_keys.size(); ++i) {
+        keys.push_back(n.left_keys[i].to_string(in) + " = " + n.right_keys[i].to_string(right));
+      }
+      line += std::string(n.window_join ? "WindowJoin(" : "Join(") + absl::StrJoin(keys, ", ") +
+              (n.exprs.empty() ? "" : "; " + n.exprs[0].to_string(both)) + ")";
+      break;
+    }
     case PlanNode::Kind::kSink:
       line += "Sink(" + n.table + ")";
       break;
   }
   *out += line + " " + typed(n.columns) + "\n";
   if (n.input) explain_into(*n.input, depth + 1, out);
+  if (n.right) explain_into(*n.right, depth + 1, out);
 }
 
 }  // namespace

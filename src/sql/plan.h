@@ -80,7 +80,7 @@ struct AggregateCall {
 };
 
 struct PlanNode {
-  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kSink };
+  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kJoin, kSink };
   Kind kind = Kind::kScan;
   std::vector<Column> columns;  // what it emits (kScan: the columns of the table it reads)
   std::string table;            // kScan, kSink: the table
@@ -89,10 +89,29 @@ struct PlanNode {
   std::vector<Expr> exprs;
   std::optional<WindowSpec> window;      // kWindow
   std::vector<AggregateCall> aggregates;  // kAggregate
+  // kJoin (inner, equi): rows of `input` (left) and `right` side by side
+  // where each left key equals its right key (over the side's own
+  // columns; NULL matches nothing) and the condition in `exprs` (if any)
+  // holds. A window join's keys include both sides' window bounds: a
+  // window's rows are dropped once the watermark passes its end.
+  std::vector<Expr> left_keys, right_keys;
+  bool window_join = false;
   std::unique_ptr<PlanNode> input;
+  std::unique_ptr<PlanNode> right;  // kJoin
 
   std::vector<std::string> column_names() const;
 };
+
+// Where a node's rows carry the bounds of their window (columns `start`
+// and `end`, window_start and window_end): a window table function, a
+// GROUP BY over window bounds, filters and projections that keep both, a
+// window join. nullopt for other nodes.
+struct WindowBounds {
+  int start = -1;
+  int end = -1;
+  bool operator==(const WindowBounds&) const = default;
+};
+std::optional<WindowBounds> window_bounds(const PlanNode& n);
 
 // The plan as an indented tree, one operator per line, its columns typed:
 //   Sink(results) [auction BIGINT, n BIGINT NOT NULL]

@@ -169,6 +169,60 @@ TEST(SqlPlannerTest, WindowAggregationPlansKeysAggregatesAndPushesFiltersDown) {
             (std::vector<std::string>{"auction", "date_time", "window_start", "window_end", "window_time"}));
 }
 
+constexpr const char* kPeople =
+    "CREATE TABLE person (id BIGINT, name VARCHAR, state VARCHAR, date_time TIMESTAMP(3))\n"
+    "  WITH (connector = 'nexmark', watermark = 'date_time');\n";
+
+// A join's condition and the WHERE above it: each side's own conjuncts go
+// below it, equalities between the sides become keys (as one type), the
+// rest its condition; each side reads only the columns used.
+TEST(SqlPlannerTest, JoinsTakeKeysFromConditionsAndPushTheRestDown) {
+  auto p = plan(std::string(kBids) + kPeople +
+                "CREATE TABLE o (name VARCHAR, price BIGINT) WITH (connector = 'print');\n"
+                "INSERT INTO o SELECT P.name, B.price FROM bid B, person P\n"
+                "WHERE B.bidder = P.id AND P.state IN ('OR', 'CA') AND B.price > P.id AND B.price BETWEEN 10 AND 99;\n"
+                "INSERT INTO o SELECT name, price FROM bid JOIN (SELECT CAST(id AS DOUBLE) AS bidder, name FROM person) "
+                "AS p USING (bidder);");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(explain(*p->inserts[0].root),
+            "Sink(o) [name VARCHAR, price BIGINT]\n"
+            "  Project(name, price) [name VARCHAR, price BIGINT]\n"
+            "    Join(bidder = id; (price > id)) [bidder BIGINT, price BIGINT, id BIGINT, name VARCHAR]\n"
+            "      Project(bidder, price) [bidder BIGINT, price BIGINT]\n"
+            "        Filter(((price >= 10) AND (price <= 99))) [bidder BIGINT, price BIGINT]\n"
+            "          Scan(bid) [bidder BIGINT, price BIGINT]\n"
+            "      Project(id, name) [id BIGINT, name VARCHAR]\n"
+            "        Filter(((state = 'OR') OR (state = 'CA'))) [id BIGINT, name VARCHAR, state VARCHAR]\n"
+            "          Scan(person) [id BIGINT, name VARCHAR, state VARCHAR]\n");
+  const PlanNode& j = *p->inserts[1].root->input->input;
+  ASSERT_EQ(j.kind, PlanNode::Kind::kJoin);
+  ASSERT_EQ(j.left_keys.size(), 1u);
+  EXPECT_EQ(j.left_keys[0].type.kind, TypeKind::kDouble);  // BIGINT bidder as DOUBLE
+  EXPECT_FALSE(j.window_join);
+}
+
+// Two windowed inputs joined on both window bounds: a window join, whose
+// rows are windowed in turn (a GROUP BY of its bounds is a window
+// aggregation); on one bound only, a regular join.
+TEST(SqlPlannerTest, AJoinOnBothWindowBoundsIsAWindowJoin) {
+  const std::string windowed =
+      std::string(kBids) + kPeople +
+      "CREATE TABLE o (id BIGINT, n BIGINT) WITH (connector = 'print');\n"
+      "INSERT INTO o SELECT P.id, COUNT(*) FROM\n"
+      " (SELECT id, window_start AS s, window_end AS e FROM TUMBLE(person, DESCRIPTOR(date_time), INTERVAL '10' SECOND)\n"
+      "  GROUP BY id, window_start, window_end) P\n"
+      "JOIN (SELECT bidder, window_start, window_end FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '10' SECOND)) B\n"
+      "ON P.id = B.bidder AND P.s = B.window_start";
+  auto p = plan(windowed + " AND P.e = B.window_end GROUP BY P.id, P.s, P.e;");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const PlanNode& agg = *p->inserts[0].root->input->input;
+  ASSERT_EQ(agg.kind, PlanNode::Kind::kAggregate);
+  ASSERT_EQ(agg.input->kind, PlanNode::Kind::kJoin);
+  EXPECT_TRUE(agg.input->window_join);
+  EXPECT_EQ(error_of(windowed + " GROUP BY P.id, P.s, P.e;"),
+            "line 11, column 54: GROUP BY without a window table function (an updating result) is not supported yet");
+}
+
 TEST(SqlPlannerTest, WindowAndGroupByErrorsNameWhatIsWrong) {
   const std::string bid = std::string(kBids) + "CREATE TABLE o (a BIGINT, n BIGINT) WITH (connector = 'print');\n";
   const std::string hop = " FROM HOP(bid, DESCRIPTOR(date_time), INTERVAL '2' SECOND, INTERVAL '10' SECOND) ";

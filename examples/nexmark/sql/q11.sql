@@ -7,19 +7,9 @@
 -- FROM, as current Flink SQL writes it, without the TABLE keywords
 -- (PostgreSQL's grammar): TABLE(SESSION(TABLE bid, ...)) -> SESSION(bid,
 -- ...). The session's window_start is its first bid's time, window_end its
--- last bid's time plus the gap. The bid table is declared here; connector
+-- last bid's time plus the gap. Over the tables of tables.sql; connector
 -- options are written name = 'value'. `weir nexmark --api sql` writes the
 -- results table to --output.
-CREATE TABLE bid (
-  auction BIGINT,
-  bidder BIGINT,
-  price BIGINT,
-  channel VARCHAR,
-  url VARCHAR,
-  date_time TIMESTAMP(3),
-  extra VARCHAR
-) WITH (connector = 'nexmark', watermark = 'date_time - INTERVAL ''4'' SECOND');
-
 CREATE TABLE nexmark_q11 (
   bidder BIGINT,
   bid_count BIGINT,

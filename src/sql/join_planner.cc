@@ -1,0 +1,159 @@
+// QueryPlanner's joins (sql/query_planner.h): INNER JOIN ... ON / USING and
+// FROM a, b. A join's condition and the WHERE above it are split into
+// conjuncts: those reading one side are pushed below the join, equalities
+// between the sides become its keys, the rest stay as its condition.
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "sql/query_planner.h"
+
+namespace weir::sql {
+
+using nlohmann::json;
+
+std::unique_ptr<PlanNode> QueryPlanner::cross(Node left, Node right) {
+  auto j = std::make_unique<PlanNode>();
+  j->kind = PlanNode::Kind::kJoin;
+  j->columns = left->columns;
+  j->columns.insert(j->columns.end(), right->columns.begin(), right->columns.end());
+  j->input = std::move(left);
+  j->right = std::move(right);
+  return j;
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std::vector<Scope>* scopes, int offset) {
+  const int at = location_of(j);
+  const std::string type = j.value("jointype", "");
+  if (type != "JOIN_INNER") {
+    static const std::vector<std::pair<std::string, std::string>> kNames = {
+        {"JOIN_LEFT", "LEFT JOIN"}, {"JOIN_RIGHT", "RIGHT JOIN"}, {"JOIN_FULL", "FULL JOIN"}};
+    std::string name = type;
+    for (const auto& [k, v] : kNames) {
+      if (k == type) name = v;
+    }
+    return unsupported(at, name + " (an updating result)");
+  }
+  if (j.value("isNatural", false)) return unsupported(at, "NATURAL JOIN");
+  if (j.contains("alias")) return unsupported(at, "an alias for a join");
+  const size_t left_scopes = scopes->size();
+  auto left = from_item(j["larg"], scopes, offset);
+  if (!left.ok()) return left.status();
+  const size_t right_scopes = scopes->size();
+  auto right = from_item(j["rarg"], scopes, offset);
+  if (!right.ok()) return right.status();
+  const std::vector<Scope> mine(scopes->begin() + static_cast<long>(left_scopes), scopes->end());
+  Node node = cross(*std::move(left), *std::move(right));
+  if (j.contains("usingClause")) {
+    // USING (c, ...): left.c = right.c for each.
+    const std::vector<Scope> l(scopes->begin() + static_cast<long>(left_scopes), scopes->begin() + static_cast<long>(right_scopes));
+    const std::vector<Scope> r(scopes->begin() + static_cast<long>(right_scopes), scopes->end());
+    const int width = static_cast<int>(node->input->columns.size());
+    for (const std::string& c : strings_of(j["usingClause"])) {
+      json ref = {{"ColumnRef", {{"fields", json::array({json{{"String", {{"sval", c}}}}})}, {"location", at}}}};
+      auto a = binder_.bind(ref, l);
+      if (!a.ok()) return error(at, "USING (" + c + "): the left side has no column " + c);
+      auto b = binder_.bind(ref, r);
+      if (!b.ok()) return error(at, "USING (" + c + "): the right side has no column " + c);
+      Expr eq = Expr::call(Op::kEqual, {TypeKind::kBoolean, a->type.nullable || b->type.nullable},
+                           {*std::move(a), shifted(*std::move(b), width)});
+      auto joined = join_where(std::move(node), std::move(eq));
+      if (!joined.ok()) return joined.status();
+      node = *std::move(joined);
+    }
+  }
+  if (j.contains("quals")) {
+    auto cond = binder_.bind(j["quals"], mine);
+    if (!cond.ok()) return cond.status();
+    if (cond->type.kind != TypeKind::kBoolean) {
+      return error(location_of(j["quals"]), "ON needs a BOOLEAN, not " + std::string(type_name(cond->type.kind)));
+    }
+    auto joined = join_where(std::move(node), *std::move(cond));
+    if (!joined.ok()) return joined.status();
+    node = *std::move(joined);
+  }
+  absl::Status s = finish_joins(node.get(), at);
+  if (!s.ok()) return s;
+  return node;
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join_where(Node join, Expr cond) {
+  const int width = static_cast<int>(join->input->columns.size());
+  std::vector<Expr> parts;
+  conjuncts(std::move(cond), &parts);
+  std::vector<Expr> rest;
+  if (!join->exprs.empty()) rest.push_back(std::move(join->exprs[0]));
+  join->exprs.clear();
+  for (Expr& c : parts) {
+    const bool left = reads_columns(c, 0, width), right = reads_columns(c, width);
+    if (!right) {  // the left side's own (or a constant)
+      auto l = where(std::move(join->input), std::move(c));
+      if (!l.ok()) return l.status();
+      join->input = *std::move(l);
+      continue;
+    }
+    if (!left) {
+      auto r = where(std::move(join->right), shifted(std::move(c), -width));
+      if (!r.ok()) return r.status();
+      join->right = *std::move(r);
+      continue;
+    }
+    if (c.kind == Expr::Kind::kCall && c.op == Op::kEqual) {
+      Expr a = c.args[0], b = c.args[1];
+      if (reads_columns(a, width) && !reads_columns(a, 0, width) && !reads_columns(b, width)) std::swap(a, b);
+      if (!reads_columns(a, width) && !reads_columns(b, 0, width)) {
+        // A key: both sides as their common type, so equal values encode
+        // equally (BIGINT 2 and DOUBLE 2.0).
+        const auto common = common_type(a.type.kind, b.type.kind);
+        if (!common) return absl::InvalidArgumentError("a join compares " + std::string(type_name(a.type.kind)) + " with " +
+                                                       std::string(type_name(b.type.kind)));
+        const TypeKind t = *common;
+        if (a.type.kind != t) a = Expr::call(Op::kCast, {t, a.type.nullable}, {std::move(a)});
+        if (b.type.kind != t) b = Expr::call(Op::kCast, {t, b.type.nullable}, {std::move(b)});
+        join->left_keys.push_back(std::move(a));
+        join->right_keys.push_back(shifted(std::move(b), -width));
+        continue;
+      }
+    }
+    rest.push_back(std::move(c));
+  }
+  // The left side's columns are unchanged by filters below it: `rest`
+  // still reads the join's row.
+  join->columns = join->input->columns;
+  join->columns.insert(join->columns.end(), join->right->columns.begin(), join->right->columns.end());
+  if (!rest.empty()) {
+    Expr all = std::move(rest[0]);
+    for (size_t i = 1; i < rest.size(); ++i) {
+      const bool nullable = all.type.nullable || rest[i].type.nullable;
+      all = Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable}, {std::move(all), std::move(rest[i])});
+    }
+    join->exprs.push_back(std::move(all));
+  }
+  return join;
+}
+
+absl::Status QueryPlanner::finish_joins(PlanNode* n, int offset) {
+  if (n->kind != PlanNode::Kind::kJoin) return absl::OkStatus();
+  for (PlanNode* side : {n->input.get(), n->right.get()}) {
+    absl::Status s = finish_joins(side, offset);
+    if (!s.ok()) return s;
+  }
+  if (n->left_keys.empty()) {
+    return unsupported(offset, "a join without an equality between its two sides (a cross join)");
+  }
+  // A window join: both sides windowed, and joined on both bounds.
+  const auto l = window_bounds(*n->input), r = window_bounds(*n->right);
+  if (l && r) {
+    auto joined_on = [&](int a, int b) {
+      for (size_t i = 0; i < n->left_keys.size(); ++i) {
+        const Expr &x = n->left_keys[i], &y = n->right_keys[i];
+        if (x.kind == Expr::Kind::kColumn && y.kind == Expr::Kind::kColumn && x.column == a && y.column == b) return true;
+      }
+      return false;
+    };
+    n->window_join = joined_on(l->start, r->start) && joined_on(l->end, r->end);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weir::sql

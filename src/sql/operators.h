@@ -1,0 +1,53 @@
+// The SQL operators that keep state or make windows, over streams of
+// weir::Row, as the job builder (sql/job_builder.h) places them for plan
+// nodes (sql/plan.h):
+//
+//   assign_windows     a window table function on its own (TUMBLE, HOP):
+//                      each row once per window, the window's columns added
+//   window_aggregate   GROUP BY directly over a window table function: the
+//                      engine's window operator (sliced hops, merged
+//                      sessions), one row per key and window at its end
+//   windowed_aggregate GROUP BY over rows that carry their window's bounds
+//                      (a GROUP BY's or a window join's output): per key and
+//                      window, a state and a timer at the window's end
+//   join               an inner equi-join: each side's rows per key in list
+//                      state, every new row joined with the other side's;
+//                      a window join drops a window's rows at its end
+//
+// Grouping and join keys are the key values encoded (Serializer<Value>)
+// into a string, so rows hash to key groups by value. An expression that
+// fails at run time (overflow, division by zero) fails the task with a
+// message naming it.
+#ifndef WEIR_SQL_OPERATORS_H_
+#define WEIR_SQL_OPERATORS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sql/plan.h"
+#include "weir/formats.h"
+#include "weir/stream.h"
+
+namespace weir::sql {
+
+// The value of `e` for `row`, or an exception naming `where` and the cause.
+Value evaluate_or_throw(const Expr& e, const Row& row, const std::string& where);
+
+// `node` is a kWindow over rows `in`.
+absl::StatusOr<DataStream<Row>> assign_windows(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);
+
+// `node` is a kAggregate whose input is a kWindow; `in` the window's input.
+absl::StatusOr<DataStream<Row>> window_aggregate(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);
+
+// `node` is a kAggregate over windowed rows `in` (window_bounds of its input).
+absl::StatusOr<DataStream<Row>> windowed_aggregate(const DataStream<Row>& in, const PlanNode& node,
+                                                   const std::string& uid);
+
+// `node` is a kJoin of `left` and `right`.
+absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStream<Row>& right, const PlanNode& node,
+                                     const std::string& uid);
+
+}  // namespace weir::sql
+
+#endif  // WEIR_SQL_OPERATORS_H_

@@ -1,0 +1,297 @@
+#include "sql/query_planner.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+
+namespace weir::sql {
+
+using nlohmann::json;
+
+bool reads_columns(const Expr& e, int first, int end) {
+  if (e.kind == Expr::Kind::kColumn) return e.column >= first && e.column < end;
+  return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return reads_columns(a, first, end); });
+}
+
+Expr shifted(Expr e, int by) {
+  if (e.kind == Expr::Kind::kColumn) e.column += by;
+  for (Expr& a : e.args) a = shifted(std::move(a), by);
+  return e;
+}
+
+void conjuncts(Expr e, std::vector<Expr>* out) {
+  if (e.kind == Expr::Kind::kCall && e.op == Op::kAnd) {
+    for (Expr& a : e.args) conjuncts(std::move(a), out);
+    return;
+  }
+  out->push_back(std::move(e));
+}
+
+const Column& column_at(const std::vector<Scope>& scopes, int i) {
+  for (const Scope& s : scopes) {
+    if (i < static_cast<int>(s.columns.size())) return s.columns[i];
+    i -= static_cast<int>(s.columns.size());
+  }
+  static const Column kNone;
+  return kNone;
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::select(const json& s, int offset) {
+  // What is not built yet, named where it stands.
+  if (s.value("op", "SETOP_NONE") != "SETOP_NONE") return unsupported(offset, "UNION / INTERSECT / EXCEPT");
+  static const std::vector<std::pair<const char*, const char*>> kNotYet = {
+      {"distinctClause", "DISTINCT"}, {"sortClause", "ORDER BY"}, {"limitCount", "LIMIT"}, {"limitOffset", "OFFSET"},
+      {"windowClause", "WINDOW"},     {"withClause", "WITH"},     {"valuesLists", "VALUES"}};
+  for (const auto& [field, name] : kNotYet) {
+    if (s.contains(field)) return unsupported(location_of(s[field].is_array() ? s[field][0] : s[field]), name);
+  }
+  const json from = s.value("fromClause", json::array());
+  if (from.empty()) return unsupported(offset, "SELECT without FROM");
+  std::vector<Scope> scopes;
+  auto first = from_item(from[0], &scopes, offset);
+  if (!first.ok()) return first.status();
+  Node node = *std::move(first);
+  for (size_t i = 1; i < from.size(); ++i) {  // FROM a, b: a join, its keys from WHERE
+    auto next = from_item(from[i], &scopes, offset);
+    if (!next.ok()) return next.status();
+    node = cross(std::move(node), *std::move(next));
+  }
+  if (s.contains("whereClause")) {
+    auto cond = binder_.bind(s["whereClause"], scopes);
+    if (!cond.ok()) return cond.status();
+    if (cond->type.kind != TypeKind::kBoolean && cond->type.kind != TypeKind::kNull) {
+      return error(location_of(s["whereClause"]), "WHERE needs a BOOLEAN, not " + std::string(type_name(cond->type.kind)));
+    }
+    auto filtered = where(std::move(node), *std::move(cond));
+    if (!filtered.ok()) return filtered.status();
+    node = *std::move(filtered);
+  }
+  absl::Status joined = finish_joins(node.get(), from.size() > 1 ? location_of(from[1]) : offset);
+  if (!joined.ok()) return joined;
+  if (s.contains("groupClause") || s.contains("havingClause")) return grouped(s, std::move(node), scopes, offset);
+  return project(s, std::move(node), scopes, offset);
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, Node input,
+                                                                const std::vector<Scope>& scopes, int offset) {
+  auto project = std::make_unique<PlanNode>();
+  project->kind = PlanNode::Kind::kProject;
+  int unnamed = 0;
+  for (const auto& t : s.value("targetList", json::array())) {
+    const json& r = t["ResTarget"];
+    const json& val = r["val"];
+    if (node_name(val) == "ColumnRef" && !val["ColumnRef"]["fields"].empty() &&
+        val["ColumnRef"]["fields"].back().contains("A_Star")) {
+      // * or t.*: every column (of t).
+      const auto parts = strings_of(val["ColumnRef"]["fields"]);
+      int at = 0;
+      bool any = false;
+      for (const Scope& sc : scopes) {
+        const bool mine = parts.empty() || absl::EqualsIgnoreCase(parts[0], sc.qualifier);
+        for (size_t i = 0; mine && i < sc.columns.size(); ++i) {
+          project->exprs.push_back(Expr::column_ref(at + static_cast<int>(i), sc.columns[i].type));
+          project->columns.push_back(sc.columns[i]);
+          any = true;
+        }
+        at += static_cast<int>(sc.columns.size());
+      }
+      if (!any) return error(location_of(val), "no table " + (parts.empty() ? std::string("?") : parts[0]) + " in FROM");
+      continue;
+    }
+    auto e = binder_.bind(val, scopes);
+    if (!e.ok()) return e.status();
+    std::string name = r.value("name", "");
+    if (name.empty()) name = e->kind == Expr::Kind::kColumn ? column_at(scopes, e->column).name : "EXPR$" + std::to_string(unnamed);
+    ++unnamed;
+    project->columns.push_back({name, e->type});
+    project->exprs.push_back(*std::move(e));
+  }
+  // Two columns of one name are allowed (as in PostgreSQL and Flink); a
+  // reference to that name from outside is ambiguous.
+  project->input = std::move(input);
+  prune_inputs(project.get());
+  return project;
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::where(Node input, Expr cond) {
+  if (input->kind == PlanNode::Kind::kJoin) return join_where(std::move(input), std::move(cond));
+  return filter_over(std::move(input), std::move(cond));
+}
+
+std::unique_ptr<PlanNode> QueryPlanner::filter_over(Node input, Expr cond) {
+  // Below a window table function when it reads none of the window's
+  // columns (filter push-down).
+  if (input->kind == PlanNode::Kind::kWindow && !reads_columns(cond, static_cast<int>(input->input->columns.size()))) {
+    input->input = filter_over(std::move(input->input), std::move(cond));
+    return input;
+  }
+  if (input->kind == PlanNode::Kind::kFilter) {  // one filter of both conditions
+    Expr& first = input->exprs[0];
+    const bool nullable = first.type.nullable || cond.type.nullable;
+    first = Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable}, {std::move(first), std::move(cond)});
+    return input;
+  }
+  auto filter = std::make_unique<PlanNode>();
+  filter->kind = PlanNode::Kind::kFilter;
+  filter->columns = input->columns;
+  filter->exprs.push_back(std::move(cond));
+  filter->input = std::move(input);
+  return filter;
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::from_item(const json& item, std::vector<Scope>* scopes,
+                                                                  int offset) {
+  const std::string kind = node_name(item);
+  if (kind == "RangeVar") {
+    const json& r = item[kind];
+    const std::string name = r.value("relname", "");
+    const TableDef* t = find_table_(name);
+    if (t == nullptr) return error(r.value("location", offset), "no table " + name + " (declare it with CREATE TABLE)");
+    scopes->push_back({r.contains("alias") ? r["alias"].value("aliasname", name) : t->name, t->columns});
+    auto scan = std::make_unique<PlanNode>();
+    scan->kind = PlanNode::Kind::kScan;
+    scan->table = t->name;
+    scan->columns = t->columns;
+    return scan;
+  }
+  if (kind == "RangeSubselect") {
+    const json& r = item[kind];
+    auto inner = select(r["subquery"]["SelectStmt"], offset);
+    if (!inner.ok()) return inner.status();
+    scopes->push_back({r.contains("alias") ? r["alias"].value("aliasname", "") : "", (*inner)->columns});
+    return inner;
+  }
+  if (kind == "RangeFunction") return window_function(item[kind], scopes, offset);
+  if (kind == "JoinExpr") return join(item[kind], scopes, offset);
+  return unsupported(location_of(item), "FROM " + kind);
+}
+
+namespace {
+
+// Column references moved by `to` (old index -> new).
+void renumber(Expr& e, const std::vector<int>& to) {
+  if (e.kind == Expr::Kind::kColumn) e.column = to[e.column];
+  for (Expr& a : e.args) renumber(a, to);
+}
+
+void mark(const Expr& e, std::vector<bool>* used, int offset = 0) {
+  if (e.kind == Expr::Kind::kColumn) (*used)[e.column + offset] = true;
+  for (const Expr& a : e.args) mark(a, used, offset);
+}
+
+// The expressions of `top` that read its input's columns.
+std::vector<Expr*> reading_input(PlanNode* top) {
+  std::vector<Expr*> out;
+  for (Expr& e : top->exprs) out.push_back(&e);
+  for (AggregateCall& a : top->aggregates) {
+    if (a.arg) out.push_back(&*a.arg);
+  }
+  return out;
+}
+
+// Projection push-down into a join below `top`: each side reads only the
+// columns used above the join, by its condition and by its keys (a
+// projection of them goes under the join, and is pruned in turn).
+void prune_join(PlanNode* top) {
+  PlanNode* j = top->input.get();
+  const int width = static_cast<int>(j->columns.size());
+  const int left_width = static_cast<int>(j->input->columns.size());
+  std::vector<bool> used(width, false);
+  std::vector<Expr*> above = reading_input(top);
+  for (const Expr* e : above) mark(*e, &used);
+  if (!j->exprs.empty()) mark(j->exprs[0], &used);
+  for (const Expr& k : j->left_keys) mark(k, &used);
+  for (const Expr& k : j->right_keys) mark(k, &used, left_width);
+  std::vector<int> to(width, -1);
+  int kept = 0;
+  for (int i = 0; i < width; ++i) {
+    if (used[i]) to[i] = kept++;
+  }
+  // Each side: a projection of its used columns, keys renumbered.
+  auto narrow_side = [&](std::unique_ptr<PlanNode>& side, std::vector<Expr>& keys, int from) {
+    const int n = static_cast<int>(side->columns.size());
+    std::vector<int> local(n, -1);
+    auto p = std::make_unique<PlanNode>();
+    p->kind = PlanNode::Kind::kProject;
+    for (int i = 0; i < n; ++i) {
+      if (!used[from + i]) continue;
+      local[i] = static_cast<int>(p->exprs.size());
+      p->exprs.push_back(Expr::column_ref(i, side->columns[i].type));
+      p->columns.push_back(side->columns[i]);
+    }
+    if (static_cast<int>(p->exprs.size()) == n) return;
+    for (Expr& k : keys) renumber(k, local);
+    p->input = std::move(side);
+    prune_inputs(p.get());
+    side = std::move(p);
+  };
+  narrow_side(j->input, j->left_keys, 0);
+  narrow_side(j->right, j->right_keys, left_width);
+  if (kept == width) return;
+  for (Expr* e : above) renumber(*e, to);
+  if (!j->exprs.empty()) renumber(j->exprs[0], to);
+  j->columns = j->input->columns;
+  j->columns.insert(j->columns.end(), j->right->columns.begin(), j->right->columns.end());
+}
+
+}  // namespace
+
+void prune_inputs(PlanNode* top) {
+  if (top->input->kind == PlanNode::Kind::kJoin) {
+    prune_join(top);
+  } else {
+    prune_scan(top);
+  }
+}
+
+void prune_scan(PlanNode* top) {
+  std::vector<PlanNode*> chain;  // from top's input down, without the scan
+  PlanNode* n = top->input.get();
+  while (n->kind == PlanNode::Kind::kFilter || n->kind == PlanNode::Kind::kWindow) {
+    chain.push_back(n);
+    n = n->input.get();
+  }
+  if (n->kind != PlanNode::Kind::kScan) return;
+  PlanNode* scan = n;
+  const int width = static_cast<int>(scan->columns.size());
+  std::vector<bool> used(width, false);
+  std::function<void(const Expr&)> mark = [&](const Expr& e) {
+    if (e.kind == Expr::Kind::kColumn && e.column < width) used[e.column] = true;
+    for (const Expr& a : e.args) mark(a);
+  };
+  std::vector<Expr*> above;  // every expression reading the chain's columns
+  for (Expr& e : top->exprs) above.push_back(&e);
+  for (AggregateCall& a : top->aggregates) {
+    if (a.arg) above.push_back(&*a.arg);
+  }
+  for (PlanNode* c : chain) {
+    if (c->kind == PlanNode::Kind::kFilter) above.push_back(&c->exprs[0]);
+    if (c->kind == PlanNode::Kind::kWindow) {
+      for (int i = 0; i < width; ++i) used[i] = used[i] || absl::EqualsIgnoreCase(scan->columns[i].name, c->window->time_column);
+    }
+  }
+  for (const Expr* e : above) mark(*e);
+  std::vector<int> to(width, -1);
+  std::vector<Column> kept;
+  for (int i = 0; i < width; ++i) {
+    if (!used[i]) continue;
+    to[i] = static_cast<int>(kept.size());
+    kept.push_back(scan->columns[i]);
+  }
+  if (static_cast<int>(kept.size()) == width) return;
+  const int shift = width - static_cast<int>(kept.size());
+  std::function<void(Expr&)> renumber = [&](Expr& e) {
+    if (e.kind == Expr::Kind::kColumn) e.column = e.column < width ? to[e.column] : e.column - shift;
+    for (Expr& a : e.args) renumber(a);
+  };
+  for (Expr* e : above) renumber(*e);
+  scan->columns = std::move(kept);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    PlanNode* c = *it;
+    std::vector<Column> cols = c->input->columns;
+    if (c->kind == PlanNode::Kind::kWindow) cols.insert(cols.end(), c->columns.end() - kWindowColumns, c->columns.end());
+    c->columns = std::move(cols);
+  }
+}
+
+}  // namespace weir::sql

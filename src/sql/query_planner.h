@@ -1,0 +1,95 @@
+// One query (a SELECT and its subqueries) into a logical plan over declared
+// tables: FROM (tables, subqueries, window table functions, joins), WHERE,
+// GROUP BY with aggregates, HAVING and the select list; with the rewrites
+// that go with them (conditions pushed towards the sources and into joins'
+// keys, scans pruned to the columns read). The planner (sql/planner.h)
+// plans each INSERT's query with it.
+//
+// The work is split by clause: query_planner.cc (SELECT, FROM, projection,
+// push-down, pruning), window_planner.cc (window table functions, GROUP BY)
+// and join_planner.cc (joins).
+//
+// Internal to the sql layer. Thread-compatible.
+#ifndef WEIR_SQL_QUERY_PLANNER_H_
+#define WEIR_SQL_QUERY_PLANNER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+#include "sql/binder.h"
+#include "sql/plan.h"
+
+namespace weir::sql {
+
+class QueryPlanner {
+ public:
+  // A declared table by name (any case), or nullptr.
+  using FindTable = std::function<const TableDef*(const std::string& name)>;
+
+  // `text`: the script the trees point into; both must outlive this.
+  QueryPlanner(std::string_view text, FindTable find_table)
+      : text_(text), find_table_(std::move(find_table)), binder_(text) {}
+
+  // The plan of SelectStmt `s` (at byte `offset` of the script).
+  absl::StatusOr<std::unique_ptr<PlanNode>> select(const nlohmann::json& s, int offset);
+
+ private:
+  using Node = std::unique_ptr<PlanNode>;
+
+  absl::Status error(int offset, const std::string& what) const { return sql_error(text_, offset, what); }
+  absl::Status unsupported(int offset, const std::string& what) const { return sql_unsupported(text_, offset, what); }
+
+  // ---- query_planner.cc
+  // A FROM item; its columns' scopes are appended to `scopes`.
+  absl::StatusOr<Node> from_item(const nlohmann::json& item, std::vector<Scope>* scopes, int offset);
+  // A WHERE (or ON) condition over `input`, pushed as far down as it goes.
+  absl::StatusOr<Node> where(Node input, Expr cond);
+  static Node filter_over(Node input, Expr cond);
+  // FROM a, b: a join of a and b whose keys come from WHERE.
+  static Node cross(Node left, Node right);
+  absl::StatusOr<Node> project(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset);
+
+  // ---- window_planner.cc
+  absl::StatusOr<Node> window_function(const nlohmann::json& r, std::vector<Scope>* scopes, int offset);
+  absl::StatusOr<Node> grouped(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset);
+
+  // ---- join_planner.cc
+  absl::StatusOr<Node> join(const nlohmann::json& j, std::vector<Scope>* scopes, int offset);
+  // Adds `cond`'s conjuncts to inner join `join`: each side's own go below
+  // it, equalities between the sides become its keys, the rest its
+  // condition.
+  absl::StatusOr<Node> join_where(Node join, Expr cond);
+  // Checks the joins at the top of `n` have keys, and marks window joins.
+  absl::Status finish_joins(PlanNode* n, int offset);
+
+  const std::string_view text_;
+  const FindTable find_table_;
+  const Binder binder_;
+};
+
+// Whether `e` reads a column at or after `first` (before `end`).
+bool reads_columns(const Expr& e, int first, int end = INT32_MAX);
+// `e` with every column reference moved by `by`.
+Expr shifted(Expr e, int by);
+// Column `i` of the scopes side by side.
+const Column& column_at(const std::vector<Scope>& scopes, int i);
+// The conjuncts of an AND tree.
+void conjuncts(Expr e, std::vector<Expr>* out);
+
+// Projection push-down below `top` (a projection or an aggregate): a scan
+// under it (through filters and a window table function) reads only the
+// columns that `top` and they use (and the event time a window needs); a
+// join's sides only those used above it, by its condition and its keys.
+// Column references are renumbered.
+void prune_inputs(PlanNode* top);
+void prune_scan(PlanNode* top);
+
+}  // namespace weir::sql
+
+#endif  // WEIR_SQL_QUERY_PLANNER_H_
