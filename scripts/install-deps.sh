@@ -16,7 +16,7 @@ PACKAGES=(
   libcurl4-openssl-dev libpugixml-dev nodejs
   zookeeper libzookeeper-mt-dev
   libfuse3-dev fuse3
-  libpg-query-dev
+  libpg-query-dev libre2-dev
   clang libclang-rt-14-dev
   chromium chromium-driver fonts-dejavu-core
   openssl

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "sql/functions.h"
 #include "sql/parser.h"
 
 namespace weir::sql {
@@ -277,9 +278,24 @@ absl::StatusOr<Expr> Binder::operator_call(const json& b, const std::vector<Scop
   if (kind == "AEXPR_BETWEEN" || kind == "AEXPR_NOT_BETWEEN") {
     return between(b, kind == "AEXPR_NOT_BETWEEN", scopes, at);
   }
+  if (kind == "AEXPR_LIKE") {  // name "~~" (LIKE) or "!~~" (NOT LIKE)
+    auto x = bind(b.value("lexpr", json::object()), scopes);
+    if (!x.ok()) return x.status();
+    auto p = bind(b.value("rexpr", json::object()), scopes);
+    if (!p.ok()) return p.status();
+    for (const Expr* e : {&*x, &*p}) {
+      if (e->type.kind != TypeKind::kVarchar && e->type.kind != TypeKind::kNull) {
+        return error(at, "LIKE needs VARCHAR operands, not " + std::string(type_name(e->type.kind)));
+      }
+    }
+    const bool nullable = x->type.nullable || p->type.nullable;
+    Expr like = Expr::call(Op::kLike, {TypeKind::kBoolean, nullable}, {*std::move(x), *std::move(p)});
+    if (op == "!~~") return Expr::call(Op::kNot, {TypeKind::kBoolean, nullable}, {std::move(like)});
+    return like;
+  }
   if (kind != "AEXPR_OP") {
     static const std::map<std::string, std::string> kKinds = {
-        {"AEXPR_LIKE", "LIKE"}, {"AEXPR_ILIKE", "ILIKE"}, {"AEXPR_DISTINCT", "IS DISTINCT FROM"},
+        {"AEXPR_ILIKE", "ILIKE"}, {"AEXPR_DISTINCT", "IS DISTINCT FROM"},
         {"AEXPR_SIMILAR", "SIMILAR TO"}, {"AEXPR_OP_ANY", "ANY"}, {"AEXPR_OP_ALL", "ALL"}};
     auto it = kKinds.find(kind);
     return unsupported(at, it == kKinds.end() ? kind : it->second);
@@ -466,6 +482,51 @@ absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& s
     }
     const bool nullable = args[0].type.nullable || args[1].type.nullable;
     return Expr::call(Op::kModulo, {TypeKind::kBigInt, nullable}, std::move(args));
+  }
+  // String and time functions (sql/functions.h): argument types, then the
+  // result's.
+  struct Signature {
+    const char* name;
+    Op op;
+    std::vector<TypeKind> args;  // the required ones, then optional ones
+    size_t required;
+    TypeKind result;
+  };
+  static const std::vector<Signature> kFunctions = {
+      {"regexp_extract", Op::kRegexpExtract, {TypeKind::kVarchar, TypeKind::kVarchar, TypeKind::kBigInt}, 2, TypeKind::kVarchar},
+      {"regexp", Op::kRegexp, {TypeKind::kVarchar, TypeKind::kVarchar}, 2, TypeKind::kBoolean},
+      {"split_index", Op::kSplitIndex, {TypeKind::kVarchar, TypeKind::kVarchar, TypeKind::kBigInt}, 3, TypeKind::kVarchar},
+      {"substring", Op::kSubstring, {TypeKind::kVarchar, TypeKind::kBigInt, TypeKind::kBigInt}, 2, TypeKind::kVarchar},
+      {"substr", Op::kSubstring, {TypeKind::kVarchar, TypeKind::kBigInt, TypeKind::kBigInt}, 2, TypeKind::kVarchar},
+      {"date_format", Op::kDateFormat, {TypeKind::kTimestamp, TypeKind::kVarchar}, 2, TypeKind::kVarchar},
+      {"hour", Op::kHour, {TypeKind::kTimestamp}, 1, TypeKind::kBigInt},
+      {"minute", Op::kMinute, {TypeKind::kTimestamp}, 1, TypeKind::kBigInt},
+  };
+  for (const Signature& f : kFunctions) {
+    if (name != f.name) continue;
+    if (args.size() < f.required || args.size() > f.args.size()) {
+      return error(at, upper + " takes " + (f.required == f.args.size() ? std::to_string(f.required)
+                                                                        : std::to_string(f.required) + " or " + std::to_string(f.args.size())) +
+                           " arguments");
+    }
+    bool nullable = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].type.kind != f.args[i] && args[i].type.kind != TypeKind::kNull) {
+        return error(at, upper + ": argument " + std::to_string(i + 1) + " must be " +
+                             std::string(type_name(f.args[i])) + ", not " + std::string(type_name(args[i].type.kind)));
+      }
+      nullable = nullable || args[i].type.nullable;
+    }
+    // A constant pattern that is no regular expression fails here, not on
+    // the first row.
+    if ((f.op == Op::kRegexpExtract || f.op == Op::kRegexp) && args[1].kind == Expr::Kind::kLiteral &&
+        std::holds_alternative<std::string>(args[1].literal)) {
+      absl::Status s = check_regex(std::get<std::string>(args[1].literal));
+      if (!s.ok()) return error(location_of(b["args"][1]), upper + ": " + std::string(s.message()));
+    }
+    // May be NULL without a NULL argument: no match, too few pieces.
+    if (f.op == Op::kRegexpExtract || f.op == Op::kSplitIndex) nullable = true;
+    return Expr::call(f.op, {f.result, nullable}, std::move(args));
   }
   if (name == "abs") {
     const bool numeric = args.size() == 1 && args[0].type.numeric();

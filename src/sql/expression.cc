@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "sql/functions.h"
 
 namespace weir::sql {
 namespace {
@@ -175,6 +176,14 @@ std::string_view op_name(Op op) {
     case Op::kUpper: return "UPPER";
     case Op::kCharLength: return "CHAR_LENGTH";
     case Op::kAbs: return "ABS";
+    case Op::kRegexpExtract: return "REGEXP_EXTRACT";
+    case Op::kRegexp: return "REGEXP";
+    case Op::kLike: return "LIKE";
+    case Op::kSplitIndex: return "SPLIT_INDEX";
+    case Op::kSubstring: return "SUBSTRING";
+    case Op::kDateFormat: return "DATE_FORMAT";
+    case Op::kHour: return "HOUR";
+    case Op::kMinute: return "MINUTE";
   }
   return "?";
 }
@@ -246,11 +255,19 @@ std::string Expr::to_string(const std::vector<std::string>& input) const {
       if (has_else) s += " ELSE " + a.back();
       return s + " END";
     }
+    case Op::kLike: return "(" + a[0] + " LIKE " + a[1] + ")";
     case Op::kCoalesce:
     case Op::kLower:
     case Op::kUpper:
     case Op::kCharLength:
-    case Op::kAbs: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
+    case Op::kAbs:
+    case Op::kRegexpExtract:
+    case Op::kRegexp:
+    case Op::kSplitIndex:
+    case Op::kSubstring:
+    case Op::kDateFormat:
+    case Op::kHour:
+    case Op::kMinute: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
     default: return "(" + a[0] + " " + std::string(op_name(op)) + " " + a[1] + ")";
   }
 }
@@ -348,7 +365,7 @@ absl::StatusOr<Value> evaluate(const Expr& e, const Row& row) {
       if (std::get<int64_t>(v[0]) == INT64_MIN) return overflow(e.op);
       return std::llabs(std::get<int64_t>(v[0]));
     default:
-      break;
+      return evaluate_function(e.op, v);
   }
   return absl::InternalError("cannot evaluate " + std::string(op_name(e.op)));
 }

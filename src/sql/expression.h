@@ -32,6 +32,8 @@ enum class Op : uint8_t {
   kCoalesce,
   kConcat,    // ||
   kLower, kUpper, kCharLength, kAbs,
+  // sql/functions.h
+  kRegexpExtract, kRegexp, kLike, kSplitIndex, kSubstring, kDateFormat, kHour, kMinute,
 };
 std::string_view op_name(Op op);
 

@@ -1,0 +1,23 @@
+-- Nexmark q22, get URL directories: each bid with the first three
+-- directories of its URL's path.
+--
+-- The published Nexmark SQL (Apache Flink's nexmark suite) as it is, over
+-- the tables of tables.sql; connector options are written name = 'value'.
+-- `weir nexmark --api sql` writes the results table to --output.
+CREATE TABLE nexmark_q22 (
+  auction BIGINT,
+  bidder BIGINT,
+  price BIGINT,
+  channel VARCHAR,
+  dir1 VARCHAR,
+  dir2 VARCHAR,
+  dir3 VARCHAR
+) WITH (connector = 'blackhole');
+
+INSERT INTO nexmark_q22
+SELECT
+  auction, bidder, price, channel,
+  SPLIT_INDEX(url, '/', 3) AS dir1,
+  SPLIT_INDEX(url, '/', 4) AS dir2,
+  SPLIT_INDEX(url, '/', 5) AS dir3
+FROM bid;

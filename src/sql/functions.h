@@ -1,0 +1,37 @@
+// The scalar functions of weir's SQL over strings and times, evaluated on
+// non-NULL arguments (the caller returns NULL for a NULL argument):
+//
+//   REGEXP_EXTRACT(s, re [, i])  the i-th group (default 0, the whole
+//                                match) of the first match of re in s
+//                                (RE2 syntax), NULL without a match
+//   REGEXP(s, re)                whether re matches somewhere in s
+//   s LIKE p                     p's % any characters, _ one character,
+//                                matching the whole of s (no escapes)
+//   SPLIT_INDEX(s, sep, i)       the i-th (from 0) piece of s split at the
+//                                one-character sep; NULL if fewer pieces
+//   SUBSTRING(s, from [, n])     n characters from the from-th (from 1)
+//   DATE_FORMAT(ts, f)           ts (UTC) as Java's date pattern f says:
+//                                yyyy MM dd HH mm ss SSS and literal text
+//   HOUR(ts), MINUTE(ts)         ts's hour of day, minute of hour (UTC)
+//
+// A regular expression that does not compile is an error naming it.
+// Thread-safe: compiled expressions are cached per thread.
+#ifndef WEIR_SQL_FUNCTIONS_H_
+#define WEIR_SQL_FUNCTIONS_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sql/expression.h"
+
+namespace weir::sql {
+
+// The value of string or time function `op` for `args` (none NULL).
+absl::StatusOr<Value> evaluate_function(Op op, const std::vector<Value>& args);
+
+// Whether `pattern` is a valid regular expression; else why not.
+absl::Status check_regex(const std::string& pattern);
+
+}  // namespace weir::sql
+
+#endif  // WEIR_SQL_FUNCTIONS_H_
