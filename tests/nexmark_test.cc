@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "examples/nexmark/queries.h"
+#include "tests/changelog.h"
 #include "tests/process.h"
 #include "testing/seed.h"
 
@@ -97,26 +98,8 @@ std::string minute(int64_t ms) {
 }
 int rank(int64_t price) { return price < 10000 ? 1 : price < 1000000 ? 2 : 3; }
 
-// Applies a changelog ("+I,row", "-U,row", "+U,row", "-D,row") and returns
-// the resulting table; a retraction of a row not present is an error.
-std::vector<std::string> apply_changelog(const std::vector<std::string>& changes) {
-  std::multiset<std::string> table;
-  for (const auto& c : changes) {
-    std::string kind = c.substr(0, 2), row = c.substr(3);
-    if (kind == "+I" || kind == "+U") {
-      table.insert(row);
-    } else {
-      auto it = table.find(row);
-      EXPECT_NE(it, table.end()) << "retraction of a row not in the table: " << c;
-      if (it != table.end()) table.erase(it);
-    }
-  }
-  return {table.begin(), table.end()};
-}
-
-bool is_updating(const std::string& q) {
-  return q == "q4" || q == "q6" || q == "q9" || q == "q15" || q == "q16" || q == "q17" || q == "q18" || q == "q19";
-}
+using testing::apply_changelog;
+bool is_updating(const std::string& q) { return testing::is_updating_nexmark_query(q); }
 
 std::string join(std::initializer_list<std::string> cols) {
   std::string s;

@@ -192,12 +192,14 @@ absl::Status build_query_sql(StreamEnvironment& env, const QueryOptions& options
   sql::TableConnectors connectors = sql::TableConnectors::built_in();
   connectors.sources["nexmark"] = nexmark_table_source(options);
   // The results as the DataStream queries write theirs: each value's text
-  // (NULL empty), comma-separated, unquoted.
-  connectors.sinks["weir-nexmark-results"] = [options](const DataStream<Row>& rows, const sql::TableDef&,
-                                                      const std::string& uid) {
+  // (NULL empty), comma-separated, unquoted; an updating result's rows
+  // after their kind ("+U,...").
+  connectors.sinks["weir-nexmark-results"] = [options](const DataStream<Row>& rows, bool updating,
+                                                      const sql::TableDef&, const std::string& uid) {
     DataStream<std::string> lines = rows.map(
-        [](const Row& r) {
+        [updating](const Row& r) {
           std::string s;
+          if (updating) internal::add(s, std::string(row_kind_name(r.kind)));
           for (size_t i = 0; i < r.values.size(); ++i) internal::add(s, r.text(i).value_or(""));
           return internal::finish(std::move(s));
         },

@@ -52,6 +52,11 @@ absl::Status Aggregates::fold(const AggregateCall& call, Value& acc, const Value
 absl::Status Aggregates::add(AggregateState& s, const Row& row) const {
   for (size_t i = 0; i < calls_.size(); ++i) {
     const AggregateCall& c = calls_[i];
+    if (c.filter) {
+      auto keep = evaluate(*c.filter, row);
+      if (!keep.ok()) return keep.status();
+      if (!std::holds_alternative<bool>(*keep) || !std::get<bool>(*keep)) continue;
+    }
     if (!c.arg) {  // COUNT(*)
       ++std::get<int64_t>(s.values[i]);
       continue;

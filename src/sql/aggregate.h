@@ -3,6 +3,7 @@
 // value; states merge (session windows, sliced hopping windows) and give
 // the calls' results in order.
 //
+// A call with FILTER (WHERE c) sees only the rows where c is true.
 // COUNT counts rows (COUNT(*)) or non-NULL arguments; SUM, MIN, MAX and AVG
 // skip NULLs and are NULL over none. A DISTINCT call keeps the set of its
 // distinct non-NULL arguments (memory grows with it) and computes its result

@@ -79,7 +79,6 @@ std::optional<Expr> Binder::grouping_key(const json& n) const {
 absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& name, int at) const {
   const std::string upper = absl::AsciiStrToUpper(name);
   if (b.contains("over")) return unsupported(at, "OVER windows");
-  if (b.contains("agg_filter")) return unsupported(at, upper + "(...) FILTER (WHERE ...)");
   if (b.contains("agg_order")) return unsupported(at, upper + " with ORDER BY");
   AggregateCall call;
   call.distinct = b.value("agg_distinct", false);
@@ -92,6 +91,14 @@ absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& na
     auto arg = Binder(text_).bind(args[0], grouping_->input);
     if (!arg.ok()) return arg.status();
     call.arg = *std::move(arg);
+  }
+  if (b.contains("agg_filter")) {
+    auto f = Binder(text_).bind(b["agg_filter"], grouping_->input);
+    if (!f.ok()) return f.status();
+    if (f->type.kind != TypeKind::kBoolean && f->type.kind != TypeKind::kNull) {
+      return error(location_of(b["agg_filter"]), "FILTER (WHERE ...) needs a BOOLEAN, not " + std::string(type_name(f->type.kind)));
+    }
+    call.filter = *std::move(f);
   }
   const TypeKind t = call.arg ? call.arg->type.kind : TypeKind::kBigInt;
   const std::string what = upper + " of " + std::string(type_name(t));
@@ -455,7 +462,8 @@ absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& s
   const std::vector<std::string> names = strings_of(b["funcname"]);
   const std::string name = absl::AsciiStrToLower(names.empty() ? "" : names.back());
   if (is_aggregate_function(name)) {
-    return unsupported(at, "the aggregate " + absl::AsciiStrToUpper(name) + " without GROUP BY");
+    return error(at, "the aggregate " + absl::AsciiStrToUpper(name) +
+                         " is not allowed here (only in the select list and HAVING, not nested)");
   }
   if (b.contains("over")) return unsupported(at, "OVER windows");
   std::vector<Expr> args;

@@ -41,7 +41,7 @@ class Builder {
         return absl::InvalidArgumentError("table " + table->name + ": connector '" + table->connector() +
                                           "' cannot be written to from SQL yet");
       }
-      absl::Status s = it->second(*rows, *table, prefix_ + "-0-sink");
+      absl::Status s = it->second(*rows, is_updating(*sink.input), *table, prefix_ + "-0-sink");
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
@@ -121,7 +121,8 @@ class Builder {
         const bool tvf = n.input->kind == PlanNode::Kind::kWindow;
         auto in = stream(tvf ? *n.input->input : *n.input, depth + (tvf ? 2 : 1));
         if (!in.ok()) return in.status();
-        return tvf ? window_aggregate(*in, n, uid) : windowed_aggregate(*in, n, uid);
+        if (tvf) return window_aggregate(*in, n, uid);
+        return window_bounds(*n.input) ? windowed_aggregate(*in, n, uid) : group_aggregate(*in, n, uid);
       }
       case PlanNode::Kind::kJoin: {
         auto left = stream(*n.input, depth + 1);
@@ -164,18 +165,23 @@ Schema csv_schema(const TableDef& table) {
 
 TableConnectors TableConnectors::built_in() {
   TableConnectors c;
-  c.sinks["blackhole"] = [](const DataStream<Row>& rows, const TableDef&, const std::string& uid) {
+  c.sinks["blackhole"] = [](const DataStream<Row>& rows, bool, const TableDef&, const std::string& uid) {
     rows.sink_to([] { return std::make_unique<Discard>(); }, "blackhole").uid(uid);
     return absl::OkStatus();
   };
-  c.sinks["print"] = [](const DataStream<Row>& rows, const TableDef&, const std::string& uid) {
+  c.sinks["print"] = [](const DataStream<Row>& rows, bool, const TableDef&, const std::string& uid) {
     rows.map([](const Row& r) { return print_text(r); }, "print-format")
         .uid(uid + "-format")
         .sink_to([] { return std::make_unique<PrintSink>(); }, "print")
         .uid(uid);
     return absl::OkStatus();
   };
-  c.sinks["filesystem"] = [](const DataStream<Row>& rows, const TableDef& t, const std::string& uid) -> absl::Status {
+  c.sinks["filesystem"] = [](const DataStream<Row>& rows, bool updating, const TableDef& t,
+                             const std::string& uid) -> absl::Status {
+    if (updating) {
+      return absl::InvalidArgumentError("table " + t.name + ": the filesystem connector takes inserts only, and the "
+                                        "query's result is updating (a GROUP BY without a window)");
+    }
     auto path = t.options.find("path");
     if (path == t.options.end() || path->second.empty()) {
       return absl::InvalidArgumentError("table " + t.name + ": the filesystem connector needs path = 'DIRECTORY'");

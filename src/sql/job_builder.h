@@ -8,7 +8,7 @@
 // files of CSV lines under option 'path'), 'print' (a sink: "+I[a, b]"
 // lines on stdout) and 'blackhole' (a sink that discards). Sources are
 // registered by whoever knows them (the Nexmark generator: weir's command
-// line).
+// line). 'print' shows each row's kind; 'filesystem' takes inserts only.
 //
 // Operator uids come from each operator's place in the plan
 // ("sql-<insert>-<depth>-<kind>"), so the same script restores from its own
@@ -33,8 +33,10 @@ namespace weir::sql {
 using TableSource = std::function<absl::StatusOr<DataStream<Row>>(StreamEnvironment& env, const TableDef& table,
                                                                   const std::string& uid)>;
 // Writes `rows` (columns as the table declares them) to a sink table; `uid`
-// for its operators.
-using TableSink = std::function<absl::Status(const DataStream<Row>& rows, const TableDef& table, const std::string& uid)>;
+// for its operators. `updating`: the rows are a changelog (their kinds +I,
+// -U, +U, -D), not inserts only; a sink that cannot apply one says so.
+using TableSink = std::function<absl::Status(const DataStream<Row>& rows, bool updating, const TableDef& table,
+                                             const std::string& uid)>;
 
 struct TableConnectors {
   std::map<std::string, TableSource> sources;

@@ -138,6 +138,9 @@ absl::Status QueryPlanner::finish_joins(PlanNode* n, int offset) {
     absl::Status s = finish_joins(side, offset);
     if (!s.ok()) return s;
   }
+  if (is_updating(*n->input) || is_updating(*n->right)) {
+    return unsupported(offset, "a join of an updating result (a GROUP BY without a window)");
+  }
   if (n->left_keys.empty()) {
     return unsupported(offset, "a join without an equality between its two sides (a cross join)");
   }

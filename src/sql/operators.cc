@@ -122,6 +122,48 @@ class WindowedGroups final : public KeyedProcessFunction<std::string, Row, Row> 
   ValueState<AggregateState>* state_ = nullptr;
 };
 
+// GROUP BY without a window: per key an AggregateState; each row updates
+// it and emits the change of the key's result row: +I the first time,
+// then -U (the row before) and +U (the row after) when it changed.
+class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
+ public:
+  GroupRows(std::shared_ptr<const Aggregates> aggregates, std::string what)
+      : aggregates_(std::move(aggregates)), what_(std::move(what)) {}
+
+  absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
+    state_ = &ctx.get_state(ValueStateDescriptor<AggregateState>{"group"});
+    return absl::OkStatus();
+  }
+  void process_element(const Row& row, Context& ctx, Collector<Row>& out) override {
+    std::optional<AggregateState> s = state_->value();
+    std::optional<Row> before;
+    if (s) {
+      before = result(ctx.current_key(), *s, RowKind::kUpdateBefore);
+    } else {
+      s = aggregates_->create();
+    }
+    throw_if_error(aggregates_->add(*s, row), what_);
+    Row after = result(ctx.current_key(), *s, before ? RowKind::kUpdateAfter : RowKind::kInsert);
+    state_->update(*std::move(s));
+    if (before && before->values == after.values) return;  // nothing changed
+    if (before) out.collect(*std::move(before));
+    out.collect(std::move(after));
+  }
+
+ private:
+  Row result(const std::string& key, const AggregateState& s, RowKind kind) const {
+    Row r;
+    r.kind = kind;
+    r.values = KeyEncoder::decode(key);
+    throw_if_error(aggregates_->results(s, &r.values), what_);
+    return r;
+  }
+
+  std::shared_ptr<const Aggregates> aggregates_;
+  const std::string what_;
+  ValueState<AggregateState>* state_ = nullptr;
+};
+
 // An inner equi-join: both sides' rows per key, each new row joined with
 // every row of the other side so far (left columns first), kept if the
 // condition holds. A window join drops the key's rows once the watermark
@@ -279,6 +321,17 @@ absl::StatusOr<DataStream<Row>> windowed_aggregate(const DataStream<Row>& in, co
           .process<Row>([aggregates, end, what] { return std::make_unique<WindowedGroups>(aggregates, end, what); },
                         "windowed-aggregate");
   out.uid(uid + "windowed-aggregate");
+  return out;
+}
+
+absl::StatusOr<DataStream<Row>> group_aggregate(const DataStream<Row>& in, const PlanNode& n, const std::string& uid) {
+  auto keys = std::make_shared<const KeyEncoder>(n.exprs, n.input->column_names(), "GROUP BY");
+  auto aggregates = std::make_shared<const Aggregates>(n.aggregates);
+  const std::string what = "GROUP BY";
+  DataStream<Row> out = in.key_by([keys](const Row& row) { return keys->encode(row); })
+                            .process<Row>([aggregates, what] { return std::make_unique<GroupRows>(aggregates, what); },
+                                          "group-aggregate");
+  out.uid(uid + "group-aggregate");
   return out;
 }
 

@@ -10,6 +10,9 @@
 //   windowed_aggregate GROUP BY over rows that carry their window's bounds
 //                      (a GROUP BY's or a window join's output): per key and
 //                      window, a state and a timer at the window's end
+//   group_aggregate    GROUP BY without a window: per key a state; each row
+//                      emits the change of its key's result (+I, or -U and
+//                      +U), an updating result
 //   join               an inner equi-join: each side's rows per key in list
 //                      state, every new row joined with the other side's;
 //                      a window join drops a window's rows at its end
@@ -43,6 +46,9 @@ absl::StatusOr<DataStream<Row>> window_aggregate(const DataStream<Row>& in, cons
 // `node` is a kAggregate over windowed rows `in` (window_bounds of its input).
 absl::StatusOr<DataStream<Row>> windowed_aggregate(const DataStream<Row>& in, const PlanNode& node,
                                                    const std::string& uid);
+
+// `node` is a kAggregate over append-only rows `in`, without a window.
+absl::StatusOr<DataStream<Row>> group_aggregate(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);
 
 // `node` is a kJoin of `left` and `right`.
 absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStream<Row>& right, const PlanNode& node,

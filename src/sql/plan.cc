@@ -30,13 +30,27 @@ std::string WindowSpec::to_string() const {
 std::string AggregateCall::to_string(const std::vector<std::string>& input) const {
   static const char* kNames[] = {"COUNT", "SUM", "MIN", "MAX", "AVG"};
   const std::string a = arg ? arg->to_string(input) : "*";
-  return std::string(kNames[static_cast<int>(kind)]) + "(" + (distinct ? "DISTINCT " : "") + a + ")";
+  return std::string(kNames[static_cast<int>(kind)]) + "(" + (distinct ? "DISTINCT " : "") + a + ")" +
+         (filter ? " FILTER (WHERE " + filter->to_string(input) + ")" : "");
 }
 
 std::vector<std::string> PlanNode::column_names() const {
   std::vector<std::string> names;
   for (const Column& c : columns) names.push_back(c.name);
   return names;
+}
+
+bool is_updating(const PlanNode& n) {
+  switch (n.kind) {
+    case PlanNode::Kind::kAggregate:
+      return !window_bounds(*n.input) || is_updating(*n.input);
+    case PlanNode::Kind::kJoin:
+      return is_updating(*n.input) || is_updating(*n.right);
+    case PlanNode::Kind::kScan:
+      return false;
+    default:
+      return is_updating(*n.input);
+  }
 }
 
 std::optional<WindowBounds> window_bounds(const PlanNode& n) {

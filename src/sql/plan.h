@@ -72,8 +72,9 @@ struct AggregateCall {
   enum class Kind : uint8_t { kCount, kSum, kMin, kMax, kAvg };
   Kind kind = Kind::kCount;
   bool distinct = false;
-  std::optional<Expr> arg;  // none: COUNT(*)
-  Type type;                // of the result
+  std::optional<Expr> arg;     // none: COUNT(*)
+  std::optional<Expr> filter;  // FILTER (WHERE ...): only rows where it is true
+  Type type;                   // of the result
 
   std::string to_string(const std::vector<std::string>& input) const;
   bool operator==(const AggregateCall&) const = default;
@@ -101,6 +102,10 @@ struct PlanNode {
 
   std::vector<std::string> column_names() const;
 };
+
+// Whether a node's rows are a changelog (+I, -U, +U, -D) rather than
+// inserts only: a GROUP BY without a window, and what is computed from one.
+bool is_updating(const PlanNode& n);
 
 // Where a node's rows carry the bounds of their window (columns `start`
 // and `end`, window_start and window_end): a window table function, a

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 
 namespace weir::sql {
@@ -25,6 +26,22 @@ void conjuncts(Expr e, std::vector<Expr>* out) {
     return;
   }
   out->push_back(std::move(e));
+}
+
+// Whether an aggregate call stands in `n` (outside subqueries): a SELECT
+// of aggregates without GROUP BY aggregates all rows as one group.
+bool has_aggregate(const json& n) {
+  if (n.is_array()) return std::any_of(n.begin(), n.end(), [](const json& x) { return has_aggregate(x); });
+  if (!n.is_object()) return false;
+  if (n.contains("SubLink") || n.contains("SelectStmt")) return false;
+  if (n.contains("FuncCall")) {
+    const auto names = strings_of(n["FuncCall"].value("funcname", json::array()));
+    if (!names.empty() && is_aggregate_function(absl::AsciiStrToLower(names.back()))) return true;
+  }
+  for (const auto& [k, v] : n.items()) {
+    if (has_aggregate(v)) return true;
+  }
+  return false;
 }
 
 const Column& column_at(const std::vector<Scope>& scopes, int i) {
@@ -68,7 +85,9 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::select(const json& s, in
   }
   absl::Status joined = finish_joins(node.get(), from.size() > 1 ? location_of(from[1]) : offset);
   if (!joined.ok()) return joined;
-  if (s.contains("groupClause") || s.contains("havingClause")) return grouped(s, std::move(node), scopes, offset);
+  if (s.contains("groupClause") || s.contains("havingClause") || has_aggregate(s.value("targetList", json::array()))) {
+    return grouped(s, std::move(node), scopes, offset);
+  }
   return project(s, std::move(node), scopes, offset);
 }
 
@@ -185,6 +204,7 @@ std::vector<Expr*> reading_input(PlanNode* top) {
   for (Expr& e : top->exprs) out.push_back(&e);
   for (AggregateCall& a : top->aggregates) {
     if (a.arg) out.push_back(&*a.arg);
+    if (a.filter) out.push_back(&*a.filter);
   }
   return out;
 }
@@ -263,6 +283,7 @@ void prune_scan(PlanNode* top) {
   for (Expr& e : top->exprs) above.push_back(&e);
   for (AggregateCall& a : top->aggregates) {
     if (a.arg) above.push_back(&*a.arg);
+    if (a.filter) above.push_back(&*a.filter);
   }
   for (PlanNode* c : chain) {
     if (c->kind == PlanNode::Kind::kFilter) above.push_back(&c->exprs[0]);

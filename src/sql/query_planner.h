@@ -58,6 +58,8 @@ class QueryPlanner {
   // ---- window_planner.cc
   absl::StatusOr<Node> window_function(const nlohmann::json& r, std::vector<Scope>* scopes, int offset);
   absl::StatusOr<Node> grouped(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset);
+  absl::StatusOr<Node> grouped_output(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, Grouping g,
+                                      int first, int offset);
 
   // ---- join_planner.cc
   absl::StatusOr<Node> join(const nlohmann::json& j, std::vector<Scope>* scopes, int offset);

@@ -123,8 +123,11 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped(const json& s, N
   // The window: the rows' window bounds (of a window table function, or
   // columns of windowed rows: a GROUP BY over window bounds, a window join)
   // must both be grouping keys.
+  if (is_updating(*input)) return unsupported(group_at, "GROUP BY over an updating result");
   const auto bounds = window_bounds(*input);
-  if (!bounds) return unsupported(group_at, "GROUP BY without a window table function (an updating result)");
+  // Without a window: a group aggregation, its result updated as rows come
+  // (a changelog).
+  if (!bounds) return grouped_output(s, std::move(input), scopes, std::move(g), INT32_MAX, offset);
   bool start = false, end = false;
   for (const Expr& k : g.keys) {
     start = start || (k.kind == Expr::Kind::kColumn && k.column == bounds->start);
@@ -140,6 +143,16 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped(const json& s, N
       return unsupported(group_at, "GROUP BY an expression of window_start, window_end or window_time");
     }
   }
+  return grouped_output(s, std::move(input), scopes, std::move(g), first, offset);
+}
+
+// The aggregate of grouping `g` (keys bound) over `input`, then HAVING and
+// the select list over its groups. `first`: the first column of a window
+// table function below, which aggregates must not read.
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped_output(const json& s, Node input,
+                                                                       const std::vector<Scope>& scopes, Grouping g,
+                                                                       int first, int offset) {
+  const int group_at = s.contains("groupClause") ? location_of(s["groupClause"][0]) : offset;
   // The select list and HAVING over the groups.
   const Binder grouped_binder(text_, &g);
   std::vector<Expr> targets;
@@ -172,7 +185,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped(const json& s, N
     having = *std::move(h);
   }
   for (const AggregateCall& c : g.calls) {
-    if (c.arg && reads_columns(*c.arg, first)) return unsupported(group_at, "an aggregate of window_start, window_end or window_time");
+    if ((c.arg && reads_columns(*c.arg, first)) || (c.filter && reads_columns(*c.filter, first))) return unsupported(group_at, "an aggregate of window_start, window_end or window_time");
   }
   auto agg = std::make_unique<PlanNode>();
   agg->kind = PlanNode::Kind::kAggregate;
