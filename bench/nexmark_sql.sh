@@ -5,12 +5,13 @@
 # checkpoints every 1 s. Prints the medians of events/s per core and peak
 # RSS, and SQL's share of the DataStream version's events/s per core (the
 # goal: SQL within 1.5x, a share of at least 67 %).
-#   bench/nexmark_sql.sh; QUERIES="q0 q2", REPEAT, EVENTS, WEIR
+#   bench/nexmark_sql.sh; QUERIES="q0 q2" (default: every query with SQL
+#   text in examples/nexmark/sql), REPEAT, EVENTS, WEIR
 set -euo pipefail
 WEIR=${WEIR:-build/weir}
 REPEAT=${REPEAT:-5}
 EVENTS=${EVENTS:-10000000}
-QUERIES=${QUERIES:-"q0 q2"}
+QUERIES=${QUERIES:-$(cd "$(dirname "$0")/../examples/nexmark/sql" && ls q*.sql | sed 's/\.sql$//' | sort -V | tr '\n' ' ')}
 OUT=$(mktemp -d /tmp/weir-nexmark-sql.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 

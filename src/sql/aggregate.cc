@@ -10,6 +10,19 @@ bool is_null(const Value& v) { return std::holds_alternative<std::monostate>(v);
 
 }  // namespace
 
+Aggregates::Aggregates(std::vector<AggregateCall> calls) : calls_(std::move(calls)) {
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    size_t set = i;
+    for (size_t j = 0; j < i; ++j) {
+      if (calls_[j].distinct && calls_[i].distinct && calls_[j].arg == calls_[i].arg) {
+        set = distinct_set_[j];
+        break;
+      }
+    }
+    distinct_set_.push_back(set);
+  }
+}
+
 AggregateState Aggregates::create() const {
   AggregateState s;
   s.values.resize(calls_.size());
@@ -49,7 +62,7 @@ absl::Status Aggregates::fold(const AggregateCall& call, Value& acc, const Value
   return absl::InternalError("fold of COUNT");
 }
 
-absl::Status Aggregates::add(AggregateState& s, const Row& row) const {
+absl::Status Aggregates::add(AggregateState& s, const Row& row, FirstTime* seen) const {
   for (size_t i = 0; i < calls_.size(); ++i) {
     const AggregateCall& c = calls_[i];
     if (c.filter) {
@@ -64,12 +77,15 @@ absl::Status Aggregates::add(AggregateState& s, const Row& row) const {
     auto v = evaluate(*c.arg, row);
     if (!v.ok()) return v.status();
     if (is_null(*v)) continue;
-    if (c.distinct) {
+    if (c.distinct && seen == nullptr) {
       auto& set = s.distinct[i];
       auto at = std::lower_bound(set.begin(), set.end(), *v);
       if (at == set.end() || *at != *v) set.insert(at, *std::move(v));
       continue;
     }
+    // Kept outside: a value seen before changes nothing; a new one counts
+    // as for the call without DISTINCT.
+    if (c.distinct && !seen->first_time(i, distinct_set_[i], *v)) continue;
     ++s.counts[i];
     if (c.kind == AggregateCall::Kind::kCount) {
       ++std::get<int64_t>(s.values[i]);
@@ -108,7 +124,7 @@ absl::Status Aggregates::results(const AggregateState& s, std::vector<Value>* ou
     const AggregateCall& c = calls_[i];
     Value value = s.values[i];
     int64_t count = s.counts[i];
-    if (c.distinct) {  // the same calls over the distinct values
+    if (c.distinct && !s.distinct[i].empty()) {  // the same calls over the distinct values kept here
       const auto& set = s.distinct[i];
       count = static_cast<int64_t>(set.size());
       value = c.kind == AggregateCall::Kind::kCount ? Value{count} : Value{};

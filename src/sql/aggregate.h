@@ -27,18 +27,31 @@ namespace weir::sql {
 struct AggregateState {
   std::vector<Value> values;                 // per call: COUNT's count; SUM's and AVG's sum; MIN's, MAX's value
   std::vector<int64_t> counts;               // per call: the non-NULL arguments added (AVG divides by it)
-  std::vector<std::vector<Value>> distinct;  // per call: DISTINCT's values seen, sorted (else empty)
+  std::vector<std::vector<Value>> distinct;  // per call: DISTINCT's values seen, sorted (else empty;
+                                             // empty too when the operator keeps them, see FirstTime)
   auto weir_fields() { return std::tie(values, counts, distinct); }
 };
 
 class Aggregates {
  public:
-  explicit Aggregates(std::vector<AggregateCall> calls) : calls_(std::move(calls)) {}
+  explicit Aggregates(std::vector<AggregateCall> calls);
+
+  // Says whether DISTINCT call `call` sees `value` for the first time in
+  // the group (and remembers it): distinct values kept outside the state,
+  // in keyed state of the operator, which the AggregateState then does not
+  // hold. Calls whose arguments are the same expression share `set`.
+  struct FirstTime {
+    virtual ~FirstTime() = default;
+    virtual bool first_time(size_t call, size_t set, const Value& value) = 0;
+  };
 
   AggregateState create() const;
-  // Adds `row` (the rows the calls' arguments read) to `state`.
-  absl::Status add(AggregateState& state, const Row& row) const;
-  // `into` becomes the state of both groups' rows.
+  // Adds `row` (the rows the calls' arguments read) to `state`; DISTINCT
+  // calls ask `seen` when given, else keep their sets in `state`.
+  absl::Status add(AggregateState& state, const Row& row, FirstTime* seen = nullptr) const;
+  // The set of DISTINCT call `call` (calls of one argument share one).
+  size_t distinct_set(size_t call) const { return distinct_set_[call]; }
+  // `into` becomes the state of both groups' rows (sets in the states).
   absl::Status merge(AggregateState& into, const AggregateState& other) const;
   // Appends each call's result to `out`.
   absl::Status results(const AggregateState& state, std::vector<Value>* out) const;
@@ -47,6 +60,7 @@ class Aggregates {
   absl::Status fold(const AggregateCall& call, Value& acc, const Value& v) const;
 
   std::vector<AggregateCall> calls_;
+  std::vector<size_t> distinct_set_;
 };
 
 }  // namespace weir::sql

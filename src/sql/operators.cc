@@ -132,6 +132,7 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
 
   absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
     state_ = &ctx.get_state(ValueStateDescriptor<AggregateState>{"group"});
+    seen_.values = &ctx.get_map_state(MapStateDescriptor<std::string, int64_t>{"distinct"});
     return absl::OkStatus();
   }
   void process_element(const Row& row, Context& ctx, Collector<Row>& out) override {
@@ -142,7 +143,7 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
     } else {
       s = aggregates_->create();
     }
-    throw_if_error(aggregates_->add(*s, row), what_);
+    throw_if_error(aggregates_->add(*s, row, &seen_), what_);
     Row after = result(ctx.current_key(), *s, before ? RowKind::kUpdateAfter : RowKind::kInsert);
     state_->update(*std::move(s));
     if (before && before->values == after.values) return;  // nothing changed
@@ -159,9 +160,27 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
     return r;
   }
 
+  // A group's distinct values in map state, one entry per value and set
+  // of calls with that argument, its bits the calls (up to 64) that saw it.
+  struct SeenValues final : Aggregates::FirstTime {
+    MapState<std::string, int64_t>* values = nullptr;
+    bool first_time(size_t call, size_t set, const Value& v) override {
+      std::string key;
+      ByteWriter out(&key);
+      out.put_varint(set);
+      Serializer<Value>::write(out, v);
+      const int64_t bit = int64_t{1} << (call - set);
+      const int64_t calls = values->get(key).value_or(0);
+      if (calls & bit) return false;
+      values->put(key, calls | bit);
+      return true;
+    }
+  };
+
   std::shared_ptr<const Aggregates> aggregates_;
   const std::string what_;
   ValueState<AggregateState>* state_ = nullptr;
+  SeenValues seen_;
 };
 
 // An inner equi-join: both sides' rows per key, each new row joined with
@@ -325,6 +344,7 @@ absl::StatusOr<DataStream<Row>> windowed_aggregate(const DataStream<Row>& in, co
 }
 
 absl::StatusOr<DataStream<Row>> group_aggregate(const DataStream<Row>& in, const PlanNode& n, const std::string& uid) {
+  if (n.aggregates.size() > 64) return absl::InvalidArgumentError("a GROUP BY has at most 64 aggregates");
   auto keys = std::make_shared<const KeyEncoder>(n.exprs, n.input->column_names(), "GROUP BY");
   auto aggregates = std::make_shared<const Aggregates>(n.aggregates);
   const std::string what = "GROUP BY";
