@@ -13,6 +13,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "examples/nexmark/generator.h"
 #include "examples/nexmark/sql_tables.h"
@@ -53,10 +54,23 @@ TEST_P(SqlNexmarkTest, QueryFromSqlGivesTheRowsOfItsDataStreamVersion) {
                         path(q + "-ds"));
     ASSERT_EQ(ref.code, 0) << ref.err;
     // An updating query's changelog may differ in order between runs: its
-    // final table must be the same.
+    // final table must be the same. Where the query leaves a choice to
+    // arrival order, which differs between runs at p > 1, only the columns
+    // it determines are compared: q18 keeps the later of two bids of one
+    // bidder, auction and time (the generator makes thousands of such
+    // ties), q19 ranks bids of one auction, price and time by arrival.
+    static const std::map<std::string, std::vector<size_t>> kDetermined = {{"q18", {0, 1, 5}}, {"q19", {0, 2, 5, 7}}};
     auto table_of = [&](const std::string& file) {
       std::vector<std::string> v = absl::StrSplit(slurp(file), '\n', absl::SkipEmpty());
       if (testing::is_updating_nexmark_query(q)) v = testing::apply_changelog(v);
+      if (auto d = kDetermined.find(q); d != kDetermined.end()) {
+        for (std::string& row : v) {
+          const std::vector<std::string> cols = absl::StrSplit(row, ',');
+          std::vector<std::string> kept;
+          for (size_t i : d->second) kept.push_back(i < cols.size() ? cols[i] : "?");
+          row = absl::StrJoin(kept, ",");
+        }
+      }
       return std::multiset<std::string>(v.begin(), v.end());
     };
     const auto want = table_of(path(q + "-ds.csv"));

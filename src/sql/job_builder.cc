@@ -124,6 +124,11 @@ class Builder {
         if (tvf) return window_aggregate(*in, n, uid);
         return window_bounds(*n.input) ? windowed_aggregate(*in, n, uid) : group_aggregate(*in, n, uid);
       }
+      case PlanNode::Kind::kRank: {
+        auto in = stream(*n.input, depth + 1);
+        if (!in.ok()) return in.status();
+        return top_n(*in, n, uid);
+      }
       case PlanNode::Kind::kJoin: {
         auto left = stream(*n.input, depth + 1);
         if (!left.ok()) return left.status();

@@ -1,5 +1,6 @@
 #include "sql/operators.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "absl/strings/match.h"
@@ -136,16 +137,12 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
     return absl::OkStatus();
   }
   void process_element(const Row& row, Context& ctx, Collector<Row>& out) override {
-    std::optional<AggregateState> s = state_->value();
     std::optional<Row> before;
-    if (s) {
-      before = result(ctx.current_key(), *s, RowKind::kUpdateBefore);
-    } else {
-      s = aggregates_->create();
-    }
-    throw_if_error(aggregates_->add(*s, row, &seen_), what_);
-    Row after = result(ctx.current_key(), *s, before ? RowKind::kUpdateAfter : RowKind::kInsert);
-    state_->update(*std::move(s));
+    if (const AggregateState* have = state_->peek()) before = result(ctx.current_key(), *have, RowKind::kUpdateBefore);
+    AggregateState& s = state_->modify();  // in place
+    if (!before) s = aggregates_->create();
+    throw_if_error(aggregates_->add(s, row, &seen_), what_);
+    Row after = result(ctx.current_key(), s, before ? RowKind::kUpdateAfter : RowKind::kInsert);
     if (before && before->values == after.values) return;  // nothing changed
     if (before) out.collect(*std::move(before));
     out.collect(std::move(after));
@@ -181,6 +178,82 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
   const std::string what_;
   ValueState<AggregateState>* state_ = nullptr;
   SeenValues seen_;
+};
+
+// TOP-N: per partition the first `limit` rows in the order, as a sorted
+// list in value state. A row that enters moves the ones after it down a
+// rank: each rank whose row changed emits -U (the old row with its rank)
+// and +U (the new one), or +I for a rank filled for the first time. A row
+// that would rank past the limit changes nothing (inputs are inserts only,
+// so it can never rise).
+class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
+ public:
+  TopRows(std::vector<Expr> order, std::vector<bool> descending, int64_t limit, std::string what)
+      : order_(std::move(order)), descending_(std::move(descending)), limit_(static_cast<size_t>(limit)),
+        what_(std::move(what)) {
+    // Deduplication keeping the last row: the new row wins a tie.
+    new_wins_ties_ = limit_ == 1 && std::all_of(descending_.begin(), descending_.end(), [](bool d) { return d; });
+  }
+
+  absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
+    top_ = &ctx.get_state(ValueStateDescriptor<std::vector<Row>>{"top"});
+    return absl::OkStatus();
+  }
+  void process_element(const Row& row, Context&, Collector<Row>& out) override {
+    static const std::vector<Row> kNone;
+    const std::vector<Row>* have = top_->peek();
+    const std::vector<Row>& old = have != nullptr ? *have : kNone;
+    const std::vector<Value> key = sort_key(row);
+    size_t at = 0;
+    while (at < old.size()) {
+      const int c = compare(key, sort_key(old[at]));
+      if (c < 0 || (c == 0 && new_wins_ties_)) break;
+      ++at;
+    }
+    if (at >= limit_) return;
+    // Rank i + 1 now holds the new row (i == at) or the one above it.
+    for (size_t i = at; i < std::min(old.size() + 1, limit_); ++i) {
+      if (i < old.size()) out.collect(ranked(old[i], i, RowKind::kUpdateBefore));
+      out.collect(ranked(i == at ? row : old[i - 1], i, i < old.size() ? RowKind::kUpdateAfter : RowKind::kInsert));
+    }
+    std::vector<Row>& top = top_->modify();  // in place: `old` is not used past here
+    top.insert(top.begin() + static_cast<long>(at), row);
+    if (top.size() > limit_) top.pop_back();
+  }
+
+ private:
+  std::vector<Value> sort_key(const Row& row) const {
+    std::vector<Value> k;
+    for (const Expr& e : order_) k.push_back(evaluate_or_throw(e, row, what_));
+    return k;
+  }
+  // <0: a ranks before b. NULL ranks after every value (NULLS LAST).
+  int compare(const std::vector<Value>& a, const std::vector<Value>& b) const {
+    for (size_t i = 0; i < a.size(); ++i) {
+      const bool an = std::holds_alternative<std::monostate>(a[i]), bn = std::holds_alternative<std::monostate>(b[i]);
+      if (an || bn) {
+        if (an != bn) return an ? 1 : -1;
+        continue;
+      }
+      if (a[i] == b[i]) continue;
+      const bool less = a[i] < b[i];
+      return (less != descending_[i]) ? -1 : 1;
+    }
+    return 0;
+  }
+  static Row ranked(const Row& r, size_t index, RowKind kind) {
+    Row out = r;
+    out.kind = kind;
+    out.values.push_back(static_cast<int64_t>(index + 1));
+    return out;
+  }
+
+  const std::vector<Expr> order_;
+  const std::vector<bool> descending_;
+  const size_t limit_;
+  const std::string what_;
+  bool new_wins_ties_ = false;
+  ValueState<std::vector<Row>>* top_ = nullptr;
 };
 
 // An inner equi-join: both sides' rows per key, each new row joined with
@@ -352,6 +425,22 @@ absl::StatusOr<DataStream<Row>> group_aggregate(const DataStream<Row>& in, const
                             .process<Row>([aggregates, what] { return std::make_unique<GroupRows>(aggregates, what); },
                                           "group-aggregate");
   out.uid(uid + "group-aggregate");
+  return out;
+}
+
+absl::StatusOr<DataStream<Row>> top_n(const DataStream<Row>& in, const PlanNode& n, const std::string& uid) {
+  auto keys = std::make_shared<const KeyEncoder>(n.exprs, n.input->column_names(), "PARTITION BY");
+  const std::vector<Expr> order = n.order_keys;
+  const std::vector<bool> descending = n.descending;
+  const int64_t limit = n.limit;
+  const std::string what = "ROW_NUMBER() ORDER BY";
+  DataStream<Row> out = in.key_by([keys](const Row& row) { return keys->encode(row); })
+                            .process<Row>(
+                                [order, descending, limit, what] {
+                                  return std::make_unique<TopRows>(order, descending, limit, what);
+                                },
+                                "top-n");
+  out.uid(uid + "top-n");
   return out;
 }
 

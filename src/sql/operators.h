@@ -13,6 +13,8 @@
 //   group_aggregate    GROUP BY without a window: per key a state; each row
 //                      emits the change of its key's result (+I, or -U and
 //                      +U), an updating result
+//   top_n              ROW_NUMBER() ... WHERE rn <= N: per partition the
+//                      first N rows in value state; an updating result
 //   join               an inner equi-join: each side's rows per key in list
 //                      state, every new row joined with the other side's;
 //                      a window join drops a window's rows at its end
@@ -49,6 +51,9 @@ absl::StatusOr<DataStream<Row>> windowed_aggregate(const DataStream<Row>& in, co
 
 // `node` is a kAggregate over append-only rows `in`, without a window.
 absl::StatusOr<DataStream<Row>> group_aggregate(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);
+
+// `node` is a kRank over append-only rows `in`.
+absl::StatusOr<DataStream<Row>> top_n(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);
 
 // `node` is a kJoin of `left` and `right`.
 absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStream<Row>& right, const PlanNode& node,

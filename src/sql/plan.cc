@@ -48,6 +48,8 @@ bool is_updating(const PlanNode& n) {
       return is_updating(*n.input) || is_updating(*n.right);
     case PlanNode::Kind::kScan:
       return false;
+    case PlanNode::Kind::kRank:
+      return true;
     default:
       return is_updating(*n.input);
   }
@@ -80,6 +82,7 @@ std::optional<WindowBounds> window_bounds(const PlanNode& n) {
     case PlanNode::Kind::kJoin:
       return n.window_join ? window_bounds(*n.input) : std::nullopt;
     case PlanNode::Kind::kScan:
+    case PlanNode::Kind::kRank:
     case PlanNode::Kind::kSink:
       break;
   }
@@ -133,6 +136,16 @@ void explain_into(const PlanNode& n, int depth, std::string* out) {
       }
       line += std::string(n.window_join ? "WindowJoin(" : "Join(") + absl::StrJoin(keys, ", ") +
               (n.exprs.empty() ? "" : "; " + n.exprs[0].to_string(both)) + ")";
+      break;
+    }
+    case PlanNode::Kind::kRank: {
+      std::vector<std::string> keys, order;
+      for (const Expr& e : n.exprs) keys.push_back(e.to_string(in));
+      for (size_t i = 0; i < n.order_keys.size(); ++i) {
+        order.push_back(n.order_keys[i].to_string(in) + (n.descending[i] ? " DESC" : ""));
+      }
+      line += "Rank(partition: " + absl::StrJoin(keys, ", ") + "; order: " + absl::StrJoin(order, ", ") +
+              "; rows 1.." + std::to_string(n.limit) + ")";
       break;
     }
     case PlanNode::Kind::kSink:

@@ -81,7 +81,7 @@ struct AggregateCall {
 };
 
 struct PlanNode {
-  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kJoin, kSink };
+  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kJoin, kRank, kSink };
   Kind kind = Kind::kScan;
   std::vector<Column> columns;  // what it emits (kScan: the columns of the table it reads)
   std::string table;            // kScan, kSink: the table
@@ -97,6 +97,16 @@ struct PlanNode {
   // window's rows are dropped once the watermark passes its end.
   std::vector<Expr> left_keys, right_keys;
   bool window_join = false;
+  // kRank (ROW_NUMBER() OVER (PARTITION BY exprs ORDER BY order_keys)
+  // WHERE rn <= limit): per partition the first `limit` rows in that
+  // order, the input's columns and then the row number; an updating
+  // result (a new row moves the ones after it down). On a tie the row
+  // that came first ranks first, except for deduplication keeping the
+  // last row (limit 1, every order key descending), where the new row
+  // replaces.
+  std::vector<Expr> order_keys;
+  std::vector<bool> descending;
+  int64_t limit = 0;  // 0: no WHERE rn <= N above it (yet)
   std::unique_ptr<PlanNode> input;
   std::unique_ptr<PlanNode> right;  // kJoin
 

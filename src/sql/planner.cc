@@ -190,6 +190,8 @@ class Planner {
     QueryPlanner queries(script_.text, [this](const std::string& n) { return find_table(n); });
     auto query = queries.select(b["selectStmt"]["SelectStmt"], offset);
     if (!query.ok()) return query.status();
+    absl::Status ranks = check_ranks(**query, script_.text, offset);
+    if (!ranks.ok()) return ranks;
     const auto& got = (*query)->columns;
     if (got.size() != sink->columns.size()) {
       return error(offset, "INSERT INTO " + name + ": the query has " + std::to_string(got.size()) +

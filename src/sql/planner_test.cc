@@ -229,6 +229,35 @@ TEST(SqlPlannerTest, AJoinOnBothWindowBoundsIsAWindowJoin) {
   EXPECT_TRUE(is_updating(regular));
 }
 
+// ROW_NUMBER() with WHERE rn <= N above it: a rank of N rows per
+// partition; the other conditions stay above it; the scan is pruned.
+TEST(SqlPlannerTest, RowNumberWithALimitAboveIsATopN) {
+  auto p = plan(std::string(kBids) +
+                "CREATE TABLE o (auction BIGINT, price BIGINT, r BIGINT) WITH (connector = 'print');\n"
+                "INSERT INTO o SELECT auction, price, r FROM (SELECT auction, price, ROW_NUMBER() OVER (PARTITION BY "
+                "auction ORDER BY price DESC, date_time) AS r FROM bid WHERE price > 10) AS t WHERE r <= 3 AND price < 99;");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(explain(*p->inserts[0].root),
+            "Sink(o) [auction BIGINT, price BIGINT, r BIGINT]\n"
+            "  Project(auction, price, r) [auction BIGINT NOT NULL, price BIGINT, r BIGINT NOT NULL]\n"
+            "    Filter((price < 99)) [auction BIGINT NOT NULL, price BIGINT, r BIGINT NOT NULL]\n"
+            "      Project(auction, price, $rn AS r) [auction BIGINT NOT NULL, price BIGINT, r BIGINT NOT NULL]\n"
+            "        Rank(partition: auction; order: price DESC, date_time; rows 1..3) [auction BIGINT NOT NULL, "
+            "price BIGINT, date_time TIMESTAMP(3), $rn BIGINT NOT NULL]\n"
+            "          Filter((price > 10)) [auction BIGINT NOT NULL, price BIGINT, date_time TIMESTAMP(3)]\n"
+            "            Scan(bid) [auction BIGINT NOT NULL, price BIGINT, date_time TIMESTAMP(3)]\n");
+  EXPECT_TRUE(is_updating(*p->inserts[0].root));
+  const std::string ranked = std::string(kBids) +
+                             "CREATE TABLE o (auction BIGINT, r BIGINT) WITH (connector = 'print');\n"
+                             "INSERT INTO o SELECT auction, r FROM (SELECT auction, ";
+  EXPECT_EQ(error_of(ranked + "ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price) AS r FROM bid) AS t;"),
+            "line 5, column 1: ROW_NUMBER() without WHERE rn <= N in the query around it (TOP-N) is not supported yet");
+  EXPECT_EQ(error_of(ranked + "RANK() OVER (PARTITION BY auction ORDER BY price) AS r FROM bid) AS t WHERE r <= 2;"),
+            "line 5, column 55: RANK() OVER (...) is not supported yet (ROW_NUMBER() OVER (...) is, for TOP-N)");
+  EXPECT_EQ(error_of(ranked + "ROW_NUMBER() OVER (PARTITION BY auction) AS r FROM bid) AS t WHERE r <= 2;"),
+            "line 5, column 55: ROW_NUMBER() needs an ORDER BY in its OVER (...)");
+}
+
 TEST(SqlPlannerTest, WindowAndGroupByErrorsNameWhatIsWrong) {
   const std::string bid = std::string(kBids) + "CREATE TABLE o (a BIGINT, n BIGINT) WITH (connector = 'print');\n";
   const std::string hop = " FROM HOP(bid, DESCRIPTOR(date_time), INTERVAL '2' SECOND, INTERVAL '10' SECOND) ";

@@ -96,9 +96,22 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, N
   auto project = std::make_unique<PlanNode>();
   project->kind = PlanNode::Kind::kProject;
   int unnamed = 0;
+  const int width = static_cast<int>(input->columns.size());
   for (const auto& t : s.value("targetList", json::array())) {
     const json& r = t["ResTarget"];
     const json& val = r["val"];
+    if (node_name(val) == "FuncCall" && val["FuncCall"].contains("over")) {
+      // ROW_NUMBER() OVER (...): a rank below this projection, its number
+      // the column after the input's.
+      auto rank = row_number(val["FuncCall"], std::move(input), scopes);
+      if (!rank.ok()) return rank.status();
+      input = *std::move(rank);
+      const std::string name = r.value("name", "");
+      project->columns.push_back({name.empty() ? "EXPR$" + std::to_string(unnamed) : name, {TypeKind::kBigInt, false}});
+      project->exprs.push_back(Expr::column_ref(width, {TypeKind::kBigInt, false}));
+      ++unnamed;
+      continue;
+    }
     if (node_name(val) == "ColumnRef" && !val["ColumnRef"]["fields"].empty() &&
         val["ColumnRef"]["fields"].back().contains("A_Star")) {
       // * or t.*: every column (of t).
@@ -134,7 +147,82 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, N
 
 absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::where(Node input, Expr cond) {
   if (input->kind == PlanNode::Kind::kJoin) return join_where(std::move(input), std::move(cond));
+  // WHERE rn <= N (or rn < N, rn = 1) over a projection of a rank's row
+  // number: the rank's limit (TOP-N), no filter.
+  if (input->kind == PlanNode::Kind::kProject && input->input->kind == PlanNode::Kind::kRank && input->input->limit == 0) {
+    PlanNode& rank = *input->input;
+    const int rn_column = static_cast<int>(rank.columns.size()) - 1;
+    std::vector<Expr> parts, rest;
+    conjuncts(std::move(cond), &parts);
+    for (Expr& c : parts) {
+      int64_t limit = 0;
+      if (c.kind == Expr::Kind::kCall && c.args.size() == 2 && c.args[0].kind == Expr::Kind::kColumn &&
+          c.args[1].kind == Expr::Kind::kLiteral && std::holds_alternative<int64_t>(c.args[1].literal)) {
+        const Expr& rn = input->exprs[c.args[0].column];
+        const int64_t n = std::get<int64_t>(c.args[1].literal);
+        if (rn.kind == Expr::Kind::kColumn && rn.column == rn_column) {
+          limit = c.op == Op::kLessEqual ? n : c.op == Op::kLess ? n - 1 : c.op == Op::kEqual && n == 1 ? 1 : 0;
+        }
+      }
+      if (limit > 0 && rank.limit == 0) {
+        rank.limit = limit;
+      } else {
+        rest.push_back(std::move(c));
+      }
+    }
+    if (rest.empty()) return input;
+    cond = std::move(rest[0]);
+    for (size_t i = 1; i < rest.size(); ++i) {
+      const bool nullable = cond.type.nullable || rest[i].type.nullable;
+      cond = Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable}, {std::move(cond), std::move(rest[i])});
+    }
+  }
   return filter_over(std::move(input), std::move(cond));
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::row_number(const json& f, Node input,
+                                                                   const std::vector<Scope>& scopes) {
+  const int at = location_of(f);
+  const auto names = strings_of(f.value("funcname", json::array()));
+  const std::string name = absl::AsciiStrToUpper(names.empty() ? "?" : names.back());
+  if (name != "ROW_NUMBER") {
+    return error(at, name + "() OVER (...) is not supported yet (ROW_NUMBER() OVER (...) is, for TOP-N)");
+  }
+  if (is_updating(*input)) return unsupported(at, "ROW_NUMBER() over an updating result");
+  if (input->kind == PlanNode::Kind::kRank) return unsupported(at, "two ROW_NUMBER()s in one SELECT");
+  const json& over = f["over"];
+  auto rank = std::make_unique<PlanNode>();
+  rank->kind = PlanNode::Kind::kRank;
+  for (const auto& k : over.value("partitionClause", json::array())) {
+    auto e = binder_.bind(k, scopes);
+    if (!e.ok()) return e.status();
+    rank->exprs.push_back(*std::move(e));
+  }
+  for (const auto& o : over.value("orderClause", json::array())) {
+    const json sort = o.value("SortBy", json::object());
+    auto e = binder_.bind(sort.value("node", json::object()), scopes);
+    if (!e.ok()) return e.status();
+    rank->order_keys.push_back(*std::move(e));
+    rank->descending.push_back(sort.value("sortby_dir", "") == "SORTBY_DESC");
+  }
+  if (rank->order_keys.empty()) return error(at, "ROW_NUMBER() needs an ORDER BY in its OVER (...)");
+  if (over.contains("frameOptions") && over.contains("startOffset")) return unsupported(at, "a window frame");
+  rank->columns = input->columns;
+  rank->columns.push_back({"$rn", {TypeKind::kBigInt, false}});
+  rank->input = std::move(input);
+  return rank;
+}
+
+absl::Status check_ranks(const PlanNode& n, std::string_view text, int offset) {
+  if (n.kind == PlanNode::Kind::kRank && n.limit == 0) {
+    return sql_unsupported(text, offset, "ROW_NUMBER() without WHERE rn <= N in the query around it (TOP-N)");
+  }
+  for (const PlanNode* c : {n.input.get(), n.right.get()}) {
+    if (c == nullptr) continue;
+    absl::Status s = check_ranks(*c, text, offset);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 std::unique_ptr<PlanNode> QueryPlanner::filter_over(Node input, Expr cond) {
@@ -267,7 +355,7 @@ void prune_inputs(PlanNode* top) {
 void prune_scan(PlanNode* top) {
   std::vector<PlanNode*> chain;  // from top's input down, without the scan
   PlanNode* n = top->input.get();
-  while (n->kind == PlanNode::Kind::kFilter || n->kind == PlanNode::Kind::kWindow) {
+  while (n->kind == PlanNode::Kind::kFilter || n->kind == PlanNode::Kind::kWindow || n->kind == PlanNode::Kind::kRank) {
     chain.push_back(n);
     n = n->input.get();
   }
@@ -287,6 +375,10 @@ void prune_scan(PlanNode* top) {
   }
   for (PlanNode* c : chain) {
     if (c->kind == PlanNode::Kind::kFilter) above.push_back(&c->exprs[0]);
+    if (c->kind == PlanNode::Kind::kRank) {
+      for (Expr& e : c->exprs) above.push_back(&e);
+      for (Expr& e : c->order_keys) above.push_back(&e);
+    }
     if (c->kind == PlanNode::Kind::kWindow) {
       for (int i = 0; i < width; ++i) used[i] = used[i] || absl::EqualsIgnoreCase(scan->columns[i].name, c->window->time_column);
     }
@@ -311,6 +403,7 @@ void prune_scan(PlanNode* top) {
     PlanNode* c = *it;
     std::vector<Column> cols = c->input->columns;
     if (c->kind == PlanNode::Kind::kWindow) cols.insert(cols.end(), c->columns.end() - kWindowColumns, c->columns.end());
+    if (c->kind == PlanNode::Kind::kRank) cols.push_back(c->columns.back());  // the row number
     c->columns = std::move(cols);
   }
 }

@@ -54,6 +54,8 @@ class QueryPlanner {
   // FROM a, b: a join of a and b whose keys come from WHERE.
   static Node cross(Node left, Node right);
   absl::StatusOr<Node> project(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset);
+  // ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) of `input`'s rows.
+  absl::StatusOr<Node> row_number(const nlohmann::json& f, Node input, const std::vector<Scope>& scopes);
 
   // ---- window_planner.cc
   absl::StatusOr<Node> window_function(const nlohmann::json& r, std::vector<Scope>* scopes, int offset);
@@ -75,6 +77,9 @@ class QueryPlanner {
   const Binder binder_;
 };
 
+// Refuses a ROW_NUMBER() that no WHERE rn <= N limits.
+absl::Status check_ranks(const PlanNode& n, std::string_view text, int offset);
+
 // Whether `e` reads a column at or after `first` (before `end`).
 bool reads_columns(const Expr& e, int first, int end = INT32_MAX);
 // `e` with every column reference moved by `by`.
@@ -85,7 +90,7 @@ const Column& column_at(const std::vector<Scope>& scopes, int i);
 void conjuncts(Expr e, std::vector<Expr>* out);
 
 // Projection push-down below `top` (a projection or an aggregate): a scan
-// under it (through filters and a window table function) reads only the
+// under it (through filters, a window table function, a rank) reads only the
 // columns that `top` and they use (and the event time a window needs); a
 // join's sides only those used above it, by its condition and its keys.
 // Column references are renumbered.
