@@ -14,12 +14,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "examples/running_sum/running_sum.h"
 #include "network/data_plane.h"
 #include "tests/cluster.h"
 #include "tests/cluster_checks.h"
+#include "weir/connectors.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -205,6 +207,45 @@ TEST(ClusterTest, AttachedRunPrintsRestartsAsTheyHappen) {
   EXPECT_NE(r.out.find("FINISHED"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("failure: "), std::string::npos) << "the last failure is shown: " << r.out;
   EXPECT_EQ(r.out.find("records from sources"), std::string::npos) << "no progress line off a terminal: " << r.out;
+}
+
+// A SQL script runs on the cluster as the built-in job sql (every process
+// plans the same text): its rows, across an injected failure and at p=2,
+// are those of the same script run in one process; bad SQL is named with
+// its line and column.
+TEST(ClusterTest, SqlScriptRunsOnTheClusterAsEmbedded) {
+  Cluster c("cluster-sql");
+  ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  auto script = [&](const std::string& out, const std::string& fail_every) {
+    return "CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3))\n"
+           "  WITH (connector = 'nexmark', events = 40000, \"event-rate\" = 2000, \"fail-every\" = " + fail_every + ",\n"
+           "        watermark = 'date_time - INTERVAL ''4'' SECOND');\n"
+           "CREATE TABLE o (auction BIGINT, ws TIMESTAMP(3), n BIGINT, top BIGINT)\n"
+           "  WITH (connector = 'filesystem', path = '" + out + "');\n"
+           "INSERT INTO o SELECT auction, window_start, COUNT(*), MAX(price)\n"
+           "FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '5' SECOND) GROUP BY auction, window_start, window_end;\n";
+  };
+  auto run = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "sql", "--script",
+                                script(c.dir().path("cluster-out"), "9000"), "-p", "2", "--checkpoint-dir",
+                                c.dir().path("chk"), "--checkpoint-interval", "100ms"},
+                               c.dir().path("run"));
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("FINISHED"), std::string::npos) << run.out;
+  EXPECT_NE(run.err.find("restarted"), std::string::npos) << "no failure injected: " << run.err;
+  std::ofstream(c.dir().path("job.sql")) << script(c.dir().path("embedded-out"), "0");
+  auto embedded = testing::run_weir({"sql", c.dir().path("job.sql")}, c.dir().path("embedded"));
+  ASSERT_EQ(embedded.code, 0) << embedded.err;
+  auto got = read_published_lines(c.dir().path("cluster-out"), "part");
+  auto want = read_published_lines(c.dir().path("embedded-out"), "part");
+  ASSERT_TRUE(got.ok() && want.ok());
+  ASSERT_GT(want->size(), 100u);
+  EXPECT_EQ(std::multiset<std::string>(got->begin(), got->end()), std::multiset<std::string>(want->begin(), want->end()));
+
+  auto bad = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "sql", "--script",
+                                "CREATE TABLE t (a BIGINT) WITH (connector = 'print');\nINSERT INTO t SELECT b FROM t;"},
+                               c.dir().path("bad"));
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("line 2, column 22: no column b"), std::string::npos) << bad.err;
 }
 
 // The JobManager and TaskManagers log what an operator follows at info:

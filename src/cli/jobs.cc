@@ -6,6 +6,8 @@
 #include "cli/help.h"
 #include "examples/nexmark/queries.h"
 #include "examples/nexmark/sql_tables.h"
+#include "sql/job_builder.h"
+#include "sql/planner.h"
 
 namespace weir::cli {
 
@@ -167,6 +169,7 @@ struct JobCommandLine {
   examples::OrdersOptions orders;
   examples::LineCopyOptions lc;
   NexmarkFlags nx;
+  std::string sql_script;
 
   explicit JobCommandLine(const std::string& name) : app("The job " + name + ": its options and weir's job flags", "weir run " + name) {
     setup_help(&app);
@@ -188,6 +191,12 @@ struct JobCommandLine {
       app.add_option("--fail-after", lc.fail_after, "...after this many lines")->check(whole_number(1));
     } else if (name == "nexmark") {
       add_nexmark_options(&app, nx, /*dump=*/false);
+    } else if (name == "sql") {
+      app.add_option("--script", sql_script,
+                     "The SQL script itself, not a file (e.g. --script \"$(cat job.sql)\"): CREATE TABLE "
+                     "statements, then INSERT INTO ... SELECT; docs/sql.md")
+          ->required()
+          ->type_name("SQL");
     } else {
       return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: " + std::string(kBuiltinJobs) +
                                         "; or the path of a job library)");
@@ -257,6 +266,9 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   } else if (name == "line-copy") {
     lc.parallelism = flags.parallelism;
     examples::build_line_copy(*env, lc);
+  } else if (name == "sql") {
+    absl::Status s = build_sql_job("sql --script", cl.sql_script, *env);
+    if (!s.ok()) return s;
   } else {
     nexmark::QueryOptions o = nx.to_query_options();
     if (nx.output != "blackhole") o.output_dir = nx.output;
@@ -265,6 +277,18 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   }
   if (!env->build_error().ok()) return env->build_error();
   return env;
+}
+
+absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvironment& env) {
+  auto script = sql::parse_script(std::move(text));
+  if (!script.ok()) return absl::InvalidArgumentError(name + ": " + std::string(script.status().message()));
+  auto planned = sql::plan_script(*script);
+  if (!planned.ok()) return absl::InvalidArgumentError(name + ": " + std::string(planned.status().message()));
+  sql::TableConnectors connectors = sql::TableConnectors::built_in();
+  connectors.sources["nexmark"] = nexmark::nexmark_table_source(nexmark::QueryOptions{});
+  absl::Status built = sql::build_job(*planned, connectors, env);
+  if (!built.ok()) return absl::InvalidArgumentError(name + ": " + std::string(built.message()));
+  return absl::OkStatus();
 }
 
 cluster::JobCatalog builtin_job_catalog() {

@@ -257,7 +257,14 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
                                                              JobFlags* flags = nullptr);
 
 // The names of the built-in jobs, for help and errors.
-inline constexpr const char* kBuiltinJobs = "running-sum, orders, line-copy, nexmark";
+inline constexpr const char* kBuiltinJobs = "running-sum, orders, line-copy, nexmark, sql";
+
+// The job of a SQL script's text (`weir sql`, and the built-in job sql,
+// whose --script is the text: every process of a cluster plans the same
+// script): planned, then built into `env` with the table connectors weir
+// has. An error names `name` (the script's file) and the cause; a SQL error
+// also its line and column.
+absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvironment& env);
 
 // The help of the job `name` (or of `library`'s job): its options and the
 // job flags, with their defaults.

@@ -9,8 +9,6 @@
 #include "cli/embedded.h"
 #include "cli/exit_codes.h"
 #include "cli/jobs.h"
-#include "examples/nexmark/sql_tables.h"
-#include "sql/job_builder.h"
 #include "sql/planner.h"
 
 namespace weir::cli {
@@ -48,22 +46,20 @@ std::optional<int> SqlCommand::run() {
     text = all.str();
   }
   const std::string name = f.file == "-" ? "<stdin>" : f.file;
-  auto script = sql::parse_script(std::move(text));
-  if (!script.ok()) return fail(kBadArguments, name + ": " + std::string(script.status().message()));
-  auto planned = sql::plan_script(*script);
-  if (!planned.ok()) return fail(kBadArguments, name + ": " + std::string(planned.status().message()));
   if (f.explain) {
+    auto script = sql::parse_script(std::move(text));
+    if (!script.ok()) return fail(kBadArguments, name + ": " + std::string(script.status().message()));
+    auto planned = sql::plan_script(*script);
+    if (!planned.ok()) return fail(kBadArguments, name + ": " + std::string(planned.status().message()));
     std::fputs(sql::explain(*planned).c_str(), stdout);
     return kOk;
   }
   auto config = f.job.to_config();
   if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
-  sql::TableConnectors connectors = sql::TableConnectors::built_in();
-  connectors.sources["nexmark"] = nexmark::nexmark_table_source(nexmark::QueryOptions{});
   JobConsole console(f.job.quiet, f.job.default_savepoint_dir(), f.job.drain);
   StreamEnvironment env(*config);
-  absl::Status built = sql::build_job(*planned, connectors, env);
-  if (!built.ok()) return fail(kBadArguments, name + ": " + std::string(built.message()));
+  absl::Status built = build_sql_job(name, std::move(text), env);
+  if (!built.ok()) return fail(kBadArguments, std::string(built.message()));
   return finish_run(console.run(env, "sql " + name));
 }
 
