@@ -194,7 +194,7 @@ absl::StatusOr<Expr> Binder::column(const json& b, const std::vector<Scope>& sco
   for (const Scope& s : scopes) {
     const bool qualified_here = parts.size() == 1 || absl::EqualsIgnoreCase(parts[0], s.qualifier);
     for (size_t i = 0; qualified_here && i < s.columns.size(); ++i) {
-      if (!absl::EqualsIgnoreCase(s.columns[i].name, name)) continue;
+      if (!absl::EqualsIgnoreCase(s.columns[i].name, name) || (parts.size() == 1 && s.is_hidden(i))) continue;
       if (found) return error(at, "column " + absl::StrJoin(parts, ".") + " is ambiguous (qualify it with its table)");
       found = Expr::column_ref(offset + static_cast<int>(i), s.columns[i].type);
     }

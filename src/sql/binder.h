@@ -36,6 +36,11 @@ absl::Status sql_unsupported(std::string_view text, int offset, const std::strin
 struct Scope {
   std::string qualifier;  // the table's name or alias
   std::vector<Column> columns;
+  // Columns only a qualified reference names (the right side's of JOIN ...
+  // USING, whose unqualified name is the left side's); * skips them.
+  std::vector<bool> hidden;
+
+  bool is_hidden(size_t i) const { return i < hidden.size() && hidden[i]; }
 };
 
 // The binding of a SELECT over a GROUP BY: an expression equal to a

@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "sql/operators.h"
 #include "weir/connectors.h"
 
@@ -69,6 +71,7 @@ class Builder {
         // scan's order.
         TableDef scanned = *table;
         scanned.columns = n.columns;
+        scanned.declared = table->columns;
         return it->second(env_, scanned, uid + "scan");
       }
       case PlanNode::Kind::kFilter: {
@@ -170,6 +173,55 @@ Schema csv_schema(const TableDef& table) {
 
 TableConnectors TableConnectors::built_in() {
   TableConnectors c;
+  c.sources["values"] = [](StreamEnvironment& env, const TableDef& t,
+                           const std::string& uid) -> absl::StatusOr<DataStream<Row>> {
+    // The rows of option `rows`: CSV lines (as the filesystem sink writes
+    // them), read when the job is built; an unreadable line is an error
+    // naming it.
+    auto text = t.options.find("rows");
+    if (text == t.options.end()) {
+      return absl::InvalidArgumentError("table " + t.name + ": the values connector needs rows = 'CSV lines'");
+    }
+    // Lines have every declared column; the rows only those read.
+    TableDef declared = t;
+    if (!t.declared.empty()) declared.columns = t.declared;
+    std::vector<int> read;
+    for (const Column& c : t.columns) read.push_back(declared.index_of(c.name));
+    auto format = csv_format(csv_schema(declared));
+    auto rows = std::make_shared<std::vector<Row>>();
+    int line_number = 0;
+    for (absl::string_view line : absl::StrSplit(text->second, '\n')) {
+      ++line_number;
+      if (absl::StripAsciiWhitespace(line).empty()) continue;
+      Row all;
+      absl::Status s = format->decode(std::string(line), &all);
+      if (!s.ok()) {
+        return absl::InvalidArgumentError("table " + t.name + ": rows, line " + std::to_string(line_number) + ": " +
+                                          std::string(s.message()));
+      }
+      Row r;
+      for (int i : read) r.values.push_back(std::move(all.values[static_cast<size_t>(i)]));
+      rows->push_back(std::move(r));
+    }
+    std::optional<WatermarkStrategy<Row>> watermarks;
+    if (t.watermark) {
+      const int time = t.index_of(t.watermark->column);
+      // Watermarks after every poll: results do not depend on timing.
+      watermarks = WatermarkStrategy<Row>::for_bounded_out_of_orderness(
+                       Duration(t.watermark->delay_ms),
+                       [time](const Row& r) { return r.is_null(time) ? int64_t{0} : r.int64(time); })
+                       .with_interval(Duration(0));
+    }
+    const int64_t count = static_cast<int64_t>(rows->size());
+    DataStream<Row> out = env.from_source<Row>(
+        [rows, count] {
+          return std::make_unique<GeneratorSource<Row>>([rows](int64_t i) { return (*rows)[static_cast<size_t>(i)]; },
+                                                        count);
+        },
+        "values", watermarks);
+    out.uid(uid);
+    return out;
+  };
   c.sinks["blackhole"] = [](const DataStream<Row>& rows, bool, const TableDef&, const std::string& uid) {
     rows.sink_to([] { return std::make_unique<Discard>(); }, "blackhole").uid(uid);
     return absl::OkStatus();

@@ -9,6 +9,8 @@
 // lines on stdout) and 'blackhole' (a sink that discards). Sources are
 // registered by whoever knows them (the Nexmark generator: weir's command
 // line). 'print' shows each row's kind; 'filesystem' takes inserts only.
+// 'values' is a bounded source of the CSV lines of option 'rows', its
+// event time (if the table has a watermark) from the rows' column.
 //
 // Operator uids come from each operator's place in the plan
 // ("sql-<insert>-<depth>-<kind>"), so the same script restores from its own
@@ -42,7 +44,7 @@ struct TableConnectors {
   std::map<std::string, TableSource> sources;
   std::map<std::string, TableSink> sinks;
 
-  // 'filesystem', 'print' and 'blackhole' sinks.
+  // The 'values' source; 'filesystem', 'print' and 'blackhole' sinks.
   static TableConnectors built_in();
 };
 

@@ -42,7 +42,6 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std:
   const size_t right_scopes = scopes->size();
   auto right = from_item(j["rarg"], scopes, offset);
   if (!right.ok()) return right.status();
-  const std::vector<Scope> mine(scopes->begin() + static_cast<long>(left_scopes), scopes->end());
   Node node = cross(*std::move(left), *std::move(right));
   if (j.contains("usingClause")) {
     // USING (c, ...): left.c = right.c for each.
@@ -60,9 +59,19 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std:
       auto joined = join_where(std::move(node), std::move(eq));
       if (!joined.ok()) return joined.status();
       node = *std::move(joined);
+      // Unqualified, c is the left side's (equal to the right's in an inner
+      // join): the right side's c only by its qualified name.
+      for (size_t i = right_scopes; i < scopes->size(); ++i) {
+        Scope& sc = (*scopes)[i];
+        sc.hidden.resize(sc.columns.size(), false);
+        for (size_t k = 0; k < sc.columns.size(); ++k) {
+          if (absl::EqualsIgnoreCase(sc.columns[k].name, c)) sc.hidden[k] = true;
+        }
+      }
     }
   }
   if (j.contains("quals")) {
+    const std::vector<Scope> mine(scopes->begin() + static_cast<long>(left_scopes), scopes->end());
     auto cond = binder_.bind(j["quals"], mine);
     if (!cond.ok()) return cond.status();
     if (cond->type.kind != TypeKind::kBoolean) {

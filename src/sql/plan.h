@@ -34,6 +34,10 @@ struct WatermarkSpec {
 struct TableDef {
   std::string name;
   std::vector<Column> columns;
+  // As a scan hands the table to its source: the columns as declared, when
+  // `columns` are only those the query reads (for sources whose data is
+  // positional, as CSV lines are). Empty otherwise.
+  std::vector<Column> declared;
   std::map<std::string, std::string> options;  // the WITH (...) options, names in lower case
   std::optional<WatermarkSpec> watermark;
   int offset = 0;  // of its CREATE TABLE in the script

@@ -321,10 +321,10 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
                            "INTERVAL '10' SECOND);"),
             "line 5, column 35: the window function CUMULATE is not supported yet");
   EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT);\nINSERT INTO t SELECT a FROM t;"),
-            "line 1, column 1: table t has no connector: WITH (connector = 'nexmark' | 'filesystem' | 'kafka' | "
+            "line 1, column 1: table t has no connector: WITH (connector = 'nexmark' | 'values' | 'filesystem' | 'kafka' | "
             "'postgres' | 'print' | 'blackhole', ...)");
   EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT) WITH (connector = 'jdbc');"),
-            "line 1, column 1: table t: unknown connector 'jdbc' (known: nexmark, filesystem, kafka, postgres, "
+            "line 1, column 1: table t: unknown connector 'jdbc' (known: nexmark, values, filesystem, kafka, postgres, "
             "print, blackhole)");
   EXPECT_EQ(error_of("CREATE TABLE t (a TIMESTAMP(6)) WITH (connector = 'print');"),
             "line 1, column 19: TIMESTAMP(6): only TIMESTAMP(3) (milliseconds) is supported");

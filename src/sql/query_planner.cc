@@ -121,6 +121,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, N
       for (const Scope& sc : scopes) {
         const bool mine = parts.empty() || absl::EqualsIgnoreCase(parts[0], sc.qualifier);
         for (size_t i = 0; mine && i < sc.columns.size(); ++i) {
+          if (parts.empty() && sc.is_hidden(i)) continue;
           project->exprs.push_back(Expr::column_ref(at + static_cast<int>(i), sc.columns[i].type));
           project->columns.push_back(sc.columns[i]);
           any = true;

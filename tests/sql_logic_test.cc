@@ -1,0 +1,202 @@
+// The SQL logic tests: tests/sql/*.slt, statements and queries over bounded
+// tables (the values connector) with the rows each query must give, run in
+// this process at p=1 and p=2. A file is a list of records separated by
+// blank lines; '#' starts a comment line:
+//
+//   statement ok            the SQL (CREATE TABLE ...) is kept for the
+//   CREATE TABLE ...        records after it
+//
+//   query ITRBS             a SELECT whose result columns are BIGINT (I),
+//   SELECT ...              VARCHAR (T), DOUBLE (R), BOOLEAN (B),
+//   ----                    TIMESTAMP(3) (S); then its rows, in any order:
+//   1,abc,NULL              values comma-separated, NULL, (empty) for ''
+//
+//   error TEXT              the SQL (with the statements so far) fails
+//   INSERT INTO ...         when planned or built, its message containing
+//                           TEXT
+//
+// An updating query's rows are the table its changelog leaves.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "sql/job_builder.h"
+#include "sql/planner.h"
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+// The rows the collect sink received, from every subtask.
+std::mutex g_mu;
+std::vector<Row> g_rows;
+
+class CollectSink final : public Sink<Row> {
+ public:
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  absl::Status write(const Row& row) override {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_rows.push_back(row);
+    return absl::OkStatus();
+  }
+};
+
+struct Record {
+  int line = 0;  // of its first line in the file
+  std::string kind;  // "statement", "query", "error"
+  std::string arg;   // query: the types; error: the text
+  std::string sql;
+  std::vector<std::string> expected;
+};
+
+std::vector<Record> parse(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<Record> out;
+  std::string line;
+  int n = 0;
+  Record r;
+  bool in_rows = false;
+  auto finish = [&] {
+    if (!r.kind.empty()) out.push_back(r);
+    r = Record{};
+    in_rows = false;
+  };
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) {
+      finish();
+      continue;
+    }
+    if (r.kind.empty()) {
+      if (line[0] == '#') continue;
+      r.line = n;
+      const size_t space = line.find(' ');
+      r.kind = line.substr(0, space);
+      r.arg = space == std::string::npos ? "" : line.substr(space + 1);
+      continue;
+    }
+    if (r.kind == "query" && line == "----") {
+      in_rows = true;
+    } else if (in_rows) {
+      r.expected.push_back(line);
+    } else {
+      r.sql += line + "\n";
+    }
+  }
+  finish();
+  return out;
+}
+
+std::string text_of(const Row& r) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < r.values.size(); ++i) {
+    auto t = r.text(i);
+    parts.push_back(!t ? "NULL" : t->empty() ? "(empty)" : *t);
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+// Plans and builds `script` and runs it at parallelism `p`; the rows the
+// collect sink received, or the error.
+absl::StatusOr<std::vector<Row>> run(const std::string& script, int p) {
+  auto parsed = sql::parse_script(script);
+  if (!parsed.ok()) return parsed.status();
+  auto planned = sql::plan_script(*parsed);
+  if (!planned.ok()) return planned.status();
+  sql::TableConnectors connectors = sql::TableConnectors::built_in();
+  connectors.sinks["print"] = [](const DataStream<Row>& rows, bool, const sql::TableDef&, const std::string& uid) {
+    rows.sink_to([] { return std::make_unique<CollectSink>(); }, "collect").uid(uid);
+    return absl::OkStatus();
+  };
+  JobConfig config;
+  config.default_parallelism = p;
+  StreamEnvironment env(config);
+  absl::Status built = sql::build_job(*planned, connectors, env);
+  if (!built.ok()) return built;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_rows.clear();
+  }
+  auto result = env.execute("slt");
+  if (!result.ok()) return result.status();
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_rows;
+}
+
+class SqlLogicTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SqlLogicTest, EveryRecordHolds) {
+  const std::string path = std::string(WEIR_SOURCE_DIR) + "/tests/sql/" + GetParam() + ".slt";
+  const std::vector<Record> records = parse(path);
+  ASSERT_FALSE(records.empty()) << path;
+  std::string statements;
+  int queries = 0;
+  for (const Record& r : records) {
+    SCOPED_TRACE(GetParam() + ".slt:" + std::to_string(r.line));
+    if (r.kind == "statement") {
+      ASSERT_EQ(r.arg, "ok");
+      statements += r.sql;
+      continue;
+    }
+    if (r.kind == "error") {
+      auto got = run(statements + r.sql, 1);
+      ASSERT_FALSE(got.ok()) << "no error; wanted: " << r.arg;
+      EXPECT_NE(std::string(got.status().message()).find(r.arg), std::string::npos) << got.status();
+      continue;
+    }
+    ASSERT_EQ(r.kind, "query") << "unknown record";
+    static const std::map<char, const char*> kTypes = {
+        {'I', "BIGINT"}, {'T', "VARCHAR"}, {'R', "DOUBLE"}, {'B', "BOOLEAN"}, {'S', "TIMESTAMP(3)"}};
+    std::vector<std::string> columns;
+    for (char c : r.arg) {
+      ASSERT_TRUE(kTypes.contains(c)) << "type letter " << c;
+      columns.push_back("c" + std::to_string(columns.size()) + " " + kTypes.at(c));
+    }
+    const std::string script = statements + "CREATE TABLE slt_result (" + absl::StrJoin(columns, ", ") +
+                               ") WITH (connector = 'print');\nINSERT INTO slt_result\n" + r.sql;
+    std::vector<std::string> want = r.expected;
+    std::sort(want.begin(), want.end());
+    for (int p : {1, 2}) {
+      SCOPED_TRACE("p=" + std::to_string(p));
+      auto rows = run(script, p);
+      ASSERT_TRUE(rows.ok()) << rows.status();
+      // The table the changelog leaves.
+      std::multiset<std::string> table;
+      for (const Row& row : *rows) {
+        const std::string t = text_of(row);
+        if (row.kind == RowKind::kInsert || row.kind == RowKind::kUpdateAfter) {
+          table.insert(t);
+        } else {
+          auto it = table.find(t);
+          ASSERT_NE(it, table.end()) << "retraction of a row not in the table: " << t;
+          table.erase(it);
+        }
+      }
+      EXPECT_EQ(std::vector<std::string>(table.begin(), table.end()), want);
+    }
+    ++queries;
+  }
+  EXPECT_GT(queries, 0);
+}
+
+std::vector<std::string> slt_files() {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(WEIR_SOURCE_DIR) + "/tests/sql")) {
+    if (e.path().extension() == ".slt") names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, SqlLogicTest, ::testing::ValuesIn(slt_files()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace weir
