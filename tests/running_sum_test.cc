@@ -267,7 +267,7 @@ TEST_F(RunningSumTest, HelpShowsEveryJobsOptionsAndDefaultsInPlainWords) {
   EXPECT_NE(run.out.find("--rate N"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("--output PATH (required)"), std::string::npos) << run.out;
   no_internals(run.out, "weir run running-sum --help");
-  for (const char* job : {"nexmark", "orders", "line-copy"}) {
+  for (const char* job : {"nexmark", "orders", "line-copy", "sql"}) {
     auto r = run_weir({"run", job, "--help"}, path(std::string("help-") + job));
     EXPECT_EQ(r.code, 0) << job << ": " << r.err;
     EXPECT_NE(r.out.find(std::string("Usage: weir run ") + job), std::string::npos) << r.out;
@@ -277,11 +277,11 @@ TEST_F(RunningSumTest, HelpShowsEveryJobsOptionsAndDefaultsInPlainWords) {
   auto unknown = run_weir({"run", "no-such-job", "--help"}, path("help-unknown"));
   EXPECT_EQ(unknown.code, 2);
   EXPECT_EQ(unknown.err,
-            "weir: run: unknown job 'no-such-job' (built-in jobs: running-sum, orders, line-copy, nexmark; or the "
-            "path of a job library)\n");
+            "weir: run: unknown job 'no-such-job' (built-in jobs: running-sum, orders, line-copy, nexmark, sql; or "
+            "the path of a job library)\n");
   // Every command's help, and the built-in jobs named where jobs are run.
   auto top = run_weir({"run", "--help"}, path("help-run"));
-  EXPECT_NE(top.out.find("Built-in JOBs: running-sum, orders, line-copy, nexmark."), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("Built-in JOBs: running-sum, orders, line-copy, nexmark, sql."), std::string::npos) << top.out;
   for (const std::vector<std::string>& command :
        std::vector<std::vector<std::string>>{{"--help"}, {"run", "--help"}, {"jobmanager", "--help"},
                                              {"taskmanager", "--help"}, {"example", "running-sum", "--help"},
