@@ -1,0 +1,158 @@
+// Binder's function calls (sql/binder.h): aggregate calls over a GROUP BY
+// (collected into the Grouping), and scalar functions with their argument
+// and result types.
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "sql/binder.h"
+#include "sql/functions.h"
+
+namespace weir::sql {
+
+using nlohmann::json;
+
+bool is_aggregate_function(std::string_view name) {
+  return name == "count" || name == "sum" || name == "min" || name == "max" || name == "avg";
+}
+
+std::optional<Expr> Binder::grouping_key(const json& n) const {
+  auto plain = Binder(text_).bind(n, grouping_->input);
+  if (!plain.ok()) return std::nullopt;
+  for (size_t i = 0; i < grouping_->keys.size(); ++i) {
+    if (grouping_->keys[i] == *plain) return Expr::column_ref(static_cast<int>(i), plain->type);
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& name, int at) const {
+  const std::string upper = absl::AsciiStrToUpper(name);
+  if (b.contains("over")) return unsupported(at, "OVER windows");
+  if (b.contains("agg_order")) return unsupported(at, upper + " with ORDER BY");
+  AggregateCall call;
+  call.distinct = b.value("agg_distinct", false);
+  const json args = b.value("args", json::array());
+  if (b.value("agg_star", false)) {
+    if (name != "count") return error(at, upper + "(*): only COUNT takes *");
+  } else {
+    if (args.size() != 1) return error(at, upper + " takes one argument");
+    // The argument reads the rows of the group; no aggregate inside.
+    auto arg = Binder(text_).bind(args[0], grouping_->input);
+    if (!arg.ok()) return arg.status();
+    call.arg = *std::move(arg);
+  }
+  if (b.contains("agg_filter")) {
+    auto f = Binder(text_).bind(b["agg_filter"], grouping_->input);
+    if (!f.ok()) return f.status();
+    if (f->type.kind != TypeKind::kBoolean && f->type.kind != TypeKind::kNull) {
+      return error(location_of(b["agg_filter"]), "FILTER (WHERE ...) needs a BOOLEAN, not " + std::string(type_name(f->type.kind)));
+    }
+    call.filter = *std::move(f);
+  }
+  const TypeKind t = call.arg ? call.arg->type.kind : TypeKind::kBigInt;
+  const std::string what = upper + " of " + std::string(type_name(t));
+  if (name == "count") {
+    call.kind = AggregateCall::Kind::kCount;
+    call.type = {TypeKind::kBigInt, false};
+  } else if (name == "sum" || name == "avg") {
+    if (t != TypeKind::kBigInt && t != TypeKind::kDouble) return error(at, what + ": it needs BIGINT or DOUBLE");
+    call.kind = name == "sum" ? AggregateCall::Kind::kSum : AggregateCall::Kind::kAvg;
+    call.type = {t, true};
+  } else {
+    if (t == TypeKind::kNull) return error(at, what + ": the argument has no type");
+    call.kind = name == "min" ? AggregateCall::Kind::kMin : AggregateCall::Kind::kMax;
+    call.type = {t, true};
+  }
+  auto& calls = grouping_->calls;
+  size_t i = std::find(calls.begin(), calls.end(), call) - calls.begin();
+  if (i == calls.size()) calls.push_back(call);
+  return Expr::column_ref(static_cast<int>(grouping_->keys.size() + i), call.type);
+}
+
+absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& scopes, int at) const {
+  const std::vector<std::string> names = strings_of(b["funcname"]);
+  const std::string name = absl::AsciiStrToLower(names.empty() ? "" : names.back());
+  if (is_aggregate_function(name)) {
+    return error(at, "the aggregate " + absl::AsciiStrToUpper(name) +
+                         " is not allowed here (only in the select list and HAVING, not nested)");
+  }
+  if (b.contains("over")) return unsupported(at, "OVER windows");
+  std::vector<Expr> args;
+  for (const auto& a : b.value("args", json::array())) {
+    auto x = bind(a, scopes);
+    if (!x.ok()) return x.status();
+    args.push_back(*std::move(x));
+  }
+  const std::string upper = absl::AsciiStrToUpper(name);
+  auto one_arg = [&](bool ok_type, TypeKind result, Op op) -> absl::StatusOr<Expr> {
+    if (args.size() != 1) return error(at, upper + " takes one argument");
+    if (!ok_type) return error(at, upper + " does not apply to " + std::string(type_name(args[0].type.kind)));
+    const bool nullable = args[0].type.nullable;
+    return Expr::call(op, {result, nullable}, std::move(args));
+  };
+  const bool text = args.size() == 1 && (args[0].type.kind == TypeKind::kVarchar || args[0].type.kind == TypeKind::kNull);
+  if (name == "lower") return one_arg(text, TypeKind::kVarchar, Op::kLower);
+  if (name == "upper") return one_arg(text, TypeKind::kVarchar, Op::kUpper);
+  if (name == "char_length" || name == "character_length") return one_arg(text, TypeKind::kBigInt, Op::kCharLength);
+  if (name == "mod") {
+    if (args.size() != 2) return error(at, "MOD takes two arguments");
+    if (args[0].type.kind != TypeKind::kBigInt || args[1].type.kind != TypeKind::kBigInt) {
+      return error(at, "MOD needs BIGINT arguments");
+    }
+    const bool nullable = args[0].type.nullable || args[1].type.nullable;
+    return Expr::call(Op::kModulo, {TypeKind::kBigInt, nullable}, std::move(args));
+  }
+  // String and time functions (sql/functions.h): argument types, then the
+  // result's.
+  struct Signature {
+    const char* name;
+    Op op;
+    std::vector<TypeKind> args;  // the required ones, then optional ones
+    size_t required;
+    TypeKind result;
+  };
+  static const std::vector<Signature> kFunctions = {
+      {"regexp_extract", Op::kRegexpExtract, {TypeKind::kVarchar, TypeKind::kVarchar, TypeKind::kBigInt}, 2, TypeKind::kVarchar},
+      {"regexp", Op::kRegexp, {TypeKind::kVarchar, TypeKind::kVarchar}, 2, TypeKind::kBoolean},
+      {"split_index", Op::kSplitIndex, {TypeKind::kVarchar, TypeKind::kVarchar, TypeKind::kBigInt}, 3, TypeKind::kVarchar},
+      {"substring", Op::kSubstring, {TypeKind::kVarchar, TypeKind::kBigInt, TypeKind::kBigInt}, 2, TypeKind::kVarchar},
+      {"substr", Op::kSubstring, {TypeKind::kVarchar, TypeKind::kBigInt, TypeKind::kBigInt}, 2, TypeKind::kVarchar},
+      {"date_format", Op::kDateFormat, {TypeKind::kTimestamp, TypeKind::kVarchar}, 2, TypeKind::kVarchar},
+      {"hour", Op::kHour, {TypeKind::kTimestamp}, 1, TypeKind::kBigInt},
+      {"minute", Op::kMinute, {TypeKind::kTimestamp}, 1, TypeKind::kBigInt},
+  };
+  for (const Signature& f : kFunctions) {
+    if (name != f.name) continue;
+    if (args.size() < f.required || args.size() > f.args.size()) {
+      return error(at, upper + " takes " + (f.required == f.args.size() ? std::to_string(f.required)
+                                                                        : std::to_string(f.required) + " or " + std::to_string(f.args.size())) +
+                           " arguments");
+    }
+    bool nullable = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].type.kind != f.args[i] && args[i].type.kind != TypeKind::kNull) {
+        return error(at, upper + ": argument " + std::to_string(i + 1) + " must be " +
+                             std::string(type_name(f.args[i])) + ", not " + std::string(type_name(args[i].type.kind)));
+      }
+      nullable = nullable || args[i].type.nullable;
+    }
+    // A constant pattern that is no regular expression fails here, not on
+    // the first row.
+    if ((f.op == Op::kRegexpExtract || f.op == Op::kRegexp) && args[1].kind == Expr::Kind::kLiteral &&
+        std::holds_alternative<std::string>(args[1].literal)) {
+      absl::Status s = check_regex(std::get<std::string>(args[1].literal));
+      if (!s.ok()) return error(location_of(b["args"][1]), upper + ": " + std::string(s.message()));
+    }
+    // May be NULL without a NULL argument: no match, too few pieces.
+    if (f.op == Op::kRegexpExtract || f.op == Op::kSplitIndex) nullable = true;
+    return Expr::call(f.op, {f.result, nullable}, std::move(args));
+  }
+  if (name == "abs") {
+    const bool numeric = args.size() == 1 && args[0].type.numeric();
+    return one_arg(numeric, numeric ? args[0].type.kind : TypeKind::kBigInt, Op::kAbs);
+  }
+  return error(at, "unknown function " + upper);
+}
+
+}  // namespace weir::sql
