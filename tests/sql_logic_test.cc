@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
 #include "absl/strings/str_join.h"
@@ -29,24 +28,13 @@
 #include "absl/strings/strip.h"
 #include "sql/job_builder.h"
 #include "sql/planner.h"
+#include "testing/committing_sink.h"
+#include "tests/changelog.h"
 #include "weir/weir.h"
 
 namespace weir {
 namespace {
 
-// The rows the collect sink received, from every subtask.
-std::mutex g_mu;
-std::vector<Row> g_rows;
-
-class CollectSink final : public Sink<Row> {
- public:
-  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
-  absl::Status write(const Row& row) override {
-    std::lock_guard<std::mutex> lock(g_mu);
-    g_rows.push_back(row);
-    return absl::OkStatus();
-  }
-};
 
 struct Record {
   int line = 0;  // of its first line in the file
@@ -103,16 +91,19 @@ std::string text_of(const Row& r) {
   return absl::StrJoin(parts, ",");
 }
 
-// Plans and builds `script` and runs it at parallelism `p`; the rows the
-// collect sink received, or the error.
+// Plans and builds `script` and runs it at parallelism `p`; the rows its
+// 'print' tables received, or the error.
 absl::StatusOr<std::vector<Row>> run(const std::string& script, int p) {
+  auto collected = std::make_shared<testing::CollectingSink<Row>::Rows>();
   auto parsed = sql::parse_script(script);
   if (!parsed.ok()) return parsed.status();
   auto planned = sql::plan_script(*parsed);
   if (!planned.ok()) return planned.status();
   sql::TableConnectors connectors = sql::TableConnectors::built_in();
-  connectors.sinks["print"] = [](const DataStream<Row>& rows, bool, const sql::TableDef&, const std::string& uid) {
-    rows.sink_to([] { return std::make_unique<CollectSink>(); }, "collect").uid(uid);
+  connectors.sinks["print"] = [collected](const DataStream<Row>& rows, bool, const sql::TableDef&,
+                                          const std::string& uid) {
+    rows.sink_to([collected] { return std::make_unique<testing::CollectingSink<Row>>(collected.get()); }, "collect")
+        .uid(uid);
     return absl::OkStatus();
   };
   JobConfig config;
@@ -120,14 +111,10 @@ absl::StatusOr<std::vector<Row>> run(const std::string& script, int p) {
   StreamEnvironment env(config);
   absl::Status built = sql::build_job(*planned, connectors, env);
   if (!built.ok()) return built;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    g_rows.clear();
-  }
   auto result = env.execute("slt");
   if (!result.ok()) return result.status();
-  std::lock_guard<std::mutex> lock(g_mu);
-  return g_rows;
+  std::lock_guard lock(collected->mu);
+  return collected->rows;
 }
 
 class SqlLogicTest : public ::testing::TestWithParam<std::string> {};
@@ -168,18 +155,9 @@ TEST_P(SqlLogicTest, EveryRecordHolds) {
       auto rows = run(script, p);
       ASSERT_TRUE(rows.ok()) << rows.status();
       // The table the changelog leaves.
-      std::multiset<std::string> table;
-      for (const Row& row : *rows) {
-        const std::string t = text_of(row);
-        if (row.kind == RowKind::kInsert || row.kind == RowKind::kUpdateAfter) {
-          table.insert(t);
-        } else {
-          auto it = table.find(t);
-          ASSERT_NE(it, table.end()) << "retraction of a row not in the table: " << t;
-          table.erase(it);
-        }
-      }
-      EXPECT_EQ(std::vector<std::string>(table.begin(), table.end()), want);
+      std::vector<std::string> changes;
+      for (const Row& row : *rows) changes.push_back(std::string(row_kind_name(row.kind)) + "," + text_of(row));
+      EXPECT_EQ(testing::apply_changelog(changes), want);
     }
     ++queries;
   }
