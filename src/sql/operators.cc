@@ -17,8 +17,7 @@ int index_of(const std::vector<Column>& columns, const std::string& name) {
   return -1;
 }
 
-// Encodes the values of `keys` over a row; nullopt when one is NULL (for a
-// join: NULL equals nothing).
+// Encodes the values of `keys` over a row into one string key.
 class KeyEncoder {
  public:
   KeyEncoder(std::vector<Expr> keys, const std::vector<std::string>& input, const std::string& what)
@@ -31,12 +30,19 @@ class KeyEncoder {
     for (size_t i = 0; i < keys_.size(); ++i) Serializer<Value>::write(out, evaluate_or_throw(keys_[i], row, where_[i]));
     return key;
   }
-  static bool has_null(const std::string& key) {
-    for (const Value& v : decode(key)) {
-      if (std::holds_alternative<std::monostate>(v)) return true;
+  // A join's key: a first byte saying whether a value is NULL (NULL equals
+  // nothing), so the join need not decode the key to know.
+  std::string encode_join(const Row& row) const {
+    std::string key(1, '\0');
+    ByteWriter out(&key);
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      const Value v = evaluate_or_throw(keys_[i], row, where_[i]);
+      if (std::holds_alternative<std::monostate>(v)) key[0] = '\1';
+      Serializer<Value>::write(out, v);
     }
-    return false;
+    return key;
   }
+  static bool join_key_has_null(const std::string& key) { return !key.empty() && key[0] != '\0'; }
   static std::vector<Value> decode(const std::string& key) {
     std::vector<Value> values;
     ByteReader in(key);
@@ -289,7 +295,7 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   // Whether a row joins at all: not with a NULL key (NULL equals
   // nothing), and in a window join not after its window.
   bool keep(const Row& row, int end_column, Context& ctx) {
-    if (KeyEncoder::has_null(ctx.current_key())) return false;
+    if (KeyEncoder::join_key_has_null(ctx.current_key())) return false;
     if (end_column < 0) return true;
     const int64_t last = row.int64(end_column) - 1;
     if (last <= ctx.timer_service().current_watermark()) return false;  // late
@@ -458,7 +464,8 @@ absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStre
   }
   DataStream<Row> out =
       left.connect(right)
-          .key_by([lk](const Row& row) { return lk->encode(row); }, [rk](const Row& row) { return rk->encode(row); })
+          .key_by([lk](const Row& row) { return lk->encode_join(row); },
+                  [rk](const Row& row) { return rk->encode_join(row); })
           .process<Row>(
               [condition, where, left_end, right_end] {
                 return std::make_unique<JoinRows>(condition, where, left_end, right_end);
