@@ -446,16 +446,15 @@ class Soak {
     // Only FINISHED or FAILED ends it: the soak never cancels the job, so
     // CANCELED is the view of a JobManager that was stepping down (the new
     // leader recovers the job), and the question goes to the leader again.
-    const auto deadline = Clock::now() + o_.duration + std::chrono::minutes(5);
     absl::StatusOr<nlohmann::json> done = absl::UnavailableError("not asked yet");
     std::string status;
-    while (Clock::now() < deadline && status != "FINISHED" && status != "FAILED") {
-      done = c_.client().wait(job_, 60000);
-      status = done.ok() ? (*done)["status"].get<std::string>() : std::string(done.status().message());
-      if (status != "RUNNING" && status != "FINISHED" && status != "FAILED") {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // no leader yet, or a deposed one: pacing
-      }
-    }
+    eventually(
+        [&] {
+          done = c_.client().wait(job_, 60000);
+          status = done.ok() ? (*done)["status"].get<std::string>() : std::string(done.status().message());
+          return status == "FINISHED" || status == "FAILED";
+        },
+        std::chrono::duration_cast<std::chrono::milliseconds>(o_.duration + std::chrono::minutes(5)));
     stop_watching_ = true;
     if (watcher_.joinable()) watcher_.join();
     auto verdict = examples::check_running_sum({input_}, c_.dir().path("out"));
