@@ -3,19 +3,11 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "absl/strings/match.h"
 #include "sql/aggregate.h"
 #include "weir/windowed_stream.h"
 
 namespace weir::sql {
 namespace {
-
-int index_of(const std::vector<Column>& columns, const std::string& name) {
-  for (size_t i = 0; i < columns.size(); ++i) {
-    if (absl::EqualsIgnoreCase(columns[i].name, name)) return static_cast<int>(i);
-  }
-  return -1;
-}
 
 // Encodes the values of `keys` over a row into one string key.
 class KeyEncoder {
@@ -335,7 +327,7 @@ absl::StatusOr<DataStream<Row>> assign_windows(const DataStream<Row>& in, const 
     return absl::InvalidArgumentError("SESSION windows need a GROUP BY window_start, window_end: on its own, a "
                                       "session window table function is not supported yet");
   }
-  const int time = index_of(n.input->columns, w.time_column);
+  const int time = column_index(n.input->columns, w.time_column);
   if (time < 0) return absl::InternalError("the window's time column is not in its input");
   DataStream<Row> out = in.flat_map<Row>(
       [w, time](const Row& row, Collector<Row>& out) {

@@ -6,7 +6,7 @@
 
 namespace weir::sql {
 
-int TableDef::index_of(std::string_view name) const {
+int column_index(const std::vector<Column>& columns, std::string_view name) {
   for (size_t i = 0; i < columns.size(); ++i) {
     if (absl::EqualsIgnoreCase(columns[i].name, std::string(name))) return static_cast<int>(i);
   }

@@ -24,6 +24,9 @@ struct Column {
   Type type;
 };
 
+// The column of `name` (case-insensitive) in `columns`, or -1.
+int column_index(const std::vector<Column>& columns, std::string_view name);
+
 // The event time of a table: `column` (a TIMESTAMP(3)), with watermarks
 // trailing the largest seen by `delay_ms`.
 struct WatermarkSpec {
@@ -44,7 +47,7 @@ struct TableDef {
 
   const std::string& connector() const { return options.at("connector"); }
   // The column of `name` (case-insensitive), or -1.
-  int index_of(std::string_view name) const;
+  int index_of(std::string_view name) const { return column_index(columns, name); }
 };
 
 // A window table function: TUMBLE, HOP or SESSION over the input's event
