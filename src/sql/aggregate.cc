@@ -62,14 +62,32 @@ absl::Status Aggregates::fold(const AggregateCall& call, Value& acc, const Value
   return absl::InternalError("fold of COUNT");
 }
 
+// Takes one value out of a running SUM or AVG.
+absl::Status Aggregates::unfold(const AggregateCall& call, Value& acc, const Value& v) const {
+  if (is_null(acc)) return absl::InternalError("a retraction from an empty SUM");
+  if (std::holds_alternative<double>(acc)) {
+    std::get<double>(acc) -= std::get<double>(v);
+  } else if (__builtin_sub_overflow(std::get<int64_t>(acc), std::get<int64_t>(v), &std::get<int64_t>(acc))) {
+    return absl::OutOfRangeError(std::string(call.kind == AggregateCall::Kind::kSum ? "SUM" : "AVG") +
+                                 " overflowed BIGINT");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Aggregates::takes(const AggregateCall& c, const Row& row) const {
+  if (!c.filter) return true;
+  auto keep = evaluate(*c.filter, row);
+  if (!keep.ok()) return keep.status();
+  return std::holds_alternative<bool>(*keep) && std::get<bool>(*keep);
+}
+
 absl::Status Aggregates::add(AggregateState& s, const Row& row, FirstTime* seen) const {
+  ++s.rows;
   for (size_t i = 0; i < calls_.size(); ++i) {
     const AggregateCall& c = calls_[i];
-    if (c.filter) {
-      auto keep = evaluate(*c.filter, row);
-      if (!keep.ok()) return keep.status();
-      if (!std::holds_alternative<bool>(*keep) || !std::get<bool>(*keep)) continue;
-    }
+    auto take = takes(c, row);
+    if (!take.ok()) return take.status();
+    if (!*take) continue;
     if (!c.arg) {  // COUNT(*)
       ++std::get<int64_t>(s.values[i]);
       continue;
@@ -97,7 +115,53 @@ absl::Status Aggregates::add(AggregateState& s, const Row& row, FirstTime* seen)
   return absl::OkStatus();
 }
 
+absl::Status Aggregates::update(AggregateState& s, const Row& row, int64_t delta, Kept& kept) const {
+  s.rows += delta;
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    const AggregateCall& c = calls_[i];
+    auto take = takes(c, row);
+    if (!take.ok()) return take.status();
+    if (!*take) continue;
+    if (!c.arg) {  // COUNT(*)
+      std::get<int64_t>(s.values[i]) += delta;
+      continue;
+    }
+    auto v = evaluate(*c.arg, row);
+    if (!v.ok()) return v.status();
+    if (is_null(*v)) continue;
+    const bool extreme = c.kind == AggregateCall::Kind::kMin || c.kind == AggregateCall::Kind::kMax;
+    // A DISTINCT call sees a value's first row come and its last row go
+    // (MIN and MAX are the same with DISTINCT).
+    if (c.distinct && !extreme && kept.change(i, *v, delta) != (delta > 0 ? 1 : 0)) continue;
+    s.counts[i] += delta;
+    absl::Status st;
+    switch (c.kind) {
+      case AggregateCall::Kind::kCount:
+        std::get<int64_t>(s.values[i]) += delta;
+        break;
+      case AggregateCall::Kind::kSum:
+      case AggregateCall::Kind::kAvg:
+        st = delta > 0 ? fold(c, s.values[i], *v) : unfold(c, s.values[i], *v);
+        if (s.counts[i] == 0) s.values[i] = Value{};  // over no rows: NULL
+        break;
+      case AggregateCall::Kind::kMin:
+      case AggregateCall::Kind::kMax: {
+        const int64_t left = kept.change(i, *v, delta);
+        if (delta > 0) {
+          st = fold(c, s.values[i], *v);
+        } else if (left == 0 && s.values[i] == *v) {  // the extreme went: the next among those kept
+          s.values[i] = kept.extreme(i, c.kind == AggregateCall::Kind::kMax);
+        }
+        break;
+      }
+    }
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Aggregates::merge(AggregateState& into, const AggregateState& other) const {
+  into.rows += other.rows;
   for (size_t i = 0; i < calls_.size(); ++i) {
     const AggregateCall& c = calls_[i];
     if (c.distinct) {

@@ -9,6 +9,13 @@
 // distinct non-NULL arguments (memory grows with it) and computes its result
 // from the set. A BIGINT SUM that overflows is an error naming the call.
 //
+// Over a changelog (an updating input) rows are added and retracted
+// (update()): COUNT, SUM and AVG take a retracted row's value out again;
+// MIN and MAX, and DISTINCT calls, count each value's rows in keyed state of
+// the operator (Kept), and a retracted minimum or maximum is found again
+// among the values kept. `rows` counts the group's rows: at 0 the group is
+// gone.
+//
 // Aggregates is immutable and thread-safe; an AggregateState belongs to one
 // group.
 #ifndef WEIR_SQL_AGGREGATE_H_
@@ -19,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "sql/plan.h"
 #include "weir/formats.h"
 
@@ -29,7 +37,8 @@ struct AggregateState {
   std::vector<int64_t> counts;               // per call: the non-NULL arguments added (AVG divides by it)
   std::vector<std::vector<Value>> distinct;  // per call: DISTINCT's values seen, sorted (else empty;
                                              // empty too when the operator keeps them, see FirstTime)
-  auto weir_fields() { return std::tie(values, counts, distinct); }
+  int64_t rows = 0;                          // rows added less rows retracted
+  auto weir_fields() { return std::tie(values, counts, distinct, rows); }
 };
 
 class Aggregates {
@@ -45,10 +54,24 @@ class Aggregates {
     virtual bool first_time(size_t call, size_t set, const Value& value) = 0;
   };
 
+  // A changelog's values kept outside the state, in keyed state of the
+  // operator: per call and value, the number of the group's rows that gave
+  // the call that value (MIN, MAX and DISTINCT calls).
+  struct Kept {
+    virtual ~Kept() = default;
+    // Changes the count of `value` for call `call` by `delta` (+1, -1);
+    // returns the count after.
+    virtual int64_t change(size_t call, const Value& value, int64_t delta) = 0;
+    // The greatest (else least) value of call `call` with rows, or NULL.
+    virtual Value extreme(size_t call, bool greatest) = 0;
+  };
+
   AggregateState create() const;
   // Adds `row` (the rows the calls' arguments read) to `state`; DISTINCT
   // calls ask `seen` when given, else keep their sets in `state`.
   absl::Status add(AggregateState& state, const Row& row, FirstTime* seen = nullptr) const;
+  // Adds (`delta` 1) or retracts (`delta` -1) `row` of a changelog.
+  absl::Status update(AggregateState& state, const Row& row, int64_t delta, Kept& kept) const;
   // The set of DISTINCT call `call` (calls of one argument share one).
   size_t distinct_set(size_t call) const { return distinct_set_[call]; }
   // `into` becomes the state of both groups' rows (sets in the states).
@@ -58,6 +81,9 @@ class Aggregates {
 
  private:
   absl::Status fold(const AggregateCall& call, Value& acc, const Value& v) const;
+  absl::Status unfold(const AggregateCall& call, Value& acc, const Value& v) const;
+  // Whether call `i` takes `row`, by its FILTER; an error if the filter fails.
+  absl::StatusOr<bool> takes(const AggregateCall& call, const Row& row) const;
 
   std::vector<AggregateCall> calls_;
   std::vector<size_t> distinct_set_;

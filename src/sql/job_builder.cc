@@ -125,7 +125,8 @@ class Builder {
         auto in = stream(tvf ? *n.input->input : *n.input, depth + (tvf ? 2 : 1));
         if (!in.ok()) return in.status();
         if (tvf) return window_aggregate(*in, n, uid);
-        return window_bounds(*n.input) ? windowed_aggregate(*in, n, uid) : group_aggregate(*in, n, uid);
+        return window_bounds(*n.input) && !is_updating(*n.input) ? windowed_aggregate(*in, n, uid)
+                                                                   : group_aggregate(*in, n, uid);
       }
       case PlanNode::Kind::kRank: {
         auto in = stream(*n.input, depth + 1);

@@ -19,8 +19,9 @@
 //                      state, every new row joined with the other side's;
 //                      a window join drops a window's rows at its end
 //
-// Grouping and join keys are the key values encoded (Serializer<Value>)
-// into a string, so rows hash to key groups by value. An expression that
+// The windows' operators are in operators.cc, the updating ones (group
+// aggregation, TOP-N, joins) in changelog_operators.cc; keys as sql/keys.h
+// encodes them. An expression that
 // fails at run time (overflow, division by zero) fails the task with a
 // message naming it.
 #ifndef WEIR_SQL_OPERATORS_H_

@@ -123,10 +123,10 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped(const json& s, N
   // The window: the rows' window bounds (of a window table function, or
   // columns of windowed rows: a GROUP BY over window bounds, a window join)
   // must both be grouping keys.
-  if (is_updating(*input)) return unsupported(group_at, "GROUP BY over an updating result");
-  const auto bounds = window_bounds(*input);
   // Without a window: a group aggregation, its result updated as rows come
-  // (a changelog).
+  // (a changelog). Over an updating result the window's columns are plain
+  // columns: the rows of a window are no longer final when it ends.
+  const auto bounds = is_updating(*input) ? std::nullopt : window_bounds(*input);
   if (!bounds) return grouped_output(s, std::move(input), scopes, std::move(g), INT32_MAX, offset);
   bool start = false, end = false;
   for (const Expr& k : g.keys) {

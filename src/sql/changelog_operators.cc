@@ -1,0 +1,317 @@
+// The SQL operators whose results are updating (a changelog): group
+// aggregation, TOP-N, regular joins (sql/operators.h).
+#include <algorithm>
+
+#include "sql/aggregate.h"
+#include "sql/keys.h"
+#include "sql/operators.h"
+
+namespace weir::sql {
+namespace {
+
+// GROUP BY without a window: per key an AggregateState; each row updates
+// it and emits the change of the key's result row: +I the first time,
+// then -U (the row before) and +U (the row after) when it changed. Over a
+// changelog, -U and -D rows are retracted, and a group left without rows
+// emits -D and is dropped; a retraction for a group not kept (never
+// added) is ignored.
+class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
+ public:
+  GroupRows(std::shared_ptr<const Aggregates> aggregates, bool changelog, std::string what)
+      : aggregates_(std::move(aggregates)), changelog_(changelog), what_(std::move(what)) {}
+
+  absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
+    state_ = &ctx.get_state(ValueStateDescriptor<AggregateState>{"group"});
+    if (changelog_) {
+      kept_.values = &ctx.get_map_state(MapStateDescriptor<std::string, int64_t>{"kept"});
+    } else {
+      seen_.values = &ctx.get_map_state(MapStateDescriptor<std::string, int64_t>{"distinct"});
+    }
+    return absl::OkStatus();
+  }
+  void process_element(const Row& row, Context& ctx, Collector<Row>& out) override {
+    const bool retract = row.kind == RowKind::kUpdateBefore || row.kind == RowKind::kDelete;
+    std::optional<Row> before;
+    if (const AggregateState* have = state_->peek()) {
+      before = result(ctx.current_key(), *have, RowKind::kUpdateBefore);
+    } else if (retract) {
+      return;
+    }
+    AggregateState& s = state_->modify();  // in place
+    if (!before) s = aggregates_->create();
+    if (changelog_) {
+      throw_if_error(aggregates_->update(s, row, retract ? -1 : 1, kept_), what_);
+    } else {
+      throw_if_error(aggregates_->add(s, row, &seen_), what_);
+    }
+    if (s.rows <= 0) {  // the group's last row went
+      before->kind = RowKind::kDelete;
+      out.collect(*std::move(before));
+      state_->clear();
+      if (kept_.values != nullptr) kept_.values->clear();
+      return;
+    }
+    Row after = result(ctx.current_key(), s, before ? RowKind::kUpdateAfter : RowKind::kInsert);
+    if (before && before->values == after.values) return;  // nothing changed
+    if (before) out.collect(*std::move(before));
+    out.collect(std::move(after));
+  }
+
+ private:
+  Row result(const std::string& key, const AggregateState& s, RowKind kind) const {
+    Row r;
+    r.kind = kind;
+    r.values = KeyEncoder::decode(key);
+    throw_if_error(aggregates_->results(s, &r.values), what_);
+    return r;
+  }
+
+  // A group's distinct values in map state, one entry per value and set
+  // of calls with that argument, its bits the calls (up to 64) that saw it.
+  struct SeenValues final : Aggregates::FirstTime {
+    MapState<std::string, int64_t>* values = nullptr;
+    bool first_time(size_t call, size_t set, const Value& v) override {
+      std::string key;
+      ByteWriter out(&key);
+      out.put_varint(set);
+      Serializer<Value>::write(out, v);
+      const int64_t bit = int64_t{1} << (call - set);
+      const int64_t calls = values->get(key).value_or(0);
+      if (calls & bit) return false;
+      values->put(key, calls | bit);
+      return true;
+    }
+  };
+
+  // Over a changelog: per call and value the group's rows with it, one
+  // map entry each (the call's number, then the value).
+  struct KeptValues final : Aggregates::Kept {
+    MapState<std::string, int64_t>* values = nullptr;
+    int64_t change(size_t call, const Value& v, int64_t delta) override {
+      std::string key;
+      ByteWriter out(&key);
+      out.put_varint(call);
+      Serializer<Value>::write(out, v);
+      const int64_t n = values->get(key).value_or(0) + delta;
+      if (n > 0) {
+        values->put(key, n);
+      } else {
+        values->remove(key);
+      }
+      return n;
+    }
+    Value extreme(size_t call, bool greatest) override {
+      Value best;
+      for (const auto& [key, n] : values->entries()) {
+        ByteReader in(key);
+        if (in.get_varint() != call) continue;
+        Value v = Serializer<Value>::read(in);
+        if (std::holds_alternative<std::monostate>(best) || (greatest ? best < v : v < best)) best = std::move(v);
+      }
+      return best;
+    }
+  };
+
+  std::shared_ptr<const Aggregates> aggregates_;
+  const std::string what_;
+  const bool changelog_;
+  ValueState<AggregateState>* state_ = nullptr;
+  SeenValues seen_;
+  KeptValues kept_;
+};
+
+// TOP-N: per partition the first `limit` rows in the order, as a sorted
+// list in value state. A row that enters moves the ones after it down a
+// rank: each rank whose row changed emits -U (the old row with its rank)
+// and +U (the new one), or +I for a rank filled for the first time. A row
+// that would rank past the limit changes nothing (inputs are inserts only,
+// so it can never rise).
+class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
+ public:
+  TopRows(std::vector<Expr> order, std::vector<bool> descending, int64_t limit, std::string what)
+      : order_(std::move(order)), descending_(std::move(descending)), limit_(static_cast<size_t>(limit)),
+        what_(std::move(what)) {
+    // Deduplication keeping the last row: the new row wins a tie.
+    new_wins_ties_ = limit_ == 1 && std::all_of(descending_.begin(), descending_.end(), [](bool d) { return d; });
+  }
+
+  absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
+    top_ = &ctx.get_state(ValueStateDescriptor<std::vector<Row>>{"top"});
+    return absl::OkStatus();
+  }
+  void process_element(const Row& row, Context&, Collector<Row>& out) override {
+    static const std::vector<Row> kNone;
+    const std::vector<Row>* have = top_->peek();
+    const std::vector<Row>& old = have != nullptr ? *have : kNone;
+    const std::vector<Value> key = sort_key(row);
+    size_t at = 0;
+    while (at < old.size()) {
+      const int c = compare(key, sort_key(old[at]));
+      if (c < 0 || (c == 0 && new_wins_ties_)) break;
+      ++at;
+    }
+    if (at >= limit_) return;
+    // Rank i + 1 now holds the new row (i == at) or the one above it.
+    for (size_t i = at; i < std::min(old.size() + 1, limit_); ++i) {
+      if (i < old.size()) out.collect(ranked(old[i], i, RowKind::kUpdateBefore));
+      out.collect(ranked(i == at ? row : old[i - 1], i, i < old.size() ? RowKind::kUpdateAfter : RowKind::kInsert));
+    }
+    std::vector<Row>& top = top_->modify();  // in place: `old` is not used past here
+    top.insert(top.begin() + static_cast<long>(at), row);
+    if (top.size() > limit_) top.pop_back();
+  }
+
+ private:
+  std::vector<Value> sort_key(const Row& row) const {
+    std::vector<Value> k;
+    for (const Expr& e : order_) k.push_back(evaluate_or_throw(e, row, what_));
+    return k;
+  }
+  // <0: a ranks before b. NULL ranks after every value (NULLS LAST).
+  int compare(const std::vector<Value>& a, const std::vector<Value>& b) const {
+    for (size_t i = 0; i < a.size(); ++i) {
+      const bool an = std::holds_alternative<std::monostate>(a[i]), bn = std::holds_alternative<std::monostate>(b[i]);
+      if (an || bn) {
+        if (an != bn) return an ? 1 : -1;
+        continue;
+      }
+      if (a[i] == b[i]) continue;
+      const bool less = a[i] < b[i];
+      return (less != descending_[i]) ? -1 : 1;
+    }
+    return 0;
+  }
+  static Row ranked(const Row& r, size_t index, RowKind kind) {
+    Row out = r;
+    out.kind = kind;
+    out.values.push_back(static_cast<int64_t>(index + 1));
+    return out;
+  }
+
+  const std::vector<Expr> order_;
+  const std::vector<bool> descending_;
+  const size_t limit_;
+  const std::string what_;
+  bool new_wins_ties_ = false;
+  ValueState<std::vector<Row>>* top_ = nullptr;
+};
+
+// An inner equi-join: both sides' rows per key, each new row joined with
+// every row of the other side so far (left columns first), kept if the
+// condition holds. A window join drops the key's rows once the watermark
+// passes their window's last millisecond.
+class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row> {
+ public:
+  JoinRows(std::optional<Expr> condition, std::string where, int left_end, int right_end)
+      : condition_(std::move(condition)), where_(std::move(where)), left_end_(left_end), right_end_(right_end) {}
+
+  absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
+    left_ = &ctx.get_list_state(ListStateDescriptor<Row>{"left"});
+    right_ = &ctx.get_list_state(ListStateDescriptor<Row>{"right"});
+    return absl::OkStatus();
+  }
+  void process_element1(const Row& row, Context& ctx, Collector<Row>& out) override {
+    if (!keep(row, left_end_, ctx)) return;
+    for (const Row& r : right_->get()) emit(row, r, out);
+    left_->add(row);
+  }
+  void process_element2(const Row& row, Context& ctx, Collector<Row>& out) override {
+    if (!keep(row, right_end_, ctx)) return;
+    for (const Row& l : left_->get()) emit(l, row, out);
+    right_->add(row);
+  }
+  void on_timer(int64_t, OnTimerContext&, Collector<Row>&) override {
+    left_->clear();
+    right_->clear();
+  }
+
+ private:
+  // Whether a row joins at all: not with a NULL key (NULL equals
+  // nothing), and in a window join not after its window.
+  bool keep(const Row& row, int end_column, Context& ctx) {
+    if (KeyEncoder::join_key_has_null(ctx.current_key())) return false;
+    if (end_column < 0) return true;
+    const int64_t last = row.int64(end_column) - 1;
+    if (last <= ctx.timer_service().current_watermark()) return false;  // late
+    ctx.timer_service().register_event_time_timer(last);
+    return true;
+  }
+  void emit(const Row& l, const Row& r, Collector<Row>& out) const {
+    Row both;
+    both.values.reserve(l.values.size() + r.values.size());
+    both.values.insert(both.values.end(), l.values.begin(), l.values.end());
+    both.values.insert(both.values.end(), r.values.begin(), r.values.end());
+    if (condition_) {
+      const Value v = evaluate_or_throw(*condition_, both, where_);
+      if (!std::holds_alternative<bool>(v) || !std::get<bool>(v)) return;
+    }
+    out.collect(std::move(both));
+  }
+
+  const std::optional<Expr> condition_;
+  const std::string where_;
+  const int left_end_, right_end_;
+  ListState<Row>* left_ = nullptr;
+  ListState<Row>* right_ = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<DataStream<Row>> group_aggregate(const DataStream<Row>& in, const PlanNode& n, const std::string& uid) {
+  if (n.aggregates.size() > 64) return absl::InvalidArgumentError("a GROUP BY has at most 64 aggregates");
+  auto keys = std::make_shared<const KeyEncoder>(n.exprs, n.input->column_names(), "GROUP BY");
+  auto aggregates = std::make_shared<const Aggregates>(n.aggregates);
+  const std::string what = "GROUP BY";
+  const bool changelog = is_updating(*n.input);
+  DataStream<Row> out = in.key_by([keys](const Row& row) { return keys->encode(row); })
+                            .process<Row>(
+                                [aggregates, changelog, what] {
+                                  return std::make_unique<GroupRows>(aggregates, changelog, what);
+                                },
+                                "group-aggregate");
+  out.uid(uid + "group-aggregate");
+  return out;
+}
+
+absl::StatusOr<DataStream<Row>> top_n(const DataStream<Row>& in, const PlanNode& n, const std::string& uid) {
+  auto keys = std::make_shared<const KeyEncoder>(n.exprs, n.input->column_names(), "PARTITION BY");
+  const std::vector<Expr> order = n.order_keys;
+  const std::vector<bool> descending = n.descending;
+  const int64_t limit = n.limit;
+  const std::string what = "ROW_NUMBER() ORDER BY";
+  DataStream<Row> out = in.key_by([keys](const Row& row) { return keys->encode(row); })
+                            .process<Row>(
+                                [order, descending, limit, what] {
+                                  return std::make_unique<TopRows>(order, descending, limit, what);
+                                },
+                                "top-n");
+  out.uid(uid + "top-n");
+  return out;
+}
+
+absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStream<Row>& right, const PlanNode& n,
+                                     const std::string& uid) {
+  auto lk = std::make_shared<const KeyEncoder>(n.left_keys, n.input->column_names(), "JOIN ON");
+  auto rk = std::make_shared<const KeyEncoder>(n.right_keys, n.right->column_names(), "JOIN ON");
+  std::optional<Expr> condition;
+  if (!n.exprs.empty()) condition = n.exprs[0];
+  const std::string where = condition ? "JOIN ON " + condition->to_string(n.column_names()) : "";
+  int left_end = -1, right_end = -1;
+  if (n.window_join) {
+    left_end = window_bounds(*n.input)->end;
+    right_end = window_bounds(*n.right)->end;
+  }
+  DataStream<Row> out =
+      left.connect(right)
+          .key_by([lk](const Row& row) { return lk->encode_join(row); },
+                  [rk](const Row& row) { return rk->encode_join(row); })
+          .process<Row>(
+              [condition, where, left_end, right_end] {
+                return std::make_unique<JoinRows>(condition, where, left_end, right_end);
+              },
+              n.window_join ? "window-join" : "join");
+  out.uid(uid + "join");
+  return out;
+}
+
+}  // namespace weir::sql
