@@ -8,7 +8,8 @@
 //
 //   query ITRBS             a SELECT whose result columns are BIGINT (I),
 //   SELECT ...              VARCHAR (T), DOUBLE (R), BOOLEAN (B),
-//   ----                    TIMESTAMP(3) (S); then its rows, in any order:
+//   ----                    TIMESTAMP(3) (S), DECIMAL(18, s) (Ns, e.g.
+//                           N2); then its rows, in any order:
 //   1,abc,NULL              values comma-separated, NULL, (empty) for ''
 //
 //   error TEXT              the SQL (with the statements so far) fails
@@ -23,6 +24,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -108,11 +110,13 @@ absl::StatusOr<std::vector<Row>> run(const std::string& script, int p) {
   };
   JobConfig config;
   config.default_parallelism = p;
+  config.restart.kind = RestartStrategyKind::kNone;  // an error in a row fails the query at once
   StreamEnvironment env(config);
   absl::Status built = sql::build_job(*planned, connectors, env);
   if (!built.ok()) return built;
   auto result = env.execute("slt");
   if (!result.ok()) return result.status();
+  if (result->status != JobStatus::kFinished) return absl::AbortedError("the job failed: " + result->failure);
   std::lock_guard lock(collected->mu);
   return collected->rows;
 }
@@ -142,9 +146,19 @@ TEST_P(SqlLogicTest, EveryRecordHolds) {
     static const std::map<char, const char*> kTypes = {
         {'I', "BIGINT"}, {'T', "VARCHAR"}, {'R', "DOUBLE"}, {'B', "BOOLEAN"}, {'S', "TIMESTAMP(3)"}};
     std::vector<std::string> columns;
-    for (char c : r.arg) {
-      ASSERT_TRUE(kTypes.contains(c)) << "type letter " << c;
-      columns.push_back("c" + std::to_string(columns.size()) + " " + kTypes.at(c));
+    for (size_t i = 0; i < r.arg.size(); ++i) {
+      const char c = r.arg[i];
+      std::string type;
+      if (c == 'N') {  // N<scale>: DECIMAL(18, scale)
+        size_t digits = i + 1;
+        while (digits < r.arg.size() && absl::ascii_isdigit(static_cast<unsigned char>(r.arg[digits]))) ++digits;
+        type = "DECIMAL(18, " + (digits > i + 1 ? r.arg.substr(i + 1, digits - i - 1) : std::string("0")) + ")";
+        i = digits - 1;
+      } else {
+        ASSERT_TRUE(kTypes.contains(c)) << "type letter " << c;
+        type = kTypes.at(c);
+      }
+      columns.push_back("c" + std::to_string(columns.size()) + " " + type);
     }
     const std::string script = statements + "CREATE TABLE slt_result (" + absl::StrJoin(columns, ", ") +
                                ") WITH (connector = 'print');\nINSERT INTO slt_result\n" + r.sql;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "sql/decimal.h"
+
 namespace weir::sql {
 namespace {
 
@@ -202,6 +204,10 @@ absl::Status Aggregates::results(const AggregateState& s, std::vector<Value>* ou
     if (c.kind == AggregateCall::Kind::kAvg && !is_null(value)) {
       if (std::holds_alternative<double>(value)) {
         value = std::get<double>(value) / static_cast<double>(count);
+      } else if (c.type.kind == TypeKind::kDecimal) {
+        auto avg = decimal_divide(std::get<int64_t>(value), c.arg->type.scale, count, 0, c.type.scale);
+        if (!avg.ok()) return avg.status();
+        value = *avg;
       } else {
         value = std::get<int64_t>(value) / count;
       }

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "sql/decimal.h"
 #include "sql/parser.h"
 
 namespace weir::sql {
@@ -51,6 +52,54 @@ absl::Status sql_error(std::string_view text, int offset, const std::string& wha
 
 absl::Status sql_unsupported(std::string_view text, int offset, const std::string& what) {
   return sql_error(text, offset, what + " is not supported yet");
+}
+
+int64_t integer_value(const json& integer, std::string_view text, int location) {
+  if (integer.contains("ival")) return integer["ival"].get<int64_t>();
+  // The parser's JSON leaves out a negative value (and 0): read the
+  // constant where it stands, "-7" or "- 7" as PostgreSQL folds them.
+  size_t i = location < 0 ? text.size() : static_cast<size_t>(location);
+  auto blanks = [&] {
+    while (i < text.size() && absl::ascii_isspace(static_cast<unsigned char>(text[i]))) ++i;
+  };
+  blanks();
+  bool negative = false;
+  if (i < text.size() && text[i] == '-') {
+    negative = true;
+    ++i;
+    blanks();
+  }
+  int64_t v = 0;
+  for (; i < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    v = v * 10 - (text[i] - '0');  // as a negative number: -2^63 fits
+  }
+  return negative ? v : -v;
+}
+
+absl::StatusOr<Type> sql_type(const json& type_name, std::string_view text) {
+  const std::vector<std::string> names = strings_of(type_name["names"]);
+  const std::string name = names.empty() ? "" : names.back();
+  const int at = type_name.value("location", -1);
+  auto kind = type_of_name(name);
+  if (!kind) return sql_error(text, at, "unknown type " + absl::AsciiStrToUpper(name));
+  if (type_name.contains("arrayBounds")) return sql_unsupported(text, at, "ARRAY types");
+  std::vector<int64_t> mods;
+  for (const auto& m : type_name.value("typmods", json::array())) {
+    mods.push_back(m.contains("A_Const") ? m["A_Const"].value("ival", json::object()).value("ival", 0) : -1);
+  }
+  if (*kind == TypeKind::kTimestamp && !mods.empty() && mods[0] != 3) {
+    return sql_error(text, at, "TIMESTAMP(" + std::to_string(mods[0]) + "): only TIMESTAMP(3) (milliseconds) is supported");
+  }
+  if (*kind == TypeKind::kDecimal) {
+    // DECIMAL is DECIMAL(10, 0), DECIMAL(p) DECIMAL(p, 0), as in Flink.
+    const int64_t p = mods.empty() ? 10 : mods[0], sc = mods.size() < 2 ? 0 : mods[1];
+    if (mods.size() > 2 || p < 1 || p > kMaxDecimalPrecision || sc < 0 || sc > p) {
+      return sql_error(text, at, "DECIMAL(p, s) needs 1 <= p <= 38 and 0 <= s <= p");
+    }
+    if (sc > kMaxDecimalDigits) return sql_unsupported(text, at, "a DECIMAL scale over 18");
+    return Type::decimal(static_cast<int>(p), static_cast<int>(sc), true);
+  }
+  return Type{*kind, true};
 }
 
 absl::StatusOr<Expr> Binder::bind(const json& n, const std::vector<Scope>& scopes) const {
@@ -108,18 +157,22 @@ absl::StatusOr<Expr> Binder::bind_node(const json& n, const std::vector<Scope>& 
   }
   if (kind == "CoalesceExpr") {
     std::vector<Expr> args;
-    TypeKind t = TypeKind::kNull;
+    Type t{TypeKind::kNull};
     bool nullable = true;
     for (const auto& a : b["args"]) {
       auto x = bind(a, scopes);
       if (!x.ok()) return x.status();
-      auto c = common_type(t, x->type.kind);
-      if (!c) return error(location_of(a), "COALESCE of " + std::string(type_name(t)) + " and " + std::string(type_name(x->type.kind)));
+      auto c = common_type(t, x->type);
+      if (!c) return error(location_of(a), "COALESCE of " + std::string(type_name(t.kind)) + " and " + std::string(type_name(x->type.kind)));
       t = *c;
       nullable = nullable && x->type.nullable;
       args.push_back(*std::move(x));
     }
-    return Expr::call(Op::kCoalesce, {t, nullable}, std::move(args));
+    for (Expr& a : args) {
+      if (t.kind == TypeKind::kDecimal || a.type.kind == TypeKind::kDecimal) a = cast_to(std::move(a), t);
+    }
+    t.nullable = nullable;
+    return Expr::call(Op::kCoalesce, t, std::move(args));
   }
   if (kind == "CaseExpr") return case_expr(b, scopes, at);
   if (kind == "FuncCall") return function(b, scopes, at);
@@ -148,11 +201,24 @@ absl::StatusOr<Expr> Binder::column(const json& b, const std::vector<Scope>& sco
 
 absl::StatusOr<Expr> Binder::literal(const json& b, int at) const {
   if (b.value("isnull", false)) return Expr::constant(Value{}, {TypeKind::kNull, true});
-  if (b.contains("ival")) return Expr::constant(int64_t{b["ival"].value("ival", 0)}, {TypeKind::kBigInt, false});
+  if (b.contains("ival")) return Expr::constant(integer_value(b["ival"], text_, at), {TypeKind::kBigInt, false});
   if (b.contains("fval")) {
     const std::string text = b["fval"].value("fval", "0");
     int64_t i;
     if (absl::SimpleAtoi(text, &i)) return Expr::constant(i, {TypeKind::kBigInt, false});  // beyond 32 bits
+    // 1.25 is a DECIMAL(3, 2), as in Flink; with an exponent (or more
+    // digits than a DECIMAL holds), a DOUBLE.
+    const size_t point = text.find('.');
+    size_t digits = 0;
+    for (char c : text) digits += absl::ascii_isdigit(static_cast<unsigned char>(c)) ? 1 : 0;
+    if (point != std::string::npos && text.find_first_of("eE") == std::string::npos && digits <= kMaxDecimalDigits) {
+      const int scale = static_cast<int>(text.size() - point - 1);
+      auto unscaled = parse_decimal(text, scale);
+      if (unscaled.ok()) {  // the precision: the digits of the unscaled value (0.908: 3)
+        const int precision = static_cast<int>(std::to_string(std::llabs(*unscaled)).size());
+        return Expr::constant(*unscaled, Type::decimal(std::max(precision, scale), scale, false));
+      }
+    }
     double d;
     if (!absl::SimpleAtod(text, &d)) return error(at, "not a number: " + text);
     return Expr::constant(d, {TypeKind::kDouble, false});
@@ -166,20 +232,21 @@ absl::StatusOr<Expr> Binder::type_cast(const json& b, const std::vector<Scope>& 
   const json& tn = b["typeName"];
   const std::vector<std::string> names = strings_of(tn["names"]);
   const std::string name = names.empty() ? "" : names.back();
-  auto to = type_of_name(name);
-  if (!to) return error(tn.value("location", at), "unknown type " + absl::AsciiStrToUpper(name));
-  if (*to == TypeKind::kInterval) return interval(b, at);
+  if (type_of_name(name) == TypeKind::kInterval) return interval(b, at);
+  auto type = sql_type(tn, text_);
+  if (!type.ok()) return type.status();
+  const TypeKind* to = &type->kind;
   auto x = bind(b["arg"], scopes);
   if (!x.ok()) return x.status();
   const TypeKind from = x->type.kind;
   const bool ok = from == *to || from == TypeKind::kNull || from == TypeKind::kVarchar || *to == TypeKind::kVarchar ||
-                  (x->type.numeric() && (*to == TypeKind::kBigInt || *to == TypeKind::kDouble)) ||
+                  (x->type.numeric() && Type{*to}.numeric()) ||
                   (from == TypeKind::kBoolean && *to == TypeKind::kBigInt) ||
                   (from == TypeKind::kBigInt && (*to == TypeKind::kBoolean || *to == TypeKind::kTimestamp)) ||
                   (from == TypeKind::kTimestamp && *to == TypeKind::kBigInt);
   if (!ok) return error(at, "cannot CAST " + std::string(type_name(from)) + " to " + std::string(type_name(*to)));
-  const bool nullable = x->type.nullable;
-  return Expr::call(Op::kCast, {*to, nullable}, {*std::move(x)});
+  type->nullable = x->type.nullable;
+  return Expr::call(Op::kCast, *type, {*std::move(x)});
 }
 
 // INTERVAL '4' SECOND (the unit as PostgreSQL's typmod), or INTERVAL
@@ -280,7 +347,7 @@ absl::StatusOr<Expr> Binder::operator_call(const json& b, const std::vector<Scop
     std::optional<TypeKind> t;
     const bool plus_minus = a->second == Op::kAdd || a->second == Op::kSubtract;
     if (args[0].type.numeric() && args[1].type.numeric()) {
-      t = common_type(l, r);
+      if (auto c = common_type(args[0].type, args[1].type)) t = c->kind;
     } else if (plus_minus && l == TypeKind::kTimestamp && r == TypeKind::kInterval) {
       t = TypeKind::kTimestamp;
     } else if (a->second == Op::kAdd && l == TypeKind::kInterval && r == TypeKind::kTimestamp) {
@@ -293,14 +360,57 @@ absl::StatusOr<Expr> Binder::operator_call(const json& b, const std::vector<Scop
       t = l == TypeKind::kNull ? r : l;
     }
     if (!t) return mismatch();
+    if (*t == TypeKind::kDecimal || (*t == TypeKind::kDouble && (l == TypeKind::kDecimal || r == TypeKind::kDecimal))) {
+      return decimal_arithmetic(a->second, std::move(args[0]), std::move(args[1]), at);
+    }
     return Expr::call(a->second, {*t, nullable}, std::move(args));
   }
   if (auto c = kCompare.find(op); c != kCompare.end()) {
-    if (!common_type(l, r)) return mismatch();
-    return Expr::call(c->second, {TypeKind::kBoolean, nullable}, std::move(args));
+    if (!common_type(args[0].type, args[1].type)) return mismatch();
+    return comparison(c->second, std::move(args[0]), std::move(args[1]));
   }
   if (op == "||") return Expr::call(Op::kConcat, {TypeKind::kVarchar, nullable}, std::move(args));
   return unsupported(at, "the operator " + op);
+}
+
+// Arithmetic with a DECIMAL operand. Beside a DOUBLE, DOUBLE. Else, as
+// Flink types it: + and - (and %) at the larger scale, one more integer
+// digit; * at the sum of the scales (and precisions, plus one); / at max(6, the dividend's scale)
+// (Flink's rule asks for more digits than a DECIMAL holds here). A BIGINT
+// is DECIMAL(19, 0).
+absl::StatusOr<Expr> Binder::decimal_arithmetic(Op op, Expr a, Expr b, int at) const {
+  const bool nullable = a.type.nullable || b.type.nullable;
+  const auto common = common_type(a.type, b.type);
+  if (common->kind == TypeKind::kDouble) {
+    a = cast_to(std::move(a), *common);
+    b = cast_to(std::move(b), *common);
+    return Expr::call(op, {TypeKind::kDouble, nullable}, {std::move(a), std::move(b)});
+  }
+  auto digits = [](const Type& t) { return t.kind == TypeKind::kDecimal ? static_cast<int>(t.precision) : 19; };
+  auto scale = [](const Type& t) { return t.kind == TypeKind::kDecimal ? static_cast<int>(t.scale) : 0; };
+  Type t;
+  switch (op) {
+    case Op::kAdd:
+    case Op::kSubtract:
+    case Op::kModulo:
+      t = Type::decimal(common->precision + 1, common->scale, nullable);
+      a = cast_to(std::move(a), t);
+      b = cast_to(std::move(b), t);
+      break;
+    case Op::kMultiply:
+      if (scale(a.type) + scale(b.type) > kMaxDecimalDigits) return unsupported(at, "a DECIMAL product with a scale over 18");
+      t = Type::decimal(digits(a.type) + digits(b.type) + 1, scale(a.type) + scale(b.type), nullable);
+      break;
+    case Op::kDivide: {
+      const int s = std::max(6, scale(a.type));
+      t = Type::decimal(std::min(kMaxDecimalPrecision, digits(a.type) - scale(a.type) + scale(b.type) + s), s, nullable);
+      break;
+    }
+    default:
+      return error(at, "not arithmetic");
+  }
+  t.nullable = nullable;
+  return Expr::call(op, t, {std::move(a), std::move(b)});
 }
 
 // x IN (a, b, ...) is x = a OR x = b OR ...; NOT IN is x <> a AND ...
@@ -314,12 +424,11 @@ absl::StatusOr<Expr> Binder::in_list(const json& b, bool negated, const std::vec
   for (const auto& item : list["List"].value("items", json::array())) {
     auto v = bind(item, scopes);
     if (!v.ok()) return v.status();
-    if (!common_type(x->type.kind, v->type.kind)) {
+    if (!common_type(x->type, v->type)) {
       return error(location_of(item), "IN compares " + std::string(type_name(x->type.kind)) + " with " +
                                           std::string(type_name(v->type.kind)));
     }
-    const bool nullable = x->type.nullable || v->type.nullable;
-    Expr cmp = Expr::call(negated ? Op::kNotEqual : Op::kEqual, {TypeKind::kBoolean, nullable}, {*x, *std::move(v)});
+    Expr cmp = comparison(negated ? Op::kNotEqual : Op::kEqual, *x, *std::move(v));
     if (!all) {
       all = std::move(cmp);
       continue;
@@ -342,13 +451,12 @@ absl::StatusOr<Expr> Binder::between(const json& b, bool negated, const std::vec
   for (size_t i = 0; i < 2; ++i) {
     auto v = bind(bounds[i], scopes);
     if (!v.ok()) return v.status();
-    if (!common_type(x->type.kind, v->type.kind)) {
+    if (!common_type(x->type, v->type)) {
       return error(location_of(bounds[i]), "BETWEEN compares " + std::string(type_name(x->type.kind)) + " with " +
                                                std::string(type_name(v->type.kind)));
     }
     const Op op = i == 0 ? (negated ? Op::kLess : Op::kGreaterEqual) : (negated ? Op::kGreater : Op::kLessEqual);
-    const bool nullable = x->type.nullable || v->type.nullable;
-    cmp.push_back(Expr::call(op, {TypeKind::kBoolean, nullable}, {*x, *std::move(v)}));
+    cmp.push_back(comparison(op, *x, *std::move(v)));
   }
   const bool nullable = cmp[0].type.nullable || cmp[1].type.nullable;
   return Expr::call(negated ? Op::kOr : Op::kAnd, {TypeKind::kBoolean, nullable}, std::move(cmp));
@@ -362,14 +470,16 @@ absl::StatusOr<Expr> Binder::case_expr(const json& b, const std::vector<Scope>& 
     subject = *std::move(x);
   }
   std::vector<Expr> args;
-  TypeKind result = TypeKind::kNull;
+  Type result{TypeKind::kNull};
+  std::vector<size_t> results;  // where in args
   bool nullable = !b.contains("defresult");
   auto add_result = [&](const json& n) -> absl::Status {
     auto r = bind(n, scopes);
     if (!r.ok()) return r.status();
-    auto t = common_type(result, r->type.kind);
-    if (!t) return error(location_of(n), "CASE results of " + std::string(type_name(result)) + " and " + std::string(type_name(r->type.kind)));
+    auto t = common_type(result, r->type);
+    if (!t) return error(location_of(n), "CASE results of " + std::string(type_name(result.kind)) + " and " + std::string(type_name(r->type.kind)));
     result = *t;
+    results.push_back(args.size());
     nullable = nullable || r->type.nullable;
     args.push_back(*std::move(r));
     return absl::OkStatus();
@@ -379,9 +489,8 @@ absl::StatusOr<Expr> Binder::case_expr(const json& b, const std::vector<Scope>& 
     auto cond = bind(cw["expr"], scopes);
     if (!cond.ok()) return cond.status();
     if (subject) {
-      if (!common_type(subject->type.kind, cond->type.kind)) return error(location_of(cw["expr"]), "CASE compares " + std::string(type_name(subject->type.kind)) + " with " + std::string(type_name(cond->type.kind)));
-      const bool n = subject->type.nullable || cond->type.nullable;
-      cond = Expr::call(Op::kEqual, {TypeKind::kBoolean, n}, {*subject, *std::move(cond)});
+      if (!common_type(subject->type, cond->type)) return error(location_of(cw["expr"]), "CASE compares " + std::string(type_name(subject->type.kind)) + " with " + std::string(type_name(cond->type.kind)));
+      cond = comparison(Op::kEqual, *subject, *std::move(cond));
     } else if (cond->type.kind != TypeKind::kBoolean && cond->type.kind != TypeKind::kNull) {
       return error(location_of(cw["expr"]), "WHEN needs a BOOLEAN, not " + std::string(type_name(cond->type.kind)));
     }
@@ -394,7 +503,12 @@ absl::StatusOr<Expr> Binder::case_expr(const json& b, const std::vector<Scope>& 
     absl::Status s = add_result(b["defresult"]);
     if (!s.ok()) return s;
   }
-  Expr e = Expr::call(Op::kCase, {result, nullable}, std::move(args));
+  // Results of one DECIMAL scale (or DOUBLE): as the common type.
+  for (size_t i : results) {
+    if (result.kind == TypeKind::kDecimal || args[i].type.kind == TypeKind::kDecimal) args[i] = cast_to(std::move(args[i]), result);
+  }
+  result.nullable = nullable;
+  Expr e = Expr::call(Op::kCase, result, std::move(args));
   e.has_else = has_else;
   (void)at;
   return e;

@@ -32,6 +32,14 @@ absl::Status sql_error(std::string_view text, int offset, const std::string& wha
 // The same, for a construct not built yet: "what is not supported yet".
 absl::Status sql_unsupported(std::string_view text, int offset, const std::string& what);
 
+// The value of an integer constant ({"ival": n}) at byte `location` of
+// `text`; the parser's JSON omits a negative value, read from the text.
+int64_t integer_value(const nlohmann::json& integer, std::string_view text, int location);
+
+// The type a TypeName node names (DECIMAL with its precision and scale),
+// nullable; an error names its position in `text`.
+absl::StatusOr<Type> sql_type(const nlohmann::json& type_name, std::string_view text);
+
 // What a column reference may name: the columns of one input.
 struct Scope {
   std::string qualifier;  // the table's name or alias
@@ -76,6 +84,7 @@ class Binder {
   absl::StatusOr<Expr> type_cast(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
   absl::StatusOr<Expr> interval(const nlohmann::json& b, int at) const;
   absl::StatusOr<Expr> operator_call(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
+  absl::StatusOr<Expr> decimal_arithmetic(Op op, Expr a, Expr b, int at) const;
   absl::StatusOr<Expr> in_list(const nlohmann::json& b, bool negated, const std::vector<Scope>& scopes, int at) const;
   absl::StatusOr<Expr> between(const nlohmann::json& b, bool negated, const std::vector<Scope>& scopes, int at) const;
   absl::StatusOr<Expr> case_expr(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;

@@ -56,13 +56,21 @@ absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& na
     call.kind = AggregateCall::Kind::kCount;
     call.type = {TypeKind::kBigInt, false};
   } else if (name == "sum" || name == "avg") {
-    if (t != TypeKind::kBigInt && t != TypeKind::kDouble) return error(at, what + ": it needs BIGINT or DOUBLE");
+    if (t != TypeKind::kBigInt && t != TypeKind::kDouble && t != TypeKind::kDecimal) {
+      return error(at, what + ": it needs BIGINT, DECIMAL or DOUBLE");
+    }
     call.kind = name == "sum" ? AggregateCall::Kind::kSum : AggregateCall::Kind::kAvg;
     call.type = {t, true};
+    // As Flink: SUM of DECIMAL(p, s) is DECIMAL(38, s), AVG DECIMAL(38, max(6, s)).
+    if (t == TypeKind::kDecimal) {
+      const int s = call.arg->type.scale;
+      call.type = Type::decimal(kMaxDecimalPrecision, name == "sum" ? s : std::max(6, s), true);
+    }
   } else {
     if (t == TypeKind::kNull) return error(at, what + ": the argument has no type");
     call.kind = name == "min" ? AggregateCall::Kind::kMin : AggregateCall::Kind::kMax;
-    call.type = {t, true};
+    call.type = call.arg->type;  // a DECIMAL keeps its scale
+    call.type.nullable = true;
   }
   auto& calls = grouping_->calls;
   size_t i = std::find(calls.begin(), calls.end(), call) - calls.begin();
@@ -121,6 +129,7 @@ absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& s
       {"date_format", Op::kDateFormat, {TypeKind::kTimestamp, TypeKind::kVarchar}, 2, TypeKind::kVarchar},
       {"hour", Op::kHour, {TypeKind::kTimestamp}, 1, TypeKind::kBigInt},
       {"minute", Op::kMinute, {TypeKind::kTimestamp}, 1, TypeKind::kBigInt},
+      {"count_char", Op::kCountChar, {TypeKind::kVarchar, TypeKind::kVarchar}, 2, TypeKind::kBigInt},
   };
   for (const Signature& f : kFunctions) {
     if (name != f.name) continue;
@@ -150,7 +159,11 @@ absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& s
   }
   if (name == "abs") {
     const bool numeric = args.size() == 1 && args[0].type.numeric();
-    return one_arg(numeric, numeric ? args[0].type.kind : TypeKind::kBigInt, Op::kAbs);
+    if (numeric) {
+      const Type t = args[0].type;  // a DECIMAL keeps its scale
+      return Expr::call(Op::kAbs, t, std::move(args));
+    }
+    return one_arg(false, TypeKind::kBigInt, Op::kAbs);
   }
   return error(at, "unknown function " + upper);
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "sql/decimal.h"
 #include "sql/functions.h"
 
 namespace weir::sql {
@@ -19,8 +20,9 @@ double as_double(const Value& v) {
   return std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<int64_t>(v));
 }
 
-absl::Status overflow(Op op) {
-  return absl::OutOfRangeError("BIGINT overflow in " + std::string(op_name(op)));
+absl::Status overflow(Op op, TypeKind type = TypeKind::kBigInt) {
+  return absl::OutOfRangeError(std::string(type == TypeKind::kDecimal ? "DECIMAL" : "BIGINT") + " overflow in " +
+                               std::string(op_name(op)));
 }
 
 absl::StatusOr<Value> arithmetic(Op op, TypeKind type, const Value& a, const Value& b) {
@@ -45,13 +47,13 @@ absl::StatusOr<Value> arithmetic(Op op, TypeKind type, const Value& a, const Val
   int64_t r = 0;
   switch (op) {
     case Op::kAdd:
-      if (__builtin_add_overflow(x, y, &r)) return overflow(op);
+      if (__builtin_add_overflow(x, y, &r)) return overflow(op, type);
       return r;
     case Op::kSubtract:
-      if (__builtin_sub_overflow(x, y, &r)) return overflow(op);
+      if (__builtin_sub_overflow(x, y, &r)) return overflow(op, type);
       return r;
     case Op::kMultiply:
-      if (__builtin_mul_overflow(x, y, &r)) return overflow(op);
+      if (__builtin_mul_overflow(x, y, &r)) return overflow(op, type);
       return r;
     case Op::kDivide:
     case Op::kModulo:
@@ -82,8 +84,42 @@ std::string timestamp_text(int64_t ms) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixMillis(ms), absl::UTCTimeZone());
 }
 
-absl::StatusOr<Value> cast(const Value& v, TypeKind from, TypeKind to) {
-  if (is_null(v) || from == to) return v;
+// A DECIMAL value of type `t` (precision up to 18) must have at most
+// t.precision digits.
+absl::StatusOr<Value> fits(int64_t unscaled, const Type& t) {
+  if (t.precision <= kMaxDecimalDigits && std::llabs(unscaled) >= pow10(t.precision)) {
+    return absl::OutOfRangeError("CAST to " + t.to_string() + ": " + decimal_text(unscaled, t.scale) + " has too many digits");
+  }
+  return unscaled;
+}
+
+absl::StatusOr<Value> cast(const Value& v, const Type& from_type, const Type& to_type) {
+  const TypeKind from = from_type.kind, to = to_type.kind;
+  if (is_null(v)) return v;
+  if (to == TypeKind::kDecimal) {
+    absl::StatusOr<int64_t> d = absl::InvalidArgumentError("");
+    switch (from) {
+      case TypeKind::kDecimal: d = rescale(std::get<int64_t>(v), from_type.scale, to_type.scale); break;
+      case TypeKind::kBigInt: d = rescale(std::get<int64_t>(v), 0, to_type.scale); break;
+      case TypeKind::kDouble: d = double_to_decimal(std::get<double>(v), to_type.scale); break;
+      case TypeKind::kVarchar: d = parse_decimal(std::get<std::string>(v), to_type.scale); break;
+      default:
+        return absl::InvalidArgumentError("cannot CAST " + std::string(type_name(from)) + " to DECIMAL");
+    }
+    if (!d.ok()) return absl::Status(d.status().code(), "CAST to " + to_type.to_string() + ": " + std::string(d.status().message()));
+    return fits(*d, to_type);
+  }
+  if (from == TypeKind::kDecimal) {
+    const int64_t u = std::get<int64_t>(v);
+    switch (to) {
+      case TypeKind::kBigInt: return u / pow10(from_type.scale);  // truncated, as Flink
+      case TypeKind::kDouble: return decimal_to_double(u, from_type.scale);
+      case TypeKind::kVarchar: return decimal_text(u, from_type.scale);
+      default:
+        return absl::InvalidArgumentError("cannot CAST DECIMAL to " + std::string(type_name(to)));
+    }
+  }
+  if (from == to) return v;
   switch (to) {
     case TypeKind::kBigInt:
       if (from == TypeKind::kDouble) {
@@ -142,6 +178,7 @@ absl::StatusOr<Value> cast(const Value& v, TypeKind from, TypeKind to) {
       if (from == TypeKind::kBigInt) return std::get<int64_t>(v);
       break;
     case TypeKind::kNull:
+    case TypeKind::kDecimal:
       break;
   }
   return absl::InvalidArgumentError("cannot CAST " + std::string(type_name(from)) + " to " + std::string(type_name(to)));
@@ -184,6 +221,7 @@ std::string_view op_name(Op op) {
     case Op::kDateFormat: return "DATE_FORMAT";
     case Op::kHour: return "HOUR";
     case Op::kMinute: return "MINUTE";
+    case Op::kCountChar: return "COUNT_CHAR";
   }
   return "?";
 }
@@ -222,7 +260,8 @@ bool Expr::is_constant() const {
   return true;
 }
 
-std::string literal_text(const Value& v, TypeKind type) {
+std::string literal_text(const Value& v, const Type& t) {
+  const TypeKind type = t.kind;
   if (std::holds_alternative<std::monostate>(v)) return "NULL";
   if (std::holds_alternative<bool>(v)) return std::get<bool>(v) ? "TRUE" : "FALSE";
   if (std::holds_alternative<double>(v)) return absl::StrCat(std::get<double>(v));
@@ -234,12 +273,13 @@ std::string literal_text(const Value& v, TypeKind type) {
   const int64_t n = std::get<int64_t>(v);
   if (type == TypeKind::kTimestamp) return "TIMESTAMP '" + timestamp_text(n) + "'";
   if (type == TypeKind::kInterval) return "INTERVAL '" + absl::StrCat(n) + "' MILLISECOND";
+  if (type == TypeKind::kDecimal) return decimal_text(n, t.scale);
   return absl::StrCat(n);
 }
 
 std::string Expr::to_string(const std::vector<std::string>& input) const {
   if (kind == Kind::kColumn) return column >= 0 && column < static_cast<int>(input.size()) ? input[column] : "$" + std::to_string(column);
-  if (kind == Kind::kLiteral) return literal_text(literal, type.kind);
+  if (kind == Kind::kLiteral) return literal_text(literal, type);
   std::vector<std::string> a;
   for (const Expr& x : args) a.push_back(x.to_string(input));
   switch (op) {
@@ -247,7 +287,11 @@ std::string Expr::to_string(const std::vector<std::string>& input) const {
     case Op::kNot: return "NOT " + a[0];
     case Op::kIsNull:
     case Op::kIsNotNull: return a[0] + " " + std::string(op_name(op));
-    case Op::kCast: return "CAST(" + a[0] + " AS " + std::string(type_name(type.kind)) + ")";
+    case Op::kCast: {
+      Type shown = type;
+      shown.nullable = true;
+      return "CAST(" + a[0] + " AS " + shown.to_string() + ")";
+    }
     case Op::kCase: {
       std::string s = "CASE";
       const size_t pairs = (args.size() - (has_else ? 1 : 0)) / 2;
@@ -267,9 +311,36 @@ std::string Expr::to_string(const std::vector<std::string>& input) const {
     case Op::kSubstring:
     case Op::kDateFormat:
     case Op::kHour:
-    case Op::kMinute: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
+    case Op::kMinute:
+    case Op::kCountChar: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
     default: return "(" + a[0] + " " + std::string(op_name(op)) + " " + a[1] + ")";
   }
+}
+
+Expr cast_to(Expr e, const Type& to) {
+  const Type& from = e.type;
+  if (from.kind == TypeKind::kNull || (from.kind == to.kind && (to.kind != TypeKind::kDecimal || from.scale == to.scale))) {
+    return e;
+  }
+  Type t = to;
+  t.nullable = from.nullable;
+  if (e.kind == Expr::Kind::kLiteral) {
+    auto v = cast(e.literal, from, t);
+    if (v.ok()) return Expr::constant(*std::move(v), t);
+  }
+  return Expr::call(Op::kCast, t, {std::move(e)});
+}
+
+Expr comparison(Op op, Expr a, Expr b) {
+  const bool decimal = a.type.kind == TypeKind::kDecimal || b.type.kind == TypeKind::kDecimal;
+  if (decimal) {
+    if (auto t = common_type(a.type, b.type)) {
+      a = cast_to(std::move(a), *t);
+      b = cast_to(std::move(b), *t);
+    }
+  }
+  const bool nullable = a.type.nullable || b.type.nullable;
+  return Expr::call(op, {TypeKind::kBoolean, nullable}, {std::move(a), std::move(b)});
 }
 
 absl::StatusOr<Value> evaluate(const Expr& e, const Row& row) {
@@ -330,6 +401,16 @@ absl::StatusOr<Value> evaluate(const Expr& e, const Row& row) {
     case Op::kMultiply:
     case Op::kDivide:
     case Op::kModulo:
+      if (e.type.kind == TypeKind::kDecimal && e.op == Op::kDivide) {
+        // Operands of other scales: the quotient at the result's scale.
+        if (std::get<int64_t>(v[1]) == 0) return absl::OutOfRangeError("division by zero");
+        auto q = decimal_divide(std::get<int64_t>(v[0]), e.args[0].type.scale, std::get<int64_t>(v[1]),
+                                e.args[1].type.scale, e.type.scale);
+        if (!q.ok()) return q.status();
+        return *q;
+      }
+      // DECIMAL operands of + - % have the result's scale (the binder casts
+      // them), and a product's scale is the sum of its operands'.
       return arithmetic(e.op, e.type.kind, v[0], v[1]);
     case Op::kNegate:
       if (std::holds_alternative<double>(v[0])) return -std::get<double>(v[0]);
@@ -342,11 +423,11 @@ absl::StatusOr<Value> evaluate(const Expr& e, const Row& row) {
     case Op::kGreater: return compare(v[0], v[1]) > 0;
     case Op::kGreaterEqual: return compare(v[0], v[1]) >= 0;
     case Op::kNot: return !std::get<bool>(v[0]);
-    case Op::kCast: return cast(v[0], e.args[0].type.kind, e.type.kind);
+    case Op::kCast: return cast(v[0], e.args[0].type, e.type);
     case Op::kConcat: {
       std::string s;
       for (size_t i = 0; i < v.size(); ++i) {
-        auto t = cast(v[i], e.args[i].type.kind, TypeKind::kVarchar);
+        auto t = cast(v[i], e.args[i].type, Type{TypeKind::kVarchar});
         if (!t.ok()) return t.status();
         s += std::get<std::string>(*t);
       }

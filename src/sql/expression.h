@@ -33,7 +33,7 @@ enum class Op : uint8_t {
   kConcat,    // ||
   kLower, kUpper, kCharLength, kAbs,
   // sql/functions.h
-  kRegexpExtract, kRegexp, kLike, kSplitIndex, kSubstring, kDateFormat, kHour, kMinute,
+  kRegexpExtract, kRegexp, kLike, kSplitIndex, kSubstring, kDateFormat, kHour, kMinute, kCountChar,
 };
 std::string_view op_name(Op op);
 
@@ -57,11 +57,19 @@ struct Expr {
   std::string to_string(const std::vector<std::string>& input) const;
 };
 
+// `e` as a value of `to`'s type: itself when its type is the same (a
+// DECIMAL of the same scale; NULL), else a CAST (of a literal: folded).
+Expr cast_to(Expr e, const Type& to);
+
+// `a op b` for a comparison op, DECIMAL operands brought to one scale (or
+// to DOUBLE, beside a DOUBLE); the types must have a common type.
+Expr comparison(Op op, Expr a, Expr b);
+
 // The value of `e` for `row` (whose columns are those `e` refers to).
 absl::StatusOr<Value> evaluate(const Expr& e, const Row& row);
 
 // A literal as SQL would print it ('text', 12, 1.5, TRUE, NULL).
-std::string literal_text(const Value& v, TypeKind type);
+std::string literal_text(const Value& v, const Type& type);
 
 }  // namespace weir::sql
 

@@ -1,5 +1,6 @@
 #include "sql/functions.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -132,6 +133,12 @@ absl::StatusOr<Value> evaluate_function(Op op, const std::vector<Value>& a) {
     case Op::kMinute: {
       const absl::TimeZone::CivilInfo c = absl::UTCTimeZone().At(absl::FromUnixMillis(std::get<int64_t>(a[0])));
       return int64_t{op == Op::kHour ? c.cs.hour() : c.cs.minute()};
+    }
+    case Op::kCountChar: {
+      const std::string& s = std::get<std::string>(a[0]);
+      const std::string& c = std::get<std::string>(a[1]);
+      if (c.empty()) return int64_t{0};
+      return static_cast<int64_t>(std::count(s.begin(), s.end(), c[0]));
     }
     default:
       break;

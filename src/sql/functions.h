@@ -13,6 +13,8 @@
 //   DATE_FORMAT(ts, f)           ts (UTC) as Java's date pattern f says:
 //                                yyyy MM dd HH mm ss SSS and literal text
 //   HOUR(ts), MINUTE(ts)         ts's hour of day, minute of hour (UTC)
+//   COUNT_CHAR(s, c)             how many bytes of s equal c's first byte
+//                                (Nexmark q14's function; 0 for an empty c)
 //
 // A regular expression that does not compile is an error naming it.
 // Thread-safe: compiled expressions are cached per thread.

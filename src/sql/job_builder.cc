@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "sql/decimal.h"
 #include "sql/operators.h"
 #include "weir/connectors.h"
 
@@ -43,7 +44,8 @@ class Builder {
         return absl::InvalidArgumentError("table " + table->name + ": connector '" + table->connector() +
                                           "' cannot be written to from SQL yet");
       }
-      absl::Status s = it->second(*rows, is_updating(*sink.input), *table, prefix_ + "-0-sink");
+      DataStream<Row> out = decimals_out(*rows, sink.columns, prefix_ + "-0-");
+      absl::Status s = it->second(out, is_updating(*sink.input), *table, prefix_ + "-0-sink");
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
@@ -55,6 +57,59 @@ class Builder {
       if (t.name == name) return &t;
     }
     return nullptr;
+  }
+
+  // DECIMAL columns as a source gives them (text, as CSV has them; a
+  // number) held exactly (sql/decimal.h); a value that is none fails the
+  // task naming the table and column.
+  static DataStream<Row> decimals_in(const DataStream<Row>& rows, const TableDef& table,
+                                     const std::vector<Column>& columns, const std::string& uid) {
+    std::vector<std::pair<size_t, Type>> decimal;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      if (columns[i].type.kind == TypeKind::kDecimal) decimal.emplace_back(i, columns[i].type);
+    }
+    if (decimal.empty()) return rows;
+    const std::string where = "table " + table.name + ", column ";
+    DataStream<Row> out = rows.map(
+        [decimal, columns, where](const Row& in) {
+          Row r = in;
+          for (const auto& [i, t] : decimal) {
+            Value& v = r.values[i];
+            absl::StatusOr<int64_t> d = int64_t{0};
+            if (std::holds_alternative<std::monostate>(v)) continue;
+            if (const auto* text = std::get_if<std::string>(&v)) d = parse_decimal(*text, t.scale);
+            else if (const auto* x = std::get_if<double>(&v)) d = double_to_decimal(*x, t.scale);
+            else if (const auto* n = std::get_if<int64_t>(&v)) d = rescale(*n, 0, t.scale);
+            if (!d.ok()) throw std::runtime_error(where + columns[i].name + ": " + std::string(d.status().message()));
+            v = *d;
+          }
+          return r;
+        },
+        "decimals");
+    out.uid(uid + "decimals");
+    return out;
+  }
+
+  // DECIMAL columns as their text ("12.500") for a sink, which knows no
+  // DECIMAL: every sink writes them as the exact number.
+  static DataStream<Row> decimals_out(const DataStream<Row>& rows, const std::vector<Column>& columns,
+                                      const std::string& uid) {
+    std::vector<std::pair<size_t, int>> decimal;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      if (columns[i].type.kind == TypeKind::kDecimal) decimal.emplace_back(i, columns[i].type.scale);
+    }
+    if (decimal.empty()) return rows;
+    DataStream<Row> out = rows.map(
+        [decimal](const Row& in) {
+          Row r = in;
+          for (const auto& [i, scale] : decimal) {
+            if (const auto* n = std::get_if<int64_t>(&r.values[i])) r.values[i] = decimal_text(*n, scale);
+          }
+          return r;
+        },
+        "decimal-text");
+    out.uid(uid + "decimal-text");
+    return out;
   }
 
   absl::StatusOr<DataStream<Row>> stream(const PlanNode& n, int depth) {
@@ -72,7 +127,9 @@ class Builder {
         TableDef scanned = *table;
         scanned.columns = n.columns;
         scanned.declared = table->columns;
-        return it->second(env_, scanned, uid + "scan");
+        auto rows = it->second(env_, scanned, uid + "scan");
+        if (!rows.ok()) return rows.status();
+        return decimals_in(*rows, *table, n.columns, uid);
       }
       case PlanNode::Kind::kFilter: {
         auto in = stream(*n.input, depth + 1);
@@ -164,7 +221,10 @@ Schema csv_schema(const TableDef& table) {
     switch (c.type.kind) {
       case TypeKind::kBoolean: t = FieldType::kBool; break;
       case TypeKind::kDouble: t = FieldType::kDouble; break;
-      case TypeKind::kVarchar: t = FieldType::kString; break;
+      case TypeKind::kVarchar:
+      case TypeKind::kDecimal:  // as text; the job builder makes it exact
+        t = FieldType::kString;
+        break;
       default: t = FieldType::kInt64; break;
     }
     fields.push_back({c.name, t, c.type.nullable});

@@ -113,12 +113,11 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join_where(Node join, Ex
       if (!reads_columns(a, width) && !reads_columns(b, 0, width)) {
         // A key: both sides as their common type, so equal values encode
         // equally (BIGINT 2 and DOUBLE 2.0).
-        const auto common = common_type(a.type.kind, b.type.kind);
+        const auto common = common_type(a.type, b.type);
         if (!common) return absl::InvalidArgumentError("a join compares " + std::string(type_name(a.type.kind)) + " with " +
                                                        std::string(type_name(b.type.kind)));
-        const TypeKind t = *common;
-        if (a.type.kind != t) a = Expr::call(Op::kCast, {t, a.type.nullable}, {std::move(a)});
-        if (b.type.kind != t) b = Expr::call(Op::kCast, {t, b.type.nullable}, {std::move(b)});
+        a = cast_to(std::move(a), *common);
+        b = cast_to(std::move(b), *common);
         join->left_keys.push_back(std::move(a));
         join->right_keys.push_back(shifted(std::move(b), -width));
         continue;

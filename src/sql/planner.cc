@@ -58,25 +58,15 @@ class Planner {
 
   // ---- CREATE TABLE ---------------------------------------------------------
 
-  absl::StatusOr<Type> column_type(const json& type_name) {
-    const std::vector<std::string> names = strings_of(type_name["names"]);
-    const std::string name = names.empty() ? "" : names.back();
-    const int at = type_name.value("location", -1);
-    auto kind = type_of_name(name);
-    if (!kind) return error(at, "unknown type " + absl::AsciiStrToUpper(name));
-    if (*kind == TypeKind::kTimestamp && type_name.contains("typmods")) {
-      const json& mod = type_name["typmods"][0];
-      const int64_t precision = mod.contains("A_Const") ? mod["A_Const"].value("ival", json::object()).value("ival", 0) : -1;
-      if (precision != 3) return error(at, "TIMESTAMP(" + std::to_string(precision) + "): only TIMESTAMP(3) (milliseconds) is supported");
-    }
-    if (type_name.contains("arrayBounds")) return unsupported(at, "ARRAY types");
-    return Type{*kind, true};
-  }
+  absl::StatusOr<Type> column_type(const json& type_name) { return sql_type(type_name, script_.text); }
 
   absl::StatusOr<std::string> option_value(const json& arg, int at) {
     const std::string k = node_name(arg);
     if (k == "String") return arg[k].value("sval", "");
-    if (k == "Integer") return std::to_string(arg[k].value("ival", 0));
+    if (k == "Integer") {  // `at`: the option's name; its value after the '='
+      const size_t eq = script_.text.find('=', static_cast<size_t>(std::max(at, 0)));
+      return std::to_string(integer_value(arg[k], script_.text, eq == std::string::npos ? -1 : static_cast<int>(eq + 1)));
+    }
     if (k == "Float") return arg[k].value("fval", "");
     if (k == "Boolean") return std::string(arg[k].value("boolval", false) ? "true" : "false");
     if (k == "TypeName") {
@@ -203,6 +193,30 @@ class Planner {
                                  std::string(type_name(sink->columns[i].type.kind)) + ", the query gives " +
                                  std::string(type_name(got[i].type.kind)) + " (" + got[i].name + ")");
       }
+    }
+    // A DECIMAL of another scale, or a number into a DECIMAL or from one
+    // into a DOUBLE: converted as a CAST would, in a projection below the
+    // sink.
+    std::vector<Expr> converted;
+    bool convert = false;
+    for (size_t i = 0; i < got.size(); ++i) {
+      Expr e = Expr::column_ref(static_cast<int>(i), got[i].type);
+      const Type& to = sink->columns[i].type;
+      if (got[i].type.kind == TypeKind::kDecimal || to.kind == TypeKind::kDecimal) {
+        e = cast_to(std::move(e), to);
+        convert = convert || e.kind != Expr::Kind::kColumn;
+      }
+      converted.push_back(std::move(e));
+    }
+    if (convert) {
+      auto project = std::make_unique<PlanNode>();
+      project->kind = PlanNode::Kind::kProject;
+      for (size_t i = 0; i < got.size(); ++i) {
+        project->columns.push_back({got[i].name, converted[i].type});
+      }
+      project->exprs = std::move(converted);
+      project->input = *std::move(query);
+      *query = std::move(project);
     }
     auto node = std::make_unique<PlanNode>();
     node->kind = PlanNode::Kind::kSink;

@@ -59,14 +59,14 @@ TEST(SqlPlannerTest, ProjectionAndFilterPlanWithTypes) {
                 " WITH (connector = 'blackhole');\n"
                 "INSERT INTO q1 SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid;\n"
                 "CREATE TABLE q2 (auction BIGINT, price BIGINT) WITH (connector = 'print');\n"
-                "INSERT INTO q2 SELECT auction, price FROM bid WHERE COUNT_CHAR(url, 'c') = 2;");
+                "INSERT INTO q2 SELECT auction, price FROM bid WHERE NO_SUCH_FN(url, 'c') = 2;");
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(std::string(p.status().message()).find("line 7, column 53: unknown function COUNT_CHAR"),
+  EXPECT_NE(std::string(p.status().message()).find("line 7, column 53: unknown function NO_SUCH_FN"),
             std::string::npos)
       << p.status();
 
   p = plan(std::string(kBids) +
-           "CREATE TABLE q1 (auction BIGINT, bidder BIGINT, price DOUBLE, date_time TIMESTAMP(3), extra VARCHAR)"
+           "CREATE TABLE q1 (auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), date_time TIMESTAMP(3), extra VARCHAR)"
            " WITH (connector = 'blackhole');\n"
            "INSERT INTO q1 SELECT auction, bidder, 0.908 * price AS price, date_time, extra FROM bid;\n"
            "CREATE TABLE q2 (auction BIGINT, price BIGINT) WITH (connector = 'print');\n"
@@ -74,9 +74,9 @@ TEST(SqlPlannerTest, ProjectionAndFilterPlanWithTypes) {
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->inserts.size(), 2u);
   EXPECT_EQ(explain(*p->inserts[0].root),
-            "Sink(q1) [auction BIGINT, bidder BIGINT, price DOUBLE, date_time TIMESTAMP(3), extra VARCHAR]\n"
+            "Sink(q1) [auction BIGINT, bidder BIGINT, price DECIMAL(23, 3), date_time TIMESTAMP(3), extra VARCHAR]\n"
             "  Project(auction, bidder, (0.908 * price) AS price, date_time, extra) [auction BIGINT NOT NULL, "
-            "bidder BIGINT, price DOUBLE, date_time TIMESTAMP(3), extra VARCHAR]\n"
+            "bidder BIGINT, price DECIMAL(23, 3), date_time TIMESTAMP(3), extra VARCHAR]\n"
             "    Scan(bid) [auction BIGINT NOT NULL, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3), "
             "extra VARCHAR]\n");  // channel and url are not read
   const PlanNode& project = *p->inserts[1].root->input;
@@ -269,7 +269,7 @@ TEST(SqlPlannerTest, WindowAndGroupByErrorsNameWhatIsWrong) {
   EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT *" + hop + "GROUP BY auction, window_start, window_end;"),
             "line 5, column 22: SELECT * with GROUP BY: name the grouped columns and aggregates");
   EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT auction, SUM(channel)" + hop + "GROUP BY auction, window_start, window_end;"),
-            "line 5, column 31: SUM of VARCHAR: it needs BIGINT or DOUBLE");
+            "line 5, column 31: SUM of VARCHAR: it needs BIGINT, DECIMAL or DOUBLE");
   EXPECT_EQ(error_of(bid + "INSERT INTO o SELECT auction, COUNT(*) FROM HOP(bid, DESCRIPTOR(price), INTERVAL '2' SECOND, "
                            "INTERVAL '10' SECOND) GROUP BY auction, window_start, window_end;"),
             "line 5, column 65: HOP: price is not the event time of table bid (its watermark is on date_time)");

@@ -1,5 +1,6 @@
 #include "sql/types.h"
 
+#include <algorithm>
 #include <map>
 
 namespace weir::sql {
@@ -13,12 +14,21 @@ std::string_view type_name(TypeKind kind) {
     case TypeKind::kVarchar: return "VARCHAR";
     case TypeKind::kTimestamp: return "TIMESTAMP(3)";
     case TypeKind::kInterval: return "INTERVAL";
+    case TypeKind::kDecimal: return "DECIMAL";
   }
   return "?";
 }
 
+Type Type::decimal(int precision, int scale, bool nullable) {
+  Type t{TypeKind::kDecimal, nullable};
+  t.precision = static_cast<uint8_t>(std::clamp(precision, 1, kMaxDecimalPrecision));
+  t.scale = static_cast<uint8_t>(std::clamp(scale, 0, static_cast<int>(t.precision)));
+  return t;
+}
+
 std::string Type::to_string() const {
   std::string s(type_name(kind));
+  if (kind == TypeKind::kDecimal) s += "(" + std::to_string(precision) + ", " + std::to_string(scale) + ")";
   if (!nullable && kind != TypeKind::kNull) s += " NOT NULL";
   return s;
 }
@@ -29,7 +39,7 @@ std::optional<TypeKind> type_of_name(std::string_view name) {
       {"int4", TypeKind::kBigInt},       {"int2", TypeKind::kBigInt},       {"bigint", TypeKind::kBigInt},
       {"int", TypeKind::kBigInt},        {"integer", TypeKind::kBigInt},    {"smallint", TypeKind::kBigInt},
       {"tinyint", TypeKind::kBigInt},    {"float8", TypeKind::kDouble},     {"float4", TypeKind::kDouble},
-      {"double", TypeKind::kDouble},     {"numeric", TypeKind::kDouble},    {"decimal", TypeKind::kDouble},
+      {"double", TypeKind::kDouble},     {"numeric", TypeKind::kDecimal},   {"decimal", TypeKind::kDecimal},
       {"varchar", TypeKind::kVarchar},   {"text", TypeKind::kVarchar},      {"bpchar", TypeKind::kVarchar},
       {"string", TypeKind::kVarchar},    {"char", TypeKind::kVarchar},      {"timestamp", TypeKind::kTimestamp},
       {"interval", TypeKind::kInterval},
@@ -48,8 +58,35 @@ std::optional<TypeKind> common_type(TypeKind a, TypeKind b) {
   return std::nullopt;
 }
 
+std::optional<Type> common_type(const Type& a, const Type& b) {
+  const bool nullable = a.nullable || b.nullable;
+  if (a.kind != TypeKind::kDecimal && b.kind != TypeKind::kDecimal) {
+    auto k = common_type(a.kind, b.kind);
+    if (!k) return std::nullopt;
+    return Type{*k, nullable};
+  }
+  if (a.kind == TypeKind::kNull || b.kind == TypeKind::kNull) {
+    Type t = a.kind == TypeKind::kNull ? b : a;
+    t.nullable = nullable;
+    return t;
+  }
+  if (a.kind == TypeKind::kDouble || b.kind == TypeKind::kDouble) return Type{TypeKind::kDouble, nullable};
+  auto as_decimal = [](const Type& t) -> std::optional<Type> {
+    if (t.kind == TypeKind::kDecimal) return t;
+    if (t.kind == TypeKind::kBigInt) return Type::decimal(19, 0, t.nullable);
+    return std::nullopt;
+  };
+  const auto x = as_decimal(a), y = as_decimal(b);
+  if (!x || !y) return std::nullopt;
+  const int scale = std::max(x->scale, y->scale);
+  const int integer = std::max(x->precision - x->scale, y->precision - y->scale);
+  return Type::decimal(integer + scale, scale, nullable);
+}
+
 bool assignable(TypeKind from, TypeKind to) {
-  return from == to || from == TypeKind::kNull || (from == TypeKind::kBigInt && to == TypeKind::kDouble);
+  return from == to || from == TypeKind::kNull || (from == TypeKind::kBigInt && to == TypeKind::kDouble) ||
+         (to == TypeKind::kDecimal && from == TypeKind::kBigInt) ||
+         (to == TypeKind::kDouble && from == TypeKind::kDecimal);
 }
 
 }  // namespace weir::sql

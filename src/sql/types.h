@@ -4,8 +4,11 @@
 //   BOOLEAN                      bool
 //   BIGINT (INT, INTEGER,        int64_t   (every integer type is 64-bit;
 //     SMALLINT, TINYINT)                    overflow is an error)
-//   DOUBLE (FLOAT, REAL,         double
-//     DECIMAL, NUMERIC)
+//   DOUBLE (FLOAT, REAL)         double
+//   DECIMAL(p, s) (NUMERIC)      int64_t, the value times 10^s (exact; up to
+//                                           18 digits held: p may be up to
+//                                           38, a value beyond 18 digits is
+//                                           an overflow error; s <= 18)
 //   VARCHAR (STRING, TEXT,       std::string (any length; a declared length
 //     CHAR)                                   is accepted and not enforced)
 //   TIMESTAMP(3)                 int64_t, milliseconds since the epoch (UTC;
@@ -25,14 +28,22 @@
 
 namespace weir::sql {
 
-enum class TypeKind : uint8_t { kNull, kBoolean, kBigInt, kDouble, kVarchar, kTimestamp, kInterval };
+enum class TypeKind : uint8_t { kNull, kBoolean, kBigInt, kDouble, kVarchar, kTimestamp, kInterval, kDecimal };
+
+// The most digits a DECIMAL may declare, and the most it holds (and the
+// largest scale).
+inline constexpr int kMaxDecimalPrecision = 38;
+inline constexpr int kMaxDecimalDigits = 18;
 
 struct Type {
   TypeKind kind = TypeKind::kNull;
   bool nullable = true;
+  uint8_t precision = 0;  // kDecimal: digits in all
+  uint8_t scale = 0;      // kDecimal: digits after the point
 
-  bool numeric() const { return kind == TypeKind::kBigInt || kind == TypeKind::kDouble; }
-  // "BIGINT", "VARCHAR NOT NULL", ...
+  static Type decimal(int precision, int scale, bool nullable);
+  bool numeric() const { return kind == TypeKind::kBigInt || kind == TypeKind::kDouble || kind == TypeKind::kDecimal; }
+  // "BIGINT", "VARCHAR NOT NULL", "DECIMAL(23, 3)", ...
   std::string to_string() const;
   bool operator==(const Type&) const = default;
 };
@@ -48,8 +59,15 @@ std::optional<TypeKind> type_of_name(std::string_view name);
 // gives the other); nullopt when they have none.
 std::optional<TypeKind> common_type(TypeKind a, TypeKind b);
 
+// The common type of two operands, DECIMALs as Flink makes them (a BIGINT
+// is DECIMAL(19, 0); the larger scale and the more integer digits; with a
+// DOUBLE, DOUBLE); nullable if either is. nullopt when they have none.
+std::optional<Type> common_type(const Type& a, const Type& b);
+
 // Whether a value of type `from` may be stored in a column of type `to`
-// without a CAST (the same type, NULL, or BIGINT into DOUBLE).
+// without a CAST (the same type, NULL, BIGINT into DOUBLE or DECIMAL,
+// DECIMAL into DOUBLE or a DECIMAL of another scale; converted as a CAST
+// would).
 bool assignable(TypeKind from, TypeKind to);
 
 }  // namespace weir::sql
