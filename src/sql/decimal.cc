@@ -93,8 +93,13 @@ absl::StatusOr<int64_t> decimal_divide(int64_t a, int sa, int64_t b, int sb, int
   const int shift = s + sb - sa;
   __int128 n = a, d = b;
   if (shift >= 0) {
-    if (shift > 36) return out_of_range();
-    for (int i = 0; i < shift; ++i) n *= 10;
+    // |a| < 2^63: past 10^19 more the quotient cannot fit (|b| >= 1).
+    for (int i = 0; i < shift; ++i) {
+      if (n > INT64_MAX * static_cast<__int128>(pow10(18)) || n < -INT64_MAX * static_cast<__int128>(pow10(18))) {
+        return out_of_range();
+      }
+      n *= 10;
+    }
   } else {
     for (int i = 0; i < -shift; ++i) d *= 10;
   }

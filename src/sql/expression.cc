@@ -87,7 +87,7 @@ std::string timestamp_text(int64_t ms) {
 // A DECIMAL value of type `t` (precision up to 18) must have at most
 // t.precision digits.
 absl::StatusOr<Value> fits(int64_t unscaled, const Type& t) {
-  if (t.precision <= kMaxDecimalDigits && std::llabs(unscaled) >= pow10(t.precision)) {
+  if (t.precision <= kMaxDecimalDigits && (unscaled >= pow10(t.precision) || unscaled <= -pow10(t.precision))) {
     return absl::OutOfRangeError("CAST to " + t.to_string() + ": " + decimal_text(unscaled, t.scale) + " has too many digits");
   }
   return unscaled;
