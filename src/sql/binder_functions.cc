@@ -157,6 +157,10 @@ absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& s
     if (f.op == Op::kRegexpExtract || f.op == Op::kSplitIndex) nullable = true;
     return Expr::call(f.op, {f.result, nullable}, std::move(args));
   }
+  if (name == "proctime") {
+    if (!args.empty()) return error(at, "PROCTIME takes no arguments");
+    return Expr::call(Op::kProctime, {TypeKind::kTimestamp, false}, {});
+  }
   if (name == "abs") {
     const bool numeric = args.size() == 1 && args[0].type.numeric();
     if (numeric) {

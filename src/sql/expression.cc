@@ -222,6 +222,7 @@ std::string_view op_name(Op op) {
     case Op::kHour: return "HOUR";
     case Op::kMinute: return "MINUTE";
     case Op::kCountChar: return "COUNT_CHAR";
+    case Op::kProctime: return "PROCTIME";
   }
   return "?";
 }
@@ -253,7 +254,7 @@ Expr Expr::call(Op op, Type type, std::vector<Expr> args) {
 }
 
 bool Expr::is_constant() const {
-  if (kind == Kind::kColumn) return false;
+  if (kind == Kind::kColumn || (kind == Kind::kCall && op == Op::kProctime)) return false;
   for (const Expr& a : args) {
     if (!a.is_constant()) return false;
   }
@@ -312,7 +313,8 @@ std::string Expr::to_string(const std::vector<std::string>& input) const {
     case Op::kDateFormat:
     case Op::kHour:
     case Op::kMinute:
-    case Op::kCountChar: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
+    case Op::kCountChar:
+    case Op::kProctime: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
     default: return "(" + a[0] + " " + std::string(op_name(op)) + " " + a[1] + ")";
   }
 }
@@ -423,6 +425,7 @@ absl::StatusOr<Value> evaluate(const Expr& e, const Row& row) {
     case Op::kGreater: return compare(v[0], v[1]) > 0;
     case Op::kGreaterEqual: return compare(v[0], v[1]) >= 0;
     case Op::kNot: return !std::get<bool>(v[0]);
+    case Op::kProctime: return absl::ToUnixMillis(absl::Now());
     case Op::kCast: return cast(v[0], e.args[0].type, e.type);
     case Op::kConcat: {
       std::string s;

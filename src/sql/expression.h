@@ -34,6 +34,7 @@ enum class Op : uint8_t {
   kLower, kUpper, kCharLength, kAbs,
   // sql/functions.h
   kRegexpExtract, kRegexp, kLike, kSplitIndex, kSubstring, kDateFormat, kHour, kMinute, kCountChar,
+  kProctime,  // PROCTIME(): the wall clock when the row is computed
 };
 std::string_view op_name(Op op);
 

@@ -260,13 +260,13 @@ TableConnectors TableConnectors::built_in() {
         return absl::InvalidArgumentError("table " + t.name + ": rows, line " + std::to_string(line_number) + ": " +
                                           std::string(s.message()));
       }
-      Row r;
-      for (int i : read) r.values.push_back(std::move(all.values[static_cast<size_t>(i)]));
-      rows->push_back(std::move(r));
+      rows->push_back(std::move(all));
     }
+    // Event time from the declared row (the query may not read the
+    // watermark's column), then only the columns read.
     std::optional<WatermarkStrategy<Row>> watermarks;
     if (t.watermark) {
-      const int time = t.index_of(t.watermark->column);
+      const int time = declared.index_of(t.watermark->column);
       // Watermarks after every poll: results do not depend on timing.
       watermarks = WatermarkStrategy<Row>::for_bounded_out_of_orderness(
                        Duration(t.watermark->delay_ms),
@@ -281,7 +281,17 @@ TableConnectors TableConnectors::built_in() {
         },
         "values", watermarks);
     out.uid(uid);
-    return out;
+    if (read.size() == declared.columns.size()) return out;
+    DataStream<Row> pruned = out.map(
+        [read](const Row& all) {
+          Row r;
+          r.values.reserve(read.size());
+          for (int i : read) r.values.push_back(all.values[static_cast<size_t>(i)]);
+          return r;
+        },
+        "values-columns");
+    pruned.uid(uid + "-columns");
+    return pruned;
   };
   c.sinks["blackhole"] = [](const DataStream<Row>& rows, bool, const TableDef&, const std::string& uid) {
     rows.sink_to([] { return std::make_unique<Discard>(); }, "blackhole").uid(uid);

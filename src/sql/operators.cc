@@ -134,13 +134,25 @@ absl::StatusOr<DataStream<Row>> window_aggregate(const DataStream<Row>& in, cons
   WindowAssigner assigner;
   switch (w.kind) {
     case WindowSpec::Kind::kTumble:
-      assigner = TumblingEventTimeWindows::of(Duration(w.size_ms), Duration(w.offset_ms));
+      if (w.processing_time) {
+        assigner = TumblingProcessingTimeWindows::of(Duration(w.size_ms), Duration(w.offset_ms));
+      } else {
+        assigner = TumblingEventTimeWindows::of(Duration(w.size_ms), Duration(w.offset_ms));
+      }
       break;
     case WindowSpec::Kind::kHop:
-      assigner = SlidingEventTimeWindows::of(Duration(w.size_ms), Duration(w.slide_ms), Duration(w.offset_ms));
+      if (w.processing_time) {
+        assigner = SlidingProcessingTimeWindows::of(Duration(w.size_ms), Duration(w.slide_ms), Duration(w.offset_ms));
+      } else {
+        assigner = SlidingEventTimeWindows::of(Duration(w.size_ms), Duration(w.slide_ms), Duration(w.offset_ms));
+      }
       break;
     case WindowSpec::Kind::kSession:
-      assigner = EventTimeSessionWindows::with_gap(Duration(w.gap_ms));
+      if (w.processing_time) {
+        assigner = ProcessingTimeSessionWindows::with_gap(Duration(w.gap_ms));
+      } else {
+        assigner = EventTimeSessionWindows::with_gap(Duration(w.gap_ms));
+      }
       break;
   }
   auto aggregates = std::make_shared<const Aggregates>(n.aggregates);

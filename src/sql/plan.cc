@@ -14,7 +14,8 @@ int column_index(const std::vector<Column>& columns, std::string_view name) {
 }
 
 std::string WindowSpec::to_string() const {
-  const std::string offset = offset_ms != 0 ? ", offset " + std::to_string(offset_ms) + " ms" : "";
+  const std::string offset = std::string(offset_ms != 0 ? ", offset " + std::to_string(offset_ms) + " ms" : "") +
+                             (processing_time ? ", processing time" : "");
   switch (kind) {
     case Kind::kTumble:
       return "TUMBLE(" + time_column + ", size " + std::to_string(size_ms) + " ms" + offset + ")";
@@ -22,7 +23,7 @@ std::string WindowSpec::to_string() const {
       return "HOP(" + time_column + ", slide " + std::to_string(slide_ms) + " ms, size " + std::to_string(size_ms) +
              " ms" + offset + ")";
     case Kind::kSession:
-      return "SESSION(" + time_column + ", gap " + std::to_string(gap_ms) + " ms)";
+      return "SESSION(" + time_column + ", gap " + std::to_string(gap_ms) + " ms" + offset + ")";
   }
   return "?";
 }
@@ -43,6 +44,7 @@ std::vector<std::string> PlanNode::column_names() const {
 bool is_updating(const PlanNode& n) {
   switch (n.kind) {
     case PlanNode::Kind::kAggregate:
+      if (n.input->kind == PlanNode::Kind::kWindow) return false;  // the window operator's, also of processing time
       return !window_bounds(*n.input) || is_updating(*n.input);
     case PlanNode::Kind::kJoin:
       return is_updating(*n.input) || is_updating(*n.right);
@@ -58,6 +60,7 @@ bool is_updating(const PlanNode& n) {
 std::optional<WindowBounds> window_bounds(const PlanNode& n) {
   switch (n.kind) {
     case PlanNode::Kind::kWindow: {
+      if (n.window->processing_time) return std::nullopt;  // not closed by watermarks
       const int first = static_cast<int>(n.input->columns.size());
       return WindowBounds{first, first + 1};
     }

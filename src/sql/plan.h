@@ -61,6 +61,10 @@ struct WindowSpec {
   int64_t gap_ms = 0;     // kSession
   int64_t offset_ms = 0;  // kTumble, kHop
   std::string time_column;
+  // Windows of the wall clock (the time column is PROCTIME()), fired when
+  // the clock passes their end (and at the end of a bounded input), not of
+  // event time: their rows are no windowed rows.
+  bool processing_time = false;
 
   // "HOP(date_time, slide 2000 ms, size 10000 ms)"
   std::string to_string() const;

@@ -59,6 +59,8 @@ class QueryPlanner {
 
   // ---- window_planner.cc
   absl::StatusOr<Node> window_function(const nlohmann::json& r, std::vector<Scope>* scopes, int offset);
+  enum class TimeAttribute : uint8_t { kNone, kEventTime, kProcessingTime };
+  TimeAttribute time_attribute(const PlanNode& n, int column) const;
   absl::StatusOr<Node> grouped(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset);
   absl::StatusOr<Node> grouped_output(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, Grouping g,
                                       int first, int offset);

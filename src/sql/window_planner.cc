@@ -10,10 +10,33 @@ namespace weir::sql {
 
 using nlohmann::json;
 
+// What column `column` of `n`'s rows is: the event time of a table (its
+// watermark column, selected as it is), PROCTIME(), or neither.
+QueryPlanner::TimeAttribute QueryPlanner::time_attribute(const PlanNode& n, int column) const {
+  switch (n.kind) {
+    case PlanNode::Kind::kScan: {
+      const TableDef* t = find_table_(n.table);
+      const bool event = t != nullptr && t->watermark && absl::EqualsIgnoreCase(n.columns[column].name, t->watermark->column);
+      return event ? TimeAttribute::kEventTime : TimeAttribute::kNone;
+    }
+    case PlanNode::Kind::kFilter:
+      return time_attribute(*n.input, column);
+    case PlanNode::Kind::kProject: {
+      const Expr& e = n.exprs[column];
+      if (e.kind == Expr::Kind::kCall && e.op == Op::kProctime) return TimeAttribute::kProcessingTime;
+      return e.kind == Expr::Kind::kColumn ? time_attribute(*n.input, e.column) : TimeAttribute::kNone;
+    }
+    default:
+      return TimeAttribute::kNone;
+  }
+}
+
 // FROM TUMBLE(t, DESCRIPTOR(ts), size [, offset]), HOP(t, DESCRIPTOR(ts),
 // slide, size [, offset]) or SESSION(t, DESCRIPTOR(ts), gap): the rows of
 // table t with the window columns after its own (for HOP, once per
-// window). ts must be t's event time (its watermark column).
+// window). t is a table or a subquery; ts its time attribute: the event
+// time (a table's watermark column, also through a subquery) or a
+// PROCTIME() column of the subquery (processing-time windows).
 absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const json& r, std::vector<Scope>* scopes,
                                                                         int offset) {
   const json& call = r["functions"][0]["List"]["items"][0];
@@ -33,12 +56,29 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
   const std::string usage = name + "(table, DESCRIPTOR(time column), " +
                             (name == "HOP" ? "slide, size [, offset])" : name == "TUMBLE" ? "size [, offset])" : "gap)");
   if (args.size() < 2 + durations || args.size() > 2 + durations + optional) return error(at, "the window function " + usage);
-  // The table.
-  const auto table_name = node_name(args[0]) == "ColumnRef" ? strings_of(args[0]["ColumnRef"]["fields"]) : std::vector<std::string>{};
-  if (table_name.size() != 1) return unsupported(location_of(args[0]), usage + " over anything but a declared table");
-  const TableDef* t = find_table_(table_name[0]);
-  if (t == nullptr) return error(location_of(args[0]), "no table " + table_name[0] + " (declare it with CREATE TABLE)");
-  // Its event time.
+  // The table: a declared table, or a subquery ((SELECT ...), whose rows
+  // may carry PROCTIME()).
+  Node input;
+  std::string qualifier;
+  const TableDef* t = nullptr;
+  if (node_name(args[0]) == "SubLink" && args[0]["SubLink"].contains("subselect")) {
+    auto inner = select(args[0]["SubLink"]["subselect"]["SelectStmt"], offset);
+    if (!inner.ok()) return inner.status();
+    if (is_updating(**inner)) return unsupported(location_of(args[0]), name + " over an updating result");
+    input = *std::move(inner);
+  } else {
+    const auto table_name = node_name(args[0]) == "ColumnRef" ? strings_of(args[0]["ColumnRef"]["fields"]) : std::vector<std::string>{};
+    if (table_name.size() != 1) return unsupported(location_of(args[0]), usage + " over anything but a table or (SELECT ...)");
+    t = find_table_(table_name[0]);
+    if (t == nullptr) return error(location_of(args[0]), "no table " + table_name[0] + " (declare it with CREATE TABLE)");
+    input = std::make_unique<PlanNode>();
+    input->kind = PlanNode::Kind::kScan;
+    input->table = t->name;
+    input->columns = t->columns;
+    qualifier = t->name;
+  }
+  // Its time attribute: the event time (a table's watermark column) or
+  // PROCTIME().
   const json& d = args[1];
   const auto d_name = node_name(d) == "FuncCall" ? strings_of(d["FuncCall"].value("funcname", json::array())) : std::vector<std::string>{};
   const json d_args = node_name(d) == "FuncCall" ? d["FuncCall"].value("args", json::array()) : json::array();
@@ -47,14 +87,22 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
   if (d_name.size() != 1 || !absl::EqualsIgnoreCase(d_name[0], "descriptor") || column.size() != 1) {
     return error(location_of(d), name + ": the second argument is DESCRIPTOR(time column)");
   }
-  if (!t->watermark) {
+  if (t != nullptr && !t->watermark) {
     return error(location_of(d), name + ": table " + t->name + " has no event time (declare its watermark option)");
   }
-  if (!absl::EqualsIgnoreCase(column[0], t->watermark->column)) {
+  if (t != nullptr && !absl::EqualsIgnoreCase(column[0], t->watermark->column)) {
     return error(location_of(d_args[0]), name + ": " + column[0] + " is not the event time of table " + t->name +
                                              " (its watermark is on " + t->watermark->column + ")");
   }
-  w.time_column = t->watermark->column;
+  const int time = column_index(input->columns, column[0]);
+  if (time < 0) return error(location_of(d_args[0]), name + ": no column " + column[0]);
+  const TimeAttribute attribute = time_attribute(*input, time);
+  if (attribute == TimeAttribute::kNone) {
+    return error(location_of(d_args[0]), name + ": " + column[0] + " is no time attribute (a table's watermark column, " +
+                                             "or PROCTIME())");
+  }
+  w.time_column = input->columns[time].name;
+  w.processing_time = attribute == TimeAttribute::kProcessingTime;
   // Its durations, constant INTERVALs.
   std::vector<int64_t> ms;
   for (size_t i = 2; i < args.size(); ++i) {
@@ -88,19 +136,15 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
   if (w.offset_ms < 0 || (w.size_ms > 0 && w.offset_ms >= (w.kind == WindowSpec::Kind::kHop ? w.slide_ms : w.size_ms))) {
     return error(at, name + ": the offset must be at least 0 and less than the " + (w.kind == WindowSpec::Kind::kHop ? "slide" : "size"));
   }
-  auto scan = std::make_unique<PlanNode>();
-  scan->kind = PlanNode::Kind::kScan;
-  scan->table = t->name;
-  scan->columns = t->columns;
   auto window = std::make_unique<PlanNode>();
   window->kind = PlanNode::Kind::kWindow;
-  window->columns = t->columns;
+  window->columns = input->columns;
   for (const char* c : {"window_start", "window_end", "window_time"}) {
     window->columns.push_back({c, {TypeKind::kTimestamp, false}});
   }
   window->window = w;
-  window->input = std::move(scan);
-  scopes->push_back({r.contains("alias") ? r["alias"].value("aliasname", t->name) : t->name, window->columns});
+  window->input = std::move(input);
+  scopes->push_back({r.contains("alias") ? r["alias"].value("aliasname", qualifier) : qualifier, window->columns});
   (void)offset;
   return window;
 }
@@ -126,7 +170,11 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped(const json& s, N
   // Without a window: a group aggregation, its result updated as rows come
   // (a changelog). Over an updating result the window's columns are plain
   // columns: the rows of a window are no longer final when it ends.
-  const auto bounds = is_updating(*input) ? std::nullopt : window_bounds(*input);
+  auto bounds = is_updating(*input) ? std::nullopt : window_bounds(*input);
+  if (input->kind == PlanNode::Kind::kWindow) {  // also processing-time windows: the window operator's
+    const int first = static_cast<int>(input->input->columns.size());
+    bounds = WindowBounds{first, first + 1};
+  }
   if (!bounds) return grouped_output(s, std::move(input), scopes, std::move(g), INT32_MAX, offset);
   bool start = false, end = false;
   for (const Expr& k : g.keys) {
