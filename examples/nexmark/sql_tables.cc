@@ -119,7 +119,7 @@ absl::Status apply_options(const sql::TableDef& t, QueryOptions* o) {
       continue;
     }
     if (target == nullptr) {
-      if (name == "connector" || name == "kind" || name == "watermark") continue;
+      if (name == "connector" || name == "kind" || name == "watermark" || name == "primary-key") continue;
       return absl::InvalidArgumentError("table " + t.name + ": unknown option '" + name +
                                         "' of the nexmark connector (kind, events, rate, event-rate, seed, fail-every, watermark)");
     }

@@ -198,12 +198,16 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
 
 // An inner equi-join: both sides' rows per key, each new row joined with
 // every row of the other side so far (left columns first), kept if the
-// condition holds. A window join drops the key's rows once the watermark
-// passes their window's last millisecond.
+// condition holds; a unique side's partners kept only until it comes. A
+// window join drops the key's rows once the watermark passes their
+// window's last millisecond.
 class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row> {
  public:
-  JoinRows(std::optional<Expr> condition, std::string where, int left_end, int right_end)
-      : condition_(std::move(condition)), where_(std::move(where)), left_end_(left_end), right_end_(right_end) {}
+  JoinRows(std::optional<Expr> condition, std::string where, int left_end, int right_end, bool left_unique,
+           bool right_unique, std::optional<Expr> left_filter, std::optional<Expr> right_filter)
+      : condition_(std::move(condition)), where_(std::move(where)), left_end_(left_end), right_end_(right_end),
+        left_unique_(left_unique), right_unique_(right_unique), left_filter_(std::move(left_filter)),
+        right_filter_(std::move(right_filter)) {}
 
   absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
     left_ = &ctx.get_list_state(ListStateDescriptor<Row>{"left"});
@@ -212,13 +216,21 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   }
   void process_element1(const Row& row, Context& ctx, Collector<Row>& out) override {
     if (!keep(row, left_end_, ctx)) return;
-    for (const Row& r : right_->get()) emit(row, r, out);
-    left_->add(row);
+    const bool passes = holds(left_filter_, row);
+    const std::vector<Row> rights = right_->get();
+    for (const Row& r : rights) {
+      if (passes && !is_marker(r)) emit(row, r, out);
+    }
+    settle(passes ? row : marker(), left_unique_, right_unique_, !rights.empty(), left_, right_);
   }
   void process_element2(const Row& row, Context& ctx, Collector<Row>& out) override {
     if (!keep(row, right_end_, ctx)) return;
-    for (const Row& l : left_->get()) emit(l, row, out);
-    right_->add(row);
+    const bool passes = holds(right_filter_, row);
+    const std::vector<Row> lefts = left_->get();
+    for (const Row& l : lefts) {
+      if (passes && !is_marker(l)) emit(l, row, out);
+    }
+    settle(passes ? row : marker(), right_unique_, left_unique_, !lefts.empty(), right_, left_);
   }
   void on_timer(int64_t, OnTimerContext&, Collector<Row>&) override {
     left_->clear();
@@ -226,6 +238,28 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   }
 
  private:
+  // A unique side's row that failed its own filter: kept in its place as
+  // an empty row (inputs are inserts only, so no row is a -D).
+  static Row marker() {
+    Row r;
+    r.kind = RowKind::kDelete;
+    return r;
+  }
+  static bool is_marker(const Row& r) { return r.kind == RowKind::kDelete && r.values.empty(); }
+  bool holds(const std::optional<Expr>& filter, const Row& row) const {
+    if (!filter) return true;
+    const Value v = evaluate_or_throw(*filter, row, where_filter_);
+    return std::holds_alternative<bool>(v) && std::get<bool>(v);
+  }
+  // After `row` of one side met the other side's rows: with unique sides
+  // (sql/plan.h), the other side's rows have met their only partner if this
+  // side is unique, and this row has met every partner it will if the other
+  // side is unique and its row is here; else it waits for them.
+  static void settle(const Row& row, bool unique, bool other_unique, bool other_here, ListState<Row>* mine,
+                     ListState<Row>* others) {
+    if (unique && other_here) others->clear();
+    if (!(other_unique && other_here)) mine->add(row);
+  }
   // Whether a row joins at all: not with a NULL key (NULL equals
   // nothing), and in a window join not after its window.
   bool keep(const Row& row, int end_column, Context& ctx) {
@@ -251,6 +285,9 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   const std::optional<Expr> condition_;
   const std::string where_;
   const int left_end_, right_end_;
+  const bool left_unique_, right_unique_;
+  const std::optional<Expr> left_filter_, right_filter_;
+  const std::string where_filter_ = "WHERE of a join's unique side";
   ListState<Row>* left_ = nullptr;
   ListState<Row>* right_ = nullptr;
 };
@@ -306,8 +343,10 @@ absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStre
           .key_by([lk](const Row& row) { return lk->encode_join(row); },
                   [rk](const Row& row) { return rk->encode_join(row); })
           .process<Row>(
-              [condition, where, left_end, right_end] {
-                return std::make_unique<JoinRows>(condition, where, left_end, right_end);
+              [condition, where, left_end, right_end, left_unique = n.left_unique, right_unique = n.right_unique,
+               left_filter = n.left_filter, right_filter = n.right_filter] {
+                return std::make_unique<JoinRows>(condition, where, left_end, right_end, left_unique, right_unique,
+                                                  left_filter, right_filter);
               },
               n.window_join ? "window-join" : "join");
   out.uid(uid + "join");

@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "sql/query_planner.h"
 
 namespace weir::sql {
@@ -164,7 +165,75 @@ absl::Status QueryPlanner::finish_joins(PlanNode* n, int offset) {
     };
     n->window_join = joined_on(l->start, r->start) && joined_on(l->end, r->end);
   }
+  n->left_unique = unique_on(*n->input, n->left_keys);
+  n->right_unique = unique_on(*n->right, n->right_keys);
+  // A unique side's filter goes into the join, so that the other side's
+  // rows do not wait forever for a row the filter dropped.
+  auto pull_filter = [](std::unique_ptr<PlanNode>& side, std::optional<Expr>& filter) {
+    if (side->kind != PlanNode::Kind::kFilter) return;
+    filter = std::move(side->exprs[0]);
+    side = std::move(side->input);
+  };
+  if (n->left_unique && !n->right_unique) pull_filter(n->input, n->left_filter);
+  if (n->right_unique && !n->left_unique) pull_filter(n->right, n->right_filter);
   return absl::OkStatus();
+}
+
+// The sets of columns of `n` whose values no two of its rows share: a
+// scanned table's PRIMARY KEY, through filters and projections that keep
+// its columns.
+std::vector<std::vector<int>> QueryPlanner::unique_keys(const PlanNode& n) const {
+  switch (n.kind) {
+    case PlanNode::Kind::kScan: {
+      const TableDef* t = find_table_(n.table);
+      if (t == nullptr || !t->options.contains("primary-key")) return {};
+      std::vector<int> key;
+      for (absl::string_view c : absl::StrSplit(t->options.at("primary-key"), ',')) {
+        const int i = column_index(n.columns, std::string_view(c.data(), c.size()));
+        if (i < 0) return {};  // not read: the rows may repeat on what is
+        key.push_back(i);
+      }
+      return {key};
+    }
+    case PlanNode::Kind::kFilter:
+      return unique_keys(*n.input);
+    case PlanNode::Kind::kProject: {
+      std::vector<std::vector<int>> out;
+      for (const std::vector<int>& key : unique_keys(*n.input)) {
+        std::vector<int> mapped;
+        for (int c : key) {
+          for (size_t i = 0; i < n.exprs.size(); ++i) {
+            if (n.exprs[i].kind == Expr::Kind::kColumn && n.exprs[i].column == c) {
+              mapped.push_back(static_cast<int>(i));
+              break;
+            }
+          }
+        }
+        if (mapped.size() == key.size()) out.push_back(std::move(mapped));
+      }
+      return out;
+    }
+    default:
+      return {};
+  }
+}
+
+// Whether rows of `side` are unique per value of `keys` (over its columns):
+// an append-only side whose keys read every column of a unique key.
+bool QueryPlanner::unique_on(const PlanNode& side, const std::vector<Expr>& keys) const {
+  if (is_updating(side)) return false;
+  std::vector<int> columns;  // read as they are (or cast, which keeps them apart)
+  for (const Expr& k : keys) {
+    const Expr* e = &k;
+    if (e->kind == Expr::Kind::kCall && e->op == Op::kCast && e->type.kind != TypeKind::kDouble) e = &e->args[0];
+    if (e->kind == Expr::Kind::kColumn) columns.push_back(e->column);
+  }
+  for (const std::vector<int>& key : unique_keys(side)) {
+    if (std::all_of(key.begin(), key.end(), [&](int c) { return std::find(columns.begin(), columns.end(), c) != columns.end(); })) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace weir::sql

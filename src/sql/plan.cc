@@ -137,8 +137,15 @@ void explain_into(const PlanNode& n, int depth, std::string* out) {
       for (size_t i = 0; i < n.left_keys.size(); ++i) {
         keys.push_back(n.left_keys[i].to_string(in) + " = " + n.right_keys[i].to_string(right));
       }
+      const std::string unique = n.left_unique && n.right_unique ? "; unique: both"
+                                 : n.left_unique                    ? "; unique: left"
+                                 : n.right_unique                   ? "; unique: right"
+                                                                    : "";
+      std::string filters;
+      if (n.left_filter) filters += "; left: " + n.left_filter->to_string(in);
+      if (n.right_filter) filters += "; right: " + n.right_filter->to_string(right);
       line += std::string(n.window_join ? "WindowJoin(" : "Join(") + absl::StrJoin(keys, ", ") +
-              (n.exprs.empty() ? "" : "; " + n.exprs[0].to_string(both)) + ")";
+              (n.exprs.empty() ? "" : "; " + n.exprs[0].to_string(both)) + unique + filters + ")";
       break;
     }
     case PlanNode::Kind::kRank: {

@@ -108,6 +108,15 @@ struct PlanNode {
   // window's rows are dropped once the watermark passes its end.
   std::vector<Expr> left_keys, right_keys;
   bool window_join = false;
+  // A side whose rows are unique per join key (its keys cover a PRIMARY KEY
+  // of the table it reads, inserts only): at most one row of it ever
+  // matches, so the other side's rows wait only until it comes, and none is
+  // kept once it is there.
+  bool left_unique = false, right_unique = false;
+  // A unique side's own condition, checked in the join rather than below
+  // it (over that side's columns): a row of it that fails still tells the
+  // join it came, so the other side's rows for its key stop waiting.
+  std::optional<Expr> left_filter, right_filter;
   // kRank (ROW_NUMBER() OVER (PARTITION BY exprs ORDER BY order_keys)
   // WHERE rn <= limit): per partition the first `limit` rows in that
   // order, the input's columns and then the row number; an updating

@@ -176,6 +176,34 @@ constexpr const char* kPeople =
 // A join's condition and the WHERE above it: each side's own conjuncts go
 // below it, equalities between the sides become keys (as one type), the
 // rest its condition; each side reads only the columns used.
+// A join on a side's PRIMARY KEY knows that side unique, and checks that
+// side's own filter in the join instead of below it; a side whose key is
+// not its whole primary key (or whose key is a DOUBLE cast) is not unique.
+TEST(SqlPlannerTest, AJoinOnAPrimaryKeyKnowsItsSideUnique) {
+  const std::string tables =
+      "CREATE TABLE u (id BIGINT PRIMARY KEY, kind VARCHAR) WITH (connector = 'values', rows = '1,a');\n"
+      "CREATE TABLE p (a BIGINT, b BIGINT, n VARCHAR, PRIMARY KEY (a, b)) WITH (connector = 'values', rows = '1,2,x');\n"
+      "CREATE TABLE o (uid BIGINT, v DOUBLE) WITH (connector = 'values', rows = '1,10');\n"
+      "CREATE TABLE x (a BIGINT, b DOUBLE, c VARCHAR) WITH (connector = 'print');\n";
+  auto p = plan(tables + "INSERT INTO x SELECT uid, v, kind FROM o JOIN u ON o.uid = u.id WHERE u.kind <> 'b' AND v > 1;");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(explain(*p->inserts[0].root->input->input),
+            "Join(uid = id; unique: right; right: (kind <> 'b')) [uid BIGINT, v DOUBLE, id BIGINT NOT NULL, kind VARCHAR]\n"
+            "  Filter((v > 1)) [uid BIGINT, v DOUBLE]\n"
+            "    Scan(o) [uid BIGINT, v DOUBLE]\n"
+            "  Scan(u) [id BIGINT NOT NULL, kind VARCHAR]\n");
+  p = plan(tables + "INSERT INTO x SELECT o.uid, o.v, p.n FROM o JOIN p ON o.uid = p.a;");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const PlanNode& half = *p->inserts[0].root->input->input;
+  ASSERT_EQ(half.kind, PlanNode::Kind::kJoin);
+  EXPECT_FALSE(half.left_unique || half.right_unique);
+  p = plan(tables + "INSERT INTO x SELECT o.uid, o.v, u.kind FROM o JOIN u ON o.v = u.id;");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const PlanNode& as_double = *p->inserts[0].root->input->input;
+  ASSERT_EQ(as_double.kind, PlanNode::Kind::kJoin);
+  EXPECT_FALSE(as_double.right_unique);
+}
+
 TEST(SqlPlannerTest, JoinsTakeKeysFromConditionsAndPushTheRestDown) {
   auto p = plan(std::string(kBids) + kPeople +
                 "CREATE TABLE o (name VARCHAR, price BIGINT) WITH (connector = 'print');\n"

@@ -311,13 +311,15 @@ void prune_join(PlanNode* top) {
   if (!j->exprs.empty()) mark(j->exprs[0], &used);
   for (const Expr& k : j->left_keys) mark(k, &used);
   for (const Expr& k : j->right_keys) mark(k, &used, left_width);
+  if (j->left_filter) mark(*j->left_filter, &used);
+  if (j->right_filter) mark(*j->right_filter, &used, left_width);
   std::vector<int> to(width, -1);
   int kept = 0;
   for (int i = 0; i < width; ++i) {
     if (used[i]) to[i] = kept++;
   }
   // Each side: a projection of its used columns, keys renumbered.
-  auto narrow_side = [&](std::unique_ptr<PlanNode>& side, std::vector<Expr>& keys, int from) {
+  auto narrow_side = [&](std::unique_ptr<PlanNode>& side, std::vector<Expr>& keys, std::optional<Expr>& filter, int from) {
     const int n = static_cast<int>(side->columns.size());
     std::vector<int> local(n, -1);
     auto p = std::make_unique<PlanNode>();
@@ -330,12 +332,13 @@ void prune_join(PlanNode* top) {
     }
     if (static_cast<int>(p->exprs.size()) == n) return;
     for (Expr& k : keys) renumber(k, local);
+    if (filter) renumber(*filter, local);
     p->input = std::move(side);
     prune_inputs(p.get());
     side = std::move(p);
   };
-  narrow_side(j->input, j->left_keys, 0);
-  narrow_side(j->right, j->right_keys, left_width);
+  narrow_side(j->input, j->left_keys, j->left_filter, 0);
+  narrow_side(j->right, j->right_keys, j->right_filter, left_width);
   if (kept == width) return;
   for (Expr* e : above) renumber(*e, to);
   if (!j->exprs.empty()) renumber(j->exprs[0], to);

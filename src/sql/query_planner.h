@@ -61,6 +61,8 @@ class QueryPlanner {
   absl::StatusOr<Node> window_function(const nlohmann::json& r, std::vector<Scope>* scopes, int offset);
   enum class TimeAttribute : uint8_t { kNone, kEventTime, kProcessingTime };
   TimeAttribute time_attribute(const PlanNode& n, int column) const;
+  std::vector<std::vector<int>> unique_keys(const PlanNode& n) const;
+  bool unique_on(const PlanNode& side, const std::vector<Expr>& keys) const;
   absl::StatusOr<Node> grouped(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset);
   absl::StatusOr<Node> grouped_output(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, Grouping g,
                                       int first, int offset);

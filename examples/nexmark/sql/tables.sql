@@ -3,9 +3,11 @@
 -- file is run after this one. Field names are snake_case (date_time for
 -- dateTime; either spelling matches a generator field); connector options
 -- are written name = 'value' (PostgreSQL's grammar). Event time is
--- date_time, with watermarks 4 s behind the newest seen.
+-- date_time, with watermarks 4 s behind the newest seen. A person's and an
+-- auction's id are their primary keys (unique, as the generator makes
+-- them): a join on one keeps the other side's rows only until it comes.
 CREATE TABLE person (
-  id BIGINT,
+  id BIGINT PRIMARY KEY,
   name VARCHAR,
   email_address VARCHAR,
   credit_card VARCHAR,
@@ -16,7 +18,7 @@ CREATE TABLE person (
 ) WITH (connector = 'nexmark', watermark = 'date_time - INTERVAL ''4'' SECOND');
 
 CREATE TABLE auction (
-  id BIGINT,
+  id BIGINT PRIMARY KEY,
   item_name VARCHAR,
   description VARCHAR,
   initial_bid BIGINT,
