@@ -210,27 +210,27 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
         right_filter_(std::move(right_filter)) {}
 
   absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
-    left_ = &ctx.get_list_state(ListStateDescriptor<Row>{"left"});
-    right_ = &ctx.get_list_state(ListStateDescriptor<Row>{"right"});
+    left_ = &ctx.get_list_state(ListStateDescriptor<std::string>{"left"});
+    right_ = &ctx.get_list_state(ListStateDescriptor<std::string>{"right"});
     return absl::OkStatus();
   }
   void process_element1(const Row& row, Context& ctx, Collector<Row>& out) override {
     if (!keep(row, left_end_, ctx)) return;
     const bool passes = holds(left_filter_, row);
-    const std::vector<Row> rights = right_->get();
-    for (const Row& r : rights) {
-      if (passes && !is_marker(r)) emit(row, r, out);
+    const std::vector<std::string> rights = right_->get();
+    for (const std::string& r : rights) {
+      if (passes && !r.empty()) emit(row, decoded(r), out);
     }
-    settle(passes ? row : marker(), left_unique_, right_unique_, !rights.empty(), left_, right_);
+    settle(passes ? encoded(row) : std::string(), left_unique_, right_unique_, !rights.empty(), left_, right_);
   }
   void process_element2(const Row& row, Context& ctx, Collector<Row>& out) override {
     if (!keep(row, right_end_, ctx)) return;
     const bool passes = holds(right_filter_, row);
-    const std::vector<Row> lefts = left_->get();
-    for (const Row& l : lefts) {
-      if (passes && !is_marker(l)) emit(l, row, out);
+    const std::vector<std::string> lefts = left_->get();
+    for (const std::string& l : lefts) {
+      if (passes && !l.empty()) emit(decoded(l), row, out);
     }
-    settle(passes ? row : marker(), right_unique_, left_unique_, !lefts.empty(), right_, left_);
+    settle(passes ? encoded(row) : std::string(), right_unique_, left_unique_, !lefts.empty(), right_, left_);
   }
   void on_timer(int64_t, OnTimerContext&, Collector<Row>&) override {
     left_->clear();
@@ -238,14 +238,23 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   }
 
  private:
-  // A unique side's row that failed its own filter: kept in its place as
-  // an empty row (inputs are inserts only, so no row is a -D).
-  static Row marker() {
+  // Rows in state are their values encoded (Serializer<Value>), a fraction
+  // of a weir::Row's size (inputs are inserts only: no kind). A unique
+  // side's row that failed its own filter is kept as an empty string.
+  static std::string encoded(const Row& row) {
+    std::string s;
+    ByteWriter out(&s);
+    out.put_varint(row.values.size());
+    for (const Value& v : row.values) Serializer<Value>::write(out, v);
+    return s;
+  }
+  static Row decoded(const std::string& s) {
     Row r;
-    r.kind = RowKind::kDelete;
+    ByteReader in(s);
+    r.values.resize(in.get_varint());
+    for (Value& v : r.values) v = Serializer<Value>::read(in);
     return r;
   }
-  static bool is_marker(const Row& r) { return r.kind == RowKind::kDelete && r.values.empty(); }
   bool holds(const std::optional<Expr>& filter, const Row& row) const {
     if (!filter) return true;
     const Value v = evaluate_or_throw(*filter, row, where_filter_);
@@ -255,8 +264,8 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   // (sql/plan.h), the other side's rows have met their only partner if this
   // side is unique, and this row has met every partner it will if the other
   // side is unique and its row is here; else it waits for them.
-  static void settle(const Row& row, bool unique, bool other_unique, bool other_here, ListState<Row>* mine,
-                     ListState<Row>* others) {
+  static void settle(const std::string& row, bool unique, bool other_unique, bool other_here,
+                     ListState<std::string>* mine, ListState<std::string>* others) {
     if (unique && other_here) others->clear();
     if (!(other_unique && other_here)) mine->add(row);
   }
@@ -288,8 +297,8 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   const bool left_unique_, right_unique_;
   const std::optional<Expr> left_filter_, right_filter_;
   const std::string where_filter_ = "WHERE of a join's unique side";
-  ListState<Row>* left_ = nullptr;
-  ListState<Row>* right_ = nullptr;
+  ListState<std::string>* left_ = nullptr;
+  ListState<std::string>* right_ = nullptr;
 };
 
 }  // namespace
