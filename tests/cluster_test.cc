@@ -225,9 +225,11 @@ TEST(ClusterTest, SqlScriptRunsOnTheClusterAsEmbedded) {
            "INSERT INTO o SELECT auction, window_start, COUNT(*), MAX(price)\n"
            "FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '5' SECOND) GROUP BY auction, window_start, window_end;\n";
   };
-  auto run = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "sql", "--script",
-                                script(c.dir().path("cluster-out"), "9000"), "-p", "2", "--checkpoint-dir",
-                                c.dir().path("chk"), "--checkpoint-interval", "100ms"},
+  // weir sql FILE --jobmanager: the script submitted as the built-in job sql.
+  std::ofstream(c.dir().path("cluster.sql")) << script(c.dir().path("cluster-out"), "9000");
+  auto run = testing::run_weir({"sql", c.dir().path("cluster.sql"), "-p", "2", "--checkpoint-dir", c.dir().path("chk"),
+                                "--checkpoint-interval", "100ms", "--jobmanager", c.rest(), "--secret-file",
+                                c.secret_file()},
                                c.dir().path("run"));
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find("FINISHED"), std::string::npos) << run.out;
@@ -246,6 +248,16 @@ TEST(ClusterTest, SqlScriptRunsOnTheClusterAsEmbedded) {
                                c.dir().path("bad"));
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.err.find("line 2, column 22: no column b"), std::string::npos) << bad.err;
+  // weir sql FILE --jobmanager plans the script first: nothing submitted.
+  std::ofstream(c.dir().path("bad.sql")) << "CREATE TABLE t (a BIGINT) WITH (connector = 'print');\nINSERT INTO t SELECT b FROM t;";
+  auto jobs_before = testing::run_weir({"list", "--jobmanager", c.rest(), "--secret-file", c.secret_file()}, c.dir().path("l1"));
+  auto planned_here = testing::run_weir(
+      {"sql", c.dir().path("bad.sql"), "--jobmanager", c.rest(), "--secret-file", c.secret_file()}, c.dir().path("bad2"));
+  EXPECT_EQ(planned_here.code, 2) << planned_here.err;
+  EXPECT_EQ(planned_here.err, "weir: " + c.dir().path("bad.sql") + ": line 2, column 22: no column b\n");
+  auto jobs_after = testing::run_weir({"list", "--jobmanager", c.rest(), "--secret-file", c.secret_file()}, c.dir().path("l2"));
+  ASSERT_EQ(jobs_after.code, 0) << jobs_after.err;
+  EXPECT_EQ(jobs_after.out, jobs_before.out);
 }
 
 // The JobManager and TaskManagers log what an operator follows at info:

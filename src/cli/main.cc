@@ -253,15 +253,15 @@ int run_nexmark(const NexmarkFlags& nf, const JobFlags& flags) {
 
 }  // namespace
 
-// `weir example running-sum ARGS --jobmanager HOST:PORT` and `weir nexmark
-// ARGS --jobmanager HOST:PORT` submit the job to a cluster instead of running
+// `weir example running-sum ARGS --jobmanager HOST:PORT`, `weir nexmark
+// ARGS --jobmanager HOST:PORT` and `weir sql FILE ARGS --jobmanager
+// HOST:PORT` (its script read and planned first) submit the job to a cluster instead of running
 // it here: they become `weir run --jobmanager HOST:PORT JOB ARGS` (with
 // --secret-file, --config and --detached passed on). Empty when not asked for.
-std::vector<std::string> as_cluster_submission(int argc, char** argv) {
-  std::vector<std::string> args(argv, argv + argc);
+std::vector<std::string> as_cluster_submission(std::vector<std::string> args) {
   size_t job_at = 0;
   if (args.size() > 2 && args[1] == "example" && (args[2] == "running-sum" || args[2] == "orders")) job_at = 2;
-  if (args.size() > 1 && args[1] == "nexmark") job_at = 1;
+  if (args.size() > 1 && (args[1] == "nexmark" || args[1] == "sql")) job_at = 1;  // sql: with --script TEXT
   if (job_at == 0 || std::find(args.begin(), args.end(), "--jobmanager") == args.end()) return {};
   std::vector<std::string> run = {args[0], "run"};
   std::vector<std::string> job_args;
@@ -288,7 +288,9 @@ int main(int argc, char** argv) {
   // A peer that closes a connection is an error to handle, not the end of
   // the process (TLS writes cannot ask for MSG_NOSIGNAL).
   std::signal(SIGPIPE, SIG_IGN);
-  std::vector<std::string> submission = as_cluster_submission(argc, argv);
+  std::vector<std::string> given(argv, argv + argc);
+  if (std::optional<int> failed = weir::cli::sql_script_for_cluster(&given)) return *failed;
+  std::vector<std::string> submission = as_cluster_submission(given);
   std::vector<char*> submission_argv;
   for (auto& a : submission) submission_argv.push_back(a.data());
   if (!submission.empty()) {

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -29,22 +31,50 @@ SqlCommand::SqlCommand(CLI::App& app) : f_(std::make_unique<Flags>()) {
 
 SqlCommand::~SqlCommand() = default;
 
+namespace {
+
+// The script in `file` (- for standard input), or false having said why.
+bool read_script(const std::string& file, std::string* text) {
+  std::ostringstream all;
+  if (file == "-") {
+    all << std::cin.rdbuf();
+  } else {
+    std::ifstream in(file);
+    if (!in) {
+      fail(kBadInput, "cannot read " + file + ": " + std::strerror(errno));
+      return false;
+    }
+    all << in.rdbuf();
+  }
+  *text = all.str();
+  return true;
+}
+
+}  // namespace
+
+std::optional<int> sql_script_for_cluster(std::vector<std::string>* args) {
+  std::vector<std::string>& a = *args;
+  if (a.size() < 3 || a[1] != "sql" || (a[2].rfind('-', 0) == 0 && a[2] != "-")) return std::nullopt;
+  if (std::find(a.begin(), a.end(), "--jobmanager") == a.end()) return std::nullopt;
+  if (std::find(a.begin(), a.end(), "--explain") != a.end()) return std::nullopt;
+  std::string text;
+  if (!read_script(a[2], &text)) return kBadInput;
+  const std::string name = a[2] == "-" ? "<stdin>" : a[2];
+  auto script = sql::parse_script(text);
+  if (!script.ok()) return fail(kBadArguments, name + ": " + std::string(script.status().message()));
+  auto planned = sql::plan_script(*script);
+  if (!planned.ok()) return fail(kBadArguments, name + ": " + std::string(planned.status().message()));
+  a[2] = std::move(text);
+  a.insert(a.begin() + 2, "--script");
+  return std::nullopt;
+}
+
 std::optional<int> SqlCommand::run() {
   if (!f_->command->parsed()) return std::nullopt;
   const Flags& f = *f_;
   if (f.job.verbose) spdlog::set_level(spdlog::level::info);
   std::string text;
-  if (f.file == "-") {
-    std::ostringstream in;
-    in << std::cin.rdbuf();
-    text = in.str();
-  } else {
-    std::ifstream in(f.file);
-    if (!in) return fail(kBadInput, "cannot read " + f.file + ": " + std::strerror(errno));
-    std::ostringstream all;
-    all << in.rdbuf();
-    text = all.str();
-  }
+  if (!read_script(f.file, &text)) return kBadInput;
   const std::string name = f.file == "-" ? "<stdin>" : f.file;
   if (f.explain) {
     auto script = sql::parse_script(std::move(text));

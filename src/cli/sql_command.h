@@ -2,14 +2,27 @@
 // more INSERT INTO ... SELECT, all one job) embedded, with the job flags
 // every job takes; `--explain` prints each INSERT's plan instead. A SQL
 // error is one line naming line and column, exit 2, and nothing runs.
+//
+// `weir sql FILE [FLAGS] --jobmanager HOST:PORT` submits the script to a
+// cluster instead: it is planned here first (a SQL error: exit 2, nothing
+// submitted), then runs as the built-in job `sql --script TEXT`, as `weir
+// run` would submit it.
 #ifndef WEIR_CLI_SQL_COMMAND_H_
 #define WEIR_CLI_SQL_COMMAND_H_
 
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace weir::cli {
+
+// For `weir sql FILE ... --jobmanager HOST:PORT` (not --explain): `args`
+// become `weir sql --script TEXT ...`, the built-in job with its flags, for
+// the submission to a cluster; an exit code if the file cannot be read or
+// its SQL is wrong. Other arguments are left alone.
+std::optional<int> sql_script_for_cluster(std::vector<std::string>* args);
 
 class SqlCommand {
  public:
