@@ -1,12 +1,16 @@
 #include "examples/nexmark/sql_tables.h"
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "examples/nexmark/query_util.h"
+#include "weir/connectors.h"
 
 namespace weir::nexmark {
 namespace {
@@ -194,18 +198,46 @@ absl::Status build_query_sql(StreamEnvironment& env, const QueryOptions& options
   // The results as the DataStream queries write theirs: each value's text
   // (NULL empty), comma-separated, unquoted; an updating result's rows
   // after their kind ("+U,...").
+  // A partitioned table (q10) goes to the partitions' subdirectories of
+  // --output, its partition columns in the paths, not in the lines.
   connectors.sinks["weir-nexmark-results"] = [options](const DataStream<Row>& rows, bool updating,
-                                                      const sql::TableDef&, const std::string& uid) {
+                                                      const sql::TableDef& t, const std::string& uid) {
+    std::vector<std::string> names;
+    std::vector<int> parts;
+    if (auto by = t.options.find("partition-by"); by != t.options.end() && !options.output_dir.empty()) {
+      for (absl::string_view c : absl::StrSplit(by->second, ',')) {
+        names.emplace_back(c);
+        parts.push_back(t.index_of(names.back()));
+      }
+    }
     DataStream<std::string> lines = rows.map(
-        [updating](const Row& r) {
+        [updating, names, parts](const Row& r) {
           std::string s;
           if (updating) internal::add(s, std::string(row_kind_name(r.kind)));
-          for (size_t i = 0; i < r.values.size(); ++i) internal::add(s, r.text(i).value_or(""));
-          return internal::finish(std::move(s));
+          for (size_t i = 0; i < r.values.size(); ++i) {
+            if (std::find(parts.begin(), parts.end(), static_cast<int>(i)) == parts.end()) {
+              internal::add(s, r.text(i).value_or(""));
+            }
+          }
+          if (parts.empty()) return internal::finish(std::move(s));
+          std::vector<std::optional<std::string>> values;
+          for (int p : parts) values.push_back(r.text(static_cast<size_t>(p)));
+          return sql::partition_path(names, values) + '\0' + internal::finish(std::move(s));
         },
         "result-lines");
     lines.uid(uid + "-format");
-    internal::sink(lines, options, uid);
+    if (parts.empty()) {
+      internal::sink(lines, options, uid);
+      return absl::OkStatus();
+    }
+    const std::string dir = options.output_dir;
+    lines
+        .sink_to(
+            [dir] {
+              return std::make_unique<ExactlyOnceFileSink>(dir, kResultPrefix, ExactlyOnceFileSink::PartitionPrefixed{});
+            },
+            "partitioned-files")
+        .uid(uid);
     return absl::OkStatus();
   };
   return sql::build_job(*planned, connectors, env);

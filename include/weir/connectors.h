@@ -186,8 +186,13 @@ class ExactlyOnceFileSink final : public Sink<std::string> {
   // (for example "dt=2015-07-15/hm=00:00"); part files are named as above
   // inside it.
   using Partitioner = std::function<std::string(const std::string& line, int64_t timestamp)>;
+  // Lines that carry their subdirectory: "dt=2015-07-15/hm=00:00", a '\0',
+  // then the line to write (SQL's partition columns); a line without the
+  // '\0' is an error.
+  struct PartitionPrefixed {};
 
   ExactlyOnceFileSink(std::string directory, std::string prefix, Partitioner partitioner = nullptr);
+  ExactlyOnceFileSink(std::string directory, std::string prefix, PartitionPrefixed);
   ~ExactlyOnceFileSink() override;
 
   absl::Status open(OperatorContext& ctx) override;
@@ -215,6 +220,7 @@ class ExactlyOnceFileSink final : public Sink<std::string> {
   const std::string dir_;
   const std::string prefix_;
   const Partitioner partitioner_;
+  const bool prefixed_ = false;
   int subtask_ = 0;
   int64_t seq_ = 0;                          // the next file's sequence number
   std::map<std::string, OpenFile> open_;     // in-progress files by partition

@@ -24,6 +24,9 @@ ExactlyOnceFileSink::ExactlyOnceFileSink(std::string directory, std::string pref
                                          Partitioner partitioner)
     : dir_(std::move(directory)), prefix_(std::move(prefix)), partitioner_(std::move(partitioner)) {}
 
+ExactlyOnceFileSink::ExactlyOnceFileSink(std::string directory, std::string prefix, PartitionPrefixed)
+    : dir_(std::move(directory)), prefix_(std::move(prefix)), prefixed_(true) {}
+
 ExactlyOnceFileSink::~ExactlyOnceFileSink() { close(); }
 
 std::string ExactlyOnceFileSink::name(int subtask, int64_t seq) const {
@@ -116,8 +119,17 @@ absl::Status ExactlyOnceFileSink::publish(const PendingPartFile& p, const std::s
   return errno_status("publish", from, err);
 }
 
-absl::Status ExactlyOnceFileSink::write(const std::string& line) {
-  std::string partition = partitioner_ ? partitioner_(line, detail::current_timestamp()) : std::string();
+absl::Status ExactlyOnceFileSink::write(const std::string& record) {
+  std::string partition;
+  std::string_view line = record;
+  if (prefixed_) {
+    const size_t end = record.find('\0');
+    if (end == std::string::npos) return absl::InternalError("file sink " + dir_ + ": a line without its partition");
+    partition = record.substr(0, end);
+    line.remove_prefix(end + 1);
+  } else if (partitioner_) {
+    partition = partitioner_(record, detail::current_timestamp());
+  }
   auto [it, inserted] = open_.try_emplace(partition);
   OpenFile& f = it->second;
   if (inserted) {

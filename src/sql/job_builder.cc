@@ -214,6 +214,65 @@ class Builder {
 
 }  // namespace
 
+std::string partition_path(const std::vector<std::string>& names, const std::vector<std::optional<std::string>>& values) {
+  std::string path;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) path += '/';
+    path += names[i] + '=';
+    if (!values[i] || values[i]->empty()) {
+      path += "__DEFAULT_PARTITION__";
+      continue;
+    }
+    const std::string& v = *values[i];
+    const bool dots = v == "." || v == "..";
+    for (char c : v) {
+      const auto u = static_cast<unsigned char>(c);
+      if (dots || c == '/' || c == '%' || c == '\\' || u < 0x20 || u == 0x7f) {
+        static const char kHex[] = "0123456789ABCDEF";
+        path += '%';
+        path += kHex[u >> 4];
+        path += kHex[u & 15];
+      } else {
+        path += c;
+      }
+    }
+  }
+  return path;
+}
+
+DataStream<std::string> partitioned_lines(const DataStream<Row>& rows, const TableDef& t, const std::string& by,
+                                          const std::string& uid) {
+  std::vector<std::string> names;
+  std::vector<int> parts;
+  for (absl::string_view c : absl::StrSplit(by, ',')) {
+    names.emplace_back(c);
+    parts.push_back(t.index_of(std::string_view(c.data(), c.size())));
+  }
+  std::vector<int> rest;
+  TableDef data = t;
+  data.columns.clear();
+  for (size_t i = 0; i < t.columns.size(); ++i) {
+    if (std::find(parts.begin(), parts.end(), static_cast<int>(i)) != parts.end()) continue;
+    rest.push_back(static_cast<int>(i));
+    data.columns.push_back(t.columns[i]);
+  }
+  auto format = csv_format(csv_schema(data));
+  DataStream<std::string> out = rows.map(
+      [names, parts, rest, format](const Row& row) {
+        std::vector<std::optional<std::string>> values;
+        for (int p : parts) values.push_back(row.text(static_cast<size_t>(p)));
+        std::string line = partition_path(names, values);
+        line.push_back('\0');
+        Row kept;
+        for (int i : rest) kept.values.push_back(row.values[static_cast<size_t>(i)]);
+        format->encode(kept, &line);
+        return line;
+      },
+      "csv-partitioned");
+  out.uid(uid + "-format");
+  return out;
+}
+
 Schema csv_schema(const TableDef& table) {
   std::vector<Field> fields;
   for (const Column& c : table.columns) {
@@ -320,9 +379,17 @@ TableConnectors TableConnectors::built_in() {
                                         "' is not supported by the filesystem sink yet (csv is)");
     }
     const std::string dir = path->second;
-    encode_rows(rows, csv_format(csv_schema(t)), "csv")
-        .uid(uid + "-format")
-        .sink_to([dir] { return std::make_unique<ExactlyOnceFileSink>(dir, "part"); }, "files")
+    auto by = t.options.find("partition-by");
+    if (by == t.options.end()) {
+      encode_rows(rows, csv_format(csv_schema(t)), "csv")
+          .uid(uid + "-format")
+          .sink_to([dir] { return std::make_unique<ExactlyOnceFileSink>(dir, "part"); }, "files")
+          .uid(uid);
+      return absl::OkStatus();
+    }
+    partitioned_lines(rows, t, by->second, uid)
+        .sink_to([dir] { return std::make_unique<ExactlyOnceFileSink>(dir, "part", ExactlyOnceFileSink::PartitionPrefixed{}); },
+                 "partitioned-files")
         .uid(uid);
     return absl::OkStatus();
   };

@@ -5,7 +5,8 @@
 //
 // Tables reach the outside through connectors, by the name of their
 // 'connector' option. Built in: 'filesystem' (a sink: exactly-once part
-// files of CSV lines under option 'path'), 'print' (a sink: "+I[a, b]"
+// files of CSV lines under option 'path', in a subdirectory per partition
+// of a table declared PARTITION BY LIST (...)), 'print' (a sink: "+I[a, b]"
 // lines on stdout) and 'blackhole' (a sink that discards). Sources are
 // registered by whoever knows them (the Nexmark generator: weir's command
 // line). 'print' shows each row's kind; 'filesystem' takes inserts only.
@@ -20,7 +21,9 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "sql/planner.h"
@@ -51,6 +54,18 @@ struct TableConnectors {
 // The CSV columns of a table's rows (TIMESTAMP and INTERVAL as their
 // milliseconds).
 Schema csv_schema(const TableDef& table);
+
+// A partitioned table's subdirectory for partition columns `names` with
+// `values` (as text; NULL or empty: __DEFAULT_PARTITION__), as Flink's
+// filesystem connector names them: "dt=2015-07-15/hm=00:00"; '/', '%',
+// '\' and control characters %-escaped, and "." or ".." entirely.
+std::string partition_path(const std::vector<std::string>& names, const std::vector<std::optional<std::string>>& values);
+
+// The rows of partitioned table `t` (option partition-by, `by`) as lines
+// for ExactlyOnceFileSink::PartitionPrefixed: the partition's path, '\0',
+// the CSV of the other columns.
+DataStream<std::string> partitioned_lines(const DataStream<Row>& rows, const TableDef& t, const std::string& by,
+                                          const std::string& uid);
 
 // Adds every INSERT of `planned` to `env`.
 absl::Status build_job(const PlannedScript& planned, const TableConnectors& connectors, StreamEnvironment& env);

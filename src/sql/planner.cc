@@ -112,6 +112,20 @@ class Planner {
       t.columns[i].type.nullable = false;
     }
     if (!primary_key.empty()) t.options["primary-key"] = absl::StrJoin(primary_key, ",");
+    // PARTITION BY LIST (c, ...) (Flink's PARTITIONED BY (c, ...)): a
+    // filesystem table's subdirectories.
+    if (b.contains("partspec")) {
+      std::vector<std::string> by;
+      for (const auto& p : b["partspec"].value("partParams", json::array())) {
+        const json& pe = p["PartitionElem"];
+        if (!pe.contains("name")) return unsupported(pe.value("location", offset), "partitioning by an expression");
+        const std::string c = pe.value("name", "");
+        if (t.index_of(c) < 0) return error(pe.value("location", offset), "table " + t.name + ": partition column " + c + " is not a column");
+        by.push_back(c);
+      }
+      if (by.size() == t.columns.size()) return error(offset, "table " + t.name + ": every column is a partition column");
+      t.options["partition-by"] = absl::StrJoin(by, ",");
+    }
     for (const auto& o : b.value("options", json::array())) {
       const json& d = o["DefElem"];
       const int at = d.value("location", offset);
