@@ -192,6 +192,8 @@ absl::Status build_query_sql(StreamEnvironment& env, const QueryOptions& options
   const std::string results = planned->inserts.front().root->table;
   for (sql::TableDef& t : planned->tables) {
     if (t.name == results) t.options["connector"] = "weir-nexmark-results";
+    // q13's side input: the file of --side-input (or the one generated).
+    if (t.name == "side_input" && !options.side_input.empty()) t.options["path"] = options.side_input;
   }
   sql::TableConnectors connectors = sql::TableConnectors::built_in();
   connectors.sources["nexmark"] = nexmark_table_source(options);

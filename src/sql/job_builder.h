@@ -11,7 +11,9 @@
 // registered by whoever knows them (the Nexmark generator: weir's command
 // line). 'print' shows each row's kind; 'filesystem' takes inserts only.
 // 'values' is a bounded source of the CSV lines of option 'rows', its
-// event time (if the table has a watermark) from the rows' column.
+// event time (if the table has a watermark) from the rows' column;
+// 'filesystem' also reads: the CSV lines of the file 'path', bounded, a
+// malformed line failing the job naming the file and line.
 //
 // Operator uids come from each operator's place in the plan
 // ("sql-<insert>-<depth>-<kind>"), so the same script restores from its own
@@ -47,7 +49,8 @@ struct TableConnectors {
   std::map<std::string, TableSource> sources;
   std::map<std::string, TableSink> sinks;
 
-  // The 'values' source; 'filesystem', 'print' and 'blackhole' sinks.
+  // The 'values' and 'filesystem' sources; 'filesystem', 'print' and
+  // 'blackhole' sinks.
   static TableConnectors built_in();
 };
 
