@@ -288,6 +288,44 @@ c,5,2020-01-02
   EXPECT_NE(bad.err.find("table o: partition column b is not a column"), std::string::npos) << bad.err;
 }
 
+// A filesystem table read: its file's CSV lines, each once at p=2; a line
+// that is no row fails the job naming the file and the line.
+TEST_F(SqlTest, AFileTableIsReadOnceAndABadLineIsNamed) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += std::to_string(i) + ",v" + std::to_string(i % 7) + "\n";
+  write("in.csv", text);
+  auto script = [&](const std::string& input, const std::string& out) {
+    return write("job-" + out + ".sql", "CREATE TABLE t (n BIGINT, s VARCHAR) WITH (connector = 'filesystem', path = '" +
+                                            path(input) + "');\n"
+                                            "CREATE TABLE o (s VARCHAR, c BIGINT, total BIGINT) WITH (connector = 'print');\n"
+                                            "INSERT INTO o SELECT s, COUNT(*), SUM(n) FROM t GROUP BY s;\n");
+  };
+  auto r = run_weir({"sql", script("in.csv", "good"), "-p", "2"}, path("good"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  std::vector<std::string> changes;
+  for (const std::string& l : lines) {
+    if (l.size() < 4 || l[0] == '[' || l.find('[') != 2) continue;  // "+I[v0, 1, 0]"
+    std::string row = l.substr(3, l.size() - 4);
+    row.erase(std::remove(row.begin(), row.end(), ' '), row.end());
+    changes.push_back(l.substr(0, 2) + "," + row);
+  }
+  std::map<std::string, std::pair<int64_t, int64_t>> want;
+  for (int i = 0; i < 5000; ++i) {
+    auto& [c, total] = want["v" + std::to_string(i % 7)];
+    ++c;
+    total += i;
+  }
+  std::vector<std::string> want_rows;
+  for (const auto& [s, ct] : want) want_rows.push_back(s + "," + std::to_string(ct.first) + "," + std::to_string(ct.second));
+  EXPECT_EQ(testing::apply_changelog(changes), want_rows);
+
+  write("bad.csv", "1,a\n2,b\nthree,c\n");
+  auto bad = run_weir({"sql", script("bad.csv", "bad"), "--restart-strategy", "none"}, path("bad"));
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("table t, " + path("bad.csv") + ": line 3: "), std::string::npos) << bad.err;
+}
+
 TEST_F(SqlTest, AFailedSqlJobResumesFromItsCheckpointAtAnotherParallelism) {
   // An option with a dash in its name is quoted as an identifier.
   auto script = [&](const std::string& fail_every) {

@@ -70,7 +70,9 @@ int64_t integer_value(const json& integer, std::string_view text, int location) 
     blanks();
   }
   int64_t v = 0;
-  for (; i < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[i])); ++i) {
+  // (PostgreSQL makes an integer constant past 32 bits a Float: no
+  // overflow here, but the text is not trusted to say so.)
+  for (; i < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[i])) && v > INT64_MIN / 100; ++i) {
     v = v * 10 - (text[i] - '0');  // as a negative number: -2^63 fits
   }
   return negative ? v : -v;
