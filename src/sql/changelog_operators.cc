@@ -113,8 +113,8 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
   };
 
   std::shared_ptr<const Aggregates> aggregates_;
-  const std::string what_;
   const bool changelog_;
+  const std::string what_;
   ValueState<AggregateState>* state_ = nullptr;
   SeenValues seen_;
   KeptValues kept_;
