@@ -76,42 +76,46 @@ absl::Status Aggregates::unfold(const AggregateCall& call, Value& acc, const Val
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> Aggregates::takes(const AggregateCall& c, const Row& row) const {
-  if (!c.filter) return true;
-  auto keep = evaluate(*c.filter, row);
-  if (!keep.ok()) return keep.status();
-  return std::holds_alternative<bool>(*keep) && std::get<bool>(*keep);
+absl::StatusOr<std::optional<Value>> Aggregates::argument(const AggregateCall& c, const Row& row) const {
+  if (c.filter) {
+    auto keep = evaluate(*c.filter, row);
+    if (!keep.ok()) return keep.status();
+    if (!std::holds_alternative<bool>(*keep) || !std::get<bool>(*keep)) return std::nullopt;
+  }
+  if (!c.arg) return Value{};  // COUNT(*): the row
+  auto v = evaluate(*c.arg, row);
+  if (!v.ok()) return v.status();
+  if (is_null(*v)) return std::nullopt;
+  return *std::move(v);
 }
 
 absl::Status Aggregates::add(AggregateState& s, const Row& row, FirstTime* seen) const {
   ++s.rows;
   for (size_t i = 0; i < calls_.size(); ++i) {
     const AggregateCall& c = calls_[i];
-    auto take = takes(c, row);
-    if (!take.ok()) return take.status();
-    if (!*take) continue;
+    auto v = argument(c, row);
+    if (!v.ok()) return v.status();
+    if (!*v) continue;  // filtered out, or NULL
     if (!c.arg) {  // COUNT(*)
       ++std::get<int64_t>(s.values[i]);
       continue;
     }
-    auto v = evaluate(*c.arg, row);
-    if (!v.ok()) return v.status();
-    if (is_null(*v)) continue;
+    const Value& x = **v;
     if (c.distinct && seen == nullptr) {
       auto& set = s.distinct[i];
-      auto at = std::lower_bound(set.begin(), set.end(), *v);
-      if (at == set.end() || *at != *v) set.insert(at, *std::move(v));
+      auto at = std::lower_bound(set.begin(), set.end(), x);
+      if (at == set.end() || *at != x) set.insert(at, x);
       continue;
     }
     // Kept outside: a value seen before changes nothing; a new one counts
     // as for the call without DISTINCT.
-    if (c.distinct && !seen->first_time(i, distinct_set_[i], *v)) continue;
+    if (c.distinct && !seen->first_time(i, distinct_set_[i], x)) continue;
     ++s.counts[i];
     if (c.kind == AggregateCall::Kind::kCount) {
       ++std::get<int64_t>(s.values[i]);
       continue;
     }
-    absl::Status st = fold(c, s.values[i], *v);
+    absl::Status st = fold(c, s.values[i], x);
     if (!st.ok()) return st;
   }
   return absl::OkStatus();
@@ -121,20 +125,18 @@ absl::Status Aggregates::update(AggregateState& s, const Row& row, int64_t delta
   s.rows += delta;
   for (size_t i = 0; i < calls_.size(); ++i) {
     const AggregateCall& c = calls_[i];
-    auto take = takes(c, row);
-    if (!take.ok()) return take.status();
-    if (!*take) continue;
+    auto v = argument(c, row);
+    if (!v.ok()) return v.status();
+    if (!*v) continue;  // filtered out, or NULL
     if (!c.arg) {  // COUNT(*)
       std::get<int64_t>(s.values[i]) += delta;
       continue;
     }
-    auto v = evaluate(*c.arg, row);
-    if (!v.ok()) return v.status();
-    if (is_null(*v)) continue;
+    const Value& x = **v;
     const bool extreme = c.kind == AggregateCall::Kind::kMin || c.kind == AggregateCall::Kind::kMax;
     // A DISTINCT call sees a value's first row come and its last row go
     // (MIN and MAX are the same with DISTINCT).
-    if (c.distinct && !extreme && kept.change(i, *v, delta) != (delta > 0 ? 1 : 0)) continue;
+    if (c.distinct && !extreme && kept.change(i, x, delta) != (delta > 0 ? 1 : 0)) continue;
     s.counts[i] += delta;
     absl::Status st;
     switch (c.kind) {
@@ -143,15 +145,15 @@ absl::Status Aggregates::update(AggregateState& s, const Row& row, int64_t delta
         break;
       case AggregateCall::Kind::kSum:
       case AggregateCall::Kind::kAvg:
-        st = delta > 0 ? fold(c, s.values[i], *v) : unfold(c, s.values[i], *v);
+        st = delta > 0 ? fold(c, s.values[i], x) : unfold(c, s.values[i], x);
         if (s.counts[i] == 0) s.values[i] = Value{};  // over no rows: NULL
         break;
       case AggregateCall::Kind::kMin:
       case AggregateCall::Kind::kMax: {
-        const int64_t left = kept.change(i, *v, delta);
+        const int64_t left = kept.change(i, x, delta);
         if (delta > 0) {
-          st = fold(c, s.values[i], *v);
-        } else if (left == 0 && s.values[i] == *v) {  // the extreme went: the next among those kept
+          st = fold(c, s.values[i], x);
+        } else if (left == 0 && s.values[i] == x) {  // the extreme went: the next among those kept
           s.values[i] = kept.extreme(i, c.kind == AggregateCall::Kind::kMax);
         }
         break;

@@ -22,6 +22,7 @@
 #define WEIR_SQL_AGGREGATE_H_
 
 #include <cstdint>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -82,8 +83,9 @@ class Aggregates {
  private:
   absl::Status fold(const AggregateCall& call, Value& acc, const Value& v) const;
   absl::Status unfold(const AggregateCall& call, Value& acc, const Value& v) const;
-  // Whether call `i` takes `row`, by its FILTER; an error if the filter fails.
-  absl::StatusOr<bool> takes(const AggregateCall& call, const Row& row) const;
+  // The value call `call` takes from `row`: nullopt if its FILTER rejects
+  // the row or its argument is NULL; for COUNT(*) a NULL (the row itself).
+  absl::StatusOr<std::optional<Value>> argument(const AggregateCall& call, const Row& row) const;
 
   std::vector<AggregateCall> calls_;
   std::vector<size_t> distinct_set_;
