@@ -390,9 +390,9 @@ TEST_F(SqlTest, BadSqlIsOneLineWithExitCode2AndNothingRuns) {
     EXPECT_NE(r.err.find(cases[i].second), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(path("out"))) << "something ran";
   }
-  auto none = run_weir({"nexmark", "--query", "q6", "--api", "sql"}, path("q6"));
+  auto none = run_weir({"nexmark", "--query", "q23", "--api", "sql"}, path("q23"));
   EXPECT_EQ(none.code, 2) << none.err;
-  EXPECT_NE(none.err.find("q6 has no SQL text yet (--api sql has q0, q1, q2, "), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("no SQL text for query q23 (--api sql has q0, q1, q2, "), std::string::npos) << none.err;
   auto missing = run_weir({"sql", path("missing.sql")}, path("missing"));
   EXPECT_EQ(missing.code, 3) << missing.err;
   EXPECT_NE(missing.err.find("cannot read " + path("missing.sql")), std::string::npos) << missing.err;

@@ -180,7 +180,7 @@ absl::Status build_query_sql(StreamEnvironment& env, const QueryOptions& options
   const std::string* text = query_sql(options.query);
   if (text == nullptr) {
     std::vector<std::string> have = sql_queries();
-    return absl::InvalidArgumentError("nexmark: " + options.query + " has no SQL text yet (--api sql has " +
+    return absl::InvalidArgumentError("nexmark: no SQL text for query " + options.query + " (--api sql has " +
                                       absl::StrJoin(have, ", ") + ")");
   }
   auto script = sql::parse_script(tables_sql() + "\n" + *text);

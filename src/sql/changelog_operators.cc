@@ -123,33 +123,33 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
 // TOP-N: per partition the first `limit` rows in the order, as a sorted
 // list in value state. A row that enters moves the ones after it down a
 // rank: each rank whose row changed emits -U (the old row with its rank)
-// and +U (the new one), or +I for a rank filled for the first time. A row
-// that would rank past the limit changes nothing (inputs are inserts only,
-// so it can never rise).
+// and +U (the new one), or +I for a rank filled for the first time. Over
+// inserts only, a row that would rank past the limit changes nothing (it
+// can never rise), and only the first `limit` rows are kept. Over a
+// changelog every row of the partition is kept (a retracted row makes room
+// for the next), -U and -D take out one equal row (none kept: ignored), a
+// rank left empty emits -D.
 class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
  public:
-  TopRows(std::vector<Expr> order, std::vector<bool> descending, int64_t limit, std::string what)
+  TopRows(std::vector<Expr> order, std::vector<bool> descending, int64_t limit, bool changelog, std::string what)
       : order_(std::move(order)), descending_(std::move(descending)), limit_(static_cast<size_t>(limit)),
-        what_(std::move(what)) {
+        changelog_(changelog), what_(std::move(what)) {
     // Deduplication keeping the last row: the new row wins a tie.
     new_wins_ties_ = limit_ == 1 && std::all_of(descending_.begin(), descending_.end(), [](bool d) { return d; });
   }
 
   absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
-    top_ = &ctx.get_state(ValueStateDescriptor<std::vector<Row>>{"top"});
+    // Different names: a plan that changed between the two cannot read the
+    // other's rows as its own.
+    top_ = &ctx.get_state(ValueStateDescriptor<std::vector<Row>>{changelog_ ? "rows" : "top"});
     return absl::OkStatus();
   }
   void process_element(const Row& row, Context&, Collector<Row>& out) override {
+    if (changelog_) return update(row, out);
     static const std::vector<Row> kNone;
     const std::vector<Row>* have = top_->peek();
     const std::vector<Row>& old = have != nullptr ? *have : kNone;
-    const std::vector<Value> key = sort_key(row);
-    size_t at = 0;
-    while (at < old.size()) {
-      const int c = compare(key, sort_key(old[at]));
-      if (c < 0 || (c == 0 && new_wins_ties_)) break;
-      ++at;
-    }
+    const size_t at = position(old, row);
     if (at >= limit_) return;
     // Rank i + 1 now holds the new row (i == at) or the one above it.
     for (size_t i = at; i < std::min(old.size() + 1, limit_); ++i) {
@@ -162,6 +162,51 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
   }
 
  private:
+  // Where `row` goes among `rows` (sorted): after the rows it ties with,
+  // unless the new row wins ties.
+  size_t position(const std::vector<Row>& rows, const Row& row) const {
+    const std::vector<Value> key = sort_key(row);
+    size_t at = 0;
+    while (at < rows.size()) {
+      const int c = compare(key, sort_key(rows[at]));
+      if (c < 0 || (c == 0 && new_wins_ties_)) break;
+      ++at;
+    }
+    return at;
+  }
+
+  // Over a changelog: the row goes in or out of the partition's rows, and
+  // each rank whose row differs from before emits its change.
+  void update(const Row& row, Collector<Row>& out) {
+    const bool retract = row.kind == RowKind::kUpdateBefore || row.kind == RowKind::kDelete;
+    const std::vector<Row>* have = top_->peek();
+    if (retract && have == nullptr) return;
+    std::vector<Row> before;
+    if (have != nullptr) before.assign(have->begin(), have->begin() + static_cast<long>(std::min(limit_, have->size())));
+    std::vector<Row>& rows = top_->modify();
+    if (retract) {
+      auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.values == row.values; });
+      if (it == rows.end()) return;
+      rows.erase(it);
+    } else {
+      Row r = row;
+      r.kind = RowKind::kInsert;
+      rows.insert(rows.begin() + static_cast<long>(position(rows, r)), std::move(r));
+    }
+    const size_t after = std::min(limit_, rows.size());
+    for (size_t i = 0; i < std::max(before.size(), after); ++i) {
+      if (i >= after) {
+        out.collect(ranked(before[i], i, RowKind::kDelete));
+      } else if (i >= before.size()) {
+        out.collect(ranked(rows[i], i, RowKind::kInsert));
+      } else if (before[i].values != rows[i].values) {
+        out.collect(ranked(before[i], i, RowKind::kUpdateBefore));
+        out.collect(ranked(rows[i], i, RowKind::kUpdateAfter));
+      }
+    }
+    if (rows.empty()) top_->clear();
+  }
+
   std::vector<Value> sort_key(const Row& row) const {
     std::vector<Value> k;
     for (const Expr& e : order_) k.push_back(evaluate_or_throw(e, row, what_));
@@ -191,6 +236,7 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
   const std::vector<Expr> order_;
   const std::vector<bool> descending_;
   const size_t limit_;
+  const bool changelog_;
   const std::string what_;
   bool new_wins_ties_ = false;
   ValueState<std::vector<Row>>* top_ = nullptr;
@@ -324,11 +370,12 @@ absl::StatusOr<DataStream<Row>> top_n(const DataStream<Row>& in, const PlanNode&
   const std::vector<Expr> order = n.order_keys;
   const std::vector<bool> descending = n.descending;
   const int64_t limit = n.limit;
+  const bool changelog = is_updating(*n.input);
   const std::string what = "ROW_NUMBER() ORDER BY";
   DataStream<Row> out = in.key_by([keys](const Row& row) { return keys->encode(row); })
                             .process<Row>(
-                                [order, descending, limit, what] {
-                                  return std::make_unique<TopRows>(order, descending, limit, what);
+                                [order, descending, limit, changelog, what] {
+                                  return std::make_unique<TopRows>(order, descending, limit, changelog, what);
                                 },
                                 "top-n");
   out.uid(uid + "top-n");

@@ -14,7 +14,8 @@
 //                      emits the change of its key's result (+I, or -U and
 //                      +U), an updating result
 //   top_n              ROW_NUMBER() ... WHERE rn <= N: per partition the
-//                      first N rows in value state; an updating result
+//                      first N rows in value state (over an updating
+//                      input, every row); an updating result
 //   join               an inner equi-join: each side's rows per key in list
 //                      state, every new row joined with the other side's;
 //                      a window join drops a window's rows at its end

@@ -123,7 +123,7 @@ struct PlanNode {
   // result (a new row moves the ones after it down). On a tie the row
   // that came first ranks first, except for deduplication keeping the
   // last row (limit 1, every order key descending), where the new row
-  // replaces.
+  // replaces. Over an updating input a retracted row leaves its rank.
   std::vector<Expr> order_keys;
   std::vector<bool> descending;
   int64_t limit = 0;  // 0: no WHERE rn <= N above it (yet)

@@ -189,7 +189,6 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::row_number(const json& f
   if (name != "ROW_NUMBER") {
     return error(at, name + "() OVER (...) is not supported yet (ROW_NUMBER() OVER (...) is, for TOP-N)");
   }
-  if (is_updating(*input)) return unsupported(at, "ROW_NUMBER() over an updating result");
   if (input->kind == PlanNode::Kind::kRank) return unsupported(at, "two ROW_NUMBER()s in one SELECT");
   const json& over = f["over"];
   auto rank = std::make_unique<PlanNode>();
