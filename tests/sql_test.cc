@@ -249,6 +249,85 @@ TEST_F(SqlTest, WindowFunctionsAndTheirAggregatesGiveTheRowsTheyDefine) {
   }
 }
 
+// OVER aggregates: each bid with its frame's values, RANGE (the bids of its
+// partition in the 2 s up to it) and ROWS (itself and the 3 bids before
+// it; at 1000 events/s no two bids share a millisecond, so the order is
+// one), against the same computed here from the generator's bids; with
+// failures on the heap backend and at p=3 on RocksDB.
+TEST_F(SqlTest, OverAggregatesGiveEachRowItsFramesValues) {
+  constexpr int64_t kEvents = 30000;
+  auto script = [&](const std::string& name, const std::string& fail_every) {
+    return write(name + ".sql", R"(
+    CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
+                      date_time TIMESTAMP(3), extra VARCHAR)
+      WITH (connector = 'nexmark', events = 30000, "event-rate" = 1000, "fail-every" = )" + fail_every + R"(,
+            watermark = 'date_time - INTERVAL ''4'' SECOND');
+    CREATE TABLE ranges (auction BIGINT, price BIGINT, t TIMESTAMP(3), n BIGINT, total BIGINT, high BIGINT, low BIGINT)
+      WITH (connector = 'filesystem', path = ')" + path(name + "-ranges") + R"(');
+    CREATE TABLE rows_ (bidder BIGINT, t TIMESTAMP(3), mean BIGINT, auctions BIGINT)
+      WITH (connector = 'filesystem', path = ')" + path(name + "-rows") + R"(');
+    INSERT INTO ranges
+    SELECT auction, price, date_time, COUNT(*) OVER w, SUM(price) OVER w, MAX(price) OVER w, MIN(price) OVER w
+    FROM bid
+    WHERE MOD(auction, 3) = 0
+    WINDOW w AS (PARTITION BY MOD(auction, 10) ORDER BY date_time RANGE BETWEEN INTERVAL '2' SECOND PRECEDING AND CURRENT ROW);
+    INSERT INTO rows_
+    SELECT bidder, date_time, AVG(price) OVER (PARTITION BY MOD(bidder, 7) ORDER BY date_time ROWS BETWEEN 3 PRECEDING AND CURRENT ROW),
+           COUNT(DISTINCT auction) OVER (PARTITION BY MOD(bidder, 7) ORDER BY date_time ROWS BETWEEN 3 PRECEDING AND CURRENT ROW)
+    FROM bid;
+  )");
+  };
+  std::map<int64_t, std::vector<nexmark::Bid>> by_auction, by_bidder;  // partitions, in time order
+  nexmark::GeneratorConfig config;
+  config.event_rate = 1000;
+  nexmark::Generator gen(config);
+  for (int64_t i = 0; i < kEvents; ++i) {
+    const nexmark::Event e = gen.generate(i);
+    if (e.type != nexmark::EventType::kBid) continue;
+    if (e.bid.auction % 3 == 0) by_auction[e.bid.auction % 10].push_back(e.bid);
+    by_bidder[e.bid.bidder % 7].push_back(e.bid);
+  }
+  std::multiset<std::string> want_ranges, want_rows;
+  for (auto& [key, bids] : by_auction) {
+    std::stable_sort(bids.begin(), bids.end(), [](const nexmark::Bid& a, const nexmark::Bid& b) { return a.date_time < b.date_time; });
+    for (const nexmark::Bid& b : bids) {
+      int64_t n = 0, total = 0, high = INT64_MIN, low = INT64_MAX;
+      for (const nexmark::Bid& o : bids) {
+        if (o.date_time < b.date_time - 2000 || o.date_time > b.date_time) continue;
+        ++n, total += o.price, high = std::max(high, o.price), low = std::min(low, o.price);
+      }
+      want_ranges.insert(absl::StrCat(b.auction, ",", b.price, ",", b.date_time, ",", n, ",", total, ",", high, ",", low));
+    }
+  }
+  for (auto& [key, bids] : by_bidder) {
+    std::stable_sort(bids.begin(), bids.end(), [](const nexmark::Bid& a, const nexmark::Bid& b) { return a.date_time < b.date_time; });
+    for (size_t i = 0; i < bids.size(); ++i) {
+      ASSERT_TRUE(i == 0 || bids[i - 1].date_time < bids[i].date_time) << "two bids of one millisecond";
+      int64_t total = 0;
+      std::set<int64_t> auctions;
+      for (size_t j = i >= 3 ? i - 3 : 0; j <= i; ++j) total += bids[j].price, auctions.insert(bids[j].auction);
+      const int64_t n = static_cast<int64_t>(i - (i >= 3 ? i - 3 : 0) + 1);
+      want_rows.insert(absl::StrCat(bids[i].bidder, ",", bids[i].date_time, ",", total / n, ",", auctions.size()));
+    }
+  }
+  ASSERT_GT(want_ranges.size(), 1000u);
+  for (const auto& [name, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"heap", {"-p", "2", "--checkpoint-interval", "50ms"}},
+           {"rocksdb", {"-p", "3", "--state", "rocksdb", "--checkpoint-interval", "50ms"}}}) {
+    SCOPED_TRACE(name);
+    std::vector<std::string> argv = {"sql", script(name, name == "heap" ? "7000" : "0")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = run_weir(argv, path(name));
+    ASSERT_EQ(r.code, 0) << r.err;
+    if (name == "heap") EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure injected\n" << r.out;
+    auto ranges = read_published_lines(path(name + "-ranges"), "part");
+    auto rows = read_published_lines(path(name + "-rows"), "part");
+    ASSERT_TRUE(ranges.ok() && rows.ok());
+    EXPECT_EQ(std::multiset<std::string>(ranges->begin(), ranges->end()), want_ranges);
+    EXPECT_EQ(std::multiset<std::string>(rows->begin(), rows->end()), want_rows);
+  }
+}
+
 // A SQL job that fails for good after a checkpoint, resumed by another
 // process with --restore latest at another parallelism: the operators find
 // their state by the uids the plan gives them (the source's splits go to

@@ -56,6 +56,12 @@ absl::StatusOr<Expr> Binder::bind_node(const json& n, const std::vector<Scope>& 
   const std::string kind = node_name(n);
   const json& b = n[kind];
   const int at = location_of(n);
+  if (over_ != nullptr && kind == "FuncCall" && b.contains("over")) {
+    const std::vector<std::string> names = strings_of(b["funcname"]);
+    const std::string name = absl::AsciiStrToLower(names.empty() ? "" : names.back());
+    if (is_aggregate_function(name)) return aggregate_call(b, name, at);
+    return unsupported(at, absl::AsciiStrToUpper(name) + "() OVER (...) beside OVER aggregates in one SELECT");
+  }
   if (grouping_ != nullptr) {
     if (kind == "FuncCall") {
       const std::vector<std::string> names = strings_of(b["funcname"]);

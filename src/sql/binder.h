@@ -62,14 +62,25 @@ struct Grouping {
   std::vector<AggregateCall> calls;  // collected, each once
 };
 
+// The binding of a select list with aggregate calls OVER a window: each
+// such call is collected and reads a column after the input's (`width`
+// columns), one per call; the rest binds over `input` as usual.
+struct OverCalls {
+  std::vector<Scope> input;
+  int width = 0;
+  std::vector<AggregateCall> calls;  // collected, each once
+};
+
 // Whether `name` (lower case) is an aggregate function.
 bool is_aggregate_function(std::string_view name);
 
 class Binder {
  public:
   // `text`: the script the trees' locations point into; must outlive this.
-  // With `grouping`, binds over a GROUP BY (above); it must outlive this.
-  explicit Binder(std::string_view text, Grouping* grouping = nullptr) : text_(text), grouping_(grouping) {}
+  // With `grouping`, binds over a GROUP BY (above); with `over`, a select
+  // list with OVER aggregates (above). Either must outlive this.
+  explicit Binder(std::string_view text, Grouping* grouping = nullptr, OverCalls* over = nullptr)
+      : text_(text), grouping_(grouping), over_(over) {}
 
   absl::StatusOr<Expr> bind(const nlohmann::json& n, const std::vector<Scope>& scopes) const;
 
@@ -91,10 +102,12 @@ class Binder {
   absl::StatusOr<Expr> function(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
   // With grouping_: a grouping key, or nullopt.
   std::optional<Expr> grouping_key(const nlohmann::json& n) const;
+  // An aggregate call of a GROUP BY (grouping_) or OVER a window (over_).
   absl::StatusOr<Expr> aggregate_call(const nlohmann::json& b, const std::string& name, int at) const;
 
   const std::string_view text_;
   Grouping* const grouping_;
+  OverCalls* const over_;
 };
 
 }  // namespace weir::sql

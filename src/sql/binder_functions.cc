@@ -28,8 +28,9 @@ std::optional<Expr> Binder::grouping_key(const json& n) const {
 
 absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& name, int at) const {
   const std::string upper = absl::AsciiStrToUpper(name);
-  if (b.contains("over")) return unsupported(at, "OVER windows");
+  if (over_ == nullptr && b.contains("over")) return unsupported(at, upper + " OVER (...) in a SELECT with GROUP BY");
   if (b.contains("agg_order")) return unsupported(at, upper + " with ORDER BY");
+  const std::vector<Scope>& input = over_ != nullptr ? over_->input : grouping_->input;
   AggregateCall call;
   call.distinct = b.value("agg_distinct", false);
   const json args = b.value("args", json::array());
@@ -38,12 +39,12 @@ absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& na
   } else {
     if (args.size() != 1) return error(at, upper + " takes one argument");
     // The argument reads the rows of the group; no aggregate inside.
-    auto arg = Binder(text_).bind(args[0], grouping_->input);
+    auto arg = Binder(text_).bind(args[0], input);
     if (!arg.ok()) return arg.status();
     call.arg = *std::move(arg);
   }
   if (b.contains("agg_filter")) {
-    auto f = Binder(text_).bind(b["agg_filter"], grouping_->input);
+    auto f = Binder(text_).bind(b["agg_filter"], input);
     if (!f.ok()) return f.status();
     if (f->type.kind != TypeKind::kBoolean && f->type.kind != TypeKind::kNull) {
       return error(location_of(b["agg_filter"]), "FILTER (WHERE ...) needs a BOOLEAN, not " + std::string(type_name(f->type.kind)));
@@ -72,10 +73,11 @@ absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& na
     call.type = call.arg->type;  // a DECIMAL keeps its scale
     call.type.nullable = true;
   }
-  auto& calls = grouping_->calls;
+  auto& calls = over_ != nullptr ? over_->calls : grouping_->calls;
   size_t i = std::find(calls.begin(), calls.end(), call) - calls.begin();
   if (i == calls.size()) calls.push_back(call);
-  return Expr::column_ref(static_cast<int>(grouping_->keys.size() + i), call.type);
+  const size_t first = over_ != nullptr ? static_cast<size_t>(over_->width) : grouping_->keys.size();
+  return Expr::column_ref(static_cast<int>(first + i), call.type);
 }
 
 absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& scopes, int at) const {
@@ -85,7 +87,7 @@ absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& s
     return error(at, "the aggregate " + absl::AsciiStrToUpper(name) +
                          " is not allowed here (only in the select list and HAVING, not nested)");
   }
-  if (b.contains("over")) return unsupported(at, "OVER windows");
+  if (b.contains("over")) return unsupported(at, absl::AsciiStrToUpper(name) + "() OVER (...) here");
   std::vector<Expr> args;
   for (const auto& a : b.value("args", json::array())) {
     auto x = bind(a, scopes);

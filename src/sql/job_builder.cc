@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "sql/decimal.h"
 #include "sql/operators.h"
@@ -12,6 +13,22 @@
 
 namespace weir::sql {
 namespace {
+
+// A values table's rows, one per poll: a watermark follows every row, so
+// what is late does not depend on how many rows a poll takes.
+class RowByRow final : public Source<Row> {
+ public:
+  explicit RowByRow(std::unique_ptr<Source<Row>> rows) : rows_(std::move(rows)) {}
+  absl::Status open(OperatorContext& ctx) override { return rows_->open(ctx); }
+  PollStatus poll(SourceOutput<Row>& out, int) override { return rows_->poll(out, 1); }
+  absl::Status snapshot_state(int64_t checkpoint_id) override { return rows_->snapshot_state(checkpoint_id); }
+  void notify_checkpoint_complete(int64_t checkpoint_id) override { rows_->notify_checkpoint_complete(checkpoint_id); }
+  void close() override { rows_->close(); }
+  bool bounded() const override { return rows_->bounded(); }
+
+ private:
+  std::unique_ptr<Source<Row>> rows_;
+};
 
 // "+I[1, abc, NULL]", as Flink's print connector writes rows.
 std::string print_text(const Row& row) {
@@ -190,6 +207,11 @@ class Builder {
         if (!in.ok()) return in.status();
         return top_n(*in, n, uid);
       }
+      case PlanNode::Kind::kOver: {
+        auto in = stream(*n.input, depth + 1);
+        if (!in.ok()) return in.status();
+        return over_aggregate(*in, n, uid);
+      }
       case PlanNode::Kind::kJoin: {
         auto left = stream(*n.input, depth + 1);
         if (!left.ok()) return left.status();
@@ -332,14 +354,24 @@ TableConnectors TableConnectors::built_in() {
                        [time](const Row& r) { return r.is_null(time) ? int64_t{0} : r.int64(time); })
                        .with_interval(Duration(0));
     }
+    // "scan.parallelism": the source's subtasks (else the job's); with 1
+    // the rows come in the order written.
+    int parallelism = 0;
+    if (auto p = t.options.find("scan.parallelism"); p != t.options.end()) {
+      if (!absl::SimpleAtoi(p->second, &parallelism) || parallelism < 1) {
+        return absl::InvalidArgumentError("table " + t.name + ": scan.parallelism '" + p->second +
+                                          "' is not a positive number");
+      }
+    }
     const int64_t count = static_cast<int64_t>(rows->size());
     DataStream<Row> out = env.from_source<Row>(
         [rows, count] {
-          return std::make_unique<GeneratorSource<Row>>([rows](int64_t i) { return (*rows)[static_cast<size_t>(i)]; },
-                                                        count);
+          return std::make_unique<RowByRow>(std::make_unique<GeneratorSource<Row>>(
+              [rows](int64_t i) { return (*rows)[static_cast<size_t>(i)]; }, count));
         },
         "values", watermarks);
     out.uid(uid);
+    if (parallelism > 0) out.parallelism(parallelism);
     if (read.size() == declared.columns.size()) return out;
     DataStream<Row> pruned = out.map(
         [read](const Row& all) {
@@ -350,6 +382,7 @@ TableConnectors TableConnectors::built_in() {
         },
         "values-columns");
     pruned.uid(uid + "-columns");
+    if (parallelism > 0) pruned.parallelism(parallelism);
     return pruned;
   };
   c.sources["filesystem"] = [](StreamEnvironment& env, const TableDef& t,

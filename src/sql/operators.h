@@ -16,6 +16,8 @@
 //   top_n              ROW_NUMBER() ... WHERE rn <= N: per partition the
 //                      first N rows in value state (over an updating
 //                      input, every row); an updating result
+//   over_aggregate     aggregates OVER a window: per partition each row with
+//                      its frame's values (over.cc)
 //   join               an inner equi-join: each side's rows per key in list
 //                      state, every new row joined with the other side's;
 //                      a window join drops a window's rows at its end
@@ -56,6 +58,9 @@ absl::StatusOr<DataStream<Row>> group_aggregate(const DataStream<Row>& in, const
 
 // `node` is a kRank over append-only rows `in`.
 absl::StatusOr<DataStream<Row>> top_n(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);
+
+// `node` is a kOver over append-only rows `in`.
+absl::StatusOr<DataStream<Row>> over_aggregate(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);
 
 // `node` is a kJoin of `left` and `right`.
 absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStream<Row>& right, const PlanNode& node,

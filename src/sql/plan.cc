@@ -28,6 +28,13 @@ std::string WindowSpec::to_string() const {
   return "?";
 }
 
+std::string OverFrame::to_string() const {
+  std::string start = "UNBOUNDED PRECEDING";
+  if (preceding) start = std::to_string(*preceding) + (rows ? "" : " ms") + " PRECEDING";
+  return std::string(rows ? "ROWS" : "RANGE") + " BETWEEN " + start + " AND CURRENT ROW" +
+         (processing_time ? ", processing time" : "");
+}
+
 std::string AggregateCall::to_string(const std::vector<std::string>& input) const {
   static const char* kNames[] = {"COUNT", "SUM", "MIN", "MAX", "AVG"};
   const std::string a = arg ? arg->to_string(input) : "*";
@@ -86,6 +93,7 @@ std::optional<WindowBounds> window_bounds(const PlanNode& n) {
       return n.window_join ? window_bounds(*n.input) : std::nullopt;
     case PlanNode::Kind::kScan:
     case PlanNode::Kind::kRank:
+    case PlanNode::Kind::kOver:
     case PlanNode::Kind::kSink:
       break;
   }
@@ -156,6 +164,14 @@ void explain_into(const PlanNode& n, int depth, std::string* out) {
       }
       line += "Rank(partition: " + absl::StrJoin(keys, ", ") + "; order: " + absl::StrJoin(order, ", ") +
               "; rows 1.." + std::to_string(n.limit) + ")";
+      break;
+    }
+    case PlanNode::Kind::kOver: {
+      std::vector<std::string> keys, aggs;
+      for (const Expr& e : n.exprs) keys.push_back(e.to_string(in));
+      for (const AggregateCall& a : n.aggregates) aggs.push_back(a.to_string(in));
+      line += "Over(partition: " + absl::StrJoin(keys, ", ") + "; order: " + n.order_keys[0].to_string(in) + " " +
+              n.over->to_string() + "; " + absl::StrJoin(aggs, ", ") + ")";
       break;
     }
     case PlanNode::Kind::kSink:

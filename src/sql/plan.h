@@ -91,8 +91,25 @@ struct AggregateCall {
   bool operator==(const AggregateCall&) const = default;
 };
 
+// The frame of an OVER window, ending at the current row: ROWS (the
+// current row and `preceding` rows before it) or RANGE (the rows whose
+// time is at most `preceding` ms before the current row's, and the rows of
+// the same time); without `preceding`, every row before (UNBOUNDED
+// PRECEDING).
+struct OverFrame {
+  bool rows = false;
+  std::optional<int64_t> preceding;
+  // The order is PROCTIME(): rows are taken as they come; else the event
+  // time, rows taken in its order as the watermark passes them.
+  bool processing_time = false;
+
+  // "ROWS BETWEEN 9 PRECEDING AND CURRENT ROW"
+  std::string to_string() const;
+  bool operator==(const OverFrame&) const = default;
+};
+
 struct PlanNode {
-  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kJoin, kRank, kSink };
+  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kJoin, kRank, kOver, kSink };
   Kind kind = Kind::kScan;
   std::vector<Column> columns;  // what it emits (kScan: the columns of the table it reads)
   std::string table;            // kScan, kSink: the table
@@ -127,6 +144,10 @@ struct PlanNode {
   std::vector<Expr> order_keys;
   std::vector<bool> descending;
   int64_t limit = 0;  // 0: no WHERE rn <= N above it (yet)
+  // kOver (`aggregates` OVER (PARTITION BY exprs ORDER BY order_keys[0]
+  // frame)): each input row, then each call's value over the row's frame
+  // within its partition; inserts only.
+  std::optional<OverFrame> over;
   std::unique_ptr<PlanNode> input;
   std::unique_ptr<PlanNode> right;  // kJoin
 

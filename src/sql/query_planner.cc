@@ -35,6 +35,7 @@ bool has_aggregate(const json& n) {
   if (!n.is_object()) return false;
   if (n.contains("SubLink") || n.contains("SelectStmt")) return false;
   if (n.contains("FuncCall")) {
+    if (n["FuncCall"].contains("over")) return false;  // OVER a window: no grouping
     const auto names = strings_of(n["FuncCall"].value("funcname", json::array()));
     if (!names.empty() && is_aggregate_function(absl::AsciiStrToLower(names.back()))) return true;
   }
@@ -58,7 +59,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::select(const json& s, in
   if (s.value("op", "SETOP_NONE") != "SETOP_NONE") return unsupported(offset, "UNION / INTERSECT / EXCEPT");
   static const std::vector<std::pair<const char*, const char*>> kNotYet = {
       {"distinctClause", "DISTINCT"}, {"sortClause", "ORDER BY"}, {"limitCount", "LIMIT"}, {"limitOffset", "OFFSET"},
-      {"windowClause", "WINDOW"},     {"withClause", "WITH"},     {"valuesLists", "VALUES"}};
+      {"withClause", "WITH"},         {"valuesLists", "VALUES"}};
   for (const auto& [field, name] : kNotYet) {
     if (s.contains(field)) return unsupported(location_of(s[field].is_array() ? s[field][0] : s[field]), name);
   }
@@ -88,11 +89,15 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::select(const json& s, in
   if (s.contains("groupClause") || s.contains("havingClause") || has_aggregate(s.value("targetList", json::array()))) {
     return grouped(s, std::move(node), scopes, offset);
   }
+  if (has_over_aggregate(s.value("targetList", json::array()))) return over(s, std::move(node), scopes, offset);
   return project(s, std::move(node), scopes, offset);
 }
 
 absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, Node input,
-                                                                const std::vector<Scope>& scopes, int offset) {
+                                                                const std::vector<Scope>& scopes, int offset,
+                                                                OverCalls* over) {
+  const Binder over_binder(text_, nullptr, over);
+  const Binder& binder = over != nullptr ? over_binder : binder_;
   auto project = std::make_unique<PlanNode>();
   project->kind = PlanNode::Kind::kProject;
   int unnamed = 0;
@@ -100,7 +105,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, N
   for (const auto& t : s.value("targetList", json::array())) {
     const json& r = t["ResTarget"];
     const json& val = r["val"];
-    if (node_name(val) == "FuncCall" && val["FuncCall"].contains("over")) {
+    if (over == nullptr && node_name(val) == "FuncCall" && val["FuncCall"].contains("over")) {
       // ROW_NUMBER() OVER (...): a rank below this projection, its number
       // the column after the input's.
       auto rank = row_number(val["FuncCall"], std::move(input), scopes);
@@ -131,13 +136,22 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, N
       if (!any) return error(location_of(val), "no table " + (parts.empty() ? std::string("?") : parts[0]) + " in FROM");
       continue;
     }
-    auto e = binder_.bind(val, scopes);
+    auto e = binder.bind(val, scopes);
     if (!e.ok()) return e.status();
     std::string name = r.value("name", "");
-    if (name.empty()) name = e->kind == Expr::Kind::kColumn ? column_at(scopes, e->column).name : "EXPR$" + std::to_string(unnamed);
+    if (name.empty()) {
+      const bool plain = e->kind == Expr::Kind::kColumn && e->column < width;
+      name = plain ? column_at(scopes, e->column).name : "EXPR$" + std::to_string(unnamed);
+    }
     ++unnamed;
     project->columns.push_back({name, e->type});
     project->exprs.push_back(*std::move(e));
+  }
+  if (over != nullptr) {  // the OVER window's calls, a column each after its input's
+    input->aggregates = over->calls;
+    for (size_t i = 0; i < over->calls.size(); ++i) {
+      input->columns.push_back({"$over" + std::to_string(i), over->calls[i].type});
+    }
   }
   // Two columns of one name are allowed (as in PostgreSQL and Flink); a
   // reference to that name from outside is ambiguous.
@@ -358,7 +372,8 @@ void prune_inputs(PlanNode* top) {
 void prune_scan(PlanNode* top) {
   std::vector<PlanNode*> chain;  // from top's input down, without the scan
   PlanNode* n = top->input.get();
-  while (n->kind == PlanNode::Kind::kFilter || n->kind == PlanNode::Kind::kWindow || n->kind == PlanNode::Kind::kRank) {
+  while (n->kind == PlanNode::Kind::kFilter || n->kind == PlanNode::Kind::kWindow || n->kind == PlanNode::Kind::kRank ||
+         n->kind == PlanNode::Kind::kOver) {
     chain.push_back(n);
     n = n->input.get();
   }
@@ -378,9 +393,13 @@ void prune_scan(PlanNode* top) {
   }
   for (PlanNode* c : chain) {
     if (c->kind == PlanNode::Kind::kFilter) above.push_back(&c->exprs[0]);
-    if (c->kind == PlanNode::Kind::kRank) {
+    if (c->kind == PlanNode::Kind::kRank || c->kind == PlanNode::Kind::kOver) {
       for (Expr& e : c->exprs) above.push_back(&e);
       for (Expr& e : c->order_keys) above.push_back(&e);
+    }
+    for (AggregateCall& a : c->aggregates) {  // kOver's
+      if (a.arg) above.push_back(&*a.arg);
+      if (a.filter) above.push_back(&*a.filter);
     }
     if (c->kind == PlanNode::Kind::kWindow) {
       for (int i = 0; i < width; ++i) used[i] = used[i] || absl::EqualsIgnoreCase(scan->columns[i].name, c->window->time_column);
@@ -407,6 +426,7 @@ void prune_scan(PlanNode* top) {
     std::vector<Column> cols = c->input->columns;
     if (c->kind == PlanNode::Kind::kWindow) cols.insert(cols.end(), c->columns.end() - kWindowColumns, c->columns.end());
     if (c->kind == PlanNode::Kind::kRank) cols.push_back(c->columns.back());  // the row number
+    if (c->kind == PlanNode::Kind::kOver) cols.insert(cols.end(), c->columns.end() - static_cast<long>(c->aggregates.size()), c->columns.end());
     c->columns = std::move(cols);
   }
 }

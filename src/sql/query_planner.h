@@ -6,8 +6,8 @@
 // plans each INSERT's query with it.
 //
 // The work is split by clause: query_planner.cc (SELECT, FROM, projection,
-// push-down, pruning), window_planner.cc (window table functions, GROUP BY)
-// and join_planner.cc (joins).
+// push-down, pruning), window_planner.cc (window table functions, GROUP BY),
+// join_planner.cc (joins) and over_planner.cc (OVER aggregates).
 //
 // Internal to the sql layer. Thread-compatible.
 #ifndef WEIR_SQL_QUERY_PLANNER_H_
@@ -53,9 +53,17 @@ class QueryPlanner {
   static Node filter_over(Node input, Expr cond);
   // FROM a, b: a join of a and b whose keys come from WHERE.
   static Node cross(Node left, Node right);
-  absl::StatusOr<Node> project(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset);
+  // The select list over `input`; with `over`, `input` is a kOver whose
+  // calls the list's OVER aggregates become.
+  absl::StatusOr<Node> project(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset,
+                               OverCalls* over = nullptr);
   // ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) of `input`'s rows.
   absl::StatusOr<Node> row_number(const nlohmann::json& f, Node input, const std::vector<Scope>& scopes);
+
+  // ---- over_planner.cc
+  // A select list with aggregates OVER a window: a kOver below its
+  // projection.
+  absl::StatusOr<Node> over(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset);
 
   // ---- window_planner.cc
   absl::StatusOr<Node> window_function(const nlohmann::json& r, std::vector<Scope>* scopes, int offset);
@@ -80,6 +88,9 @@ class QueryPlanner {
   const FindTable find_table_;
   const Binder binder_;
 };
+
+// Whether an aggregate call OVER a window stands in `n` (outside subqueries).
+bool has_over_aggregate(const nlohmann::json& n);
 
 // Refuses a ROW_NUMBER() that no WHERE rn <= N limits.
 absl::Status check_ranks(const PlanNode& n, std::string_view text, int offset);
