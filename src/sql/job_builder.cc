@@ -212,6 +212,16 @@ class Builder {
         if (!in.ok()) return in.status();
         return over_aggregate(*in, n, uid);
       }
+      case PlanNode::Kind::kUnion: {
+        auto left = stream(*n.input, depth + 1);
+        if (!left.ok()) return left.status();
+        const std::string saved = prefix_;
+        prefix_ += "u" + std::to_string(depth);  // the right side's uids differ from the left's (and nested unions')
+        auto right = stream(*n.right, depth + 1);
+        prefix_ = saved;
+        if (!right.ok()) return right.status();
+        return left->union_with(*right);
+      }
       case PlanNode::Kind::kJoin: {
         auto left = stream(*n.input, depth + 1);
         if (!left.ok()) return left.status();

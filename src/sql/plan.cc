@@ -54,6 +54,7 @@ bool is_updating(const PlanNode& n) {
       if (n.input->kind == PlanNode::Kind::kWindow) return false;  // the window operator's, also of processing time
       return !window_bounds(*n.input) || is_updating(*n.input);
     case PlanNode::Kind::kJoin:
+    case PlanNode::Kind::kUnion:
       return is_updating(*n.input) || is_updating(*n.right);
     case PlanNode::Kind::kScan:
       return false;
@@ -94,6 +95,7 @@ std::optional<WindowBounds> window_bounds(const PlanNode& n) {
     case PlanNode::Kind::kScan:
     case PlanNode::Kind::kRank:
     case PlanNode::Kind::kOver:
+    case PlanNode::Kind::kUnion:
     case PlanNode::Kind::kSink:
       break;
   }
@@ -174,6 +176,9 @@ void explain_into(const PlanNode& n, int depth, std::string* out) {
               n.over->to_string() + "; " + absl::StrJoin(aggs, ", ") + ")";
       break;
     }
+    case PlanNode::Kind::kUnion:
+      line += "UnionAll";
+      break;
     case PlanNode::Kind::kSink:
       line += "Sink(" + n.table + ")";
       break;

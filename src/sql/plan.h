@@ -109,7 +109,7 @@ struct OverFrame {
 };
 
 struct PlanNode {
-  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kJoin, kRank, kOver, kSink };
+  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kJoin, kRank, kOver, kUnion, kSink };
   Kind kind = Kind::kScan;
   std::vector<Column> columns;  // what it emits (kScan: the columns of the table it reads)
   std::string table;            // kScan, kSink: the table
@@ -149,7 +149,7 @@ struct PlanNode {
   // within its partition; inserts only.
   std::optional<OverFrame> over;
   std::unique_ptr<PlanNode> input;
-  std::unique_ptr<PlanNode> right;  // kJoin
+  std::unique_ptr<PlanNode> right;  // kJoin; kUnion (UNION ALL): the rows of input, then of right
 
   std::vector<std::string> column_names() const;
 };

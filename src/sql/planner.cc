@@ -30,6 +30,9 @@ class Planner {
         if (!t.ok()) return t.status();
         by_name_[absl::AsciiStrToLower(t->name)] = tables_.size();
         tables_.push_back(*std::move(t));
+      } else if (kind == "ViewStmt") {
+        absl::Status v = create_view(body, st.offset);
+        if (!v.ok()) return v;
       } else if (kind == "InsertStmt") {
         auto p = insert(body, st.offset);
         if (!p.ok()) return p.status();
@@ -37,7 +40,7 @@ class Planner {
       } else if (kind == "SelectStmt") {
         return error(st.offset, "a SELECT needs a table to go to: INSERT INTO <table> SELECT ...");
       } else {
-        return error(st.offset, "unsupported statement " + kind + " (CREATE TABLE and INSERT INTO ... SELECT are)");
+        return error(st.offset, "unsupported statement " + kind + " (CREATE TABLE, CREATE VIEW and INSERT INTO ... SELECT are)");
       }
     }
     if (out.inserts.empty()) return absl::InvalidArgumentError("the script has no INSERT INTO ... SELECT: nothing to run");
@@ -80,7 +83,9 @@ class Planner {
     TableDef t;
     t.name = b["relation"].value("relname", "");
     t.offset = offset;
-    if (find_table(t.name) != nullptr) return error(b["relation"].value("location", offset), "table " + t.name + " is declared twice");
+    if (find_table(t.name) != nullptr || find_view(t.name) != nullptr) {
+      return error(b["relation"].value("location", offset), "table " + t.name + " is declared twice");
+    }
     std::vector<std::string> primary_key;
     for (const auto& e : b.value("tableElts", json::array())) {
       if (e.contains("ColumnDef")) {
@@ -184,6 +189,39 @@ class Planner {
     return spec;
   }
 
+  const json* find_view(const std::string& name) const {
+    auto it = views_.find(absl::AsciiStrToLower(name));
+    return it == views_.end() ? nullptr : &it->second;
+  }
+
+  QueryPlanner query_planner() const {
+    return QueryPlanner(
+        script_.text, [this](const std::string& n) { return find_table(n); },
+        [this](const std::string& n) { return find_view(n); });
+  }
+
+  // ---- CREATE VIEW --------------------------------------------------------------
+
+  // CREATE VIEW v [(c, ...)] AS SELECT ...: planned here (an error names the
+  // view's own text), then planned again where a query reads it.
+  absl::Status create_view(const json& b, int offset) {
+    const std::string name = b["view"].value("relname", "");
+    const int at = b["view"].value("location", offset);
+    if (find_table(name) != nullptr || find_view(name) != nullptr) return error(at, "view " + name + " is declared twice");
+    if (b.value("replace", false)) return unsupported(at, "CREATE OR REPLACE VIEW");
+    if (!b.contains("query") || !b["query"].contains("SelectStmt")) return error(at, "a view is CREATE VIEW v AS SELECT ...");
+    auto rows = query_planner().select(b["query"]["SelectStmt"], offset);
+    if (!rows.ok()) return rows.status();
+    absl::Status ranks = check_ranks(**rows, script_.text, offset);
+    if (!ranks.ok()) return ranks;
+    if (b.contains("aliases") && strings_of(b["aliases"]).size() != (*rows)->columns.size()) {
+      return error(at, "view " + name + " names " + std::to_string(strings_of(b["aliases"]).size()) +
+                           " columns, its query has " + std::to_string((*rows)->columns.size()));
+    }
+    views_[absl::AsciiStrToLower(name)] = b;
+    return absl::OkStatus();
+  }
+
   // ---- INSERT and SELECT ------------------------------------------------------
 
   absl::StatusOr<std::unique_ptr<PlanNode>> insert(const json& b, int offset) {
@@ -191,7 +229,7 @@ class Planner {
     const TableDef* sink = find_table(name);
     if (sink == nullptr) return error(b["relation"].value("location", offset), "no table " + name + " (declare it with CREATE TABLE)");
     if (b.contains("cols")) return unsupported(offset, "INSERT with a column list");
-    QueryPlanner queries(script_.text, [this](const std::string& n) { return find_table(n); });
+    QueryPlanner queries = query_planner();
     auto query = queries.select(b["selectStmt"]["SelectStmt"], offset);
     if (!query.ok()) return query.status();
     absl::Status ranks = check_ranks(**query, script_.text, offset);
@@ -244,6 +282,7 @@ class Planner {
   const Binder binder_;
   std::vector<TableDef> tables_;            // declared so far
   std::map<std::string, size_t> by_name_;  // lower-case name -> index into tables_
+  std::map<std::string, json> views_;       // lower-case name -> its ViewStmt
 };
 
 }  // namespace

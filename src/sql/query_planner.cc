@@ -56,12 +56,34 @@ const Column& column_at(const std::vector<Scope>& scopes, int i) {
 
 absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::select(const json& s, int offset) {
   // What is not built yet, named where it stands.
-  if (s.value("op", "SETOP_NONE") != "SETOP_NONE") return unsupported(offset, "UNION / INTERSECT / EXCEPT");
+  const std::string op = s.value("op", "SETOP_NONE");
+  if (op == "SETOP_UNION" && s.value("all", false)) return union_all(s, offset);
+  if (op != "SETOP_NONE") {
+    return unsupported(location_of(s), op == "SETOP_UNION" ? "UNION without ALL (UNION ALL is)" : "INTERSECT and EXCEPT");
+  }
   static const std::vector<std::pair<const char*, const char*>> kNotYet = {
-      {"distinctClause", "DISTINCT"}, {"sortClause", "ORDER BY"}, {"limitCount", "LIMIT"}, {"limitOffset", "OFFSET"},
-      {"withClause", "WITH"},         {"valuesLists", "VALUES"}};
+      {"sortClause", "ORDER BY"}, {"limitCount", "LIMIT"}, {"limitOffset", "OFFSET"},
+      {"withClause", "WITH"},     {"valuesLists", "VALUES"}};
   for (const auto& [field, name] : kNotYet) {
     if (s.contains(field)) return unsupported(location_of(s[field].is_array() ? s[field][0] : s[field]), name);
+  }
+  if (s.contains("distinctClause")) {
+    // SELECT DISTINCT: a GROUP BY of every column selected.
+    if (!s["distinctClause"].empty() && !s["distinctClause"][0].empty()) {
+      return unsupported(location_of(s["distinctClause"]), "DISTINCT ON");
+    }
+    json plain = s;
+    plain.erase("distinctClause");
+    auto rows = select(plain, offset);
+    if (!rows.ok()) return rows.status();
+    auto distinct = std::make_unique<PlanNode>();
+    distinct->kind = PlanNode::Kind::kAggregate;
+    distinct->columns = (*rows)->columns;
+    for (size_t i = 0; i < distinct->columns.size(); ++i) {
+      distinct->exprs.push_back(Expr::column_ref(static_cast<int>(i), distinct->columns[i].type));
+    }
+    distinct->input = *std::move(rows);
+    return distinct;
   }
   const json from = s.value("fromClause", json::array());
   if (from.empty()) return unsupported(offset, "SELECT without FROM");
@@ -267,6 +289,9 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::from_item(const json& it
     const json& r = item[kind];
     const std::string name = r.value("relname", "");
     const TableDef* t = find_table_(name);
+    if (t == nullptr && find_view_) {
+      if (const json* v = find_view_(name)) return view(*v, r, scopes, offset);
+    }
     if (t == nullptr) return error(r.value("location", offset), "no table " + name + " (declare it with CREATE TABLE)");
     scopes->push_back({r.contains("alias") ? r["alias"].value("aliasname", name) : t->name, t->columns});
     auto scan = std::make_unique<PlanNode>();
@@ -285,6 +310,64 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::from_item(const json& it
   if (kind == "RangeFunction") return window_function(item[kind], scopes, offset);
   if (kind == "JoinExpr") return join(item[kind], scopes, offset);
   return unsupported(location_of(item), "FROM " + kind);
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::view(const json& v, const json& range,
+                                                             std::vector<Scope>* scopes, int offset) {
+  auto rows = select(v["query"]["SelectStmt"], offset);
+  if (!rows.ok()) return rows.status();
+  if (v.contains("aliases")) {
+    const std::vector<std::string> names = strings_of(v["aliases"]);
+    for (size_t i = 0; i < names.size() && i < (*rows)->columns.size(); ++i) (*rows)->columns[i].name = names[i];
+  }
+  const std::string name = v["view"].value("relname", "");
+  scopes->push_back({range.contains("alias") ? range["alias"].value("aliasname", name) : name, (*rows)->columns});
+  return rows;
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::union_all(const json& s, int offset) {
+  auto left = select(s["larg"], offset);
+  if (!left.ok()) return left.status();
+  auto right = select(s["rarg"], offset);
+  if (!right.ok()) return right.status();
+  const int at = location_of(s["rarg"]);
+  const std::vector<Column>& l = (*left)->columns;
+  const std::vector<Column>& r = (*right)->columns;
+  if (l.size() != r.size()) {
+    return error(at, "UNION ALL of " + std::to_string(l.size()) + " and " + std::to_string(r.size()) + " columns");
+  }
+  // Both sides as the common types, cast in a projection where they differ.
+  std::vector<Column> columns;
+  for (size_t i = 0; i < l.size(); ++i) {
+    auto t = common_type(l[i].type, r[i].type);
+    if (!t) {
+      return error(at, "UNION ALL: column " + std::to_string(i + 1) + " is " + std::string(type_name(l[i].type.kind)) +
+                           " on the left and " + std::string(type_name(r[i].type.kind)) + " on the right");
+    }
+    columns.push_back({l[i].name, *t});
+  }
+  auto as_common = [&](Node side) -> Node {
+    bool same = true;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const Type& t = side->columns[i].type;
+      same = same && t.kind == columns[i].type.kind && t.scale == columns[i].type.scale;
+    }
+    if (same) return side;
+    auto p = std::make_unique<PlanNode>();
+    p->kind = PlanNode::Kind::kProject;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      p->exprs.push_back(cast_to(Expr::column_ref(static_cast<int>(i), side->columns[i].type), columns[i].type));
+      p->columns.push_back({side->columns[i].name, columns[i].type});
+    }
+    p->input = std::move(side);
+    return p;
+  };
+  auto u = std::make_unique<PlanNode>();
+  u->kind = PlanNode::Kind::kUnion;
+  u->columns = columns;
+  u->input = as_common(*std::move(left));
+  u->right = as_common(*std::move(right));
+  return u;
 }
 
 namespace {

@@ -31,10 +31,12 @@ class QueryPlanner {
  public:
   // A declared table by name (any case), or nullptr.
   using FindTable = std::function<const TableDef*(const std::string& name)>;
+  // A declared view (its ViewStmt) by name (any case), or nullptr.
+  using FindView = std::function<const nlohmann::json*(const std::string& name)>;
 
   // `text`: the script the trees point into; both must outlive this.
-  QueryPlanner(std::string_view text, FindTable find_table)
-      : text_(text), find_table_(std::move(find_table)), binder_(text) {}
+  QueryPlanner(std::string_view text, FindTable find_table, FindView find_view = nullptr)
+      : text_(text), find_table_(std::move(find_table)), find_view_(std::move(find_view)), binder_(text) {}
 
   // The plan of SelectStmt `s` (at byte `offset` of the script).
   absl::StatusOr<std::unique_ptr<PlanNode>> select(const nlohmann::json& s, int offset);
@@ -84,8 +86,17 @@ class QueryPlanner {
   // Checks the joins at the top of `n` have keys, and marks window joins.
   absl::Status finish_joins(PlanNode* n, int offset);
 
+  // FROM v for view v: its query as a subquery named v (or the alias), its
+  // columns named as the view names them.
+  absl::StatusOr<Node> view(const nlohmann::json& v, const nlohmann::json& range, std::vector<Scope>* scopes,
+                            int offset);
+  // a UNION ALL b: the rows of both, columns of the left's names and the
+  // types both have.
+  absl::StatusOr<Node> union_all(const nlohmann::json& s, int offset);
+
   const std::string_view text_;
   const FindTable find_table_;
+  const FindView find_view_;
   const Binder binder_;
 };
 

@@ -70,12 +70,23 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
     const auto table_name = node_name(args[0]) == "ColumnRef" ? strings_of(args[0]["ColumnRef"]["fields"]) : std::vector<std::string>{};
     if (table_name.size() != 1) return unsupported(location_of(args[0]), usage + " over anything but a table or (SELECT ...)");
     t = find_table_(table_name[0]);
-    if (t == nullptr) return error(location_of(args[0]), "no table " + table_name[0] + " (declare it with CREATE TABLE)");
-    input = std::make_unique<PlanNode>();
-    input->kind = PlanNode::Kind::kScan;
-    input->table = t->name;
-    input->columns = t->columns;
-    qualifier = t->name;
+    const json* v = t == nullptr && find_view_ ? find_view_(table_name[0]) : nullptr;
+    if (v != nullptr) {  // a view: its query, as a subquery
+      std::vector<Scope> view_scope;
+      auto inner = view(*v, json::object(), &view_scope, offset);
+      if (!inner.ok()) return inner.status();
+      if (is_updating(**inner)) return unsupported(location_of(args[0]), name + " over an updating result");
+      input = *std::move(inner);
+      qualifier = view_scope[0].qualifier;
+    }
+    if (t == nullptr && v == nullptr) return error(location_of(args[0]), "no table " + table_name[0] + " (declare it with CREATE TABLE)");
+    if (t != nullptr) {
+      input = std::make_unique<PlanNode>();
+      input->kind = PlanNode::Kind::kScan;
+      input->table = t->name;
+      input->columns = t->columns;
+      qualifier = t->name;
+    }
   }
   // Its time attribute: the event time (a table's watermark column) or
   // PROCTIME().
