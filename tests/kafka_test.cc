@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <random>
@@ -24,6 +25,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_split.h"
 #include "common/test_points.h"
 #include "examples/orders/orders.h"
 #include "examples/running_sum/running_sum.h"
@@ -727,6 +729,125 @@ std::string first_difference(const Totals& got, const Totals& want) {
   return "none";
 }
 
+
+// The orders job written in SQL: a Kafka table (JSON; bad records skipped,
+// as "json.ignore-parse-errors" says; the record timestamp as a column) ->
+// TUMBLE windows -> a Kafka table (exactly-once) and a PostgreSQL table
+// upserted by its primary key, and a GROUP BY per customer (an updating
+// result) upserted into another; killed once mid-run and restored to the
+// end. Each holds what the input implies, each window once.
+TEST(OrdersJobTest, SqlKafkaToKafkaAndPostgresAfterAKillAreExactlyOnce) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir("orders-sql");
+  Broker broker(dir.path("broker"));
+  ASSERT_FALSE(broker.bootstrap().empty()) << broker.err();
+  testing::PgServer pg(4);
+  ASSERT_TRUE(pg.ok()) << pg.log();
+  pg.sql("CREATE TABLE window_totals (customer text, window_start timestamp, window_end timestamp, orders bigint, "
+         "amount bigint, PRIMARY KEY (customer, window_start))");
+  pg.sql("CREATE TABLE customer_totals (customer text PRIMARY KEY, orders bigint, amount bigint)");
+  pg.sql("CREATE TABLE window_log (customer text, window_start timestamp, orders bigint, amount bigint)");
+
+  examples::GeneratedOrders g;
+  g.count = 20000;
+  g.bad_every = 997;
+  g.seed = seed;
+  Child gen({testing::weir_bin(), "generate", "orders", "--kafka-brokers", broker.bootstrap(), "--count",
+             std::to_string(g.count), "--bad-every", std::to_string(g.bad_every), "--seed", std::to_string(seed)},
+            dir.path("gen"));
+  ASSERT_EQ(gen.wait(), 0) << gen.err();
+
+  const std::string kafka = "\"properties.bootstrap.servers\" = '" + broker.bootstrap() + "'";
+  const std::string script = dir.path("orders.sql");
+  std::ofstream(script) << R"(
+    CREATE TABLE orders (id VARCHAR, customer VARCHAR, amount BIGINT, ts TIMESTAMP(3), kts TIMESTAMP(3))
+      WITH (connector = 'kafka', topic = 'orders', )" << kafka << R"(, format = 'json',
+            "json.ignore-parse-errors" = 'true', "scan.bounded.mode" = 'latest-offset',
+            "scan.records-per-second" = '2000', "metadata.timestamp" = 'kts',
+            watermark = 'ts - INTERVAL ''2'' SECOND', "scan.watermark.idle-timeout" = '10 s');
+    CREATE TABLE totals (customer VARCHAR, window_start TIMESTAMP(3), window_end TIMESTAMP(3), orders BIGINT,
+                         amount BIGINT)
+      WITH (connector = 'kafka', topic = 'order-totals', )" << kafka << R"(, format = 'json',
+            "sink.transactional-id-prefix" = 'sql-totals');
+    CREATE TABLE window_totals (customer VARCHAR, window_start TIMESTAMP(3), window_end TIMESTAMP(3),
+                                orders BIGINT, amount BIGINT, PRIMARY KEY (customer, window_start))
+      WITH (connector = 'postgres', conninfo = ')" << pg.conninfo() << R"(');
+    CREATE TABLE per_customer (customer VARCHAR PRIMARY KEY, orders BIGINT, amount BIGINT)
+      WITH (connector = 'postgres', conninfo = ')" << pg.conninfo() << R"(', "table-name" = 'customer_totals');
+    CREATE VIEW windows AS
+      SELECT customer, window_start, window_end, COUNT(*) AS orders, SUM(amount) AS amount
+      FROM TUMBLE(orders, DESCRIPTOR(ts), INTERVAL '1' SECOND)
+      WHERE kts = ts
+      GROUP BY customer, window_start, window_end;
+    INSERT INTO totals SELECT * FROM windows;
+    INSERT INTO window_totals SELECT * FROM windows;
+    CREATE TABLE window_log (customer VARCHAR, window_start TIMESTAMP(3), orders BIGINT, amount BIGINT)
+      WITH (connector = 'postgres', conninfo = ')" << pg.conninfo() << R"(', "sink.transaction-prefix" = 'sql-log');
+    INSERT INTO per_customer SELECT customer, COUNT(*), SUM(amount) FROM orders GROUP BY customer;
+    INSERT INTO window_log SELECT customer, window_start, orders, amount FROM windows;
+  )";
+  auto args = [&](bool restore) {
+    std::vector<std::string> a = {testing::weir_bin(), "sql", script, "--verbose", "-p", "2", "--checkpoint-dir",
+                                  dir.path("chk"), "--checkpoint-interval", "100ms"};
+    if (restore) a.insert(a.end(), {"--restore", "latest"});
+    return a;
+  };
+  Child first(args(false), dir.path("first"), /*pipe_stderr=*/true);
+  int completed = 0;
+  ASSERT_TRUE(first.wait_for_line(
+      [&](const std::string& line) { return line.find("completed") != std::string::npos && ++completed >= 5; },
+      std::chrono::seconds(60)))
+      << first.err();
+  first.kill9();
+  ASSERT_EQ(first.wait(), 128 + SIGKILL) << "the job ended before it was killed";
+  Child last(args(true), dir.path("last"));
+  ASSERT_EQ(last.wait(), 0) << last.err();
+
+  const Totals want = examples::expected_order_totals(g, 1000);
+  Totals in_kafka;
+  for (const std::string& v : committed_values(broker.bootstrap(), "order-totals", dir.path("kcat-totals"))) {
+    auto j = nlohmann::json::parse(v);
+    auto key = std::make_pair(j["customer"].get<std::string>(), j["window_start"].get<int64_t>());
+    EXPECT_EQ(in_kafka.count(key), 0u) << "twice: " << v;
+    in_kafka[key] = {j["orders"].get<int64_t>(), j["amount"].get<int64_t>()};
+  }
+  EXPECT_TRUE(in_kafka == want) << "the totals in Kafka differ from the input's: " << first_difference(in_kafka, want);
+
+  Totals in_pg;
+  for (const std::string& row : pg.sql("SELECT customer, (extract(epoch from window_start) * 1000)::bigint, orders, "
+                                       "amount FROM window_totals")) {
+    std::vector<std::string> cols = absl::StrSplit(row, '\t');
+    ASSERT_EQ(cols.size(), 4u) << row;
+    in_pg[{cols[0], std::stoll(cols[1])}] = {std::stoll(cols[2]), std::stoll(cols[3])};
+  }
+  EXPECT_TRUE(in_pg == want) << "the PostgreSQL table differs from the input's totals: " << first_difference(in_pg, want);
+
+  // Without a primary key: inserts, exactly once (a prepared transaction per
+  // checkpoint), so each window's row is there once.
+  Totals in_log;
+  for (const std::string& row : pg.sql("SELECT customer, (extract(epoch from window_start) * 1000)::bigint, orders, "
+                                       "amount FROM window_log")) {
+    std::vector<std::string> cols = absl::StrSplit(row, '\t');
+    ASSERT_EQ(cols.size(), 4u) << row;
+    const auto key = std::make_pair(cols[0], std::stoll(cols[1]));
+    EXPECT_EQ(in_log.count(key), 0u) << "twice: " << row;
+    in_log[key] = {std::stoll(cols[2]), std::stoll(cols[3])};
+  }
+  EXPECT_TRUE(in_log == want) << "the inserted windows differ from the input's totals: " << first_difference(in_log, want);
+
+  std::map<std::string, std::pair<int64_t, int64_t>> want_customers, got_customers;
+  for (const auto& [key, t] : want) {
+    want_customers[key.first].first += t.first;
+    want_customers[key.first].second += t.second;
+  }
+  for (const std::string& row : pg.sql("SELECT customer, orders, amount FROM customer_totals")) {
+    std::vector<std::string> cols = absl::StrSplit(row, '\t');
+    ASSERT_EQ(cols.size(), 3u) << row;
+    got_customers[cols[0]] = {std::stoll(cols[1]), std::stoll(cols[2])};
+  }
+  EXPECT_EQ(got_customers, want_customers);
+}
 
 // The orders job killed once mid-run and restored to the end: the totals
 // topic (read_committed) and the PostgreSQL table hold each window's total

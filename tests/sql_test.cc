@@ -458,6 +458,29 @@ TEST_F(SqlTest, BadSqlIsOneLineWithExitCode2AndNothingRuns) {
       {"CREATE TABLE bid (price BIGINT) WITH (connector = 'nexmark');\n"
        "CREATE TABLE o (a BIGINT) WITH (connector = 'filesystem');\nINSERT INTO o SELECT price FROM bid;",
        "table o: the filesystem connector needs path = 'DIRECTORY'"},
+      {"CREATE TABLE k (a BIGINT) WITH (connector = 'kafka', topic = 't', format = 'json');\n"
+       "CREATE TABLE o (a BIGINT) WITH (connector = 'blackhole');\nINSERT INTO o SELECT a FROM k;",
+       "table k: the kafka connector needs \"properties.bootstrap.servers\" = 'host:port,...'"},
+      {"CREATE TABLE k (a BIGINT) WITH (connector = 'kafka', topic = 't', \"properties.bootstrap.servers\" = 'h:1', "
+       "format = 'avro');\nCREATE TABLE o (a BIGINT) WITH (connector = 'blackhole');\nINSERT INTO o SELECT a FROM k;",
+       "table k: format 'avro' is not supported (json, csv and raw are)"},
+      {"CREATE TABLE k (a BIGINT) WITH (connector = 'kafka', topic = 't', \"properties.bootstrap.servers\" = 'h:1', "
+       "format = 'json', \"scan.startup.mode\" = 'specific-offsets');\n"
+       "CREATE TABLE o (a BIGINT) WITH (connector = 'blackhole');\nINSERT INTO o SELECT a FROM k;",
+       "table k: \"scan.startup.mode\" 'specific-offsets' is none of earliest-offset, latest-offset, group-offsets, timestamp"},
+      {bid + "CREATE TABLE k (c VARCHAR, n BIGINT) WITH (connector = 'kafka', topic = 't', "
+             "\"properties.bootstrap.servers\" = 'h:1', format = 'json');\n"
+             "INSERT INTO k SELECT channel, COUNT(*) FROM bid GROUP BY channel;",
+       "table k: the kafka connector takes inserts only, and the query's result is updating"},
+      {bid + "CREATE TABLE p (c VARCHAR, n BIGINT) WITH (connector = 'postgres', conninfo = 'host=nowhere');\n"
+             "INSERT INTO p SELECT channel, COUNT(*) FROM bid GROUP BY channel;",
+       "table p: the query's result is updating (a GROUP BY without a window): declare the table's PRIMARY KEY"},
+      {bid + "CREATE TABLE p (c VARCHAR, n BIGINT) WITH (connector = 'postgres');\n"
+             "INSERT INTO p SELECT channel, price FROM bid;",
+       "table p: the postgres connector needs conninfo = 'host=... dbname=...' (libpq's)"},
+      {bid + "CREATE TABLE p (c VARCHAR, n BIGINT) WITH (connector = 'postgres', conninfo = 'host=nowhere');\n"
+             "INSERT INTO o SELECT n FROM p;",
+       "table p: connector 'postgres' cannot be read from SQL yet"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE(cases[i].first);

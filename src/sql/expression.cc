@@ -80,10 +80,6 @@ int compare(const Value& a, const Value& b) {
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }
 
-std::string timestamp_text(int64_t ms) {
-  return absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixMillis(ms), absl::UTCTimeZone());
-}
-
 // A DECIMAL value of type `t` (precision up to 18) must have at most
 // t.precision digits.
 absl::StatusOr<Value> fits(int64_t unscaled, const Type& t) {
@@ -185,6 +181,10 @@ absl::StatusOr<Value> cast(const Value& v, const Type& from_type, const Type& to
 }
 
 }  // namespace
+
+std::string timestamp_text(int64_t ms) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+}
 
 std::string_view op_name(Op op) {
   switch (op) {

@@ -69,6 +69,9 @@ Expr comparison(Op op, Expr a, Expr b);
 // The value of `e` for `row` (whose columns are those `e` refers to).
 absl::StatusOr<Value> evaluate(const Expr& e, const Row& row);
 
+// A TIMESTAMP's text, UTC: "2020-01-01 00:00:01.000".
+std::string timestamp_text(int64_t ms);
+
 // A literal as SQL would print it ('text', 12, 1.5, TRUE, NULL).
 std::string literal_text(const Value& v, const Type& type);
 

@@ -435,6 +435,7 @@ TableConnectors TableConnectors::built_in() {
     rows.uid(uid + "-csv");
     return rows;
   };
+  add_system_connectors(&c);
   c.sinks["blackhole"] = [](const DataStream<Row>& rows, bool, const TableDef&, const std::string& uid) {
     rows.sink_to([] { return std::make_unique<Discard>(); }, "blackhole").uid(uid);
     return absl::OkStatus();

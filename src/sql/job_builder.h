@@ -49,10 +49,14 @@ struct TableConnectors {
   std::map<std::string, TableSource> sources;
   std::map<std::string, TableSink> sinks;
 
-  // The 'values' and 'filesystem' sources; 'filesystem', 'print' and
-  // 'blackhole' sinks.
+  // The 'values', 'filesystem' and 'kafka' sources; 'filesystem', 'kafka',
+  // 'postgres', 'print' and 'blackhole' sinks.
   static TableConnectors built_in();
 };
+
+// Adds the 'kafka' source and sink and the 'postgres' sink
+// (connector_tables.cc; docs/sql.md lists their options).
+void add_system_connectors(TableConnectors* connectors);
 
 // The CSV columns of a table's rows (TIMESTAMP and INTERVAL as their
 // milliseconds).
