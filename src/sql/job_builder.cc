@@ -195,7 +195,9 @@ class Builder {
       case PlanNode::Kind::kAggregate: {
         // Directly over a window table function, the window operator makes
         // the windows (the table function itself is no operator).
-        const bool tvf = n.input->kind == PlanNode::Kind::kWindow;
+        // (CUMULATE: a row per window it is in, then per key and window a
+        // state and a timer, as over windowed rows.)
+        const bool tvf = n.input->kind == PlanNode::Kind::kWindow && n.input->window->kind != WindowSpec::Kind::kCumulate;
         auto in = stream(tvf ? *n.input->input : *n.input, depth + (tvf ? 2 : 1));
         if (!in.ok()) return in.status();
         if (tvf) return window_aggregate(*in, n, uid);

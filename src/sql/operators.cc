@@ -99,6 +99,18 @@ absl::StatusOr<DataStream<Row>> assign_windows(const DataStream<Row>& in, const 
       [w, time](const Row& row, Collector<Row>& out) {
         if (row.is_null(time)) return;  // no event time: in no window
         const int64_t ts = row.int64(time);
+        if (w.kind == WindowSpec::Kind::kCumulate) {  // one start; an end every step after the row
+          const int64_t start = ts - (((ts - w.offset_ms) % w.size_ms) + w.size_ms) % w.size_ms;
+          for (int64_t end = start + w.slide_ms; end <= start + w.size_ms; end += w.slide_ms) {
+            if (end <= ts) continue;
+            Row r = row;
+            r.values.push_back(start);
+            r.values.push_back(end);
+            r.values.push_back(end - 1);
+            out.collect(std::move(r));
+          }
+          return;
+        }
         const int64_t slide = w.kind == WindowSpec::Kind::kHop ? w.slide_ms : w.size_ms;
         const int64_t last = ts - (((ts - w.offset_ms) % slide) + slide) % slide;
         for (int64_t start = last; start > ts - w.size_ms; start -= slide) {
@@ -147,6 +159,8 @@ absl::StatusOr<DataStream<Row>> window_aggregate(const DataStream<Row>& in, cons
         assigner = SlidingEventTimeWindows::of(Duration(w.size_ms), Duration(w.slide_ms), Duration(w.offset_ms));
       }
       break;
+    case WindowSpec::Kind::kCumulate:
+      return absl::InternalError("CUMULATE windows are made by assign_windows, not the window operator");
     case WindowSpec::Kind::kSession:
       if (w.processing_time) {
         assigner = ProcessingTimeSessionWindows::with_gap(Duration(w.gap_ms));

@@ -22,6 +22,9 @@ std::string WindowSpec::to_string() const {
     case Kind::kHop:
       return "HOP(" + time_column + ", slide " + std::to_string(slide_ms) + " ms, size " + std::to_string(size_ms) +
              " ms" + offset + ")";
+    case Kind::kCumulate:
+      return "CUMULATE(" + time_column + ", step " + std::to_string(slide_ms) + " ms, size " + std::to_string(size_ms) +
+             " ms" + offset + ")";
     case Kind::kSession:
       return "SESSION(" + time_column + ", gap " + std::to_string(gap_ms) + " ms" + offset + ")";
   }

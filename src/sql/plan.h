@@ -50,14 +50,16 @@ struct TableDef {
   int index_of(std::string_view name) const { return column_index(columns, name); }
 };
 
-// A window table function: TUMBLE, HOP or SESSION over the input's event
-// time. Windows are aligned to the epoch plus `offset_ms`, half-open
-// [start, end); a session ends `gap_ms` after its last row.
+// A window table function: TUMBLE, HOP, CUMULATE or SESSION over the
+// input's event time. Windows are aligned to the epoch plus `offset_ms`,
+// half-open [start, end); a session ends `gap_ms` after its last row; the
+// windows of a CUMULATE share their start (aligned to the size) and end
+// every `slide_ms` (the step) up to `size_ms`.
 struct WindowSpec {
-  enum class Kind : uint8_t { kTumble, kHop, kSession };
+  enum class Kind : uint8_t { kTumble, kHop, kSession, kCumulate };
   Kind kind = Kind::kTumble;
-  int64_t size_ms = 0;    // kTumble, kHop
-  int64_t slide_ms = 0;   // kHop
+  int64_t size_ms = 0;    // kTumble, kHop, kCumulate
+  int64_t slide_ms = 0;   // kHop; kCumulate: the step
   int64_t gap_ms = 0;     // kSession
   int64_t offset_ms = 0;  // kTumble, kHop
   std::string time_column;

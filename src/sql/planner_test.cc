@@ -334,10 +334,10 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
                            "INSERT INTO o SELECT auction FROM bid WHERE price;"),
             "line 5, column 45: WHERE needs a BOOLEAN, not BIGINT");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT, n BIGINT) WITH (connector = 'print');\n"
-                           "INSERT INTO o SELECT a, n FROM (SELECT auction AS a, n, ROW_NUMBER() OVER (PARTITION BY n "
+                           "INSERT INTO o SELECT a, n FROM (SELECT auction AS a, n, RANK() OVER (PARTITION BY n "
                            "ORDER BY auction) AS rn FROM (SELECT auction, COUNT(*) AS n FROM bid GROUP BY auction) AS c) "
                            "AS r WHERE rn <= 1;"),
-            "line 5, column 57: ROW_NUMBER() over an updating result is not supported yet");
+            "line 5, column 57: RANK() OVER (...) is not supported yet (ROW_NUMBER() OVER (...) is, for TOP-N)");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT, n BIGINT) WITH (connector = 'print');\n"
                            "INSERT INTO o SELECT c.auction, c.n FROM (SELECT auction, COUNT(*) AS n FROM bid GROUP BY auction) "
                            "AS c JOIN bid ON c.auction = bid.auction;"),
@@ -346,9 +346,9 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
                            "INSERT INTO o SELECT COUNT(*) FROM bid WHERE MAX(price) > 1;"),
             "line 5, column 46: the aggregate MAX is not allowed here (only in the select list and HAVING, not nested)");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"
-                           "INSERT INTO o SELECT auction FROM CUMULATE(bid, DESCRIPTOR(date_time), INTERVAL '2' SECOND, "
+                           "INSERT INTO o SELECT auction FROM CUMULATE(bid, DESCRIPTOR(date_time), INTERVAL '3' SECOND, "
                            "INTERVAL '10' SECOND);"),
-            "line 5, column 35: the window function CUMULATE is not supported yet");
+            "line 5, column 35: CUMULATE: the size (10000 ms) must be a multiple of the step (3000 ms)");
   EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT);\nINSERT INTO t SELECT a FROM t;"),
             "line 1, column 1: table t has no connector: WITH (connector = 'nexmark' | 'values' | 'filesystem' | 'kafka' | "
             "'postgres' | 'print' | 'blackhole', ...)");

@@ -50,11 +50,11 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
   if (name == "TUMBLE") w.kind = WindowSpec::Kind::kTumble, durations = 1, optional = 1;
   else if (name == "HOP") w.kind = WindowSpec::Kind::kHop, durations = 2, optional = 1;
   else if (name == "SESSION") w.kind = WindowSpec::Kind::kSession, durations = 1;
-  else if (name == "CUMULATE") return unsupported(at, "the window function CUMULATE");
-  else return unsupported(at, "the table function " + name + " (TUMBLE, HOP and SESSION windows are)");
+  else if (name == "CUMULATE") w.kind = WindowSpec::Kind::kCumulate, durations = 2, optional = 1;
+  else return unsupported(at, "the table function " + name + " (TUMBLE, HOP, CUMULATE and SESSION windows are)");
   const json args = f.value("args", json::array());
   const std::string usage = name + "(table, DESCRIPTOR(time column), " +
-                            (name == "HOP" ? "slide, size [, offset])" : name == "TUMBLE" ? "size [, offset])" : "gap)");
+                            (name == "HOP" ? "slide, size [, offset])" : name == "CUMULATE" ? "step, size [, offset])" : name == "TUMBLE" ? "size [, offset])" : "gap)");
   if (args.size() < 2 + durations || args.size() > 2 + durations + optional) return error(at, "the window function " + usage);
   // The table: a declared table, or a subquery ((SELECT ...), whose rows
   // may carry PROCTIME()).
@@ -139,6 +139,16 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
         return error(at, "HOP: the size (" + std::to_string(w.size_ms) + " ms) must be a multiple of the slide (" +
                              std::to_string(w.slide_ms) + " ms)");
       }
+      break;
+    case WindowSpec::Kind::kCumulate:
+      w.slide_ms = ms[0];
+      w.size_ms = ms[1];
+      w.offset_ms = ms.size() > 2 ? ms[2] : 0;
+      if (w.size_ms % w.slide_ms != 0) {
+        return error(at, "CUMULATE: the size (" + std::to_string(w.size_ms) + " ms) must be a multiple of the step (" +
+                             std::to_string(w.slide_ms) + " ms)");
+      }
+      if (w.processing_time) return unsupported(at, "CUMULATE over PROCTIME()");
       break;
     case WindowSpec::Kind::kSession:
       w.gap_ms = ms[0];
