@@ -50,7 +50,7 @@ class PostgresTest : public ::testing::Test {
                                   "--input", dir_->path("in.txt"), "--postgres", pg_->conninfo(),
                                   "--output-table", upsert_ ? "totals" : "results", "--output", dir_->path("rejects"),
                                   "--parallelism", "4", "--checkpoint-dir", dir_->path("chk"),
-                                  "--checkpoint-interval", "50ms", "--rate", "8000"};
+                                  "--checkpoint-interval", "50ms", "--rate", "5000"};
     if (restore) {
       a.push_back("--restore");
       a.push_back("latest");

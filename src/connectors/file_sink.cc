@@ -196,8 +196,11 @@ void ExactlyOnceFileSink::close() {
 }
 
 absl::Status PrintSink::write(const std::string& line) {
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fputc('\n', stdout);
+  // One line at a time: subtasks print from their own threads.
+  flockfile(stdout);
+  fwrite_unlocked(line.data(), 1, line.size(), stdout);
+  fputc_unlocked('\n', stdout);
+  funlockfile(stdout);
   return absl::OkStatus();
 }
 

@@ -205,10 +205,11 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
 class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row> {
  public:
   JoinRows(std::optional<Expr> condition, std::string where, int left_end, int right_end, bool left_unique,
-           bool right_unique, std::optional<Expr> left_filter, std::optional<Expr> right_filter)
+           bool right_unique, std::optional<Expr> left_filter, std::optional<Expr> right_filter,
+           std::optional<IntervalBounds> interval)
       : condition_(std::move(condition)), where_(std::move(where)), left_end_(left_end), right_end_(right_end),
         left_unique_(left_unique), right_unique_(right_unique), left_filter_(std::move(left_filter)),
-        right_filter_(std::move(right_filter)) {}
+        right_filter_(std::move(right_filter)), interval_(interval) {}
 
   absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
     left_ = &ctx.get_list_state(ListStateDescriptor<std::string>{"left"});
@@ -217,6 +218,7 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   }
   void process_element1(const Row& row, Context& ctx, Collector<Row>& out) override {
     if (!keep(row, left_end_, ctx)) return;
+    if (interval_ && !in_time(row, interval_->left_time, interval_->upper, ctx)) return;
     const bool passes = holds(left_filter_, row);
     const std::vector<std::string> rights = right_->get();
     for (const std::string& r : rights) {
@@ -226,6 +228,7 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   }
   void process_element2(const Row& row, Context& ctx, Collector<Row>& out) override {
     if (!keep(row, right_end_, ctx)) return;
+    if (interval_ && !in_time(row, interval_->right_time, -interval_->lower, ctx)) return;
     const bool passes = holds(right_filter_, row);
     const std::vector<std::string> lefts = left_->get();
     for (const std::string& l : lefts) {
@@ -233,9 +236,15 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
     }
     settle(passes ? encoded(row) : std::string(), right_unique_, left_unique_, !lefts.empty(), right_, left_);
   }
-  void on_timer(int64_t, OnTimerContext&, Collector<Row>&) override {
-    left_->clear();
-    right_->clear();
+  void on_timer(int64_t t, OnTimerContext&, Collector<Row>&) override {
+    if (!interval_) {  // a window join: the window ended
+      left_->clear();
+      right_->clear();
+      return;
+    }
+    // An interval join: rows no partner to come can meet any more.
+    expire(left_, interval_->left_time, interval_->upper, t);
+    expire(right_, interval_->right_time, -interval_->lower, t);
   }
 
  private:
@@ -280,6 +289,38 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
     ctx.timer_service().register_event_time_timer(last);
     return true;
   }
+  // An interval join's row: late (before the watermark) it joins nothing;
+  // else it is kept until the watermark passes its time + `reach` (the
+  // last time of a partner, relative to its own). Cleanup timers are on
+  // whole seconds, so a key's rows go a second's worth at a time (a row
+  // kept a little longer meets no partner: the condition checks each
+  // pair).
+  static bool in_time(const Row& row, int time_column, int64_t reach, Context& ctx) {
+    constexpr int64_t kCleanupStep = 1000;
+    if (row.is_null(time_column)) return false;
+    const int64_t t = row.int64(time_column);
+    if (t < ctx.timer_service().current_watermark()) return false;  // late
+    const int64_t gone = t + reach + 1;
+    ctx.timer_service().register_event_time_timer(gone + ((kCleanupStep - gone % kCleanupStep) % kCleanupStep));
+    return true;
+  }
+  static void expire(ListState<std::string>* rows, int time_column, int64_t reach, int64_t now) {
+    std::vector<std::string> kept;
+    bool dropped = false;
+    for (std::string& r : rows->get()) {
+      if (!r.empty() && decoded(r).int64(time_column) + reach + 1 <= now) {
+        dropped = true;
+        continue;
+      }
+      kept.push_back(std::move(r));
+    }
+    if (!dropped) return;
+    if (kept.empty()) {
+      rows->clear();
+    } else {
+      rows->update(std::move(kept));
+    }
+  }
   void emit(const Row& l, const Row& r, Collector<Row>& out) const {
     Row both;
     both.values.reserve(l.values.size() + r.values.size());
@@ -297,6 +338,7 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   const int left_end_, right_end_;
   const bool left_unique_, right_unique_;
   const std::optional<Expr> left_filter_, right_filter_;
+  const std::optional<IntervalBounds> interval_;
   const std::string where_filter_ = "WHERE of a join's unique side";
   ListState<std::string>* left_ = nullptr;
   ListState<std::string>* right_ = nullptr;
@@ -349,17 +391,22 @@ absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStre
     left_end = window_bounds(*n.input)->end;
     right_end = window_bounds(*n.right)->end;
   }
+  std::optional<IntervalBounds> interval;
+  if (n.interval_join) {
+    interval = interval_bounds(n.exprs.at(0), static_cast<int>(n.input->columns.size()));
+    if (!interval) return absl::InternalError("an interval join without bounds");
+  }
   DataStream<Row> out =
       left.connect(right)
           .key_by([lk](const Row& row) { return lk->encode_join(row); },
                   [rk](const Row& row) { return rk->encode_join(row); })
           .process<Row>(
               [condition, where, left_end, right_end, left_unique = n.left_unique, right_unique = n.right_unique,
-               left_filter = n.left_filter, right_filter = n.right_filter] {
+               left_filter = n.left_filter, right_filter = n.right_filter, interval] {
                 return std::make_unique<JoinRows>(condition, where, left_end, right_end, left_unique, right_unique,
-                                                  left_filter, right_filter);
+                                                  left_filter, right_filter, interval);
               },
-              n.window_join ? "window-join" : "join");
+              n.window_join ? "window-join" : n.interval_join ? "interval-join" : "join");
   out.uid(uid + "join");
   return out;
 }

@@ -165,6 +165,13 @@ absl::Status QueryPlanner::finish_joins(PlanNode* n, int offset) {
     };
     n->window_join = joined_on(l->start, r->start) && joined_on(l->end, r->end);
   }
+  // An interval join: the condition bounds the sides' event times by each
+  // other.
+  if (!n->window_join && !n->exprs.empty()) {
+    const auto b = interval_bounds(n->exprs[0], static_cast<int>(n->input->columns.size()));
+    n->interval_join = b && time_attribute(*n->input, b->left_time) == TimeAttribute::kEventTime &&
+                       time_attribute(*n->right, b->right_time) == TimeAttribute::kEventTime;
+  }
   n->left_unique = unique_on(*n->input, n->left_keys);
   n->right_unique = unique_on(*n->right, n->right_keys);
   // A unique side's filter goes into the join, so that the other side's

@@ -107,6 +107,66 @@ std::optional<WindowBounds> window_bounds(const PlanNode& n) {
 
 namespace {
 
+// `e` as a TIMESTAMP column plus a constant number of ms, or nullopt.
+std::optional<std::pair<int, int64_t>> time_plus(const Expr& e) {
+  if (e.kind == Expr::Kind::kColumn && e.type.kind == TypeKind::kTimestamp) return std::make_pair(e.column, int64_t{0});
+  if (e.kind != Expr::Kind::kCall || (e.op != Op::kAdd && e.op != Op::kSubtract) || e.args.size() != 2) return std::nullopt;
+  const Expr &c = e.args[0], &d = e.args[1];
+  if (c.kind != Expr::Kind::kColumn || c.type.kind != TypeKind::kTimestamp || d.kind != Expr::Kind::kLiteral ||
+      d.type.kind != TypeKind::kInterval || !std::holds_alternative<int64_t>(d.literal)) {
+    return std::nullopt;
+  }
+  const int64_t ms = std::get<int64_t>(d.literal);
+  return std::make_pair(c.column, e.op == Op::kAdd ? ms : -ms);
+}
+
+void and_parts(const Expr& e, std::vector<const Expr*>* out) {
+  if (e.kind == Expr::Kind::kCall && e.op == Op::kAnd) {
+    for (const Expr& a : e.args) and_parts(a, out);
+    return;
+  }
+  out->push_back(&e);
+}
+
+}  // namespace
+
+std::optional<IntervalBounds> interval_bounds(const Expr& condition, int left_width) {
+  std::vector<const Expr*> parts;
+  and_parts(condition, &parts);
+  IntervalBounds b;
+  std::optional<int64_t> lower, upper;
+  for (const Expr* p : parts) {
+    if (p->kind != Expr::Kind::kCall || p->args.size() != 2) continue;
+    Op op = p->op;
+    if (op != Op::kLess && op != Op::kLessEqual && op != Op::kGreater && op != Op::kGreaterEqual) continue;
+    auto x = time_plus(p->args[0]), y = time_plus(p->args[1]);
+    if (!x || !y || (x->first < left_width) == (y->first < left_width)) continue;
+    if (x->first < left_width) {  // left + cx op right + cy: right - left (flipped op) cx - cy
+      std::swap(x, y);
+      op = op == Op::kLess ? Op::kGreater : op == Op::kLessEqual ? Op::kGreaterEqual
+         : op == Op::kGreater ? Op::kLess : Op::kLessEqual;
+    }
+    // right + cx op left + cy: right - left op cy - cx.
+    const int right = x->first - left_width, left = y->first;
+    if (b.left_time < 0) b.left_time = left, b.right_time = right;
+    if (b.left_time != left || b.right_time != right) continue;
+    const int64_t c = y->second - x->second;
+    if (op == Op::kGreaterEqual || op == Op::kGreater) {
+      const int64_t lo = op == Op::kGreater ? c + 1 : c;
+      lower = lower ? std::max(*lower, lo) : lo;
+    } else {
+      const int64_t hi = op == Op::kLess ? c - 1 : c;
+      upper = upper ? std::min(*upper, hi) : hi;
+    }
+  }
+  if (!lower || !upper || *lower > *upper) return std::nullopt;
+  b.lower = *lower;
+  b.upper = *upper;
+  return b;
+}
+
+namespace {
+
 std::string typed(const std::vector<Column>& columns) {
   std::vector<std::string> parts;
   for (const Column& c : columns) parts.push_back(c.name + " " + c.type.to_string());
@@ -157,7 +217,7 @@ void explain_into(const PlanNode& n, int depth, std::string* out) {
       std::string filters;
       if (n.left_filter) filters += "; left: " + n.left_filter->to_string(in);
       if (n.right_filter) filters += "; right: " + n.right_filter->to_string(right);
-      line += std::string(n.window_join ? "WindowJoin(" : "Join(") + absl::StrJoin(keys, ", ") +
+      line += std::string(n.window_join ? "WindowJoin(" : n.interval_join ? "IntervalJoin(" : "Join(") + absl::StrJoin(keys, ", ") +
               (n.exprs.empty() ? "" : "; " + n.exprs[0].to_string(both)) + unique + filters + ")";
       break;
     }

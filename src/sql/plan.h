@@ -127,6 +127,11 @@ struct PlanNode {
   // window's rows are dropped once the watermark passes its end.
   std::vector<Expr> left_keys, right_keys;
   bool window_join = false;
+  // An interval join: the condition bounds one side's event time by the
+  // other's (interval_bounds below), so a row is dropped once the
+  // watermark passes the last time a partner can have; rows the watermark
+  // has passed are late and join nothing.
+  bool interval_join = false;
   // A side whose rows are unique per join key (its keys cover a PRIMARY KEY
   // of the table it reads, inserts only): at most one row of it ever
   // matches, so the other side's rows wait only until it comes, and none is
@@ -170,6 +175,19 @@ struct WindowBounds {
   bool operator==(const WindowBounds&) const = default;
 };
 std::optional<WindowBounds> window_bounds(const PlanNode& n);
+
+// Where the condition of a join (over the left side's `left_width`
+// columns, then the right side's) holds only if right time - left time is
+// within [lower, upper] ms: conjuncts comparing a TIMESTAMP column of each
+// side (either plus or minus a constant INTERVAL), <, <=, >, >= or BETWEEN,
+// both bounds given. Columns of each side's own.
+struct IntervalBounds {
+  int left_time = -1;
+  int right_time = -1;
+  int64_t lower = 0;
+  int64_t upper = 0;
+};
+std::optional<IntervalBounds> interval_bounds(const Expr& condition, int left_width);
 
 // The plan as an indented tree, one operator per line, its columns typed:
 //   Sink(results) [auction BIGINT, n BIGINT NOT NULL]
