@@ -228,7 +228,7 @@ class Builder {
         auto left = stream(*n.input, depth + 1);
         if (!left.ok()) return left.status();
         const std::string saved = prefix_;
-        prefix_ += "r";  // the right side's uids differ from the left's
+        prefix_ += "r" + std::to_string(depth);  // the right side's uids differ from the left's (and nested joins')
         auto right = stream(*n.right, depth + 1);
         prefix_ = saved;
         if (!right.ok()) return right.status();

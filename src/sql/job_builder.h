@@ -16,7 +16,8 @@
 // malformed line failing the job naming the file and line.
 //
 // Operator uids come from each operator's place in the plan
-// ("sql-<insert>-<depth>-<kind>"), so the same script restores from its own
+// ("sql-<insert>-<depth>-<kind>", a join's or union's right side with
+// "r<depth>" or "u<depth>" after the insert), so the same script restores from its own
 // checkpoints and savepoints.
 #ifndef WEIR_SQL_JOB_BUILDER_H_
 #define WEIR_SQL_JOB_BUILDER_H_
