@@ -7,7 +7,8 @@
 //
 // The work is split by clause: query_planner.cc (SELECT, FROM, projection,
 // push-down, pruning), window_planner.cc (window table functions, GROUP BY),
-// join_planner.cc (joins) and over_planner.cc (OVER aggregates).
+// join_planner.cc (joins), over_planner.cc (OVER aggregates) and
+// set_planner.cc (views, UNION ALL).
 //
 // Internal to the sql layer. Thread-compatible.
 #ifndef WEIR_SQL_QUERY_PLANNER_H_
@@ -86,6 +87,7 @@ class QueryPlanner {
   // Checks the joins at the top of `n` have keys, and marks window joins.
   absl::Status finish_joins(PlanNode* n, int offset);
 
+  // ---- set_planner.cc
   // FROM v for view v: its query as a subquery named v (or the alias), its
   // columns named as the view names them.
   absl::StatusOr<Node> view(const nlohmann::json& v, const nlohmann::json& range, std::vector<Scope>* scopes,
