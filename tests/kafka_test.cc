@@ -17,6 +17,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <random>
@@ -730,6 +731,34 @@ std::string first_difference(const Totals& got, const Totals& want) {
 }
 
 
+// Runs the job `args(false)` until five checkpoints completed, kills it
+// (SIGKILL), then runs `args(true)` (its --restore latest) to the end.
+void kill_after_five_checkpoints_then_restore(const std::function<std::vector<std::string>(bool)>& args,
+                                              TempDir& dir) {
+  Child first(args(false), dir.path("first"), /*pipe_stderr=*/true);
+  int completed = 0;
+  ASSERT_TRUE(first.wait_for_line(
+      [&](const std::string& line) { return line.find("completed") != std::string::npos && ++completed >= 5; },
+      std::chrono::seconds(60)))
+      << first.err();
+  first.kill9();
+  ASSERT_EQ(first.wait(), 128 + SIGKILL) << "the job ended before it was killed";
+  Child last(args(true), dir.path("last"));
+  ASSERT_EQ(last.wait(), 0) << last.err();
+}
+
+// The committed totals of topic order-totals (JSON), each window once.
+Totals kafka_totals(const std::string& bootstrap, TempDir& dir) {
+  Totals in_kafka;
+  for (const std::string& v : committed_values(bootstrap, "order-totals", dir.path("kcat-totals"))) {
+    auto j = nlohmann::json::parse(v);
+    auto key = std::make_pair(j["customer"].get<std::string>(), j["window_start"].get<int64_t>());
+    EXPECT_EQ(in_kafka.count(key), 0u) << "twice: " << v;
+    in_kafka[key] = {j["orders"].get<int64_t>(), j["amount"].get<int64_t>()};
+  }
+  return in_kafka;
+}
+
 // The orders job written in SQL: a Kafka table (JSON; bad records skipped,
 // as "json.ignore-parse-errors" says; the record timestamp as a column) ->
 // TUMBLE windows -> a Kafka table (exactly-once) and a PostgreSQL table
@@ -793,25 +822,11 @@ TEST(OrdersJobTest, SqlKafkaToKafkaAndPostgresAfterAKillAreExactlyOnce) {
     if (restore) a.insert(a.end(), {"--restore", "latest"});
     return a;
   };
-  Child first(args(false), dir.path("first"), /*pipe_stderr=*/true);
-  int completed = 0;
-  ASSERT_TRUE(first.wait_for_line(
-      [&](const std::string& line) { return line.find("completed") != std::string::npos && ++completed >= 5; },
-      std::chrono::seconds(60)))
-      << first.err();
-  first.kill9();
-  ASSERT_EQ(first.wait(), 128 + SIGKILL) << "the job ended before it was killed";
-  Child last(args(true), dir.path("last"));
-  ASSERT_EQ(last.wait(), 0) << last.err();
+  kill_after_five_checkpoints_then_restore(args, dir);
+  if (HasFatalFailure()) return;
 
   const Totals want = examples::expected_order_totals(g, 1000);
-  Totals in_kafka;
-  for (const std::string& v : committed_values(broker.bootstrap(), "order-totals", dir.path("kcat-totals"))) {
-    auto j = nlohmann::json::parse(v);
-    auto key = std::make_pair(j["customer"].get<std::string>(), j["window_start"].get<int64_t>());
-    EXPECT_EQ(in_kafka.count(key), 0u) << "twice: " << v;
-    in_kafka[key] = {j["orders"].get<int64_t>(), j["amount"].get<int64_t>()};
-  }
+  const Totals in_kafka = kafka_totals(broker.bootstrap(), dir);
   EXPECT_TRUE(in_kafka == want) << "the totals in Kafka differ from the input's: " << first_difference(in_kafka, want);
 
   Totals in_pg;
@@ -881,25 +896,11 @@ TEST(OrdersJobTest, KafkaToKafkaAndPostgresAfterAKillAreExactlyOnce) {
     if (restore) a.insert(a.end(), {"--restore", "latest"});
     return a;
   };
-  Child first(args(false), dir.path("first"), /*pipe_stderr=*/true);
-  int completed = 0;
-  ASSERT_TRUE(first.wait_for_line(
-      [&](const std::string& line) { return line.find("completed") != std::string::npos && ++completed >= 5; },
-      std::chrono::seconds(60)))
-      << first.err();
-  first.kill9();
-  ASSERT_EQ(first.wait(), 128 + SIGKILL) << "the job ended before it was killed";
-  Child last(args(true), dir.path("last"));
-  ASSERT_EQ(last.wait(), 0) << last.err();
+  kill_after_five_checkpoints_then_restore(args, dir);
+  if (HasFatalFailure()) return;
 
   const Totals want = examples::expected_order_totals(g, 1000);
-  Totals in_kafka;
-  for (const std::string& v : committed_values(broker.bootstrap(), "order-totals", dir.path("kcat-totals"))) {
-    auto j = nlohmann::json::parse(v);
-    auto key = std::make_pair(j["customer"].get<std::string>(), j["window_start"].get<int64_t>());
-    EXPECT_EQ(in_kafka.count(key), 0u) << "twice: " << v;
-    in_kafka[key] = {j["orders"].get<int64_t>(), j["amount"].get<int64_t>()};
-  }
+  const Totals in_kafka = kafka_totals(broker.bootstrap(), dir);
   EXPECT_EQ(in_kafka.size(), want.size());
   EXPECT_TRUE(in_kafka == want) << "the totals in Kafka differ from the input's: " << first_difference(in_kafka, want);
 

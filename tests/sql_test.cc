@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -38,6 +39,29 @@ class SqlTest : public ::testing::Test {
   std::string write(const std::string& name, const std::string& text) {
     std::ofstream(path(name)) << text;
     return path(name);
+  }
+
+  // Runs `script(name, fail_every)` on the heap backend at p=2 with a
+  // failure injected every 7000 events and on RocksDB at p=3 without; each
+  // run's table directory `<name>-<output>` must hold the lines `want` has
+  // for `output`.
+  void run_heap_and_rocksdb(const std::function<std::string(const std::string&, const std::string&)>& script,
+                            const std::map<std::string, std::multiset<std::string>>& want) {
+    for (const auto& [name, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"heap", {"-p", "2", "--checkpoint-interval", "50ms"}},
+             {"rocksdb", {"-p", "3", "--state", "rocksdb", "--checkpoint-interval", "50ms"}}}) {
+      SCOPED_TRACE(name);
+      std::vector<std::string> argv = {"sql", script(name, name == "heap" ? "7000" : "0")};
+      argv.insert(argv.end(), args.begin(), args.end());
+      auto r = run_weir(argv, path(name));
+      ASSERT_EQ(r.code, 0) << r.err;
+      if (name == "heap") EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure injected\n" << r.out;
+      for (const auto& [output, lines] : want) {
+        auto got = read_published_lines(path(name + "-" + output), "part");
+        ASSERT_TRUE(got.ok()) << got.status();
+        EXPECT_EQ(std::multiset<std::string>(got->begin(), got->end()), lines) << output;
+      }
+    }
   }
 
   std::unique_ptr<TempDir> dir_;
@@ -232,21 +256,7 @@ TEST_F(SqlTest, WindowFunctionsAndTheirAggregatesGiveTheRowsTheyDefine) {
   }
   ASSERT_GT(want_hops.size(), 20u);
   ASSERT_GT(want_tumbles.size(), 20u);
-  for (const auto& [name, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"heap", {"-p", "2", "--checkpoint-interval", "50ms"}},
-           {"rocksdb", {"-p", "3", "--state", "rocksdb", "--checkpoint-interval", "50ms"}}}) {
-    SCOPED_TRACE(name);
-    std::vector<std::string> argv = {"sql", script(name, name == "heap" ? "7000" : "0")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto r = run_weir(argv, path(name));
-    ASSERT_EQ(r.code, 0) << r.err;
-    if (name == "heap") EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure injected\n" << r.out;
-    auto hops = read_published_lines(path(name + "-hops"), "part");
-    auto tumbles = read_published_lines(path(name + "-tumbles"), "part");
-    ASSERT_TRUE(hops.ok() && tumbles.ok());
-    EXPECT_EQ(std::multiset<std::string>(hops->begin(), hops->end()), want_hops);
-    EXPECT_EQ(std::multiset<std::string>(tumbles->begin(), tumbles->end()), want_tumbles);
-  }
+  run_heap_and_rocksdb(script, {{"hops", want_hops}, {"tumbles", want_tumbles}});
 }
 
 // OVER aggregates: each bid with its frame's values, RANGE (the bids of its
@@ -311,21 +321,7 @@ TEST_F(SqlTest, OverAggregatesGiveEachRowItsFramesValues) {
     }
   }
   ASSERT_GT(want_ranges.size(), 1000u);
-  for (const auto& [name, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"heap", {"-p", "2", "--checkpoint-interval", "50ms"}},
-           {"rocksdb", {"-p", "3", "--state", "rocksdb", "--checkpoint-interval", "50ms"}}}) {
-    SCOPED_TRACE(name);
-    std::vector<std::string> argv = {"sql", script(name, name == "heap" ? "7000" : "0")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto r = run_weir(argv, path(name));
-    ASSERT_EQ(r.code, 0) << r.err;
-    if (name == "heap") EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure injected\n" << r.out;
-    auto ranges = read_published_lines(path(name + "-ranges"), "part");
-    auto rows = read_published_lines(path(name + "-rows"), "part");
-    ASSERT_TRUE(ranges.ok() && rows.ok());
-    EXPECT_EQ(std::multiset<std::string>(ranges->begin(), ranges->end()), want_ranges);
-    EXPECT_EQ(std::multiset<std::string>(rows->begin(), rows->end()), want_rows);
-  }
+  run_heap_and_rocksdb(script, {{"ranges", want_ranges}, {"rows", want_rows}});
 }
 
 // An interval join (each bid of a price divisible by 50 with the bids of
@@ -375,19 +371,7 @@ TEST_F(SqlTest, AnIntervalJoinGivesThePairsItsBoundsAdmit) {
   auto explain = run_weir({"sql", script("explain", "0"), "--explain"}, path("explain"));
   ASSERT_EQ(explain.code, 0) << explain.err;
   EXPECT_NE(explain.out.find("IntervalJoin(auction = auction, bidder = bidder; "), std::string::npos) << explain.out;
-  for (const auto& [name, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"heap", {"-p", "2", "--checkpoint-interval", "50ms"}},
-           {"rocksdb", {"-p", "3", "--state", "rocksdb", "--checkpoint-interval", "50ms"}}}) {
-    SCOPED_TRACE(name);
-    std::vector<std::string> argv = {"sql", script(name, name == "heap" ? "7000" : "0")};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto r = run_weir(argv, path(name));
-    ASSERT_EQ(r.code, 0) << r.err;
-    if (name == "heap") EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure injected\n" << r.out;
-    auto got = read_published_lines(path(name + "-pairs"), "part");
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(std::multiset<std::string>(got->begin(), got->end()), want);
-  }
+  run_heap_and_rocksdb(script, {{"pairs", want}});
 }
 
 // A SQL job that fails for good after a checkpoint, resumed by another

@@ -213,19 +213,7 @@ absl::StatusOr<DataStream<Row>> kafka_source(StreamEnvironment& env, const Table
       "kafka-" + t.name, watermarks);
   rows.uid(uid);
   if (t.declared.empty() || t.declared.size() == t.columns.size()) return rows;
-  // Only the columns the query reads.
-  std::vector<int> read;
-  for (const Column& c : t.columns) read.push_back(column_index(declared, c.name));
-  DataStream<Row> pruned = rows.map(
-      [read](const Row& all) {
-        Row r;
-        r.values.reserve(read.size());
-        for (int i : read) r.values.push_back(all.values[static_cast<size_t>(i)]);
-        return r;
-      },
-      "kafka-columns");
-  pruned.uid(uid + "-columns");
-  return pruned;
+  return read_columns(rows, declared, t.columns, uid);  // only the columns the query reads
 }
 
 absl::Status kafka_sink(const DataStream<Row>& rows, bool updating, const TableDef& t, const std::string& uid) {

@@ -215,29 +215,34 @@ class Builder {
         return over_aggregate(*in, n, uid);
       }
       case PlanNode::Kind::kUnion: {
-        auto left = stream(*n.input, depth + 1);
-        if (!left.ok()) return left.status();
-        const std::string saved = prefix_;
-        prefix_ += "u" + std::to_string(depth);  // the right side's uids differ from the left's (and nested unions')
-        auto right = stream(*n.right, depth + 1);
-        prefix_ = saved;
-        if (!right.ok()) return right.status();
-        return left->union_with(*right);
+        auto sides = both_sides(n, depth, "u");
+        if (!sides.ok()) return sides.status();
+        return sides->first.union_with(sides->second);
       }
       case PlanNode::Kind::kJoin: {
-        auto left = stream(*n.input, depth + 1);
-        if (!left.ok()) return left.status();
-        const std::string saved = prefix_;
-        prefix_ += "r" + std::to_string(depth);  // the right side's uids differ from the left's (and nested joins')
-        auto right = stream(*n.right, depth + 1);
-        prefix_ = saved;
-        if (!right.ok()) return right.status();
-        return join(*left, *right, n, uid);
+        auto sides = both_sides(n, depth, "r");
+        if (!sides.ok()) return sides.status();
+        return join(sides->first, sides->second, n, uid);
       }
       case PlanNode::Kind::kSink:
         break;
     }
     return absl::InternalError("a sink inside a query");
+  }
+
+  // The two inputs of a join or union; the right side's uids carry `tag`
+  // and the depth, so they differ from the left side's and from those of
+  // the same nodes nested on both sides.
+  absl::StatusOr<std::pair<DataStream<Row>, DataStream<Row>>> both_sides(const PlanNode& n, int depth,
+                                                                         const std::string& tag) {
+    auto left = stream(*n.input, depth + 1);
+    if (!left.ok()) return left.status();
+    const std::string saved = prefix_;
+    prefix_ += tag + std::to_string(depth);
+    auto right = stream(*n.right, depth + 1);
+    prefix_ = saved;
+    if (!right.ok()) return right.status();
+    return std::make_pair(*std::move(left), *std::move(right));
   }
 
   const PlannedScript& planned_;
@@ -304,6 +309,22 @@ DataStream<std::string> partitioned_lines(const DataStream<Row>& rows, const Tab
       },
       "csv-partitioned");
   out.uid(uid + "-format");
+  return out;
+}
+
+DataStream<Row> read_columns(const DataStream<Row>& rows, const std::vector<Column>& declared,
+                             const std::vector<Column>& read, const std::string& uid) {
+  std::vector<int> at;
+  for (const Column& c : read) at.push_back(column_index(declared, c.name));
+  DataStream<Row> out = rows.map(
+      [at](const Row& all) {
+        Row r;
+        r.values.reserve(at.size());
+        for (int i : at) r.values.push_back(all.values[static_cast<size_t>(i)]);
+        return r;
+      },
+      "read-columns");
+  out.uid(uid + "-columns");
   return out;
 }
 
@@ -385,15 +406,7 @@ TableConnectors TableConnectors::built_in() {
     out.uid(uid);
     if (parallelism > 0) out.parallelism(parallelism);
     if (read.size() == declared.columns.size()) return out;
-    DataStream<Row> pruned = out.map(
-        [read](const Row& all) {
-          Row r;
-          r.values.reserve(read.size());
-          for (int i : read) r.values.push_back(all.values[static_cast<size_t>(i)]);
-          return r;
-        },
-        "values-columns");
-    pruned.uid(uid + "-columns");
+    DataStream<Row> pruned = read_columns(out, declared.columns, t.columns, uid);
     if (parallelism > 0) pruned.parallelism(parallelism);
     return pruned;
   };

@@ -59,6 +59,11 @@ struct TableConnectors {
 // (connector_tables.cc; docs/sql.md lists their options).
 void add_system_connectors(TableConnectors* connectors);
 
+// Of a source's rows with every `declared` column, the `read` ones (by
+// name, in that order); the operator's uid is `uid` + "-columns".
+DataStream<Row> read_columns(const DataStream<Row>& rows, const std::vector<Column>& declared,
+                             const std::vector<Column>& read, const std::string& uid);
+
 // The CSV columns of a table's rows (TIMESTAMP and INTERVAL as their
 // milliseconds).
 Schema csv_schema(const TableDef& table);

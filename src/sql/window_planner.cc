@@ -132,24 +132,18 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
       w.offset_ms = ms.size() > 1 ? ms[1] : 0;
       break;
     case WindowSpec::Kind::kHop:
+    case WindowSpec::Kind::kCumulate: {
       w.slide_ms = ms[0];
       w.size_ms = ms[1];
       w.offset_ms = ms.size() > 2 ? ms[2] : 0;
+      const char* slide = w.kind == WindowSpec::Kind::kHop ? "slide" : "step";
       if (w.size_ms % w.slide_ms != 0) {
-        return error(at, "HOP: the size (" + std::to_string(w.size_ms) + " ms) must be a multiple of the slide (" +
-                             std::to_string(w.slide_ms) + " ms)");
+        return error(at, name + ": the size (" + std::to_string(w.size_ms) + " ms) must be a multiple of the " + slide +
+                             " (" + std::to_string(w.slide_ms) + " ms)");
       }
+      if (w.kind == WindowSpec::Kind::kCumulate && w.processing_time) return unsupported(at, "CUMULATE over PROCTIME()");
       break;
-    case WindowSpec::Kind::kCumulate:
-      w.slide_ms = ms[0];
-      w.size_ms = ms[1];
-      w.offset_ms = ms.size() > 2 ? ms[2] : 0;
-      if (w.size_ms % w.slide_ms != 0) {
-        return error(at, "CUMULATE: the size (" + std::to_string(w.size_ms) + " ms) must be a multiple of the step (" +
-                             std::to_string(w.slide_ms) + " ms)");
-      }
-      if (w.processing_time) return unsupported(at, "CUMULATE over PROCTIME()");
-      break;
+    }
     case WindowSpec::Kind::kSession:
       w.gap_ms = ms[0];
       break;
