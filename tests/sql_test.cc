@@ -482,6 +482,60 @@ TEST_F(SqlTest, AFailedSqlJobResumesFromItsCheckpointAtAnotherParallelism) {
   EXPECT_EQ(std::multiset<std::string>(got->begin(), got->end()), want);
 }
 
+// A query restores from a checkpoint of itself changed where its state
+// does not care (a column's alias); a change to what an operator keeps
+// (COUNT(*) to SUM(price)) is refused with exit 3, naming the state, unless
+// --allow-non-restored-state drops it.
+TEST_F(SqlTest, AChangedQueryRestoresOnlyTheStateItCanRead) {
+  auto script = [&](const std::string& name, const std::string& aggregate, const std::string& fail_every) {
+    return write(name + ".sql",
+                 "CREATE TABLE bid (auction BIGINT, price BIGINT, date_time TIMESTAMP(3)) WITH (connector = "
+                 "'nexmark', events = 300000, rate = 100000, \"fail-every\" = " + fail_every +
+                     ", watermark = 'date_time - INTERVAL ''1'' SECOND');\n"
+                     "CREATE TABLE o (auction BIGINT, window_end TIMESTAMP(3), n BIGINT) WITH (connector = "
+                     "'filesystem', path = '" + path(name + "-out") + "');\n"
+                     "INSERT INTO o SELECT auction, window_end, " + aggregate +
+                     " FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '1' SECOND) "
+                     "GROUP BY auction, window_start, window_end;");
+  };
+  // Two runs into one output directory: the first fails, the second resumes.
+  const std::vector<std::string> checkpointed = {"-p", "2", "--checkpoint-dir", path("chk")};
+  auto run = [&](const std::string& sql, std::vector<std::string> extra) {
+    std::vector<std::string> argv = {"sql", sql};
+    argv.insert(argv.end(), checkpointed.begin(), checkpointed.end());
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_weir(argv, path(std::filesystem::path(sql).stem().string() + std::to_string(extra.size())));
+  };
+  auto failed = run(script("kept", "COUNT(*) AS n", "40000"),
+                    {"--checkpoint-interval", "50ms", "--restart-strategy", "none"});
+  ASSERT_EQ(failed.code, 4) << failed.out << failed.err;
+
+  auto changed = run(script("changed", "SUM(price) AS n", "0"), {"--restore", "latest"});
+  EXPECT_EQ(changed.code, 3) << changed.out;
+  EXPECT_NE(changed.err.find("holds state for operators this job lacks (sql-0-2-"), std::string::npos) << changed.err;
+  EXPECT_NE(changed.err.find("window-aggregate); pass --allow-non-restored-state"), std::string::npos) << changed.err;
+  EXPECT_FALSE(std::filesystem::exists(path("changed-out")));
+
+  auto renamed = run(script("kept", "COUNT(*) AS bids", "0"), {"--restore", "latest"});
+  ASSERT_EQ(renamed.code, 0) << renamed.err;
+  EXPECT_NE(renamed.out.find("restored from checkpoint"), std::string::npos) << renamed.out;
+  auto got = read_published_lines(path("kept-out"), "part");
+  ASSERT_TRUE(got.ok()) << got.status();
+  nexmark::Generator gen;
+  std::map<std::pair<int64_t, int64_t>, int64_t> counts;
+  for (int64_t n = 0; n < 300000; ++n) {
+    const nexmark::Event e = gen.generate(n);
+    if (e.type == nexmark::EventType::kBid) ++counts[{e.bid.auction, (e.bid.date_time / 1000 + 1) * 1000}];
+  }
+  std::multiset<std::string> want;
+  for (const auto& [k, c] : counts) want.insert(absl::StrCat(k.first, ",", k.second, ",", c));
+  EXPECT_EQ(std::multiset<std::string>(got->begin(), got->end()), want);
+
+  auto dropped = run(script("changed", "SUM(price) AS n", "0"), {"--restore", "latest", "--allow-non-restored-state"});
+  EXPECT_EQ(dropped.code, 0) << dropped.err;
+  EXPECT_NE(dropped.out.find("restored from checkpoint"), std::string::npos) << dropped.out;
+}
+
 TEST_F(SqlTest, BadSqlIsOneLineWithExitCode2AndNothingRuns) {
   const std::string bid =
       "CREATE TABLE bid (auction BIGINT, price BIGINT, channel VARCHAR) WITH (connector = 'nexmark', events = 1000);\n"

@@ -4,12 +4,14 @@
 #include <stdexcept>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "sql/decimal.h"
 #include "sql/operators.h"
 #include "weir/connectors.h"
+#include "weir/key_group.h"
 
 namespace weir::sql {
 namespace {
@@ -129,6 +131,14 @@ class Builder {
     return out;
   }
 
+  // Part of the uids of a stateful node's operators: a hash of what its
+  // state holds (plan.h state_layout), so a changed query does not read
+  // state it would misread.
+  static std::string layout_tag(const PlanNode& n) {
+    const std::string layout = state_layout(n);
+    return absl::StrFormat("%08x-", static_cast<uint32_t>(hash_bytes(layout.data(), layout.size())));
+  }
+
   absl::StatusOr<DataStream<Row>> stream(const PlanNode& n, int depth) {
     const std::string uid = prefix_ + "-" + std::to_string(depth) + "-";
     switch (n.kind) {
@@ -200,19 +210,20 @@ class Builder {
         const bool tvf = n.input->kind == PlanNode::Kind::kWindow && n.input->window->kind != WindowSpec::Kind::kCumulate;
         auto in = stream(tvf ? *n.input->input : *n.input, depth + (tvf ? 2 : 1));
         if (!in.ok()) return in.status();
-        if (tvf) return window_aggregate(*in, n, uid);
-        return window_bounds(*n.input) && !is_updating(*n.input) ? windowed_aggregate(*in, n, uid)
-                                                                   : group_aggregate(*in, n, uid);
+        const std::string keeps = uid + layout_tag(n);
+        if (tvf) return window_aggregate(*in, n, keeps);
+        return window_bounds(*n.input) && !is_updating(*n.input) ? windowed_aggregate(*in, n, keeps)
+                                                                   : group_aggregate(*in, n, keeps);
       }
       case PlanNode::Kind::kRank: {
         auto in = stream(*n.input, depth + 1);
         if (!in.ok()) return in.status();
-        return top_n(*in, n, uid);
+        return top_n(*in, n, uid + layout_tag(n));
       }
       case PlanNode::Kind::kOver: {
         auto in = stream(*n.input, depth + 1);
         if (!in.ok()) return in.status();
-        return over_aggregate(*in, n, uid);
+        return over_aggregate(*in, n, uid + layout_tag(n));
       }
       case PlanNode::Kind::kUnion: {
         auto sides = both_sides(n, depth, "u");
@@ -222,7 +233,7 @@ class Builder {
       case PlanNode::Kind::kJoin: {
         auto sides = both_sides(n, depth, "r");
         if (!sides.ok()) return sides.status();
-        return join(sides->first, sides->second, n, uid);
+        return join(sides->first, sides->second, n, uid + layout_tag(n));
       }
       case PlanNode::Kind::kSink:
         break;

@@ -173,9 +173,10 @@ std::string typed(const std::vector<Column>& columns) {
   return "[" + absl::StrJoin(parts, ", ") + "]";
 }
 
-void explain_into(const PlanNode& n, int depth, std::string* out) {
-  std::string line(static_cast<size_t>(depth) * 2, ' ');
-  const std::vector<std::string> in = n.input ? n.input->column_names() : std::vector<std::string>{};
+// One node, its expressions over the input's column names `in` (and the
+// right side's `right`), without its own columns.
+std::string describe(const PlanNode& n, const std::vector<std::string>& in, const std::vector<std::string>& right) {
+  std::string line;
   switch (n.kind) {
     case PlanNode::Kind::kScan:
       line += "Scan(" + n.table + ")";
@@ -203,7 +204,6 @@ void explain_into(const PlanNode& n, int depth, std::string* out) {
       break;
     }
     case PlanNode::Kind::kJoin: {
-      const std::vector<std::string> right = n.right->column_names();
       std::vector<std::string> both = in;
       both.insert(both.end(), right.begin(), right.end());
       std::vector<std::string> keys;
@@ -246,9 +246,33 @@ void explain_into(const PlanNode& n, int depth, std::string* out) {
       line += "Sink(" + n.table + ")";
       break;
   }
-  *out += line + " " + typed(n.columns) + "\n";
+  return line;
+}
+
+void explain_into(const PlanNode& n, int depth, std::string* out) {
+  const std::vector<std::string> none;
+  *out += std::string(static_cast<size_t>(depth) * 2, ' ') +
+          describe(n, n.input ? n.input->column_names() : none, n.right ? n.right->column_names() : none) + " " +
+          typed(n.columns) + "\n";
   if (n.input) explain_into(*n.input, depth + 1, out);
   if (n.right) explain_into(*n.right, depth + 1, out);
+}
+
+// "$0", "$1", ... ("$r0", ... for a join's right side): a node's
+// expressions without its input's column names.
+std::vector<std::string> positions(const PlanNode* n, const std::string& prefix = "$") {
+  std::vector<std::string> out;
+  if (n == nullptr) return out;
+  for (size_t i = 0; i < n->columns.size(); ++i) out.push_back(prefix + std::to_string(i));
+  return out;
+}
+
+std::string types(const PlanNode* n) {
+  std::vector<std::string> parts;
+  if (n != nullptr) {
+    for (const Column& c : n->columns) parts.push_back(c.type.to_string());
+  }
+  return "[" + absl::StrJoin(parts, ", ") + "]";
 }
 
 }  // namespace
@@ -256,6 +280,17 @@ void explain_into(const PlanNode& n, int depth, std::string* out) {
 std::string explain(const PlanNode& root) {
   std::string out;
   explain_into(root, 0, &out);
+  return out;
+}
+
+std::string state_layout(const PlanNode& n) {
+  std::string out = describe(n, positions(n.input.get()), positions(n.right.get(), "$r")) + " " + types(n.input.get()) +
+                    (n.right ? " " + types(n.right.get()) : "") + " -> " + types(&n);
+  // The windows of an aggregation over a window table function are made
+  // by the aggregation's operator.
+  if (n.kind == PlanNode::Kind::kAggregate && n.input && n.input->kind == PlanNode::Kind::kWindow) {
+    out += " over " + describe(*n.input, positions(n.input->input.get()), {}) + " " + types(n.input->input.get());
+  }
   return out;
 }
 

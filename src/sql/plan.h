@@ -194,6 +194,16 @@ std::optional<IntervalBounds> interval_bounds(const Expr& condition, int left_wi
 //     Project(auction, price * 2 AS twice) ...
 std::string explain(const PlanNode& root);
 
+// What a stateful node keeps, as text: the node with its input's columns
+// by position ($0, $1, ...), the types it reads and emits, and for an
+// aggregation over a window table function the windows. Names (aliases,
+// a table's column names) are not in it. The SQL job builder puts a hash
+// of it into the uids of the node's operators, so a changed query whose
+// operator would misread its state finds no state under its uid and is
+// refused at restore (weir's check that every operator state of a
+// checkpoint has its operator).
+std::string state_layout(const PlanNode& n);
+
 }  // namespace weir::sql
 
 #endif  // WEIR_SQL_PLAN_H_
