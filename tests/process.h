@@ -45,17 +45,22 @@ inline std::string weir_bin() {
 class Child {
  public:
   // `env`: NAME=VALUE settings added to the child's environment.
+  // `pipe_stdin`: the child's stdin is a pipe the test writes with
+  // write_stdin() (else it is the test's).
   Child(const std::vector<std::string>& args, const std::string& log_prefix,
-        bool pipe_stderr = false, const std::vector<std::string>& env = {})
+        bool pipe_stderr = false, const std::vector<std::string>& env = {}, bool pipe_stdin = false)
       : out_path_(log_prefix + ".out"), err_path_(log_prefix + ".err") {
     int fds[2] = {-1, -1};
     if (pipe_stderr && ::pipe2(fds, O_CLOEXEC) != 0) fds[0] = fds[1] = -1;
+    int in[2] = {-1, -1};
+    if (pipe_stdin && ::pipe2(in, O_CLOEXEC) != 0) in[0] = in[1] = -1;
     pid_ = ::fork();
     if (pid_ == 0) {
       int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       int err = fds[1] >= 0 ? fds[1] : ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(out, 1);
       ::dup2(err, 2);
+      if (in[0] >= 0) ::dup2(in[0], 0);
       for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
       std::vector<char*> argv;
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -65,8 +70,11 @@ class Child {
     }
     if (fds[1] >= 0) ::close(fds[1]);
     err_fd_ = fds[0];
+    if (in[0] >= 0) ::close(in[0]);
+    in_fd_ = in[1];
   }
   ~Child() {
+    close_stdin();
     if (pid_ > 0 && !exited_) {
       ::kill(pid_, SIGKILL);
       wait();
@@ -97,6 +105,33 @@ class Child {
       ssize_t n = ::read(err_fd_, buf, sizeof(buf));
       if (n <= 0) return false;
       pending_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  // To the child's stdin (pipe_stdin); false if it is closed.
+  bool write_stdin(const std::string& text) {
+    size_t done = 0;
+    while (in_fd_ >= 0 && done < text.size()) {
+      ssize_t n = ::write(in_fd_, text.data() + done, text.size() - done);
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return in_fd_ >= 0;
+  }
+  void close_stdin() {
+    if (in_fd_ >= 0) ::close(in_fd_);
+    in_fd_ = -1;
+  }
+
+  // Until the child's stdout (so far) satisfies `match` (true), or it
+  // exited or `deadline` passed (false); looks every 10 ms.
+  bool wait_for_output(const std::function<bool(const std::string&)>& match, std::chrono::milliseconds deadline) {
+    auto until = std::chrono::steady_clock::now() + deadline;
+    while (true) {
+      if (match(out())) return true;
+      if (!running() || std::chrono::steady_clock::now() > until) return match(out());
+      pollfd none{-1, 0, 0};
+      ::poll(&none, 0, 10);
     }
   }
 
@@ -133,6 +168,7 @@ class Child {
  private:
   pid_t pid_ = -1;
   int err_fd_ = -1;
+  int in_fd_ = -1;
   std::string pending_, piped_;
   bool exited_ = false;
   int code_ = -1;

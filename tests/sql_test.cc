@@ -15,7 +15,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "examples/nexmark/generator.h"
 #include "examples/nexmark/sql_tables.h"
 #include "tests/changelog.h"
@@ -534,6 +536,108 @@ TEST_F(SqlTest, AChangedQueryRestoresOnlyTheStateItCanRead) {
   auto dropped = run(script("changed", "SUM(price) AS n", "0"), {"--restore", "latest", "--allow-non-restored-state"});
   EXPECT_EQ(dropped.code, 0) << dropped.err;
   EXPECT_NE(dropped.out.find("restored from checkpoint"), std::string::npos) << dropped.out;
+}
+
+// The shell (`weir sql` without a script), its statements from a pipe:
+// declarations, a bounded query's table, an updating result's final table
+// in ORDER BY order, LIMIT, an error that leaves the shell running, DROP.
+TEST_F(SqlTest, TheShellShowsABoundedQuerysTableAndGoesOnAfterAnError) {
+  testing::Child shell({testing::weir_bin(), "sql", "-p", "2"}, path("shell"), false, {}, true);
+  ASSERT_TRUE(shell.write_stdin(R"(CREATE TABLE t (k BIGINT, v VARCHAR, d DECIMAL(6, 2), ts TIMESTAMP(3))
+  WITH (connector = 'values', "scan.parallelism" = '1', rows = '1,a,1.50,1000
+2,b,10.25,2000
+1,c,,61000
+3,,2.00,3600000');
+DESCRIBE t;
+SELECT k, COUNT(*) AS n, SUM(d) AS total
+FROM t GROUP BY k
+ORDER BY n DESC, total;
+SELECT v, ts FROM t ORDER BY 2 DESC LIMIT 2;
+SELECT nope FROM t;
+SELECT k FROM t ORDER BY k + 1;
+CREATE VIEW low AS SELECT k, v FROM t WHERE d < 5;
+SHOW TABLES;
+SELECT * FROM low;
+DROP VIEW low;
+SELECT * FROM low;
+QUIT;
+SELECT 'never' AS x FROM t;
+)"));
+  shell.close_stdin();
+  ASSERT_EQ(shell.wait(), 0) << shell.err();
+  EXPECT_EQ(shell.out(), R"(table t declared
+k BIGINT
+v VARCHAR
+d DECIMAL(6, 2)
+ts TIMESTAMP(3)
++---+---+-------+
+| k | n | total |
++---+---+-------+
+| 1 | 2 |  1.50 |
+| 3 | 1 |  2.00 |
+| 2 | 1 | 10.25 |
++---+---+-------+
+3 rows
+
++--------+-------------------------+
+| v      | ts                      |
++--------+-------------------------+
+| <NULL> | 1970-01-01 01:00:00.000 |
+| c      | 1970-01-01 00:01:01.000 |
++--------+-------------------------+
+2 rows
+
+error: line 1, column 8: no column nope
+error: line 1, column 28: ORDER BY an expression (a column of the result or its position is) is not supported yet
+view low declared
+t
+low (view)
++---+--------+
+| k | v      |
++---+--------+
+| 1 | a      |
+| 3 | <NULL> |
++---+--------+
+2 rows
+
+view low dropped
+error: line 1, column 15: no table low (declare it with CREATE TABLE)
+)");
+}
+
+// A streaming query's table changes as rows come, until Ctrl-C cancels it
+// and the shell takes the next statement; a LIMIT without ORDER BY ends an
+// endless append-only query.
+TEST_F(SqlTest, TheShellShowsAStreamingResultChangingUntilCtrlC) {
+  testing::Child shell({testing::weir_bin(), "sql"}, path("shell"), false, {}, true);
+  ASSERT_TRUE(shell.write_stdin(
+      "CREATE TABLE bid (auction BIGINT, price BIGINT) WITH (connector = 'nexmark', rate = 2000);\n"
+      "SELECT COUNT(*) AS n FROM bid;\n"));
+  // Counts in the order the tables showed them.
+  auto counts = [&] {
+    std::vector<int64_t> out;
+    for (absl::string_view line : absl::StrSplit(shell.out(), '\n')) {
+      int64_t n = 0;
+      if (absl::ConsumePrefix(&line, "| ") && absl::SimpleAtoi(absl::StripSuffix(line, " |"), &n)) out.push_back(n);
+    }
+    return out;
+  };
+  ASSERT_TRUE(shell.wait_for_output([&](const std::string&) { return counts().size() >= 3; }, std::chrono::seconds(60)))
+      << shell.out() << shell.err();
+  shell.signal(SIGINT);
+  ASSERT_TRUE(shell.wait_for_output([](const std::string& out) { return out.find("(canceled)\n") != std::string::npos; },
+                                    std::chrono::seconds(60)))
+      << shell.out() << shell.err();
+  const std::vector<int64_t> seen = counts();
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end())) << shell.out();
+  EXPECT_LT(seen.front(), seen.back()) << shell.out();
+  ASSERT_TRUE(shell.write_stdin("SELECT auction FROM bid LIMIT 3;\nQUIT;\n"));
+  shell.close_stdin();
+  ASSERT_EQ(shell.wait(), 0) << shell.err();
+  const std::string out = shell.out();
+  const std::string limited = out.substr(out.find("(canceled)\n"));
+  EXPECT_NE(limited.find("| auction |"), std::string::npos) << limited;
+  EXPECT_NE(limited.find("\n3 rows\n\n(LIMIT reached: the query was canceled)\n"), std::string::npos) << limited;
 }
 
 TEST_F(SqlTest, BadSqlIsOneLineWithExitCode2AndNothingRuns) {

@@ -40,7 +40,7 @@ struct JobProgress {
 class JobControl {
  public:
   struct Request {
-    enum class Kind { kSavepoint, kStop } kind = Kind::kSavepoint;
+    enum class Kind { kSavepoint, kStop, kCancel } kind = Kind::kSavepoint;
     std::string target_directory;
     // kStop: first end the sources' input, so event time advances to the
     // end and every timer and window fires; the final snapshot is the
@@ -56,6 +56,9 @@ class JobControl {
   void stop_with_savepoint(std::string target_directory, bool drain) {
     submit({Request::Kind::kStop, std::move(target_directory), drain});
   }
+  // Ends the job now, without a savepoint: every task is canceled and
+  // execute() returns a CANCELED result (no effect once the job ended).
+  void cancel() { submit({Request::Kind::kCancel, "", false}); }
   // The job's progress now; empty before it runs and after it ended. Takes
   // as long as the job's coordinator needs to answer (microseconds).
   std::optional<JobProgress> progress() {

@@ -284,11 +284,15 @@ absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvi
   if (!script.ok()) return absl::InvalidArgumentError(name + ": " + std::string(script.status().message()));
   auto planned = sql::plan_script(*script);
   if (!planned.ok()) return absl::InvalidArgumentError(name + ": " + std::string(planned.status().message()));
-  sql::TableConnectors connectors = sql::TableConnectors::built_in();
-  connectors.sources["nexmark"] = nexmark::nexmark_table_source(nexmark::QueryOptions{});
-  absl::Status built = sql::build_job(*planned, connectors, env);
+  absl::Status built = sql::build_job(*planned, cli_table_connectors(), env);
   if (!built.ok()) return absl::InvalidArgumentError(name + ": " + std::string(built.message()));
   return absl::OkStatus();
+}
+
+sql::TableConnectors cli_table_connectors() {
+  sql::TableConnectors connectors = sql::TableConnectors::built_in();
+  connectors.sources["nexmark"] = nexmark::nexmark_table_source(nexmark::QueryOptions{});
+  return connectors;
 }
 
 cluster::JobCatalog builtin_job_catalog() {

@@ -15,6 +15,7 @@
 #include "examples/nexmark/queries.h"
 #include "examples/orders/orders.h"
 #include "examples/running_sum/running_sum.h"
+#include "sql/job_builder.h"
 #include "weir/weir.h"
 
 namespace weir::cli {
@@ -265,6 +266,10 @@ inline constexpr const char* kBuiltinJobs = "running-sum, orders, line-copy, nex
 // has. An error names `name` (the script's file) and the cause; a SQL error
 // also its line and column.
 absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvironment& env);
+
+// The tables `weir sql` reads and writes: the built-in connectors and the
+// Nexmark generator.
+sql::TableConnectors cli_table_connectors();
 
 // The help of the job `name` (or of `library`'s job): its options and the
 // job flags, with their defaults.

@@ -1,6 +1,7 @@
 #include "cli/sql_command.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "cli/embedded.h"
 #include "cli/exit_codes.h"
 #include "cli/jobs.h"
+#include "cli/sql_shell.h"
 #include "sql/planner.h"
 
 namespace weir::cli {
@@ -23,8 +25,10 @@ struct SqlCommand::Flags {
 };
 
 SqlCommand::SqlCommand(CLI::App& app) : f_(std::make_unique<Flags>()) {
-  f_->command = app.add_subcommand("sql", "Run a SQL script (CREATE TABLE, INSERT INTO ... SELECT) as one job");
-  f_->command->add_option("file", f_->file, "The script, or - for standard input")->required()->type_name("FILE");
+  f_->command = app.add_subcommand(
+      "sql", "Run a SQL script (CREATE TABLE, INSERT INTO ... SELECT) as one job, or without one the SQL shell");
+  f_->command->add_option("file", f_->file, "The script, or - for standard input; none: the interactive shell")
+      ->type_name("FILE");
   f_->command->add_flag("--explain", f_->explain, "Print each INSERT's plan instead of running the job");
   f_->job.add_to(f_->command);
 }
@@ -54,8 +58,13 @@ bool read_script(const std::string& file, std::string* text) {
 
 std::optional<int> sql_script_for_cluster(std::vector<std::string>* args) {
   std::vector<std::string>& a = *args;
-  if (a.size() < 3 || a[1] != "sql" || (a[2].rfind('-', 0) == 0 && a[2] != "-")) return std::nullopt;
+  if (a.size() < 3 || a[1] != "sql") return std::nullopt;
   if (std::find(a.begin(), a.end(), "--jobmanager") == a.end()) return std::nullopt;
+  if (a[2].rfind('-', 0) == 0 && a[2] != "-") {
+    return fail(kBadArguments,
+                "sql --jobmanager: the script comes first (weir sql FILE [FLAGS] --jobmanager HOST:PORT); the "
+                "interactive shell runs its queries in this process");
+  }
   if (std::find(a.begin(), a.end(), "--explain") != a.end()) return std::nullopt;
   std::string text;
   if (!read_script(a[2], &text)) return kBadInput;
@@ -73,6 +82,10 @@ std::optional<int> SqlCommand::run() {
   if (!f_->command->parsed()) return std::nullopt;
   const Flags& f = *f_;
   if (f.job.verbose) spdlog::set_level(spdlog::level::info);
+  if (f.file.empty()) {
+    if (f.explain) return fail(kBadArguments, "sql --explain: which script? (weir sql FILE --explain)");
+    return run_sql_shell(f.job, std::cin, isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1);
+  }
   std::string text;
   if (!read_script(f.file, &text)) return kBadInput;
   const std::string name = f.file == "-" ? "<stdin>" : f.file;

@@ -275,6 +275,7 @@ void JobMaster::deploy(const std::set<int>& regions) {
 }
 
 void JobMaster::handle_request(JobControl::Request r) {
+  if (r.kind == JobControl::Request::Kind::kCancel) return cancel();
   loop_.post([this, r = std::move(r)] {
     auto report_error = [&](const std::string& error) {
       savepoint_done(-1, r.target_directory, absl::FailedPreconditionError(error));

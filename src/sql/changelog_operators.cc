@@ -169,17 +169,7 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
   }
   // <0: a ranks before b. NULL ranks after every value (NULLS LAST).
   int compare(const std::vector<Value>& a, const std::vector<Value>& b) const {
-    for (size_t i = 0; i < a.size(); ++i) {
-      const bool an = std::holds_alternative<std::monostate>(a[i]), bn = std::holds_alternative<std::monostate>(b[i]);
-      if (an || bn) {
-        if (an != bn) return an ? 1 : -1;
-        continue;
-      }
-      if (a[i] == b[i]) continue;
-      const bool less = a[i] < b[i];
-      return (less != descending_[i]) ? -1 : 1;
-    }
-    return 0;
+    return compare_sort_keys(a, b, descending_);
   }
   static Row ranked(const Row& r, size_t index, RowKind kind) {
     Row out = r;

@@ -182,6 +182,20 @@ absl::StatusOr<Value> cast(const Value& v, const Type& from_type, const Type& to
 
 }  // namespace
 
+int compare_sort_keys(const std::vector<Value>& a, const std::vector<Value>& b, const std::vector<bool>& descending) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool an = std::holds_alternative<std::monostate>(a[i]), bn = std::holds_alternative<std::monostate>(b[i]);
+    if (an || bn) {
+      if (an != bn) return an ? 1 : -1;
+      continue;
+    }
+    if (a[i] == b[i]) continue;
+    const bool less = a[i] < b[i];
+    return (less != descending[i]) ? -1 : 1;
+  }
+  return 0;
+}
+
 std::string timestamp_text(int64_t ms) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixMillis(ms), absl::UTCTimeZone());
 }

@@ -69,6 +69,11 @@ Expr comparison(Op op, Expr a, Expr b);
 // The value of `e` for `row` (whose columns are those `e` refers to).
 absl::StatusOr<Value> evaluate(const Expr& e, const Row& row);
 
+// The order of two sort keys (values of one type per position): < 0, 0 or
+// > 0 as `a` sorts before, with or after `b`, position i descending where
+// descending[i]; NULL after every value either way.
+int compare_sort_keys(const std::vector<Value>& a, const std::vector<Value>& b, const std::vector<bool>& descending);
+
 // A TIMESTAMP's text, UTC: "2020-01-01 00:00:01.000".
 std::string timestamp_text(int64_t ms);
 

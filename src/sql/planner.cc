@@ -18,7 +18,8 @@ using nlohmann::json;
 
 class Planner {
  public:
-  explicit Planner(const Script& script) : script_(script), binder_(script.text) {}
+  Planner(const Script& script, const PlanOptions& options)
+      : script_(script), options_(options), binder_(script.text) {}
 
   absl::StatusOr<PlannedScript> run() {
     PlannedScript out;
@@ -37,13 +38,18 @@ class Planner {
         auto p = insert(body, st.offset);
         if (!p.ok()) return p.status();
         out.inserts.push_back({st.text, st.offset, *std::move(p)});
+      } else if (kind == "SelectStmt" && !options_.result_table.empty()) {
+        if (!out.inserts.empty()) return error(st.offset, "one SELECT at a time");
+        auto p = result_query(body, st.offset, &out.result_order);
+        if (!p.ok()) return p.status();
+        out.inserts.push_back({st.text, st.offset, *std::move(p)});
       } else if (kind == "SelectStmt") {
         return error(st.offset, "a SELECT needs a table to go to: INSERT INTO <table> SELECT ...");
       } else {
         return error(st.offset, "unsupported statement " + kind + " (CREATE TABLE, CREATE VIEW and INSERT INTO ... SELECT are)");
       }
     }
-    if (out.inserts.empty()) return absl::InvalidArgumentError("the script has no INSERT INTO ... SELECT: nothing to run");
+    if (out.inserts.empty() && !options_.declarations_only) return absl::InvalidArgumentError("the script has no INSERT INTO ... SELECT: nothing to run");
     out.tables = std::move(tables_);
     return out;
   }
@@ -278,7 +284,69 @@ class Planner {
     return node;
   }
 
+  // A bare SELECT into the result table (PlanOptions::result_table); its
+  // ORDER BY (output columns by name or position) and LIMIT into `order`.
+  absl::StatusOr<std::unique_ptr<PlanNode>> result_query(const json& b, int offset, ResultOrder* order) {
+    json select = b;
+    if (select.contains("limitCount")) {
+      const json& n = select["limitCount"];
+      if (node_name(n) != "A_Const" || !(n["A_Const"].contains("ival") || n["A_Const"].contains("isnull"))) {
+        return unsupported(location_of(n), "LIMIT of an expression");
+      }
+      if (!n["A_Const"].contains("isnull")) {  // LIMIT ALL: none
+        order->limit = integer_value(n["A_Const"]["ival"], script_.text, location_of(n));
+        if (*order->limit < 0) return error(location_of(n), "LIMIT must not be negative");
+      }
+      select.erase("limitCount");
+      select.erase("limitOption");
+    }
+    json sort = select.value("sortClause", json::array());
+    select.erase("sortClause");
+    QueryPlanner queries = query_planner();
+    auto query = queries.select(select, offset);
+    if (!query.ok()) return query.status();
+    absl::Status ranks = check_ranks(**query, script_.text, offset);
+    if (!ranks.ok()) return ranks;
+    const std::vector<Column>& columns = (*query)->columns;
+    for (const json& item : sort) {
+      const json& by = item["SortBy"];
+      const json& n = by["node"];
+      const int at = location_of(n);
+      int column = -1;
+      if (node_name(n) == "ColumnRef") {
+        const std::vector<std::string> names = strings_of(n["ColumnRef"]["fields"]);
+        if (names.size() == 1) column = column_index(columns, names[0]);
+        if (column < 0) return error(at, "ORDER BY " + absl::StrJoin(names, ".") + ": not a column of the result");
+      } else if (node_name(n) == "A_Const" && n["A_Const"].contains("ival")) {
+        const int64_t i = integer_value(n["A_Const"]["ival"], script_.text, at);
+        if (i < 1 || i > static_cast<int64_t>(columns.size())) {
+          return error(at, "ORDER BY " + std::to_string(i) + ": the result has " + std::to_string(columns.size()) + " columns");
+        }
+        column = static_cast<int>(i - 1);
+      } else {
+        return unsupported(at, "ORDER BY an expression (a column of the result or its position is)");
+      }
+      if (by.value("sortby_nulls", "SORTBY_NULLS_DEFAULT") != "SORTBY_NULLS_DEFAULT") {
+        return unsupported(at, "NULLS FIRST and NULLS LAST");
+      }
+      order->keys.emplace_back(column, by.value("sortby_dir", "SORTBY_DEFAULT") == "SORTBY_DESC");
+    }
+    TableDef result;
+    result.name = options_.result_table;
+    result.offset = offset;
+    result.columns = columns;
+    result.options["connector"] = options_.result_connector;
+    auto node = std::make_unique<PlanNode>();
+    node->kind = PlanNode::Kind::kSink;
+    node->table = result.name;
+    node->columns = columns;
+    node->input = *std::move(query);
+    tables_.push_back(std::move(result));
+    return node;
+  }
+
   const Script& script_;
+  const PlanOptions options_;
   const Binder binder_;
   std::vector<TableDef> tables_;            // declared so far
   std::map<std::string, size_t> by_name_;  // lower-case name -> index into tables_
@@ -292,7 +360,9 @@ const std::vector<std::string>& known_connectors() {
   return kKnown;
 }
 
-absl::StatusOr<PlannedScript> plan_script(const Script& script) { return Planner(script).run(); }
+absl::StatusOr<PlannedScript> plan_script(const Script& script, const PlanOptions& options) {
+  return Planner(script, options).run();
+}
 
 std::string explain(const PlannedScript& planned) {
   std::string out;

@@ -16,7 +16,9 @@
 #define WEIR_SQL_PLANNER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -31,16 +33,35 @@ struct InsertPlan {
   std::unique_ptr<PlanNode> root;  // a kSink
 };
 
+// How the result of a bare SELECT is shown (PlanOptions::result): its
+// ORDER BY over the result's columns and its LIMIT.
+struct ResultOrder {
+  std::vector<std::pair<int, bool>> keys;  // column, descending
+  std::optional<int64_t> limit;
+};
+
 struct PlannedScript {
   std::vector<TableDef> tables;
   std::vector<InsertPlan> inserts;
+  ResultOrder result_order;  // of a bare SELECT
+};
+
+struct PlanOptions {
+  // A bare SELECT (one, after the declarations) becomes an INSERT into a
+  // table of this name with the query's columns and `result_connector`;
+  // its top ORDER BY and LIMIT are left to whoever shows the result
+  // (PlannedScript::result_order). Without: a bare SELECT is an error.
+  std::string result_table;
+  std::string result_connector;
+  // Declarations alone are a script (not "nothing to run").
+  bool declarations_only = false;
 };
 
 // The connectors a table may name.
 const std::vector<std::string>& known_connectors();
 
 // Errors are InvalidArgument, "line L, column C: ..." into script.text.
-absl::StatusOr<PlannedScript> plan_script(const Script& script);
+absl::StatusOr<PlannedScript> plan_script(const Script& script, const PlanOptions& options = {});
 
 // --explain: each INSERT's statement and its plan.
 std::string explain(const PlannedScript& planned);

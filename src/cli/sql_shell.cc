@@ -1,0 +1,371 @@
+#include "cli/sql_shell.h"
+
+#include <csignal>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
+#include "cli/embedded.h"
+#include "cli/exit_codes.h"
+#include "sql/binder.h"
+#include "sql/job_builder.h"
+#include "sql/result_table.h"
+
+namespace weir::cli {
+namespace {
+
+constexpr char kResultTable[] = "(result)";
+constexpr char kResultConnector[] = "shell-result";
+constexpr size_t kMaxResultRows = 1'000'000;
+constexpr size_t kShownWhileRunning = 40;  // rows of a table still changing
+constexpr size_t kShownAtEnd = 10'000;
+constexpr auto kRedraw = std::chrono::milliseconds(500);
+
+std::atomic<bool> interrupted{false};
+
+extern "C" void on_interrupt(int) { interrupted = true; }
+
+class ResultSink final : public Sink<Row> {
+ public:
+  explicit ResultSink(std::shared_ptr<sql::ResultTable> table) : table_(std::move(table)) {}
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  absl::Status write(const Row& row) override {
+    table_->apply(row);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::shared_ptr<sql::ResultTable> table_;
+};
+
+// Whether `text` ends a statement: its last character outside quotes and
+// comments is ';'.
+bool ends_statement(const std::string& text) {
+  char last = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\'' || c == '"') {
+      const size_t close = text.find(c, i + 1);
+      if (close == std::string::npos) return false;
+      i = close;
+      last = c;
+    } else if (c == '-' && i + 1 < text.size() && text[i + 1] == '-') {
+      i = text.find('\n', i);
+      if (i == std::string::npos) break;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      i = text.find("*/", i + 2);
+      if (i == std::string::npos) return false;
+      ++i;
+    } else if (!absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      last = c;
+    }
+  }
+  return last == ';';
+}
+
+class Shell {
+ public:
+  Shell(const JobFlags& flags, bool interactive) : flags_(flags), interactive_(interactive) {}
+
+  // One or more statements ending with ';'; false after QUIT.
+  bool execute(const std::string& text) {
+    std::string word = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+    while (!word.empty() && (word.back() == ';' || absl::ascii_isspace(static_cast<unsigned char>(word.back())))) {
+      word.pop_back();
+    }
+    if (word == "quit" || word == "exit") return false;
+    if (word == "help") return help();
+    if (word == "show tables") return show_tables();
+    for (const char* describe : {"describe ", "desc "}) {
+      if (absl::StartsWith(word, describe)) return run_select("SELECT * FROM " + word.substr(strlen(describe)), true);
+    }
+    if (absl::StartsWith(word, "explain ")) return explain(std::string(absl::StripAsciiWhitespace(text)).substr(8));
+    auto script = sql::parse_script(text);
+    if (!script.ok()) return error(script.status());
+    for (const sql::Statement& st : script->statements) {
+      const std::string kind = sql::node_name(st.tree);
+      if (kind == "CreateStmt" || kind == "ViewStmt") {
+        declare(st, kind);
+      } else if (kind == "DropStmt") {
+        drop(st);
+      } else if (kind == "SelectStmt") {
+        run_select(st.text, false);
+      } else if (kind == "InsertStmt") {
+        run_insert(st.text);
+      } else {
+        say("error: " + kind + " is not a statement of the shell (HELP lists them)");
+      }
+    }
+    return true;
+  }
+
+ private:
+  struct Declaration {
+    std::string name;  // lower case
+    bool view = false;
+    std::string text;
+  };
+
+  static void say(const std::string& line) { std::fprintf(stdout, "%s\n", line.c_str()); }
+  static bool error(const absl::Status& s) {
+    say("error: " + std::string(s.message()));
+    return true;
+  }
+
+  bool help() {
+    say("Statements end with ';' and may span lines.\n"
+        "  CREATE TABLE ... WITH (...);  CREATE VIEW v AS SELECT ...;  DROP TABLE t;  DROP VIEW v;\n"
+        "  SELECT ... [ORDER BY column [DESC], ...] [LIMIT n];   runs and shows its result (Ctrl-C cancels)\n"
+        "  INSERT INTO t SELECT ...;   runs as `weir sql FILE` would\n"
+        "  EXPLAIN SELECT ...;  EXPLAIN INSERT ...;  SHOW TABLES;  DESCRIBE t;  HELP;  QUIT;");
+    return true;
+  }
+
+  bool show_tables() {
+    if (declared_.empty()) say("no tables");
+    for (const Declaration& d : declared_) say(d.name + (d.view ? " (view)" : ""));
+    return true;
+  }
+
+  std::string declarations() const {
+    std::string out;
+    for (const Declaration& d : declared_) out += d.text + ";\n";
+    return out;
+  }
+
+  // The declarations and `statement`, planned; errors point into `statement`.
+  absl::StatusOr<sql::PlannedScript> plan(const std::string& statement, const sql::PlanOptions& options) {
+    const std::string before = declarations();
+    auto script = sql::parse_script(before + statement);
+    if (!script.ok()) return relative(script.status(), before);
+    auto planned = sql::plan_script(*script, options);
+    if (!planned.ok()) return relative(planned.status(), before);
+    return planned;
+  }
+
+  // "line L, column C" of an error counted from the statement's start: the
+  // declarations before it are lines of their own.
+  static absl::Status relative(const absl::Status& s, const std::string& before) {
+    const int lines = static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+    std::string m(s.message());
+    int line = 0;
+    if (std::sscanf(m.c_str(), "line %d,", &line) == 1 && line > lines) {
+      const size_t comma = m.find(',');
+      m = "line " + std::to_string(line - lines) + m.substr(comma);
+    }
+    return absl::Status(s.code(), m);
+  }
+
+  void declare(const sql::Statement& st, const std::string& kind) {
+    const nlohmann::json& b = st.tree[kind];
+    const std::string name =
+        absl::AsciiStrToLower(kind == "CreateStmt" ? b["relation"].value("relname", "") : b["view"].value("relname", ""));
+    sql::PlanOptions options;
+    options.declarations_only = true;
+    auto planned = plan(st.text, options);
+    if (!planned.ok()) {
+      error(planned.status());
+      return;
+    }
+    declared_.push_back({name, kind == "ViewStmt", st.text});
+    say(std::string(kind == "ViewStmt" ? "view " : "table ") + name + " declared");
+  }
+
+  void drop(const sql::Statement& st) {
+    const nlohmann::json& b = st.tree["DropStmt"];
+    const std::string type = b.value("removeType", "");
+    if (type != "OBJECT_TABLE" && type != "OBJECT_VIEW") {
+      say("error: DROP takes a TABLE or a VIEW");
+      return;
+    }
+    for (const auto& object : b.value("objects", nlohmann::json::array())) {
+      const std::vector<std::string> names = sql::strings_of(object["List"]["items"]);
+      const std::string name = names.empty() ? "" : absl::AsciiStrToLower(names.back());
+      auto it = std::find_if(declared_.begin(), declared_.end(), [&](const Declaration& d) {
+        return d.name == name && d.view == (type == "OBJECT_VIEW");
+      });
+      if (it == declared_.end()) {
+        if (!b.value("missing_ok", false)) say("error: no " + std::string(type == "OBJECT_VIEW" ? "view " : "table ") + name);
+        continue;
+      }
+      declared_.erase(it);
+      say(std::string(type == "OBJECT_VIEW" ? "view " : "table ") + name + " dropped");
+    }
+  }
+
+  bool explain(const std::string& statement) {
+    sql::PlanOptions options;
+    options.result_table = kResultTable;
+    options.result_connector = kResultConnector;
+    auto planned = plan(statement, options);
+    if (!planned.ok()) return error(planned.status());
+    std::string text = sql::explain(*planned);
+    std::fputs(text.c_str(), stdout);
+    return true;
+  }
+
+  absl::StatusOr<JobConfig> config(bool restarts) const {
+    auto config = flags_.to_config();
+    if (!config.ok()) return config.status();
+    // A result shown is not taken back: a failed query ends.
+    if (!restarts) config->restart.kind = RestartStrategyKind::kNone;
+    return config;
+  }
+
+  // Runs `env`'s job until it ends, or until Ctrl-C or `stop` says so;
+  // `tick` runs every kRedraw while it runs.
+  absl::StatusOr<JobResult> run_job(StreamEnvironment& env, const std::string& name,
+                                    const std::function<bool()>& stop, const std::function<void()>& tick) {
+    JobControl control;
+    absl::StatusOr<JobResult> result = absl::UnknownError("not run");
+    absl::Notification done;
+    interrupted = false;
+    std::thread job([&] {
+      result = env.execute(name, &control);
+      done.Notify();
+    });
+    bool canceled = false;
+    while (!done.WaitForNotificationWithTimeout(absl::FromChrono(kRedraw))) {
+      if (!canceled && (interrupted || stop())) {
+        control.cancel();
+        canceled = true;
+      }
+      tick();
+    }
+    job.join();
+    return result;
+  }
+
+  bool run_select(const std::string& statement, bool describe_only) {
+    sql::PlanOptions options;
+    options.result_table = kResultTable;
+    options.result_connector = kResultConnector;
+    auto planned = plan(statement, options);
+    if (!planned.ok()) return error(planned.status());
+    const sql::PlanNode& sink = *planned->inserts.back().root;
+    if (describe_only) {
+      for (const sql::Column& c : sink.columns) say(c.name + " " + c.type.to_string());
+      return true;
+    }
+    auto table = std::make_shared<sql::ResultTable>(sink.columns, planned->result_order, !sql::is_updating(*sink.input),
+                                                    kMaxResultRows);
+    auto config = this->config(false);
+    if (!config.ok()) return error(config.status());
+    StreamEnvironment env(*config);
+    sql::TableConnectors connectors = cli_table_connectors();
+    connectors.sinks[kResultConnector] = [table](const DataStream<Row>& rows, bool, const sql::TableDef&,
+                                                 const std::string& uid) {
+      rows.sink_to([table] { return std::make_unique<ResultSink>(table); }, "result").uid(uid);
+      return absl::OkStatus();
+    };
+    absl::Status built = sql::build_job(*planned, connectors, env);
+    if (built.ok()) built = env.build_error();
+    if (!built.ok()) return error(built);
+    // On a terminal each table replaces the one before; otherwise each
+    // change is a new table, and the final one is not the last again.
+    size_t drawn_lines = 0;
+    uint64_t drawn_version = 0;
+    bool drawn_whole = false;
+    auto draw = [&](size_t max_shown) {
+      const uint64_t version = table->version();
+      std::string text = table->render(max_shown);
+      if (interactive_ && drawn_lines > 0) std::fprintf(stdout, "\x1b[%zuF\x1b[J", drawn_lines);
+      std::fputs(text.c_str(), stdout);
+      if (!interactive_) std::fputs("\n", stdout);
+      std::fflush(stdout);
+      drawn_lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+      drawn_version = version;
+      drawn_whole = text.find("\n... ") == std::string::npos;
+    };
+    auto result = run_job(
+        env, "sql shell", [&] { return table->limit_reached() || table->overflowed(); },
+        [&] {
+          if (table->version() != drawn_version) draw(kShownWhileRunning);
+        });
+    if (!result.ok()) return error(result.status());
+    if (interactive_ || drawn_lines == 0 || table->version() != drawn_version || !drawn_whole) draw(kShownAtEnd);
+    if (table->overflowed()) {
+      say("error: the result passed " + std::to_string(kMaxResultRows) +
+          " rows and the query was canceled (LIMIT without ORDER BY ends a query sooner; INSERT INTO a table "
+          "keeps everything)");
+    } else if (table->limit_reached()) {
+      say("(LIMIT reached: the query was canceled)");
+    } else if (result->status == JobStatus::kCanceled) {
+      say("(canceled)");
+    } else if (result->status != JobStatus::kFinished) {
+      say("error: the query failed: " + result->failure);
+    }
+    return true;
+  }
+
+  bool run_insert(const std::string& statement) {
+    auto planned = plan(statement, {});
+    if (!planned.ok()) return error(planned.status());
+    auto config = this->config(true);
+    if (!config.ok()) return error(config.status());
+    StreamEnvironment env(*config);
+    absl::Status built = sql::build_job(*planned, cli_table_connectors(), env);
+    if (built.ok()) built = env.build_error();
+    if (!built.ok()) return error(built);
+    auto result = run_job(env, "sql shell", [] { return false; }, [] {});
+    if (!result.ok()) return error(result.status());
+    print_result(*result, stdout);
+    if (result->status == JobStatus::kFailed) say("error: the job failed: " + result->failure);
+    return true;
+  }
+
+  const JobFlags& flags_;
+  const bool interactive_;
+  std::vector<Declaration> declared_;
+};
+
+}  // namespace
+
+int run_sql_shell(const JobFlags& flags, std::istream& in, bool interactive) {
+  if (auto config = flags.to_config(); !config.ok()) return fail(kBadArguments, std::string(config.status().message()));
+  struct sigaction action = {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  struct sigaction before = {};
+  sigaction(SIGINT, &action, &before);
+  Shell shell(flags, interactive);
+  if (interactive) std::fputs("weir SQL shell: statements end with ';'; HELP lists them, QUIT ends.\n", stdout);
+  std::string pending;
+  std::string line;
+  while (true) {
+    if (interactive) {
+      std::fputs(pending.empty() ? "weir> " : "   -> ", stdout);
+      std::fflush(stdout);
+    }
+    if (!std::getline(in, line)) break;
+    if (interrupted.exchange(false)) pending.clear();  // Ctrl-C at the prompt drops what was typed
+    if (pending.empty() && absl::StripAsciiWhitespace(line).empty()) continue;
+    pending += line + "\n";
+    if (!ends_statement(pending)) continue;
+    const std::string statement = std::move(pending);
+    pending.clear();
+    if (!shell.execute(statement)) break;
+    std::fflush(stdout);
+  }
+  if (!absl::StripAsciiWhitespace(pending).empty()) {
+    std::fputs("error: the input ended inside a statement (no ';' after it)\n", stdout);
+  }
+  sigaction(SIGINT, &before, nullptr);
+  return kOk;
+}
+
+}  // namespace weir::cli
