@@ -1,6 +1,7 @@
 // SQL scripts (src/sql/): any text either plans or gets an error that names
 // where it is; a plan's constant expressions evaluate without crashing, and
-// --explain prints it.
+// --explain prints it. The same script is planned as the shell plans it
+// too (a bare SELECT into a result table, its ORDER BY and LIMIT read).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,11 +17,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (script.status().message().empty()) __builtin_trap();
     return 0;
   }
-  auto planned = weir::sql::plan_script(*script);
-  if (!planned.ok()) {
-    if (planned.status().message().empty()) __builtin_trap();
-    return 0;
+  weir::sql::PlanOptions shell;
+  shell.result_table = "(result)";
+  shell.result_connector = "shell-result";
+  shell.declarations_only = true;
+  for (const weir::sql::PlanOptions& options : {weir::sql::PlanOptions{}, shell}) {
+    auto planned = weir::sql::plan_script(*script, options);
+    if (!planned.ok()) {
+      if (planned.status().message().empty()) __builtin_trap();
+      continue;
+    }
+    for (const auto& [column, descending] : planned->result_order.keys) {
+      if (column < 0 || column >= static_cast<int>(planned->inserts.back().root->columns.size())) __builtin_trap();
+    }
+    if (!planned->inserts.empty() && weir::sql::explain(*planned).empty()) __builtin_trap();
   }
-  if (weir::sql::explain(*planned).empty()) __builtin_trap();
   return 0;
 }

@@ -1,0 +1,3 @@
+CREATE TABLE t (k BIGINT, v VARCHAR, d DECIMAL(6, 2)) WITH (connector = 'values', rows = '1,a,1.50');
+CREATE VIEW w AS SELECT k, COUNT(*) AS n FROM t GROUP BY k;
+SELECT k, n FROM w ORDER BY n DESC, 1 LIMIT 5;
