@@ -238,23 +238,11 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
   }
 
  private:
-  // Rows in state are their values encoded (Serializer<Value>), a fraction
-  // of a weir::Row's size (inputs are inserts only: no kind). A unique
-  // side's row that failed its own filter is kept as an empty string.
-  static std::string encoded(const Row& row) {
-    std::string s;
-    ByteWriter out(&s);
-    out.put_varint(row.values.size());
-    for (const Value& v : row.values) Serializer<Value>::write(out, v);
-    return s;
-  }
-  static Row decoded(const std::string& s) {
-    Row r;
-    ByteReader in(s);
-    r.values.resize(in.get_varint());
-    for (Value& v : r.values) v = Serializer<Value>::read(in);
-    return r;
-  }
+  // Rows in state are their values encoded (keys.h encode_values; inputs
+  // are inserts only: no kind). A unique side's row that failed its own
+  // filter is kept as an empty string.
+  static std::string encoded(const Row& row) { return encode_values(row); }
+  static Row decoded(const std::string& s) { return decode_values(s); }
   bool holds(const std::optional<Expr>& filter, const Row& row) const {
     if (!filter) return true;
     const Value v = evaluate_or_throw(*filter, row, where_filter_);
@@ -312,10 +300,7 @@ class JoinRows final : public KeyedCoProcessFunction<std::string, Row, Row, Row>
     }
   }
   void emit(const Row& l, const Row& r, Collector<Row>& out) const {
-    Row both;
-    both.values.reserve(l.values.size() + r.values.size());
-    both.values.insert(both.values.end(), l.values.begin(), l.values.end());
-    both.values.insert(both.values.end(), r.values.begin(), r.values.end());
+    Row both = joined_row(l, r, RowKind::kInsert);
     if (condition_) {
       const Value v = evaluate_or_throw(*condition_, both, where_);
       if (!std::holds_alternative<bool>(v) || !std::get<bool>(v)) return;
@@ -371,6 +356,7 @@ absl::StatusOr<DataStream<Row>> top_n(const DataStream<Row>& in, const PlanNode&
 
 absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStream<Row>& right, const PlanNode& n,
                                      const std::string& uid) {
+  if (is_updating(n)) return changelog_join(left, right, n, uid);
   auto lk = std::make_shared<const KeyEncoder>(n.left_keys, n.input->column_names(), "JOIN ON");
   auto rk = std::make_shared<const KeyEncoder>(n.right_keys, n.right->column_names(), "JOIN ON");
   std::optional<Expr> condition;

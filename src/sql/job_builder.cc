@@ -475,23 +475,45 @@ TableConnectors TableConnectors::built_in() {
   };
   c.sinks["filesystem"] = [](const DataStream<Row>& rows, bool updating, const TableDef& t,
                              const std::string& uid) -> absl::Status {
-    if (updating) {
+    auto format = t.options.find("format");
+    const bool changelog = format != t.options.end() && format->second == "changelog-csv";
+    if (format != t.options.end() && format->second != "csv" && !changelog) {
+      return absl::InvalidArgumentError("table " + t.name + ": format '" + format->second +
+                                        "' is not supported by the filesystem sink yet (csv and changelog-csv are)");
+    }
+    if (updating && !changelog) {
       return absl::InvalidArgumentError("table " + t.name + ": the filesystem connector takes inserts only, and the "
-                                        "query's result is updating (a GROUP BY without a window)");
+                                        "query's result is updating (a GROUP BY without a window; format = "
+                                        "'changelog-csv' writes each change)");
     }
     auto path = t.options.find("path");
     if (path == t.options.end() || path->second.empty()) {
       return absl::InvalidArgumentError("table " + t.name + ": the filesystem connector needs path = 'DIRECTORY'");
     }
-    auto format = t.options.find("format");
-    if (format != t.options.end() && format->second != "csv") {
-      return absl::InvalidArgumentError("table " + t.name + ": format '" + format->second +
-                                        "' is not supported by the filesystem sink yet (csv is)");
-    }
     const std::string dir = path->second;
     auto by = t.options.find("partition-by");
+    if (by != t.options.end() && changelog) {
+      return absl::InvalidArgumentError("table " + t.name + ": format 'changelog-csv' is not supported for a "
+                                        "partitioned table yet");
+    }
     if (by == t.options.end()) {
-      encode_rows(rows, csv_format(csv_schema(t)), "csv")
+      // changelog-csv: each row's kind (+I, -U, +U, -D) as a first column.
+      TableDef written = t;
+      DataStream<Row> lines = rows;
+      if (changelog) {
+        written.columns.insert(written.columns.begin(), Column{"op", {TypeKind::kVarchar, false}});
+        lines = rows.map(
+            [](const Row& r) {
+              Row out;
+              out.values.reserve(r.values.size() + 1);
+              out.values.emplace_back(std::string(row_kind_name(r.kind)));
+              out.values.insert(out.values.end(), r.values.begin(), r.values.end());
+              return out;
+            },
+            "changelog");
+        lines.uid(uid + "-changelog");
+      }
+      encode_rows(lines, csv_format(csv_schema(written)), "csv")
           .uid(uid + "-format")
           .sink_to([dir] { return std::make_unique<ExactlyOnceFileSink>(dir, "part"); }, "files")
           .uid(uid);

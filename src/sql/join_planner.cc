@@ -3,6 +3,7 @@
 // conjuncts: those reading one side are pushed below the join, equalities
 // between the sides become its keys, the rest stay as its condition.
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -16,26 +17,27 @@ using nlohmann::json;
 std::unique_ptr<PlanNode> QueryPlanner::cross(Node left, Node right) {
   auto j = std::make_unique<PlanNode>();
   j->kind = PlanNode::Kind::kJoin;
-  j->columns = left->columns;
-  j->columns.insert(j->columns.end(), right->columns.begin(), right->columns.end());
   j->input = std::move(left);
   j->right = std::move(right);
+  set_join_columns(j.get());
   return j;
 }
 
 absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std::vector<Scope>* scopes, int offset) {
   const int at = location_of(j);
   const std::string type = j.value("jointype", "");
-  if (type != "JOIN_INNER") {
-    static const std::vector<std::pair<std::string, std::string>> kNames = {
-        {"JOIN_LEFT", "LEFT JOIN"}, {"JOIN_RIGHT", "RIGHT JOIN"}, {"JOIN_FULL", "FULL JOIN"}};
-    std::string name = type;
-    for (const auto& [k, v] : kNames) {
-      if (k == type) name = v;
-    }
-    return unsupported(at, name + " (an updating result)");
-  }
+  using JoinType = PlanNode::JoinType;
+  static const std::map<std::string, JoinType> kTypes = {{"JOIN_INNER", JoinType::kInner},
+                                                         {"JOIN_LEFT", JoinType::kLeft},
+                                                         {"JOIN_RIGHT", JoinType::kRight},
+                                                         {"JOIN_FULL", JoinType::kFull}};
+  auto known = kTypes.find(type);
+  if (known == kTypes.end()) return unsupported(at, "a join of type " + type);
+  const JoinType join_type = known->second;
   if (j.value("isNatural", false)) return unsupported(at, "NATURAL JOIN");
+  if (j.contains("usingClause") && (join_type == JoinType::kRight || join_type == JoinType::kFull)) {
+    return unsupported(at, "USING in a RIGHT or FULL JOIN (ON is)");
+  }
   if (j.contains("alias")) return unsupported(at, "an alias for a join");
   const size_t left_scopes = scopes->size();
   auto left = from_item(j["larg"], scopes, offset);
@@ -43,7 +45,18 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std:
   const size_t right_scopes = scopes->size();
   auto right = from_item(j["rarg"], scopes, offset);
   if (!right.ok()) return right.status();
+  // The side an outer join pads with NULLs: its columns are nullable for
+  // what reads them above the join.
+  auto pad = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      for (Column& c : (*scopes)[i].columns) c.type.nullable = true;
+    }
+  };
+  if (join_type == JoinType::kLeft || join_type == JoinType::kFull) pad(right_scopes, scopes->size());
+  if (join_type == JoinType::kRight || join_type == JoinType::kFull) pad(left_scopes, right_scopes);
   Node node = cross(*std::move(left), *std::move(right));
+  node->join_type = join_type;
+  set_join_columns(node.get());
   if (j.contains("usingClause")) {
     // USING (c, ...): left.c = right.c for each.
     const std::vector<Scope> l(scopes->begin() + static_cast<long>(left_scopes), scopes->begin() + static_cast<long>(right_scopes));
@@ -57,7 +70,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std:
       if (!b.ok()) return error(at, "USING (" + c + "): the right side has no column " + c);
       Expr eq = Expr::call(Op::kEqual, {TypeKind::kBoolean, a->type.nullable || b->type.nullable},
                            {*std::move(a), shifted(*std::move(b), width)});
-      auto joined = join_where(std::move(node), std::move(eq));
+      auto joined = join_on(std::move(node), std::move(eq));
       if (!joined.ok()) return joined.status();
       node = *std::move(joined);
       // Unqualified, c is the left side's (equal to the right's in an inner
@@ -78,7 +91,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std:
     if (cond->type.kind != TypeKind::kBoolean) {
       return error(location_of(j["quals"]), "ON needs a BOOLEAN, not " + std::string(type_name(cond->type.kind)));
     }
-    auto joined = join_where(std::move(node), *std::move(cond));
+    auto joined = join_on(std::move(node), *std::move(cond));
     if (!joined.ok()) return joined.status();
     node = *std::move(joined);
   }
@@ -87,7 +100,76 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std:
   return node;
 }
 
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join_on(Node join, Expr cond) {
+  using JoinType = PlanNode::JoinType;
+  if (join->join_type == JoinType::kInner) return join_where(std::move(join), std::move(cond));
+  // An outer join's ON: it decides which pairs join, never which rows of
+  // a preserved side appear. Equalities between the sides are keys; a
+  // conjunct over the padded side alone filters that side below the join
+  // (a row it drops partners nobody); the rest is checked per pair.
+  const int width = static_cast<int>(join->input->columns.size());
+  const bool left_padded = join->join_type != JoinType::kLeft, right_padded = join->join_type != JoinType::kRight;
+  std::vector<Expr> parts;
+  conjuncts(std::move(cond), &parts);
+  std::vector<Expr> rest;
+  if (!join->exprs.empty()) rest.push_back(std::move(join->exprs[0]));
+  join->exprs.clear();
+  for (Expr& c : parts) {
+    const bool left = reads_columns(c, 0, width), right = reads_columns(c, width);
+    if (left && !right && left_padded && !right_padded) {
+      auto l = where(std::move(join->input), std::move(c));
+      if (!l.ok()) return l.status();
+      join->input = *std::move(l);
+      continue;
+    }
+    if (right && !left && right_padded && !left_padded) {
+      auto r = where(std::move(join->right), shifted(std::move(c), -width));
+      if (!r.ok()) return r.status();
+      join->right = *std::move(r);
+      continue;
+    }
+    if (left && right && key_of(c, width, join.get())) continue;
+    rest.push_back(std::move(c));
+  }
+  set_columns_and_condition(join.get(), std::move(rest));
+  return join;
+}
+
+// Whether conjunct `c` of a join (`width`: the left side's columns) is an
+// equality between an expression of each side; if so it is added to the
+// join's keys, both sides cast to their common type so equal values encode
+// equally (BIGINT 2 and DOUBLE 2.0).
+bool QueryPlanner::key_of(const Expr& c, int width, PlanNode* join) {
+  if (c.kind != Expr::Kind::kCall || c.op != Op::kEqual) return false;
+  Expr a = c.args[0], b = c.args[1];
+  if (reads_columns(a, width) && !reads_columns(a, 0, width) && !reads_columns(b, width)) std::swap(a, b);
+  if (reads_columns(a, width) || reads_columns(b, 0, width)) return false;
+  const auto common = common_type(a.type, b.type);
+  if (!common) return false;
+  join->left_keys.push_back(cast_to(std::move(a), *common));
+  join->right_keys.push_back(shifted(cast_to(std::move(b), *common), -width));
+  return true;
+}
+
+// A join's columns (plan.h set_join_columns) and its condition, the
+// conjunction of `rest`.
+void QueryPlanner::set_columns_and_condition(PlanNode* join, std::vector<Expr> rest) {
+  // The left side's columns are unchanged by filters below it: `rest`
+  // still reads the join's row.
+  set_join_columns(join);
+  if (!rest.empty()) {
+    Expr all = std::move(rest[0]);
+    for (size_t i = 1; i < rest.size(); ++i) {
+      const bool nullable = all.type.nullable || rest[i].type.nullable;
+      all = Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable}, {std::move(all), std::move(rest[i])});
+    }
+    join->exprs.push_back(std::move(all));
+  }
+}
+
 absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join_where(Node join, Expr cond) {
+  // Above an outer join a WHERE is a filter of its rows (padded ones too).
+  if (join->join_type != PlanNode::JoinType::kInner) return filter_over(std::move(join), std::move(cond));
   const int width = static_cast<int>(join->input->columns.size());
   std::vector<Expr> parts;
   conjuncts(std::move(cond), &parts);
@@ -108,36 +190,10 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join_where(Node join, Ex
       join->right = *std::move(r);
       continue;
     }
-    if (c.kind == Expr::Kind::kCall && c.op == Op::kEqual) {
-      Expr a = c.args[0], b = c.args[1];
-      if (reads_columns(a, width) && !reads_columns(a, 0, width) && !reads_columns(b, width)) std::swap(a, b);
-      if (!reads_columns(a, width) && !reads_columns(b, 0, width)) {
-        // A key: both sides as their common type, so equal values encode
-        // equally (BIGINT 2 and DOUBLE 2.0).
-        const auto common = common_type(a.type, b.type);
-        if (!common) return absl::InvalidArgumentError("a join compares " + std::string(type_name(a.type.kind)) + " with " +
-                                                       std::string(type_name(b.type.kind)));
-        a = cast_to(std::move(a), *common);
-        b = cast_to(std::move(b), *common);
-        join->left_keys.push_back(std::move(a));
-        join->right_keys.push_back(shifted(std::move(b), -width));
-        continue;
-      }
-    }
+    if (key_of(c, width, join.get())) continue;
     rest.push_back(std::move(c));
   }
-  // The left side's columns are unchanged by filters below it: `rest`
-  // still reads the join's row.
-  join->columns = join->input->columns;
-  join->columns.insert(join->columns.end(), join->right->columns.begin(), join->right->columns.end());
-  if (!rest.empty()) {
-    Expr all = std::move(rest[0]);
-    for (size_t i = 1; i < rest.size(); ++i) {
-      const bool nullable = all.type.nullable || rest[i].type.nullable;
-      all = Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable}, {std::move(all), std::move(rest[i])});
-    }
-    join->exprs.push_back(std::move(all));
-  }
+  set_columns_and_condition(join.get(), std::move(rest));
   return join;
 }
 
@@ -147,12 +203,13 @@ absl::Status QueryPlanner::finish_joins(PlanNode* n, int offset) {
     absl::Status s = finish_joins(side, offset);
     if (!s.ok()) return s;
   }
-  if (is_updating(*n->input) || is_updating(*n->right)) {
-    return unsupported(offset, "a join of an updating result (a GROUP BY without a window)");
-  }
   if (n->left_keys.empty()) {
     return unsupported(offset, "a join without an equality between its two sides (a cross join)");
   }
+  // An outer join, or one of an updating input, is a regular join that
+  // takes changes back (operators.h changelog_join): no window, interval
+  // or unique side.
+  if (is_updating(*n)) return absl::OkStatus();
   // A window join: both sides windowed, and joined on both bounds.
   const auto l = window_bounds(*n->input), r = window_bounds(*n->right);
   if (l && r) {

@@ -53,6 +53,33 @@ class KeyEncoder {
   std::vector<std::string> where_;
 };
 
+// A row's values encoded (Serializer<Value>), without its kind: how the
+// operators keep rows in state, a fraction of a weir::Row's size.
+inline std::string encode_values(const Row& row) {
+  std::string s;
+  ByteWriter out(&s);
+  out.put_varint(row.values.size());
+  for (const Value& v : row.values) Serializer<Value>::write(out, v);
+  return s;
+}
+inline Row decode_values(const std::string& s) {
+  Row r;
+  ByteReader in(s);
+  r.values.resize(in.get_varint());
+  for (Value& v : r.values) v = Serializer<Value>::read(in);
+  return r;
+}
+
+// A join's row: `left`'s values, then `right`'s.
+inline Row joined_row(const Row& left, const Row& right, RowKind kind) {
+  Row both;
+  both.kind = kind;
+  both.values.reserve(left.values.size() + right.values.size());
+  both.values.insert(both.values.end(), left.values.begin(), left.values.end());
+  both.values.insert(both.values.end(), right.values.begin(), right.values.end());
+  return both;
+}
+
 inline void throw_if_error(const absl::Status& s, const std::string& what) {
   if (!s.ok()) throw std::runtime_error(what + ": " + std::string(s.message()));
 }

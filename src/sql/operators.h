@@ -21,9 +21,14 @@
 //   join               an inner equi-join: each side's rows per key in list
 //                      state, every new row joined with the other side's;
 //                      a window join drops a window's rows at its end
+//   changelog_join     an outer join or a join of an updating input: each
+//                      side's distinct rows per key in map state with their
+//                      counts and partners; a retraction takes back what its
+//                      row joined, an outer row is padded while partnerless
 //
 // The windows' operators are in operators.cc, the updating ones (group
-// aggregation, TOP-N, joins) in changelog_operators.cc; keys as sql/keys.h
+// aggregation, TOP-N, joins) in changelog_operators.cc and
+// changelog_join.cc; keys as sql/keys.h
 // encodes them. An expression that
 // fails at run time (overflow, division by zero) fails the task with a
 // message naming it.
@@ -65,6 +70,10 @@ absl::StatusOr<DataStream<Row>> over_aggregate(const DataStream<Row>& in, const 
 // `node` is a kJoin of `left` and `right`.
 absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStream<Row>& right, const PlanNode& node,
                                      const std::string& uid);
+
+// `node` is an outer join, or a join of an updating input (changelog_join.cc).
+absl::StatusOr<DataStream<Row>> changelog_join(const DataStream<Row>& left, const DataStream<Row>& right,
+                                               const PlanNode& node, const std::string& uid);
 
 }  // namespace weir::sql
 

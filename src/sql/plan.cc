@@ -51,12 +51,25 @@ std::vector<std::string> PlanNode::column_names() const {
   return names;
 }
 
+void set_join_columns(PlanNode* join) {
+  using JoinType = PlanNode::JoinType;
+  join->columns = join->input->columns;
+  join->columns.insert(join->columns.end(), join->right->columns.begin(), join->right->columns.end());
+  const size_t width = join->input->columns.size();
+  for (size_t i = 0; i < join->columns.size(); ++i) {
+    const bool padded = i < width ? join->join_type == JoinType::kRight || join->join_type == JoinType::kFull
+                                  : join->join_type == JoinType::kLeft || join->join_type == JoinType::kFull;
+    if (padded) join->columns[i].type.nullable = true;
+  }
+}
+
 bool is_updating(const PlanNode& n) {
   switch (n.kind) {
     case PlanNode::Kind::kAggregate:
       if (n.input->kind == PlanNode::Kind::kWindow) return false;  // the window operator's, also of processing time
       return !window_bounds(*n.input) || is_updating(*n.input);
     case PlanNode::Kind::kJoin:
+      return n.join_type != PlanNode::JoinType::kInner || is_updating(*n.input) || is_updating(*n.right);
     case PlanNode::Kind::kUnion:
       return is_updating(*n.input) || is_updating(*n.right);
     case PlanNode::Kind::kScan:
@@ -217,7 +230,12 @@ std::string describe(const PlanNode& n, const std::vector<std::string>& in, cons
       std::string filters;
       if (n.left_filter) filters += "; left: " + n.left_filter->to_string(in);
       if (n.right_filter) filters += "; right: " + n.right_filter->to_string(right);
-      line += std::string(n.window_join ? "WindowJoin(" : n.interval_join ? "IntervalJoin(" : "Join(") + absl::StrJoin(keys, ", ") +
+      static const char* kOuter[] = {"", "LeftJoin(", "RightJoin(", "FullJoin("};
+      line += std::string(n.join_type != PlanNode::JoinType::kInner ? kOuter[static_cast<int>(n.join_type)]
+                          : n.window_join                           ? "WindowJoin("
+                          : n.interval_join                         ? "IntervalJoin("
+                                                                    : "Join(") +
+              absl::StrJoin(keys, ", ") +
               (n.exprs.empty() ? "" : "; " + n.exprs[0].to_string(both)) + unique + filters + ")";
       break;
     }

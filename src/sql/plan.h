@@ -126,6 +126,15 @@ struct PlanNode {
   // holds. A window join's keys include both sides' window bounds: a
   // window's rows are dropped once the watermark passes its end.
   std::vector<Expr> left_keys, right_keys;
+  // An outer join also gives each row of its preserved side (LEFT: the
+  // left, RIGHT: the right, FULL: both) that no row of the other side
+  // matches, the other side's columns NULL; its result is updating (the
+  // padded row is taken back when a partner comes). An outer join, or a
+  // join of an updating input, keeps both sides' rows with their counts
+  // (and an outer side's rows their partners') and takes back what a
+  // retracted row had joined.
+  enum class JoinType : uint8_t { kInner, kLeft, kRight, kFull };
+  JoinType join_type = JoinType::kInner;
   bool window_join = false;
   // An interval join: the condition bounds one side's event time by the
   // other's (interval_bounds below), so a row is dropped once the
@@ -160,6 +169,10 @@ struct PlanNode {
 
   std::vector<std::string> column_names() const;
 };
+
+// A join's columns: its left side's, then its right side's, those of a
+// side an outer join pads nullable.
+void set_join_columns(PlanNode* join);
 
 // Whether a node's rows are a changelog (+I, -U, +U, -D) rather than
 // inserts only: a GROUP BY without a window, and what is computed from one.

@@ -229,6 +229,28 @@ TEST(SqlPlannerTest, JoinsTakeKeysFromConditionsAndPushTheRestDown) {
   EXPECT_FALSE(j.window_join);
 }
 
+// An outer join's ON pushes only the padded side's own conjuncts below it;
+// the preserved side's stay in the join, a WHERE above stays above, and the
+// padded side's columns are nullable (so IS NULL above is not folded away).
+TEST(SqlPlannerTest, AnOuterJoinKeepsItsPreservedSidesConditionsAndPadsTheOther) {
+  auto p = plan(std::string(kBids) + kPeople +
+                "CREATE TABLE o (name VARCHAR, price BIGINT) WITH (connector = 'print');\n"
+                "INSERT INTO o SELECT P.name, B.price FROM person P LEFT JOIN bid B\n"
+                "ON B.bidder = P.id AND P.state = 'OR' AND B.price > 10 WHERE B.price IS NULL;");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(explain(*p->inserts[0].root),
+            "Sink(o) [name VARCHAR, price BIGINT]\n"
+            "  Project(name, price) [name VARCHAR, price BIGINT]\n"
+            "    Filter(price IS NULL) [id BIGINT, name VARCHAR, state VARCHAR, bidder BIGINT, price BIGINT]\n"
+            "      LeftJoin(id = bidder; (state = 'OR')) [id BIGINT, name VARCHAR, state VARCHAR, bidder BIGINT, price BIGINT]\n"
+            "        Project(id, name, state) [id BIGINT, name VARCHAR, state VARCHAR]\n"
+            "          Scan(person) [id BIGINT, name VARCHAR, state VARCHAR]\n"
+            "        Project(bidder, price) [bidder BIGINT, price BIGINT]\n"
+            "          Filter((price > 10)) [bidder BIGINT, price BIGINT]\n"
+            "            Scan(bid) [bidder BIGINT, price BIGINT]\n");
+  EXPECT_TRUE(is_updating(*p->inserts[0].root->input));
+}
+
 // Two windowed inputs joined on both window bounds: a window join, whose
 // rows are windowed in turn (a GROUP BY of its bounds is a window
 // aggregation); on one bound only, a regular join.
@@ -340,8 +362,8 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
             "line 5, column 57: RANK() OVER (...) is not supported yet (ROW_NUMBER() OVER (...) is, for TOP-N)");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT, n BIGINT) WITH (connector = 'print');\n"
                            "INSERT INTO o SELECT c.auction, c.n FROM (SELECT auction, COUNT(*) AS n FROM bid GROUP BY auction) "
-                           "AS c JOIN bid ON c.auction = bid.auction;"),
-            "line 5, column 127: a join of an updating result (a GROUP BY without a window) is not supported yet");
+                           "AS c RIGHT JOIN bid USING (auction);"),
+            "line 5, column 116: USING in a RIGHT or FULL JOIN (ON is) is not supported yet");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (n BIGINT) WITH (connector = 'print');\n"
                            "INSERT INTO o SELECT COUNT(*) FROM bid WHERE MAX(price) > 1;"),
             "line 5, column 46: the aggregate MAX is not allowed here (only in the select list and HAVING, not nested)");

@@ -339,12 +339,20 @@ std::vector<Expr*> reading_input(PlanNode* top) {
 // Projection push-down into a join below `top`: each side reads only the
 // columns used above the join, by its condition and by its keys (a
 // projection of them goes under the join, and is pruned in turn).
+// Filters between `top` and the join (WHERE above an outer join) read the
+// join's row as `top` does.
 void prune_join(PlanNode* top) {
+  std::vector<PlanNode*> filters;
   PlanNode* j = top->input.get();
+  while (j->kind == PlanNode::Kind::kFilter) {
+    filters.push_back(j);
+    j = j->input.get();
+  }
   const int width = static_cast<int>(j->columns.size());
   const int left_width = static_cast<int>(j->input->columns.size());
   std::vector<bool> used(width, false);
   std::vector<Expr*> above = reading_input(top);
+  for (PlanNode* f : filters) above.push_back(&f->exprs[0]);
   for (const Expr* e : above) mark(*e, &used);
   if (!j->exprs.empty()) mark(j->exprs[0], &used);
   for (const Expr& k : j->left_keys) mark(k, &used);
@@ -380,14 +388,16 @@ void prune_join(PlanNode* top) {
   if (kept == width) return;
   for (Expr* e : above) renumber(*e, to);
   if (!j->exprs.empty()) renumber(j->exprs[0], to);
-  j->columns = j->input->columns;
-  j->columns.insert(j->columns.end(), j->right->columns.begin(), j->right->columns.end());
+  set_join_columns(j);
+  for (PlanNode* f : filters) f->columns = j->columns;
 }
 
 }  // namespace
 
 void prune_inputs(PlanNode* top) {
-  if (top->input->kind == PlanNode::Kind::kJoin) {
+  const PlanNode* below = top->input.get();
+  while (below->kind == PlanNode::Kind::kFilter) below = below->input.get();
+  if (below->kind == PlanNode::Kind::kJoin) {
     prune_join(top);
   } else {
     prune_scan(top);

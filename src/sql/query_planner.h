@@ -84,6 +84,10 @@ class QueryPlanner {
   // it, equalities between the sides become its keys, the rest its
   // condition.
   absl::StatusOr<Node> join_where(Node join, Expr cond);
+  // A join's ON condition (or USING's equalities), by its join type.
+  absl::StatusOr<Node> join_on(Node join, Expr cond);
+  static bool key_of(const Expr& c, int width, PlanNode* join);
+  static void set_columns_and_condition(PlanNode* join, std::vector<Expr> rest);
   // Checks the joins at the top of `n` have keys, and marks window joins.
   absl::Status finish_joins(PlanNode* n, int offset);
 
