@@ -379,6 +379,51 @@ TEST_F(SqlTest, AnIntervalJoinGivesThePairsItsBoundsAdmit) {
   run_heap_and_rocksdb(script, {{"pairs", want}});
 }
 
+// A window TOP-N (the 3 highest bids of each 2 s window) is inserts only,
+// so a filesystem table takes it; with failures on the heap backend and at
+// p=3 on RocksDB, against the bids ranked here.
+TEST_F(SqlTest, AWindowTopNGivesEachWindowsFirstRowsOnce) {
+  constexpr int64_t kEvents = 40000;
+  auto script = [&](const std::string& name, const std::string& fail_every) {
+    return write(name + ".sql", R"(
+    CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3))
+      WITH (connector = 'nexmark', events = 40000, "event-rate" = 1000, rate = 10000, "fail-every" = )" + fail_every + R"(,
+            watermark = 'date_time - INTERVAL ''4'' SECOND');
+    CREATE TABLE top (ws TIMESTAMP(3), price BIGINT, auction BIGINT, bidder BIGINT, rn BIGINT)
+      WITH (connector = 'filesystem', path = ')" + path(name + "-top") + R"(');
+    INSERT INTO top
+    SELECT window_start, price, auction, bidder, rn FROM (
+      SELECT window_start, window_end, price, auction, bidder,
+             ROW_NUMBER() OVER (PARTITION BY window_start, window_end
+                                ORDER BY price DESC, auction DESC, bidder DESC, date_time DESC) AS rn
+      FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '2' SECOND)) AS t
+    WHERE rn <= 3;
+  )");
+  };
+  nexmark::GeneratorConfig config;
+  config.event_rate = 1000;
+  nexmark::Generator gen(config);
+  std::map<int64_t, std::vector<nexmark::Bid>> windows;
+  for (int64_t i = 0; i < kEvents; ++i) {
+    const nexmark::Event e = gen.generate(i);
+    if (e.type == nexmark::EventType::kBid) windows[e.bid.date_time / 2000 * 2000].push_back(e.bid);
+  }
+  std::multiset<std::string> want;
+  for (auto& [start, bids] : windows) {
+    std::sort(bids.begin(), bids.end(), [](const nexmark::Bid& a, const nexmark::Bid& b) {
+      return std::tie(a.price, a.auction, a.bidder, a.date_time) > std::tie(b.price, b.auction, b.bidder, b.date_time);
+    });
+    for (size_t i = 0; i < std::min<size_t>(3, bids.size()); ++i) {
+      want.insert(absl::StrCat(start, ",", bids[i].price, ",", bids[i].auction, ",", bids[i].bidder, ",", i + 1));
+    }
+  }
+  ASSERT_GT(windows.size(), 10u);
+  auto explain = run_weir({"sql", script("explain", "0"), "--explain"}, path("explain"));
+  ASSERT_EQ(explain.code, 0) << explain.err;
+  EXPECT_NE(explain.out.find("WindowRank(partition: window_start, window_end; "), std::string::npos) << explain.out;
+  run_heap_and_rocksdb(script, {{"top", want}});
+}
+
 // A LEFT JOIN of auctions with a GROUP BY's counts of their bids (an
 // updating input): each auction once, with its latest count or NULL, as
 // the changelog-csv table it leaves; with failures on the heap backend and

@@ -86,9 +86,12 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
 // rank left empty emits -D.
 class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
  public:
-  TopRows(std::vector<Expr> order, std::vector<bool> descending, int64_t limit, bool changelog, std::string what)
+  // `window_end` >= 0: a window TOP-N (plan.h is_window_rank), the column
+  // of the rows' window end.
+  TopRows(std::vector<Expr> order, std::vector<bool> descending, int64_t limit, bool changelog, std::string what,
+          int window_end = -1)
       : order_(std::move(order)), descending_(std::move(descending)), limit_(static_cast<size_t>(limit)),
-        changelog_(changelog), what_(std::move(what)) {
+        changelog_(changelog), what_(std::move(what)), window_end_(window_end) {
     // Deduplication keeping the last row: the new row wins a tie.
     new_wins_ties_ = limit_ == 1 && std::all_of(descending_.begin(), descending_.end(), [](bool d) { return d; });
   }
@@ -96,11 +99,13 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
   absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
     // Different names: a plan that changed between the two cannot read the
     // other's rows as its own.
-    top_ = &ctx.get_state(ValueStateDescriptor<std::vector<Row>>{changelog_ ? "rows" : "top"});
+    top_ = &ctx.get_state(
+        ValueStateDescriptor<std::vector<Row>>{changelog_ ? "rows" : window_end_ >= 0 ? "window-top" : "top"});
     return absl::OkStatus();
   }
-  void process_element(const Row& row, Context&, Collector<Row>& out) override {
+  void process_element(const Row& row, Context& ctx, Collector<Row>& out) override {
     if (changelog_) return update(row, out);
+    if (window_end_ >= 0) return keep_for_window(row, ctx);
     static const std::vector<Row> kNone;
     const std::vector<Row>* have = top_->peek();
     const std::vector<Row>& old = have != nullptr ? *have : kNone;
@@ -128,6 +133,27 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
       ++at;
     }
     return at;
+  }
+
+  // A window TOP-N: the window's first N rows wait, and are emitted (+I)
+  // when the watermark passes the window's end; a row after that is late
+  // and dropped.
+  void keep_for_window(const Row& row, Context& ctx) {
+    const int64_t last = row.int64(window_end_) - 1;
+    if (last <= ctx.timer_service().current_watermark()) return;
+    const std::vector<Row>* have = top_->peek();
+    if (have == nullptr) ctx.timer_service().register_event_time_timer(last);
+    const size_t at = have == nullptr ? 0 : position(*have, row);
+    if (at >= limit_) return;
+    std::vector<Row>& top = top_->modify();
+    top.insert(top.begin() + static_cast<long>(at), row);
+    if (top.size() > limit_) top.pop_back();
+  }
+  void on_timer(int64_t, OnTimerContext&, Collector<Row>& out) override {
+    const std::vector<Row>* top = top_->peek();
+    if (top == nullptr) return;
+    for (size_t i = 0; i < top->size(); ++i) out.collect(ranked((*top)[i], i, RowKind::kInsert));
+    top_->clear();
   }
 
   // Over a changelog: the row goes in or out of the partition's rows, and
@@ -183,6 +209,7 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
   const size_t limit_;
   const bool changelog_;
   const std::string what_;
+  const int window_end_;
   bool new_wins_ties_ = false;
   ValueState<std::vector<Row>>* top_ = nullptr;
 };
@@ -343,14 +370,16 @@ absl::StatusOr<DataStream<Row>> top_n(const DataStream<Row>& in, const PlanNode&
   const std::vector<bool> descending = n.descending;
   const int64_t limit = n.limit;
   const bool changelog = is_updating(*n.input);
+  const int window_end = is_window_rank(n) ? window_bounds(*n.input)->end : -1;
   const std::string what = "ROW_NUMBER() ORDER BY";
   DataStream<Row> out = in.key_by([keys](const Row& row) { return keys->encode(row); })
                             .process<Row>(
-                                [order, descending, limit, changelog, what] {
-                                  return std::make_unique<TopRows>(order, descending, limit, changelog, what);
+                                [order, descending, limit, changelog, what, window_end] {
+                                  return std::make_unique<TopRows>(order, descending, limit, changelog, what,
+                                                                   window_end);
                                 },
-                                "top-n");
-  out.uid(uid + "top-n");
+                                window_end >= 0 ? "window-top-n" : "top-n");
+  out.uid(uid + (window_end >= 0 ? "window-top-n" : "top-n"));
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "sql/plan.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
@@ -63,6 +65,17 @@ void set_join_columns(PlanNode* join) {
   }
 }
 
+bool is_window_rank(const PlanNode& n) {
+  if (n.kind != PlanNode::Kind::kRank || is_updating(*n.input)) return false;
+  const auto bounds = window_bounds(*n.input);
+  if (!bounds) return false;
+  auto partitioned_by = [&](int column) {
+    return std::any_of(n.exprs.begin(), n.exprs.end(),
+                       [&](const Expr& e) { return e.kind == Expr::Kind::kColumn && e.column == column; });
+  };
+  return partitioned_by(bounds->start) && partitioned_by(bounds->end);
+}
+
 bool is_updating(const PlanNode& n) {
   switch (n.kind) {
     case PlanNode::Kind::kAggregate:
@@ -75,7 +88,7 @@ bool is_updating(const PlanNode& n) {
     case PlanNode::Kind::kScan:
       return false;
     case PlanNode::Kind::kRank:
-      return true;
+      return !is_window_rank(n);
     default:
       return is_updating(*n.input);
   }
@@ -108,8 +121,9 @@ std::optional<WindowBounds> window_bounds(const PlanNode& n) {
     }
     case PlanNode::Kind::kJoin:
       return n.window_join ? window_bounds(*n.input) : std::nullopt;
+    case PlanNode::Kind::kRank:  // the input's columns, then the row number
+      return is_window_rank(n) ? window_bounds(*n.input) : std::nullopt;
     case PlanNode::Kind::kScan:
-    case PlanNode::Kind::kRank:
     case PlanNode::Kind::kOver:
     case PlanNode::Kind::kUnion:
     case PlanNode::Kind::kSink:
@@ -245,7 +259,8 @@ std::string describe(const PlanNode& n, const std::vector<std::string>& in, cons
       for (size_t i = 0; i < n.order_keys.size(); ++i) {
         order.push_back(n.order_keys[i].to_string(in) + (n.descending[i] ? " DESC" : ""));
       }
-      line += "Rank(partition: " + absl::StrJoin(keys, ", ") + "; order: " + absl::StrJoin(order, ", ") +
+      line += std::string(is_window_rank(n) ? "WindowRank" : "Rank") + "(partition: " + absl::StrJoin(keys, ", ") +
+              "; order: " + absl::StrJoin(order, ", ") +
               "; rows 1.." + std::to_string(n.limit) + ")";
       break;
     }

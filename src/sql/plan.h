@@ -174,6 +174,12 @@ struct PlanNode {
 // side an outer join pads nullable.
 void set_join_columns(PlanNode* join);
 
+// A window TOP-N: a kRank over append-only rows that carry their window's
+// bounds, partitioned by both (and maybe more): each window's first N rows
+// are known when the watermark passes its end, so its result is inserts
+// only, and its rows keep their window's bounds.
+bool is_window_rank(const PlanNode& n);
+
 // Whether a node's rows are a changelog (+I, -U, +U, -D) rather than
 // inserts only: a GROUP BY without a window, and what is computed from one.
 bool is_updating(const PlanNode& n);
