@@ -506,6 +506,33 @@ c,5,2020-01-02
 
 // A filesystem table read: its file's CSV lines, each once at p=2; a line
 // that is no row fails the job naming the file and the line.
+// A file table with a watermark has event time: windows over its rows
+// (in time order in the file) close as the file is read, each row counted
+// once, at p=2 (each subtask its splits).
+TEST_F(SqlTest, AFileTableWithAWatermarkHasEventTimeWindows) {
+  std::string text;
+  std::map<std::pair<int, int64_t>, int64_t> want_counts;  // (k, window end)
+  for (int i = 0; i < 20000; ++i) {
+    const int64_t ts = int64_t{i} * 37;
+    text += std::to_string(i % 3) + "," + std::to_string(ts) + "\n";
+    ++want_counts[{i % 3, (ts / 1000 + 1) * 1000}];
+  }
+  write("timed.csv", text);
+  const std::string sql = write("timed.sql",
+      "CREATE TABLE t (k BIGINT, ts TIMESTAMP(3)) WITH (connector = 'filesystem', path = '" + path("timed.csv") +
+      "', watermark = 'ts - INTERVAL ''1'' SECOND');\n"
+      "CREATE TABLE o (k BIGINT, we TIMESTAMP(3), n BIGINT) WITH (connector = 'filesystem', path = '" + path("out") + "');\n"
+      "INSERT INTO o SELECT k, window_end, COUNT(*) FROM TUMBLE(t, DESCRIPTOR(ts), INTERVAL '1' SECOND) "
+      "GROUP BY k, window_start, window_end;\n");
+  auto r = run_weir({"sql", sql, "-p", "2"}, path("timed"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto got = read_published_lines(path("out"), "part");
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::multiset<std::string> want;
+  for (const auto& [key, n] : want_counts) want.insert(absl::StrCat(key.first, ",", key.second, ",", n));
+  EXPECT_EQ(std::multiset<std::string>(got->begin(), got->end()), want);
+}
+
 TEST_F(SqlTest, AFileTableIsReadOnceAndABadLineIsNamed) {
   std::string text;
   for (int i = 0; i < 5000; ++i) text += std::to_string(i) + ",v" + std::to_string(i % 7) + "\n";

@@ -434,18 +434,30 @@ TableConnectors TableConnectors::built_in() {
       return absl::InvalidArgumentError("table " + t.name + ": format '" + f->second +
                                         "' is not supported by the filesystem source yet (csv is)");
     }
-    if (t.watermark) {
-      return absl::InvalidArgumentError("table " + t.name + ": event time (a watermark) of a filesystem table is "
-                                        "not supported yet");
-    }
     TableDef declared = t;
     if (!t.declared.empty()) declared.columns = t.declared;
     std::vector<int> read;
     for (const Column& c : t.columns) read.push_back(declared.index_of(c.name));
     auto format = csv_format(csv_schema(declared));
     const std::string file = path->second, where = "table " + t.name + ", " + path->second;
+    // Event time: each subtask's watermark trails the latest time it read
+    // (in its splits, in file order) by the delay, after every poll. The
+    // time column is read from the line here (a line that is no row: time
+    // 0, and the decoding below fails the job naming it).
+    std::optional<WatermarkStrategy<TextLine>> watermarks;
+    if (t.watermark) {
+      const int time = declared.index_of(t.watermark->column);
+      watermarks = WatermarkStrategy<TextLine>::for_bounded_out_of_orderness(
+                       Duration(t.watermark->delay_ms),
+                       [format, time](const TextLine& line) {
+                         Row r;
+                         if (!format->decode(line.text, &r).ok() || r.is_null(time)) return int64_t{0};
+                         return r.int64(time);
+                       })
+                       .with_interval(Duration(0));
+    }
     DataStream<TextLine> lines =
-        env.from_source<TextLine>([file] { return std::make_unique<FileSource>(file); }, "file");
+        env.from_source<TextLine>([file] { return std::make_unique<FileSource>(file); }, "file", watermarks);
     lines.uid(uid);
     DataStream<Row> rows = lines.map(
         [format, read, where](const TextLine& line) {
