@@ -101,14 +101,15 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std:
 }
 
 absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join_on(Node join, Expr cond) {
+  // Conjuncts reading one side go below the join to that side, except to
+  // an outer join's preserved side: its ON decides which pairs join, never
+  // which rows of a preserved side appear (a conjunct over the padded side
+  // alone filters it: a row it drops partners nobody). Equalities between
+  // the sides are keys; the rest is checked per pair.
   using JoinType = PlanNode::JoinType;
-  if (join->join_type == JoinType::kInner) return join_where(std::move(join), std::move(cond));
-  // An outer join's ON: it decides which pairs join, never which rows of
-  // a preserved side appear. Equalities between the sides are keys; a
-  // conjunct over the padded side alone filters that side below the join
-  // (a row it drops partners nobody); the rest is checked per pair.
+  const bool to_left = join->join_type == JoinType::kInner || join->join_type == JoinType::kRight;
+  const bool to_right = join->join_type == JoinType::kInner || join->join_type == JoinType::kLeft;
   const int width = static_cast<int>(join->input->columns.size());
-  const bool left_padded = join->join_type != JoinType::kLeft, right_padded = join->join_type != JoinType::kRight;
   std::vector<Expr> parts;
   conjuncts(std::move(cond), &parts);
   std::vector<Expr> rest;
@@ -116,13 +117,13 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join_on(Node join, Expr 
   join->exprs.clear();
   for (Expr& c : parts) {
     const bool left = reads_columns(c, 0, width), right = reads_columns(c, width);
-    if (left && !right && left_padded && !right_padded) {
+    if (!right && to_left) {  // the left side's own (or a constant)
       auto l = where(std::move(join->input), std::move(c));
       if (!l.ok()) return l.status();
       join->input = *std::move(l);
       continue;
     }
-    if (right && !left && right_padded && !left_padded) {
+    if (!left && to_right) {
       auto r = where(std::move(join->right), shifted(std::move(c), -width));
       if (!r.ok()) return r.status();
       join->right = *std::move(r);
@@ -170,31 +171,7 @@ void QueryPlanner::set_columns_and_condition(PlanNode* join, std::vector<Expr> r
 absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join_where(Node join, Expr cond) {
   // Above an outer join a WHERE is a filter of its rows (padded ones too).
   if (join->join_type != PlanNode::JoinType::kInner) return filter_over(std::move(join), std::move(cond));
-  const int width = static_cast<int>(join->input->columns.size());
-  std::vector<Expr> parts;
-  conjuncts(std::move(cond), &parts);
-  std::vector<Expr> rest;
-  if (!join->exprs.empty()) rest.push_back(std::move(join->exprs[0]));
-  join->exprs.clear();
-  for (Expr& c : parts) {
-    const bool left = reads_columns(c, 0, width), right = reads_columns(c, width);
-    if (!right) {  // the left side's own (or a constant)
-      auto l = where(std::move(join->input), std::move(c));
-      if (!l.ok()) return l.status();
-      join->input = *std::move(l);
-      continue;
-    }
-    if (!left) {
-      auto r = where(std::move(join->right), shifted(std::move(c), -width));
-      if (!r.ok()) return r.status();
-      join->right = *std::move(r);
-      continue;
-    }
-    if (key_of(c, width, join.get())) continue;
-    rest.push_back(std::move(c));
-  }
-  set_columns_and_condition(join.get(), std::move(rest));
-  return join;
+  return join_on(std::move(join), std::move(cond));
 }
 
 absl::Status QueryPlanner::finish_joins(PlanNode* n, int offset) {

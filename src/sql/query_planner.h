@@ -80,11 +80,12 @@ class QueryPlanner {
 
   // ---- join_planner.cc
   absl::StatusOr<Node> join(const nlohmann::json& j, std::vector<Scope>* scopes, int offset);
-  // Adds `cond`'s conjuncts to inner join `join`: each side's own go below
-  // it, equalities between the sides become its keys, the rest its
-  // condition.
+  // A WHERE over `join`: of an inner join, its conjuncts as join_on's; of
+  // an outer join, a filter above it.
   absl::StatusOr<Node> join_where(Node join, Expr cond);
-  // A join's ON condition (or USING's equalities), by its join type.
+  // Adds `cond`'s conjuncts (ON, USING's equalities) to `join`: each side's
+  // own go below it (not to an outer join's preserved side), equalities
+  // between the sides become its keys, the rest its condition.
   absl::StatusOr<Node> join_on(Node join, Expr cond);
   static bool key_of(const Expr& c, int width, PlanNode* join);
   static void set_columns_and_condition(PlanNode* join, std::vector<Expr> rest);
