@@ -424,6 +424,46 @@ TEST_F(SqlTest, AWindowTopNGivesEachWindowsFirstRowsOnce) {
   run_heap_and_rocksdb(script, {{"top", want}});
 }
 
+// A two-phase GROUP BY whose partials leave only by time (a mini-batch
+// larger than the input, 20 ms of latency): the partials kept at a
+// checkpoint come back with a restore; against the groups computed here,
+// with failures on the heap backend and at p=3 on RocksDB.
+TEST_F(SqlTest, ATwoPhaseGroupByKeepsItsPartialsAcrossFailures) {
+  constexpr int64_t kEvents = 60000;
+  auto script = [&](const std::string& name, const std::string& fail_every) {
+    return write(name + ".sql", R"(
+    SET "table.optimizer.agg-phase-strategy" = 'TWO_PHASE';
+    SET "table.exec.mini-batch.size" = 100000000;
+    SET "table.exec.mini-batch.allow-latency" = '20ms';
+    CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT)
+      WITH (connector = 'nexmark', events = 60000, rate = 15000, "fail-every" = )" + fail_every + R"();
+    CREATE TABLE groups (g BIGINT, n BIGINT, total BIGINT, top BIGINT, auctions BIGINT)
+      WITH (connector = 'filesystem', format = 'changelog-csv', path = ')" + path(name + "-groups") + R"(');
+    INSERT INTO groups
+    SELECT MOD(bidder, 50), COUNT(*), SUM(price), MAX(price), COUNT(DISTINCT auction) FROM bid GROUP BY MOD(bidder, 50);
+  )");
+  };
+  struct Group {
+    int64_t n = 0, total = 0, top = 0;
+    std::set<int64_t> auctions;
+  };
+  std::map<int64_t, Group> groups;
+  nexmark::Generator gen;
+  for (int64_t i = 0; i < kEvents; ++i) {
+    const nexmark::Event e = gen.generate(i);
+    if (e.type != nexmark::EventType::kBid) continue;
+    Group& g = groups[e.bid.bidder % 50];
+    ++g.n;
+    g.total += e.bid.price;
+    g.top = std::max(g.top, e.bid.price);
+    g.auctions.insert(e.bid.auction);
+  }
+  std::multiset<std::string> want;
+  for (const auto& [k, g] : groups) want.insert(absl::StrCat(k, ",", g.n, ",", g.total, ",", g.top, ",", g.auctions.size()));
+  ASSERT_EQ(want.size(), 50u);
+  run_heap_and_rocksdb(script, {{"groups", want}}, true);
+}
+
 // A LEFT JOIN of auctions with a GROUP BY's counts of their bids (an
 // updating input): each auction once, with its latest count or NULL, as
 // the changelog-csv table it leaves; with failures on the heap backend and

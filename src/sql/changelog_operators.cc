@@ -5,6 +5,7 @@
 #include "sql/aggregate.h"
 #include "sql/kept_values.h"
 #include "sql/keys.h"
+#include "sql/local_aggregate.h"
 #include "sql/operators.h"
 
 namespace weir::sql {
@@ -18,14 +19,17 @@ namespace {
 // added) is ignored.
 class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
  public:
-  GroupRows(std::shared_ptr<const Aggregates> aggregates, bool changelog, std::string what)
-      : aggregates_(std::move(aggregates)), changelog_(changelog), what_(std::move(what)) {}
+  // `merging`: the rows are a local pre-aggregation's partial states
+  // (local_aggregate), merged in; DISTINCT values are then kept in the
+  // state, as the partials carry them.
+  GroupRows(std::shared_ptr<const Aggregates> aggregates, bool changelog, std::string what, bool merging = false)
+      : aggregates_(std::move(aggregates)), changelog_(changelog), what_(std::move(what)), merging_(merging) {}
 
   absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
     state_ = &ctx.get_state(ValueStateDescriptor<AggregateState>{"group"});
     if (changelog_) {
       kept_.values = &ctx.get_map_state(MapStateDescriptor<std::string, int64_t>{"kept"});
-    } else {
+    } else if (!merging_) {
       seen_.values = &ctx.get_map_state(MapStateDescriptor<std::string, int64_t>{"distinct"});
     }
     return absl::OkStatus();
@@ -40,7 +44,9 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
     }
     AggregateState& s = state_->modify();  // in place
     if (!before) s = aggregates_->create();
-    if (changelog_) {
+    if (merging_) {
+      throw_if_error(aggregates_->merge(s, partial_state(row)), what_);
+    } else if (changelog_) {
       throw_if_error(aggregates_->update(s, row, retract ? -1 : 1, kept_), what_);
     } else {
       throw_if_error(aggregates_->add(s, row, &seen_), what_);
@@ -70,6 +76,7 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
   std::shared_ptr<const Aggregates> aggregates_;
   const bool changelog_;
   const std::string what_;
+  const bool merging_;
   ValueState<AggregateState>* state_ = nullptr;
   SeenValues seen_;
   KeptValues kept_;
@@ -361,6 +368,23 @@ absl::StatusOr<DataStream<Row>> group_aggregate(const DataStream<Row>& in, const
                                 },
                                 "group-aggregate");
   out.uid(uid + "group-aggregate");
+  return out;
+}
+
+absl::StatusOr<DataStream<Row>> two_phase_aggregate(const DataStream<Row>& in, const PlanNode& n,
+                                                    const Settings& settings, const std::string& uid) {
+  if (n.aggregates.size() > 64) return absl::InvalidArgumentError("a GROUP BY has at most 64 aggregates");
+  auto keys = std::make_shared<const KeyEncoder>(n.exprs, n.input->column_names(), "GROUP BY");
+  auto aggregates = std::make_shared<const Aggregates>(n.aggregates);
+  const std::string what = "GROUP BY";
+  DataStream<Row> partials = local_aggregate(in, keys, aggregates, settings, uid);
+  DataStream<Row> out = partials.key_by([](const Row& row) { return std::get<std::string>(row.values[0]); })
+                            .process<Row>(
+                                [aggregates, what] {
+                                  return std::make_unique<GroupRows>(aggregates, false, what, /*merging=*/true);
+                                },
+                                "global-aggregate");
+  out.uid(uid + "global-aggregate");
   return out;
 }
 

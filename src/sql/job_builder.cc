@@ -212,8 +212,11 @@ class Builder {
         if (!in.ok()) return in.status();
         const std::string keeps = uid + layout_tag(n);
         if (tvf) return window_aggregate(*in, n, keeps);
-        return window_bounds(*n.input) && !is_updating(*n.input) ? windowed_aggregate(*in, n, keeps)
-                                                                   : group_aggregate(*in, n, keeps);
+        if (window_bounds(*n.input) && !is_updating(*n.input)) return windowed_aggregate(*in, n, keeps);
+        if (planned_.settings.two_phase_aggregation && !is_updating(*n.input)) {
+          return two_phase_aggregate(*in, n, planned_.settings, keeps);
+        }
+        return group_aggregate(*in, n, keeps);
       }
       case PlanNode::Kind::kRank: {
         auto in = stream(*n.input, depth + 1);

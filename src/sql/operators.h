@@ -40,6 +40,7 @@
 
 #include "absl/status/statusor.h"
 #include "sql/plan.h"
+#include "sql/planner.h"
 #include "weir/formats.h"
 #include "weir/stream.h"
 
@@ -60,6 +61,13 @@ absl::StatusOr<DataStream<Row>> windowed_aggregate(const DataStream<Row>& in, co
 
 // `node` is a kAggregate over append-only rows `in`, without a window.
 absl::StatusOr<DataStream<Row>> group_aggregate(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);
+
+// `node` is a kAggregate without a window over inserts only, in two
+// phases (SET "table.optimizer.agg-phase-strategy" = 'TWO_PHASE'): partial
+// states per group and mini-batch before the exchange (local_aggregate.h),
+// merged after it into the same updating result group_aggregate gives.
+absl::StatusOr<DataStream<Row>> two_phase_aggregate(const DataStream<Row>& in, const PlanNode& node,
+                                                    const Settings& settings, const std::string& uid);
 
 // `node` is a kRank over append-only rows `in`.
 absl::StatusOr<DataStream<Row>> top_n(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);

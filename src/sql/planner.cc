@@ -6,10 +6,12 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sql/binder.h"
 #include "sql/query_planner.h"
+#include "weir/config.h"
 
 namespace weir::sql {
 namespace {
@@ -38,6 +40,9 @@ class Planner {
         auto p = insert(body, st.offset);
         if (!p.ok()) return p.status();
         out.inserts.push_back({st.text, st.offset, *std::move(p)});
+      } else if (kind == "VariableSetStmt") {
+        absl::Status set = setting(body, st.offset, &out.settings);
+        if (!set.ok()) return set;
       } else if (kind == "SelectStmt" && !options_.result_table.empty()) {
         if (!out.inserts.empty()) return error(st.offset, "one SELECT at a time");
         auto p = result_query(body, st.offset, &out.result_order);
@@ -46,7 +51,7 @@ class Planner {
       } else if (kind == "SelectStmt") {
         return error(st.offset, "a SELECT needs a table to go to: INSERT INTO <table> SELECT ...");
       } else {
-        return error(st.offset, "unsupported statement " + kind + " (CREATE TABLE, CREATE VIEW and INSERT INTO ... SELECT are)");
+        return error(st.offset, "unsupported statement " + kind + " (CREATE TABLE, CREATE VIEW, SET and INSERT INTO ... SELECT are)");
       }
     }
     if (out.inserts.empty() && !options_.declarations_only) return absl::InvalidArgumentError("the script has no INSERT INTO ... SELECT: nothing to run");
@@ -282,6 +287,44 @@ class Planner {
     node->columns = sink->columns;
     node->input = *std::move(query);
     return node;
+  }
+
+  // SET "key" = 'value' (Flink's SET 'key' = 'value': PostgreSQL's grammar
+  // takes a name, quoted where it has dashes, not a string).
+  absl::Status setting(const json& b, int offset, Settings* settings) const {
+    const std::string name = b.value("name", "");
+    if (b.value("kind", "") != "VAR_SET_VALUE" || !b.contains("args") || b["args"].size() != 1) {
+      return unsupported(offset, "SET of this form (SET \"key\" = 'value' is)");
+    }
+    const json& arg = b["args"][0];
+    const std::string k = node_name(arg);
+    std::string value;
+    if (k == "A_Const" && arg[k].contains("sval")) {
+      value = arg[k]["sval"].value("sval", "");
+    } else if (k == "A_Const" && arg[k].contains("ival")) {
+      value = std::to_string(integer_value(arg[k]["ival"], script_.text, location_of(arg)));
+    } else {
+      return error(location_of(arg), "SET " + name + ": the value is a string or a number");
+    }
+    if (name == "table.optimizer.agg-phase-strategy") {
+      const std::string v = absl::AsciiStrToUpper(value);
+      if (v != "TWO_PHASE" && v != "ONE_PHASE" && v != "AUTO") {
+        return error(location_of(arg), "SET " + name + ": '" + value + "' is none of TWO_PHASE, ONE_PHASE, AUTO");
+      }
+      settings->two_phase_aggregation = v == "TWO_PHASE";
+    } else if (name == "table.exec.mini-batch.size") {
+      if (!absl::SimpleAtoi(value, &settings->mini_batch_rows) || settings->mini_batch_rows < 1) {
+        return error(location_of(arg), "SET " + name + ": '" + value + "' is no positive number");
+      }
+    } else if (name == "table.exec.mini-batch.allow-latency") {
+      auto d = parse_duration(value);
+      if (!d.ok() || d->count() < 1) return error(location_of(arg), "SET " + name + ": '" + value + "' is no duration ('100ms', '1s')");
+      settings->mini_batch_latency_ms = d->count();
+    } else {
+      return error(offset, "SET: unknown setting \"" + name + "\" (known: table.optimizer.agg-phase-strategy, "
+                           "table.exec.mini-batch.size, table.exec.mini-batch.allow-latency)");
+    }
+    return absl::OkStatus();
   }
 
   // A bare SELECT into the result table (PlanOptions::result_table); its

@@ -40,10 +40,22 @@ struct ResultOrder {
   std::optional<int64_t> limit;
 };
 
+// What SET statements of a script say (Flink's keys; docs/sql.md).
+struct Settings {
+  // "table.optimizer.agg-phase-strategy" = 'TWO_PHASE': a GROUP BY without
+  // a window over inserts only pre-aggregates before its exchange.
+  bool two_phase_aggregation = false;
+  // "table.exec.mini-batch.size" and "table.exec.mini-batch.allow-latency":
+  // how many rows, and how long, a pre-aggregation gathers before it emits.
+  int64_t mini_batch_rows = 1000;
+  int64_t mini_batch_latency_ms = 100;
+};
+
 struct PlannedScript {
   std::vector<TableDef> tables;
   std::vector<InsertPlan> inserts;
   ResultOrder result_order;  // of a bare SELECT
+  Settings settings;
 };
 
 struct PlanOptions {
