@@ -704,6 +704,7 @@ TEST_F(SqlTest, TheShellShowsABoundedQuerysTableAndGoesOnAfterAnError) {
 2,b,10.25,2000
 1,c,,61000
 3,,2.00,3600000');
+SET "table.optimizer.agg-phase-strategy" = 'TWO_PHASE';
 DESCRIBE t;
 SELECT k, COUNT(*) AS n, SUM(d) AS total
 FROM t GROUP BY k
@@ -722,6 +723,7 @@ SELECT 'never' AS x FROM t;
   shell.close_stdin();
   ASSERT_EQ(shell.wait(), 0) << shell.err();
   EXPECT_EQ(shell.out(), R"(table t declared
+table.optimizer.agg-phase-strategy set
 k BIGINT
 v VARCHAR
 d DECIMAL(6, 2)

@@ -97,7 +97,7 @@ class Shell {
     if (!script.ok()) return error(script.status());
     for (const sql::Statement& st : script->statements) {
       const std::string kind = sql::node_name(st.tree);
-      if (kind == "CreateStmt" || kind == "ViewStmt") {
+      if (kind == "CreateStmt" || kind == "ViewStmt" || kind == "VariableSetStmt") {
         declare(st, kind);
       } else if (kind == "DropStmt") {
         drop(st);
@@ -128,6 +128,7 @@ class Shell {
   bool help() {
     say("Statements end with ';' and may span lines.\n"
         "  CREATE TABLE ... WITH (...);  CREATE VIEW v AS SELECT ...;  DROP TABLE t;  DROP VIEW v;\n"
+        "  SET \"table.optimizer.agg-phase-strategy\" = 'TWO_PHASE';  (docs/sql.md lists the settings)\n"
         "  SELECT ... [ORDER BY column [DESC], ...] [LIMIT n];   runs and shows its result (Ctrl-C cancels)\n"
         "  INSERT INTO t SELECT ...;   runs as `weir sql FILE` would\n"
         "  EXPLAIN SELECT ...;  EXPLAIN INSERT ...;  SHOW TABLES;  DESCRIBE t;  HELP;  QUIT;");
@@ -135,8 +136,13 @@ class Shell {
   }
 
   bool show_tables() {
-    if (declared_.empty()) say("no tables");
-    for (const Declaration& d : declared_) say(d.name + (d.view ? " (view)" : ""));
+    bool any = false;
+    for (const Declaration& d : declared_) {
+      if (d.name.empty()) continue;  // a SET
+      say(d.name + (d.view ? " (view)" : ""));
+      any = true;
+    }
+    if (!any) say("no tables");
     return true;
   }
 
@@ -169,10 +175,12 @@ class Shell {
     return absl::Status(s.code(), m);
   }
 
+  // A table, a view or a setting (SET: no name) for the statements after it.
   void declare(const sql::Statement& st, const std::string& kind) {
     const nlohmann::json& b = st.tree[kind];
-    const std::string name =
-        absl::AsciiStrToLower(kind == "CreateStmt" ? b["relation"].value("relname", "") : b["view"].value("relname", ""));
+    const std::string name = kind == "CreateStmt" ? absl::AsciiStrToLower(b["relation"].value("relname", ""))
+                             : kind == "ViewStmt" ? absl::AsciiStrToLower(b["view"].value("relname", ""))
+                                                  : std::string();
     sql::PlanOptions options;
     options.declarations_only = true;
     auto planned = plan(st.text, options);
@@ -181,6 +189,7 @@ class Shell {
       return;
     }
     declared_.push_back({name, kind == "ViewStmt", st.text});
+    if (name.empty()) return say(b.value("name", "") + " set");
     say(std::string(kind == "ViewStmt" ? "view " : "table ") + name + " declared");
   }
 

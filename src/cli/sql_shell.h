@@ -1,6 +1,6 @@
 // `weir sql` without a script: an interactive shell. Statements end with
-// ';' and may span lines. CREATE TABLE and CREATE VIEW declare (DROP TABLE
-// and DROP VIEW forget) for the statements after them; a SELECT runs as a
+// ';' and may span lines. CREATE TABLE, CREATE VIEW and SET declare (DROP
+// TABLE and DROP VIEW forget) for the statements after them; a SELECT runs as a
 // job of its own, embedded, with the job flags given to `weir sql`, and
 // shows its result as a table: a bounded query's once it finished, a
 // streaming one's as it changes (redrawn in place on a terminal, a new
