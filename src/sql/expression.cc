@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -178,6 +179,70 @@ absl::StatusOr<Value> cast(const Value& v, const Type& from_type, const Type& to
       break;
   }
   return absl::InvalidArgumentError("cannot CAST " + std::string(type_name(from)) + " to " + std::string(type_name(to)));
+}
+
+// A strict call `e` of non-NULL operand values `v`.
+absl::StatusOr<Value> apply_strict(const Expr& e, absl::Span<const Value* const> v) {
+  switch (e.op) {
+    case Op::kAdd:
+    case Op::kSubtract:
+    case Op::kMultiply:
+    case Op::kDivide:
+    case Op::kModulo:
+      if (e.type.kind == TypeKind::kDecimal && e.op == Op::kDivide) {
+        // Operands of other scales: the quotient at the result's scale.
+        if (std::get<int64_t>(*v[1]) == 0) return absl::OutOfRangeError("division by zero");
+        auto q = decimal_divide(std::get<int64_t>(*v[0]), e.args[0].type.scale, std::get<int64_t>(*v[1]),
+                                e.args[1].type.scale, e.type.scale);
+        if (!q.ok()) return q.status();
+        return *q;
+      }
+      // DECIMAL operands of + - % have the result's scale (the binder casts
+      // them), and a product's scale is the sum of its operands'.
+      return arithmetic(e.op, e.type.kind, *v[0], *v[1]);
+    case Op::kNegate:
+      if (std::holds_alternative<double>(*v[0])) return -std::get<double>(*v[0]);
+      if (std::get<int64_t>(*v[0]) == INT64_MIN) return overflow(e.op);
+      return -std::get<int64_t>(*v[0]);
+    case Op::kEqual: return compare(*v[0], *v[1]) == 0;
+    case Op::kNotEqual: return compare(*v[0], *v[1]) != 0;
+    case Op::kLess: return compare(*v[0], *v[1]) < 0;
+    case Op::kLessEqual: return compare(*v[0], *v[1]) <= 0;
+    case Op::kGreater: return compare(*v[0], *v[1]) > 0;
+    case Op::kGreaterEqual: return compare(*v[0], *v[1]) >= 0;
+    case Op::kNot: return !std::get<bool>(*v[0]);
+    case Op::kProctime: return absl::ToUnixMillis(absl::Now());
+    case Op::kCast: return cast(*v[0], e.args[0].type, e.type);
+    case Op::kConcat: {
+      std::string s;
+      for (size_t i = 0; i < v.size(); ++i) {
+        auto t = cast(*v[i], e.args[i].type, Type{TypeKind::kVarchar});
+        if (!t.ok()) return t.status();
+        s += std::get<std::string>(*t);
+      }
+      return s;
+    }
+    case Op::kLower: return absl::AsciiStrToLower(std::get<std::string>(*v[0]));
+    case Op::kUpper: return absl::AsciiStrToUpper(std::get<std::string>(*v[0]));
+    case Op::kCharLength: {
+      // Characters, not bytes: UTF-8 continuation bytes are not counted.
+      int64_t n = 0;
+      for (unsigned char c : std::get<std::string>(*v[0])) n += (c & 0xC0) != 0x80;
+      return n;
+    }
+    case Op::kAbs:
+      if (std::holds_alternative<double>(*v[0])) return std::fabs(std::get<double>(*v[0]));
+      if (std::get<int64_t>(*v[0]) == INT64_MIN) return overflow(e.op);
+      return std::llabs(std::get<int64_t>(*v[0]));
+    default:
+      return evaluate_function(e.op, v);
+  }
+  return absl::InternalError("cannot evaluate " + std::string(op_name(e.op)));
+}
+
+absl::StatusOr<Value> value_of(absl::StatusOr<const Value*> v) {
+  if (!v.ok()) return v.status();
+  return **v;
 }
 
 }  // namespace
@@ -359,21 +424,19 @@ Expr comparison(Op op, Expr a, Expr b) {
   return Expr::call(op, {TypeKind::kBoolean, nullable}, {std::move(a), std::move(b)});
 }
 
-absl::StatusOr<Value> evaluate(const Expr& e, const Row& row) {
-  if (e.kind == Expr::Kind::kColumn) return row.values[e.column];
-  if (e.kind == Expr::Kind::kLiteral) return e.literal;
+absl::StatusOr<Value> evaluate_call(const Expr& e, OperandFn operand) {
   // Operators that look at NULLs themselves, evaluating lazily.
   switch (e.op) {
     case Op::kAnd:
     case Op::kOr: {
       const bool stop_on = e.op == Op::kOr;  // OR stops on TRUE, AND on FALSE
       bool saw_null = false;
-      for (const Expr& a : e.args) {
-        auto v = evaluate(a, row);
+      for (size_t i = 0; i < e.args.size(); ++i) {
+        auto v = operand(i);
         if (!v.ok()) return v.status();
-        if (is_null(*v)) {
+        if (is_null(**v)) {
           saw_null = true;
-        } else if (std::get<bool>(*v) == stop_on) {
+        } else if (std::get<bool>(**v) == stop_on) {
           return stop_on;
         }
       }
@@ -381,91 +444,52 @@ absl::StatusOr<Value> evaluate(const Expr& e, const Row& row) {
     }
     case Op::kIsNull:
     case Op::kIsNotNull: {
-      auto v = evaluate(e.args[0], row);
+      auto v = operand(0);
       if (!v.ok()) return v.status();
-      return is_null(*v) == (e.op == Op::kIsNull);
+      return is_null(**v) == (e.op == Op::kIsNull);
     }
     case Op::kCoalesce:
-      for (const Expr& a : e.args) {
-        auto v = evaluate(a, row);
-        if (!v.ok() || !is_null(*v)) return v;
+      for (size_t i = 0; i < e.args.size(); ++i) {
+        auto v = operand(i);
+        if (!v.ok()) return v.status();
+        if (!is_null(**v)) return **v;
       }
       return Value{};
     case Op::kCase: {
       const size_t pairs = (e.args.size() - (e.has_else ? 1 : 0)) / 2;
       for (size_t i = 0; i < pairs; ++i) {
-        auto when = evaluate(e.args[2 * i], row);
+        auto when = operand(2 * i);
         if (!when.ok()) return when.status();
-        if (!is_null(*when) && std::get<bool>(*when)) return evaluate(e.args[2 * i + 1], row);
+        if (!is_null(**when) && std::get<bool>(**when)) return value_of(operand(2 * i + 1));
       }
-      return e.has_else ? evaluate(e.args.back(), row) : Value{};
+      return e.has_else ? value_of(operand(e.args.size() - 1)) : Value{};
     }
     default:
       break;
   }
-  std::vector<Value> v;
-  v.reserve(e.args.size());
-  for (const Expr& a : e.args) {
+  absl::InlinedVector<const Value*, 4> v;
+  for (size_t i = 0; i < e.args.size(); ++i) {
+    auto x = operand(i);
+    if (!x.ok()) return x.status();
+    if (is_null(**x)) return Value{};  // strict from here on
+    v.push_back(*x);
+  }
+  return apply_strict(e, v);
+}
+
+absl::StatusOr<Value> evaluate(const Expr& e, const Row& row) {
+  if (e.kind == Expr::Kind::kColumn) return row.values[e.column];
+  if (e.kind == Expr::Kind::kLiteral) return e.literal;
+  absl::InlinedVector<Value, 4> held(e.args.size());
+  return evaluate_call(e, [&](size_t i) -> absl::StatusOr<const Value*> {
+    const Expr& a = e.args[i];
+    if (a.kind == Expr::Kind::kColumn) return &row.values[a.column];
+    if (a.kind == Expr::Kind::kLiteral) return &a.literal;
     auto x = evaluate(a, row);
     if (!x.ok()) return x.status();
-    if (is_null(*x)) return Value{};  // strict from here on
-    v.push_back(*std::move(x));
-  }
-  switch (e.op) {
-    case Op::kAdd:
-    case Op::kSubtract:
-    case Op::kMultiply:
-    case Op::kDivide:
-    case Op::kModulo:
-      if (e.type.kind == TypeKind::kDecimal && e.op == Op::kDivide) {
-        // Operands of other scales: the quotient at the result's scale.
-        if (std::get<int64_t>(v[1]) == 0) return absl::OutOfRangeError("division by zero");
-        auto q = decimal_divide(std::get<int64_t>(v[0]), e.args[0].type.scale, std::get<int64_t>(v[1]),
-                                e.args[1].type.scale, e.type.scale);
-        if (!q.ok()) return q.status();
-        return *q;
-      }
-      // DECIMAL operands of + - % have the result's scale (the binder casts
-      // them), and a product's scale is the sum of its operands'.
-      return arithmetic(e.op, e.type.kind, v[0], v[1]);
-    case Op::kNegate:
-      if (std::holds_alternative<double>(v[0])) return -std::get<double>(v[0]);
-      if (std::get<int64_t>(v[0]) == INT64_MIN) return overflow(e.op);
-      return -std::get<int64_t>(v[0]);
-    case Op::kEqual: return compare(v[0], v[1]) == 0;
-    case Op::kNotEqual: return compare(v[0], v[1]) != 0;
-    case Op::kLess: return compare(v[0], v[1]) < 0;
-    case Op::kLessEqual: return compare(v[0], v[1]) <= 0;
-    case Op::kGreater: return compare(v[0], v[1]) > 0;
-    case Op::kGreaterEqual: return compare(v[0], v[1]) >= 0;
-    case Op::kNot: return !std::get<bool>(v[0]);
-    case Op::kProctime: return absl::ToUnixMillis(absl::Now());
-    case Op::kCast: return cast(v[0], e.args[0].type, e.type);
-    case Op::kConcat: {
-      std::string s;
-      for (size_t i = 0; i < v.size(); ++i) {
-        auto t = cast(v[i], e.args[i].type, Type{TypeKind::kVarchar});
-        if (!t.ok()) return t.status();
-        s += std::get<std::string>(*t);
-      }
-      return s;
-    }
-    case Op::kLower: return absl::AsciiStrToLower(std::get<std::string>(v[0]));
-    case Op::kUpper: return absl::AsciiStrToUpper(std::get<std::string>(v[0]));
-    case Op::kCharLength: {
-      // Characters, not bytes: UTF-8 continuation bytes are not counted.
-      int64_t n = 0;
-      for (unsigned char c : std::get<std::string>(v[0])) n += (c & 0xC0) != 0x80;
-      return n;
-    }
-    case Op::kAbs:
-      if (std::holds_alternative<double>(v[0])) return std::fabs(std::get<double>(v[0]));
-      if (std::get<int64_t>(v[0]) == INT64_MIN) return overflow(e.op);
-      return std::llabs(std::get<int64_t>(v[0]));
-    default:
-      return evaluate_function(e.op, v);
-  }
-  return absl::InternalError("cannot evaluate " + std::string(op_name(e.op)));
+    held[i] = *std::move(x);
+    return &held[i];
+  });
 }
 
 }  // namespace weir::sql

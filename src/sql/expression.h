@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "sql/types.h"
 #include "weir/formats.h"
@@ -68,6 +69,13 @@ Expr comparison(Op op, Expr a, Expr b);
 
 // The value of `e` for `row` (whose columns are those `e` refers to).
 absl::StatusOr<Value> evaluate(const Expr& e, const Row& row);
+
+// The value of call `e` (kind kCall) whose i-th operand's value is
+// `operand(i)`; asked only for operands the call needs (AND, OR, CASE and
+// COALESCE stop early; a strict call at its first NULL), each at most once.
+// The pointers need to live only until the call returns.
+using OperandFn = absl::FunctionRef<absl::StatusOr<const Value*>(size_t)>;
+absl::StatusOr<Value> evaluate_call(const Expr& e, OperandFn operand);
 
 // The order of two sort keys (values of one type per position): < 0, 0 or
 // > 0 as `a` sorts before, with or after `b`, position i descending where

@@ -72,17 +72,17 @@ std::string strftime_pattern(const std::string& java) {
 
 absl::Status check_regex(const std::string& pattern) { return compiled(pattern).status(); }
 
-absl::StatusOr<Value> evaluate_function(Op op, const std::vector<Value>& a) {
+absl::StatusOr<Value> evaluate_function(Op op, absl::Span<const Value* const> a) {
   switch (op) {
     case Op::kRegexpExtract: {
-      auto re = compiled(std::get<std::string>(a[1]));
+      auto re = compiled(std::get<std::string>(*a[1]));
       if (!re.ok()) return re.status();
-      const int64_t group = a.size() > 2 ? std::get<int64_t>(a[2]) : 0;
+      const int64_t group = a.size() > 2 ? std::get<int64_t>(*a[2]) : 0;
       if (group < 0 || group > (*re)->NumberOfCapturingGroups()) {
         return absl::OutOfRangeError("REGEXP_EXTRACT: the expression has no group " + std::to_string(group));
       }
       std::vector<re2::StringPiece> groups(static_cast<size_t>(group) + 1);
-      const std::string& s = std::get<std::string>(a[0]);
+      const std::string& s = std::get<std::string>(*a[0]);
       if (!(*re)->Match(s, 0, s.size(), RE2::UNANCHORED, groups.data(), static_cast<int>(groups.size()))) {
         return Value{};
       }
@@ -91,16 +91,16 @@ absl::StatusOr<Value> evaluate_function(Op op, const std::vector<Value>& a) {
       return std::string(g.data(), g.size());
     }
     case Op::kRegexp: {
-      auto re = compiled(std::get<std::string>(a[1]));
+      auto re = compiled(std::get<std::string>(*a[1]));
       if (!re.ok()) return re.status();
-      return RE2::PartialMatch(std::get<std::string>(a[0]), **re);
+      return RE2::PartialMatch(std::get<std::string>(*a[0]), **re);
     }
     case Op::kLike:
-      return like(std::get<std::string>(a[0]), std::get<std::string>(a[1]));
+      return like(std::get<std::string>(*a[0]), std::get<std::string>(*a[1]));
     case Op::kSplitIndex: {
-      const std::string& s = std::get<std::string>(a[0]);
-      const std::string& sep = std::get<std::string>(a[1]);
-      int64_t i = std::get<int64_t>(a[2]);
+      const std::string& s = std::get<std::string>(*a[0]);
+      const std::string& sep = std::get<std::string>(*a[1]);
+      int64_t i = std::get<int64_t>(*a[2]);
       if (sep.size() != 1) return absl::InvalidArgumentError("SPLIT_INDEX: the separator must be one character");
       if (i < 0) return Value{};
       size_t start = 0;
@@ -113,9 +113,9 @@ absl::StatusOr<Value> evaluate_function(Op op, const std::vector<Value>& a) {
       return s.substr(start, end == std::string::npos ? std::string::npos : end - start);
     }
     case Op::kSubstring: {
-      const std::string& s = std::get<std::string>(a[0]);
-      int64_t from = std::get<int64_t>(a[1]);
-      int64_t n = a.size() > 2 ? std::get<int64_t>(a[2]) : INT64_MAX;
+      const std::string& s = std::get<std::string>(*a[0]);
+      int64_t from = std::get<int64_t>(*a[1]);
+      int64_t n = a.size() > 2 ? std::get<int64_t>(*a[2]) : INT64_MAX;
       if (n < 0) return absl::OutOfRangeError("SUBSTRING: a negative length");
       if (from < 1) {  // characters before the first count against n
         n = n == INT64_MAX ? n : std::max<int64_t>(0, n - (1 - from));
@@ -126,17 +126,19 @@ absl::StatusOr<Value> evaluate_function(Op op, const std::vector<Value>& a) {
       return s.substr(begin, n == INT64_MAX ? std::string::npos : static_cast<size_t>(n));
     }
     case Op::kDateFormat: {
-      const absl::Time t = absl::FromUnixMillis(std::get<int64_t>(a[0]));
-      return absl::FormatTime(strftime_pattern(std::get<std::string>(a[1])), t, absl::UTCTimeZone());
+      const absl::Time t = absl::FromUnixMillis(std::get<int64_t>(*a[0]));
+      return absl::FormatTime(strftime_pattern(std::get<std::string>(*a[1])), t, absl::UTCTimeZone());
     }
     case Op::kHour:
-    case Op::kMinute: {
-      const absl::TimeZone::CivilInfo c = absl::UTCTimeZone().At(absl::FromUnixMillis(std::get<int64_t>(a[0])));
-      return int64_t{op == Op::kHour ? c.cs.hour() : c.cs.minute()};
+    case Op::kMinute: {  // UTC has neither leap seconds nor offsets: plain arithmetic
+      const int64_t ms = std::get<int64_t>(*a[0]);
+      const int64_t unit = op == Op::kHour ? 3'600'000 : 60'000, per = op == Op::kHour ? 24 : 60;
+      const int64_t units = ms / unit - (ms % unit < 0 ? 1 : 0);  // floor
+      return ((units % per) + per) % per;
     }
     case Op::kCountChar: {
-      const std::string& s = std::get<std::string>(a[0]);
-      const std::string& c = std::get<std::string>(a[1]);
+      const std::string& s = std::get<std::string>(*a[0]);
+      const std::string& c = std::get<std::string>(*a[1]);
       if (c.empty()) return int64_t{0};
       return static_cast<int64_t>(std::count(s.begin(), s.end(), c[0]));
     }

@@ -21,7 +21,7 @@
 #ifndef WEIR_SQL_FUNCTIONS_H_
 #define WEIR_SQL_FUNCTIONS_H_
 
-#include <vector>
+#include "absl/types/span.h"
 
 #include "absl/status/statusor.h"
 #include "sql/expression.h"
@@ -29,7 +29,7 @@
 namespace weir::sql {
 
 // The value of string or time function `op` for `args` (none NULL).
-absl::StatusOr<Value> evaluate_function(Op op, const std::vector<Value>& args);
+absl::StatusOr<Value> evaluate_function(Op op, absl::Span<const Value* const> args);
 
 // Whether `pattern` is a valid regular expression; else why not.
 absl::Status check_regex(const std::string& pattern);

@@ -5,13 +5,20 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/time/time.h"
 #include "sql/planner.h"
 
 namespace weir::sql {
 namespace {
 
+absl::StatusOr<Value> call_status(Op op, const std::vector<Value>& args) {
+  std::vector<const Value*> operands;
+  for (const Value& a : args) operands.push_back(&a);
+  return evaluate_function(op, operands);
+}
+
 Value call(Op op, std::vector<Value> args) {
-  auto v = evaluate_function(op, args);
+  auto v = call_status(op, args);
   EXPECT_TRUE(v.ok()) << v.status();
   return v.ok() ? *v : Value{};
 }
@@ -25,7 +32,7 @@ TEST(SqlFunctionsTest, RegexpExtractGivesTheGroupOfTheFirstMatchOrNull) {
   EXPECT_EQ(call(Op::kRegexpExtract, {std::string("channel_id=7&x=1"), re, int64_t{1}}), Value{std::string()});
   EXPECT_EQ(call(Op::kRegexpExtract, {std::string("no id"), re, int64_t{2}}), Value{});
   EXPECT_EQ(call(Op::kRegexpExtract, {std::string("ab"), std::string("a(x)?b"), int64_t{1}}), Value{});  // no part
-  EXPECT_FALSE(evaluate_function(Op::kRegexpExtract, {kUrl, re, int64_t{3}}).ok());
+  EXPECT_FALSE(call_status(Op::kRegexpExtract, {kUrl, re, int64_t{3}}).ok());
   EXPECT_EQ(call(Op::kRegexp, {kUrl, std::string("b_c/d")}), Value{true});
   EXPECT_EQ(call(Op::kRegexp, {kUrl, std::string("^b_c")}), Value{false});
 }
@@ -55,6 +62,12 @@ TEST(SqlFunctionsTest, DateFormatHourAndMinuteAreUtc) {
   EXPECT_EQ(call(Op::kDateFormat, {t, std::string("100%")}), Value{std::string("100%")});
   EXPECT_EQ(call(Op::kHour, {t}), Value{int64_t{13}});
   EXPECT_EQ(call(Op::kMinute, {t}), Value{int64_t{7}});
+  // Before the epoch: 1969-12-31 22:59:59.999 and 23:00:00.000, against absl's civil time.
+  for (const int64_t before : {int64_t{-3'600'001}, int64_t{-3'600'000}, int64_t{-1}, int64_t{-86'400'000 * 400LL - 1}}) {
+    const absl::TimeZone::CivilInfo c = absl::UTCTimeZone().At(absl::FromUnixMillis(before));
+    EXPECT_EQ(call(Op::kHour, {before}), Value{int64_t{c.cs.hour()}}) << before;
+    EXPECT_EQ(call(Op::kMinute, {before}), Value{int64_t{c.cs.minute()}}) << before;
+  }
 }
 
 TEST(SqlFunctionsTest, ABadRegularExpressionIsRefusedWhenPlanned) {

@@ -55,7 +55,11 @@ class Builder {
       const InsertPlan& insert = planned_.inserts[i];
       prefix_ = "sql-" + std::to_string(i);
       const PlanNode& sink = *insert.root;
+      // A SELECT list right below the sink writes its DECIMALs as text
+      // itself; else an operator of its own does.
+      sink_ = &sink;
       auto rows = stream(*sink.input, 1);
+      sink_ = nullptr;
       if (!rows.ok()) return rows.status();
       const TableDef* table = find(sink.table);
       auto it = connectors_.sinks.find(table->connector());
@@ -63,7 +67,8 @@ class Builder {
         return absl::InvalidArgumentError("table " + table->name + ": connector '" + table->connector() +
                                           "' cannot be written to from SQL yet");
       }
-      DataStream<Row> out = decimals_out(*rows, sink.columns, prefix_ + "-0-");
+      DataStream<Row> out =
+          sink.input->kind == PlanNode::Kind::kProject ? *rows : decimals_out(*rows, sink.columns, prefix_ + "-0-");
       absl::Status s = it->second(out, is_updating(*sink.input), *table, prefix_ + "-0-sink");
       if (!s.ok()) return s;
     }
@@ -161,41 +166,32 @@ class Builder {
       case PlanNode::Kind::kFilter: {
         auto in = stream(*n.input, depth + 1);
         if (!in.ok()) return in.status();
-        const Expr cond = n.exprs[0];
-        const std::string where = "WHERE " + cond.to_string(n.input->column_names());
-        DataStream<Row> out = in->filter(
-            [cond, where](const Row& row) {
-              const Value v = evaluate_or_throw(cond, row, where);
-              return std::holds_alternative<bool>(v) && std::get<bool>(v);
-            },
-            "filter");
-        out.uid(uid + "filter");
-        return out;
+        return calc(*in, &n.exprs[0], nullptr, n.input->column_names(), uid);
       }
       case PlanNode::Kind::kProject: {
-        auto in = stream(*n.input, depth + 1);
+        // A filter right below is the same operator (its uid the
+        // project's).
+        const bool filtered = n.input->kind == PlanNode::Kind::kFilter;
+        const PlanNode& input = filtered ? *n.input->input : *n.input;
+        auto in = stream(input, depth + (filtered ? 2 : 1));
         if (!in.ok()) return in.status();
+        std::vector<Expr> exprs = n.exprs;
+        if (sink_ != nullptr && sink_->input.get() == &n) {
+          for (size_t i = 0; i < exprs.size(); ++i) {
+            const Type& to = sink_->columns[i].type;
+            if (to.kind == TypeKind::kDecimal) {
+              exprs[i] = Expr::call(Op::kCast, Type{TypeKind::kVarchar, to.nullable}, {cast_to(std::move(exprs[i]), to)});
+            }
+          }
+        }
         // Every column of the input, in order (a scan pruned to what the
         // query selects): no operator at all.
-        bool identity = n.exprs.size() == n.input->columns.size();
-        for (size_t i = 0; identity && i < n.exprs.size(); ++i) {
-          identity = n.exprs[i].kind == Expr::Kind::kColumn && n.exprs[i].column == static_cast<int>(i);
+        bool identity = !filtered && exprs.size() == n.input->columns.size();
+        for (size_t i = 0; identity && i < exprs.size(); ++i) {
+          identity = exprs[i].kind == Expr::Kind::kColumn && exprs[i].column == static_cast<int>(i);
         }
         if (identity) return in;
-        const std::vector<Expr> exprs = n.exprs;
-        std::vector<std::string> where;
-        for (const Expr& e : exprs) where.push_back("SELECT " + e.to_string(n.input->column_names()));
-        DataStream<Row> out = in->map(
-            [exprs, where](const Row& row) {
-              Row r;
-              r.kind = row.kind;
-              r.values.reserve(exprs.size());
-              for (size_t i = 0; i < exprs.size(); ++i) r.values.push_back(evaluate_or_throw(exprs[i], row, where[i]));
-              return r;
-            },
-            "project");
-        out.uid(uid + "project");
-        return out;
+        return calc(*in, filtered ? &n.input->exprs[0] : nullptr, &exprs, input.column_names(), uid);
       }
       case PlanNode::Kind::kWindow: {
         auto in = stream(*n.input, depth + 1);
@@ -263,6 +259,7 @@ class Builder {
   const TableConnectors& connectors_;
   StreamEnvironment& env_;
   std::string prefix_;
+  const PlanNode* sink_ = nullptr;  // the sink whose rows are being built
 };
 
 }  // namespace

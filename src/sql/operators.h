@@ -49,6 +49,12 @@ namespace weir::sql {
 // The value of `e` for `row`, or an exception naming `where` and the cause.
 Value evaluate_or_throw(const Expr& e, const Row& row, const std::string& where);
 
+// A WHERE `condition` (or none) and a SELECT list `select` (or none: the
+// rows as they are) over rows `in` of columns `input_names`, as one
+// operator evaluating each common subexpression once per row (calc.cc).
+DataStream<Row> calc(const DataStream<Row>& in, const Expr* condition, const std::vector<Expr>* select,
+                     const std::vector<std::string>& input_names, const std::string& uid);
+
 // `node` is a kWindow over rows `in`.
 absl::StatusOr<DataStream<Row>> assign_windows(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);
 

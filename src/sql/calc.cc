@@ -1,0 +1,78 @@
+// WHERE and SELECT over rows of one input: one operator, its expressions
+// one sql::Program (each common subexpression once per row).
+#include <stdexcept>
+
+#include "sql/operators.h"
+#include "sql/program.h"
+
+namespace weir::sql {
+namespace {
+
+// Per operator instance: the program's working space (copied fresh).
+class Calc {
+ public:
+  Calc(std::shared_ptr<const Program> program, bool has_condition, std::shared_ptr<const std::vector<std::string>> where)
+      : run_(std::move(program)), has_condition_(has_condition), where_(std::move(where)) {}
+
+  // Whether `row` passes the condition (true without one).
+  bool passes(const Row& row) {
+    run_.start(row);
+    if (!has_condition_) return true;
+    const Value& v = value(0);
+    return std::holds_alternative<bool>(v) && std::get<bool>(v);
+  }
+
+  // The selected row of the row passes() was last asked about.
+  Row select(RowKind kind, size_t size) {
+    Row r;
+    r.kind = kind;
+    r.values.reserve(size);
+    for (size_t i = has_condition_ ? 1 : 0; i < size + (has_condition_ ? 1 : 0); ++i) r.values.push_back(value(i));
+    return r;
+  }
+
+ private:
+  const Value& value(size_t i) {
+    auto v = run_.value(i);
+    if (!v.ok()) throw std::runtime_error((*where_)[i] + ": " + std::string(v.status().message()));
+    return **v;
+  }
+
+  Program::Run run_;
+  bool has_condition_;
+  std::shared_ptr<const std::vector<std::string>> where_;
+};
+
+}  // namespace
+
+DataStream<Row> calc(const DataStream<Row>& in, const Expr* condition, const std::vector<Expr>* select,
+                     const std::vector<std::string>& input_names, const std::string& uid) {
+  std::vector<Expr> exprs;
+  auto where = std::make_shared<std::vector<std::string>>();
+  if (condition != nullptr) {
+    exprs.push_back(*condition);
+    where->push_back("WHERE " + condition->to_string(input_names));
+  }
+  if (select != nullptr) {
+    for (const Expr& e : *select) {
+      exprs.push_back(e);
+      where->push_back("SELECT " + e.to_string(input_names));
+    }
+  }
+  Calc fn(std::make_shared<const Program>(std::move(exprs)), condition != nullptr, std::move(where));
+  if (select == nullptr) {
+    DataStream<Row> out = in.filter([fn](const Row& row) mutable { return fn.passes(row); }, "filter");
+    out.uid(uid + "filter");
+    return out;
+  }
+  const size_t size = select->size();
+  DataStream<Row> out = in.flat_map<Row>(
+      [fn, size](const Row& row, Collector<Row>& out) mutable {
+        if (fn.passes(row)) out.collect(fn.select(row.kind, size));
+      },
+      condition != nullptr ? "calc" : "project");
+  out.uid(uid + (condition != nullptr ? "calc" : "project"));
+  return out;
+}
+
+}  // namespace weir::sql
