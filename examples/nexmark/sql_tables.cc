@@ -217,7 +217,13 @@ absl::Status build_query_sql(StreamEnvironment& env, const QueryOptions& options
           std::string s;
           if (updating) internal::add(s, std::string(row_kind_name(r.kind)));
           for (size_t i = 0; i < r.values.size(); ++i) {
-            if (std::find(parts.begin(), parts.end(), static_cast<int>(i)) == parts.end()) {
+            if (std::find(parts.begin(), parts.end(), static_cast<int>(i)) != parts.end()) continue;
+            // Integers and strings (the most) without a copy of their text.
+            if (const auto* n = std::get_if<int64_t>(&r.values[i])) {
+              internal::add(s, *n);
+            } else if (const auto* text = std::get_if<std::string>(&r.values[i])) {
+              internal::add(s, *text);
+            } else {
               internal::add(s, r.text(i).value_or(""));
             }
           }
