@@ -424,6 +424,54 @@ TEST_F(SqlTest, AWindowTopNGivesEachWindowsFirstRowsOnce) {
   run_heap_and_rocksdb(script, {{"top", want}});
 }
 
+// RANK() and DENSE_RANK() TOP-N over bids (append-only: rows numbered past
+// the limit are dropped for good), ordered by the price in millions so
+// that ties share a number: against the numbers computed here, with
+// failures on the heap backend and at p=3 on RocksDB.
+TEST_F(SqlTest, RankAndDenseRankKeepEveryRowNumberedWithinTheLimit) {
+  constexpr int64_t kEvents = 40000;
+  auto script = [&](const std::string& name, const std::string& fail_every) {
+    std::string sql = R"(
+    CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3))
+      WITH (connector = 'nexmark', events = 40000, rate = 10000, "fail-every" = )" + fail_every + ");\n";
+    for (const std::string f : {"RANK", "DENSE_RANK"}) {
+      const std::string out = absl::AsciiStrToLower(f);
+      sql += "CREATE TABLE " + out + " (g BIGINT, auction BIGINT, bidder BIGINT, price BIGINT, r BIGINT) WITH (connector = "
+             "'filesystem', format = 'changelog-csv', path = '" + path(name + "-" + out) + "');\n"
+             "INSERT INTO " + out + " SELECT g, auction, bidder, price, r FROM (SELECT MOD(auction, 10) AS g, auction, "
+             "bidder, price, " + f + "() OVER (PARTITION BY MOD(auction, 10) ORDER BY price / 1000000 DESC) AS r "
+             "FROM bid) AS t WHERE r <= 2;\n";
+    }
+    return write(name + ".sql", sql);
+  };
+  std::map<int64_t, std::vector<nexmark::Bid>> groups;
+  nexmark::Generator gen;
+  for (int64_t i = 0; i < kEvents; ++i) {
+    const nexmark::Event e = gen.generate(i);
+    if (e.type == nexmark::EventType::kBid) groups[e.bid.auction % 10].push_back(e.bid);
+  }
+  std::multiset<std::string> rank, dense;
+  for (auto& [g, bids] : groups) {
+    std::sort(bids.begin(), bids.end(), [](const nexmark::Bid& a, const nexmark::Bid& b) {
+      return a.price / 1000000 > b.price / 1000000;
+    });
+    int64_t r = 0, d = 0;
+    for (size_t i = 0; i < bids.size(); ++i) {
+      if (i == 0 || bids[i].price / 1000000 != bids[i - 1].price / 1000000) {
+        r = static_cast<int64_t>(i) + 1;
+        ++d;
+      }
+      const std::string row = absl::StrCat(g, ",", bids[i].auction, ",", bids[i].bidder, ",", bids[i].price, ",");
+      if (r <= 2) rank.insert(row + std::to_string(r));
+      if (d <= 2) dense.insert(row + std::to_string(d));
+    }
+  }
+  // Ties: more rows than two per group, and DENSE_RANK's more than RANK's.
+  ASSERT_GT(rank.size(), 2 * groups.size());
+  ASSERT_GT(dense.size(), rank.size());
+  run_heap_and_rocksdb(script, {{"rank", rank}, {"dense_rank", dense}}, true);
+}
+
 // A two-phase GROUP BY whose partials leave only by time (a mini-batch
 // larger than the input, 20 ms of latency): the partials kept at a
 // checkpoint come back with a restore; against the groups computed here,

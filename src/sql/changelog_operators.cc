@@ -82,25 +82,27 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
   KeptValues kept_;
 };
 
-// TOP-N: per partition the first `limit` rows in the order, as a sorted
-// list in value state. A row that enters moves the ones after it down a
-// rank: each rank whose row changed emits -U (the old row with its rank)
-// and +U (the new one), or +I for a rank filled for the first time. Over
-// inserts only, a row that would rank past the limit changes nothing (it
-// can never rise), and only the first `limit` rows are kept. Over a
-// changelog every row of the partition is kept (a retracted row makes room
-// for the next), -U and -D take out one equal row (none kept: ignored), a
-// rank left empty emits -D.
+// TOP-N: per partition the rows numbered up to `limit` in the order (by
+// ROW_NUMBER, RANK or DENSE_RANK), as a sorted list in value state. A row
+// that enters moves the ones after it down: each position whose row or
+// number changed emits -U (the old row with its number) and +U (the new
+// one), +I for a position filled for the first time, -D for one left empty.
+// Over inserts only, a row numbered past the limit changes nothing (it can
+// never rise), and only the rows within it are kept. Over a changelog every
+// row of the partition is kept (a retracted row makes room for the next),
+// -U and -D take out one equal row (none kept: ignored).
 class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
  public:
+  using RankFunction = PlanNode::RankFunction;
   // `window_end` >= 0: a window TOP-N (plan.h is_window_rank), the column
   // of the rows' window end.
-  TopRows(std::vector<Expr> order, std::vector<bool> descending, int64_t limit, bool changelog, std::string what,
-          int window_end = -1)
+  TopRows(std::vector<Expr> order, std::vector<bool> descending, int64_t limit, RankFunction function, bool changelog,
+          std::string what, int window_end = -1)
       : order_(std::move(order)), descending_(std::move(descending)), limit_(static_cast<size_t>(limit)),
-        changelog_(changelog), what_(std::move(what)), window_end_(window_end) {
+        function_(function), changelog_(changelog), what_(std::move(what)), window_end_(window_end) {
     // Deduplication keeping the last row: the new row wins a tie.
-    new_wins_ties_ = limit_ == 1 && std::all_of(descending_.begin(), descending_.end(), [](bool d) { return d; });
+    new_wins_ties_ = function_ == RankFunction::kRowNumber && limit_ == 1 &&
+                     std::all_of(descending_.begin(), descending_.end(), [](bool d) { return d; });
   }
 
   absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
@@ -113,15 +115,16 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
   void process_element(const Row& row, Context& ctx, Collector<Row>& out) override {
     if (changelog_) return update(row, out);
     if (window_end_ >= 0) return keep_for_window(row, ctx);
+    if (function_ != RankFunction::kRowNumber) return update(row, out);
     static const std::vector<Row> kNone;
     const std::vector<Row>* have = top_->peek();
     const std::vector<Row>& old = have != nullptr ? *have : kNone;
     const size_t at = position(old, row);
     if (at >= limit_) return;
-    // Rank i + 1 now holds the new row (i == at) or the one above it.
+    // Row number i + 1 now belongs to the new row (i == at) or the one above it.
     for (size_t i = at; i < std::min(old.size() + 1, limit_); ++i) {
-      if (i < old.size()) out.collect(ranked(old[i], i, RowKind::kUpdateBefore));
-      out.collect(ranked(i == at ? row : old[i - 1], i, i < old.size() ? RowKind::kUpdateAfter : RowKind::kInsert));
+      if (i < old.size()) out.collect(ranked(old[i], i + 1, RowKind::kUpdateBefore));
+      out.collect(ranked(i == at ? row : old[i - 1], i + 1, i < old.size() ? RowKind::kUpdateAfter : RowKind::kInsert));
     }
     std::vector<Row>& top = top_->modify();  // in place: `old` is not used past here
     top.insert(top.begin() + static_cast<long>(at), row);
@@ -142,35 +145,63 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
     return at;
   }
 
-  // A window TOP-N: the window's first N rows wait, and are emitted (+I)
-  // when the watermark passes the window's end; a row after that is late
-  // and dropped.
+  // The numbers of the first of sorted `rows`, as many as are numbered
+  // within the limit.
+  std::vector<int64_t> numbers(const std::vector<Row>& rows) const {
+    std::vector<int64_t> n;
+    std::vector<Value> previous;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      int64_t number = static_cast<int64_t>(i + 1);
+      if (function_ != RankFunction::kRowNumber) {
+        std::vector<Value> key = sort_key(rows[i]);
+        if (i > 0 && compare(key, previous) == 0) {
+          number = n.back();
+        } else if (function_ == RankFunction::kDenseRank) {
+          number = i == 0 ? 1 : n.back() + 1;
+        }
+        previous = std::move(key);
+      }
+      if (number > static_cast<int64_t>(limit_)) break;
+      n.push_back(number);
+    }
+    return n;
+  }
+
+  // A window TOP-N: the window's rows numbered within the limit wait, and
+  // are emitted (+I) when the watermark passes the window's end; a row
+  // after that is late and dropped.
   void keep_for_window(const Row& row, Context& ctx) {
     const int64_t last = row.int64(window_end_) - 1;
     if (last <= ctx.timer_service().current_watermark()) return;
     const std::vector<Row>* have = top_->peek();
     if (have == nullptr) ctx.timer_service().register_event_time_timer(last);
     const size_t at = have == nullptr ? 0 : position(*have, row);
-    if (at >= limit_) return;
+    if (function_ == RankFunction::kRowNumber && at >= limit_) return;
     std::vector<Row>& top = top_->modify();
     top.insert(top.begin() + static_cast<long>(at), row);
-    if (top.size() > limit_) top.pop_back();
+    top.resize(numbers(top).size());
   }
   void on_timer(int64_t, OnTimerContext&, Collector<Row>& out) override {
     const std::vector<Row>* top = top_->peek();
     if (top == nullptr) return;
-    for (size_t i = 0; i < top->size(); ++i) out.collect(ranked((*top)[i], i, RowKind::kInsert));
+    const std::vector<int64_t> n = numbers(*top);
+    for (size_t i = 0; i < n.size(); ++i) out.collect(ranked((*top)[i], n[i], RowKind::kInsert));
     top_->clear();
   }
 
-  // Over a changelog: the row goes in or out of the partition's rows, and
-  // each rank whose row differs from before emits its change.
+  // The row goes in (or, from a changelog, out of) the partition's rows,
+  // and each position whose row or number differs from before emits its
+  // change. Over inserts only, rows numbered past the limit are dropped.
   void update(const Row& row, Collector<Row>& out) {
     const bool retract = row.kind == RowKind::kUpdateBefore || row.kind == RowKind::kDelete;
     const std::vector<Row>* have = top_->peek();
     if (retract && have == nullptr) return;
     std::vector<Row> before;
-    if (have != nullptr) before.assign(have->begin(), have->begin() + static_cast<long>(std::min(limit_, have->size())));
+    std::vector<int64_t> before_numbers;
+    if (have != nullptr) {
+      before_numbers = numbers(*have);
+      before.assign(have->begin(), have->begin() + static_cast<long>(before_numbers.size()));
+    }
     std::vector<Row>& rows = top_->modify();
     if (retract) {
       auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.values == row.values; });
@@ -181,17 +212,18 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
       r.kind = RowKind::kInsert;
       rows.insert(rows.begin() + static_cast<long>(position(rows, r)), std::move(r));
     }
-    const size_t after = std::min(limit_, rows.size());
-    for (size_t i = 0; i < std::max(before.size(), after); ++i) {
-      if (i >= after) {
-        out.collect(ranked(before[i], i, RowKind::kDelete));
+    const std::vector<int64_t> after = numbers(rows);
+    for (size_t i = 0; i < std::max(before.size(), after.size()); ++i) {
+      if (i >= after.size()) {
+        out.collect(ranked(before[i], before_numbers[i], RowKind::kDelete));
       } else if (i >= before.size()) {
-        out.collect(ranked(rows[i], i, RowKind::kInsert));
-      } else if (before[i].values != rows[i].values) {
-        out.collect(ranked(before[i], i, RowKind::kUpdateBefore));
-        out.collect(ranked(rows[i], i, RowKind::kUpdateAfter));
+        out.collect(ranked(rows[i], after[i], RowKind::kInsert));
+      } else if (before[i].values != rows[i].values || before_numbers[i] != after[i]) {
+        out.collect(ranked(before[i], before_numbers[i], RowKind::kUpdateBefore));
+        out.collect(ranked(rows[i], after[i], RowKind::kUpdateAfter));
       }
     }
+    if (!changelog_) rows.resize(after.size());
     if (rows.empty()) top_->clear();
   }
 
@@ -204,16 +236,17 @@ class TopRows final : public KeyedProcessFunction<std::string, Row, Row> {
   int compare(const std::vector<Value>& a, const std::vector<Value>& b) const {
     return compare_sort_keys(a, b, descending_);
   }
-  static Row ranked(const Row& r, size_t index, RowKind kind) {
+  static Row ranked(const Row& r, int64_t number, RowKind kind) {
     Row out = r;
     out.kind = kind;
-    out.values.push_back(static_cast<int64_t>(index + 1));
+    out.values.push_back(number);
     return out;
   }
 
   const std::vector<Expr> order_;
   const std::vector<bool> descending_;
   const size_t limit_;
+  const RankFunction function_;
   const bool changelog_;
   const std::string what_;
   const int window_end_;
@@ -393,14 +426,15 @@ absl::StatusOr<DataStream<Row>> top_n(const DataStream<Row>& in, const PlanNode&
   const std::vector<Expr> order = n.order_keys;
   const std::vector<bool> descending = n.descending;
   const int64_t limit = n.limit;
+  const PlanNode::RankFunction function = n.rank_function;
   const bool changelog = is_updating(*n.input);
   const int window_end = is_window_rank(n) ? window_bounds(*n.input)->end : -1;
-  const std::string what = "ROW_NUMBER() ORDER BY";
+  const std::string what = std::string(rank_function_name(function)) + "() ORDER BY";
   DataStream<Row> out = in.key_by([keys](const Row& row) { return keys->encode(row); })
                             .process<Row>(
-                                [order, descending, limit, changelog, what, window_end] {
-                                  return std::make_unique<TopRows>(order, descending, limit, changelog, what,
-                                                                   window_end);
+                                [order, descending, limit, function, changelog, what, window_end] {
+                                  return std::make_unique<TopRows>(order, descending, limit, function, changelog,
+                                                                   what, window_end);
                                 },
                                 window_end >= 0 ? "window-top-n" : "top-n");
   out.uid(uid + (window_end >= 0 ? "window-top-n" : "top-n"));

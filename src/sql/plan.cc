@@ -261,7 +261,10 @@ std::string describe(const PlanNode& n, const std::vector<std::string>& in, cons
       }
       line += std::string(is_window_rank(n) ? "WindowRank" : "Rank") + "(partition: " + absl::StrJoin(keys, ", ") +
               "; order: " + absl::StrJoin(order, ", ") +
-              "; rows 1.." + std::to_string(n.limit) + ")";
+              (n.rank_function == PlanNode::RankFunction::kRowNumber
+                   ? "; rows 1.."
+                   : "; " + std::string(rank_function_name(n.rank_function)) + " 1..") +
+              std::to_string(n.limit) + ")";
       break;
     }
     case PlanNode::Kind::kOver: {
@@ -314,6 +317,15 @@ std::string explain(const PlanNode& root) {
   std::string out;
   explain_into(root, 0, &out);
   return out;
+}
+
+std::string_view rank_function_name(PlanNode::RankFunction f) {
+  switch (f) {
+    case PlanNode::RankFunction::kRowNumber: return "ROW_NUMBER";
+    case PlanNode::RankFunction::kRank: return "RANK";
+    case PlanNode::RankFunction::kDenseRank: return "DENSE_RANK";
+  }
+  return "?";
 }
 
 std::string state_layout(const PlanNode& n) {

@@ -157,9 +157,14 @@ struct PlanNode {
   // that came first ranks first, except for deduplication keeping the
   // last row (limit 1, every order key descending), where the new row
   // replaces. Over an updating input a retracted row leaves its rank.
+  // RANK() and DENSE_RANK() instead: rows that tie in the order share a
+  // number (RANK skips the numbers after a tie, DENSE_RANK does not), and
+  // every row numbered up to the limit is kept, ties included.
   std::vector<Expr> order_keys;
   std::vector<bool> descending;
   int64_t limit = 0;  // 0: no WHERE rn <= N above it (yet)
+  enum class RankFunction : uint8_t { kRowNumber, kRank, kDenseRank };
+  RankFunction rank_function = RankFunction::kRowNumber;
   // kOver (`aggregates` OVER (PARTITION BY exprs ORDER BY order_keys[0]
   // frame)): each input row, then each call's value over the row's frame
   // within its partition; inserts only.
@@ -173,6 +178,9 @@ struct PlanNode {
 // A join's columns: its left side's, then its right side's, those of a
 // side an outer join pads nullable.
 void set_join_columns(PlanNode* join);
+
+// "ROW_NUMBER", "RANK", "DENSE_RANK".
+std::string_view rank_function_name(PlanNode::RankFunction f);
 
 // A window TOP-N: a kRank over append-only rows that carry their window's
 // bounds, partitioned by both (and maybe more): each window's first N rows

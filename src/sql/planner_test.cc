@@ -302,8 +302,13 @@ TEST(SqlPlannerTest, RowNumberWithALimitAboveIsATopN) {
                              "INSERT INTO o SELECT auction, r FROM (SELECT auction, ";
   EXPECT_EQ(error_of(ranked + "ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price) AS r FROM bid) AS t;"),
             "line 5, column 1: ROW_NUMBER() without WHERE rn <= N in the query around it (TOP-N) is not supported yet");
-  EXPECT_EQ(error_of(ranked + "RANK() OVER (PARTITION BY auction ORDER BY price) AS r FROM bid) AS t WHERE r <= 2;"),
-            "line 5, column 55: RANK() OVER (...) is not supported yet (ROW_NUMBER() OVER (...) is, for TOP-N)");
+  EXPECT_EQ(error_of(ranked + "NTILE(2) OVER (PARTITION BY auction ORDER BY price) AS r FROM bid) AS t WHERE r <= 2;"),
+            "line 5, column 55: NTILE() OVER (...) is not supported yet (ROW_NUMBER(), RANK() and DENSE_RANK() OVER "
+            "(...) are, for TOP-N)");
+  EXPECT_EQ(error_of(ranked + "DENSE_RANK() OVER (PARTITION BY auction) AS r FROM bid) AS t WHERE r <= 2;"),
+            "line 5, column 55: DENSE_RANK() needs an ORDER BY in its OVER (...)");
+  EXPECT_EQ(error_of(ranked + "RANK() OVER (PARTITION BY auction ORDER BY price) AS r FROM bid) AS t;"),
+            "line 5, column 1: RANK() without WHERE rn <= N in the query around it (TOP-N) is not supported yet");
   EXPECT_EQ(error_of(ranked + "ROW_NUMBER() OVER (PARTITION BY auction) AS r FROM bid) AS t WHERE r <= 2;"),
             "line 5, column 55: ROW_NUMBER() needs an ORDER BY in its OVER (...)");
 }
@@ -356,10 +361,11 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
                            "INSERT INTO o SELECT auction FROM bid WHERE price;"),
             "line 5, column 45: WHERE needs a BOOLEAN, not BIGINT");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT, n BIGINT) WITH (connector = 'print');\n"
-                           "INSERT INTO o SELECT a, n FROM (SELECT auction AS a, n, RANK() OVER (PARTITION BY n "
+                           "INSERT INTO o SELECT a, n FROM (SELECT auction AS a, n, PERCENT_RANK() OVER (PARTITION BY n "
                            "ORDER BY auction) AS rn FROM (SELECT auction, COUNT(*) AS n FROM bid GROUP BY auction) AS c) "
                            "AS r WHERE rn <= 1;"),
-            "line 5, column 57: RANK() OVER (...) is not supported yet (ROW_NUMBER() OVER (...) is, for TOP-N)");
+            "line 5, column 57: PERCENT_RANK() OVER (...) is not supported yet (ROW_NUMBER(), RANK() and DENSE_RANK() "
+            "OVER (...) are, for TOP-N)");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT, n BIGINT) WITH (connector = 'print');\n"
                            "INSERT INTO o SELECT c.auction, c.n FROM (SELECT auction, COUNT(*) AS n FROM bid GROUP BY auction) "
                            "AS c RIGHT JOIN bid USING (auction);"),

@@ -222,13 +222,19 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::row_number(const json& f
   const int at = location_of(f);
   const auto names = strings_of(f.value("funcname", json::array()));
   const std::string name = absl::AsciiStrToUpper(names.empty() ? "?" : names.back());
-  if (name != "ROW_NUMBER") {
-    return error(at, name + "() OVER (...) is not supported yet (ROW_NUMBER() OVER (...) is, for TOP-N)");
-  }
-  if (input->kind == PlanNode::Kind::kRank) return unsupported(at, "two ROW_NUMBER()s in one SELECT");
-  const json& over = f["over"];
   auto rank = std::make_unique<PlanNode>();
   rank->kind = PlanNode::Kind::kRank;
+  if (name == "RANK") {
+    rank->rank_function = PlanNode::RankFunction::kRank;
+  } else if (name == "DENSE_RANK") {
+    rank->rank_function = PlanNode::RankFunction::kDenseRank;
+  } else if (name != "ROW_NUMBER") {
+    return error(at, name + "() OVER (...) is not supported yet (ROW_NUMBER(), RANK() and DENSE_RANK() OVER (...) "
+                            "are, for TOP-N)");
+  }
+  if (!f.value("args", json::array()).empty()) return error(at, name + "() takes no arguments");
+  if (input->kind == PlanNode::Kind::kRank) return unsupported(at, "two ranking functions in one SELECT");
+  const json& over = f["over"];
   for (const auto& k : over.value("partitionClause", json::array())) {
     auto e = binder_.bind(k, scopes);
     if (!e.ok()) return e.status();
@@ -241,7 +247,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::row_number(const json& f
     rank->order_keys.push_back(*std::move(e));
     rank->descending.push_back(sort.value("sortby_dir", "") == "SORTBY_DESC");
   }
-  if (rank->order_keys.empty()) return error(at, "ROW_NUMBER() needs an ORDER BY in its OVER (...)");
+  if (rank->order_keys.empty()) return error(at, name + "() needs an ORDER BY in its OVER (...)");
   if (over.contains("frameOptions") && over.contains("startOffset")) return unsupported(at, "a window frame");
   rank->columns = input->columns;
   rank->columns.push_back({"$rn", {TypeKind::kBigInt, false}});
@@ -251,7 +257,9 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::row_number(const json& f
 
 absl::Status check_ranks(const PlanNode& n, std::string_view text, int offset) {
   if (n.kind == PlanNode::Kind::kRank && n.limit == 0) {
-    return sql_unsupported(text, offset, "ROW_NUMBER() without WHERE rn <= N in the query around it (TOP-N)");
+    return sql_unsupported(text, offset,
+                           std::string(rank_function_name(n.rank_function)) +
+                               "() without WHERE rn <= N in the query around it (TOP-N)");
   }
   for (const PlanNode* c : {n.input.get(), n.right.get()}) {
     if (c == nullptr) continue;
