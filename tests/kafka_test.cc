@@ -26,11 +26,14 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/test_points.h"
+#include "examples/nexmark/generator.h"
 #include "examples/orders/orders.h"
 #include "examples/running_sum/running_sum.h"
 #include "testing/seed.h"
+#include "tests/changelog.h"
 #include "tests/cluster.h"
 #include "tests/pg_server.h"
 #include "tests/prometheus.h"
@@ -58,7 +61,8 @@ class Broker {
                                                               "--topic", "pos:2", "--topic", "orders:4", "--topic",
                                                               "order-totals:3", "--topic", "order-totals.weir-markers:1",
                                                               "--topic", "orders-rejects:1", "--topic",
-                                                              "orders-rejects.weir-markers:1", "--topic", "nexmark:8"},
+                                                              "orders-rejects.weir-markers:1", "--topic", "nexmark:8", "--topic", "upserts:3",
+                                                              "--topic", "upserts.weir-markers:1"},
                                      log_prefix, /*pipe_stderr=*/true);
     child_->wait_for_line(
         [&](const std::string& line) {
@@ -862,6 +866,103 @@ TEST(OrdersJobTest, SqlKafkaToKafkaAndPostgresAfterAKillAreExactlyOnce) {
     got_customers[cols[0]] = {std::stoll(cols[1]), std::stoll(cols[2])};
   }
   EXPECT_EQ(got_customers, want_customers);
+}
+
+// An updating result (a GROUP BY whose HAVING deletes groups) into an
+// upsert-kafka table, exactly-once with failures: the topic, read as a
+// compacted topic is (the last record per key; a tombstone deletes), holds
+// each group the input leaves. Then read back as an upsert-kafka table
+// (each key's changes normalized into a changelog): its rows, and an
+// aggregation over them, are that table's.
+TEST(UpsertKafkaTest, AnUpdatingResultWrittenAndReadBackIsTheGroupsTable) {
+  TempDir dir("upsert-kafka");
+  Broker broker(dir.path("broker"));
+  ASSERT_FALSE(broker.bootstrap().empty()) << broker.err();
+  constexpr int64_t kEvents = 30000;
+  // The groups' counts, and a HAVING bound that deletes about half.
+  nexmark::Generator gen;
+  std::map<int64_t, std::pair<int64_t, int64_t>> groups;  // g -> (count, max price)
+  for (int64_t i = 0; i < kEvents; ++i) {
+    const nexmark::Event e = gen.generate(i);
+    if (e.type != nexmark::EventType::kBid) continue;
+    auto& [n, top] = groups[e.bid.auction % 40];
+    ++n;
+    top = std::max(top, e.bid.price);
+  }
+  std::vector<int64_t> counts;
+  for (const auto& [g, v] : groups) counts.push_back(v.first);
+  std::sort(counts.begin(), counts.end());
+  const int64_t bound = counts[counts.size() / 2];
+  std::set<std::string> want;
+  int64_t live = 0, total = 0;
+  for (const auto& [g, v] : groups) {
+    if (v.first >= bound) continue;
+    want.insert(absl::StrCat(g, ",", v.first, ",", v.second));
+    ++live;
+    total += v.first;
+  }
+  ASSERT_GT(live, 5);
+  ASSERT_LT(live, static_cast<int64_t>(groups.size()) - 5);
+
+  const std::string kafka = "\"properties.bootstrap.servers\" = '" + broker.bootstrap() + "'";
+  const std::string table = "CREATE TABLE counts (g BIGINT PRIMARY KEY, n BIGINT, top BIGINT) WITH (connector = "
+                            "'upsert-kafka', topic = 'upserts', " + kafka + ", \"key.format\" = 'csv', "
+                            "\"value.format\" = 'csv'";
+  const std::string write = dir.path("write.sql");
+  std::ofstream(write) << "CREATE TABLE bid (auction BIGINT, price BIGINT) WITH (connector = 'nexmark', events = "
+                       << kEvents << ", rate = 10000, \"fail-every\" = 7000);\n"
+                       << table << ", \"sink.transactional-id-prefix\" = 'upserts');\n"
+                       << "INSERT INTO counts SELECT MOD(auction, 40), COUNT(*), MAX(price) FROM bid "
+                       << "GROUP BY MOD(auction, 40) HAVING COUNT(*) < " << bound << ";\n";
+  Child writer({testing::weir_bin(), "sql", write, "-p", "2", "--checkpoint-interval", "50ms"}, dir.path("writer"));
+  ASSERT_EQ(writer.wait(), 0) << writer.err();
+  EXPECT_EQ(writer.out().find("restarts: 0"), std::string::npos) << "no failure injected\n" << writer.out();
+
+  // The topic as compaction would leave it.
+  Child kcat({kKcat, "-C", "-b", broker.bootstrap(), "-t", "upserts", "-e", "-q", "-Z", "-X",
+              "isolation.level=read_committed", "-f", "%k=%s\\n"},
+             dir.path("kcat"));
+  ASSERT_EQ(kcat.wait(), 0) << kcat.err();
+  std::map<std::string, std::string> compacted;
+  int tombstones = 0;
+  std::istringstream lines(kcat.out());
+  for (std::string l; std::getline(lines, l);) {
+    const size_t eq = l.find('=');
+    ASSERT_NE(eq, std::string::npos) << l;
+    if (l.substr(eq + 1) == "NULL") {
+      ++tombstones;
+      compacted.erase(l.substr(0, eq));
+    } else {
+      compacted[l.substr(0, eq)] = l.substr(eq + 1);
+    }
+  }
+  EXPECT_GT(tombstones, 0);
+  std::set<std::string> in_topic;
+  for (const auto& [k, v] : compacted) {
+    EXPECT_EQ(v.substr(0, v.find(',')), k) << "the key is the PRIMARY KEY's value";
+    in_topic.insert(v);
+  }
+  EXPECT_EQ(in_topic, want);
+
+  // Read back: the rows, and what an aggregation over them gives.
+  const std::string read = dir.path("read.sql");
+  std::ofstream(read) << table << ", \"scan.bounded.mode\" = 'latest-offset');\n"
+                      << "CREATE TABLE copy (g BIGINT, n BIGINT, top BIGINT) WITH (connector = 'filesystem', "
+                      << "format = 'changelog-csv', path = '" << dir.path("copy") << "');\n"
+                      << "CREATE TABLE summary (groups BIGINT, total BIGINT) WITH (connector = 'filesystem', "
+                      << "format = 'changelog-csv', path = '" << dir.path("summary") << "');\n"
+                      << "INSERT INTO copy SELECT g, n, top FROM counts;\n"
+                      << "INSERT INTO summary SELECT COUNT(*), SUM(n) FROM counts;\n";
+  Child reader({testing::weir_bin(), "sql", read, "-p", "2", "--checkpoint-interval", "50ms"}, dir.path("reader"));
+  ASSERT_EQ(reader.wait(), 0) << reader.err();
+  auto copy = read_published_lines(dir.path("copy"), "part");
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  const std::vector<std::string> rows = testing::apply_changelog(*copy);
+  EXPECT_EQ(std::set<std::string>(rows.begin(), rows.end()), want);
+  EXPECT_EQ(rows.size(), want.size());
+  auto summary = read_published_lines(dir.path("summary"), "part");
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(testing::apply_changelog(*summary), std::vector<std::string>{absl::StrCat(live, ",", total)});
 }
 
 // The orders job killed once mid-run and restored to the end: the totals

@@ -884,6 +884,27 @@ TEST_F(SqlTest, BadSqlIsOneLineWithExitCode2AndNothingRuns) {
              "\"properties.bootstrap.servers\" = 'h:1', format = 'json');\n"
              "INSERT INTO k SELECT channel, COUNT(*) FROM bid GROUP BY channel;",
        "table k: the kafka connector takes inserts only, and the query's result is updating"},
+      {bid + "CREATE TABLE u (c VARCHAR, n BIGINT) WITH (connector = 'upsert-kafka', topic = 't', "
+             "\"properties.bootstrap.servers\" = 'h:1', \"key.format\" = 'csv', \"value.format\" = 'csv');\n"
+             "INSERT INTO u SELECT channel, COUNT(*) FROM bid GROUP BY channel;",
+       "table u: the upsert-kafka connector needs a PRIMARY KEY"},
+      {bid + "CREATE TABLE u (c VARCHAR PRIMARY KEY, n BIGINT) WITH (connector = 'upsert-kafka', topic = 't', "
+             "\"properties.bootstrap.servers\" = 'h:1', \"value.format\" = 'csv');\n"
+             "INSERT INTO u SELECT channel, COUNT(*) FROM bid GROUP BY channel;",
+       "table u: the upsert-kafka connector needs \"key.format\" = 'json', 'csv' or 'raw'"},
+      {bid + "CREATE TABLE u (c VARCHAR PRIMARY KEY, n BIGINT) WITH (connector = 'upsert-kafka', topic = 't', "
+             "\"properties.bootstrap.servers\" = 'h:1', \"key.format\" = 'csv');\n"
+             "INSERT INTO u SELECT channel, COUNT(*) FROM bid GROUP BY channel;",
+       "table u: the upsert-kafka connector needs \"value.format\" = 'json', 'csv' or 'raw'"},
+      {"CREATE TABLE u (c VARCHAR PRIMARY KEY, ts TIMESTAMP(3)) WITH (connector = 'upsert-kafka', topic = 't', "
+       "\"properties.bootstrap.servers\" = 'h:1', \"key.format\" = 'csv', \"value.format\" = 'csv', "
+       "watermark = 'ts');\nCREATE TABLE o (c VARCHAR) WITH (connector = 'blackhole');\nINSERT INTO o SELECT c FROM u;",
+       "table u: an upsert-kafka table has no event time yet (neither a watermark nor \"metadata.timestamp\")"},
+      {"CREATE TABLE u (c VARCHAR PRIMARY KEY, ts TIMESTAMP(3)) WITH (connector = 'upsert-kafka', topic = 't', "
+       "\"properties.bootstrap.servers\" = 'h:1', \"key.format\" = 'csv', \"value.format\" = 'csv');\n"
+       "CREATE TABLE o (n BIGINT) WITH (connector = 'blackhole');\n"
+       "INSERT INTO o SELECT COUNT(*) FROM TUMBLE(u, DESCRIPTOR(ts), INTERVAL '1' SECOND) GROUP BY window_start, window_end;",
+       "TUMBLE over an updating result is not supported yet"},
       {bid + "CREATE TABLE p (c VARCHAR, n BIGINT) WITH (connector = 'postgres', conninfo = 'host=nowhere');\n"
              "INSERT INTO p SELECT channel, COUNT(*) FROM bid GROUP BY channel;",
        "table p: the query's result is updating (a GROUP BY without a window): declare the table's PRIMARY KEY"},

@@ -59,7 +59,10 @@ struct KafkaRecord {
   std::string key;
   std::string value;
   std::vector<std::pair<std::string, std::string>> headers;
-  auto weir_fields() { return std::tie(topic, partition, offset, timestamp, key, value, headers); }
+  // No value at all (Kafka's null, not an empty one): on a compacted
+  // topic, the deletion of its key. `value` is then empty.
+  bool tombstone = false;
+  auto weir_fields() { return std::tie(topic, partition, offset, timestamp, key, value, headers, tombstone); }
 };
 // For decode_rows (weir/formats.h): the value is the record's bytes.
 inline std::string_view bytes_of(const KafkaRecord& r) { return r.value; }

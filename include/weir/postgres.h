@@ -15,7 +15,8 @@
 // Needs max_prepared_transactions > 0 on the server. docs/postgres.md.
 //
 // PostgresUpsertSink: a changelog (+I/+U insert or update the row of its
-// key, -D deletes it, -U is skipped: the +U after it says all) applied by
+// key, -D deletes it, and so does -U unless its +U follows in the batch: a
+// -U alone is a row a condition above an aggregation dropped) applied by
 // primary key, batched: per batch the last change of each key, as one
 // INSERT ... ON CONFLICT DO UPDATE and one DELETE, in one transaction.
 // Batches are written when full and at every checkpoint barrier, so the

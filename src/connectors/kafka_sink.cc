@@ -266,7 +266,7 @@ class KafkaSink::Impl {
       }
       rd_kafka_resp_err_t e = rd_kafka_producev(
           rk_.get(), RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition_for(r)),
-          RD_KAFKA_V_KEY(r.key.data(), r.key.size()), RD_KAFKA_V_VALUE(const_cast<char*>(r.value.data()), r.value.size()),
+          RD_KAFKA_V_KEY(r.key.data(), r.key.size()), RD_KAFKA_V_VALUE(r.tombstone ? nullptr : const_cast<char*>(r.value.data()), r.tombstone ? 0 : r.value.size()),
           RD_KAFKA_V_TIMESTAMP(r.timestamp > 0 ? r.timestamp : 0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
           RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(this), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;

@@ -365,7 +365,8 @@ class KafkaSource::Impl {
     rd_kafka_timestamp_type_t type;
     r->timestamp = rd_kafka_message_timestamp(m, &type);
     r->key.assign(static_cast<const char*>(m->key), m->key_len);
-    r->value.assign(static_cast<const char*>(m->payload), m->len);
+    r->tombstone = m->payload == nullptr;
+    r->value.assign(r->tombstone ? "" : static_cast<const char*>(m->payload), r->tombstone ? 0 : m->len);
     r->headers.clear();
     rd_kafka_headers_t* hdrs = nullptr;
     if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {

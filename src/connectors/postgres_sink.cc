@@ -353,7 +353,6 @@ class PostgresUpsertSink::Impl {
                                         std::to_string(row.values.size()) + " values for " +
                                         std::to_string(o_.columns.size()) + " columns");
     }
-    if (row.kind == RowKind::kUpdateBefore) return absl::OkStatus();  // the +U that follows says all
     std::string key;
     for (size_t i : key_index_) {
       if (!row.values[i]) {
@@ -362,8 +361,11 @@ class PostgresUpsertSink::Impl {
       }
       key += std::to_string(row.values[i]->size()) + ":" + *row.values[i];
     }
-    // The last change of a key in a batch is the one that counts.
-    batch_.insert_or_assign(std::move(key), row);
+    // The last change of a key in a batch is the one that counts. A -U is
+    // the key's row leaving: a delete, unless its +U follows (none does
+    // when a condition above the aggregation dropped the new row).
+    auto [at, fresh] = batch_.insert_or_assign(std::move(key), row);
+    if (row.kind == RowKind::kUpdateBefore) at->second.kind = RowKind::kDelete;
     if (static_cast<int>(batch_.size()) >= o_.max_batch_rows) return flush();
     return absl::OkStatus();
   }

@@ -1,6 +1,7 @@
-// Tables of the systems weir connects to (sql/job_builder.h): 'kafka' (a
-// source and a sink, through weir/kafka.h) and 'postgres' (a sink, through
-// weir/postgres.h), their options named as Flink's connectors name theirs.
+// Kafka tables (sql/job_builder.h): 'kafka' (a source and a sink, through
+// weir/kafka.h) and 'upsert-kafka' (the same over a changelog by the
+// table's PRIMARY KEY), their options named as Flink's connectors name
+// theirs; the 'postgres' tables are in postgres_tables.cc.
 #include <memory>
 
 #include "absl/strings/ascii.h"
@@ -10,40 +11,43 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "sql/connector_tables.h"
 #include "sql/expression.h"
 #include "sql/job_builder.h"
 #include "sql/keys.h"
 #include "weir/kafka.h"
-#include "weir/postgres.h"
 
 namespace weir::sql {
-namespace {
 
-std::string option(const TableDef& t, const std::string& name, const std::string& fallback = "") {
+std::string table_option(const TableDef& t, const std::string& name, const std::string& fallback) {
   auto it = t.options.find(name);
   return it == t.options.end() ? fallback : it->second;
 }
 
-absl::Status bad(const TableDef& t, const std::string& what) {
+absl::Status table_error(const TableDef& t, const std::string& what) {
   return absl::InvalidArgumentError("table " + t.name + ": " + what);
 }
 
+namespace {
+
 // The records' format: 'json' (fields by name), 'csv' (fields by position)
 // or 'raw' (one VARCHAR column, the bytes).
-absl::StatusOr<std::shared_ptr<const Format>> table_format(const TableDef& t, const std::vector<Column>& columns) {
-  const std::string format = option(t, "format");
+absl::StatusOr<std::shared_ptr<const Format>> table_format(const TableDef& t, const std::vector<Column>& columns,
+                                                           const std::string& option_name = "format") {
+  const std::string format = table_option(t, option_name);
   TableDef shape = t;
   shape.columns = columns;
   if (format == "json") return json_format(csv_schema(shape));
   if (format == "csv") return csv_format(csv_schema(shape));
   if (format == "raw") {
     if (columns.size() != 1 || columns[0].type.kind != TypeKind::kVarchar) {
-      return bad(t, "format 'raw' needs one VARCHAR column");
+      return table_error(t, "format 'raw' needs one VARCHAR column");
     }
     return raw_format(columns[0].name);
   }
-  return bad(t, format.empty() ? "the kafka connector needs format = 'json', 'csv' or 'raw'"
-                               : "format '" + format + "' is not supported (json, csv and raw are)");
+  const std::string quoted = option_name == "format" ? option_name : "\"" + option_name + "\"";
+  return table_error(t, format.empty() ? "the " + t.connector() + " connector needs " + quoted + " = 'json', 'csv' or 'raw'"
+                               : quoted + " '" + format + "' is not supported (json, csv and raw are)");
 }
 
 // The rows of a Kafka source: each record decoded where it is read, so its
@@ -51,12 +55,25 @@ absl::StatusOr<std::shared_ptr<const Format>> table_format(const TableDef& t, co
 // A record the format cannot read fails the task naming topic, partition,
 // offset and cause, unless the table says to skip such records (then they
 // are counted and logged).
+//
+// Of an upsert-kafka table: a record with a value is its key's row now
+// (+U), one without (a tombstone) its key's deletion (-D: the key's columns
+// from the record's key, the others NULL); Normalize below makes a
+// changelog of them.
+struct UpsertKey {
+  std::shared_ptr<const Format> format;  // of the key's bytes: the PRIMARY KEY's columns
+  std::vector<int> columns;              // where they are in a row
+  size_t width = 0;                      // of a row
+};
+
 class KafkaRows final : public Source<Row> {
  public:
   KafkaRows(SourceFactory<KafkaRecord> records, std::shared_ptr<const Format> format, int timestamp_column,
-            bool skip_bad, std::string table)
+            bool skip_bad, std::string table, std::optional<UpsertKey> upsert = std::nullopt)
       : records_factory_(std::move(records)), decoder_(format, "table " + table), timestamp_column_(timestamp_column),
-        skip_bad_(skip_bad), table_(std::move(table)) {}
+        skip_bad_(skip_bad), table_(std::move(table)), upsert_(std::move(upsert)) {
+    if (upsert_) key_decoder_.emplace(upsert_->format, "table " + table_ + " (record keys)");
+  }
 
   absl::Status open(OperatorContext& ctx) override {
     records_ = records_factory_();
@@ -105,19 +122,29 @@ class KafkaRows final : public Source<Row> {
   };
 
   bool decode(const KafkaRecord& r) {
-    if (!decoder_.decode(r.value, &row_, &rejected_)) {
-      rejected_.origin = origin_of(r);
-      rejected_.bytes = r.value;
-      if (!skip_bad_) {
-        throw std::runtime_error("table " + table_ + ": " + rejected_.origin + ": " + rejected_.reason);
-      }
-      decoder_.unread(rejected_);
-      return false;
+    if (upsert_ && r.tombstone) {
+      if (!key_decoder_->decode(r.key, &key_, &rejected_)) return reject(r, r.key, *key_decoder_);
+      row_.kind = RowKind::kDelete;
+      row_.values.assign(upsert_->width, Value{});
+      for (size_t i = 0; i < upsert_->columns.size(); ++i) row_.values[upsert_->columns[i]] = std::move(key_.values[i]);
+      return true;
     }
+    if (!decoder_.decode(r.value, &row_, &rejected_)) return reject(r, r.value, decoder_);
+    row_.kind = upsert_ ? RowKind::kUpdateAfter : RowKind::kInsert;
     if (timestamp_column_ >= 0) {
       row_.values.insert(row_.values.begin() + timestamp_column_, r.timestamp >= 0 ? Value(r.timestamp) : Value());
     }
     return true;
+  }
+
+  // A record the format cannot read (`bytes`, its value or key): fails the
+  // task, or is skipped, counted and logged.
+  bool reject(const KafkaRecord& r, const std::string& bytes, detail::RowDecoder& decoder) {
+    rejected_.origin = origin_of(r);
+    rejected_.bytes = bytes;
+    if (!skip_bad_) throw std::runtime_error("table " + table_ + ": " + rejected_.origin + ": " + rejected_.reason);
+    decoder.unread(rejected_);
+    return false;
   }
 
   SourceFactory<KafkaRecord> records_factory_;
@@ -126,21 +153,84 @@ class KafkaRows final : public Source<Row> {
   const int timestamp_column_;  // of the record's timestamp ("metadata.timestamp"), or -1
   const bool skip_bad_;
   const std::string table_;
-  Row row_;
+  const std::optional<UpsertKey> upsert_;
+  std::optional<detail::RowDecoder> key_decoder_;
+  Row row_, key_;
   Rejected rejected_;
 };
 
-absl::StatusOr<DataStream<Row>> kafka_source(StreamEnvironment& env, const TableDef& t, const std::string& uid) {
+// An upsert table's records as a changelog, per key (Flink's
+// ChangelogNormalize): the key's latest row in value state; a new row
+// gives +I (none before) or -U of the old and +U of the new (an equal one:
+// nothing), a deletion -D of the old (none before: nothing).
+class Normalize final : public KeyedProcessFunction<std::string, Row, Row> {
+ public:
+  absl::Status open(KeyedRuntimeContext<std::string>& ctx) override {
+    latest_ = &ctx.get_state(ValueStateDescriptor<Row>{"latest"});
+    return absl::OkStatus();
+  }
+  void process_element(const Row& row, Context&, Collector<Row>& out) override {
+    std::optional<Row> old = latest_->value();
+    if (row.kind == RowKind::kDelete) {
+      if (!old) return;
+      old->kind = RowKind::kDelete;
+      out.collect(*std::move(old));
+      latest_->clear();
+      return;
+    }
+    if (old && old->values == row.values) return;
+    Row now = row;
+    if (old) {
+      old->kind = RowKind::kUpdateBefore;
+      out.collect(*std::move(old));
+      now.kind = RowKind::kUpdateAfter;
+    } else {
+      now.kind = RowKind::kInsert;
+    }
+    out.collect(now);
+    now.kind = RowKind::kInsert;
+    latest_->update(std::move(now));
+  }
+
+ private:
+  ValueState<Row>* latest_ = nullptr;
+};
+
+// The PRIMARY KEY's columns of `t` (an upsert table needs one).
+absl::StatusOr<std::vector<int>> primary_key(const TableDef& t, const std::vector<Column>& columns) {
+  auto pk = t.options.find("primary-key");
+  if (pk == t.options.end()) return table_error(t, "the " + t.connector() + " connector needs a PRIMARY KEY");
+  std::vector<int> key;
+  for (absl::string_view c : absl::StrSplit(pk->second, ',')) key.push_back(column_index(columns, std::string_view(c.data(), c.size())));
+  return key;
+}
+
+// The format of the key's bytes of an upsert table: "key.format" over its
+// PRIMARY KEY's columns.
+absl::StatusOr<std::shared_ptr<const Format>> key_format(const TableDef& t, const std::vector<Column>& columns,
+                                                         const std::vector<int>& key) {
+  TableDef keys = t;
+  keys.options["format"] = table_option(t, "key.format");
+  if (keys.options["format"].empty()) return table_error(t, "the upsert-kafka connector needs \"key.format\" = 'json', 'csv' or 'raw'");
+  std::vector<Column> key_columns;
+  for (int i : key) key_columns.push_back(columns[static_cast<size_t>(i)]);
+  return table_format(keys, key_columns);
+}
+
+// The rows of a kafka table, or of an upsert-kafka table (`upsert`: a
+// changelog by its primary key).
+absl::StatusOr<DataStream<Row>> kafka_rows(StreamEnvironment& env, const TableDef& t, const std::string& uid,
+                                           bool upsert) {
   KafkaSource::Builder b = KafkaSource::builder();
-  const std::string servers = option(t, "properties.bootstrap.servers");
-  if (servers.empty()) return bad(t, "the kafka connector needs \"properties.bootstrap.servers\" = 'host:port,...'");
+  const std::string servers = table_option(t, "properties.bootstrap.servers");
+  if (servers.empty()) return table_error(t, "the kafka connector needs \"properties.bootstrap.servers\" = 'host:port,...'");
   b.bootstrap_servers(servers);
-  const std::string topic = option(t, "topic"), pattern = option(t, "topic-pattern");
-  if (topic.empty() == pattern.empty()) return bad(t, "the kafka connector needs topic = 'a;b' or \"topic-pattern\" (one)");
+  const std::string topic = table_option(t, "topic"), pattern = table_option(t, "topic-pattern");
+  if (topic.empty() == pattern.empty()) return table_error(t, "the kafka connector needs topic = 'a;b' or \"topic-pattern\" (one)");
   if (!topic.empty()) b.topics(absl::StrSplit(topic, ';', absl::SkipEmpty()));
   if (!pattern.empty()) b.topic_pattern(pattern);
-  if (const std::string g = option(t, "properties.group.id"); !g.empty()) b.group_id(g);
-  const std::string mode = option(t, "scan.startup.mode", "earliest-offset");
+  if (const std::string g = table_option(t, "properties.group.id"); !g.empty()) b.group_id(g);
+  const std::string mode = table_option(t, "scan.startup.mode", "earliest-offset");
   if (mode == "earliest-offset") {
     b.start_from(KafkaStartFrom::kEarliest);
   } else if (mode == "latest-offset") {
@@ -149,21 +239,21 @@ absl::StatusOr<DataStream<Row>> kafka_source(StreamEnvironment& env, const Table
     b.start_from(KafkaStartFrom::kCommitted);
   } else if (mode == "timestamp") {
     int64_t ms = 0;
-    if (!absl::SimpleAtoi(option(t, "scan.startup.timestamp-millis"), &ms)) {
-      return bad(t, "\"scan.startup.mode\" = 'timestamp' needs \"scan.startup.timestamp-millis\" = 'N'");
+    if (!absl::SimpleAtoi(table_option(t, "scan.startup.timestamp-millis"), &ms)) {
+      return table_error(t, "\"scan.startup.mode\" = 'timestamp' needs \"scan.startup.timestamp-millis\" = 'N'");
     }
     b.start_from_timestamp(ms);
   } else {
-    return bad(t, "\"scan.startup.mode\" '" + mode + "' is none of earliest-offset, latest-offset, group-offsets, timestamp");
+    return table_error(t, "\"scan.startup.mode\" '" + mode + "' is none of earliest-offset, latest-offset, group-offsets, timestamp");
   }
-  const std::string bounded = option(t, "scan.bounded.mode", "unbounded");
+  const std::string bounded = table_option(t, "scan.bounded.mode", "unbounded");
   if (bounded != "unbounded" && bounded != "latest-offset") {
-    return bad(t, "\"scan.bounded.mode\" '" + bounded + "' is none of unbounded, latest-offset");
+    return table_error(t, "\"scan.bounded.mode\" '" + bounded + "' is none of unbounded, latest-offset");
   }
   b.bounded(bounded == "latest-offset");
-  if (const std::string rate = option(t, "scan.records-per-second"); !rate.empty()) {
+  if (const std::string rate = table_option(t, "scan.records-per-second"); !rate.empty()) {
     int64_t n = 0;
-    if (!absl::SimpleAtoi(rate, &n) || n < 0) return bad(t, "\"scan.records-per-second\" '" + rate + "' is no count");
+    if (!absl::SimpleAtoi(rate, &n) || n < 0) return table_error(t, "\"scan.records-per-second\" '" + rate + "' is no count");
     b.max_records_per_second(n);
   }
   for (const auto& [k, v] : t.options) {
@@ -172,33 +262,45 @@ absl::StatusOr<DataStream<Row>> kafka_source(StreamEnvironment& env, const Table
     }
   }
   absl::Status valid = b.options().validate();
-  if (!valid.ok()) return bad(t, std::string(valid.message()));
+  if (!valid.ok()) return table_error(t, std::string(valid.message()));
   // The columns the records hold: every declared one but the record's
   // timestamp, which "metadata.timestamp" names (Flink's METADATA FROM
   // 'timestamp', which PostgreSQL's grammar has not).
   const std::vector<Column>& declared = t.declared.empty() ? t.columns : t.declared;
+  if (upsert && (t.watermark || t.options.contains("metadata.timestamp"))) {
+    return table_error(t, "an upsert-kafka table has no event time yet (neither a watermark nor \"metadata.timestamp\")");
+  }
   std::vector<Column> held = declared;
   int timestamp_column = -1;
-  if (const std::string c = option(t, "metadata.timestamp"); !c.empty()) {
+  if (const std::string c = table_option(t, "metadata.timestamp"); !c.empty()) {
     timestamp_column = column_index(declared, c);
     if (timestamp_column < 0 || declared[timestamp_column].type.kind != TypeKind::kTimestamp) {
-      return bad(t, "\"metadata.timestamp\" '" + c + "' is no TIMESTAMP column");
+      return table_error(t, "\"metadata.timestamp\" '" + c + "' is no TIMESTAMP column");
     }
     held.erase(held.begin() + timestamp_column);
   }
-  auto format = table_format(t, held);
+  const std::string format_option = upsert ? "value.format" : "format";
+  auto format = table_format(t, held, format_option);
   if (!format.ok()) return format.status();
-  const std::string format_name = option(t, "format");
-  const bool skip_bad = option(t, format_name + ".ignore-parse-errors", "false") == "true";
+  const std::string format_name = table_option(t, format_option);
+  const bool skip_bad = table_option(t, format_name + ".ignore-parse-errors", "false") == "true";
+  std::optional<UpsertKey> key;
+  if (upsert) {
+    auto pk = primary_key(t, declared);
+    if (!pk.ok()) return pk.status();
+    auto kf = key_format(t, declared, *pk);
+    if (!kf.ok()) return kf.status();
+    key = UpsertKey{*kf, *pk, declared.size()};
+  }
   std::optional<WatermarkStrategy<Row>> watermarks;
   if (t.watermark) {
     const int time = column_index(declared, t.watermark->column);
     watermarks = WatermarkStrategy<Row>::for_bounded_out_of_orderness(
         Duration(t.watermark->delay_ms), [time](const Row& r) { return r.is_null(time) ? int64_t{0} : r.int64(time); });
-    if (const std::string idle = option(t, "scan.watermark.idle-timeout"); !idle.empty()) {
+    if (const std::string idle = table_option(t, "scan.watermark.idle-timeout"); !idle.empty()) {
       absl::Duration d;
       if (!absl::ParseDuration(absl::StrReplaceAll(idle, {{" ", ""}}), &d) || d <= absl::ZeroDuration()) {
-        return bad(t, "\"scan.watermark.idle-timeout\" '" + idle + "' is no duration ('10s', '500ms')");
+        return table_error(t, "\"scan.watermark.idle-timeout\" '" + idle + "' is no duration ('10s', '500ms')");
       }
       watermarks = watermarks->with_idleness(Duration(absl::ToInt64Milliseconds(d)));
     }
@@ -207,35 +309,59 @@ absl::StatusOr<DataStream<Row>> kafka_source(StreamEnvironment& env, const Table
   std::shared_ptr<const Format> f = *format;
   const std::string name = t.name;
   DataStream<Row> rows = env.from_source<Row>(
-      [records, f, timestamp_column, skip_bad, name] {
-        return std::make_unique<KafkaRows>(records, f, timestamp_column, skip_bad, name);
+      [records, f, timestamp_column, skip_bad, name, key] {
+        return std::make_unique<KafkaRows>(records, f, timestamp_column, skip_bad, name, key);
       },
       "kafka-" + t.name, watermarks);
   rows.uid(uid);
+  if (upsert) {
+    std::vector<Expr> columns;
+    for (int i : key->columns) columns.push_back(Expr::column_ref(i, declared[static_cast<size_t>(i)].type));
+    std::vector<std::string> names;
+    for (const Column& c : declared) names.push_back(c.name);
+    auto encoder = std::make_shared<const KeyEncoder>(columns, names, "PRIMARY KEY");
+    rows = rows.key_by([encoder](const Row& r) { return encoder->encode(r); })
+               .process<Row>([] { return std::make_unique<Normalize>(); }, "normalize");
+    rows.uid(uid + "-normalize");
+  }
   if (t.declared.empty() || t.declared.size() == t.columns.size()) return rows;
   return read_columns(rows, declared, t.columns, uid);  // only the columns the query reads
 }
 
-absl::Status kafka_sink(const DataStream<Row>& rows, bool updating, const TableDef& t, const std::string& uid) {
-  if (updating) {
-    return bad(t, "the kafka connector takes inserts only, and the query's result is updating (a GROUP BY "
-                  "without a window; write it to a table with a PRIMARY KEY of the postgres connector)");
-  }
+absl::StatusOr<DataStream<Row>> kafka_source(StreamEnvironment& env, const TableDef& t, const std::string& uid) {
+  return kafka_rows(env, t, uid, false);
+}
+absl::StatusOr<DataStream<Row>> upsert_kafka_source(StreamEnvironment& env, const TableDef& t, const std::string& uid) {
+  return kafka_rows(env, t, uid, true);
+}
+
+// The sink of a kafka or upsert-kafka table, as its options say.
+absl::StatusOr<KafkaSink::Builder> kafka_sink_builder(const TableDef& t) {
   KafkaSink::Builder b = KafkaSink::builder();
-  const std::string servers = option(t, "properties.bootstrap.servers");
-  if (servers.empty()) return bad(t, "the kafka connector needs \"properties.bootstrap.servers\" = 'host:port,...'");
-  const std::string topic = option(t, "topic");
-  if (topic.empty() || absl::StrContains(topic, ';')) return bad(t, "a kafka sink needs topic = 'one topic'");
+  const std::string servers = table_option(t, "properties.bootstrap.servers");
+  if (servers.empty()) return table_error(t, "the kafka connector needs \"properties.bootstrap.servers\" = 'host:port,...'");
+  const std::string topic = table_option(t, "topic");
+  if (topic.empty() || absl::StrContains(topic, ';')) return table_error(t, "a kafka sink needs topic = 'one topic'");
   b.bootstrap_servers(servers).topic(topic);
-  auto delivery = parse_kafka_delivery(option(t, "sink.delivery-guarantee", "exactly-once"));
-  if (!delivery.ok()) return bad(t, "\"sink.delivery-guarantee\": " + std::string(delivery.status().message()));
+  auto delivery = parse_kafka_delivery(table_option(t, "sink.delivery-guarantee", "exactly-once"));
+  if (!delivery.ok()) return table_error(t, "\"sink.delivery-guarantee\": " + std::string(delivery.status().message()));
   b.delivery(*delivery);
-  b.transactional_id_prefix(option(t, "sink.transactional-id-prefix", "weir-" + t.name));
+  b.transactional_id_prefix(table_option(t, "sink.transactional-id-prefix", "weir-" + t.name));
   for (const auto& [k, v] : t.options) {
     if (absl::StartsWith(k, "properties.") && k != "properties.bootstrap.servers") b.property(k.substr(11), v);
   }
   absl::Status valid = b.options().validate();
-  if (!valid.ok()) return bad(t, std::string(valid.message()));
+  if (!valid.ok()) return table_error(t, std::string(valid.message()));
+  return b;
+}
+
+absl::Status kafka_sink(const DataStream<Row>& rows, bool updating, const TableDef& t, const std::string& uid) {
+  if (updating) {
+    return table_error(t, "the kafka connector takes inserts only, and the query's result is updating (a GROUP BY "
+                  "without a window; write it to an upsert-kafka table, or a postgres table with a PRIMARY KEY)");
+  }
+  auto b = kafka_sink_builder(t);
+  if (!b.ok()) return b.status();
   auto format = table_format(t, t.columns);
   if (!format.ok()) return format.status();
   // A record's key: the PRIMARY KEY's values (CSV), so one key's rows go to
@@ -256,86 +382,66 @@ absl::Status kafka_sink(const DataStream<Row>& rows, bool updating, const TableD
       },
       "kafka-record");
   records.uid(uid + "-record");
-  records.sink_to(b.build(), "kafka-" + t.name).uid(uid);
+  records.sink_to(b->build(), "kafka-" + t.name).uid(uid);
   return absl::OkStatus();
 }
 
-// The rows as PostgreSQL reads text: TIMESTAMP as '2020-01-01 00:00:01.000'
-// (UTC), INTERVAL as milliseconds, the rest as a format writes it.
-PostgresRow postgres_row(const Row& r, const std::vector<TypeKind>& kinds) {
-  PostgresRow p = PostgresRow::of(r);
-  for (size_t i = 0; i < r.values.size(); ++i) {
-    if (kinds[i] == TypeKind::kTimestamp && std::holds_alternative<int64_t>(r.values[i])) {
-      p.values[i] = timestamp_text(std::get<int64_t>(r.values[i]));
-    }
-  }
-  return p;
-}
-
-// Changes of one key reach one sink subtask, in order.
-class ByKey final : public KeyedProcessFunction<std::string, Row, PostgresRow> {
+// An upsert table's records, per key in order of its changes: +I and +U
+// the row under its key, -D and -U a tombstone. (A -U is the key's row
+// leaving: a +U may follow it, or not, when a condition above the
+// aggregation dropped the new row, as HAVING does.)
+class UpsertRecords final : public KeyedProcessFunction<std::string, Row, KafkaRecord> {
  public:
-  explicit ByKey(std::vector<TypeKind> kinds) : kinds_(std::move(kinds)) {}
-  void process_element(const Row& row, Context&, Collector<PostgresRow>& out) override {
-    out.collect(postgres_row(row, kinds_));
+  UpsertRecords(std::shared_ptr<const Format> key, std::shared_ptr<const Format> value, std::vector<int> key_columns)
+      : key_(std::move(key)), value_(std::move(value)), key_columns_(std::move(key_columns)) {}
+  void process_element(const Row& row, Context&, Collector<KafkaRecord>& out) override {
+    Row k;
+    for (int i : key_columns_) k.values.push_back(row.values[static_cast<size_t>(i)]);
+    KafkaRecord r;
+    key_->encode(k, &r.key);
+    r.tombstone = row.kind == RowKind::kDelete || row.kind == RowKind::kUpdateBefore;
+    if (!r.tombstone) value_->encode(row, &r.value);
+    out.collect(r);
   }
 
  private:
-  const std::vector<TypeKind> kinds_;
+  const std::shared_ptr<const Format> key_, value_;
+  const std::vector<int> key_columns_;
 };
 
-absl::Status postgres_sink(const DataStream<Row>& rows, bool updating, const TableDef& t, const std::string& uid) {
-  const std::string conninfo = option(t, "conninfo");
-  if (conninfo.empty()) return bad(t, "the postgres connector needs conninfo = 'host=... dbname=...' (libpq's)");
-  const std::string table = option(t, "table-name", t.name);
-  std::vector<std::string> columns;
-  std::vector<TypeKind> kinds;
-  for (const Column& c : t.columns) columns.push_back(c.name), kinds.push_back(c.type.kind);
-  auto pk = t.options.find("primary-key");
-  if (pk == t.options.end()) {
-    if (updating) {
-      return bad(t, "the query's result is updating (a GROUP BY without a window): declare the table's PRIMARY KEY, "
-                    "and the postgres connector upserts by it");
-    }
-    // Inserts, exactly once: one prepared transaction per checkpoint.
-    PostgresSink::Builder b = PostgresSink::builder();
-    b.conninfo(conninfo).table(table).columns(columns).transaction_prefix(
-        option(t, "sink.transaction-prefix", "weir-" + t.name));
-    absl::Status valid = b.options().validate();
-    if (!valid.ok()) return bad(t, std::string(valid.message()));
-    DataStream<PostgresRow> out = rows.map([kinds](const Row& r) { return postgres_row(r, kinds); }, "postgres-row");
-    out.uid(uid + "-row");
-    out.sink_to(b.build(), "postgres-" + t.name).uid(uid);
-    return absl::OkStatus();
-  }
-  // By primary key: each key's last change upserted (or deleted).
-  std::vector<std::string> key_columns = absl::StrSplit(pk->second, ',');
-  PostgresUpsertSink::Builder b = PostgresUpsertSink::builder();
-  b.conninfo(conninfo).table(table).columns(columns).key_columns(key_columns);
-  absl::Status valid = b.options().validate();
-  if (!valid.ok()) return bad(t, std::string(valid.message()));
-  std::vector<Expr> keys;
-  for (const std::string& k : key_columns) {
-    const int i = t.index_of(k);
-    keys.push_back(Expr::column_ref(i, t.columns[static_cast<size_t>(i)].type));
-  }
+absl::Status upsert_kafka_sink(const DataStream<Row>& rows, bool, const TableDef& t, const std::string& uid) {
+  auto b = kafka_sink_builder(t);
+  if (!b.ok()) return b.status();
+  auto value = table_format(t, t.columns, "value.format");
+  if (!value.ok()) return value.status();
+  auto pk = primary_key(t, t.columns);
+  if (!pk.ok()) return pk.status();
+  auto key = key_format(t, t.columns, *pk);
+  if (!key.ok()) return key.status();
+  std::vector<Expr> columns;
   std::vector<std::string> names;
+  for (int i : *pk) columns.push_back(Expr::column_ref(i, t.columns[static_cast<size_t>(i)].type));
   for (const Column& c : t.columns) names.push_back(c.name);
-  auto encoder = std::make_shared<const KeyEncoder>(keys, names, "PRIMARY KEY");
-  DataStream<PostgresRow> out = rows.key_by([encoder](const Row& r) { return encoder->encode(r); })
-                                    .process<PostgresRow>([kinds] { return std::make_unique<ByKey>(kinds); },
-                                                          "postgres-by-key");
-  out.uid(uid + "-by-key");
-  out.sink_to(b.build(), "postgres-" + t.name).uid(uid);
+  auto encoder = std::make_shared<const KeyEncoder>(columns, names, "PRIMARY KEY");
+  std::shared_ptr<const Format> kf = *key, vf = *value;
+  const std::vector<int> key_columns = *pk;
+  DataStream<KafkaRecord> records =
+      rows.key_by([encoder](const Row& r) { return encoder->encode(r); })
+          .process<KafkaRecord>([kf, vf, key_columns] { return std::make_unique<UpsertRecords>(kf, vf, key_columns); },
+                                "upsert-records");
+  records.uid(uid + "-record");
+  records.sink_to(b->build(), "kafka-" + t.name).uid(uid);
   return absl::OkStatus();
 }
 
 }  // namespace
 
 void add_system_connectors(TableConnectors* c) {
+  add_postgres_tables(c);
   c->sources["kafka"] = kafka_source;
   c->sinks["kafka"] = kafka_sink;
-  c->sinks["postgres"] = postgres_sink;
+  c->sources["upsert-kafka"] = upsert_kafka_source;
+  c->sinks["upsert-kafka"] = upsert_kafka_sink;
 }
 
 }  // namespace weir::sql

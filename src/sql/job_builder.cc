@@ -330,6 +330,7 @@ DataStream<Row> read_columns(const DataStream<Row>& rows, const std::vector<Colu
   DataStream<Row> out = rows.map(
       [at](const Row& all) {
         Row r;
+        r.kind = all.kind;
         r.values.reserve(at.size());
         for (int i : at) r.values.push_back(all.values[static_cast<size_t>(i)]);
         return r;

@@ -86,7 +86,7 @@ bool is_updating(const PlanNode& n) {
     case PlanNode::Kind::kUnion:
       return is_updating(*n.input) || is_updating(*n.right);
     case PlanNode::Kind::kScan:
-      return false;
+      return n.changelog;
     case PlanNode::Kind::kRank:
       return !is_window_rank(n);
     default:
@@ -206,7 +206,7 @@ std::string describe(const PlanNode& n, const std::vector<std::string>& in, cons
   std::string line;
   switch (n.kind) {
     case PlanNode::Kind::kScan:
-      line += "Scan(" + n.table + ")";
+      line += "Scan(" + n.table + (n.changelog ? "; changelog by its primary key" : "") + ")";
       break;
     case PlanNode::Kind::kFilter:
       line += "Filter(" + n.exprs[0].to_string(in) + ")";
@@ -317,6 +317,15 @@ std::string explain(const PlanNode& root) {
   std::string out;
   explain_into(root, 0, &out);
   return out;
+}
+
+std::unique_ptr<PlanNode> scan_of(const TableDef& t) {
+  auto scan = std::make_unique<PlanNode>();
+  scan->kind = PlanNode::Kind::kScan;
+  scan->table = t.name;
+  scan->columns = t.columns;
+  scan->changelog = t.changelog();
+  return scan;
 }
 
 std::string_view rank_function_name(PlanNode::RankFunction f) {

@@ -46,6 +46,10 @@ struct TableDef {
   int offset = 0;  // of its CREATE TABLE in the script
 
   const std::string& connector() const { return options.at("connector"); }
+  // Whether its rows are a changelog by its PRIMARY KEY rather than
+  // inserts: an upsert-kafka table (each record the key's latest row, a
+  // record without a value its deletion).
+  bool changelog() const { return connector() == "upsert-kafka"; }
   // The column of `name` (case-insensitive), or -1.
   int index_of(std::string_view name) const { return column_index(columns, name); }
 };
@@ -115,6 +119,7 @@ struct PlanNode {
   Kind kind = Kind::kScan;
   std::vector<Column> columns;  // what it emits (kScan: the columns of the table it reads)
   std::string table;            // kScan, kSink: the table
+  bool changelog = false;       // kScan: of a TableDef::changelog() table (an updating input)
   // kProject: one per column; kFilter: the condition; kAggregate: the
   // grouping keys (its first columns; then one column per aggregate).
   std::vector<Expr> exprs;
@@ -187,6 +192,9 @@ std::string_view rank_function_name(PlanNode::RankFunction f);
 // are known when the watermark passes its end, so its result is inserts
 // only, and its rows keep their window's bounds.
 bool is_window_rank(const PlanNode& n);
+
+// A kScan of every column of `t`.
+std::unique_ptr<PlanNode> scan_of(const TableDef& t);
 
 // Whether a node's rows are a changelog (+I, -U, +U, -D) rather than
 // inserts only: a GROUP BY without a window, and what is computed from one.

@@ -399,7 +399,7 @@ class Planner {
 }  // namespace
 
 const std::vector<std::string>& known_connectors() {
-  static const std::vector<std::string> kKnown = {"nexmark", "values", "filesystem", "kafka", "postgres", "print", "blackhole"};
+  static const std::vector<std::string> kKnown = {"nexmark", "values", "filesystem", "kafka", "upsert-kafka", "postgres", "print", "blackhole"};
   return kKnown;
 }
 

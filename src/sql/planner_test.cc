@@ -379,10 +379,10 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
             "line 5, column 35: CUMULATE: the size (10000 ms) must be a multiple of the step (3000 ms)");
   EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT);\nINSERT INTO t SELECT a FROM t;"),
             "line 1, column 1: table t has no connector: WITH (connector = 'nexmark' | 'values' | 'filesystem' | 'kafka' | "
-            "'postgres' | 'print' | 'blackhole', ...)");
+            "'upsert-kafka' | 'postgres' | 'print' | 'blackhole', ...)");
   EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT) WITH (connector = 'jdbc');"),
-            "line 1, column 1: table t: unknown connector 'jdbc' (known: nexmark, values, filesystem, kafka, postgres, "
-            "print, blackhole)");
+            "line 1, column 1: table t: unknown connector 'jdbc' (known: nexmark, values, filesystem, kafka, upsert-kafka, "
+            "postgres, print, blackhole)");
   EXPECT_EQ(error_of("CREATE TABLE t (a TIMESTAMP(6)) WITH (connector = 'print');"),
             "line 1, column 19: TIMESTAMP(6): only TIMESTAMP(3) (milliseconds) is supported");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"

@@ -302,11 +302,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::from_item(const json& it
     }
     if (t == nullptr) return error(r.value("location", offset), "no table " + name + " (declare it with CREATE TABLE)");
     scopes->push_back({r.contains("alias") ? r["alias"].value("aliasname", name) : t->name, t->columns});
-    auto scan = std::make_unique<PlanNode>();
-    scan->kind = PlanNode::Kind::kScan;
-    scan->table = t->name;
-    scan->columns = t->columns;
-    return scan;
+    return scan_of(*t);
   }
   if (kind == "RangeSubselect") {
     const json& r = item[kind];

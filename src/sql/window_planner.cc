@@ -81,10 +81,8 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
     }
     if (t == nullptr && v == nullptr) return error(location_of(args[0]), "no table " + table_name[0] + " (declare it with CREATE TABLE)");
     if (t != nullptr) {
-      input = std::make_unique<PlanNode>();
-      input->kind = PlanNode::Kind::kScan;
-      input->table = t->name;
-      input->columns = t->columns;
+      if (t->changelog()) return unsupported(location_of(args[0]), name + " over an updating result");
+      input = scan_of(*t);
       qualifier = t->name;
     }
   }
