@@ -122,6 +122,14 @@ absl::Status Aggregates::add(AggregateState& s, const Row& row, FirstTime* seen)
 }
 
 absl::Status Aggregates::update(AggregateState& s, const Row& row, int64_t delta, Kept& kept) const {
+  return change(s, row, delta, &kept);
+}
+
+absl::Status Aggregates::update_partial(AggregateState& s, const Row& row, int64_t delta) const {
+  return change(s, row, delta, nullptr);
+}
+
+absl::Status Aggregates::change(AggregateState& s, const Row& row, int64_t delta, Kept* kept) const {
   s.rows += delta;
   for (size_t i = 0; i < calls_.size(); ++i) {
     const AggregateCall& c = calls_[i];
@@ -136,7 +144,7 @@ absl::Status Aggregates::update(AggregateState& s, const Row& row, int64_t delta
     const bool extreme = c.kind == AggregateCall::Kind::kMin || c.kind == AggregateCall::Kind::kMax;
     // A DISTINCT call sees a value's first row come and its last row go
     // (MIN and MAX are the same with DISTINCT).
-    if (c.distinct && !extreme && kept.change(i, x, delta) != (delta > 0 ? 1 : 0)) continue;
+    if (c.distinct && !extreme && kept->change(i, x, delta) != (delta > 0 ? 1 : 0)) continue;
     s.counts[i] += delta;
     absl::Status st;
     switch (c.kind) {
@@ -145,16 +153,22 @@ absl::Status Aggregates::update(AggregateState& s, const Row& row, int64_t delta
         break;
       case AggregateCall::Kind::kSum:
       case AggregateCall::Kind::kAvg:
+        if (kept == nullptr && delta < 0 && is_null(s.values[i])) {  // a partial's retraction first
+          s.values[i] = std::holds_alternative<double>(x) ? Value{0.0} : Value{int64_t{0}};
+        }
         st = delta > 0 ? fold(c, s.values[i], x) : unfold(c, s.values[i], x);
-        if (s.counts[i] == 0) s.values[i] = Value{};  // over no rows: NULL
+        // Over no rows: NULL. (A partial's count may come to 0 with a sum
+        // left: one value retracted, another added.)
+        if (kept != nullptr && s.counts[i] == 0) s.values[i] = Value{};
         break;
       case AggregateCall::Kind::kMin:
       case AggregateCall::Kind::kMax: {
-        const int64_t left = kept.change(i, x, delta);
+        if (kept == nullptr) return absl::InternalError("a partial of MIN or MAX over retractions");
+        const int64_t left = kept->change(i, x, delta);
         if (delta > 0) {
           st = fold(c, s.values[i], x);
         } else if (left == 0 && s.values[i] == x) {  // the extreme went: the next among those kept
-          s.values[i] = kept.extreme(i, c.kind == AggregateCall::Kind::kMax);
+          s.values[i] = kept->extreme(i, c.kind == AggregateCall::Kind::kMax);
         }
         break;
       }
@@ -164,7 +178,7 @@ absl::Status Aggregates::update(AggregateState& s, const Row& row, int64_t delta
   return absl::OkStatus();
 }
 
-absl::Status Aggregates::merge(AggregateState& into, const AggregateState& other) const {
+absl::Status Aggregates::merge(AggregateState& into, const AggregateState& other, bool partial) const {
   into.rows += other.rows;
   for (size_t i = 0; i < calls_.size(); ++i) {
     const AggregateCall& c = calls_[i];
@@ -183,8 +197,16 @@ absl::Status Aggregates::merge(AggregateState& into, const AggregateState& other
     if (is_null(other.values[i])) continue;
     absl::Status st = fold(c, into.values[i], other.values[i]);
     if (!st.ok()) return st;
+    if (!partial && into.counts[i] == 0) into.values[i] = Value{};  // a partial took the last values out
   }
   return absl::OkStatus();
+}
+
+bool Aggregates::merges_retractions() const {
+  return std::all_of(calls_.begin(), calls_.end(), [](const AggregateCall& c) {
+    return !c.distinct && (c.kind == AggregateCall::Kind::kCount || c.kind == AggregateCall::Kind::kSum ||
+                           c.kind == AggregateCall::Kind::kAvg);
+  });
 }
 
 absl::Status Aggregates::results(const AggregateState& s, std::vector<Value>* out) const {

@@ -73,14 +73,30 @@ class Aggregates {
   absl::Status add(AggregateState& state, const Row& row, FirstTime* seen = nullptr) const;
   // Adds (`delta` 1) or retracts (`delta` -1) `row` of a changelog.
   absl::Status update(AggregateState& state, const Row& row, int64_t delta, Kept& kept) const;
+  // The same into a partial state (local_aggregate's; only where
+  // merges_retractions()): what the rows add less what they retract, so a
+  // retraction may come first (a SUM then starts from zero) and a count
+  // may be negative or 0 beside a sum that is not.
+  absl::Status update_partial(AggregateState& state, const Row& row, int64_t delta) const;
   // The set of DISTINCT call `call` (calls of one argument share one).
   size_t distinct_set(size_t call) const { return distinct_set_[call]; }
   // `into` becomes the state of both groups' rows (sets in the states).
-  absl::Status merge(AggregateState& into, const AggregateState& other) const;
+  // `other` may be a partial of a changelog (update_partial): then a SUM or
+  // AVG whose count comes to 0 is NULL again, unless `into` is a partial
+  // too (`partial`).
+  absl::Status merge(AggregateState& into, const AggregateState& other, bool partial = false) const;
+  // Whether partial states of a changelog's rows (local_aggregate's, made
+  // by update() with no Kept values) merge into a group's state: every call
+  // is COUNT, SUM or AVG without DISTINCT. MIN, MAX and DISTINCT calls over
+  // a changelog count each value's rows in the operator's keyed state,
+  // which a partial has not.
+  bool merges_retractions() const;
   // Appends each call's result to `out`.
   absl::Status results(const AggregateState& state, std::vector<Value>* out) const;
 
  private:
+  // update() with `kept`, update_partial() without.
+  absl::Status change(AggregateState& state, const Row& row, int64_t delta, Kept* kept) const;
   absl::Status fold(const AggregateCall& call, Value& acc, const Value& v) const;
   absl::Status unfold(const AggregateCall& call, Value& acc, const Value& v) const;
   // The value call `call` takes from `row`: nullopt if its FILTER rejects

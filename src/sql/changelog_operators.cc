@@ -36,14 +36,16 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
   }
   void process_element(const Row& row, Context& ctx, Collector<Row>& out) override {
     const bool retract = row.kind == RowKind::kUpdateBefore || row.kind == RowKind::kDelete;
+    const AggregateState* have = state_->peek();
+    if (have == nullptr && retract) return;
+    // A group is shown while it has rows. (Merged partials of a changelog
+    // may bring a group's retractions before its additions, after a
+    // rescale spread the partials: its state then waits, not shown.)
     std::optional<Row> before;
-    if (const AggregateState* have = state_->peek()) {
-      before = result(ctx.current_key(), *have, RowKind::kUpdateBefore);
-    } else if (retract) {
-      return;
-    }
+    if (have != nullptr && have->rows > 0) before = result(ctx.current_key(), *have, RowKind::kUpdateBefore);
+    const bool fresh = have == nullptr;
     AggregateState& s = state_->modify();  // in place
-    if (!before) s = aggregates_->create();
+    if (fresh) s = aggregates_->create();
     if (merging_) {
       throw_if_error(aggregates_->merge(s, partial_state(row)), what_);
     } else if (changelog_) {
@@ -52,10 +54,14 @@ class GroupRows final : public KeyedProcessFunction<std::string, Row, Row> {
       throw_if_error(aggregates_->add(s, row, &seen_), what_);
     }
     if (s.rows <= 0) {  // the group's last row went
-      before->kind = RowKind::kDelete;
-      out.collect(*std::move(before));
-      state_->clear();
-      if (kept_.values != nullptr) kept_.values->clear();
+      if (before) {
+        before->kind = RowKind::kDelete;
+        out.collect(*std::move(before));
+      }
+      if (s.rows == 0) {
+        state_->clear();
+        if (kept_.values != nullptr) kept_.values->clear();
+      }
       return;
     }
     Row after = result(ctx.current_key(), s, before ? RowKind::kUpdateAfter : RowKind::kInsert);
@@ -410,7 +416,7 @@ absl::StatusOr<DataStream<Row>> two_phase_aggregate(const DataStream<Row>& in, c
   auto keys = std::make_shared<const KeyEncoder>(n.exprs, n.input->column_names(), "GROUP BY");
   auto aggregates = std::make_shared<const Aggregates>(n.aggregates);
   const std::string what = "GROUP BY";
-  DataStream<Row> partials = local_aggregate(in, keys, aggregates, settings, uid);
+  DataStream<Row> partials = local_aggregate(in, keys, aggregates, is_updating(*n.input), settings, uid);
   DataStream<Row> out = partials.key_by([](const Row& row) { return std::get<std::string>(row.values[0]); })
                             .process<Row>(
                                 [aggregates, what] {

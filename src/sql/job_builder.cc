@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "absl/strings/str_format.h"
+#include "sql/aggregate.h"
 #include "sql/decimal.h"
 #include "sql/operators.h"
 #include "weir/key_group.h"
@@ -177,7 +178,8 @@ class Builder {
         const std::string keeps = uid + layout_tag(n);
         if (tvf) return window_aggregate(*in, n, keeps);
         if (window_bounds(*n.input) && !is_updating(*n.input)) return windowed_aggregate(*in, n, keeps);
-        if (planned_.settings.two_phase_aggregation && !is_updating(*n.input)) {
+        if (planned_.settings.two_phase_aggregation &&
+            (!is_updating(*n.input) || Aggregates(n.aggregates).merges_retractions())) {
           return two_phase_aggregate(*in, n, planned_.settings, keeps);
         }
         return group_aggregate(*in, n, keeps);

@@ -21,8 +21,9 @@ struct Partial {
 class LocalAggregate final : public detail::OneOutputOperator<Row>, public detail::Input<Row> {
  public:
   LocalAggregate(std::shared_ptr<const KeyEncoder> keys, std::shared_ptr<const Aggregates> aggregates,
-                 int64_t batch_rows, int64_t latency_ms)
-      : keys_(std::move(keys)), aggregates_(std::move(aggregates)), batch_rows_(batch_rows), latency_ms_(latency_ms) {}
+                 bool changelog, int64_t batch_rows, int64_t latency_ms)
+      : keys_(std::move(keys)), aggregates_(std::move(aggregates)), changelog_(changelog), batch_rows_(batch_rows),
+        latency_ms_(latency_ms) {}
   ~LocalAggregate() override { *alive_ = false; }
 
   void* input() override { return static_cast<detail::Input<Row>*>(this); }
@@ -42,7 +43,13 @@ class LocalAggregate final : public detail::OneOutputOperator<Row>, public detai
     std::string key = keys_->encode(row);
     auto it = partials_.find(key);
     if (it == partials_.end()) it = partials_.emplace(std::move(key), aggregates_->create()).first;
-    absl::Status s = aggregates_->add(it->second, row);
+    absl::Status s;
+    if (changelog_) {
+      const bool retract = row.kind == RowKind::kUpdateBefore || row.kind == RowKind::kDelete;
+      s = aggregates_->update_partial(it->second, row, retract ? -1 : 1);
+    } else {
+      s = aggregates_->add(it->second, row);
+    }
     if (!s.ok()) throw std::runtime_error("GROUP BY: " + std::string(s.message()));
     if (++rows_ >= batch_rows_) {
       flush();
@@ -73,7 +80,7 @@ class LocalAggregate final : public detail::OneOutputOperator<Row>, public detai
       partials_.emplace(std::move(p.key), std::move(p.state));
       return;
     }
-    absl::Status s = aggregates_->merge(it->second, p.state);
+    absl::Status s = aggregates_->merge(it->second, p.state, /*partial=*/true);
     if (!s.ok()) throw std::runtime_error("GROUP BY: " + std::string(s.message()));
   }
   // A flush `latency_ms_` after the first row of the batch.
@@ -102,6 +109,7 @@ class LocalAggregate final : public detail::OneOutputOperator<Row>, public detai
 
   const std::shared_ptr<const KeyEncoder> keys_;
   const std::shared_ptr<const Aggregates> aggregates_;
+  const bool changelog_;  // rows are added and retracted (+I, -U, +U, -D)
   const int64_t batch_rows_, latency_ms_;
   OperatorContext* ctx_ = nullptr;
   std::unique_ptr<OperatorListState<Partial>> kept_;
@@ -115,12 +123,13 @@ class LocalAggregate final : public detail::OneOutputOperator<Row>, public detai
 }  // namespace
 
 DataStream<Row> local_aggregate(const DataStream<Row>& in, std::shared_ptr<const KeyEncoder> keys,
-                                std::shared_ptr<const Aggregates> aggregates, const Settings& settings,
-                                const std::string& uid) {
+                                std::shared_ptr<const Aggregates> aggregates, bool changelog,
+                                const Settings& settings, const std::string& uid) {
   const int64_t rows = settings.mini_batch_rows, latency = settings.mini_batch_latency_ms;
-  DataStream<Row> out = detail::GraphBuilder::add<Row>(in, "local-aggregate", [keys, aggregates, rows, latency]() {
-    return std::make_unique<LocalAggregate>(keys, aggregates, rows, latency);
-  });
+  DataStream<Row> out =
+      detail::GraphBuilder::add<Row>(in, "local-aggregate", [keys, aggregates, changelog, rows, latency]() {
+        return std::make_unique<LocalAggregate>(keys, aggregates, changelog, rows, latency);
+      });
   out.uid(uid + "local-aggregate");
   return out;
 }

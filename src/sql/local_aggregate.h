@@ -16,8 +16,11 @@
 
 namespace weir::sql {
 
-// The partials of `in` (inserts only): rows {the group's key as
-// KeyEncoder::encode gives it, its partial AggregateState serialized}.
+// The partials of `in` (inserts only, or with `changelog` a changelog
+// whose calls merge retractions, Aggregates::merges_retractions): rows
+// {the group's key as KeyEncoder::encode gives it, its partial
+// AggregateState serialized}; a changelog's partial holds its additions
+// less its retractions.
 // They leave when `settings.mini_batch_rows` rows came since the last
 // partials left, when `settings.mini_batch_latency_ms` passed since the
 // first of them, before every watermark and at the end of input. Partials
@@ -25,8 +28,8 @@ namespace weir::sql {
 // another parallelism spreads them over the subtasks, which is harmless:
 // the global phase merges whatever partials a group gets).
 DataStream<Row> local_aggregate(const DataStream<Row>& in, std::shared_ptr<const KeyEncoder> keys,
-                                std::shared_ptr<const Aggregates> aggregates, const Settings& settings,
-                                const std::string& uid);
+                                std::shared_ptr<const Aggregates> aggregates, bool changelog,
+                                const Settings& settings, const std::string& uid);
 
 // The partial state of a row local_aggregate emitted.
 AggregateState partial_state(const Row& row);
