@@ -11,15 +11,18 @@ namespace {
 // Per operator instance: the program's working space (copied fresh).
 class Calc {
  public:
-  Calc(std::shared_ptr<const Program> program, bool has_condition, std::shared_ptr<const std::vector<std::string>> where)
-      : run_(std::move(program)), has_condition_(has_condition), where_(std::move(where)) {}
+  // The program's expressions: the conditions, then the selected ones.
+  Calc(std::shared_ptr<const Program> program, size_t conditions, std::shared_ptr<const std::vector<std::string>> where)
+      : run_(std::move(program)), conditions_(conditions), where_(std::move(where)) {}
 
-  // Whether `row` passes the condition (true without one).
+  // Whether `row` passes every condition, in order (true without one).
   bool passes(const Row& row) {
     run_.start(row);
-    if (!has_condition_) return true;
-    const Value& v = value(0);
-    return std::holds_alternative<bool>(v) && std::get<bool>(v);
+    for (size_t i = 0; i < conditions_; ++i) {
+      const Value& v = value(i);
+      if (!std::holds_alternative<bool>(v) || !std::get<bool>(v)) return false;
+    }
+    return true;
   }
 
   // The selected row of the row passes() was last asked about.
@@ -27,7 +30,7 @@ class Calc {
     Row r;
     r.kind = kind;
     r.values.reserve(size);
-    for (size_t i = has_condition_ ? 1 : 0; i < size + (has_condition_ ? 1 : 0); ++i) r.values.push_back(value(i));
+    for (size_t i = conditions_; i < conditions_ + size; ++i) r.values.push_back(value(i));
     return r;
   }
 
@@ -39,19 +42,19 @@ class Calc {
   }
 
   Program::Run run_;
-  bool has_condition_;
+  size_t conditions_;
   std::shared_ptr<const std::vector<std::string>> where_;
 };
 
 }  // namespace
 
-DataStream<Row> calc(const DataStream<Row>& in, const Expr* condition, const std::vector<Expr>* select,
+DataStream<Row> calc(const DataStream<Row>& in, const std::vector<Expr>& conditions, const std::vector<Expr>* select,
                      const std::vector<std::string>& input_names, const std::string& uid) {
   std::vector<Expr> exprs;
   auto where = std::make_shared<std::vector<std::string>>();
-  if (condition != nullptr) {
-    exprs.push_back(*condition);
-    where->push_back("WHERE " + condition->to_string(input_names));
+  for (const Expr& c : conditions) {
+    exprs.push_back(c);
+    where->push_back("WHERE " + c.to_string(input_names));
   }
   if (select != nullptr) {
     for (const Expr& e : *select) {
@@ -59,7 +62,7 @@ DataStream<Row> calc(const DataStream<Row>& in, const Expr* condition, const std
       where->push_back("SELECT " + e.to_string(input_names));
     }
   }
-  Calc fn(std::make_shared<const Program>(std::move(exprs)), condition != nullptr, std::move(where));
+  Calc fn(std::make_shared<const Program>(std::move(exprs)), conditions.size(), std::move(where));
   if (select == nullptr) {
     DataStream<Row> out = in.filter([fn](const Row& row) mutable { return fn.passes(row); }, "filter");
     out.uid(uid + "filter");
@@ -70,8 +73,8 @@ DataStream<Row> calc(const DataStream<Row>& in, const Expr* condition, const std
       [fn, size](const Row& row, Collector<Row>& out) mutable {
         if (fn.passes(row)) out.collect(fn.select(row.kind, size));
       },
-      condition != nullptr ? "calc" : "project");
-  out.uid(uid + (condition != nullptr ? "calc" : "project"));
+      conditions.empty() ? "project" : "calc");
+  out.uid(uid + (conditions.empty() ? "project" : "calc"));
   return out;
 }
 

@@ -412,6 +412,14 @@ Expr cast_to(Expr e, const Type& to) {
   return Expr::call(Op::kCast, t, {std::move(e)});
 }
 
+Expr compose(const Expr& e, const std::vector<Expr>& columns) {
+  if (e.kind == Expr::Kind::kColumn) return columns[static_cast<size_t>(e.column)];
+  if (e.kind == Expr::Kind::kLiteral) return e;
+  Expr out = e;
+  for (Expr& a : out.args) a = compose(a, columns);
+  return out;
+}
+
 Expr comparison(Op op, Expr a, Expr b) {
   const bool decimal = a.type.kind == TypeKind::kDecimal || b.type.kind == TypeKind::kDecimal;
   if (decimal) {

@@ -63,6 +63,11 @@ struct Expr {
 // DECIMAL of the same scale; NULL), else a CAST (of a literal: folded).
 Expr cast_to(Expr e, const Type& to);
 
+// `e` with each column i replaced by `columns[i]` (expressions over the
+// rows `columns` are computed from): `e` over a projection's output as an
+// expression over the projection's input.
+Expr compose(const Expr& e, const std::vector<Expr>& columns);
+
 // `a op b` for a comparison op, DECIMAL operands brought to one scale (or
 // to DOUBLE, beside a DOUBLE); the types must have a common type.
 Expr comparison(Op op, Expr a, Expr b);

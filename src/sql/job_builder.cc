@@ -132,36 +132,9 @@ class Builder {
         if (!rows.ok()) return rows.status();
         return decimals_in(*rows, *table, n.columns, uid);
       }
-      case PlanNode::Kind::kFilter: {
-        auto in = stream(*n.input, depth + 1);
-        if (!in.ok()) return in.status();
-        return calc(*in, &n.exprs[0], nullptr, n.input->column_names(), uid);
-      }
-      case PlanNode::Kind::kProject: {
-        // A filter right below is the same operator (its uid the
-        // project's).
-        const bool filtered = n.input->kind == PlanNode::Kind::kFilter;
-        const PlanNode& input = filtered ? *n.input->input : *n.input;
-        auto in = stream(input, depth + (filtered ? 2 : 1));
-        if (!in.ok()) return in.status();
-        std::vector<Expr> exprs = n.exprs;
-        if (sink_ != nullptr && sink_->input.get() == &n) {
-          for (size_t i = 0; i < exprs.size(); ++i) {
-            const Type& to = sink_->columns[i].type;
-            if (to.kind == TypeKind::kDecimal) {
-              exprs[i] = Expr::call(Op::kCast, Type{TypeKind::kVarchar, to.nullable}, {cast_to(std::move(exprs[i]), to)});
-            }
-          }
-        }
-        // Every column of the input, in order (a scan pruned to what the
-        // query selects): no operator at all.
-        bool identity = !filtered && exprs.size() == n.input->columns.size();
-        for (size_t i = 0; identity && i < exprs.size(); ++i) {
-          identity = exprs[i].kind == Expr::Kind::kColumn && exprs[i].column == static_cast<int>(i);
-        }
-        if (identity) return in;
-        return calc(*in, filtered ? &n.input->exprs[0] : nullptr, &exprs, input.column_names(), uid);
-      }
+      case PlanNode::Kind::kFilter:
+      case PlanNode::Kind::kProject:
+        return filters_and_projections(n, depth, uid);
       case PlanNode::Kind::kWindow: {
         auto in = stream(*n.input, depth + 1);
         if (!in.ok()) return in.status();
@@ -208,6 +181,55 @@ class Builder {
         break;
     }
     return absl::InternalError("a sink inside a query");
+  }
+
+  // A chain of filters and projections from `n` down is one operator over
+  // the rows of the node below the chain: the filters' conditions, lowest
+  // first (a row a lower filter drops is not seen by a higher one), then
+  // the top projection's expressions, each composed with the projections
+  // below it. (The program evaluates what compositions repeat once.)
+  absl::StatusOr<DataStream<Row>> filters_and_projections(const PlanNode& n, int depth, const std::string& uid) {
+    std::optional<std::vector<Expr>> select;  // none: the rows as they are
+    std::vector<Expr> conditions;             // lowest first
+    if (n.kind == PlanNode::Kind::kProject) {
+      select = n.exprs;
+      // Right below the sink: DECIMALs written as text here.
+      if (sink_ != nullptr && sink_->input.get() == &n) {
+        for (size_t i = 0; i < select->size(); ++i) {
+          const Type& to = sink_->columns[i].type;
+          if (to.kind == TypeKind::kDecimal) {
+            (*select)[i] = Expr::call(Op::kCast, Type{TypeKind::kVarchar, to.nullable}, {cast_to(std::move((*select)[i]), to)});
+          }
+        }
+      }
+    } else {
+      conditions.push_back(n.exprs[0]);
+    }
+    const PlanNode* below = n.input.get();
+    int below_depth = depth + 1;
+    for (; below->kind == PlanNode::Kind::kFilter || below->kind == PlanNode::Kind::kProject;
+         below = below->input.get(), ++below_depth) {
+      if (below->kind == PlanNode::Kind::kFilter) {
+        conditions.insert(conditions.begin(), below->exprs[0]);
+        continue;
+      }
+      if (select) {
+        for (Expr& e : *select) e = compose(e, below->exprs);
+      } else {
+        select = below->exprs;
+      }
+      for (Expr& c : conditions) c = compose(c, below->exprs);
+    }
+    auto in = stream(*below, below_depth);
+    if (!in.ok()) return in.status();
+    // Every column of the input, in order (a scan pruned to what the
+    // query selects): no operator at all.
+    bool identity = conditions.empty() && select && select->size() == below->columns.size();
+    for (size_t i = 0; identity && i < select->size(); ++i) {
+      identity = (*select)[i].kind == Expr::Kind::kColumn && (*select)[i].column == static_cast<int>(i);
+    }
+    if (identity) return in;
+    return calc(*in, conditions, select ? &*select : nullptr, below->column_names(), uid);
   }
 
   // The two inputs of a join or union; the right side's uids carry `tag`

@@ -49,10 +49,11 @@ namespace weir::sql {
 // The value of `e` for `row`, or an exception naming `where` and the cause.
 Value evaluate_or_throw(const Expr& e, const Row& row, const std::string& where);
 
-// A WHERE `condition` (or none) and a SELECT list `select` (or none: the
-// rows as they are) over rows `in` of columns `input_names`, as one
-// operator evaluating each common subexpression once per row (calc.cc).
-DataStream<Row> calc(const DataStream<Row>& in, const Expr* condition, const std::vector<Expr>* select,
+// WHERE `conditions` (a row passes when each, in order, is TRUE; none:
+// every row) and a SELECT list `select` (or none: the rows as they are)
+// over rows `in` of columns `input_names`, as one operator evaluating each
+// common subexpression once per row (calc.cc).
+DataStream<Row> calc(const DataStream<Row>& in, const std::vector<Expr>& conditions, const std::vector<Expr>* select,
                      const std::vector<std::string>& input_names, const std::string& uid);
 
 // `node` is a kWindow over rows `in`.
