@@ -19,6 +19,7 @@
 
 #include "examples/running_sum/running_sum.h"
 #include "network/data_plane.h"
+#include "tests/changelog.h"
 #include "tests/cluster.h"
 #include "tests/cluster_checks.h"
 #include "weir/connectors.h"
@@ -216,14 +217,22 @@ TEST(ClusterTest, AttachedRunPrintsRestartsAsTheyHappen) {
 TEST(ClusterTest, SqlScriptRunsOnTheClusterAsEmbedded) {
   Cluster c("cluster-sql");
   ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  // Also an updating result: two-phase GROUP BYs (the second over the
+  // first's changes) under a DENSE_RANK() TOP-N, as a changelog file.
   auto script = [&](const std::string& out, const std::string& fail_every) {
-    return "CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3))\n"
+    return "SET \"table.optimizer.agg-phase-strategy\" = 'TWO_PHASE';\n"
+           "CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3))\n"
            "  WITH (connector = 'nexmark', events = 40000, \"event-rate\" = 2000, \"fail-every\" = " + fail_every + ",\n"
            "        watermark = 'date_time - INTERVAL ''4'' SECOND');\n"
            "CREATE TABLE o (auction BIGINT, ws TIMESTAMP(3), n BIGINT, top BIGINT)\n"
            "  WITH (connector = 'filesystem', path = '" + out + "');\n"
            "INSERT INTO o SELECT auction, window_start, COUNT(*), MAX(price)\n"
-           "FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '5' SECOND) GROUP BY auction, window_start, window_end;\n";
+           "FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '5' SECOND) GROUP BY auction, window_start, window_end;\n"
+           "CREATE TABLE r (m BIGINT, groups BIGINT, rk BIGINT)\n"
+           "  WITH (connector = 'filesystem', format = 'changelog-csv', path = '" + out + "-ranked');\n"
+           "INSERT INTO r SELECT m, groups, rk FROM (SELECT m, groups, DENSE_RANK() OVER (PARTITION BY MOD(m, 3) "
+           "ORDER BY groups DESC) AS rk FROM (SELECT MOD(n, 20) AS m, COUNT(*) AS groups FROM (SELECT MOD(bidder, 200) "
+           "AS g, COUNT(*) AS n FROM bid GROUP BY MOD(bidder, 200)) AS c GROUP BY MOD(n, 20)) AS s) AS t WHERE rk <= 2;\n";
   };
   // weir sql FILE --jobmanager: the script submitted as the built-in job sql.
   std::ofstream(c.dir().path("cluster.sql")) << script(c.dir().path("cluster-out"), "9000");
@@ -242,6 +251,12 @@ TEST(ClusterTest, SqlScriptRunsOnTheClusterAsEmbedded) {
   ASSERT_TRUE(got.ok() && want.ok());
   ASSERT_GT(want->size(), 100u);
   EXPECT_EQ(std::multiset<std::string>(got->begin(), got->end()), std::multiset<std::string>(want->begin(), want->end()));
+  auto got_ranked = read_published_lines(c.dir().path("cluster-out-ranked"), "part");
+  auto want_ranked = read_published_lines(c.dir().path("embedded-out-ranked"), "part");
+  ASSERT_TRUE(got_ranked.ok() && want_ranked.ok());
+  const std::vector<std::string> ranked = testing::apply_changelog(*want_ranked);
+  ASSERT_GT(ranked.size(), 5u);
+  EXPECT_EQ(testing::apply_changelog(*got_ranked), ranked);
 
   auto bad = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "sql", "--script",
                                 "CREATE TABLE t (a BIGINT) WITH (connector = 'print');\nINSERT INTO t SELECT b FROM t;"},
