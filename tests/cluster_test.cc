@@ -19,7 +19,6 @@
 
 #include "examples/running_sum/running_sum.h"
 #include "network/data_plane.h"
-#include "tests/changelog.h"
 #include "tests/cluster.h"
 #include "tests/cluster_checks.h"
 #include "weir/connectors.h"
@@ -208,71 +207,6 @@ TEST(ClusterTest, AttachedRunPrintsRestartsAsTheyHappen) {
   EXPECT_NE(r.out.find("FINISHED"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("failure: "), std::string::npos) << "the last failure is shown: " << r.out;
   EXPECT_EQ(r.out.find("records from sources"), std::string::npos) << "no progress line off a terminal: " << r.out;
-}
-
-// A SQL script runs on the cluster as the built-in job sql (every process
-// plans the same text): its rows, across an injected failure and at p=2,
-// are those of the same script run in one process; bad SQL is named with
-// its line and column.
-TEST(ClusterTest, SqlScriptRunsOnTheClusterAsEmbedded) {
-  Cluster c("cluster-sql");
-  ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();
-  // Also an updating result: two-phase GROUP BYs (the second over the
-  // first's changes) under a DENSE_RANK() TOP-N, as a changelog file.
-  auto script = [&](const std::string& out, const std::string& fail_every) {
-    return "SET \"table.optimizer.agg-phase-strategy\" = 'TWO_PHASE';\n"
-           "CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, date_time TIMESTAMP(3))\n"
-           "  WITH (connector = 'nexmark', events = 40000, \"event-rate\" = 2000, \"fail-every\" = " + fail_every + ",\n"
-           "        watermark = 'date_time - INTERVAL ''4'' SECOND');\n"
-           "CREATE TABLE o (auction BIGINT, ws TIMESTAMP(3), n BIGINT, top BIGINT)\n"
-           "  WITH (connector = 'filesystem', path = '" + out + "');\n"
-           "INSERT INTO o SELECT auction, window_start, COUNT(*), MAX(price)\n"
-           "FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '5' SECOND) GROUP BY auction, window_start, window_end;\n"
-           "CREATE TABLE r (m BIGINT, groups BIGINT, rk BIGINT)\n"
-           "  WITH (connector = 'filesystem', format = 'changelog-csv', path = '" + out + "-ranked');\n"
-           "INSERT INTO r SELECT m, groups, rk FROM (SELECT m, groups, DENSE_RANK() OVER (PARTITION BY MOD(m, 3) "
-           "ORDER BY groups DESC) AS rk FROM (SELECT MOD(n, 20) AS m, COUNT(*) AS groups FROM (SELECT MOD(bidder, 200) "
-           "AS g, COUNT(*) AS n FROM bid GROUP BY MOD(bidder, 200)) AS c GROUP BY MOD(n, 20)) AS s) AS t WHERE rk <= 2;\n";
-  };
-  // weir sql FILE --jobmanager: the script submitted as the built-in job sql.
-  std::ofstream(c.dir().path("cluster.sql")) << script(c.dir().path("cluster-out"), "9000");
-  auto run = testing::run_weir({"sql", c.dir().path("cluster.sql"), "-p", "2", "--checkpoint-dir", c.dir().path("chk"),
-                                "--checkpoint-interval", "100ms", "--jobmanager", c.rest(), "--secret-file",
-                                c.secret_file()},
-                               c.dir().path("run"));
-  ASSERT_EQ(run.code, 0) << run.err;
-  EXPECT_NE(run.out.find("FINISHED"), std::string::npos) << run.out;
-  EXPECT_NE(run.err.find("restarted"), std::string::npos) << "no failure injected: " << run.err;
-  std::ofstream(c.dir().path("job.sql")) << script(c.dir().path("embedded-out"), "0");
-  auto embedded = testing::run_weir({"sql", c.dir().path("job.sql")}, c.dir().path("embedded"));
-  ASSERT_EQ(embedded.code, 0) << embedded.err;
-  auto got = read_published_lines(c.dir().path("cluster-out"), "part");
-  auto want = read_published_lines(c.dir().path("embedded-out"), "part");
-  ASSERT_TRUE(got.ok() && want.ok());
-  ASSERT_GT(want->size(), 100u);
-  EXPECT_EQ(std::multiset<std::string>(got->begin(), got->end()), std::multiset<std::string>(want->begin(), want->end()));
-  auto got_ranked = read_published_lines(c.dir().path("cluster-out-ranked"), "part");
-  auto want_ranked = read_published_lines(c.dir().path("embedded-out-ranked"), "part");
-  ASSERT_TRUE(got_ranked.ok() && want_ranked.ok());
-  const std::vector<std::string> ranked = testing::apply_changelog(*want_ranked);
-  ASSERT_GT(ranked.size(), 5u);
-  EXPECT_EQ(testing::apply_changelog(*got_ranked), ranked);
-
-  auto bad = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "sql", "--script",
-                                "CREATE TABLE t (a BIGINT) WITH (connector = 'print');\nINSERT INTO t SELECT b FROM t;"},
-                               c.dir().path("bad"));
-  EXPECT_NE(bad.code, 0);
-  EXPECT_NE(bad.err.find("line 2, column 22: no column b"), std::string::npos) << bad.err;
-  // weir sql FILE --jobmanager plans the script first: nothing submitted.
-  std::ofstream(c.dir().path("bad.sql")) << "CREATE TABLE t (a BIGINT) WITH (connector = 'print');\nINSERT INTO t SELECT b FROM t;";
-  auto jobs_before = testing::run_weir({"list", "--jobmanager", c.rest(), "--secret-file", c.secret_file()}, c.dir().path("l1"));
-  auto planned_here = testing::run_weir(
-      {"sql", c.dir().path("bad.sql"), "--jobmanager", c.rest(), "--secret-file", c.secret_file()}, c.dir().path("bad2"));
-  EXPECT_EQ(planned_here.code, 2) << planned_here.err;
-  EXPECT_EQ(planned_here.err, "weir: " + c.dir().path("bad.sql") + ": line 2, column 22: no column b\n");
-  auto jobs_after = testing::run_weir({"list", "--jobmanager", c.rest(), "--secret-file", c.secret_file()}, c.dir().path("l2"));
-  ASSERT_EQ(jobs_after.code, 0) << jobs_after.err;
-  EXPECT_EQ(jobs_after.out, jobs_before.out);
 }
 
 // The JobManager and TaskManagers log what an operator follows at info:

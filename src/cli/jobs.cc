@@ -6,6 +6,7 @@
 #include "cli/help.h"
 #include "examples/nexmark/queries.h"
 #include "examples/nexmark/sql_tables.h"
+#include "cli/sql_collect.h"
 #include "sql/job_builder.h"
 #include "sql/planner.h"
 
@@ -170,6 +171,7 @@ struct JobCommandLine {
   examples::LineCopyOptions lc;
   NexmarkFlags nx;
   std::string sql_script;
+  std::string sql_collect;
 
   explicit JobCommandLine(const std::string& name) : app("The job " + name + ": its options and weir's job flags", "weir run " + name) {
     setup_help(&app);
@@ -197,6 +199,10 @@ struct JobCommandLine {
                      "statements, then INSERT INTO ... SELECT; docs/sql.md")
           ->required()
           ->type_name("SQL");
+      app.add_option("--collect", sql_collect,
+                     "The script ends with a bare SELECT whose rows go to the JobManager's query result ID, for "
+                     "the client that opened it (what the SQL shell on a cluster submits; docs/rest-api.md)")
+          ->type_name("ID");
     } else {
       return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: " + std::string(kBuiltinJobs) +
                                         "; or the path of a job library)");
@@ -252,6 +258,8 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   }
   auto config = flags.to_config();
   if (!config.ok()) return config.status();
+  // A result shown is not taken back: a failed query ends.
+  if (!cl.sql_collect.empty()) config->restart.kind = RestartStrategyKind::kNone;
   auto env = std::make_unique<StreamEnvironment>(*config);
   if (flags_out != nullptr) *flags_out = flags;
   if (library != nullptr) {
@@ -267,7 +275,7 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
     lc.parallelism = flags.parallelism;
     examples::build_line_copy(*env, lc);
   } else if (name == "sql") {
-    absl::Status s = build_sql_job("sql --script", cl.sql_script, *env);
+    absl::Status s = build_sql_job("sql --script", cl.sql_script, *env, cl.sql_collect);
     if (!s.ok()) return s;
   } else {
     nexmark::QueryOptions o = nx.to_query_options();
@@ -279,12 +287,20 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   return env;
 }
 
-absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvironment& env) {
+absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvironment& env,
+                           const std::string& collect) {
   auto script = sql::parse_script(std::move(text));
   if (!script.ok()) return absl::InvalidArgumentError(name + ": " + std::string(script.status().message()));
-  auto planned = sql::plan_script(*script);
+  sql::PlanOptions options;
+  sql::TableConnectors connectors = cli_table_connectors();
+  if (!collect.empty()) {
+    options.result_table = kResultTable;
+    options.result_connector = kResultConnector;
+    add_collect_connector(&connectors, collect);
+  }
+  auto planned = sql::plan_script(*script, options);
   if (!planned.ok()) return absl::InvalidArgumentError(name + ": " + std::string(planned.status().message()));
-  absl::Status built = sql::build_job(*planned, cli_table_connectors(), env);
+  absl::Status built = sql::build_job(*planned, connectors, env);
   if (!built.ok()) return absl::InvalidArgumentError(name + ": " + std::string(built.message()));
   return absl::OkStatus();
 }

@@ -264,8 +264,11 @@ inline constexpr const char* kBuiltinJobs = "running-sum, orders, line-copy, nex
 // whose --script is the text: every process of a cluster plans the same
 // script): planned, then built into `env` with the table connectors weir
 // has. An error names `name` (the script's file) and the cause; a SQL error
-// also its line and column.
-absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvironment& env);
+// also its line and column. With a `collect` id, the script ends with a bare
+// SELECT whose rows go to that query result at the JobManager
+// (cli/sql_collect.h).
+absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvironment& env,
+                           const std::string& collect = "");
 
 // The tables `weir sql` reads and writes: the built-in connectors and the
 // Nexmark generator.

@@ -12,7 +12,11 @@
 #include "cli/embedded.h"
 #include "cli/exit_codes.h"
 #include "cli/jobs.h"
+#include "cli/job_settings.h"
 #include "cli/sql_shell.h"
+#include "cluster/client.h"
+#include "cluster/protocol.h"
+#include "network/tls.h"
 #include "sql/planner.h"
 
 namespace weir::cli {
@@ -54,17 +58,54 @@ bool read_script(const std::string& file, std::string* text) {
   return true;
 }
 
+// `weir sql --jobmanager HOST:PORT [FLAGS]`: the shell with its queries on
+// that cluster. Besides --jobmanager, --secret-file and --tls-ca (the
+// client's), the arguments are the job flags of every query, checked here.
+int sql_shell_on_cluster(const std::vector<std::string>& a) {
+  std::string address, secret_file;
+  network::TlsFiles tls;
+  std::vector<std::string> job_args;
+  for (size_t i = 2; i < a.size(); ++i) {
+    std::string* client_option = a[i] == "--jobmanager"    ? &address
+                                 : a[i] == "--secret-file" ? &secret_file
+                                 : a[i] == "--tls-ca"      ? &tls.ca
+                                                           : nullptr;
+    if (client_option == nullptr) {
+      if (a[i] == "--explain") return fail(kBadArguments, "sql --explain: which script? (weir sql FILE --explain)");
+      job_args.push_back(a[i]);
+    } else if (i + 1 == a.size()) {
+      return fail(kBadArguments, "sql: " + a[i] + " needs a value");
+    } else {
+      *client_option = a[++i];
+    }
+  }
+  auto expanded = with_job_settings(job_args, "");
+  if (!expanded.ok()) return fail(kBadArguments, "sql: " + std::string(expanded.status().message()));
+  JobFlags flags;
+  CLI::App app("the SQL shell's job flags");
+  flags.add_to(&app);
+  std::vector<std::string> reversed(expanded->rbegin(), expanded->rend());  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return fail(kBadArguments, "sql: " + (std::string(e.what()).empty() ? e.get_name() : std::string(e.what())));
+  }
+  if (auto config = flags.to_config(); !config.ok()) {
+    return fail(kBadArguments, "sql: " + std::string(config.status().message()));
+  }
+  auto secret = cluster::load_secret(secret_file);
+  if (!secret.ok()) return fail(kBadArguments, std::string(secret.status().message()));
+  cluster::ClusterClient client(address, *secret, network::tls_files_or_env(tls).ca);
+  return run_sql_shell_on_cluster(client, *expanded, std::cin, isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1);
+}
+
 }  // namespace
 
 std::optional<int> sql_script_for_cluster(std::vector<std::string>* args) {
   std::vector<std::string>& a = *args;
   if (a.size() < 3 || a[1] != "sql") return std::nullopt;
   if (std::find(a.begin(), a.end(), "--jobmanager") == a.end()) return std::nullopt;
-  if (a[2].rfind('-', 0) == 0 && a[2] != "-") {
-    return fail(kBadArguments,
-                "sql --jobmanager: the script comes first (weir sql FILE [FLAGS] --jobmanager HOST:PORT); the "
-                "interactive shell runs its queries in this process");
-  }
+  if (a[2].rfind('-', 0) == 0 && a[2] != "-") return sql_shell_on_cluster(a);
   if (std::find(a.begin(), a.end(), "--explain") != a.end()) return std::nullopt;
   std::string text;
   if (!read_script(a[2], &text)) return kBadInput;

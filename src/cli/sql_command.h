@@ -6,7 +6,8 @@
 // `weir sql FILE [FLAGS] --jobmanager HOST:PORT` submits the script to a
 // cluster instead: it is planned here first (a SQL error: exit 2, nothing
 // submitted), then runs as the built-in job `sql --script TEXT`, as `weir
-// run` would submit it.
+// run` would submit it. `weir sql --jobmanager HOST:PORT [FLAGS]` (no
+// script) is the shell with its queries on that cluster.
 #ifndef WEIR_CLI_SQL_COMMAND_H_
 #define WEIR_CLI_SQL_COMMAND_H_
 
@@ -21,7 +22,9 @@ namespace weir::cli {
 // For `weir sql FILE ... --jobmanager HOST:PORT` (not --explain): `args`
 // become `weir sql --script TEXT ...`, the built-in job with its flags, for
 // the submission to a cluster; an exit code if the file cannot be read or
-// its SQL is wrong. Other arguments are left alone.
+// its SQL is wrong. For `weir sql --jobmanager ...` without a script: runs
+// the shell on that cluster and returns its exit code. Other arguments are
+// left alone.
 std::optional<int> sql_script_for_cluster(std::vector<std::string>* args);
 
 class SqlCommand {

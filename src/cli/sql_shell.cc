@@ -20,6 +20,8 @@
 #include "absl/synchronization/notification.h"
 #include "cli/embedded.h"
 #include "cli/exit_codes.h"
+#include "cli/sql_collect.h"
+#include "cluster/client.h"
 #include "sql/binder.h"
 #include "sql/job_builder.h"
 #include "sql/result_table.h"
@@ -27,8 +29,6 @@
 namespace weir::cli {
 namespace {
 
-constexpr char kResultTable[] = "(result)";
-constexpr char kResultConnector[] = "shell-result";
 constexpr size_t kMaxResultRows = 1'000'000;
 constexpr size_t kShownWhileRunning = 40;  // rows of a table still changing
 constexpr size_t kShownAtEnd = 10'000;
@@ -40,7 +40,7 @@ extern "C" void on_interrupt(int) { interrupted = true; }
 
 class ResultSink final : public Sink<Row> {
  public:
-  explicit ResultSink(std::shared_ptr<sql::ResultTable> table) : table_(std::move(table)) {}
+  explicit ResultSink(sql::ResultTable* table) : table_(table) {}
   absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
   absl::Status write(const Row& row) override {
     table_->apply(row);
@@ -48,7 +48,7 @@ class ResultSink final : public Sink<Row> {
   }
 
  private:
-  std::shared_ptr<sql::ResultTable> table_;
+  sql::ResultTable* const table_;
 };
 
 // Whether `text` ends a statement: its last character outside quotes and
@@ -76,9 +76,207 @@ bool ends_statement(const std::string& text) {
   return last == ';';
 }
 
+// How a query of the shell ended.
+struct QueryEnd {
+  JobStatus status = JobStatus::kFailed;  // kFinished, kCanceled or kFailed
+  std::string failure;
+};
+
+// Where the shell's queries run: in this process, or on a cluster.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Runs `script` (the declarations, then a bare SELECT planned as
+  // `planned`), applying its result's rows to `table`, until the query
+  // ends, or `stop` or Ctrl-C cancels it; `tick` runs about every kRedraw
+  // meanwhile.
+  virtual absl::StatusOr<QueryEnd> select(const std::string& script, const sql::PlannedScript& planned,
+                                          sql::ResultTable& table, const std::function<bool()>& stop,
+                                          const std::function<void()>& tick) = 0;
+  // Runs (embedded) or submits (cluster) `script`, the declarations and an
+  // INSERT, planned as `planned`, and says what became of it.
+  virtual void insert(const std::string& script, const sql::PlannedScript& planned) = 0;
+};
+
+void say(const std::string& line) { std::fprintf(stdout, "%s\n", line.c_str()); }
+
+// Until `done()` (which waits up to kRedraw itself): `cancel` once when
+// `stop` or Ctrl-C asks for it, `tick` at most every kRedraw.
+void wait_for(const std::function<bool()>& done, const std::function<bool()>& stop,
+              const std::function<void()>& cancel, const std::function<void()>& tick) {
+  bool canceled = false;
+  auto ticked = std::chrono::steady_clock::now();
+  while (!done()) {
+    if (!canceled && (interrupted || stop())) {
+      cancel();
+      canceled = true;
+    }
+    if (std::chrono::steady_clock::now() - ticked >= kRedraw) {
+      tick();
+      ticked = std::chrono::steady_clock::now();
+    }
+  }
+}
+
+class EmbeddedExecutor final : public Executor {
+ public:
+  explicit EmbeddedExecutor(const JobFlags& flags) : flags_(flags) {}
+
+  absl::StatusOr<QueryEnd> select(const std::string&, const sql::PlannedScript& planned, sql::ResultTable& table,
+                                  const std::function<bool()>& stop, const std::function<void()>& tick) override {
+    auto config = this->config(false);
+    if (!config.ok()) return config.status();
+    StreamEnvironment env(*config);
+    sql::TableConnectors connectors = cli_table_connectors();
+    connectors.sinks[kResultConnector] = [&table](const DataStream<Row>& rows, bool, const sql::TableDef&,
+                                                  const std::string& uid) {
+      rows.sink_to([&table] { return std::make_unique<ResultSink>(&table); }, "result").uid(uid);
+      return absl::OkStatus();
+    };
+    absl::Status built = sql::build_job(planned, connectors, env);
+    if (built.ok()) built = env.build_error();
+    if (!built.ok()) return built;
+    auto result = run_job(env, stop, tick);
+    if (!result.ok()) return result.status();
+    return QueryEnd{result->status, result->failure};
+  }
+
+  void insert(const std::string&, const sql::PlannedScript& planned) override {
+    auto config = this->config(true);
+    if (!config.ok()) return say("error: " + std::string(config.status().message()));
+    StreamEnvironment env(*config);
+    absl::Status built = sql::build_job(planned, cli_table_connectors(), env);
+    if (built.ok()) built = env.build_error();
+    if (!built.ok()) return say("error: " + std::string(built.message()));
+    auto result = run_job(env, [] { return false; }, [] {});
+    if (!result.ok()) return say("error: " + std::string(result.status().message()));
+    print_result(*result, stdout);
+    if (result->status == JobStatus::kFailed) say("error: the job failed: " + result->failure);
+  }
+
+ private:
+  absl::StatusOr<JobConfig> config(bool restarts) const {
+    auto config = flags_.to_config();
+    if (!config.ok()) return config;
+    // A result shown is not taken back: a failed query ends.
+    if (!restarts) config->restart.kind = RestartStrategyKind::kNone;
+    return config;
+  }
+
+  // Runs `env`'s job until it ends, canceling it when Ctrl-C or `stop` asks.
+  static absl::StatusOr<JobResult> run_job(StreamEnvironment& env, const std::function<bool()>& stop,
+                                           const std::function<void()>& tick) {
+    JobControl control;
+    absl::StatusOr<JobResult> result = absl::UnknownError("not run");
+    absl::Notification done;
+    interrupted = false;
+    std::thread job([&] {
+      result = env.execute("sql shell", &control);
+      done.Notify();
+    });
+    wait_for([&] { return done.WaitForNotificationWithTimeout(absl::FromChrono(kRedraw)); }, stop,
+             [&] { control.cancel(); }, tick);
+    job.join();
+    return result;
+  }
+
+  const JobFlags& flags_;
+};
+
+// Queries on a cluster: a SELECT is the built-in job `sql --script SCRIPT
+// --collect ID` with the shell's job flags, its rows read through the
+// JobManager (cli/sql_collect.h); an INSERT is submitted and left running.
+class ClusterExecutor final : public Executor {
+ public:
+  ClusterExecutor(cluster::ClusterClient* client, std::vector<std::string> job_args)
+      : client_(client), job_args_(std::move(job_args)) {}
+
+  absl::StatusOr<QueryEnd> select(const std::string& script, const sql::PlannedScript&, sql::ResultTable& table,
+                                  const std::function<bool()>& stop, const std::function<void()>& tick) override {
+    auto result = client_->open_result();
+    if (!result.ok()) return result.status();
+    std::vector<std::string> args = {"--script", script, "--collect", *result};
+    args.insert(args.end(), job_args_.begin(), job_args_.end());
+    auto job = client_->submit("sql", args);
+    if (!job.ok()) {
+      (void)client_->close_result(*result);
+      return job.status();
+    }
+    interrupted = false;
+    int64_t next = 0;
+    bool end = false;
+    absl::Status failed;
+    std::optional<QueryEnd> ended;
+    // Reads rows until the last batch came, the job ended without it
+    // (failed or canceled), or reading failed.
+    wait_for(
+        [&] {
+          if (end || ended || !failed.ok()) return true;
+          auto page = client_->fetch_result(*result, next, kRedraw.count());
+          if (!page.ok()) {
+            failed = page.status();
+            return true;
+          }
+          for (const std::string& batch : page->batches) {
+            failed = decode_result_batch(batch, [&](Row&& row) { table.apply(row); });
+            if (!failed.ok()) return true;
+          }
+          next = page->next;
+          end = page->end;
+          if (page->batches.empty() && !end) ended = ended_job(*job, nullptr);
+          return end || ended.has_value();
+        },
+        stop, [&] { (void)client_->cancel(*job); }, tick);
+    (void)client_->close_result(*result);
+    if (!failed.ok()) {
+      if (!ended) (void)client_->cancel(*job);
+      return failed;
+    }
+    if (!ended) {
+      // Every row came; the job ends right after its sinks.
+      auto state = client_->wait(*job, 60'000);
+      if (!state.ok()) return state.status();
+      ended = ended_job(*job, &*state);
+      if (!ended) return absl::DeadlineExceededError("job " + *job + " sent its whole result but did not end");
+    }
+    return *ended;
+  }
+
+  void insert(const std::string& script, const sql::PlannedScript&) override {
+    std::vector<std::string> args = {"--script", script};
+    args.insert(args.end(), job_args_.begin(), job_args_.end());
+    auto job = client_->submit("sql", args);
+    if (!job.ok()) return say("error: " + std::string(job.status().message()));
+    say("job " + *job + " submitted (weir list shows it, weir cancel " + *job + " ends it)");
+  }
+
+ private:
+  // How the job ended (by `state`, else by asking), or nothing while it runs.
+  std::optional<QueryEnd> ended_job(const std::string& job, const nlohmann::json* state) {
+    nlohmann::json asked;
+    if (state == nullptr) {
+      auto got = client_->job(job);
+      if (!got.ok()) return QueryEnd{JobStatus::kFailed, std::string(got.status().message())};
+      asked = *std::move(got);
+      state = &asked;
+    }
+    const std::string status = state->value("status", "");
+    if (status == "FINISHED") return QueryEnd{JobStatus::kFinished, ""};
+    if (status == "CANCELED") return QueryEnd{JobStatus::kCanceled, ""};
+    if (status == "FAILED") {
+      const auto f = state->find("failure");
+      return QueryEnd{JobStatus::kFailed, f != state->end() && f->is_string() ? f->get<std::string>() : ""};
+    }
+    return std::nullopt;
+  }
+
+  cluster::ClusterClient* const client_;
+  const std::vector<std::string> job_args_;
+};
+
 class Shell {
  public:
-  Shell(const JobFlags& flags, bool interactive) : flags_(flags), interactive_(interactive) {}
+  Shell(Executor* executor, bool interactive) : executor_(executor), interactive_(interactive) {}
 
   // One or more statements ending with ';'; false after QUIT.
   bool execute(const std::string& text) {
@@ -119,7 +317,6 @@ class Shell {
     std::string text;
   };
 
-  static void say(const std::string& line) { std::fprintf(stdout, "%s\n", line.c_str()); }
   static bool error(const absl::Status& s) {
     say("error: " + std::string(s.message()));
     return true;
@@ -226,38 +423,6 @@ class Shell {
     return true;
   }
 
-  absl::StatusOr<JobConfig> config(bool restarts) const {
-    auto config = flags_.to_config();
-    if (!config.ok()) return config.status();
-    // A result shown is not taken back: a failed query ends.
-    if (!restarts) config->restart.kind = RestartStrategyKind::kNone;
-    return config;
-  }
-
-  // Runs `env`'s job until it ends, or until Ctrl-C or `stop` says so;
-  // `tick` runs every kRedraw while it runs.
-  absl::StatusOr<JobResult> run_job(StreamEnvironment& env, const std::string& name,
-                                    const std::function<bool()>& stop, const std::function<void()>& tick) {
-    JobControl control;
-    absl::StatusOr<JobResult> result = absl::UnknownError("not run");
-    absl::Notification done;
-    interrupted = false;
-    std::thread job([&] {
-      result = env.execute(name, &control);
-      done.Notify();
-    });
-    bool canceled = false;
-    while (!done.WaitForNotificationWithTimeout(absl::FromChrono(kRedraw))) {
-      if (!canceled && (interrupted || stop())) {
-        control.cancel();
-        canceled = true;
-      }
-      tick();
-    }
-    job.join();
-    return result;
-  }
-
   bool run_select(const std::string& statement, bool describe_only) {
     sql::PlanOptions options;
     options.result_table = kResultTable;
@@ -271,18 +436,6 @@ class Shell {
     }
     auto table = std::make_shared<sql::ResultTable>(sink.columns, planned->result_order, !sql::is_updating(*sink.input),
                                                     kMaxResultRows);
-    auto config = this->config(false);
-    if (!config.ok()) return error(config.status());
-    StreamEnvironment env(*config);
-    sql::TableConnectors connectors = cli_table_connectors();
-    connectors.sinks[kResultConnector] = [table](const DataStream<Row>& rows, bool, const sql::TableDef&,
-                                                 const std::string& uid) {
-      rows.sink_to([table] { return std::make_unique<ResultSink>(table); }, "result").uid(uid);
-      return absl::OkStatus();
-    };
-    absl::Status built = sql::build_job(*planned, connectors, env);
-    if (built.ok()) built = env.build_error();
-    if (!built.ok()) return error(built);
     // On a terminal each table replaces the one before; otherwise each
     // change is a new table, and the final one is not the last again.
     size_t drawn_lines = 0;
@@ -299,8 +452,8 @@ class Shell {
       drawn_version = version;
       drawn_whole = text.find("\n... ") == std::string::npos;
     };
-    auto result = run_job(
-        env, "sql shell", [&] { return table->limit_reached() || table->overflowed(); },
+    auto result = executor_->select(
+        declarations() + statement, *planned, *table, [&] { return table->limit_reached() || table->overflowed(); },
         [&] {
           if (table->version() != drawn_version) draw(kShownWhileRunning);
         });
@@ -323,35 +476,23 @@ class Shell {
   bool run_insert(const std::string& statement) {
     auto planned = plan(statement, {});
     if (!planned.ok()) return error(planned.status());
-    auto config = this->config(true);
-    if (!config.ok()) return error(config.status());
-    StreamEnvironment env(*config);
-    absl::Status built = sql::build_job(*planned, cli_table_connectors(), env);
-    if (built.ok()) built = env.build_error();
-    if (!built.ok()) return error(built);
-    auto result = run_job(env, "sql shell", [] { return false; }, [] {});
-    if (!result.ok()) return error(result.status());
-    print_result(*result, stdout);
-    if (result->status == JobStatus::kFailed) say("error: the job failed: " + result->failure);
+    executor_->insert(declarations() + statement, *planned);
     return true;
   }
 
-  const JobFlags& flags_;
+  Executor* const executor_;
   const bool interactive_;
   std::vector<Declaration> declared_;
 };
 
-}  // namespace
-
-int run_sql_shell(const JobFlags& flags, std::istream& in, bool interactive) {
-  if (auto config = flags.to_config(); !config.ok()) return fail(kBadArguments, std::string(config.status().message()));
+// Reads statements from `in` into `shell` until its end or QUIT.
+void read_statements(Shell& shell, std::istream& in, bool interactive) {
   struct sigaction action = {};
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   struct sigaction before = {};
   sigaction(SIGINT, &action, &before);
-  Shell shell(flags, interactive);
   if (interactive) std::fputs("weir SQL shell: statements end with ';'; HELP lists them, QUIT ends.\n", stdout);
   std::string pending;
   std::string line;
@@ -374,6 +515,23 @@ int run_sql_shell(const JobFlags& flags, std::istream& in, bool interactive) {
     std::fputs("error: the input ended inside a statement (no ';' after it)\n", stdout);
   }
   sigaction(SIGINT, &before, nullptr);
+}
+
+}  // namespace
+
+int run_sql_shell(const JobFlags& flags, std::istream& in, bool interactive) {
+  if (auto config = flags.to_config(); !config.ok()) return fail(kBadArguments, std::string(config.status().message()));
+  EmbeddedExecutor executor(flags);
+  Shell shell(&executor, interactive);
+  read_statements(shell, in, interactive);
+  return kOk;
+}
+
+int run_sql_shell_on_cluster(cluster::ClusterClient& client, const std::vector<std::string>& job_args,
+                             std::istream& in, bool interactive) {
+  ClusterExecutor executor(&client, job_args);
+  Shell shell(&executor, interactive);
+  read_statements(shell, in, interactive);
   return kOk;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_split.h"
 #include "cluster/job_library.h"
 #include "common/file_util.h"
@@ -102,9 +103,10 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_one(const std::string& add
   http.set_read_timeout(timeout_s);
   http.set_write_timeout(timeout_s);
   httplib::Headers headers = {{"Authorization", "Bearer " + secret_}};
-  httplib::Result r = method == "GET"   ? http.Get(path.c_str(), headers)
-                      : method == "PUT" ? http.Put(path.c_str(), headers, body, content_type)
-                                        : http.Post(path.c_str(), headers, body, content_type);
+  httplib::Result r = method == "GET"      ? http.Get(path.c_str(), headers)
+                      : method == "PUT"    ? http.Put(path.c_str(), headers, body, content_type)
+                      : method == "DELETE" ? http.Delete(path.c_str(), headers)
+                                           : http.Post(path.c_str(), headers, body, content_type);
   if (!r) {
     // Another JobManager may answer: when nothing listens here, or a
     // request that changes nothing got no answer.
@@ -163,6 +165,41 @@ absl::StatusOr<nlohmann::json> ClusterClient::wait(const std::string& id, int64_
     bool ended = status == "FINISHED" || status == "FAILED" || status == "CANCELED";
     if (ended || left <= 0) return r;
   }
+}
+
+absl::StatusOr<std::string> ClusterClient::open_result() {
+  auto r = request("POST", "/v1/results", nullptr, 30);
+  if (!r.ok()) return r.status();
+  if (!r->contains("id") || !(*r)["id"].is_string()) return absl::DataLossError("POST /v1/results: no id in the answer");
+  return (*r)["id"].get<std::string>();
+}
+
+absl::StatusOr<ClusterClient::ResultPage> ClusterClient::fetch_result(const std::string& id, int64_t from,
+                                                                      int64_t wait_ms) {
+  auto r = request("GET",
+                   "/v1/results/" + id + "?from=" + std::to_string(from) +
+                       "&wait_ms=" + std::to_string(std::clamp<int64_t>(wait_ms, 0, 5000)),
+                   nullptr, 30);
+  if (!r.ok()) return r.status();
+  ResultPage page;
+  try {
+    for (const auto& b : (*r).at("batches")) {
+      std::string bytes;
+      if (!absl::Base64Unescape(b.get<std::string>(), &bytes)) {
+        return absl::DataLossError("result " + id + ": a batch is not base64");
+      }
+      page.batches.push_back(std::move(bytes));
+    }
+    page.next = (*r).at("next").get<int64_t>();
+    page.end = (*r).at("end").get<bool>();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::DataLossError("result " + id + ": malformed answer: " + e.what());
+  }
+  return page;
+}
+
+absl::Status ClusterClient::close_result(const std::string& id) {
+  return request("DELETE", "/v1/results/" + id, nullptr, 30).status();
 }
 
 absl::StatusOr<nlohmann::json> ClusterClient::cancel(const std::string& id) {

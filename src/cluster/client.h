@@ -39,6 +39,19 @@ class ClusterClient {
   absl::StatusOr<nlohmann::json> checkpoints(const std::string& job_id);
   absl::StatusOr<nlohmann::json> overview();
 
+  // A query result read through the JobManager (docs/rest-api.md "Query
+  // results"): open one, pass its id to the query's result sink, fetch its
+  // batches in turn, close it when done.
+  struct ResultPage {
+    std::vector<std::string> batches;  // encoded rows, as the sink pushed them
+    int64_t next = 0;                  // fetch from here next
+    bool end = false;                  // every sink subtask ended and this is the last page
+  };
+  absl::StatusOr<std::string> open_result();
+  // The batches from `from` on, waiting up to `wait_ms` (at most 5000) for one.
+  absl::StatusOr<ResultPage> fetch_result(const std::string& id, int64_t from, int64_t wait_ms);
+  absl::Status close_result(const std::string& id);
+
   // Waits at most `seconds` for any answer (default: each request's own
   // limit, up to minutes for a savepoint): a JobManager that accepts
   // connections but answers nothing (frozen) then counts as unreachable

@@ -11,6 +11,7 @@
 #include "cluster/protocol.h"
 #include "cluster/queued_writer.h"
 #include "cluster/rest_api.h"
+#include "cluster/result_buffers.h"
 #include "cluster/session.h"
 #include "cluster/session_registry.h"
 #include "cluster/slot_pool.h"
@@ -35,7 +36,8 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
                     slots_.remove(s);
                     jobs_.taskmanager_lost(s, "TaskManager " + s->id + " (" + s->data_address + ") lost: " + reason);
                   }),
-        rest_(options_.secret, options_.metrics_public, &jobs_, &sessions_, &slots_, &libraries_) {}
+        results_(ResultBuffers::Options{}),
+        rest_(options_.secret, options_.metrics_public, &jobs_, &sessions_, &slots_, &libraries_, &results_) {}
   ~Impl() override { shutdown(/*suspend=*/false); }
 
   absl::Status start() {
@@ -191,12 +193,28 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status PushResults(grpc::ServerContext* ctx, const proto::ResultBatch* req,
+                           proto::ResultReply* reply) override {
+    grpc::Status auth = check_secret(*ctx, options_.secret);
+    if (!auth.ok()) return auth;
+    ResultBatch b{req->result_id(), req->subtask(), req->subtasks(), req->seq(), req->rows(), req->end()};
+    auto taken = results_.push(b, absl::Seconds(1));
+    if (!taken.ok()) {
+      return grpc::Status(absl::IsNotFound(taken.status()) ? grpc::StatusCode::NOT_FOUND
+                                                           : grpc::StatusCode::INVALID_ARGUMENT,
+                          std::string(taken.status().message()));
+    }
+    reply->set_accepted(*taken);
+    return grpc::Status::OK;
+  }
+
  private:
   const JobManagerOptions options_;
   LibraryStore libraries_;
   SlotPool slots_;
   JobRegistry jobs_;           // its jobs hold slots
   SessionRegistry sessions_;   // after jobs_: a lost session fails their tasks
+  ResultBuffers results_;      // queries' rows on their way to their clients
   RestApi rest_;               // after what it serves
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

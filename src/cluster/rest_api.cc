@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "absl/strings/escaping.h"
 #include "cluster/json_body.h"
 #include "cluster/metrics_exposition.h"
 #include "common/clock.h"
@@ -22,6 +23,7 @@ int http_status(const absl::Status& s) {
     case absl::StatusCode::kNotFound: return 404;
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kAborted: return 409;
+    case absl::StatusCode::kResourceExhausted: return 429;
     case absl::StatusCode::kUnavailable: return 503;
     default: return 500;
   }
@@ -60,13 +62,14 @@ const char* partitioning_name(detail::PartitionKind k) {
 }  // namespace
 
 RestApi::RestApi(std::string secret, bool metrics_public, JobRegistry* jobs, SessionRegistry* sessions,
-                 SlotPool* slots, LibraryStore* libraries)
+                 SlotPool* slots, LibraryStore* libraries, ResultBuffers* results)
     : secret_(std::move(secret)),
       metrics_public_(metrics_public),
       jobs_(jobs),
       sessions_(sessions),
       slots_(slots),
       libraries_(libraries),
+      results_(results),
       ui_(secret_, &refusals_) {}
 
 absl::StatusOr<int> RestApi::start(const std::string& host, int port,
@@ -98,6 +101,10 @@ absl::StatusOr<int> RestApi::start(const std::string& host, int port,
   // Job libraries, by the SHA-256 of their bytes.
   http_.Put(R"(/v1/libraries/([0-9a-f]{64}))", route(&RestApi::put_library));
   http_.Get(R"(/v1/libraries/([0-9a-f]{64}))", route(&RestApi::get_library));
+  // Query results read through the JobManager (cluster/result_buffers.h).
+  http_.Post("/v1/results", route(&RestApi::post_result));
+  http_.Get(R"(/v1/results/([0-9a-f]{32}))", route(&RestApi::get_result));
+  http_.Delete(R"(/v1/results/([0-9a-f]{32}))", route(&RestApi::delete_result));
   return http_.listen_on(host, port);
 }
 
@@ -400,6 +407,28 @@ nlohmann::json checkpoints_json(Job& j) {
                          {"subtasks", subtasks}});
   }
   return {{"completed", completed}, {"failed", failed}, {"restored", restored}};
+}
+
+void RestApi::post_result(const Request&, Response& res) {
+  auto id = results_->open();
+  if (!id.ok()) return reply_error(res, id.status());
+  reply(res, nlohmann::json{{"id", *id}});
+}
+
+void RestApi::get_result(const Request& req, Response& res) {
+  int64_t from = 0, wait_ms = 0;
+  if (req.has_param("from")) from = std::atoll(req.get_param_value("from").c_str());
+  if (req.has_param("wait_ms")) wait_ms = std::atoll(req.get_param_value("wait_ms").c_str());
+  auto got = results_->fetch(req.matches[1], from, absl::Milliseconds(std::clamp<int64_t>(wait_ms, 0, 5000)));
+  if (!got.ok()) return reply_error(res, got.status());
+  nlohmann::json batches = nlohmann::json::array();
+  for (const std::string& b : got->batches) batches.push_back(absl::Base64Escape(b));
+  reply(res, nlohmann::json{{"batches", std::move(batches)}, {"next", got->next}, {"end", got->end}});
+}
+
+void RestApi::delete_result(const Request& req, Response& res) {
+  results_->close(req.matches[1]);
+  reply(res, nlohmann::json::object());
 }
 
 }  // namespace weir::cluster

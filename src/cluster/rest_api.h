@@ -16,6 +16,7 @@
 #include "cluster/http_server.h"
 #include "cluster/job_library.h"
 #include "cluster/job_registry.h"
+#include "cluster/result_buffers.h"
 #include "cluster/session_registry.h"
 #include "cluster/slot_pool.h"
 #include "cluster/web_ui.h"
@@ -25,10 +26,10 @@ namespace weir::cluster {
 
 class RestApi {
  public:
-  // Serves `jobs`, `sessions`, `slots` and `libraries`, which outlive it;
-  // with `metrics_public`, GET /metrics needs no secret.
+  // Serves `jobs`, `sessions`, `slots`, `libraries` and `results`, which
+  // outlive it; with `metrics_public`, GET /metrics needs no secret.
   RestApi(std::string secret, bool metrics_public, JobRegistry* jobs, SessionRegistry* sessions, SlotPool* slots,
-          LibraryStore* libraries);
+          LibraryStore* libraries, ResultBuffers* results);
   RestApi(const RestApi&) = delete;
   RestApi& operator=(const RestApi&) = delete;
 
@@ -62,6 +63,9 @@ class RestApi {
   void post_savepoint(const Request& req, Response& res, bool stop);
   void put_library(const Request& req, Response& res);
   void get_library(const Request& req, Response& res);
+  void post_result(const Request& req, Response& res);
+  void get_result(const Request& req, Response& res);
+  void delete_result(const Request& req, Response& res);
 
   // The job named by the route's first match, or a 404 answered.
   JobPtr job_of(const Request& req, Response& res);
@@ -72,6 +76,7 @@ class RestApi {
   SessionRegistry* const sessions_;
   SlotPool* const slots_;
   LibraryStore* const libraries_;
+  ResultBuffers* const results_;
   RateLimitedLog refusals_;  // of requests without the secret
   WebUi ui_;
   HttpServer http_;

@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "cluster/queued_writer.h"
+#include "cluster/result_uplink.h"
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
 #include "network/data_plane.h"
@@ -33,6 +34,51 @@ namespace {
 using proto::JobManagerMessage;
 using proto::TaskManagerMessage;
 
+
+}  // namespace
+
+namespace {
+
+// Result batches to the JobManager of the current session.
+class JobManagerUplink final : public ResultUplink {
+ public:
+  explicit JobManagerUplink(std::string secret) : secret_(std::move(secret)) {}
+
+  // The channel of a new session (null: none).
+  void connect(std::shared_ptr<grpc::Channel> channel) {
+    absl::MutexLock lock(&mu_);
+    channel_ = std::move(channel);
+  }
+
+  absl::StatusOr<bool> push(const ResultBatch& b) override {
+    std::shared_ptr<grpc::Channel> channel;
+    {
+      absl::MutexLock lock(&mu_);
+      channel = channel_;
+    }
+    if (channel == nullptr) return absl::UnavailableError("this TaskManager has no JobManager to send query results to");
+    auto stub = proto::JobManagerService::NewStub(channel);
+    grpc::ClientContext ctx;
+    add_secret(&ctx, secret_);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    proto::ResultBatch req;
+    req.set_result_id(b.result_id);
+    req.set_subtask(b.subtask);
+    req.set_subtasks(b.subtasks);
+    req.set_seq(b.seq);
+    req.set_rows(b.rows);
+    req.set_end(b.end);
+    proto::ResultReply reply;
+    absl::Status s = from_grpc(stub->PushResults(&ctx, req, &reply));
+    if (!s.ok()) return s;
+    return reply.accepted();
+  }
+
+ private:
+  const std::string secret_;
+  absl::Mutex mu_;
+  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);
+};
 
 }  // namespace
 
@@ -50,6 +96,7 @@ class TaskManagerProcess::Impl {
     }
   }
   ~Impl() {
+    if (result_uplink() == uplink_) set_result_uplink(nullptr);
     shutdown();
     metrics_http_.shutdown();
     release_all();
@@ -58,6 +105,7 @@ class TaskManagerProcess::Impl {
 
   absl::Status start() {
     if (!options_.catalog) return absl::FailedPreconditionError("TaskManager: no job catalog to build jobs with");
+    set_result_uplink(uplink_);
     data_plane_.set_result_locator([this](const network::ChannelKey& k) -> absl::StatusOr<std::string> {
       absl::MutexLock lock(&mu_);
       auto it = jobs_.find(k.job_id);
@@ -234,6 +282,7 @@ class TaskManagerProcess::Impl {
     // gRPC's reconnect backoff (up to 20 s) before trying again.
     channel_ = make_channel(jobmanager_, credentials_);
     stub_ = proto::JobManagerService::NewStub(channel_);
+    uplink_->connect(channel_);
     grpc::ClientContext ctx;
     add_secret(&ctx, options_.secret);
     {
@@ -606,6 +655,8 @@ class TaskManagerProcess::Impl {
   RateLimitedLog refusals_;  // of metrics requests without the secret
   HttpServer metrics_http_;
   std::shared_ptr<grpc::ChannelCredentials> credentials_;  // the session's, set by start()
+  // Query results' way to the JobManager, for this process's result sinks.
+  const std::shared_ptr<JobManagerUplink> uplink_ = std::make_shared<JobManagerUplink>(options_.secret);
   std::string metrics_address_;  // set by start()
   std::atomic<int64_t> last_heard_{0};                    // the session's last message from the JobManager
   // Per job, the restore point of its latest deployment in this session
