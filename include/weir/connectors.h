@@ -39,7 +39,7 @@
 
 namespace weir {
 
-class MappedFile;  // src/common/file_util.h
+class LineReader;  // src/common/file_util.h
 
 struct TextLine {
   int64_t line_number = 0;  // 1-based, in the whole file
@@ -110,10 +110,7 @@ class FileSource final : public Source<TextLine> {
   std::unique_ptr<OperatorListState<FileSplit>> state_;
   std::vector<FileSplit> splits_;
   size_t current_ = 0;
-  std::unique_ptr<MappedFile> file_;
-  const char* data_ = nullptr;  // file_'s bytes
-  int64_t size_ = 0;
-  int64_t released_ = 0;  // pages of the current split before this offset left memory
+  std::unique_ptr<LineReader> reader_;
   TextLine scratch_;
 };
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -149,6 +150,45 @@ void MappedFile::release(std::string_view part) const {
   begin = (begin + page - 1) / page * page;  // whole pages inside `part` only
   end = end / page * page;
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+LineReader::LineReader(std::unique_ptr<MappedFile> file)
+    : file_(std::move(file)), data_(file_->bytes().data()), size_(static_cast<int64_t>(file_->bytes().size())) {}
+
+int64_t LineReader::boundary(int64_t i, int64_t p) const {
+  const int64_t b = size_ * i / p;
+  if (b <= 0) return 0;
+  if (b >= size_) return size_;
+  const void* nl = std::memchr(data_ + b - 1, '\n', static_cast<size_t>(size_ - b + 1));
+  return nl ? static_cast<const char*>(nl) - data_ + 1 : size_;
+}
+
+int64_t LineReader::line_at(int64_t offset) const {
+  int64_t line = 1;
+  for (int64_t at = 0; at < offset; at += kReleaseStep) {
+    const int64_t n = std::min(kReleaseStep, offset - at);
+    line += std::count(data_ + at, data_ + at + n, '\n');
+    file_->release(std::string_view(data_ + at, static_cast<size_t>(n)));
+  }
+  return line;
+}
+
+std::string_view LineReader::next(int64_t* offset) {
+  if (*offset - released_ >= kReleaseStep) release_until(*offset);
+  const char* begin = data_ + *offset;
+  const void* nl = std::memchr(begin, '\n', static_cast<size_t>(size_ - *offset));
+  const char* end = nl ? static_cast<const char*>(nl) : data_ + size_;
+  size_t len = static_cast<size_t>(end - begin);
+  if (len > 0 && begin[len - 1] == '\r') --len;
+  *offset = (end - data_) + (nl ? 1 : 0);
+  return std::string_view(begin, len);
+}
+
+void LineReader::release_until(int64_t offset) {
+  offset = std::min(offset, size_);
+  if (offset <= released_) return;
+  file_->release(std::string_view(data_ + released_, static_cast<size_t>(offset - released_)));
+  released_ = offset;
 }
 
 MappedFile::~MappedFile() {

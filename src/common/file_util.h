@@ -46,6 +46,40 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// A mapped file's lines read a byte range at a time, as sources that split
+// a file among their subtasks read it: a line belongs to the range it
+// starts in, and the pages read leave the process's memory a step at a
+// time, so a reader's resident set does not grow with the file (at most a
+// step per reader: 8 MiB steps made six subtasks hold 48 MB of their
+// files; a step costs one madvise).
+class LineReader {
+ public:
+  static constexpr int64_t kReleaseStep = 1 << 20;
+
+  explicit LineReader(std::unique_ptr<MappedFile> file);
+  int64_t size() const { return size_; }
+  // Where share i of p of the file starts: byte size * i / p moved to the
+  // start of the line after it (0 and size() stay).
+  int64_t boundary(int64_t i, int64_t p) const;
+  // The number (1-based) of the line that starts at `offset`, counted a
+  // step at a time, the counted pages released at once.
+  int64_t line_at(int64_t offset) const;
+  // Reading goes on at `offset`: the pages before it are no concern of
+  // this reader any more.
+  void seek(int64_t offset) { released_ = offset; }
+  // The line starting at *offset (< size()), without its line end (LF or
+  // CR LF); *offset moves past it. Pages read a step ago are released.
+  std::string_view next(int64_t* offset);
+  // Done with the bytes before `offset`: their pages are released.
+  void release_until(int64_t offset);
+
+ private:
+  std::unique_ptr<MappedFile> file_;
+  const char* data_ = nullptr;
+  int64_t size_ = 0;
+  int64_t released_ = 0;  // pages before this offset left memory
+};
+
 // The resident bytes of this process now (/proc/self/statm), 0 if unknown.
 int64_t resident_bytes();
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "sql/file_table_source.h"
 #include "sql/job_builder.h"
 #include "weir/connectors.h"
 
@@ -204,55 +205,42 @@ TableConnectors TableConnectors::built_in() {
   };
   c.sources["filesystem"] = [](StreamEnvironment& env, const TableDef& t,
                                const std::string& uid) -> absl::StatusOr<DataStream<Row>> {
-    // The CSV lines of the file `path`, read once (bounded; each subtask
-    // its splits, exactly once). A line that is no row of the table fails
-    // the job naming the file and line.
+    // The CSV lines of the file `path`, or of the files under the
+    // directory `path` (a partitioned table's partition columns from their
+    // directories), read once: sql/file_table_source.h.
     auto path = t.options.find("path");
     if (path == t.options.end() || path->second.empty()) {
-      return absl::InvalidArgumentError("table " + t.name + ": the filesystem connector needs path = 'FILE'");
+      return absl::InvalidArgumentError("table " + t.name +
+                                        ": the filesystem connector needs path = 'FILE' (or 'DIRECTORY')");
     }
     if (auto f = t.options.find("format"); f != t.options.end() && f->second != "csv") {
       return absl::InvalidArgumentError("table " + t.name + ": format '" + f->second +
                                         "' is not supported by the filesystem source yet (csv is)");
     }
+    int64_t rate = 0;  // rows per second and subtask
+    if (auto r = t.options.find("scan.records-per-second"); r != t.options.end()) {
+      if (!absl::SimpleAtoi(r->second, &rate) || rate < 0) {
+        return absl::InvalidArgumentError("table " + t.name + ": \"scan.records-per-second\" '" + r->second +
+                                          "' is no count");
+      }
+    }
     TableDef declared = t;
     if (!t.declared.empty()) declared.columns = t.declared;
-    std::vector<int> read;
-    for (const Column& c : t.columns) read.push_back(declared.index_of(c.name));
-    auto format = csv_format(csv_schema(declared));
-    const std::string file = path->second, where = "table " + t.name + ", " + path->second;
     // Event time: each subtask's watermark trails the latest time it read
-    // (in its splits, in file order) by the delay, after every poll. The
-    // time column is read from the line here (a line that is no row: time
-    // 0, and the decoding below fails the job naming it).
-    std::optional<WatermarkStrategy<TextLine>> watermarks;
+    // (in its ranges, in file order) by the delay, after every poll.
+    std::optional<WatermarkStrategy<Row>> watermarks;
     if (t.watermark) {
-      const int time = declared.index_of(t.watermark->column);
-      watermarks = WatermarkStrategy<TextLine>::for_bounded_out_of_orderness(
+      const size_t time = static_cast<size_t>(declared.index_of(t.watermark->column));
+      watermarks = WatermarkStrategy<Row>::for_bounded_out_of_orderness(
                        Duration(t.watermark->delay_ms),
-                       [format, time](const TextLine& line) {
-                         Row r;
-                         if (!format->decode(line.text, &r).ok() || r.is_null(time)) return int64_t{0};
-                         return r.int64(time);
-                       })
+                       [time](const Row& r) { return r.is_null(time) ? int64_t{0} : r.int64(time); })
                        .with_interval(Duration(0));
     }
-    DataStream<TextLine> lines =
-        env.from_source<TextLine>([file] { return std::make_unique<FileSource>(file); }, "file", watermarks);
-    lines.uid(uid);
-    DataStream<Row> rows = lines.map(
-        [format, read, where](const TextLine& line) {
-          Row all;
-          absl::Status s = format->decode(line.text, &all);
-          if (!s.ok()) throw std::runtime_error(where + ": " + origin_of(line) + ": " + std::string(s.message()));
-          Row r;
-          r.values.reserve(read.size());
-          for (int i : read) r.values.push_back(std::move(all.values[static_cast<size_t>(i)]));
-          return r;
-        },
-        "csv");
-    rows.uid(uid + "-csv");
-    return rows;
+    DataStream<Row> rows =
+        env.from_source<Row>([t, rate] { return make_file_table_source(t, rate); }, "file", watermarks);
+    rows.uid(uid);
+    if (t.columns.size() == declared.columns.size()) return rows;
+    return read_columns(rows, declared.columns, t.columns, uid);
   };
   add_system_connectors(&c);
   c.sinks["blackhole"] = [](const DataStream<Row>& rows, bool, const TableDef&, const std::string& uid) {

@@ -128,6 +128,7 @@ class Builder {
         TableDef scanned = *table;
         scanned.columns = n.columns;
         scanned.declared = table->columns;
+        scanned.partition_filter = n.partition_filter;
         auto rows = it->second(env_, scanned, uid + "scan");
         if (!rows.ok()) return rows.status();
         return decimals_in(*rows, *table, n.columns, uid);

@@ -206,7 +206,11 @@ std::string describe(const PlanNode& n, const std::vector<std::string>& in, cons
   std::string line;
   switch (n.kind) {
     case PlanNode::Kind::kScan:
-      line += "Scan(" + n.table + (n.changelog ? "; changelog by its primary key" : "") + ")";
+      line += "Scan(" + n.table + (n.changelog ? "; changelog by its primary key" : "");
+      if (n.partition_filter) {
+        line += "; partitions where " + n.partition_filter->to_string(n.partition_columns);
+      }
+      line += ")";
       break;
     case PlanNode::Kind::kFilter:
       line += "Filter(" + n.exprs[0].to_string(in) + ")";

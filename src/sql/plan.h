@@ -44,6 +44,11 @@ struct TableDef {
   std::map<std::string, std::string> options;  // the WITH (...) options, names in lower case
   std::optional<WatermarkSpec> watermark;
   int offset = 0;  // of its CREATE TABLE in the script
+  // As a scan hands a partitioned table (option partition-by) to its
+  // source: the query's conditions on partition columns only, over a row
+  // of the partition columns in partition-by order; a file whose partition
+  // values do not make it TRUE need not be read (partition pruning).
+  std::optional<Expr> partition_filter;
 
   const std::string& connector() const { return options.at("connector"); }
   // Whether its rows are a changelog by its PRIMARY KEY rather than
@@ -120,6 +125,10 @@ struct PlanNode {
   std::vector<Column> columns;  // what it emits (kScan: the columns of the table it reads)
   std::string table;            // kScan, kSink: the table
   bool changelog = false;       // kScan: of a TableDef::changelog() table (an updating input)
+  // kScan of a partitioned table: TableDef::partition_filter (the filter
+  // above stays: pruning only skips files none of whose rows it passes).
+  std::optional<Expr> partition_filter;
+  std::vector<std::string> partition_columns;  // the names of partition_filter's columns
   // kProject: one per column; kFilter: the condition; kAggregate: the
   // grouping keys (its first columns; then one column per aggregate).
   std::vector<Expr> exprs;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 
 namespace weir::sql {
 
@@ -269,7 +270,50 @@ absl::Status check_ranks(const PlanNode& n, std::string_view text, int offset) {
   return absl::OkStatus();
 }
 
-std::unique_ptr<PlanNode> QueryPlanner::filter_over(Node input, Expr cond) {
+// Of `cond` over the columns of `scan` (all of its table's), the
+// conjuncts that read partition columns only go into the scan's
+// partition_filter, over the partition columns in partition-by order.
+void QueryPlanner::push_partition_conditions(PlanNode* scan, const Expr& cond) const {
+  const TableDef* t = find_table_(scan->table);
+  if (t == nullptr) return;
+  auto by = t->options.find("partition-by");
+  if (by == t->options.end()) return;
+  std::vector<Expr> as_partition(scan->columns.size());  // column i of the scan, as the partition row has it
+  std::vector<bool> partition(scan->columns.size(), false);
+  int k = 0;
+  std::vector<std::string> names;
+  for (absl::string_view name : absl::StrSplit(by->second, ',')) {
+    names.emplace_back(name);
+    const int at = column_index(scan->columns, std::string_view(name.data(), name.size()));
+    if (at < 0) return;
+    as_partition[static_cast<size_t>(at)] = Expr::column_ref(k++, scan->columns[static_cast<size_t>(at)].type);
+    partition[static_cast<size_t>(at)] = true;
+  }
+  std::function<bool(const Expr&)> partition_only = [&](const Expr& e) {
+    if (e.kind == Expr::Kind::kColumn) return e.column >= 0 && partition[static_cast<size_t>(e.column)];
+    return std::all_of(e.args.begin(), e.args.end(), partition_only);
+  };
+  std::vector<Expr> all;
+  conjuncts(cond, &all);
+  for (const Expr& c : all) {
+    if (!partition_only(c)) continue;
+    Expr pushed = compose(c, as_partition);
+    scan->partition_columns = names;
+    if (!scan->partition_filter) {
+      scan->partition_filter = std::move(pushed);
+    } else {
+      const bool nullable = scan->partition_filter->type.nullable || pushed.type.nullable;
+      scan->partition_filter = Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable},
+                                          {*std::move(scan->partition_filter), std::move(pushed)});
+    }
+  }
+}
+
+std::unique_ptr<PlanNode> QueryPlanner::filter_over(Node input, Expr cond) const {
+  if (input->kind == PlanNode::Kind::kScan) push_partition_conditions(input.get(), cond);
+  if (input->kind == PlanNode::Kind::kFilter && input->input->kind == PlanNode::Kind::kScan) {
+    push_partition_conditions(input->input.get(), cond);
+  }
   // Below a window table function when it reads none of the window's
   // columns (filter push-down).
   if (input->kind == PlanNode::Kind::kWindow && !reads_columns(cond, static_cast<int>(input->input->columns.size()))) {

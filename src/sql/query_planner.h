@@ -53,7 +53,9 @@ class QueryPlanner {
   absl::StatusOr<Node> from_item(const nlohmann::json& item, std::vector<Scope>* scopes, int offset);
   // A WHERE (or ON) condition over `input`, pushed as far down as it goes.
   absl::StatusOr<Node> where(Node input, Expr cond);
-  static Node filter_over(Node input, Expr cond);
+  Node filter_over(Node input, Expr cond) const;
+  // Conditions of `cond` on partition columns into `scan` (partition pruning).
+  void push_partition_conditions(PlanNode* scan, const Expr& cond) const;
   // FROM a, b: a join of a and b whose keys come from WHERE.
   static Node cross(Node left, Node right);
   // The select list over `input`; with `over`, `input` is a kOver whose
