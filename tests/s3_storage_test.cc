@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "checkpoint/s3_client.h"
 #include "checkpoint/s3_storage.h"
 #include "checkpoint/storage.h"
@@ -202,7 +203,7 @@ TEST_F(S3Test, JobsCheckpointToS3RestoreFromItAndSkipBrokenCheckpoints) {
   std::vector<std::string> skipped;
   auto newest = checkpoint::find_latest_checkpoint(chk, &skipped);
   ASSERT_TRUE(newest.ok()) << newest.status();
-  EXPECT_TRUE(skipped.empty());
+  EXPECT_TRUE(skipped.empty()) << absl::StrJoin(skipped, "\n");
   // Break the newest: cut one of its state files short.
   auto newest_url = checkpoint::parse_s3_url(newest->location);
   ASSERT_TRUE(newest_url.ok());

@@ -137,15 +137,39 @@ void SubtaskCheckpointer::aborted(int64_t checkpoint_id) {
   while (aborted_->ids.size() > 256) aborted_->ids.erase(aborted_->ids.begin());
 }
 
+void SubtaskCheckpointer::wait_for_pending() {
+  absl::MutexLock lock(&aborted_->mu);
+  aborted_->mu.Await(absl::Condition(
+      +[](Aborted* a) ABSL_SHARED_LOCKS_REQUIRED(a->mu) { return a->in_flight == 0 || a->cancelled; },
+      aborted_.get()));
+}
+
+void SubtaskCheckpointer::cancel() {
+  absl::MutexLock lock(&aborted_->mu);
+  aborted_->cancelled = true;
+}
+
 void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64_t checkpoint_id, int64_t sync_ms,
                                        int64_t alignment_ms) {
+  {
+    absl::MutexLock lock(&aborted_->mu);
+    ++aborted_->in_flight;
+  }
   // Copies only: the task (and this object) may be gone before it runs.
   services_.executor->post([services = services_, id = id_, parallelism = parallelism_,
                             max_parallelism = max_parallelism_, captured = std::move(captured), checkpoint_id,
                             sync_ms, alignment_ms, aborted = aborted_]() mutable {
+    // Ends this part's count however it returns, after its report is sent.
+    struct Ended {
+      Aborted* a;
+      ~Ended() {
+        absl::MutexLock lock(&a->mu);
+        --a->in_flight;
+      }
+    } ended{aborted.get()};
     {
       absl::MutexLock lock(&aborted->mu);
-      if (aborted->ids.contains(checkpoint_id)) {
+      if (aborted->cancelled || aborted->ids.contains(checkpoint_id)) {
         captured.reset();
         return;
       }

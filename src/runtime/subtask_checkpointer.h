@@ -60,11 +60,22 @@ class SubtaskCheckpointer {
   // dropped with what it holds instead of run, so a backlog of expired
   // checkpoints cannot pile up on the executor. Any thread.
   void aborted(int64_t checkpoint_id);
+  // Blocks until every asynchronous part this task posted has acknowledged
+  // or declined (after Flink's waitForPendingCheckpoints): a task that ends
+  // its input reports FINISHED only then, so no state file of its last
+  // checkpoint lands after the job is over. cancel() releases the wait.
+  void wait_for_pending();
+  // The task is cancelled: queued asynchronous parts are dropped and
+  // wait_for_pending() returns. Any thread.
+  void cancel();
 
  private:
+  // Shared with the asynchronous parts, which may outlive the task.
   struct Aborted {
     absl::Mutex mu;
     std::set<int64_t> ids ABSL_GUARDED_BY(mu);  // the newest few
+    int in_flight ABSL_GUARDED_BY(mu) = 0;      // posted, not yet ended
+    bool cancelled ABSL_GUARDED_BY(mu) = false;
   };
   const ExecutionId id_;
   const int parallelism_;

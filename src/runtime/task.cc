@@ -137,6 +137,7 @@ void Task::confirm_source_positions(int64_t seq) {
 
 void Task::cancel() {
   if (cancelled_.exchange(true)) return;
+  checkpointer_.cancel();
   // Wake the thread wherever it waits: mailbox, input, full output, pool.
   wakeup_.notify();
   {
@@ -227,6 +228,9 @@ void Task::run() {
     last.released_records = chain_.source->released_records();
     services_.job_master->report_source_positions(id(), std::move(last));
   }
+  // A finished task's last checkpoints acknowledge before it says so, or
+  // their files could land after the job is over.
+  if (final_state == ExecutionState::kFinished) checkpointer_.wait_for_pending();
   if (task_failover()) {
     // Nothing closes: the neighbours keep running and this task's next
     // attempt takes over its channels.
