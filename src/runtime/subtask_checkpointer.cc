@@ -169,7 +169,7 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
     } ended{aborted.get()};
     {
       absl::MutexLock lock(&aborted->mu);
-      if (aborted->cancelled || aborted->ids.contains(checkpoint_id)) {
+      if (aborted->ids.contains(checkpoint_id)) {
         captured.reset();
         return;
       }

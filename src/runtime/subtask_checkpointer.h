@@ -65,8 +65,9 @@ class SubtaskCheckpointer {
   // its input reports FINISHED only then, so no state file of its last
   // checkpoint lands after the job is over. cancel() releases the wait.
   void wait_for_pending();
-  // The task is cancelled: queued asynchronous parts are dropped and
-  // wait_for_pending() returns. Any thread.
+  // The task is cancelled: wait_for_pending() returns at once. The
+  // asynchronous parts still run (one may complete a savepoint the job
+  // stops with) unless their checkpoint is aborted. Any thread.
   void cancel();
 
  private:

@@ -8,6 +8,7 @@
 
 #include "checkpoint/format.h"
 #include "checkpoint/storage.h"
+#include "common/test_points.h"
 #include "runtime/remote_results.h"
 
 namespace weir::runtime {
@@ -230,7 +231,10 @@ void Task::run() {
   }
   // A finished task's last checkpoints acknowledge before it says so, or
   // their files could land after the job is over.
-  if (final_state == ExecutionState::kFinished) checkpointer_.wait_for_pending();
+  if (final_state == ExecutionState::kFinished) {
+    WEIR_SYNC_POINT("Task::waiting_for_checkpoints");
+    checkpointer_.wait_for_pending();
+  }
   if (task_failover()) {
     // Nothing closes: the neighbours keep running and this task's next
     // attempt takes over its channels.

@@ -294,5 +294,63 @@ TEST(TaskTest, AsynchronousPartOfACheckpointRunsAfterItsTaskWasCancelled) {
   tm.unregister_job("job");
 }
 
+// A task whose input ends while its checkpoint's asynchronous part is still
+// to run reports FINISHED only after that part acknowledged: otherwise its
+// state file could land in storage after the job is over, an incomplete
+// checkpoint nothing removes.
+TEST(TaskTest, AFinishingTaskWaitsForItsCheckpointsAsynchronousPart) {
+  if (!WEIR_TEST_POINTS) GTEST_SKIP() << "test points are compiled out of Release builds";
+  SyncPoints::reset();
+  SyncPoints::load_dependencies({{"SubtaskCheckpointer::async_part_posted", "TaskTest:end_input"},
+                                 {"Task::waiting_for_checkpoints", "TaskTest:input_ended"},
+                                 {"TaskTest:checked", "SubtaskCheckpointer::async_part"}});
+  SyncPoints::enable();
+  auto released = std::make_shared<std::atomic<bool>>(false);
+  StreamEnvironment env;
+  env.from_source<int64_t>([released] {
+       auto s = std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 10);
+       s->hold_while([released](int64_t i) { return i == 5 && !released->load(); });
+       return s;
+     })
+      .parallelism(1)
+      .sink_to([] { return std::make_unique<DropSink>(); })
+      .parallelism(1);
+  auto graph = graph::build_job_graph(env.graph(), env.config());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ((*graph)->vertices.size(), 1u);
+
+  auto storage = std::make_shared<checkpoint::MemoryCheckpointStorage>("job");
+  TaskManager tm(env.config().network, 1);
+  RecordingJobMaster jm;
+  TaskManager::JobContext ctx = job_context(*graph, env.config(), &jm);
+  ctx.storage = storage;
+  tm.register_job("job", std::move(ctx));
+  const ExecutionId id{0, 0, 0};
+  TaskDeploymentDescriptor tdd;
+  tdd.job_id = "job";
+  tdd.execution = id;
+  tdd.task_index = (*graph)->task_index(0, 0);
+  tm.submit_task(tdd);
+
+  tm.trigger_checkpoint(id, 1, 0, /*savepoint=*/false);
+  WEIR_SYNC_POINT("TaskTest:end_input");  // the synchronous part is done, the upload held back
+  released->store(true);
+  ASSERT_TRUE(jm.wait_for_end_of_data(1, absl::Seconds(30)));
+  tm.finish_task(id);  // as the JobMaster does once the input ended everywhere
+  WEIR_SYNC_POINT("TaskTest:input_ended");  // the task closed its operators
+  EXPECT_FALSE(jm.final_report(absl::ZeroDuration()).has_value()) << "reported before its checkpoint acknowledged";
+  EXPECT_FALSE(jm.first_ack(absl::ZeroDuration()).has_value());
+  WEIR_SYNC_POINT("TaskTest:checked");
+
+  auto report = jm.final_report(absl::Seconds(30));
+  SyncPoints::reset();
+  ASSERT_TRUE(report.has_value()) << "the task never ended";
+  EXPECT_EQ(report->state, ExecutionState::kFinished) << report->error;
+  auto ack = jm.first_ack(absl::ZeroDuration());
+  ASSERT_TRUE(ack.has_value()) << "FINISHED came before the acknowledgement";
+  EXPECT_EQ(ack->checkpoint_id, 1);
+  tm.unregister_job("job");
+}
+
 }  // namespace
 }  // namespace weir::runtime
