@@ -7,9 +7,15 @@
 #define WEIR_CLUSTER_RESULT_UPLINK_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "cluster/result_buffers.h"
+
+namespace grpc {
+class Channel;
+}  // namespace grpc
 
 namespace weir::cluster {
 
@@ -20,6 +26,21 @@ class ResultUplink {
   // result's queue stayed full for a while (send it again). NotFound: no
   // client reads the result any more; Unavailable: no JobManager to send to.
   virtual absl::StatusOr<bool> push(const ResultBatch& batch) = 0;
+};
+
+// A TaskManager's uplink: PushResults over the connection of its current
+// session with the JobManager.
+class JobManagerUplink final : public ResultUplink {
+ public:
+  explicit JobManagerUplink(std::string secret) : secret_(std::move(secret)) {}
+  // The channel of a new session (null: none).
+  void connect(std::shared_ptr<grpc::Channel> channel);
+  absl::StatusOr<bool> push(const ResultBatch& batch) override;
+
+ private:
+  const std::string secret_;
+  absl::Mutex mu_;
+  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);
 };
 
 // The uplink of this process's TaskManager; null in a process that runs

@@ -34,52 +34,6 @@ namespace {
 using proto::JobManagerMessage;
 using proto::TaskManagerMessage;
 
-
-}  // namespace
-
-namespace {
-
-// Result batches to the JobManager of the current session.
-class JobManagerUplink final : public ResultUplink {
- public:
-  explicit JobManagerUplink(std::string secret) : secret_(std::move(secret)) {}
-
-  // The channel of a new session (null: none).
-  void connect(std::shared_ptr<grpc::Channel> channel) {
-    absl::MutexLock lock(&mu_);
-    channel_ = std::move(channel);
-  }
-
-  absl::StatusOr<bool> push(const ResultBatch& b) override {
-    std::shared_ptr<grpc::Channel> channel;
-    {
-      absl::MutexLock lock(&mu_);
-      channel = channel_;
-    }
-    if (channel == nullptr) return absl::UnavailableError("this TaskManager has no JobManager to send query results to");
-    auto stub = proto::JobManagerService::NewStub(channel);
-    grpc::ClientContext ctx;
-    add_secret(&ctx, secret_);
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    proto::ResultBatch req;
-    req.set_result_id(b.result_id);
-    req.set_subtask(b.subtask);
-    req.set_subtasks(b.subtasks);
-    req.set_seq(b.seq);
-    req.set_rows(b.rows);
-    req.set_end(b.end);
-    proto::ResultReply reply;
-    absl::Status s = from_grpc(stub->PushResults(&ctx, req, &reply));
-    if (!s.ok()) return s;
-    return reply.accepted();
-  }
-
- private:
-  const std::string secret_;
-  absl::Mutex mu_;
-  std::shared_ptr<grpc::Channel> channel_ ABSL_GUARDED_BY(mu_);
-};
-
 }  // namespace
 
 class TaskManagerProcess::Impl {
