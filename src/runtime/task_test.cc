@@ -244,6 +244,47 @@ class DropSink final : public Sink<int64_t> {
   absl::Status write(const int64_t&) override { return absl::OkStatus(); }
 };
 
+// One job of a single task, `source` chained to a sink that drops what it
+// gets, in a TaskManager of its own, its checkpoints in memory, its reports
+// recorded.
+class SingleTaskJob {
+ public:
+  // Builds the graph and deploys the task; ok() says whether it could.
+  explicit SingleTaskJob(SourceFactory<int64_t> source)
+      : tm_(StreamEnvironment().config().network, 1) {
+    StreamEnvironment env;
+    env.from_source<int64_t>(std::move(source))
+        .parallelism(1)
+        .sink_to([] { return std::make_unique<DropSink>(); })
+        .parallelism(1);
+    auto graph = graph::build_job_graph(env.graph(), env.config());
+    if (!graph.ok() || (*graph)->vertices.size() != 1) return;  // source and sink chained, or not ok()
+    TaskManager::JobContext ctx = job_context(*graph, env.config(), &jm);
+    ctx.storage = storage;
+    tm_.register_job("job", std::move(ctx));
+    registered_ = true;
+    TaskDeploymentDescriptor tdd;
+    tdd.job_id = "job";
+    tdd.execution = id;
+    tdd.task_index = (*graph)->task_index(0, 0);
+    tm_.submit_task(tdd);
+  }
+  ~SingleTaskJob() {
+    if (registered_) tm_.unregister_job("job");
+  }
+  bool ok() const { return registered_; }
+  TaskManager& tm() { return tm_; }
+
+  const ExecutionId id{0, 0, 0};
+  const std::shared_ptr<checkpoint::MemoryCheckpointStorage> storage =
+      std::make_shared<checkpoint::MemoryCheckpointStorage>("job");
+  RecordingJobMaster jm;
+
+ private:
+  TaskManager tm_;
+  bool registered_ = false;
+};
+
 // The asynchronous part of a checkpoint outlives its task: held back (by a
 // sync point) until the task was cancelled and reported so, it still writes
 // the state files and acknowledges, touching nothing of the ended task.
@@ -253,32 +294,14 @@ TEST(TaskTest, AsynchronousPartOfACheckpointRunsAfterItsTaskWasCancelled) {
   SyncPoints::load_dependencies({{"SubtaskCheckpointer::async_part_posted", "TaskTest:cancel"},
                                  {"TaskTest:task_cancelled", "SubtaskCheckpointer::async_part"}});
   SyncPoints::enable();
-  StreamEnvironment env;
-  env.from_source<int64_t>(
-         [] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, INT64_MAX); })
-      .parallelism(1)
-      .sink_to([] { return std::make_unique<DropSink>(); })
-      .parallelism(1);
-  auto graph = graph::build_job_graph(env.graph(), env.config());
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  ASSERT_EQ((*graph)->vertices.size(), 1u);  // source and sink chained
+  SingleTaskJob job(
+      [] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, INT64_MAX); });
+  ASSERT_TRUE(job.ok());
+  RecordingJobMaster& jm = job.jm;
 
-  auto storage = std::make_shared<checkpoint::MemoryCheckpointStorage>("job");
-  TaskManager tm(env.config().network, 1);
-  RecordingJobMaster jm;
-  TaskManager::JobContext ctx = job_context(*graph, env.config(), &jm);
-  ctx.storage = storage;
-  tm.register_job("job", std::move(ctx));
-  const ExecutionId id{0, 0, 0};
-  TaskDeploymentDescriptor tdd;
-  tdd.job_id = "job";
-  tdd.execution = id;
-  tdd.task_index = (*graph)->task_index(0, 0);
-  tm.submit_task(tdd);
-
-  tm.trigger_checkpoint(id, 1, 0, /*savepoint=*/false);
+  job.tm().trigger_checkpoint(job.id, 1, 0, /*savepoint=*/false);
   WEIR_SYNC_POINT("TaskTest:cancel");  // once the synchronous part is done
-  tm.cancel_task(id);
+  job.tm().cancel_task(job.id);
   auto report = jm.final_report(absl::Seconds(30));
   ASSERT_TRUE(report.has_value()) << "the task did not end while its checkpoint's upload was held back";
   EXPECT_EQ(report->state, ExecutionState::kCanceled);
@@ -290,8 +313,7 @@ TEST(TaskTest, AsynchronousPartOfACheckpointRunsAfterItsTaskWasCancelled) {
   ASSERT_TRUE(ack.has_value()) << "the held-back upload never acknowledged";
   EXPECT_EQ(ack->checkpoint_id, 1);
   ASSERT_FALSE(ack->ack.states.empty());
-  EXPECT_EQ(storage->num_checkpoints(), 1u);
-  tm.unregister_job("job");
+  EXPECT_EQ(job.storage->num_checkpoints(), 1u);
 }
 
 // A task whose input ends while its checkpoint's asynchronous part is still
@@ -306,37 +328,19 @@ TEST(TaskTest, AFinishingTaskWaitsForItsCheckpointsAsynchronousPart) {
                                  {"TaskTest:checked", "SubtaskCheckpointer::async_part"}});
   SyncPoints::enable();
   auto released = std::make_shared<std::atomic<bool>>(false);
-  StreamEnvironment env;
-  env.from_source<int64_t>([released] {
-       auto s = std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 10);
-       s->hold_while([released](int64_t i) { return i == 5 && !released->load(); });
-       return s;
-     })
-      .parallelism(1)
-      .sink_to([] { return std::make_unique<DropSink>(); })
-      .parallelism(1);
-  auto graph = graph::build_job_graph(env.graph(), env.config());
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  ASSERT_EQ((*graph)->vertices.size(), 1u);
+  SingleTaskJob job([released] {
+    auto s = std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 10);
+    s->hold_while([released](int64_t i) { return i == 5 && !released->load(); });
+    return s;
+  });
+  ASSERT_TRUE(job.ok());
+  RecordingJobMaster& jm = job.jm;
 
-  auto storage = std::make_shared<checkpoint::MemoryCheckpointStorage>("job");
-  TaskManager tm(env.config().network, 1);
-  RecordingJobMaster jm;
-  TaskManager::JobContext ctx = job_context(*graph, env.config(), &jm);
-  ctx.storage = storage;
-  tm.register_job("job", std::move(ctx));
-  const ExecutionId id{0, 0, 0};
-  TaskDeploymentDescriptor tdd;
-  tdd.job_id = "job";
-  tdd.execution = id;
-  tdd.task_index = (*graph)->task_index(0, 0);
-  tm.submit_task(tdd);
-
-  tm.trigger_checkpoint(id, 1, 0, /*savepoint=*/false);
+  job.tm().trigger_checkpoint(job.id, 1, 0, /*savepoint=*/false);
   WEIR_SYNC_POINT("TaskTest:end_input");  // the synchronous part is done, the upload held back
   released->store(true);
   ASSERT_TRUE(jm.wait_for_end_of_data(1, absl::Seconds(30)));
-  tm.finish_task(id);  // as the JobMaster does once the input ended everywhere
+  job.tm().finish_task(job.id);  // as the JobMaster does once the input ended everywhere
   WEIR_SYNC_POINT("TaskTest:input_ended");  // the task closed its operators
   EXPECT_FALSE(jm.final_report(absl::ZeroDuration()).has_value()) << "reported before its checkpoint acknowledged";
   EXPECT_FALSE(jm.first_ack(absl::ZeroDuration()).has_value());
@@ -349,7 +353,6 @@ TEST(TaskTest, AFinishingTaskWaitsForItsCheckpointsAsynchronousPart) {
   auto ack = jm.first_ack(absl::ZeroDuration());
   ASSERT_TRUE(ack.has_value()) << "FINISHED came before the acknowledgement";
   EXPECT_EQ(ack->checkpoint_id, 1);
-  tm.unregister_job("job");
 }
 
 }  // namespace
