@@ -8,6 +8,11 @@
 
 namespace weir {
 
+// Whole milliseconds from `t` to now, on the steady clock.
+inline int64_t ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count();
+}
+
 class Clock {
  public:
   virtual ~Clock() = default;

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "checkpoint/format.h"
+#include "common/clock.h"
 #include "common/file_util.h"
 #include "common/test_points.h"
 #include "runtime/operator_context.h"
@@ -21,10 +22,6 @@ namespace weir::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int64_t ms_since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
 
 // Incremental checkpoint of a native snapshot: SST files already uploaded by
 // the last confirmed checkpoint are referenced again; new ones are uploaded
