@@ -1,12 +1,16 @@
 // SQL scripts (src/sql/): any text either plans or gets an error that names
 // where it is; a plan's constant expressions evaluate without crashing, and
 // --explain prints it. The same script is planned as the shell plans it
-// too (a bare SELECT into a result table, its ORDER BY and LIMIT read).
+// too (a bare SELECT into a result table, its ORDER BY and LIMIT read). A
+// plan over in-memory tables only ('values', 'print', 'blackhole') is also
+// built into a job graph (operators, composed expressions, programs).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "sql/job_builder.h"
 #include "sql/planner.h"
+#include "weir/stream.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 4096) return 0;
@@ -31,6 +35,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (column < 0 || column >= static_cast<int>(planned->inserts.back().root->columns.size())) __builtin_trap();
     }
     if (!planned->inserts.empty() && weir::sql::explain(*planned).empty()) __builtin_trap();
+    bool in_memory = options.result_table.empty();
+    for (const auto& t : planned->tables) {
+      const std::string c = t.connector();
+      in_memory = in_memory && (c == "values" || c == "print" || c == "blackhole");
+    }
+    if (in_memory && !planned->inserts.empty()) {
+      weir::StreamEnvironment env;
+      absl::Status built = weir::sql::build_job(*planned, weir::sql::TableConnectors::built_in(), env);
+      if (!built.ok() && built.message().empty()) __builtin_trap();
+    }
   }
   return 0;
 }

@@ -785,6 +785,23 @@ TEST(ClusterTest, StopWithSavepointAndResumeAtAnotherParallelism) {
   ASSERT_TRUE(cps.ok()) << cps.status();
   ASSERT_GE((*cps)["completed"].size(), 2u);
   EXPECT_EQ((*cps)["completed"][0]["subtasks"].size(), subtasks) << (*cps)["completed"][0];
+  // A relative directory is the client's: sent as an absolute path, so the
+  // savepoint's _metadata and state files land together under it. Sent as
+  // it is to the REST API, it is refused.
+  Child relative({"bash", "-c",
+                  "cd '" + c.dir().path("") + "' && exec '" + testing::weir_bin() + "' savepoint " + *first +
+                      " --dir sp-relative --jobmanager " + c.rest() + " --secret-file '" + c.secret_file() + "'"},
+                 c.dir().path("relative"));
+  ASSERT_EQ(relative.wait(), 0) << relative.err();
+  std::string relative_path = relative.out().substr(relative.out().find("completed: ") + 11);
+  relative_path = relative_path.substr(0, relative_path.find('\n'));
+  EXPECT_EQ(relative_path.rfind(fs::path(c.dir().path("sp-relative")).lexically_normal().string(), 0), 0u)
+      << relative.out();
+  EXPECT_TRUE(fs::exists(fs::path(relative_path) / "_metadata")) << relative.out();
+  auto refused = c.client().savepoint(*first, "sp-relative", /*stop=*/false, /*drain=*/false);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("savepoint directory 'sp-relative' is relative"), std::string_view::npos)
+      << refused.status();
   auto r = testing::run_weir({"stop", *first, "--savepoint", c.dir().path("sp"), "--jobmanager", c.rest(),
                               "--secret-file", c.secret_file()},
                              c.dir().path("stop"));

@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "testing/hostile_sql.h"
 #include "tests/changelog.h"
 #include "tests/cluster.h"
 #include "weir/connectors.h"
@@ -28,6 +29,30 @@ using testing::eventually;
 // plans the same text): its rows, across an injected failure and at p=2,
 // are those of the same script run in one process; bad SQL is named with
 // its line and column.
+// Scripts built to exhaust a planner, submitted to the JobManager: each is
+// refused with the line and column it fails at, and the JobManager (which
+// plans them in a child process first) goes on serving.
+TEST(ClusterSqlTest, HostileScriptsAreRefusedAndTheJobManagerServesOn) {
+  Cluster c("cluster-sql-hostile");
+  ASSERT_TRUE(c.start({{"tm-1", 1}})) << c.jm_log();
+  int tried = 0;
+  for (const testing::HostileSql& h : testing::hostile_sql_scripts()) {
+    if (h.refusal.empty() || h.text.size() > 60000) continue;  // job arguments are at most 64 KiB
+    SCOPED_TRACE(h.name);
+    ++tried;
+    auto id = c.client().submit("sql", {"--script", h.text});
+    ASSERT_FALSE(id.ok());
+    EXPECT_TRUE(absl::IsInvalidArgument(id.status())) << id.status();
+    EXPECT_NE(id.status().message().find(h.refusal), std::string_view::npos) << id.status();
+    EXPECT_NE(id.status().message().find("line "), std::string_view::npos) << id.status();
+    EXPECT_TRUE(c.jobmanager()->running());
+  }
+  EXPECT_GE(tried, 3);
+  auto o = c.client().overview();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ((*o)["taskmanagers"].size(), 1u);
+}
+
 TEST(ClusterTest, SqlScriptRunsOnTheClusterAsEmbedded) {
   Cluster c("cluster-sql");
   ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();

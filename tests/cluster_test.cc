@@ -6,18 +6,23 @@
 #include <gtest/gtest.h>
 #include <openssl/ssl.h>
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
 #include "examples/running_sum/running_sum.h"
+#include "cluster/protocol.h"
 #include "network/data_plane.h"
 #include "tests/cluster.h"
 #include "tests/cluster_checks.h"
@@ -179,6 +184,74 @@ TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {
   EXPECT_NE(slurp(c.dir().path("tm-ok.err")).find("wrong cluster secret"), std::string::npos);
 }
 
+// The peak resident memory of process `pid` (VmHWM), in bytes.
+int64_t peak_rss(pid_t pid) {
+  std::string status = slurp("/proc/" + std::to_string(pid) + "/status");
+  const size_t at = status.find("VmHWM:");
+  return at == std::string::npos ? -1 : std::atoll(status.c_str() + at + 6) * 1024;
+}
+
+// Peers without the secret pushing large result batches to the
+// JobManager's gRPC port are refused before their messages are read: eight
+// at once, each offering 200 MB, leave the JobManager's memory where it was
+// and the cluster serving. A message past the limit is refused even from a
+// peer with the secret.
+TEST(ClusterTest, UnauthenticatedGrpcCallsAreRefusedBeforeTheirMessagesAreRead) {
+  Cluster c("cluster-grpc-hostile");
+  ASSERT_TRUE(c.start({{"tm-1", 1}})) << c.jm_log();
+  auto credentials = cluster::channel_credentials(testing::tls_mode() ? testing::test_certs().files()
+                                                                      : network::TlsFiles{});
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  const int64_t before = peak_rss(c.jobmanager()->pid());
+  ASSERT_GT(before, 0);
+  std::vector<std::thread> peers;
+  std::atomic<int> refused{0};
+  for (int i = 0; i < 8; ++i) {
+    peers.emplace_back([&] {
+      grpc::ChannelArguments args;
+      args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, -1);
+      auto channel = grpc::CreateCustomChannel(c.address(), *credentials, args);
+      auto stub = cluster::proto::JobManagerService::NewStub(channel);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+      cluster::proto::ResultReply reply;
+      auto writer = stub->PushResults(&ctx, &reply);
+      cluster::proto::ResultBatch batch;
+      batch.set_result_id(std::string(32, 'a'));
+      batch.set_rows(std::string(10 << 20, 'x'));
+      for (int m = 0; m < 20 && writer->Write(batch); ++m) {
+      }
+      writer->WritesDone();
+      if (writer->Finish().error_code() == grpc::StatusCode::UNAUTHENTICATED) ++refused;
+    });
+  }
+  for (auto& t : peers) t.join();
+  EXPECT_EQ(refused.load(), 8);
+  const int64_t after = peak_rss(c.jobmanager()->pid());
+  EXPECT_LT(after - before, int64_t{150} << 20) << "peak RSS " << before << " -> " << after;
+
+  // With the secret, a batch over the limit is refused by its size.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, -1);
+  auto stub = cluster::proto::JobManagerService::NewStub(grpc::CreateCustomChannel(c.address(), *credentials, args));
+  grpc::ClientContext ctx;
+  cluster::add_secret(&ctx, c.secret());
+  cluster::proto::ResultReply reply;
+  auto writer = stub->PushResults(&ctx, &reply);
+  cluster::proto::ResultBatch big;
+  big.set_result_id(std::string(32, 'a'));
+  big.set_rows(std::string(cluster::kMaxJobManagerMessage + 1, 'x'));
+  writer->Write(big);
+  writer->WritesDone();
+  EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  // The cluster still serves.
+  auto o = c.client().overview();
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ((*o)["taskmanagers"].size(), 1u);
+  EXPECT_TRUE(c.jobmanager()->running());
+}
+
 // A client command aimed where no JobManager listens says so in words.
 TEST(ClusterTest, UnreachableJobManagerIsNamedWithTheCause) {
   TempDir dir("cluster-unreachable");
@@ -188,6 +261,36 @@ TEST(ClusterTest, UnreachableJobManagerIsNamedWithTheCause) {
   EXPECT_EQ(r.code, 5) << r.err;
   EXPECT_EQ(r.err, "weir: JobManager 127.0.0.1:1 unreachable: cannot connect (nothing listening there, or the host "
                    "cannot be reached)\n");
+}
+
+// A client given several JobManagers, the first of them frozen (its port
+// takes connections, nothing answers): it asks the next after a short
+// probe instead of waiting out the request's whole limit.
+TEST(ClusterTest, AClientSkipsAFrozenJobManagerQuickly) {
+  Cluster c("cluster-frozen-first");
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  // A listening socket nobody accepts on: connections complete in the
+  // kernel and then hear nothing.
+  const int frozen = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(frozen, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(frozen, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0);
+  ASSERT_EQ(::listen(frozen, 16), 0);
+  socklen_t len = sizeof(at);
+  ASSERT_EQ(::getsockname(frozen, reinterpret_cast<sockaddr*>(&at), &len), 0);
+  const std::string frozen_address = "127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+  cluster::ClusterClient client(frozen_address + "," + c.rest(), c.secret(), testing::test_tls_ca());
+  const auto started = std::chrono::steady_clock::now();
+  auto jobs = client.list();
+  const auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_LT(took, 15s) << "the request's own limit is 30 s";
+  // Once one answered, it is asked first.
+  EXPECT_TRUE(client.overview().ok());
+  ::close(frozen);
 }
 
 // An attached `weir run` prints each restart with its cause as it happens,
@@ -394,11 +497,32 @@ TEST(ClusterTest, AttachedRunShowsProgressWaitsForSlotsAndSurvivesTheClient) {
   EXPECT_EQ((*ended)["status"], "CANCELED");
 }
 
-// Sends `request` on a new connection to `address` and returns all the
-// server answers until it closes (at most `deadline`).
+// A connection to `address` from loopback address `source` (another
+// peer address to the server than 127.0.0.1).
+absl::StatusOr<int> connect_from(const std::string& address, const std::string& source) {
+  auto hp = network::parse_address(address);
+  if (!hp.ok()) return hp.status();
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in from{}, to{};
+  from.sin_family = to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(hp->second));
+  if (fd < 0 || ::inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+      ::inet_pton(AF_INET, hp->first.c_str(), &to.sin_addr) != 1 ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return absl::UnavailableError("connect from " + source + ": " + why);
+  }
+  return fd;
+}
+
+// Sends `request` on a new connection to `address` (from `source`, when
+// given) and returns all the server answers until it closes (at most
+// `deadline`).
 std::string raw_http(const std::string& address, const std::string& request,
-                     std::chrono::milliseconds deadline = 10s) {
-  auto fd = network::connect_tcp(address, 5000);
+                     std::chrono::milliseconds deadline = 10s, const std::string& source = "") {
+  auto fd = source.empty() ? network::connect_tcp(address, 5000) : connect_from(address, source);
   if (!fd.ok()) return "connect failed: " + std::string(fd.status().message());
   if (testing::tls_mode()) {
     // The same request through TLS.
@@ -476,6 +600,125 @@ TEST(ClusterTest, SlowPeersOnTheRestPortDoNotLockOutClients) {
     EXPECT_LE(::recv(fd, &b, 1, 0), 0);
     ::close(fd);
   }
+}
+
+// Peers that keep sending after their (refused) request, and clients
+// waiting in long polls, hold none of the workers that serve everyone
+// else: authenticated requests are answered at once meanwhile.
+TEST(ClusterTest, LingeringPeersAndLongPollsDoNotHoldTheWorkers) {
+  Cluster c("cluster-lingering");
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  auto served_quickly = [&](int times) {
+    for (int i = 0; i < times; ++i) {
+      auto started = std::chrono::steady_clock::now();
+      auto o = c.client().overview();
+      if (!o.ok()) {
+        ADD_FAILURE() << o.status();
+        return;
+      }
+      EXPECT_LT(std::chrono::steady_clock::now() - started, 2s);
+    }
+  };
+  if (!testing::tls_mode()) {
+    // 120 peers: a request without the secret, then a byte every 150 ms
+    // while the server would linger on their connection.
+    std::vector<int> peers;
+    const std::string request = "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n";
+    for (int i = 0; i < 120; ++i) {
+      auto fd = network::connect_tcp(c.rest(), 5000);
+      ASSERT_TRUE(fd.ok()) << fd.status();
+      ::send(*fd, request.data(), request.size(), MSG_NOSIGNAL);
+      peers.push_back(*fd);
+    }
+    std::atomic<bool> done{false};
+    std::thread drip([&] {
+      while (!done) {
+        for (int fd : peers) ::send(fd, "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        std::this_thread::sleep_for(150ms);  // the peers' pace, not a wait for the server
+      }
+    });
+    served_quickly(6);
+    done = true;
+    drip.join();
+    // They were answered meanwhile (a peer that sent on past its second
+    // of lingering is reset, and may lose its answer with it).
+    int refused = 0;
+    for (int fd : peers) {
+      std::string got;
+      char buf[4096];
+      pollfd p{fd, POLLIN, 0};
+      while (::poll(&p, 1, 5000) == 1) {
+        const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        got.append(buf, static_cast<size_t>(n));
+      }
+      refused += got.rfind("HTTP/1.1 401", 0) == 0 ? 1 : 0;
+      ::close(fd);
+    }
+    EXPECT_GE(refused, 16);
+  }
+  // 100 clients in long polls of a query result (each up to 5 s).
+  auto opened = c.client().open_result();
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  // From addresses of their own: a burst of 100 connections from one
+  // address would pass the limit of connections one address may have
+  // waiting for their heads (32), and the oldest would be closed.
+  std::vector<std::thread> polls;
+  std::atomic<int> answered{0}, busy{0};
+  std::mutex failures_mu;
+  std::vector<std::string> failures;
+  const std::string request = "GET /v1/results/" + *opened + "?from=0&wait_ms=5000 HTTP/1.1\r\nHost: x\r\n" +
+                              "Authorization: Bearer " + c.secret() + "\r\n\r\n";
+  for (int i = 0; i < 100; ++i) {
+    polls.emplace_back([&, i] {
+      const std::string got = raw_http(c.rest(), request, 30s, "127.0.0." + std::to_string(10 + i));
+      if (got.rfind("HTTP/1.1 200", 0) == 0) ++answered;
+      if (got.rfind("HTTP/1.1 503", 0) == 0) ++busy;
+      if (got.rfind("HTTP/1.1 200", 0) != 0 && got.rfind("HTTP/1.1 503", 0) != 0) {
+        std::lock_guard lock(failures_mu);
+        failures.push_back(got.substr(0, 200));
+      }
+    });
+  }
+  served_quickly(6);
+  for (auto& t : polls) t.join();
+  EXPECT_EQ(busy.load(), 0);
+  EXPECT_EQ(answered.load(), 100) << ::testing::PrintToString(failures);
+}
+
+// The web UI's login takes the secret from its form's body only, never
+// from the URL, and slows down guessing: past five wrong secrets a minute
+// from one address, it answers 429 (even to the right secret) until the
+// minute has moved on.
+TEST(ClusterTest, WebUiLoginRefusesSecretsInTheUrlAndSlowsGuessing) {
+  Cluster c("cluster-login");
+  c.start_jobmanager();
+  ASSERT_TRUE(c.ok()) << c.jm_log();
+  auto http = testing::http_client(c.rest());
+  auto in_url = http->Post("/ui/login?secret=" + c.secret(), "", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(in_url);
+  EXPECT_EQ(in_url->status, 400) << in_url->body;
+  EXPECT_FALSE(in_url->has_header("Set-Cookie"));
+  EXPECT_NE(in_url->body.find("never in the URL"), std::string::npos) << in_url->body;
+  auto good = http->Post("/ui/login", "secret=" + c.secret(), "application/x-www-form-urlencoded");
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 303) << good->body;
+  EXPECT_TRUE(good->has_header("Set-Cookie"));
+  for (int i = 0; i < 5; ++i) {
+    auto wrong = http->Post("/ui/login", "secret=guess-" + std::to_string(i), "application/x-www-form-urlencoded");
+    ASSERT_TRUE(wrong);
+    EXPECT_EQ(wrong->status, 401) << i;
+  }
+  auto limited = http->Post("/ui/login", "secret=" + c.secret(), "application/x-www-form-urlencoded");
+  ASSERT_TRUE(limited);
+  EXPECT_EQ(limited->status, 429) << limited->body;
+  EXPECT_FALSE(limited->has_header("Set-Cookie"));
+  const int retry = std::atoi(limited->get_header_value("Retry-After").c_str());
+  EXPECT_GT(retry, 0);
+  EXPECT_LE(retry, 60);
+  // The REST API with the secret is not affected.
+  EXPECT_TRUE(c.client().overview().ok());
 }
 
 // Bodies are bounded before they are read: a job submission over 1 MiB is
@@ -750,6 +993,31 @@ TEST(ClusterTest, TlsRefusesPlainAndUntrustingClientsAndBadSettings) {
   EXPECT_NE(partial.err.find("TLS needs --tls-cert, --tls-key and --tls-ca together; missing: --tls-key"),
             std::string::npos)
       << partial.err;
+  // A certificate that expired, or that does not name the address the
+  // process listens on: refused at start, not on every connection later.
+  testing::TestCerts expired = testing::make_expired_cert(c.dir().path("expired"));
+  ASSERT_EQ(expired.error, "");
+  auto stale = client({"jobmanager", "--secret-file", c.secret_file(), "--rest-port", "0", "--bind", "127.0.0.1:0",
+                       "--tls-cert", expired.cert, "--tls-key", expired.key, "--tls-ca", certs.ca},
+                      "stale");
+  EXPECT_EQ(stale.code, 2) << stale.err;
+  EXPECT_NE(stale.err.find("--tls-cert " + expired.cert + ": the certificate expired on "), std::string::npos)
+      << stale.err;
+  auto stale_tm = client({"taskmanager", "--jobmanager", c.address(), "--secret-file", c.secret_file(), "--tls-cert",
+                          expired.cert, "--tls-key", expired.key, "--tls-ca", certs.ca},
+                         "stale-tm");
+  EXPECT_EQ(stale_tm.code, 2) << stale_tm.err;
+  EXPECT_NE(stale_tm.err.find("the certificate expired on "), std::string::npos) << stale_tm.err;
+  auto elsewhere = client({"jobmanager", "--secret-file", c.secret_file(), "--rest-port", "0", "--bind",
+                           "127.0.0.2:0", "--tls-cert", certs.cert, "--tls-key", certs.key, "--tls-ca", certs.ca},
+                          "elsewhere");
+  EXPECT_EQ(elsewhere.code, 2) << elsewhere.err;
+  EXPECT_NE(elsewhere.err.find("the certificate does not name 127.0.0.2"), std::string::npos) << elsewhere.err;
+  auto elsewhere_tm = client({"taskmanager", "--jobmanager", c.address(), "--secret-file", c.secret_file(), "--bind",
+                              "127.0.0.2", "--tls-cert", certs.cert, "--tls-key", certs.key, "--tls-ca", certs.ca},
+                             "elsewhere-tm");
+  EXPECT_EQ(elsewhere_tm.code, 2) << elsewhere_tm.err;
+  EXPECT_NE(elsewhere_tm.err.find("the certificate does not name 127.0.0.2"), std::string::npos) << elsewhere_tm.err;
   auto mismatch = client({"taskmanager", "--jobmanager", c.address(), "--secret-file", c.secret_file(), "--tls-cert",
                           certs.cert, "--tls-key", other.key, "--tls-ca", certs.ca},
                          "mismatch");

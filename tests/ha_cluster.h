@@ -101,6 +101,8 @@ class HaCluster {
     return l;
   }
   Child* jobmanager(const std::string& name) { return jms_.at(name).process.get(); }
+  // The REST port JobManager `name` serves on while it leads.
+  int rest_port(const std::string& name) const { return jms_.at(name).rest_port; }
   Child* taskmanager(const std::string& id) { return tms_.at(id).get(); }
   // SIGKILLs every process (TaskManagers first).
   void stop_all() {

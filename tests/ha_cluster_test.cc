@@ -4,12 +4,17 @@
 // while the leader is killed and frozen. Also the fencing of a deposed
 // leader's writes in the HA store.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -170,6 +175,86 @@ TEST(HaClusterTest, LeaderCutOffFromZooKeeperStepsDown) {
   ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.logs();
   expect_exactly_once({input}, c.dir().path("out"));
   EXPECT_EQ(c.leader(), "jm-b");
+}
+
+// One job's record in HA storage is overwritten with garbage: the next
+// leader still leads, serves REST, takes the TaskManagers and resumes the
+// other job exactly-once; the broken job is listed FAILED with the cause,
+// its record kept until `cancel` forgets it.
+TEST(HaClusterTest, ACorruptJobRecordFailsThatJobAloneAndTheOthersResume) {
+  HaCluster c("ha-corrupt-record");
+  ASSERT_TRUE(c.start_zookeeper()) << c.zookeeper().log();
+  ASSERT_TRUE(c.start_jobmanager("jm-a")) << c.log("jm-a");
+  ASSERT_EQ(c.wait_for_leader(), "jm-a") << c.logs();
+  ASSERT_TRUE(c.start_jobmanager("jm-b")) << c.log("jm-b");
+  ASSERT_TRUE(c.start_taskmanager("tm-1", 4)) << c.logs();
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 20000, 300, 0, 41).ok());
+  std::vector<std::string> ids;
+  for (const std::string out : {"out-1", "out-2"}) {
+    auto id = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path(out), "-p", "2",
+                                                "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                                "200ms", "--rate", "1000"});
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+  }
+  ASSERT_TRUE(eventually([&] { return newest_checkpoint(c.client(), ids[1]) >= 2; }, 60s)) << c.logs();
+  const std::string record = c.dir().path("ha/jobs/" + ids[0]);
+  ASSERT_TRUE(std::filesystem::exists(record));
+  std::ofstream(record, std::ios::trunc) << "not a job record";
+
+  c.jobmanager("jm-a")->kill9();
+  c.jobmanager("jm-a")->wait();
+  ASSERT_EQ(c.wait_for_leader("jm-a"), "jm-b") << c.logs();
+  // The healthy job resumes and finishes exactly-once.
+  auto done = c.client().wait(ids[1], 120000);
+  ASSERT_TRUE(done.ok()) << done.status() << "\n" << c.logs();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.logs();
+  expect_exactly_once({input}, c.dir().path("out-2"));
+  EXPECT_EQ(c.taskmanagers(), 1);
+  // The broken one: FAILED, saying why, in the list and on its own.
+  auto broken = c.client().job(ids[0]);
+  ASSERT_TRUE(broken.ok()) << broken.status() << "\n" << c.logs();
+  EXPECT_EQ((*broken)["status"], "FAILED") << *broken;
+  EXPECT_NE((*broken)["failure"].get<std::string>().find("is corrupt"), std::string::npos) << *broken;
+  auto listed = c.client().list();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_NE(listed->dump().find(ids[0]), std::string::npos) << *listed;
+  EXPECT_NE(c.log("jm-b").find("job " + ids[0]), std::string::npos) << c.log("jm-b");
+  EXPECT_TRUE(std::filesystem::exists(record)) << "kept for an operator to look into";
+  // Cancelling it forgets its record.
+  auto cancelled = c.client().cancel(ids[0]);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ((*cancelled)["status"], "CANCELED") << *cancelled;
+  EXPECT_FALSE(std::filesystem::exists(record));
+  EXPECT_FALSE(c.client().job(ids[0]).ok());
+}
+
+// A leader that cannot serve (its REST port taken) steps down, and the
+// next JobManager in line leads.
+TEST(HaClusterTest, ALeaderThatCannotLeadStepsDown) {
+  HaCluster c("ha-cannot-lead");
+  ASSERT_TRUE(c.start_zookeeper()) << c.zookeeper().log();
+  ASSERT_TRUE(c.start_jobmanager("jm-a")) << c.log("jm-a");
+  ASSERT_EQ(c.wait_for_leader(), "jm-a") << c.logs();
+  ASSERT_TRUE(c.start_jobmanager("jm-b")) << c.log("jm-b");
+  // jm-b's REST port, taken before it leads.
+  const int blocker = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(blocker, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(static_cast<uint16_t>(c.rest_port("jm-b")));
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(blocker, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0) << std::strerror(errno);
+  ASSERT_EQ(::listen(blocker, 1), 0);
+  c.jobmanager("jm-a")->kill9();
+  c.jobmanager("jm-a")->wait();
+  ASSERT_TRUE(eventually([&] { return c.log("jm-b").find("cannot lead under epoch") != std::string::npos; }, 30s))
+      << c.logs();
+  ASSERT_TRUE(c.start_jobmanager("jm-a")) << c.log("jm-a");
+  EXPECT_EQ(c.wait_for_leader("jm-b"), "jm-a") << c.logs();
+  EXPECT_NE(c.log("jm-b").find("stepped down"), std::string::npos) << c.log("jm-b");
+  ::close(blocker);
 }
 
 // Nothing shared but ZooKeeper and S3: job records in S3 (--ha-storage

@@ -6,6 +6,7 @@
 #include <libpq-fe.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -201,6 +202,36 @@ TEST_F(PostgresTest, MissingColumnRefusedLoginAndDisabledPreparedTransactionsAre
   Child refused(a, dir_->path("refused"));
   EXPECT_NE(refused.wait(), 0);
   EXPECT_NE(refused.err().find("max_prepared_transactions is 0"), std::string::npos) << refused.err();
+}
+
+// A sink rolls back only its own leftover prepared transactions: not those
+// of a sink whose prefix extends its own ("r_s-1": a crash between a
+// checkpoint's completion and its commit leaves them for that sink to
+// commit), nor those a LIKE pattern's '_' would match.
+TEST_F(PostgresTest, ASinkNeverRollsBackAnotherSinksPreparedTransactions) {
+  pg_->sql("CREATE TABLE r_s (key text NOT NULL, sum bigint NOT NULL, count bigint NOT NULL)");
+  const std::string others[] = {"weir-running-sum-r_s-1-0-5", "weir-running-sum-rXs-0-5",
+                                "weir-running-sum-r_s-0-5x", "weir-running-sum-r_s--0-5"};
+  const std::string own = "weir-running-sum-r_s-2-999999";
+  for (const std::string& gid : {others[0], others[1], others[2], others[3], own}) {
+    pg_->sql("BEGIN; INSERT INTO r_s VALUES ('" + gid + "', 1, 1); PREPARE TRANSACTION '" + gid + "'");
+  }
+  ASSERT_TRUE(examples::generate_running_sum_input(dir_->path("small.txt"), 2000, 50, 997, seed_).ok());
+  Child job({testing::weir_bin(), "example", "running-sum", "--input", dir_->path("small.txt"), "--postgres",
+             pg_->conninfo(), "--output-table", "r_s", "--output", dir_->path("rejects"), "--parallelism", "4",
+             "--checkpoint-dir", dir_->path("chk"), "--checkpoint-interval", "50ms"},
+            dir_->path("r_s"));
+  ASSERT_EQ(job.wait(), 0) << job.err();
+  std::vector<std::string> left = pg_->sql("SELECT gid FROM pg_prepared_xacts ORDER BY gid");
+  std::sort(left.begin(), left.end());
+  std::vector<std::string> want(std::begin(others), std::end(others));
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(left, want) << "the sink of r_s must roll back " << own << " and nothing else";
+  // The rows of the job, and none of the rolled-back transaction's.
+  EXPECT_EQ(pg_->sql("SELECT count(*) FROM r_s WHERE key LIKE 'weir-%'"), std::vector<std::string>{"0"});
+  const std::vector<std::string> rows = pg_->sql("SELECT count(*) FROM r_s");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_GT(std::stoll(rows[0]), 0) << "the job's own rows are committed";
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "examples/nexmark/generator.h"
 #include "examples/nexmark/sql_tables.h"
 #include "tests/changelog.h"
+#include "testing/hostile_sql.h"
 #include "tests/process.h"
 #include "weir/connectors.h"
 
@@ -150,6 +151,35 @@ INSTANTIATE_TEST_SUITE_P(EveryQueryWithSqlText, SqlNexmarkTest, ::testing::Value
 
 // Expressions over the generator's bids, against the same computed here in
 // C++ from the same events.
+// Scripts built to exhaust the planner, and every entry of the SQL fuzz
+// corpus, through `weir sql --explain` with its address space limited to
+// 2 GiB: each is planned or refused in one line (exit 0 or 2), never a
+// crash or a process out of memory.
+TEST_F(SqlTest, HostileScriptsAndTheFuzzCorpusPlanWithinAMemoryLimit) {
+  std::vector<std::pair<std::string, std::string>> scripts;  // name, file
+  for (const testing::HostileSql& h : testing::hostile_sql_scripts()) {
+    std::string file = h.name;
+    std::replace(file.begin(), file.end(), ' ', '-');
+    scripts.emplace_back(h.name, write(file + ".sql", h.text));
+  }
+  for (const auto& e : std::filesystem::directory_iterator(std::string(WEIR_SOURCE_DIR) + "/fuzz/corpus/sql")) {
+    scripts.emplace_back(e.path().filename().string(), e.path().string());
+  }
+  ASSERT_GT(scripts.size(), 6u);
+  const std::vector<std::string> limited = {"/usr/bin/prlimit", "--as=" + std::to_string(int64_t{2} << 30), "--",
+                                            testing::weir_bin(), "sql"};
+  for (const auto& [name, file] : scripts) {
+    SCOPED_TRACE(name);
+    std::vector<std::string> argv = limited;
+    argv.insert(argv.end(), {file, "--explain"});
+    auto r = testing::run_program(argv, path("explain-" + std::to_string(&name - &scripts[0].first)));
+    EXPECT_TRUE(r.code == 0 || r.code == 2) << "exit " << r.code << ": " << r.err.substr(0, 2000);
+    if (r.code == 2) {
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err.substr(0, 2000);
+    }
+  }
+}
+
 TEST_F(SqlTest, AScriptsRowsAreWhatItsExpressionsSay) {
   constexpr int64_t kEvents = 20000;
   const std::string script = write("job.sql", R"(

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
@@ -594,7 +595,13 @@ std::optional<int> ClusterCommands::run() {
     return kOk;
   }
   if (parsed == f.savepoint || parsed == f.stop) {
-    auto r = client.savepoint(f.job_id, f.directory, parsed == f.stop, f.drain);
+    // A relative directory means this client's working directory, not the
+    // JobManager's or a TaskManager's: sent as an absolute path.
+    std::string directory = f.directory;
+    if (!directory.empty() && directory.front() != '/' && directory.find("://") == std::string::npos) {
+      directory = std::filesystem::absolute(directory).lexically_normal().string();
+    }
+    auto r = client.savepoint(f.job_id, directory, parsed == f.stop, f.drain);
     if (!r.ok()) return fail(exit_code(r.status()), std::string(r.status().message()));
     std::printf("savepoint %lld completed: %s\n", static_cast<long long>((*r)["checkpoint_id"].get<int64_t>()),
                 (*r)["path"].get<std::string>().c_str());

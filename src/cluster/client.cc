@@ -71,7 +71,22 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& met
   if (addresses.empty()) return absl::InvalidArgumentError("no JobManager address given");
   absl::StatusOr<nlohmann::json> out;
   // Several JobManagers (high availability): only the leader listens; the
-  // one that answered last is asked first.
+  // one that answered last is asked first. Until one has answered, each is
+  // first asked a cheap question with a short limit, so that a frozen one
+  // (accepting connections, answering nothing) costs seconds, not the
+  // request's whole limit.
+  if (addresses.size() > 1 && !answered_) {
+    constexpr int kProbeTimeoutS = 3;
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      const size_t at = (current_ + i) % addresses.size();
+      bool unreachable = false;
+      (void)request_one(addresses[at], "GET", "/v1/overview", "", nullptr, kProbeTimeoutS, &unreachable);
+      if (!unreachable) {
+        current_ = at;
+        break;
+      }
+    }
+  }
   for (size_t i = 0; i < addresses.size(); ++i) {
     const size_t at = (current_ + i) % addresses.size();
     bool unreachable = false;
@@ -79,9 +94,11 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& met
                       answer_timeout_s_ > 0 ? std::min(timeout_s, answer_timeout_s_) : timeout_s, &unreachable);
     if (!unreachable) {
       current_ = at;
+      answered_ = true;
       return out;
     }
   }
+  answered_ = false;
   return out;
 }
 
@@ -110,7 +127,11 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_one(const std::string& add
   if (!r) {
     // Another JobManager may answer: when nothing listens here, or a
     // request that changes nothing got no answer.
+    // A handshake that did not complete counts too: a frozen JobManager
+    // takes the connection and never answers the TLS hello. (A client
+    // that cannot speak with any of them gets the last error.)
     *unreachable = r.error() == httplib::Error::Connection || r.error() == httplib::Error::ConnectionTimeout ||
+                   r.error() == httplib::Error::SSLConnection ||
                    (method == "GET" && r.error() == httplib::Error::Read);
     return absl::UnavailableError("JobManager " + address + " unreachable: " + describe(r.error(), timeout_s));
   }

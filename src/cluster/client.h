@@ -74,6 +74,7 @@ class ClusterClient {
   const std::string secret_;
   const std::string tls_ca_;
   size_t current_ = 0;  // of the addresses in address_, the one that answered last
+  bool answered_ = false;  // current_ has answered this client
   int answer_timeout_s_ = 0;  // 0: none
 };
 

@@ -61,7 +61,8 @@ class HaJobManager::Impl {
 
   // Starts and stops a JobManager as leadership comes and goes. A term
   // that cannot start (ZooKeeper or HA storage unreachable, a port still
-  // taken) is tried again a second later while leadership lasts.
+  // taken) steps down, so that the next JobManager in line leads; alone,
+  // this one is granted leadership again and retries a second later.
   void run() {
     std::unique_ptr<JobManager> term;
     int64_t running = 0;
@@ -88,6 +89,9 @@ class HaJobManager::Impl {
         if (term != nullptr) running = wanted;
         failed = term == nullptr;
       }
+      // A leader that cannot lead gives another JobManager its turn (with
+      // none in line, it is granted leadership again and retries).
+      if (failed) election_->step_down();
       lock.lock();
       if (stopping_ && term == nullptr) break;
       if (failed) cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_ || wanted_ != wanted; });

@@ -244,19 +244,30 @@ absl::StatusOr<std::vector<HaStore::Recovered>> HaStore::jobs() {
   std::vector<Recovered> out;
   for (const auto& id : ids) {
     Recovered r;
+    r.record.set_job_id(id);
     auto bytes = get_blob("jobs/" + id);
     if (!bytes.ok()) {
-      return absl::Status(bytes.status().code(),
-                          "the record of job " + id + " in HA storage: " + std::string(bytes.status().message()));
+      if (absl::IsUnavailable(bytes.status())) {
+        return absl::Status(bytes.status().code(),
+                            "the record of job " + id + " in HA storage: " + std::string(bytes.status().message()));
+      }
+      r.problem = absl::DataLossError("the record of job " + id + " in HA storage (" + blob_location("jobs/" + id) +
+                                      ") cannot be read: " + std::string(bytes.status().message()));
+      out.push_back(std::move(r));
+      continue;
     }
-    if (!r.record.ParseFromString(*bytes) || r.record.job_id() != id) {
-      return absl::DataLossError("the record of job " + id + " in HA storage (" + blob_location("jobs/" + id) +
-                                 ") is corrupt");
+    proto::JobRecord record;
+    if (!record.ParseFromString(*bytes) || record.job_id() != id) {
+      r.problem = absl::DataLossError("the record of job " + id + " in HA storage (" + blob_location("jobs/" + id) +
+                                      ") is corrupt");
+      out.push_back(std::move(r));
+      continue;
     }
+    r.record = std::move(record);
     const std::string checkpoints = dir + "/" + id + "/checkpoints";
     String_vector children{};
     rc = zoo_get_children(session_->handle(), checkpoints.c_str(), 0, &children);
-    if (rc != ZOK) return absl::UnavailableError(zk_error("list", checkpoints, rc));
+    if (rc != ZOK && rc != ZNONODE) return absl::UnavailableError(zk_error("list", checkpoints, rc));
     std::vector<std::string> nodes(children.data, children.data + children.count);
     deallocate_String_vector(&children);
     std::sort(nodes.begin(), nodes.end());  // zero-padded ids
@@ -270,7 +281,8 @@ absl::StatusOr<std::vector<HaStore::Recovered>> HaStore::jobs() {
       const size_t space = value.find(' ');
       const std::string kind = value.substr(0, space);
       if (space == std::string::npos || (kind != "checkpoint" && kind != "savepoint")) {
-        return absl::DataLossError(node + " in ZooKeeper is malformed: " + value);
+        r.problem = absl::DataLossError(node + " in ZooKeeper is malformed: " + value.substr(0, 200));
+        break;
       }
       r.checkpoints.push_back({std::atoll(name.c_str()), value.substr(space + 1), kind == "savepoint"});
     }

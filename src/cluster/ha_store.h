@@ -96,8 +96,15 @@ class HaStore {
   struct Recovered {
     proto::JobRecord record;
     std::vector<CompletedPointer> checkpoints;  // oldest first; empty: none completed yet
+    // Not OK when the job's record (or a checkpoint pointer of it) cannot
+    // be read: then only record.job_id() is set, and `problem` names the
+    // record and the cause. Its nodes stay for an operator to look into
+    // (remove_job forgets them).
+    absl::Status problem;
   };
-  // Every recorded job, for a new leader.
+  // Every recorded job, for a new leader. A record that is missing or
+  // corrupt is that one job's problem; an error here means the store
+  // itself could not be read (ZooKeeper unreachable).
   absl::StatusOr<std::vector<Recovered>> jobs();
   // The bytes of a recorded job library.
   absl::StatusOr<std::string> library(const std::string& digest);

@@ -222,7 +222,15 @@ absl::StatusOr<int> HttpServer::listen_on(const std::string& host, int port) {
   size_t largest = options_.max_body_bytes;
   for (const auto& l : body_limits_) largest = std::max(largest, l.max_bytes);
   set_payload_max_length(largest);
-  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+  requests_.max_queued = options_.max_queued;
+  long_polls_.max_queued = options_.max_queued_long_polls;
+  for (int i = 0; i < options_.workers; ++i) requests_.threads.emplace_back([this] { worker_loop(&requests_); });
+  if (is_long_poll_) {
+    for (int i = 0; i < options_.long_poll_workers; ++i) {
+      long_polls_.threads.emplace_back([this] { worker_loop(&long_polls_); });
+    }
+  }
+  linger_thread_ = std::thread([this] { linger_loop(); });
   return acceptor_.listen(host, port);
 }
 
@@ -231,12 +239,21 @@ void HttpServer::shutdown() {
   acceptor_.shutdown();
   {
     absl::MutexLock lock(&mu_);
-    for (Connection& c : queue_) ::close(c.fd);
-    queue_.clear();
-    work_cv_.SignalAll();
+    for (Lane* lane : {&requests_, &long_polls_}) {
+      for (Connection& c : lane->queue) ::close(c.fd);
+      lane->queue.clear();
+      lane->cv.SignalAll();
+    }
+    linger_cv_.SignalAll();
   }
-  for (auto& t : workers_) t.join();
-  workers_.clear();
+  for (Lane* lane : {&requests_, &long_polls_}) {
+    for (auto& t : lane->threads) t.join();
+    lane->threads.clear();
+  }
+  if (linger_thread_.joinable()) linger_thread_.join();
+  absl::MutexLock lock(&mu_);
+  for (auto& [fd, until] : lingering_) ::close(fd);
+  lingering_.clear();
 }
 
 network::GatedAcceptor::Verdict HttpServer::head_arrived(Connection& c, std::string* why) {
@@ -287,27 +304,89 @@ network::GatedAcceptor::Verdict HttpServer::tls_head_arrived(Connection& c, std:
 
 void HttpServer::dispatch(Connection c) {
   ::fcntl(c.fd, F_SETFL, ::fcntl(c.fd, F_GETFL) & ~O_NONBLOCK);
+  // The head is all there (read through TLS, else in the socket buffer).
+  std::string peeked;
+  std::string_view head = c.bytes;
+  if (c.tls == nullptr && (is_long_poll_ || first_)) {
+    peeked.resize(options_.max_head_bytes);
+    const ssize_t n = ::recv(c.fd, peeked.data(), peeked.size(), MSG_PEEK | MSG_DONTWAIT);
+    peeked.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    head = peeked;
+  }
+  const bool long_poll = is_long_poll_ && is_long_poll_(head.substr(0, head.find("\r\n")));
+  const bool first = first_ && first_(head);
   absl::MutexLock lock(&mu_);
-  if (queue_.size() >= options_.max_queued || stopping_) {
+  Lane& lane = long_poll ? long_polls_ : requests_;
+  // Its workers and its queue, whether or not the workers have woken up
+  // yet to take what is queued (a burst can arrive faster).
+  if (lane.queue.size() + static_cast<size_t>(lane.active) >= lane.threads.size() + lane.max_queued || stopping_) {
     answer(c.fd, 503, "Service Unavailable", "the server is busy; try again");
     ::close(c.fd);
     return;
   }
-  queue_.push_back(std::move(c));
-  work_cv_.Signal();
+  if (first) {
+    lane.queue.push_front(std::move(c));
+  } else {
+    lane.queue.push_back(std::move(c));
+  }
+  lane.cv.Signal();
 }
 
-void HttpServer::worker_loop() {
+void HttpServer::worker_loop(Lane* lane) {
   while (true) {
     Connection p;
     {
       absl::MutexLock lock(&mu_);
-      while (queue_.empty() && !stopping_) work_cv_.Wait(&mu_);
-      if (queue_.empty()) return;
-      p = std::move(queue_.front());
-      queue_.pop_front();
+      while (lane->queue.empty() && !stopping_) lane->cv.Wait(&mu_);
+      if (lane->queue.empty()) return;
+      p = std::move(lane->queue.front());
+      lane->queue.pop_front();
+      ++lane->active;
     }
     serve(p);
+    absl::MutexLock lock(&mu_);
+    --lane->active;
+  }
+}
+
+void HttpServer::linger(int fd) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_ || lingering_.size() >= options_.max_lingering) {
+    ::close(fd);
+    return;
+  }
+  lingering_.emplace_back(fd, Clock::now() + std::chrono::seconds(1));
+  linger_cv_.Signal();
+}
+
+void HttpServer::linger_loop() {
+  std::vector<pollfd> polled;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      while (lingering_.empty() && !stopping_) linger_cv_.Wait(&mu_);
+      if (stopping_) return;
+      polled.clear();
+      for (auto& [fd, until] : lingering_) polled.push_back({fd, POLLIN, 0});
+    }
+    ::poll(polled.data(), polled.size(), 100);
+    char buf[16384];
+    std::vector<int> done;
+    for (const pollfd& pf : polled) {
+      if ((pf.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      // What arrived since the last pass, at most a buffer's worth.
+      const ssize_t n = ::recv(pf.fd, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) done.push_back(pf.fd);
+    }
+    // Closed once the peer is done, or its second is over.
+    absl::MutexLock lock(&mu_);
+    const auto now = Clock::now();
+    auto it = std::remove_if(lingering_.begin(), lingering_.end(), [&](const auto& l) {
+      const bool over = l.second <= now || std::find(done.begin(), done.end(), l.first) != done.end();
+      if (over) ::close(l.first);
+      return over;
+    });
+    lingering_.erase(it, lingering_.end());
   }
 }
 
@@ -328,19 +407,10 @@ void HttpServer::serve(const Connection& p) {
   // A lingering close: a request refused before its body was read still
   // has that body coming, and closing on unread data would reset the
   // connection and could destroy the answer before the client reads it.
-  // So stop writing, then discard what arrives for a moment (bounded).
+  // So stop writing, then discard what arrives for a moment (bounded: a
+  // second, 16 KiB a pass) on the lingering thread, not on this worker.
   ::shutdown(p.fd, SHUT_WR);
-  const auto until = Clock::now() + std::chrono::seconds(1);
-  size_t discarded = 0;
-  char buf[16384];
-  while (discarded < (size_t{1} << 20) && Clock::now() < until) {
-    pollfd pf{p.fd, POLLIN, 0};
-    if (::poll(&pf, 1, 200) <= 0) break;  // nothing more in flight
-    ssize_t n = ::recv(p.fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    discarded += static_cast<size_t>(n);
-  }
-  ::close(p.fd);
+  linger(p.fd);
 }
 
 }  // namespace weir::cluster

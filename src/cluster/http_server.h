@@ -40,6 +40,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -65,6 +66,15 @@ struct HttpServerOptions {
   // beyond both is answered 503. Defaults: 16, 64.
   int workers = 16;
   size_t max_queued = 64;
+  // The same for long polls (set_long_poll): requests that may wait for an
+  // event before they answer, kept apart so that they never hold the
+  // workers of other requests. Defaults: 64, 64.
+  int long_poll_workers = 64;
+  size_t max_queued_long_polls = 64;
+  // Connections in their lingering close (answered, the peer's unread
+  // bytes discarded for up to a second) at once; beyond it one is closed
+  // at once. Default: 1024.
+  size_t max_lingering = 1024;
   // Each read or write of a request being processed. Default: 5 s.
   std::chrono::seconds io_timeout{5};
   // Largest request body, unless allow_body says otherwise for a route.
@@ -90,6 +100,13 @@ class HttpServer : public httplib::Server {
   // Requests `method` to paths starting with `path_prefix` may carry bodies
   // up to `max_bytes`.
   void allow_body(std::string method, std::string path_prefix, size_t max_bytes);
+  // Which requests are long polls, by their request line ("GET /x HTTP/1.1").
+  void set_long_poll(std::function<bool(std::string_view request_line)> is_long_poll) {
+    is_long_poll_ = std::move(is_long_poll);
+  }
+  // Which requests go before the others waiting for a worker, by their
+  // whole head (e.g. those carrying the cluster's secret).
+  void set_priority(std::function<bool(std::string_view head)> first) { first_ = std::move(first); }
   // Stops accepting, closes waiting connections, lets requests in progress
   // end, and joins every thread. Idempotent.
   void shutdown();
@@ -104,8 +121,12 @@ class HttpServer : public httplib::Server {
   // Hands a connection whose head has arrived to the workers, or answers
   // 503 when they are saturated.
   void dispatch(Connection c);
-  void worker_loop();
+  struct Lane;
+  void worker_loop(Lane* lane);
   void serve(const Connection& c);
+  // The lingering close of answered connections, on a thread of its own.
+  void linger(int fd);
+  void linger_loop();
 
   struct BodyLimit {
     std::string method, path_prefix;
@@ -116,11 +137,24 @@ class HttpServer : public httplib::Server {
   Gate gate_;
   std::shared_ptr<const network::TlsContext> tls_;  // null: plain HTTP
   std::vector<BodyLimit> body_limits_;
+  std::function<bool(std::string_view)> is_long_poll_;
+  std::function<bool(std::string_view)> first_;
   std::atomic<bool> stopping_{false};
   absl::Mutex mu_;
-  absl::CondVar work_cv_;
-  std::deque<Connection> queue_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread> workers_;
+  // Requests waiting for a worker of their lane, the worker threads.
+  struct Lane {
+    size_t max_queued = 0;
+    absl::CondVar cv;
+    std::deque<Connection> queue ABSL_GUARDED_BY(mu_);
+    int active ABSL_GUARDED_BY(mu_) = 0;  // requests its workers are serving
+    std::vector<std::thread> threads;
+  };
+  Lane requests_;
+  Lane long_polls_;
+  // Lingering connections: fd and when to close it at the latest.
+  std::vector<std::pair<int, std::chrono::steady_clock::time_point>> lingering_ ABSL_GUARDED_BY(mu_);
+  absl::CondVar linger_cv_;
+  std::thread linger_thread_;
   network::GatedAcceptor acceptor_;  // last: its thread calls the members above
 };
 

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <stdexcept>
 
 #include "common/file_util.h"
+#include "spdlog/spdlog.h"
 
 namespace weir::cluster {
 
@@ -186,8 +188,24 @@ absl::StatusOr<const JobLibrary*> LibraryStore::load(const std::string& digest) 
   return JobLibrary::load(*p);
 }
 
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+}  // namespace
+
 absl::Status build_in_child(const std::string& path, const std::vector<std::string>& args,
-                            std::chrono::milliseconds timeout) {
+                            std::chrono::milliseconds timeout, int64_t memory_limit_bytes) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return absl::InternalError(std::string("pipe: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
@@ -206,6 +224,14 @@ absl::Status build_in_child(const std::string& path, const std::vector<std::stri
   if (err != 0) {
     ::close(out[0]);
     return absl::InternalError(std::string("cannot start a process to build the job: ") + std::strerror(err));
+  }
+  // Set as the child starts, long before it reads the job: its start-up
+  // (loading this executable) is far shorter than any limit worth setting.
+  if (memory_limit_bytes > 0 && !kSanitized) {
+    const rlimit limit{static_cast<rlim_t>(memory_limit_bytes), static_cast<rlim_t>(memory_limit_bytes)};
+    if (::prlimit(pid, RLIMIT_AS, &limit, nullptr) != 0) {
+      spdlog::warn("cannot limit the memory of the process building the job: {}", std::strerror(errno));
+    }
   }
   // Its output until it exits, or the deadline.
   std::string said;
@@ -232,14 +258,18 @@ absl::Status build_in_child(const std::string& path, const std::vector<std::stri
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  const std::string lib = "job library " + path + ": ";
+  const std::string lib = (path.find('/') != std::string::npos ? "job library " : "job ") + path + ": ";
   if (timed_out) {
     return absl::InvalidArgumentError(lib + "building the job did not end within " +
                                       std::to_string(timeout.count() / 1000) + " s");
   }
   if (WIFSIGNALED(status)) {
+    const std::string limited =
+        memory_limit_bytes > 0 && !kSanitized
+            ? " (its memory is limited to " + std::to_string(memory_limit_bytes >> 20) + " MiB: it may have run out)"
+            : "";
     return absl::InvalidArgumentError(lib + "building the job crashed (signal " + std::to_string(WTERMSIG(status)) +
-                                      ", " + strsignal(WTERMSIG(status)) + ")");
+                                      ", " + strsignal(WTERMSIG(status)) + ")" + limited);
   }
   if (WEXITSTATUS(status) != 0) {
     // Its one-line error, without the command's prefix.

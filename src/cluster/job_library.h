@@ -43,13 +43,15 @@ class JobLibrary {
   const JobBuildFunction build_;
 };
 
-// Builds the job of the library at `path` with `args` in a child process
-// (this executable's `weir run --dry-run`), so that a build function that
-// crashes or hangs takes down only the child. InvalidArgument naming the
-// library and what the child said, the signal that ended it, or the
-// timeout.
-absl::Status build_in_child(const std::string& path, const std::vector<std::string>& args,
-                            std::chrono::milliseconds timeout);
+// Builds job `job` (a built-in job's name, or the path of a job library)
+// with `args` in a child process (this executable's `weir run --dry-run`),
+// so that a build that crashes, hangs or takes too much memory takes down
+// only the child. The child's address space is limited to
+// `memory_limit_bytes` (0: no limit; none either in a sanitizer build,
+// whose shadow memory is address space). InvalidArgument naming the job
+// and what the child said, the signal that ended it, or the timeout.
+absl::Status build_in_child(const std::string& job, const std::vector<std::string>& args,
+                            std::chrono::milliseconds timeout, int64_t memory_limit_bytes = 0);
 
 // Lower-case hex SHA-256 of `bytes`.
 std::string sha256_hex(std::string_view bytes);

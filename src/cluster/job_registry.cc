@@ -30,7 +30,9 @@ void JobRegistry::shutdown(bool suspend) {
     suspending_ = suspending_ || suspend;
     for (auto& [id, j] : jobs_) jobs.push_back(j);
   }
-  for (auto& j : jobs) j->master->cancel();
+  for (auto& j : jobs) {
+    if (j->master != nullptr) j->master->cancel();
+  }
   for (auto& j : jobs) {
     if (j->waiter.joinable()) j->waiter.join();
   }
@@ -40,6 +42,11 @@ JobPtr JobRegistry::find(const std::string& id) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : it->second;
+}
+
+JobPtr JobRegistry::live(const std::string& id) {
+  JobPtr j = find(id);
+  return j != nullptr && j->master != nullptr ? j : nullptr;
 }
 
 std::vector<JobPtr> JobRegistry::list() {
@@ -56,7 +63,9 @@ int JobRegistry::running() {
 }
 
 void JobRegistry::taskmanager_lost(const SessionPtr& s, const std::string& reason) {
-  for (auto& j : list()) j->gateway->taskmanager_lost(s, reason);
+  for (auto& j : list()) {
+    if (j->gateway != nullptr) j->gateway->taskmanager_lost(s, reason);
+  }
 }
 
 absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const std::vector<std::string>& args,
@@ -65,20 +74,74 @@ absl::StatusOr<std::string> JobRegistry::submit(const std::string& name, const s
 }
 
 absl::Status JobRegistry::recover(const HaStore::Recovered& r) {
+  if (!r.problem.ok()) {
+    add_unrecoverable(r, r.problem);
+    return r.problem;
+  }
   const proto::JobSpec& spec = r.record.spec();
   if (!spec.library().empty() && !libraries_->verified_path(spec.library()).ok()) {
     auto bytes = ha_->library(spec.library());
-    if (!bytes.ok()) return bytes.status();
-    auto stored = libraries_->put(spec.library(), *bytes);
-    if (!stored.ok()) return stored.status();
+    absl::Status stored = bytes.status();
+    if (bytes.ok()) stored = libraries_->put(spec.library(), *bytes).status();
+    if (!stored.ok()) {
+      add_unrecoverable(r, stored);
+      return stored;
+    }
   }
   std::vector<std::string> args(spec.args().begin(), spec.args().end());
   auto id = start(spec.name(), args, spec.library(), r.record.job_id(), r.checkpoints);
-  if (!id.ok()) return id.status();
+  if (!id.ok()) {
+    // A leader going away is no fault of the job's: it stays recorded.
+    if (!absl::IsUnavailable(id.status())) add_unrecoverable(r, id.status());
+    return id.status();
+  }
   spdlog::info("job {} ({}) recovered{}", *id, spec.name(),
                r.checkpoints.empty() ? " (no checkpoint completed yet)"
                                      : " with " + std::to_string(r.checkpoints.size()) + " retained checkpoint" +
                                            (r.checkpoints.size() == 1 ? "" : "s"));
+  return absl::OkStatus();
+}
+
+void JobRegistry::add_unrecoverable(const HaStore::Recovered& r, const absl::Status& why) {
+  auto job = std::make_shared<Job>();
+  job->id = r.record.job_id();
+  job->spec = r.record.spec();
+  if (job->spec.name().empty()) job->spec.set_name("(unreadable record)");
+  job->start_ms = r.record.submitted_ms() > 0 ? r.record.submitted_ms() : SystemClock::instance()->wall_ms();
+  job->graph = std::make_shared<const graph::JobGraph>();
+  job->unrecoverable = true;
+  const std::string cause = "cannot be recovered: " + std::string(why.message()) +
+                            " (its record stays in the HA store; `weir cancel " + job->id + "` forgets it)";
+  JobResult result;
+  result.job_id = job->id;
+  result.status = JobStatus::kFailed;
+  result.failure = cause;
+  runtime::JobMaster::Status final_status;
+  final_status.status = JobStatus::kFailed;
+  final_status.failure = cause;
+  final_status.failures.push_back({SystemClock::instance()->wall_ms(), "job", cause});
+  final_status.failures_total = 1;
+  {
+    absl::MutexLock lock(&job->mu);
+    job->result = std::move(result);
+    job->final_status = std::move(final_status);
+  }
+  absl::MutexLock lock(&mu_);
+  if (jobs_.count(job->id) != 0) return;
+  jobs_[job->id] = job;
+  order_.push_back(job->id);
+}
+
+absl::Status JobRegistry::forget_unrecoverable(const std::string& id) {
+  JobPtr j = find(id);
+  if (j == nullptr || !j->unrecoverable) return absl::NotFoundError("no unrecoverable job " + id);
+  if (ha_ != nullptr) {
+    if (absl::Status s = ha_->remove_job(id); !s.ok()) return s;
+  }
+  spdlog::warn("job {}: its record in the HA store is forgotten, as cancelled", id);
+  absl::MutexLock lock(&mu_);
+  jobs_.erase(id);
+  order_.erase(std::remove(order_.begin(), order_.end(), id), order_.end());
   return absl::OkStatus();
 }
 
@@ -162,6 +225,12 @@ absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const st
     lib = *l;
     spec.set_name(lib->name());
     spec.set_library(library);
+  }
+  // A SQL script is planned in a child process first, within a time and
+  // memory bound (docs/sql.md "Limits"): a script that would take this
+  // process down or hold it is refused there.
+  if (lib == nullptr && spec.name() == "sql") {
+    if (absl::Status s = build_in_child("sql", args, kSqlPlanTimeout, kSqlPlanMemory); !s.ok()) return s;
   }
   auto built = catalog_(spec.name(), args, lib);
   if (!built.ok()) return built.status();
@@ -277,7 +346,8 @@ void JobRegistry::forget_old_jobs(Job* current) {
     std::vector<std::string> ended;
     for (const auto& id : order_) {
       absl::MutexLock jl(&jobs_[id]->mu);
-      if (jobs_[id]->result.has_value()) ended.push_back(id);
+      // An unrecoverable job stays listed while the HA store holds it.
+      if (jobs_[id]->result.has_value() && !jobs_[id]->unrecoverable) ended.push_back(id);
     }
     for (size_t i = 0; i + static_cast<size_t>(keep_ended_jobs_) < ended.size(); ++i) {
       auto it = jobs_.find(ended[i]);
@@ -318,7 +388,7 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
   switch (m.msg_case()) {
     case proto::TaskManagerMessage::kTaskState: {
       const auto& t = m.task_state();
-      if (JobPtr j = find(t.job_id())) {
+      if (JobPtr j = live(t.job_id())) {
         j->master->update_task_state(from_proto(t.id()), static_cast<runtime::ExecutionState>(t.state()),
                                      t.error());
       }
@@ -326,7 +396,7 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
     }
     case proto::TaskManagerMessage::kAck: {
       const auto& a = m.ack();
-      JobPtr j = find(a.job_id());
+      JobPtr j = live(a.job_id());
       if (j == nullptr) break;
       checkpoint::TaskAck ack;
       auto states = decode_ack_states(a.states());
@@ -343,19 +413,19 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
     }
     case proto::TaskManagerMessage::kDecline: {
       const auto& d = m.decline();
-      if (JobPtr j = find(d.job_id())) {
+      if (JobPtr j = live(d.job_id())) {
         j->master->decline_checkpoint(from_proto(d.id()), d.checkpoint_id(), d.reason());
       }
       break;
     }
     case proto::TaskManagerMessage::kEndOfData: {
       const auto& e = m.end_of_data();
-      if (JobPtr j = find(e.job_id())) j->master->end_of_data(from_proto(e.id()));
+      if (JobPtr j = live(e.job_id())) j->master->end_of_data(from_proto(e.id()));
       break;
     }
     case proto::TaskManagerMessage::kSourcePositions: {
       const auto& p = m.source_positions();
-      JobPtr j = find(p.job_id());
+      JobPtr j = live(p.job_id());
       if (j == nullptr) break;
       runtime::SourcePositions r;
       r.seq = p.seq();
@@ -373,13 +443,13 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
     }
     case proto::TaskManagerMessage::kDroppedRecords: {
       const auto& d = m.dropped_records();
-      if (JobPtr j = find(d.job_id())) j->master->report_dropped_records(from_proto(d.id()), d.records());
+      if (JobPtr j = live(d.job_id())) j->master->report_dropped_records(from_proto(d.id()), d.records());
       break;
     }
     case proto::TaskManagerMessage::kHeartbeat: {
       const int64_t now = SystemClock::instance()->now_ms();
       for (const auto& t : m.heartbeat().metrics()) {
-        if (JobPtr j = find(t.job_id())) j->metrics.report(from_proto(t.id()), from_proto(t), now);
+        if (JobPtr j = live(t.job_id())) j->metrics.report(from_proto(t.id()), from_proto(t), now);
       }
       break;
     }

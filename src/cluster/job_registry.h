@@ -44,6 +44,11 @@ struct Job {
   std::unique_ptr<runtime::JobMaster> master;  // after gateway and control: destroyed first
   std::thread waiter;                          // waits for the master's result
   JobMetrics metrics;
+  // A job the HA store records but this leader could not resume (its
+  // record unreadable, or it would not build): no master, no gateway, an
+  // empty graph, and a FAILED result naming why. Its record stays in the
+  // store until cancelled (JobRegistry::forget_unrecoverable).
+  bool unrecoverable = false;
 
   absl::Mutex mu;
   std::optional<JobResult> result ABSL_GUARDED_BY(mu);  // once ended
@@ -60,6 +65,10 @@ struct Job {
   bool wait(std::chrono::milliseconds timeout);
 };
 using JobPtr = std::shared_ptr<Job>;
+
+// The bounds of planning a SQL job in the JobManager's child process.
+inline constexpr std::chrono::seconds kSqlPlanTimeout{30};
+inline constexpr int64_t kSqlPlanMemory = int64_t{4} << 30;
 
 class JobRegistry {
  public:
@@ -83,8 +92,16 @@ class JobRegistry {
                                      const std::string& library);
   // A new leader resumes a job the HA store recorded: same id, from its
   // newest committed checkpoint (which it then owns), else as submitted.
+  // A job that cannot resume (its record unreadable, or it does not build)
+  // is listed as an unrecoverable FAILED job and the error returned; the
+  // other jobs are not affected.
   absl::Status recover(const HaStore::Recovered& job);
+  // Forgets unrecoverable job `id` in the HA store and here (an operator's
+  // cancel). NotFound when `id` is no unrecoverable job.
+  absl::Status forget_unrecoverable(const std::string& id);
   JobPtr find(const std::string& id);
+  // find(), but only a job with a master (not an unrecoverable one).
+  JobPtr live(const std::string& id);
   // Every job kept, in submission order.
   std::vector<JobPtr> list();
   int running();
@@ -113,6 +130,7 @@ class JobRegistry {
                                     const std::string& library, const std::string& id,
                                     const std::vector<HaStore::CompletedPointer>& retained);
   void forget_old_jobs(Job* current);
+  void add_unrecoverable(const HaStore::Recovered& r, const absl::Status& why);
 
   SlotPool* const slots_;
   LibraryStore* const libraries_;

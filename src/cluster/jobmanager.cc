@@ -43,6 +43,9 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
   absl::Status start() {
     if (!options_.catalog) return absl::FailedPreconditionError("JobManager: no job catalog to build jobs with");
     if (absl::Status s = network::check_cluster_tls(options_.tls); !s.ok()) return s;
+    if (auto host = network::parse_address(options_.bind); host.ok()) {
+      if (absl::Status s = network::check_certificate(options_.tls, host->first); !s.ok()) return s;
+    }
     auto credentials = server_credentials(options_.tls);
     if (!credentials.ok()) return credentials.status();
     std::shared_ptr<const network::TlsContext> https;
@@ -54,7 +57,11 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     }
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options_.bind, *credentials, &port_);
-    builder.SetMaxReceiveMessageSize(256 << 20);
+    // Every method reads its requests from a stream after checking the
+    // secret (cluster.proto), so only authenticated peers get a message
+    // read; and none larger than this.
+    builder.SetMaxReceiveMessageSize(kMaxJobManagerMessage);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
     // A connection that does not finish its HTTP/2 handshake in time is
     // dropped; gRPC serves connections without a thread each.
     builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 5000);
@@ -172,14 +179,16 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status FetchLibrary(grpc::ServerContext* ctx, const proto::LibraryRequest* req,
-                            grpc::ServerWriter<proto::LibraryChunk>* writer) override {
+  grpc::Status FetchLibrary(grpc::ServerContext* ctx,
+                            grpc::ServerReaderWriter<proto::LibraryChunk, proto::LibraryRequest>* stream) override {
     grpc::Status auth = check_secret(*ctx, options_.secret);
     if (!auth.ok()) {
       spdlog::warn("refused a library request from {}: {}", ctx->peer(), auth.error_message());
       return auth;
     }
-    auto bytes = libraries_.read(req->digest());
+    proto::LibraryRequest req;
+    if (!stream->Read(&req)) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no library request");
+    auto bytes = libraries_.read(req.digest());
     if (!bytes.ok()) {
       return grpc::Status(absl::IsNotFound(bytes.status()) ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::INTERNAL,
                           std::string(bytes.status().message()));
@@ -188,15 +197,18 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     proto::LibraryChunk chunk;
     for (size_t at = 0; at < bytes->size(); at += kChunk) {
       chunk.set_data(bytes->substr(at, kChunk));
-      if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "the TaskManager went away");
+      if (!stream->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "the TaskManager went away");
     }
     return grpc::Status::OK;
   }
 
-  grpc::Status PushResults(grpc::ServerContext* ctx, const proto::ResultBatch* req,
+  grpc::Status PushResults(grpc::ServerContext* ctx, grpc::ServerReader<proto::ResultBatch>* reader,
                            proto::ResultReply* reply) override {
     grpc::Status auth = check_secret(*ctx, options_.secret);
     if (!auth.ok()) return auth;
+    proto::ResultBatch batch;
+    if (!reader->Read(&batch)) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no result batch");
+    const proto::ResultBatch* req = &batch;
     ResultBatch b{req->result_id(), req->subtask(), req->subtasks(), req->seq(), req->rows(), req->end()};
     auto taken = results_.push(b, absl::Seconds(1));
     if (!taken.ok()) {

@@ -199,7 +199,24 @@ void LeaderElection::check() {
   }
   zhandle_t* zh = zh_;
   std::string node = node_;
+  const bool resign = resign_;
+  resign_ = false;
   lock.unlock();
+  if (resign && !node.empty()) {
+    set_leader(false, 0);
+    const int rc = zoo_delete(zh, node.c_str(), -1);
+    if (rc != ZOK && rc != ZNONODE) {
+      spdlog::warn("leader election: {}", zk_error("delete", node, rc));
+      std::lock_guard relock(mu_);
+      resign_ = true;
+      dirty_ = true;
+      return;
+    }
+    spdlog::warn("{} stepped down: it leaves its place to the next in line", options_.address);
+    node.clear();
+    std::lock_guard relock(mu_);
+    node_.clear();
+  }
 
   const std::string latch = options_.root + "/latch";
   int rc = ensure_zk_path(zh, latch);
@@ -256,6 +273,15 @@ void LeaderElection::check() {
     std::lock_guard relock(mu_);
     dirty_ = true;
   }
+}
+
+void LeaderElection::step_down() {
+  {
+    std::lock_guard lock(mu_);
+    resign_ = true;
+    dirty_ = true;
+  }
+  cv_.notify_all();
 }
 
 absl::StatusOr<int64_t> LeaderElection::raise_epoch() {

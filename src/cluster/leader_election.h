@@ -83,6 +83,12 @@ class LeaderElection {
   // Connects (waiting at most `deadline`) and joins.
   absl::Status start(std::chrono::milliseconds deadline);
 
+  // Gives up leadership (or the place in line) for others to try: our
+  // node is deleted and a new one joins at the end of the line. A leader
+  // that cannot lead calls it; with no other contender it is granted
+  // leadership again under a new epoch.
+  void step_down();
+
   bool is_leader() const;
   int64_t epoch() const;  // of the current leadership; 0 when not leading
 
@@ -108,6 +114,7 @@ class LeaderElection {
   zhandle_t* zh_ = nullptr;          // under mu_
   int state_ = 0;                    // the session's last state
   bool dirty_ = false;               // an event asks for a check
+  bool resign_ = false;              // step_down() asked to leave the line
   bool stopping_ = false;
   bool leader_ = false;
   int64_t epoch_ = 0;

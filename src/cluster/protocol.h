@@ -27,6 +27,13 @@ absl::StatusOr<std::string> load_secret(const std::string& file);
 // The metadata key every call carries: "Bearer <secret>".
 inline constexpr char kAuthMetadata[] = "authorization";
 
+// The largest message the JobManager's gRPC port reads (a TaskManager's
+// report, a query's result batch). Default: 16 MiB.
+inline constexpr int kMaxJobManagerMessage = 16 << 20;
+// Calls at once on one connection to the JobManager's gRPC port (a
+// TaskManager's session, its result pushes and library fetches).
+inline constexpr int kMaxStreamsPerConnection = 64;
+
 // OK when the call carries the secret; UNAUTHENTICATED otherwise.
 grpc::Status check_secret(const grpc::ServerContext& context, const std::string& secret);
 // Adds the secret to a client call.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "cluster/json_body.h"
 #include "cluster/metrics_exposition.h"
@@ -79,6 +80,32 @@ absl::StatusOr<int> RestApi::start(const std::string& host, int port,
   http_.set_gate([this, secret = secret_gate(secret_, metrics_public_, "REST", &refusals_)](const Request& req,
                                                                                            Response& res) {
     return WebUi::is_public(req) || ui_.authorizes(req) || secret(req, res);
+  });
+  // An attached client's wait for its job, and a query's fetch of its
+  // rows, wait for an event: on workers of their own.
+  http_.set_long_poll([](std::string_view line) {
+    if (line.rfind("GET /v1/results/", 0) == 0) return true;
+    if (line.rfind("GET /v1/jobs/", 0) != 0) return false;
+    const std::string_view target = line.substr(4, line.find(' ', 4) - 4);
+    return target.substr(0, target.find('?')).ends_with("/wait");
+  });
+  // Requests with the cluster's secret go before those without.
+  http_.set_priority([bearer = "Bearer " + secret_](std::string_view head) {
+    for (size_t at = head.find("\r\n"); at != std::string_view::npos && at + 2 < head.size();
+         at = head.find("\r\n", at + 2)) {
+      const std::string_view line = head.substr(at + 2, head.find("\r\n", at + 2) - at - 2);
+      constexpr std::string_view kName = "authorization:";
+      if (line.size() < kName.size() ||
+          !std::equal(kName.begin(), kName.end(), line.begin(),
+                      [](char a, char b) { return a == absl::ascii_tolower(static_cast<unsigned char>(b)); })) {
+        continue;
+      }
+      std::string_view value = line.substr(kName.size());
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+      return network::secrets_equal(value, bearer);
+    }
+    return false;
   });
   http_.allow_body("POST", "/ui/login", 4096);
   ui_.add_routes(&http_, https);
@@ -243,6 +270,13 @@ void RestApi::get_checkpoints(const Request& req, Response& res) {
 void RestApi::post_cancel(const Request& req, Response& res) {
   JobPtr j = job_of(req, res);
   if (j == nullptr) return;
+  if (j->unrecoverable) {
+    // Cancelling a job this leader cannot resume forgets its record.
+    nlohmann::json out = job_json(*j, false);
+    if (absl::Status s = jobs_->forget_unrecoverable(j->id); !s.ok()) return reply_error(res, s);
+    out["status"] = "CANCELED";
+    return reply(res, out);
+  }
   j->master->cancel();
   j->wait(std::chrono::seconds(30));
   reply(res, job_json(*j, false));
@@ -260,6 +294,12 @@ void RestApi::post_savepoint(const Request& req, Response& res, bool stop) {
     return reply_error(res, absl::InvalidArgumentError(
                                 "no savepoint directory: name one, or start the job with --savepoint-dir "
                                 "or --checkpoint-dir"));
+  }
+  if (directory.front() != '/' && directory.find("://") == std::string::npos) {
+    return reply_error(res, absl::InvalidArgumentError(
+                                "savepoint directory '" + directory +
+                                "' is relative: give an absolute path or a URL (s3://...) that the JobManager and "
+                                "every TaskManager reach"));
   }
   bool drain = stop && body.value("drain", false);
   auto r = jobs_->savepoint(*j, directory, stop, drain);

@@ -46,7 +46,10 @@ absl::StatusOr<bool> JobManagerUplink::push(const ResultBatch& b) {
   req.set_rows(b.rows);
   req.set_end(b.end);
   proto::ResultReply reply;
-  absl::Status s = from_grpc(stub->PushResults(&ctx, req, &reply));
+  auto writer = stub->PushResults(&ctx, &reply);
+  writer->Write(req);  // on failure, Finish says why
+  writer->WritesDone();
+  absl::Status s = from_grpc(writer->Finish());
   if (!s.ok()) return s;
   return reply.accepted();
 }

@@ -69,6 +69,7 @@ class TaskManagerProcess::Impl {
       return network::result_file_path(it->second->result_dir, k.job_edge, k.producer, k.consumer);
     });
     if (absl::Status s = network::check_cluster_tls(options_.tls); !s.ok()) return s;
+    if (absl::Status s = network::check_certificate(options_.tls, options_.bind_host); !s.ok()) return s;
     auto credentials = channel_credentials(options_.tls);
     if (!credentials.ok()) return credentials.status();
     credentials_ = *credentials;
@@ -454,7 +455,9 @@ class TaskManagerProcess::Impl {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
     proto::LibraryRequest req;
     req.set_digest(digest);
-    auto reader = stub_->FetchLibrary(&ctx, req);
+    auto reader = stub_->FetchLibrary(&ctx);
+    reader->Write(req);  // on failure, Finish says why
+    reader->WritesDone();
     std::string bytes;
     proto::LibraryChunk chunk;
     while (reader->Read(&chunk)) {

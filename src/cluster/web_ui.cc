@@ -142,13 +142,55 @@ void WebUi::login_page(httplib::Response& res, const std::string& error) {
   res.set_content(page, "text/html; charset=utf-8");
 }
 
+int64_t WebUi::login_wait_ms(const std::string& address) {
+  const int64_t now = steady_ms();
+  const int64_t window = std::chrono::duration_cast<std::chrono::milliseconds>(kLoginWindow).count();
+  while (!failed_logins_.empty() && failed_logins_.front() <= now - window) failed_logins_.pop_front();
+  for (auto it = failed_by_address_.begin(); it != failed_by_address_.end();) {
+    while (!it->second.empty() && it->second.front() <= now - window) it->second.pop_front();
+    it = it->second.empty() ? failed_by_address_.erase(it) : std::next(it);
+  }
+  int64_t wait = 0;
+  if (failed_logins_.size() >= static_cast<size_t>(kMaxFailedLogins)) wait = failed_logins_.front() + window - now;
+  auto mine = failed_by_address_.find(address);
+  if (mine != failed_by_address_.end() && mine->second.size() >= static_cast<size_t>(kMaxFailedLoginsPerAddress)) {
+    wait = std::max(wait, mine->second.front() + window - now);
+  }
+  return wait;
+}
+
 void WebUi::login(const httplib::Request& req, httplib::Response& res) {
-  const std::string given = req.get_param_value("secret");
+  // The secret comes in the form's body only: a URL is logged, kept in
+  // history and sent on as a referrer.
+  if (req.target.find('?') != std::string::npos) {
+    res.status = 400;
+    return login_page(res, "The secret goes in the form's body, never in the URL: use the form below.");
+  }
+  httplib::Params form;
+  httplib::detail::parse_query_text(req.body, form);
+  auto field = form.find("secret");
+  const std::string given = field == form.end() ? "" : field->second;
+  {
+    absl::MutexLock lock(&mu_);
+    if (const int64_t wait = login_wait_ms(req.remote_addr); wait > 0) {
+      res.status = 429;
+      res.set_header("Retry-After", std::to_string((wait + 999) / 1000));
+      return login_page(res, "Too many failed logins: try again in " + std::to_string((wait + 999) / 1000) + " s.");
+    }
+  }
   if (!network::secrets_equal(given, secret_)) {
     refusals_->log([&] {
       return "refused a web UI login from " + req.remote_addr + ": " +
              (given.empty() ? std::string("no cluster secret") : std::string("wrong cluster secret"));
     });
+    {
+      absl::MutexLock lock(&mu_);
+      const int64_t now = steady_ms();
+      failed_logins_.push_back(now);
+      if (failed_by_address_.size() < 4096 || failed_by_address_.count(req.remote_addr) != 0) {
+        failed_by_address_[req.remote_addr].push_back(now);
+      }
+    }
     res.status = 401;
     return login_page(res, given.empty() ? "Enter the cluster secret." : "That is not the cluster secret.");
   }

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -43,6 +44,12 @@ class WebUi {
   static constexpr std::chrono::hours kIdleTimeout{12};
   static constexpr size_t kMaxSessions = 256;
   static constexpr const char* kCookie = "weir_session";
+  // Failed logins allowed from one address within kLoginWindow, and from
+  // all addresses together; past either, logins are answered 429 until the
+  // window has moved on.
+  static constexpr int kMaxFailedLoginsPerAddress = 5;
+  static constexpr int kMaxFailedLogins = 60;
+  static constexpr std::chrono::seconds kLoginWindow{60};
 
   // `refusals` (which outlives this) logs failed logins.
   WebUi(std::string secret, RateLimitedLog* refusals) : secret_(std::move(secret)), refusals_(refusals) {}
@@ -74,6 +81,12 @@ class WebUi {
   absl::Mutex mu_;
   // token -> when last used (steady clock, ms)
   std::map<std::string, int64_t> sessions_ ABSL_GUARDED_BY(mu_);
+  // When logins failed (steady clock, ms) within kLoginWindow, oldest first:
+  // every one, and by address.
+  std::deque<int64_t> failed_logins_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::deque<int64_t>> failed_by_address_ ABSL_GUARDED_BY(mu_);
+  // Milliseconds until a login from `address` is heard again (0: now).
+  int64_t login_wait_ms(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace weir::cluster

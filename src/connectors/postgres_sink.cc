@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "common/test_points.h"
 #include "spdlog/spdlog.h"
@@ -170,8 +171,11 @@ class PostgresSink::Impl {
     }
     // Prepared transactions of this sink's writers that the checkpoint does
     // not hold belong to attempts after it: roll them back.
-    auto left = ctl_.query("SELECT gid FROM pg_prepared_xacts WHERE gid LIKE " +
-                           ctl_.quote_literal(o_.transaction_prefix + "-%"));
+    // Matched by the exact prefix (no LIKE: its '_' and '%' would match
+    // other sinks' names), then by the whole id grammar in writer_of().
+    const std::string mine = o_.transaction_prefix + "-";
+    auto left = ctl_.query("SELECT gid FROM pg_prepared_xacts WHERE left(gid, " + std::to_string(mine.size()) +
+                           ") = " + ctl_.quote_literal(mine));
     if (!left.ok()) return left.status();
     for (int i = 0; i < PQntuples(left->get()); ++i) {
       std::string gid = PQgetvalue(left->get(), i, 0);
@@ -263,13 +267,23 @@ class PostgresSink::Impl {
     return ctl_.exec("COMMIT PREPARED " + ctl_.quote_literal(gid));
   }
 
+  // The writer of one of this sink's transaction ids, exactly
+  // <prefix>-<writer>-<checkpoint> with both numbers in decimal digits, or
+  // -1. The grammar is what keeps sinks apart: the ids of a sink whose
+  // prefix is "t-1" ("t-1-0-5") have one number more than those of "t".
   int32_t writer_of(const std::string& gid) const {
-    // <prefix>-<writer>-<checkpoint>
-    std::string rest = gid.substr(o_.transaction_prefix.size() + 1);
-    size_t dash = rest.find('-');
-    if (dash == std::string::npos || dash == 0) return -1;
-    for (size_t i = 0; i < dash; ++i) {
-      if (rest[i] < '0' || rest[i] > '9') return -1;
+    const std::string& prefix = o_.transaction_prefix;
+    if (gid.size() <= prefix.size() + 1 || gid.compare(0, prefix.size(), prefix) != 0 || gid[prefix.size()] != '-') {
+      return -1;
+    }
+    const std::string rest = gid.substr(prefix.size() + 1);
+    const size_t dash = rest.find('-');
+    auto digits = [](std::string_view s) {
+      return !s.empty() && s.size() <= 18 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (dash == std::string::npos || !digits(std::string_view(rest).substr(0, dash)) ||
+        !digits(std::string_view(rest).substr(dash + 1)) || dash > 9) {
+      return -1;
     }
     return static_cast<int32_t>(std::atol(rest.substr(0, dash).c_str()));
   }

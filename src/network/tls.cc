@@ -2,6 +2,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <arpa/inet.h>
@@ -15,7 +16,9 @@
 #include <fcntl.h>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 namespace weir::network {
@@ -97,6 +100,51 @@ absl::Status check_cluster_tls(const TlsFiles& files) {
   if (files.ca.empty()) missing += " --tls-ca";
   if (missing.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError("TLS needs --tls-cert, --tls-key and --tls-ca together; missing:" + missing);
+}
+
+namespace {
+
+// "2026-12-05 22:49:00 UTC" for an ASN1_TIME.
+std::string time_text(const ASN1_TIME* t) {
+  std::tm tm{};
+  if (ASN1_TIME_to_tm(t, &tm) != 1) return "an unreadable date";
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+}  // namespace
+
+absl::Status check_certificate(const TlsFiles& files, const std::string& host) {
+  if (!files.enabled() || files.cert.empty()) return absl::OkStatus();
+  auto pem = read_pem(files.cert, "--tls-cert");
+  if (!pem.ok()) return pem.status();
+  BIO* bio = BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size()));
+  X509* cert = bio != nullptr ? PEM_read_bio_X509(bio, nullptr, nullptr, nullptr) : nullptr;
+  BIO_free(bio);
+  if (cert == nullptr) return absl::InvalidArgumentError("--tls-cert " + files.cert + ": no certificate in it");
+  std::unique_ptr<X509, decltype(&X509_free)> owned(cert, &X509_free);
+  const std::string prefix = "--tls-cert " + files.cert + ": ";
+  if (X509_cmp_current_time(X509_get0_notAfter(cert)) <= 0) {
+    return absl::InvalidArgumentError(prefix + "the certificate expired on " + time_text(X509_get0_notAfter(cert)));
+  }
+  if (X509_cmp_current_time(X509_get0_notBefore(cert)) >= 0) {
+    return absl::InvalidArgumentError(prefix + "the certificate is not valid before " +
+                                      time_text(X509_get0_notBefore(cert)));
+  }
+  if (host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]") return absl::OkStatus();
+  std::string bare = host;
+  if (bare.size() > 2 && bare.front() == '[' && bare.back() == ']') bare = bare.substr(1, bare.size() - 2);
+  in6_addr ip6{};
+  in_addr ip4{};
+  const bool ip = ::inet_pton(AF_INET, bare.c_str(), &ip4) == 1 || ::inet_pton(AF_INET6, bare.c_str(), &ip6) == 1;
+  const int named = ip ? X509_check_ip_asc(cert, bare.c_str(), 0) : X509_check_host(cert, bare.c_str(), bare.size(), 0, nullptr);
+  if (named != 1) {
+    return absl::InvalidArgumentError(prefix + "the certificate does not name " + bare +
+                                      " (the address this process listens on): peers would refuse it; make one "
+                                      "whose subjectAltName has " + (ip ? "IP:" : "DNS:") + bare);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> read_pem(const std::string& path, const std::string& flag) {

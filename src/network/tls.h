@@ -40,6 +40,14 @@ TlsFiles tls_files_or_env(TlsFiles flags);
 // what is missing otherwise.
 absl::Status check_cluster_tls(const TlsFiles& files);
 
+// Whether the certificate of `files` (when TLS is on) serves a process
+// listening on `host`: valid now (not expired, not before its start), and
+// naming `host` (an IP address or a DNS name) unless `host` is a wildcard
+// ("", "0.0.0.0", "::"). A peer checks both; a process that starts without
+// them would only fail every connection later. InvalidArgument naming
+// --tls-cert, the file and what is wrong.
+absl::Status check_certificate(const TlsFiles& files, const std::string& host);
+
 // A PEM file's text, or an error naming `flag` and the file.
 absl::StatusOr<std::string> read_pem(const std::string& path, const std::string& flag);
 

@@ -234,13 +234,15 @@ absl::StatusOr<Expr> Binder::operator_call(const json& b, const std::vector<Scop
 }
 
 // x IN (a, b, ...) is x = a OR x = b OR ...; NOT IN is x <> a AND ...
-// (SQL's NULL rules follow from OR's and AND's).
+// (SQL's NULL rules follow from OR's and AND's), one OR (AND) over all the
+// comparisons: linear in the list, however long.
 absl::StatusOr<Expr> Binder::in_list(const json& b, bool negated, const std::vector<Scope>& scopes, int at) const {
   auto x = bind(b["lexpr"], scopes);
   if (!x.ok()) return x.status();
   const json list = b.value("rexpr", json::object());
   if (node_name(list) != "List") return unsupported(at, "IN (SELECT ...)");
-  std::optional<Expr> all;
+  std::vector<Expr> comparisons;
+  bool nullable = false;
   for (const auto& item : list["List"].value("items", json::array())) {
     auto v = bind(item, scopes);
     if (!v.ok()) return v.status();
@@ -248,16 +250,12 @@ absl::StatusOr<Expr> Binder::in_list(const json& b, bool negated, const std::vec
       return error(location_of(item), "IN compares " + std::string(type_name(x->type.kind)) + " with " +
                                           std::string(type_name(v->type.kind)));
     }
-    Expr cmp = comparison(negated ? Op::kNotEqual : Op::kEqual, *x, *std::move(v));
-    if (!all) {
-      all = std::move(cmp);
-      continue;
-    }
-    const bool n = all->type.nullable || cmp.type.nullable;
-    all = Expr::call(negated ? Op::kAnd : Op::kOr, {TypeKind::kBoolean, n}, {*std::move(all), std::move(cmp)});
+    comparisons.push_back(comparison(negated ? Op::kNotEqual : Op::kEqual, *x, *std::move(v)));
+    nullable = nullable || comparisons.back().type.nullable;
   }
-  if (!all) return error(at, "IN needs at least one value");
-  return *std::move(all);
+  if (comparisons.empty()) return error(at, "IN needs at least one value");
+  if (comparisons.size() == 1) return std::move(comparisons[0]);
+  return Expr::call(negated ? Op::kAnd : Op::kOr, {TypeKind::kBoolean, nullable}, std::move(comparisons));
 }
 
 // x BETWEEN a AND b is x >= a AND x <= b; NOT BETWEEN is x < a OR x > b.

@@ -1,5 +1,6 @@
 #include "sql/expression.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -394,6 +395,8 @@ std::string Expr::to_string(const std::vector<std::string>& input) const {
     case Op::kMinute:
     case Op::kCountChar:
     case Op::kProctime: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
+    case Op::kAnd:
+    case Op::kOr: return "(" + absl::StrJoin(a, " " + std::string(op_name(op)) + " ") + ")";
     default: return "(" + a[0] + " " + std::string(op_name(op)) + " " + a[1] + ")";
   }
 }
@@ -410,6 +413,33 @@ Expr cast_to(Expr e, const Type& to) {
     if (v.ok()) return Expr::constant(*std::move(v), t);
   }
   return Expr::call(Op::kCast, t, {std::move(e)});
+}
+
+Expr conjunction(std::vector<Expr> parts) {
+  if (parts.size() == 1) return std::move(parts[0]);
+  std::vector<Expr> args;
+  bool nullable = false;
+  for (Expr& p : parts) {
+    nullable = nullable || p.type.nullable;
+    if (p.kind == Expr::Kind::kCall && p.op == Op::kAnd) {
+      for (Expr& a : p.args) args.push_back(std::move(a));
+    } else {
+      args.push_back(std::move(p));
+    }
+  }
+  return Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable}, std::move(args));
+}
+
+size_t expression_nodes(const Expr& e) {
+  size_t n = 1;
+  for (const Expr& a : e.args) n += expression_nodes(a);
+  return n;
+}
+
+int expression_depth(const Expr& e) {
+  int deepest = 0;
+  for (const Expr& a : e.args) deepest = std::max(deepest, expression_depth(a));
+  return deepest + 1;
 }
 
 Expr compose(const Expr& e, const std::vector<Expr>& columns) {

@@ -63,6 +63,15 @@ struct Expr {
 // DECIMAL of the same scale; NULL), else a CAST (of a literal: folded).
 Expr cast_to(Expr e, const Type& to);
 
+// `parts` AND-ed as one flat AND (an AND among them gives its operands):
+// however many conditions, the expression stays two levels deep. The one
+// part itself when there is one; `parts` must not be empty.
+Expr conjunction(std::vector<Expr> parts);
+
+// The calls, columns and literals in `e`, and how deeply its calls nest.
+size_t expression_nodes(const Expr& e);
+int expression_depth(const Expr& e);
+
 // `e` with each column i replaced by `columns[i]` (expressions over the
 // rows `columns` are computed from): `e` over a projection's output as an
 // expression over the projection's input.

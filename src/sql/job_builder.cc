@@ -6,6 +6,7 @@
 #include "sql/aggregate.h"
 #include "sql/decimal.h"
 #include "sql/operators.h"
+#include "sql/parser.h"
 #include "weir/key_group.h"
 
 namespace weir::sql {
@@ -184,6 +185,16 @@ class Builder {
     return absl::InternalError("a sink inside a query");
   }
 
+  static bool small_enough(const std::vector<Expr>& exprs) {
+    constexpr size_t kMaxComposedNodes = 10000;
+    size_t nodes = 0;
+    for (const Expr& e : exprs) {
+      nodes += expression_nodes(e);
+      if (nodes > kMaxComposedNodes || expression_depth(e) > kMaxSqlNesting) return false;
+    }
+    return true;
+  }
+
   // A chain of filters and projections from `n` down is one operator over
   // the rows of the node below the chain: the filters' conditions, lowest
   // first (a row a lower filter drops is not seen by a higher one), then
@@ -214,12 +225,19 @@ class Builder {
         conditions.insert(conditions.begin(), below->exprs[0]);
         continue;
       }
+      // Composed while the result stays small: a projection reading a
+      // column many times would copy what computes it as often (the
+      // program shares equal steps, but building it walks every copy).
+      std::vector<Expr> next_select = below->exprs;
       if (select) {
-        for (Expr& e : *select) e = compose(e, below->exprs);
-      } else {
-        select = below->exprs;
+        next_select = *select;
+        for (Expr& e : next_select) e = compose(e, below->exprs);
       }
-      for (Expr& c : conditions) c = compose(c, below->exprs);
+      std::vector<Expr> next_conditions = conditions;
+      for (Expr& c : next_conditions) c = compose(c, below->exprs);
+      if (!small_enough(next_select) || !small_enough(next_conditions)) break;
+      select = std::move(next_select);
+      conditions = std::move(next_conditions);
     }
     auto in = stream(*below, below_depth);
     if (!in.ok()) return in.status();

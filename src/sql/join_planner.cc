@@ -159,12 +159,7 @@ void QueryPlanner::set_columns_and_condition(PlanNode* join, std::vector<Expr> r
   // still reads the join's row.
   set_join_columns(join);
   if (!rest.empty()) {
-    Expr all = std::move(rest[0]);
-    for (size_t i = 1; i < rest.size(); ++i) {
-      const bool nullable = all.type.nullable || rest[i].type.nullable;
-      all = Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable}, {std::move(all), std::move(rest[i])});
-    }
-    join->exprs.push_back(std::move(all));
+    join->exprs.push_back(conjunction(std::move(rest)));
   }
 }
 

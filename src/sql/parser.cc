@@ -33,6 +33,50 @@ std::string token_at(std::string_view text, int offset) {
   return std::string(text.substr(i, std::min<size_t>(end - i, 40)));
 }
 
+namespace {
+
+// The byte offset of the first parse node of `tree` nested deeper than
+// kMaxSqlNesting (the nearest location at or above it), -2 when none is.
+// Iterative: the tree may be as deep as the text is long.
+int past_nesting_limit(const nlohmann::json& tree) {
+  struct Item {
+    const nlohmann::json* n;
+    int depth;     // parse nodes above and including n
+    int location;  // the nearest known location at or above n
+  };
+  std::vector<Item> stack = {{&tree, 0, -1}};
+  while (!stack.empty()) {
+    const Item it = stack.back();
+    stack.pop_back();
+    if (it.n->is_array()) {
+      for (const auto& x : *it.n) stack.push_back({&x, it.depth, it.location});
+      continue;
+    }
+    if (!it.n->is_object()) continue;
+    int location = it.location;
+    if (auto l = it.n->find("location"); l != it.n->end() && l->is_number_integer() && l->get<int>() >= 0) {
+      location = l->get<int>();
+    }
+    // A parse node is {"NodeName": {fields}}.
+    const bool node = it.n->size() == 1 && !it.n->begin().key().empty() && std::isupper(
+                                                                                 static_cast<unsigned char>(it.n->begin().key()[0]));
+    const int depth = it.depth + (node ? 1 : 0);
+    if (depth > kMaxSqlNesting) {
+      const nlohmann::json& fields = it.n->begin().value();
+      if (fields.is_object()) {
+        if (auto l = fields.find("location"); l != fields.end() && l->is_number_integer() && l->get<int>() >= 0) {
+          return l->get<int>();
+        }
+      }
+      return location;
+    }
+    for (const auto& [key, value] : it.n->items()) stack.push_back({&value, depth, location});
+  }
+  return -2;
+}
+
+}  // namespace
+
 absl::StatusOr<Script> parse_script(std::string text) {
   Script script;
   script.text = std::move(text);
@@ -47,9 +91,11 @@ absl::StatusOr<Script> parse_script(std::string text) {
   auto tree = nlohmann::json::parse(r.parse_tree, nullptr, /*allow_exceptions=*/false);
   pg_query_free_parse_result(r);
   if (!tree.is_object()) return absl::InternalError("the SQL parser returned an unreadable tree");
-  for (const auto& s : tree.value("stmts", nlohmann::json::array())) {
+  if (!tree.contains("stmts")) return script;
+  for (auto& s : tree["stmts"]) {
     Statement st;
-    st.tree = s.at("stmt");
+    if (!s.contains("stmt")) continue;
+    st.tree = std::move(s["stmt"]);  // not copied: a copy recurses once per level
     // A statement's location includes the white space before it.
     int at = s.value("stmt_location", 0);
     int len = s.value("stmt_len", 0);
@@ -57,6 +103,12 @@ absl::StatusOr<Script> parse_script(std::string text) {
     while (at < end && std::isspace(static_cast<unsigned char>(script.text[at]))) ++at;
     st.offset = at;
     st.text = script.text.substr(at, end - at);
+    if (const int past = past_nesting_limit(st.tree); past != -2) {
+      return absl::InvalidArgumentError(position_of(script.text, past >= 0 ? past : at) +
+                                        ": the statement nests expressions or queries deeper than " +
+                                        std::to_string(kMaxSqlNesting) +
+                                        " levels (weir's limit; docs/sql.md \"Limits\")");
+    }
     script.statements.push_back(std::move(st));
   }
   return script;

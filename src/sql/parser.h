@@ -32,6 +32,15 @@ struct Script {
   std::vector<Statement> statements;
 };
 
+// How deeply one statement may nest expressions, subqueries and clauses:
+// parse nodes inside parse nodes (`a + b` is one level over its operands,
+// a subquery one level over its SELECT, ...). Everything that walks a
+// statement after the parser (binding, planning, evaluation) recurses at
+// most this deep; a statement past it is refused by parse_script with
+// the position of the node past the limit.
+inline constexpr int kMaxSqlNesting = 200;
+
+// Also refuses a statement nested past kMaxSqlNesting.
 absl::StatusOr<Script> parse_script(std::string text);
 
 // "line L, column C" of byte `offset` in `text`.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "sql/expression.h"
+#include "testing/hostile_sql.h"
 
 namespace weir::sql {
 namespace {
@@ -393,6 +394,50 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
   EXPECT_EQ(error_of("CREATE TABLE t (ts TIMESTAMP(3)) WITH (connector = 'print', watermark = 'ts FROM t');"),
             "line 1, column 1: table t: watermark 'ts FROM t': not an expression (ts or ts - INTERVAL 'n' SECOND)");
   EXPECT_EQ(error_of(bid), "the script has no INSERT INTO ... SELECT: nothing to run");
+}
+
+// Scripts built to exhaust the planner: each is refused with its position
+// (no stack overflow, no unbounded time or memory), or planned in time
+// linear in its size.
+TEST(SqlPlannerTest, HostileScriptsAreRefusedWithTheirPositionOrPlannedLinearly) {
+  for (const testing::HostileSql& h : testing::hostile_sql_scripts()) {
+    SCOPED_TRACE(h.name);
+    auto p = plan(h.text);
+    if (h.refusal.empty()) {
+      ASSERT_TRUE(p.ok()) << p.status();
+      continue;
+    }
+    ASSERT_FALSE(p.ok());
+    const std::string e(p.status().message());
+    EXPECT_NE(e.find(h.refusal), std::string::npos) << e;
+    EXPECT_EQ(e.rfind("line ", 0), 0u) << e;
+  }
+  // Within the limit, a long chain plans; the chain of 5,000 is refused on
+  // its own line.
+  const std::string head = testing::hostile_sql_tables();
+  EXPECT_TRUE(plan(head + "INSERT INTO o SELECT " + testing::sql_chain("a", "+", 60) + " FROM t;").ok());
+  EXPECT_EQ(error_of(head + "INSERT INTO o SELECT " + testing::sql_chain("a", "+", 5000) + " FROM t;").rfind(
+                "line 4, column ", 0),
+            0u);
+  // a IN (0, ..., 9999): one OR of the comparisons.
+  std::string in = "0";
+  for (int i = 1; i < 10000; ++i) in += ", " + std::to_string(i);
+  auto p = plan(head + "INSERT INTO o SELECT a FROM t WHERE a IN (" + in + ");");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const PlanNode* n = p->inserts[0].root.get();
+  while (n != nullptr && n->kind != PlanNode::Kind::kFilter) n = n->input.get();
+  ASSERT_NE(n, nullptr) << explain(*p);
+  EXPECT_EQ(n->exprs[0].op, Op::kOr);
+  EXPECT_EQ(n->exprs[0].args.size(), 10000u);
+  // Many conditions AND-ed are one AND, not a chain as deep as they are many.
+  std::string conditions = "a <> 0";
+  for (int i = 1; i < 5000; ++i) conditions += " AND a <> " + std::to_string(i);
+  p = plan(head + "INSERT INTO o SELECT a FROM t WHERE " + conditions + ";");
+  ASSERT_TRUE(p.ok()) << p.status();
+  n = p->inserts[0].root.get();
+  while (n != nullptr && n->kind != PlanNode::Kind::kFilter) n = n->input.get();
+  ASSERT_NE(n, nullptr);
+  EXPECT_LE(expression_depth(n->exprs[0]), 3);
 }
 
 }  // namespace

@@ -6,14 +6,24 @@ Program::Program(std::vector<Expr> exprs) : exprs_(std::move(exprs)) {
   for (const Expr& e : exprs_) roots_.push_back(add(e));
 }
 
+namespace {
+
+size_t combine(size_t seed, size_t h) { return seed ^ (h + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
+
+}  // namespace
+
 Program::Operand Program::add(const Expr& e) {
   if (e.kind == Expr::Kind::kColumn) return {Operand::Kind::kColumn, e.column};
   if (e.kind == Expr::Kind::kLiteral) {
-    for (size_t i = 0; i < literals_.size(); ++i) {
-      if (*literals_[i] == e.literal) return {Operand::Kind::kLiteral, static_cast<int>(i)};
+    const size_t h = std::hash<Value>{}(e.literal);
+    auto [from, to] = literal_index_.equal_range(h);
+    for (auto it = from; it != to; ++it) {
+      if (*literals_[static_cast<size_t>(it->second)] == e.literal) return {Operand::Kind::kLiteral, it->second};
     }
     literals_.push_back(&e.literal);
-    return {Operand::Kind::kLiteral, static_cast<int>(literals_.size() - 1)};
+    const int index = static_cast<int>(literals_.size() - 1);
+    literal_index_.emplace(h, index);
+    return {Operand::Kind::kLiteral, index};
   }
   std::vector<Operand> operands;
   operands.reserve(e.args.size());
@@ -21,16 +31,22 @@ Program::Operand Program::add(const Expr& e) {
   // The same call of the same operands is the same value. (Literals are
   // shared by value: a literal's type follows from its value within the
   // one call, which also compares result types.)
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    const Expr& c = *steps_[i].call;
-    if (c.op == e.op && c.type == e.type && c.has_else == e.has_else && steps_[i].operands == operands &&
+  size_t h = combine(static_cast<size_t>(e.op), static_cast<size_t>(e.type.kind));
+  for (const Operand& o : operands) h = combine(combine(h, static_cast<size_t>(o.kind)), static_cast<size_t>(o.index));
+  auto [from, to] = step_index_.equal_range(h);
+  for (auto it = from; it != to; ++it) {
+    const Step& step = steps_[static_cast<size_t>(it->second)];
+    const Expr& c = *step.call;
+    if (c.op == e.op && c.type == e.type && c.has_else == e.has_else && step.operands == operands &&
         std::equal(c.args.begin(), c.args.end(), e.args.begin(), e.args.end(),
                    [](const Expr& x, const Expr& y) { return x.type == y.type; })) {
-      return {Operand::Kind::kStep, static_cast<int>(i)};
+      return {Operand::Kind::kStep, it->second};
     }
   }
   steps_.push_back({&e, std::move(operands)});
-  return {Operand::Kind::kStep, static_cast<int>(steps_.size() - 1)};
+  const int index = static_cast<int>(steps_.size() - 1);
+  step_index_.emplace(h, index);
+  return {Operand::Kind::kStep, index};
 }
 
 Program::Run::Run(std::shared_ptr<const Program> program)

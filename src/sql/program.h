@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -86,6 +87,10 @@ class Program {
   std::vector<const Value*> literals_;  // into exprs_
   std::vector<Step> steps_;             // operands before the steps using them
   std::vector<Operand> roots_;
+  // Candidates for sharing, by hash (of the value; of the op and the
+  // operands): building is linear in the expressions' size.
+  std::unordered_multimap<size_t, int> literal_index_;
+  std::unordered_multimap<size_t, int> step_index_;
 };
 
 }  // namespace weir::sql

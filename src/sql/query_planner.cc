@@ -209,11 +209,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::where(Node input, Expr c
       }
     }
     if (rest.empty()) return input;
-    cond = std::move(rest[0]);
-    for (size_t i = 1; i < rest.size(); ++i) {
-      const bool nullable = cond.type.nullable || rest[i].type.nullable;
-      cond = Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable}, {std::move(cond), std::move(rest[i])});
-    }
+    cond = conjunction(std::move(rest));
   }
   return filter_over(std::move(input), std::move(cond));
 }
@@ -302,9 +298,10 @@ void QueryPlanner::push_partition_conditions(PlanNode* scan, const Expr& cond) c
     if (!scan->partition_filter) {
       scan->partition_filter = std::move(pushed);
     } else {
-      const bool nullable = scan->partition_filter->type.nullable || pushed.type.nullable;
-      scan->partition_filter = Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable},
-                                          {*std::move(scan->partition_filter), std::move(pushed)});
+      std::vector<Expr> parts;
+      parts.push_back(*std::move(scan->partition_filter));
+      parts.push_back(std::move(pushed));
+      scan->partition_filter = conjunction(std::move(parts));
     }
   }
 }
@@ -321,9 +318,10 @@ std::unique_ptr<PlanNode> QueryPlanner::filter_over(Node input, Expr cond) const
     return input;
   }
   if (input->kind == PlanNode::Kind::kFilter) {  // one filter of both conditions
-    Expr& first = input->exprs[0];
-    const bool nullable = first.type.nullable || cond.type.nullable;
-    first = Expr::call(Op::kAnd, {TypeKind::kBoolean, nullable}, {std::move(first), std::move(cond)});
+    std::vector<Expr> parts;
+    parts.push_back(std::move(input->exprs[0]));
+    parts.push_back(std::move(cond));
+    input->exprs[0] = conjunction(std::move(parts));
     return input;
   }
   auto filter = std::make_unique<PlanNode>();
@@ -337,6 +335,26 @@ std::unique_ptr<PlanNode> QueryPlanner::filter_over(Node input, Expr cond) const
 absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::from_item(const json& item, std::vector<Scope>* scopes,
                                                                   int offset) {
   const std::string kind = node_name(item);
+  if ((kind == "RangeVar" || kind == "RangeSubselect") && ++relations_ > kMaxPlanRelations) {
+    return error(location_of(item), "the statement reads more than " + std::to_string(kMaxPlanRelations) +
+                                        " tables, views and subqueries (a view counts each time it is read; "
+                                        "weir's limit, docs/sql.md \"Limits\")");
+  }
+  const bool nests = kind == "RangeSubselect" ||
+                     (kind == "RangeVar" && find_table_(item[kind].value("relname", "")) == nullptr && find_view_ &&
+                      find_view_(item[kind].value("relname", "")) != nullptr);
+  if (nests && nesting_ >= kMaxQueryNesting) {
+    return error(location_of(item), "subqueries and views nest deeper than " + std::to_string(kMaxQueryNesting) +
+                                        " levels here (views expanded; weir's limit, docs/sql.md \"Limits\")");
+  }
+  nesting_ += nests ? 1 : 0;
+  auto planned = relation(item, kind, scopes, offset);
+  nesting_ -= nests ? 1 : 0;
+  return planned;
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::relation(const json& item, const std::string& kind,
+                                                                 std::vector<Scope>* scopes, int offset) {
   if (kind == "RangeVar") {
     const json& r = item[kind];
     const std::string name = r.value("relname", "");

@@ -103,11 +103,24 @@ class QueryPlanner {
   // types both have.
   absl::StatusOr<Node> union_all(const nlohmann::json& s, int offset);
 
+  // from_item() within its bounds (kMaxQueryNesting, kMaxPlanRelations).
+  absl::StatusOr<Node> relation(const nlohmann::json& item, const std::string& kind, std::vector<Scope>* scopes,
+                                int offset);
+
   const std::string_view text_;
   const FindTable find_table_;
   const FindView find_view_;
   const Binder binder_;
+  int nesting_ = 0;    // subqueries and views being planned, one inside another
+  int relations_ = 0;  // tables, views and subqueries read so far
 };
+
+// Bounds of one statement's plan, views expanded where they are read (a
+// view read twice counts twice), refused with the position they are passed
+// at: subqueries and views inside one another, and relations (tables,
+// views, subqueries) read in all.
+inline constexpr int kMaxQueryNesting = 64;
+inline constexpr int kMaxPlanRelations = 1000;
 
 // Whether an aggregate call OVER a window stands in `n` (outside subqueries).
 bool has_over_aggregate(const nlohmann::json& n);
