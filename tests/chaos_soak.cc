@@ -4,7 +4,8 @@
 // faults at random for a configured time: TaskManagers and the leading
 // JobManager SIGKILLed or frozen (SIGSTOP past their timeouts, then
 // SIGCONT), network partitions, ZooKeeper restarted, a state file of the
-// newest checkpoint truncated before a TaskManager is killed. After each
+// newest checkpoint truncated before a TaskManager is killed, peers without
+// the secret pushing 200 MB each at the leader's gRPC port. After each
 // fault it waits for the job to complete a checkpoint newer than every one
 // completed before the fault (the next committed output): the time from the
 // fault to then is its recovery time, measured while a lasting fault (a
@@ -57,6 +58,7 @@
 #include "common/clock.h"
 #include "examples/running_sum/running_sum.h"
 #include "tests/ha_cluster.h"
+#include "tests/hostile_grpc.h"
 #include "tests/tcp_proxy.h"
 
 namespace weir::testing {
@@ -75,7 +77,8 @@ struct Options {
 };
 
 enum class Fault { kKillTaskManager, kFreezeTaskManager, kKillLeader, kFreezeLeader, kPartitionLeader,
-                   kPartitionTaskManager, kRestartZooKeeper, kTruncateCheckpoint, kFullDisk, kSlowDisk };
+                   kPartitionTaskManager, kRestartZooKeeper, kTruncateCheckpoint, kFullDisk, kSlowDisk,
+                   kHostileGrpcPeers };
 
 const char* name(Fault f) {
   switch (f) {
@@ -89,6 +92,7 @@ const char* name(Fault f) {
     case Fault::kTruncateCheckpoint: return "truncate-checkpoint";
     case Fault::kFullDisk: return "full-disk";
     case Fault::kSlowDisk: return "slow-disk";
+    case Fault::kHostileGrpcPeers: return "hostile-grpc-peers";
   }
   return "?";
 }
@@ -131,7 +135,7 @@ class Soak {
     mount_slow_disk();
     faults_available_ = {Fault::kKillTaskManager, Fault::kFreezeTaskManager, Fault::kKillLeader,
                          Fault::kFreezeLeader,    Fault::kPartitionLeader,   Fault::kRestartZooKeeper,
-                         Fault::kTruncateCheckpoint};
+                         Fault::kTruncateCheckpoint, Fault::kHostileGrpcPeers};
     if (hosts_.ok()) faults_available_.push_back(Fault::kPartitionTaskManager);
     if (!tmpfs_.empty()) faults_available_.push_back(Fault::kFullDisk);
     if (slow_fs_ != nullptr) faults_available_.push_back(Fault::kSlowDisk);
@@ -355,6 +359,17 @@ class Soak {
         slow_fs_->signal(SIGUSR1);
         undo = [this] { slow_fs_->signal(SIGUSR2); };
         lasting = std::chrono::milliseconds(5000);
+        break;
+      }
+      case Fault::kHostileGrpcPeers: {
+        // Eight peers without the secret offer 200 MB each to the leader's
+        // session port while the job runs on: refused before a message is
+        // read, they cost it nothing.
+        const std::string jm = c_.leader();
+        if (jm.empty()) return;
+        const int refused =
+            push_without_the_secret(c_.session_address(jm), grpc::InsecureChannelCredentials(), 8, 20, 10 << 20);
+        what += " " + jm + " (" + std::to_string(refused) + " of 8 refused)";
         break;
       }
       case Fault::kRestartZooKeeper: {

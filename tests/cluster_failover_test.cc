@@ -788,7 +788,7 @@ TEST(ClusterTest, StopWithSavepointAndResumeAtAnotherParallelism) {
   // A relative directory is the client's: sent as an absolute path, so the
   // savepoint's _metadata and state files land together under it. Sent as
   // it is to the REST API, it is refused.
-  Child relative({"bash", "-c",
+  Child relative({"/bin/bash", "-c",
                   "cd '" + c.dir().path("") + "' && exec '" + testing::weir_bin() + "' savepoint " + *first +
                       " --dir sp-relative --jobmanager " + c.rest() + " --secret-file '" + c.secret_file() + "'"},
                  c.dir().path("relative"));

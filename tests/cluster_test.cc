@@ -25,6 +25,7 @@
 #include "cluster/protocol.h"
 #include "network/data_plane.h"
 #include "tests/cluster.h"
+#include "tests/hostile_grpc.h"
 #include "tests/cluster_checks.h"
 #include "weir/connectors.h"
 
@@ -204,29 +205,7 @@ TEST(ClusterTest, UnauthenticatedGrpcCallsAreRefusedBeforeTheirMessagesAreRead) 
   ASSERT_TRUE(credentials.ok()) << credentials.status();
   const int64_t before = peak_rss(c.jobmanager()->pid());
   ASSERT_GT(before, 0);
-  std::vector<std::thread> peers;
-  std::atomic<int> refused{0};
-  for (int i = 0; i < 8; ++i) {
-    peers.emplace_back([&] {
-      grpc::ChannelArguments args;
-      args.SetInt(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, -1);
-      auto channel = grpc::CreateCustomChannel(c.address(), *credentials, args);
-      auto stub = cluster::proto::JobManagerService::NewStub(channel);
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-      cluster::proto::ResultReply reply;
-      auto writer = stub->PushResults(&ctx, &reply);
-      cluster::proto::ResultBatch batch;
-      batch.set_result_id(std::string(32, 'a'));
-      batch.set_rows(std::string(10 << 20, 'x'));
-      for (int m = 0; m < 20 && writer->Write(batch); ++m) {
-      }
-      writer->WritesDone();
-      if (writer->Finish().error_code() == grpc::StatusCode::UNAUTHENTICATED) ++refused;
-    });
-  }
-  for (auto& t : peers) t.join();
-  EXPECT_EQ(refused.load(), 8);
+  EXPECT_EQ(testing::push_without_the_secret(c.address(), *credentials, 8, 20, 10 << 20), 8);
   const int64_t after = peak_rss(c.jobmanager()->pid());
   EXPECT_LT(after - before, int64_t{150} << 20) << "peak RSS " << before << " -> " << after;
 

@@ -101,6 +101,10 @@ class HaCluster {
     return l;
   }
   Child* jobmanager(const std::string& name) { return jms_.at(name).process.get(); }
+  // Where JobManager `name` takes TaskManager sessions (gRPC).
+  std::string session_address(const std::string& name) const {
+    return address(name) + ":" + std::to_string(jms_.at(name).session_port);
+  }
   // The REST port JobManager `name` serves on while it leads.
   int rest_port(const std::string& name) const { return jms_.at(name).rest_port; }
   Child* taskmanager(const std::string& id) { return tms_.at(id).get(); }

@@ -4,6 +4,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -234,6 +235,28 @@ absl::Status HaStore::forget_checkpoint(const std::string& job_id, int64_t id) {
   return absl::IsNotFound(s) ? absl::OkStatus() : s;
 }
 
+absl::StatusOr<proto::JobRecord> HaStore::parse_record(const std::string& job_id, std::string_view bytes) {
+  proto::JobRecord record;
+  if (!record.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) || record.job_id() != job_id) {
+    return absl::DataLossError("the record of job " + job_id + " in HA storage is corrupt");
+  }
+  return record;
+}
+
+absl::StatusOr<HaStore::CompletedPointer> HaStore::parse_pointer(std::string_view name, std::string_view value) {
+  const size_t space = value.find(' ');
+  const std::string_view kind = value.substr(0, space);
+  int64_t id = -1;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), id);
+  const bool number = ec == std::errc() && end == name.data() + name.size() && id >= 0;
+  if (!number || space == std::string_view::npos || space + 1 == value.size() ||
+      (kind != "checkpoint" && kind != "savepoint")) {
+    return absl::DataLossError("malformed checkpoint pointer " + std::string(name.substr(0, 40)) + ": " +
+                               std::string(value.substr(0, 200)));
+  }
+  return CompletedPointer{id, std::string(value.substr(space + 1)), kind == "savepoint"};
+}
+
 absl::StatusOr<std::vector<HaStore::Recovered>> HaStore::jobs() {
   const std::string dir = options_.root() + "/jobs";
   String_vector names{};
@@ -256,14 +279,13 @@ absl::StatusOr<std::vector<HaStore::Recovered>> HaStore::jobs() {
       out.push_back(std::move(r));
       continue;
     }
-    proto::JobRecord record;
-    if (!record.ParseFromString(*bytes) || record.job_id() != id) {
-      r.problem = absl::DataLossError("the record of job " + id + " in HA storage (" + blob_location("jobs/" + id) +
-                                      ") is corrupt");
+    auto record = parse_record(id, *bytes);
+    if (!record.ok()) {
+      r.problem = absl::DataLossError(std::string(record.status().message()) + " (" + blob_location("jobs/" + id) + ")");
       out.push_back(std::move(r));
       continue;
     }
-    r.record = std::move(record);
+    r.record = *std::move(record);
     const std::string checkpoints = dir + "/" + id + "/checkpoints";
     String_vector children{};
     rc = zoo_get_children(session_->handle(), checkpoints.c_str(), 0, &children);
@@ -278,13 +300,12 @@ absl::StatusOr<std::vector<HaStore::Recovered>> HaStore::jobs() {
       rc = read_node(session_->handle(), node, &value, &stat);
       if (rc == ZNONODE) continue;  // forgotten meanwhile
       if (rc != ZOK) return absl::UnavailableError(zk_error("read", node, rc));
-      const size_t space = value.find(' ');
-      const std::string kind = value.substr(0, space);
-      if (space == std::string::npos || (kind != "checkpoint" && kind != "savepoint")) {
-        r.problem = absl::DataLossError(node + " in ZooKeeper is malformed: " + value.substr(0, 200));
+      auto pointer = parse_pointer(name, value);
+      if (!pointer.ok()) {
+        r.problem = absl::DataLossError(node + " in ZooKeeper: " + std::string(pointer.status().message()));
         break;
       }
-      r.checkpoints.push_back({std::atoll(name.c_str()), value.substr(space + 1), kind == "savepoint"});
+      r.checkpoints.push_back(*std::move(pointer));
     }
     out.push_back(std::move(r));
   }

@@ -32,6 +32,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -102,6 +103,14 @@ class HaStore {
     // (remove_job forgets them).
     absl::Status problem;
   };
+  // A job's record from its bytes in HA storage; DataLoss naming the
+  // record when they are not the record of `job_id`.
+  static absl::StatusOr<proto::JobRecord> parse_record(const std::string& job_id, std::string_view bytes);
+  // A completed checkpoint's pointer from its ZooKeeper node: `name` the
+  // zero-padded id, `value` "checkpoint|savepoint <location>". DataLoss
+  // when malformed.
+  static absl::StatusOr<CompletedPointer> parse_pointer(std::string_view name, std::string_view value);
+
   // Every recorded job, for a new leader. A record that is missing or
   // corrupt is that one job's problem; an error here means the store
   // itself could not be read (ZooKeeper unreachable).
