@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -38,9 +39,20 @@ class Program {
     int index = 0;
     bool operator==(const Operand&) const = default;
   };
+  // `x IN (v1, ..., vn)` (an OR of x = vi) or `x NOT IN (...)` (an AND of
+  // x <> vi) over literals of x's type: the values as a hash set, probed
+  // once per row instead of n comparisons (SQL's NULLs kept: a NULL x, or
+  // no match with a NULL among the values, is NULL).
+  struct InSet {
+    Operand probe;  // x
+    bool negated = false;
+    bool has_null = false;
+    std::unordered_set<Value> values;
+  };
   struct Step {
     const Expr* call;  // into exprs_: its op, type and operands' types
     std::vector<Operand> operands;
+    std::shared_ptr<const InSet> in_set;  // set for an IN list (above)
   };
 
  public:
@@ -52,6 +64,10 @@ class Program {
   const Expr& expr(size_t i) const { return exprs_[i]; }
   // How many calls are evaluated per row at most (for tests and plans).
   size_t steps() const { return steps_.size(); }
+  // How many IN lists probe a set (for tests).
+  size_t in_sets() const {
+    return static_cast<size_t>(std::count_if(steps_.begin(), steps_.end(), [](const Step& s) { return s.in_set != nullptr; }));
+  }
 
   class Run {
    public:
@@ -82,6 +98,8 @@ class Program {
  private:
   // The operand `e` is: a column, a literal, or a step (added if new).
   Operand add(const Expr& e);
+  // The IN list `e` (with its operands) is, or null.
+  std::shared_ptr<const InSet> in_set(const Expr& e, const std::vector<Operand>& operands) const;
 
   std::vector<Expr> exprs_;
   std::vector<const Value*> literals_;  // into exprs_

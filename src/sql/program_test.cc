@@ -149,6 +149,45 @@ class RandomExprs {
   std::vector<Expr> ints_, bools_;
 };
 
+// x IN (...) and x NOT IN (...) over many literals probe a set: every
+// value, NULLs in x and in the list included, is what the comparisons
+// one by one give (evaluate()).
+TEST(SqlProgramTest, AnInListIsASetWithTheNullsOfItsComparisons) {
+  auto in_list = [](bool negated, bool with_null, Expr x) {
+    std::vector<Expr> comparisons;
+    for (int64_t v = 0; v < 40; v += 2) comparisons.push_back(comparison(negated ? Op::kNotEqual : Op::kEqual, x, lit(v, kInt)));
+    if (with_null) comparisons.push_back(comparison(negated ? Op::kNotEqual : Op::kEqual, x, lit(Value{}, kInt)));
+    return Expr::call(negated ? Op::kAnd : Op::kOr, kBool, std::move(comparisons));
+  };
+  std::vector<Expr> exprs;
+  for (bool negated : {false, true}) {
+    for (bool with_null : {false, true}) {
+      exprs.push_back(in_list(negated, with_null, col(0, kInt)));
+      // Over an expression of the column, not only the column.
+      exprs.push_back(in_list(negated, with_null, Expr::call(Op::kAdd, kInt, {col(0, kInt), lit(int64_t{1}, kInt)})));
+    }
+  }
+  auto program = std::make_shared<const Program>(exprs);
+  Program::Run run(program);
+  int compared = 0;
+  for (const Value& x : {Value{}, Value{int64_t{-1}}, Value{int64_t{0}}, Value{int64_t{7}}, Value{int64_t{38}},
+                         Value{int64_t{39}}, Value{int64_t{40}}}) {
+    const Row row = row_of({x});
+    run.start(row);
+    for (size_t i = 0; i < exprs.size(); ++i) {
+      auto want = evaluate(exprs[i], row);
+      auto got = run.value(i);
+      ASSERT_TRUE(want.ok() && got.ok());
+      EXPECT_EQ(**got, *want) << "expression " << i << " at x = "
+                              << (std::holds_alternative<int64_t>(x) ? std::to_string(std::get<int64_t>(x)) : "NULL");
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 56);
+  // Each list probes a set instead of evaluating its comparisons.
+  EXPECT_EQ(program->in_sets(), 8u);
+}
+
 TEST(SqlProgramTest, RandomExpressionsGiveWhatEachGivesOnItsOwn) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
