@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -207,6 +208,8 @@ TEST(ClusterTest, UnauthenticatedGrpcCallsAreRefusedBeforeTheirMessagesAreRead) 
   ASSERT_GT(before, 0);
   EXPECT_EQ(testing::push_without_the_secret(c.address(), *credentials, 8, 20, 10 << 20), 8);
   const int64_t after = peak_rss(c.jobmanager()->pid());
+  std::printf("JobManager peak RSS %lld MiB before the hostile peers, %lld MiB after\n",
+              static_cast<long long>(before >> 20), static_cast<long long>(after >> 20));
   EXPECT_LT(after - before, int64_t{150} << 20) << "peak RSS " << before << " -> " << after;
 
   // With the secret, a batch over the limit is refused by its size.

@@ -238,6 +238,7 @@ function fillJobHead(job) {
 // The job graph: vertices in columns by their distance from the sources,
 // edges labelled with their partitioning.
 function graph(job) {
+  if (job.vertices.length === 0) return '<p class="muted">No job graph: this JobManager could not build the job (see its failure below).</p>';
   const W = 250, H = 92, GAP_X = 100, GAP_Y = 26, PAD = 16;
   const depth = new Map(job.vertices.map(v => [v.id, 0]));
   for (let round = 0; round < job.vertices.length; ++round) {
