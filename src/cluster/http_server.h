@@ -142,11 +142,14 @@ class HttpServer : public httplib::Server {
   std::atomic<bool> stopping_{false};
   absl::Mutex mu_;
   // Requests waiting for a worker of their lane, the worker threads.
+  // `queue` and `active` are guarded by the server's mu_ (which clang's
+  // analysis cannot name from inside this struct); `max_queued` and
+  // `threads` are set before serving.
   struct Lane {
     size_t max_queued = 0;
     absl::CondVar cv;
-    std::deque<Connection> queue ABSL_GUARDED_BY(mu_);
-    int active ABSL_GUARDED_BY(mu_) = 0;  // requests its workers are serving
+    std::deque<Connection> queue;
+    int active = 0;  // requests its workers are serving
     std::vector<std::thread> threads;
   };
   Lane requests_;
