@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -186,12 +187,14 @@ TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {
   EXPECT_NE(slurp(c.dir().path("tm-ok.err")).find("wrong cluster secret"), std::string::npos);
 }
 
-// The peak resident memory of process `pid` (VmHWM), in bytes.
-int64_t peak_rss(pid_t pid) {
+// A memory figure of process `pid` from /proc/PID/status ("VmRSS:",
+// "VmHWM:" for the peak), in KiB; -1 when absent.
+int64_t status_kb(pid_t pid, const std::string& field) {
   std::string status = slurp("/proc/" + std::to_string(pid) + "/status");
-  const size_t at = status.find("VmHWM:");
-  return at == std::string::npos ? -1 : std::atoll(status.c_str() + at + 6) * 1024;
+  const size_t at = status.find(field);
+  return at == std::string::npos ? -1 : std::atoll(status.c_str() + at + field.size());
 }
+int64_t peak_rss(pid_t pid) { return status_kb(pid, "VmHWM:") * 1024; }
 
 // Peers without the secret pushing large result batches to the
 // JobManager's gRPC port are refused before their messages are read: eight
@@ -545,11 +548,7 @@ std::string raw_http(const std::string& address, const std::string& request,
   return got;
 }
 
-int64_t rss_kb(pid_t pid) {
-  std::string status = slurp("/proc/" + std::to_string(pid) + "/status");
-  size_t at = status.find("VmRSS:");
-  return at == std::string::npos ? -1 : std::atoll(status.c_str() + at + 6);
-}
+int64_t rss_kb(pid_t pid) { return status_kb(pid, "VmRSS:"); }
 
 // Slowloris: peers that send a request head a byte at a time (or nothing)
 // hold no worker; an authenticated client is served at once meanwhile, and
@@ -613,15 +612,22 @@ TEST(ClusterTest, LingeringPeersAndLongPollsDoNotHoldTheWorkers) {
       ::send(*fd, request.data(), request.size(), MSG_NOSIGNAL);
       peers.push_back(*fd);
     }
-    std::atomic<bool> done{false};
+    std::mutex drip_mu;
+    std::condition_variable drip_cv;
+    bool done = false;
     std::thread drip([&] {
-      while (!done) {
+      std::unique_lock lock(drip_mu);
+      // A byte from every peer each 150 ms (their pace), until told to stop.
+      while (!drip_cv.wait_for(lock, 150ms, [&] { return done; })) {
         for (int fd : peers) ::send(fd, "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-        std::this_thread::sleep_for(150ms);  // the peers' pace, not a wait for the server
       }
     });
     served_quickly(6);
-    done = true;
+    {
+      std::lock_guard lock(drip_mu);
+      done = true;
+    }
+    drip_cv.notify_all();
     drip.join();
     // They were answered meanwhile (a peer that sent on past its second
     // of lingering is reset, and may lose its answer with it).
