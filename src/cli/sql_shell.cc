@@ -286,19 +286,17 @@ class Shell {
     }
     if (word == "quit" || word == "exit") return false;
     if (word == "help") return help();
-    if (word == "show tables") return show_tables();
-    for (const char* describe : {"describe ", "desc "}) {
-      if (absl::StartsWith(word, describe)) return run_select("SELECT * FROM " + word.substr(strlen(describe)), true);
-    }
     if (absl::StartsWith(word, "explain ")) return explain(std::string(absl::StripAsciiWhitespace(text)).substr(8));
     auto script = sql::parse_script(text);
     if (!script.ok()) return error(script.status());
     for (const sql::Statement& st : script->statements) {
+      if (st.typed) {
+        typed(st);
+        continue;
+      }
       const std::string kind = sql::node_name(st.tree);
-      if (kind == "CreateStmt" || kind == "ViewStmt" || kind == "VariableSetStmt") {
-        declare(st, kind);
-      } else if (kind == "DropStmt") {
-        drop(st);
+      if (kind == "ViewStmt") {
+        declare(st, absl::AsciiStrToLower(st.tree[kind]["view"].value("relname", "")), true, "");
       } else if (kind == "SelectStmt") {
         run_select(st.text, false);
       } else if (kind == "InsertStmt") {
@@ -332,10 +330,10 @@ class Shell {
     return true;
   }
 
-  bool show_tables() {
+  bool show_tables(bool views_only = false) {
     bool any = false;
     for (const Declaration& d : declared_) {
-      if (d.name.empty()) continue;  // a SET
+      if (d.name.empty() || (views_only && !d.view)) continue;  // a SET
       say(d.name + (d.view ? " (view)" : ""));
       any = true;
     }
@@ -372,12 +370,58 @@ class Shell {
     return absl::Status(s.code(), m);
   }
 
-  // A table, a view or a setting (SET: no name) for the statements after it.
-  void declare(const sql::Statement& st, const std::string& kind) {
-    const nlohmann::json& b = st.tree[kind];
-    const std::string name = kind == "CreateStmt" ? absl::AsciiStrToLower(b["relation"].value("relname", ""))
-                             : kind == "ViewStmt" ? absl::AsciiStrToLower(b["view"].value("relname", ""))
-                                                  : std::string();
+  // A statement of weir's own parser: a declaration, a DROP, a SHOW.
+  void typed(const sql::Statement& st) {
+    if (const auto* c = std::get_if<sql::ast::CreateTable>(&*st.typed)) {
+      declare(st, absl::AsciiStrToLower(c->name.text), false, "");
+    } else if (const auto* set = std::get_if<sql::ast::Set>(&*st.typed)) {
+      if (!set->option) {
+        for (const Declaration& d : declared_) {
+          if (d.name.empty()) say(d.text);
+        }
+        return;
+      }
+      declare(st, "", false, "'" + set->option->key + "' set");
+    } else if (const auto* reset = std::get_if<sql::ast::Reset>(&*st.typed)) {
+      declare(st, "", false, reset->key ? "'" + reset->key->text + "' reset" : "every setting reset");
+    } else if (const auto* drop = std::get_if<sql::ast::Drop>(&*st.typed)) {
+      const std::string name = absl::AsciiStrToLower(drop->name.text);
+      auto it = std::find_if(declared_.begin(), declared_.end(),
+                             [&](const Declaration& d) { return d.name == name && d.view == drop->view; });
+      const std::string what = std::string(drop->view ? "view " : "table ") + name;
+      if (it == declared_.end()) {
+        if (!drop->if_exists) say("error: no " + what);
+        return;
+      }
+      declared_.erase(it);
+      say(what + " dropped");
+    } else if (std::holds_alternative<sql::ast::AlterTable>(*st.typed)) {
+      declare(st, "", false, "table altered");
+    } else if (const auto* show = std::get_if<sql::ast::Show>(&*st.typed)) {
+      switch (show->what) {
+        case sql::ast::Show::What::kTables:
+        case sql::ast::Show::What::kViews:
+          show_tables(show->what == sql::ast::Show::What::kViews);
+          return;
+        case sql::ast::Show::What::kDescribe:
+          run_select("SELECT * FROM " + show->name->text, true);
+          return;
+        case sql::ast::Show::What::kCreateTable:
+        case sql::ast::Show::What::kCreateView: {
+          const std::string name = absl::AsciiStrToLower(show->name->text);
+          for (const Declaration& d : declared_) {
+            if (d.name == name) return say(d.text + ";");
+          }
+          say("error: no table or view " + name);
+          return;
+        }
+      }
+    }
+  }
+
+  // A table or view `name` (or, unnamed, a setting) for the statements
+  // after it; `said`: what to say once it is planned (unnamed only).
+  void declare(const sql::Statement& st, const std::string& name, bool view, const std::string& said) {
     sql::PlanOptions options;
     options.declarations_only = true;
     auto planned = plan(st.text, options);
@@ -385,31 +429,9 @@ class Shell {
       error(planned.status());
       return;
     }
-    declared_.push_back({name, kind == "ViewStmt", st.text});
-    if (name.empty()) return say(b.value("name", "") + " set");
-    say(std::string(kind == "ViewStmt" ? "view " : "table ") + name + " declared");
-  }
-
-  void drop(const sql::Statement& st) {
-    const nlohmann::json& b = st.tree["DropStmt"];
-    const std::string type = b.value("removeType", "");
-    if (type != "OBJECT_TABLE" && type != "OBJECT_VIEW") {
-      say("error: DROP takes a TABLE or a VIEW");
-      return;
-    }
-    for (const auto& object : b.value("objects", nlohmann::json::array())) {
-      const std::vector<std::string> names = sql::strings_of(object["List"]["items"]);
-      const std::string name = names.empty() ? "" : absl::AsciiStrToLower(names.back());
-      auto it = std::find_if(declared_.begin(), declared_.end(), [&](const Declaration& d) {
-        return d.name == name && d.view == (type == "OBJECT_VIEW");
-      });
-      if (it == declared_.end()) {
-        if (!b.value("missing_ok", false)) say("error: no " + std::string(type == "OBJECT_VIEW" ? "view " : "table ") + name);
-        continue;
-      }
-      declared_.erase(it);
-      say(std::string(type == "OBJECT_VIEW" ? "view " : "table ") + name + " dropped");
-    }
+    declared_.push_back({name, view, st.text});
+    if (name.empty()) return say(said);
+    say(std::string(view ? "view " : "table ") + name + " declared");
   }
 
   bool explain(const std::string& statement) {

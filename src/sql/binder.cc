@@ -128,22 +128,36 @@ absl::StatusOr<Expr> Binder::bind_node(const json& n, const std::vector<Scope>& 
 
 absl::StatusOr<Expr> Binder::column(const json& b, const std::vector<Scope>& scopes, int at) const {
   const std::vector<std::string> parts = strings_of(b["fields"]);
-  if (parts.empty() || parts.size() > 2) return unsupported(at, "this column reference");
-  const std::string& name = parts.back();
-  // The scopes' columns side by side: a join's row is its inputs' rows.
-  std::optional<Expr> found;
-  int offset = 0;
-  for (const Scope& s : scopes) {
-    const bool qualified_here = parts.size() == 1 || absl::EqualsIgnoreCase(parts[0], s.qualifier);
-    for (size_t i = 0; qualified_here && i < s.columns.size(); ++i) {
-      if (!absl::EqualsIgnoreCase(s.columns[i].name, name) || (parts.size() == 1 && s.is_hidden(i))) continue;
-      if (found) return error(at, "column " + absl::StrJoin(parts, ".") + " is ambiguous (qualify it with its table)");
-      found = Expr::column_ref(offset + static_cast<int>(i), s.columns[i].type);
+  if (parts.empty() || parts.size() > 4) return unsupported(at, "this column reference");
+  // t.c, or a ROW's field: a column of a ROW type is flattened into
+  // columns named row.field (CREATE TABLE), so `person.id` (or
+  // `t.person.id`) names column "person.id".
+  auto find = [&](const std::string* qualifier, const std::string& name) -> absl::StatusOr<std::optional<Expr>> {
+    std::optional<Expr> found;
+    int offset = 0;
+    for (const Scope& s : scopes) {
+      const bool qualified_here = qualifier == nullptr || absl::EqualsIgnoreCase(*qualifier, s.qualifier);
+      for (size_t i = 0; qualified_here && i < s.columns.size(); ++i) {
+        if (!absl::EqualsIgnoreCase(s.columns[i].name, name) || (qualifier == nullptr && s.is_hidden(i))) continue;
+        if (found) return error(at, "column " + absl::StrJoin(parts, ".") + " is ambiguous (qualify it with its table)");
+        found = Expr::column_ref(offset + static_cast<int>(i), s.columns[i].type);
+      }
+      offset += static_cast<int>(s.columns.size());
     }
-    offset += static_cast<int>(s.columns.size());
+    return found;
+  };
+  absl::StatusOr<std::optional<Expr>> found = std::optional<Expr>();
+  if (parts.size() > 1) {
+    const std::string rest = absl::StrJoin(parts.begin() + 1, parts.end(), ".");
+    found = find(&parts[0], rest);
+    if (!found.ok()) return found.status();
   }
-  if (!found) return error(at, "no column " + absl::StrJoin(parts, "."));
-  return *std::move(found);
+  if (!*found) {
+    found = find(nullptr, absl::StrJoin(parts, "."));
+    if (!found.ok()) return found.status();
+  }
+  if (!*found) return error(at, "no column " + absl::StrJoin(parts, "."));
+  return **std::move(found);
 }
 
 absl::StatusOr<Expr> Binder::operator_call(const json& b, const std::vector<Scope>& scopes, int at) const {

@@ -173,11 +173,9 @@ TableConnectors TableConnectors::built_in() {
     // watermark's column), then only the columns read.
     std::optional<WatermarkStrategy<Row>> watermarks;
     if (t.watermark) {
-      const int time = declared.index_of(t.watermark->column);
       // Watermarks after every poll: results do not depend on timing.
-      watermarks = WatermarkStrategy<Row>::for_bounded_out_of_orderness(
-                       Duration(t.watermark->delay_ms),
-                       [time](const Row& r) { return r.is_null(time) ? int64_t{0} : r.int64(time); })
+      watermarks = WatermarkStrategy<Row>::for_bounded_out_of_orderness(Duration(t.watermark->delay_ms),
+                                                                        event_time_of(t, declared.columns))
                        .with_interval(Duration(0));
     }
     // "scan.parallelism": the source's subtasks (else the job's); with 1
@@ -230,10 +228,8 @@ TableConnectors TableConnectors::built_in() {
     // (in its ranges, in file order) by the delay, after every poll.
     std::optional<WatermarkStrategy<Row>> watermarks;
     if (t.watermark) {
-      const size_t time = static_cast<size_t>(declared.index_of(t.watermark->column));
-      watermarks = WatermarkStrategy<Row>::for_bounded_out_of_orderness(
-                       Duration(t.watermark->delay_ms),
-                       [time](const Row& r) { return r.is_null(time) ? int64_t{0} : r.int64(time); })
+      watermarks = WatermarkStrategy<Row>::for_bounded_out_of_orderness(Duration(t.watermark->delay_ms),
+                                                                        event_time_of(t, declared.columns))
                        .with_interval(Duration(0));
     }
     DataStream<Row> rows =

@@ -294,9 +294,8 @@ absl::StatusOr<DataStream<Row>> kafka_rows(StreamEnvironment& env, const TableDe
   }
   std::optional<WatermarkStrategy<Row>> watermarks;
   if (t.watermark) {
-    const int time = column_index(declared, t.watermark->column);
-    watermarks = WatermarkStrategy<Row>::for_bounded_out_of_orderness(
-        Duration(t.watermark->delay_ms), [time](const Row& r) { return r.is_null(time) ? int64_t{0} : r.int64(time); });
+    watermarks = WatermarkStrategy<Row>::for_bounded_out_of_orderness(Duration(t.watermark->delay_ms),
+                                                                      event_time_of(t, declared));
     if (const std::string idle = table_option(t, "scan.watermark.idle-timeout"); !idle.empty()) {
       absl::Duration d;
       if (!absl::ParseDuration(absl::StrReplaceAll(idle, {{" ", ""}}), &d) || d <= absl::ZeroDuration()) {

@@ -126,10 +126,20 @@ class Builder {
         }
         // The columns the query reads (projection push-down), in the
         // scan's order.
+        // The source's columns as declared are the physical ones; computed
+        // columns (made above it, expand_computed_columns) read them there.
         TableDef scanned = *table;
         scanned.columns = n.columns;
-        scanned.declared = table->columns;
+        scanned.declared.clear();
+        std::vector<int> to(table->columns.size(), -1);
+        for (size_t i = 0; i < table->columns.size(); ++i) {
+          if (table->computed_expr(table->columns[i].name) != nullptr) continue;
+          to[i] = static_cast<int>(scanned.declared.size());
+          scanned.declared.push_back(table->columns[i]);
+        }
+        for (auto& [name, e] : scanned.computed) renumber_columns(e, to);
         scanned.partition_filter = n.partition_filter;
+        scanned.equal_to = n.equal_to;
         auto rows = it->second(env_, scanned, uid + "scan");
         if (!rows.ok()) return rows.status();
         return decimals_in(*rows, *table, n.columns, uid);
@@ -274,6 +284,18 @@ class Builder {
 };
 
 }  // namespace
+
+std::function<int64_t(const Row&)> event_time_of(const TableDef& t, const std::vector<Column>& declared) {
+  if (const Expr* e = t.computed_expr(t.watermark->column)) {
+    return [e = *e](const Row& r) {
+      auto v = evaluate(e, r);
+      const int64_t* ms = v.ok() ? std::get_if<int64_t>(&*v) : nullptr;
+      return ms != nullptr ? *ms : int64_t{0};
+    };
+  }
+  const int time = column_index(declared, t.watermark->column);
+  return [time](const Row& r) { return r.is_null(time) ? int64_t{0} : r.int64(time); };
+}
 
 absl::Status build_job(const PlannedScript& planned, const TableConnectors& connectors, StreamEnvironment& env) {
   return Builder(planned, connectors, env).run();

@@ -64,6 +64,13 @@ void add_system_connectors(TableConnectors* connectors);
 DataStream<Row> read_columns(const DataStream<Row>& rows, const std::vector<Column>& declared,
                              const std::vector<Column>& read, const std::string& uid);
 
+// The event time of a row of `declared` columns (a source's row as
+// declared, before it is pruned to the columns a query reads): table t's
+// watermark column, or the expression of a computed one over them
+// (TableDef::computed, as the job builder hands it to a source). NULL, or
+// an expression that fails, is time 0.
+std::function<int64_t(const Row&)> event_time_of(const TableDef& t, const std::vector<Column>& declared);
+
 // The CSV columns of a table's rows (TIMESTAMP and INTERVAL as their
 // milliseconds).
 Schema csv_schema(const TableDef& table);

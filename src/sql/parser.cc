@@ -4,6 +4,10 @@
 
 #include <cctype>
 
+#include "absl/strings/ascii.h"
+#include "sql/ddl_parser.h"
+#include "sql/lexer.h"
+
 namespace weir::sql {
 
 std::string position_of(std::string_view text, int offset) {
@@ -77,10 +81,252 @@ int past_nesting_limit(const nlohmann::json& tree) {
 
 }  // namespace
 
+namespace {
+
+// The text of statement tokens [begin, end) (one statement) with Flink's
+// spellings turned into PostgreSQL's in `buffer` (the script's text, byte
+// for byte), and what is taken out kept in `st`.
+class Translator {
+ public:
+  Translator(std::string_view text, const std::vector<Token>& tokens, std::string* buffer)
+      : text_(text), tokens_(tokens), buffer_(*buffer) {}
+
+  absl::Status translate(size_t begin, size_t end, Statement* st) {
+    // CREATE VIEW IF NOT EXISTS
+    if (tokens_[begin].is_keyword("CREATE")) {
+      size_t k = begin + 1;
+      while (k < end && (tokens_[k].is_keyword("TEMPORARY") || tokens_[k].is_keyword("TEMP") || tokens_[k].is_keyword("OR") ||
+                         tokens_[k].is_keyword("REPLACE"))) {
+        ++k;
+      }
+      if (k + 3 < end && tokens_[k].is_keyword("VIEW") && tokens_[k + 1].is_keyword("IF") && tokens_[k + 2].is_keyword("NOT") &&
+          tokens_[k + 3].is_keyword("EXISTS")) {
+        for (size_t j = k + 1; j <= k + 3; ++j) blank(j);
+        st->if_not_exists = true;
+      }
+    }
+    if (tokens_[begin].is_keyword("INSERT") && begin + 1 < end && tokens_[begin + 1].is_keyword("OVERWRITE")) {
+      return unsupported(tokens_[begin + 1], "INSERT OVERWRITE");
+    }
+    for (size_t i = begin; i < end; ++i) {
+      const Token& t = tokens_[i];
+      if (t.is(Token::Kind::kHint)) return unsupported(t, "a hint (/*+ ... */)");
+      if (t.is(Token::Kind::kIdentifier) && text_[t.offset] == '`') {
+        if (t.text.find('"') != std::string::npos) return unsupported(t, "a name with a double quote in it");
+        buffer_[t.offset] = '"';
+        buffer_[t.end - 1] = '"';
+        continue;
+      }
+      if (t.kind != Token::Kind::kWord) continue;
+      // Constructs of Flink's that weir does not run yet, by the words
+      // that start them (a column may have such a name: the next token
+      // tells).
+      const Token& after = i + 1 < end ? tokens_[i + 1] : tokens_.back();
+      if (t.is_keyword("MATCH_RECOGNIZE") && after.is_symbol("(")) return unsupported(t, "MATCH_RECOGNIZE");
+      if (t.is_keyword("LATERAL") && (after.is_keyword("TABLE") || after.is_symbol("("))) {
+        return unsupported(t, "LATERAL TABLE and LATERAL subqueries");
+      }
+      if (t.is_keyword("UNNEST") && after.is_symbol("(")) return unsupported(t, "UNNEST (ARRAY and MAP values)");
+      if ((t.is_keyword("GROUPING") && after.is_keyword("SETS")) ||
+          ((t.is_keyword("CUBE") || t.is_keyword("ROLLUP")) && after.is_symbol("(") && i > begin &&
+           (tokens_[i - 1].is_keyword("BY") || tokens_[i - 1].is_symbol(",")))) {
+        return unsupported(t, "GROUPING SETS, CUBE and ROLLUP");
+      }
+      if (t.is_keyword("TABLESAMPLE")) return unsupported(t, "TABLESAMPLE");
+      if (t.is_keyword("INSERT") && i + 3 < end && tokens_[i + 1].is_keyword("INTO") && tokens_[i + 3].is_keyword("PARTITION")) {
+        return unsupported(tokens_[i + 3], "INSERT INTO ... PARTITION (a static partition)");
+      }
+      // TABLE(F(...)): a table function's rows.
+      if (t.is_keyword("TABLE") && i + 3 < end && tokens_[i + 1].is_symbol("(") && tokens_[i + 2].is(Token::Kind::kWord) &&
+          tokens_[i + 3].is_symbol("(")) {
+        const size_t close = matching(i + 1, end);
+        if (close == end) return error(tokens_[i + 1], "this '(' is not closed");
+        blank(i);
+        blank(i + 1);
+        blank(close);
+        const size_t args_end = matching(i + 3, end);
+        for (size_t j = i + 4; j < args_end; ++j) {
+          if (!tokens_[j].is_keyword("TABLE")) continue;
+          if (j + 1 < args_end && (tokens_[j + 1].is(Token::Kind::kWord) || tokens_[j + 1].is(Token::Kind::kIdentifier))) {
+            blank(j);
+          }
+          for (size_t k = j + 1; k < args_end && !tokens_[k].is_symbol(","); ++k) {
+            if (tokens_[k].is_keyword("PARTITION")) return unsupported(tokens_[k], "PARTITION BY in a window table function");
+          }
+        }
+        continue;
+      }
+      // FOR SYSTEM_TIME AS OF x (after a table's name): taken out, kept.
+      if (t.is_keyword("FOR") && i + 3 < end && tokens_[i + 1].is_keyword("SYSTEM_TIME") && tokens_[i + 2].is_keyword("AS") &&
+          tokens_[i + 3].is_keyword("OF")) {
+        if (i == begin) return error(t, "FOR SYSTEM_TIME AS OF follows a table's name");
+        size_t j = i + 4;
+        // The time: a (qualified) column, or a call such as PROCTIME().
+        while (j < end && (tokens_[j].is(Token::Kind::kWord) || tokens_[j].is(Token::Kind::kIdentifier))) {
+          ++j;
+          if (j < end && tokens_[j].is_symbol(".")) {
+            ++j;
+            continue;
+          }
+          if (j < end && tokens_[j].is_symbol("(")) j = matching(j, end) + 1;
+          break;
+        }
+        if (j == i + 4) return error(tokens_[std::min(j, end - 1)], "FOR SYSTEM_TIME AS OF takes a time column");
+        st->temporal.push_back({tokens_[i - 1].offset, {tokens_[i + 4].offset, tokens_[j - 1].end}});
+        for (size_t k = i; k < j; ++k) blank(k);
+        i = j - 1;
+        continue;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  void blank(size_t i) {
+    for (int k = tokens_[i].offset; k < tokens_[i].end; ++k) {
+      if (buffer_[k] != '\n') buffer_[k] = ' ';
+    }
+  }
+  // The ')' closing the '(' at `open`, or `end`.
+  size_t matching(size_t open, size_t end) const {
+    int depth = 0;
+    for (size_t k = open; k < end; ++k) {
+      if (tokens_[k].is_symbol("(")) ++depth;
+      if (tokens_[k].is_symbol(")") && --depth == 0) return k;
+    }
+    return end;
+  }
+  absl::Status error(const Token& t, const std::string& what) const {
+    return absl::InvalidArgumentError(position_of(text_, t.offset) + ": " + what);
+  }
+  absl::Status unsupported(const Token& t, const std::string& what) const {
+    return error(t, what + " is not supported yet (docs/sql.md, \"Flink compatibility\")");
+  }
+
+  std::string_view text_;
+  const std::vector<Token>& tokens_;
+  std::string& buffer_;
+};
+
+// A statement weir knows by its first words but does not run yet.
+std::optional<std::string> refused_statement(const std::vector<Token>& tokens, size_t begin, size_t end) {
+  auto at = [&](size_t k) -> const Token& { return begin + k < end ? tokens[begin + k] : tokens.back(); };
+  const Token& first = at(0);
+  if (first.is_keyword("CREATE")) {
+    size_t k = 1;
+    while (at(k).is_keyword("TEMPORARY") || at(k).is_keyword("SYSTEM") || at(k).is_keyword("OR") || at(k).is_keyword("REPLACE")) ++k;
+    for (const char* what : {"FUNCTION", "CATALOG", "DATABASE", "MODEL"}) {
+      if (at(k).is_keyword(what)) {
+        if (std::string(what) == "FUNCTION") return "CREATE FUNCTION (user-defined functions)";
+        return "CREATE " + std::string(what) + " (catalogs and databases)";
+      }
+    }
+    return std::nullopt;
+  }
+  if (first.is_keyword("DROP")) {
+    size_t k = 1;
+    while (at(k).is_keyword("TEMPORARY") || at(k).is_keyword("SYSTEM")) ++k;
+    if (at(k).is_keyword("FUNCTION")) return "DROP FUNCTION (user-defined functions)";
+    if (at(k).is_keyword("CATALOG") || at(k).is_keyword("DATABASE")) return "DROP " + absl::AsciiStrToUpper(at(k).text);
+    return std::nullopt;
+  }
+  if (first.is_keyword("EXPLAIN")) return "EXPLAIN in a script (weir sql --explain FILE shows every INSERT's plan)";
+  for (const char* what : {"USE", "LOAD", "UNLOAD", "ANALYZE", "ADD", "REMOVE", "TRUNCATE", "DELETE", "UPDATE", "CALL", "ALTER"}) {
+    if (first.is_keyword(what)) {
+      std::string words = absl::AsciiStrToUpper(first.text);
+      if (at(1).is(Token::Kind::kWord)) words += " " + absl::AsciiStrToUpper(at(1).text);
+      return words;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 absl::StatusOr<Script> parse_script(std::string text) {
   Script script;
   script.text = std::move(text);
-  PgQueryParseResult r = pg_query_parse(script.text.c_str());
+  auto tokens = tokenize(script.text);
+  if (!tokens.ok()) return tokens.status();
+  const std::vector<Token>& tok = *tokens;
+  // The text PostgreSQL's parser reads: the queries, translated; the rest
+  // blanked (new lines kept, so that lines and columns stay).
+  std::string buffer = script.text;
+  std::vector<std::pair<int, Statement>> own;  // weir's own statements by offset
+  std::vector<Statement> query_parts;          // the queries' marks, in order
+  auto blank_range = [&](int from, int to) {
+    for (int k = from; k < to; ++k) {
+      if (buffer[k] != '\n') buffer[k] = ' ';
+    }
+  };
+  auto refuse = [&](const Token& t, const std::string& what) {
+    return absl::InvalidArgumentError(position_of(script.text, t.offset) + ": " + what +
+                                      " is not supported yet (docs/sql.md, \"Flink compatibility\")");
+  };
+  Translator translator(script.text, tok, &buffer);
+  size_t i = 0;
+  const size_t n = tok.size() - 1;  // without kEnd
+  bool in_set = false;              // inside EXECUTE STATEMENT SET BEGIN ... END
+  while (i < n) {
+    size_t begin = i;
+    // A statement set's start or end: its words are not statements.
+    if (tok[begin].is_keyword("EXECUTE") && begin + 3 < n && tok[begin + 1].is_keyword("STATEMENT") &&
+        tok[begin + 2].is_keyword("SET") && tok[begin + 3].is_keyword("BEGIN")) {
+      if (in_set) return refuse(tok[begin], "a statement set inside a statement set");
+      for (size_t k = begin; k < begin + 4; ++k) blank_range(tok[k].offset, tok[k].end);
+      in_set = true;
+      i = begin + 4;
+      continue;
+    }
+    if (tok[begin].is_keyword("BEGIN") && begin + 2 < n && tok[begin + 1].is_keyword("STATEMENT") && tok[begin + 2].is_keyword("SET")) {
+      if (in_set) return refuse(tok[begin], "a statement set inside a statement set");
+      for (size_t k = begin; k < begin + 3; ++k) blank_range(tok[k].offset, tok[k].end);
+      in_set = true;
+      i = begin + 3;
+      if (i < n && tok[i].is_symbol(";")) blank_range(tok[i].offset, tok[i++].end);
+      continue;
+    }
+    if (tok[begin].is_keyword("END") && (begin + 1 == n || tok[begin + 1].is_symbol(";"))) {
+      if (!in_set) return absl::InvalidArgumentError(position_of(script.text, tok[begin].offset) + ": END without a statement set");
+      blank_range(tok[begin].offset, tok[begin].end);
+      in_set = false;
+      i = begin + 1;
+      if (i < n) blank_range(tok[i].offset, tok[i++].end);
+      continue;
+    }
+    if (tok[begin].is_symbol(";")) {
+      ++i;
+      continue;
+    }
+    // EXECUTE INSERT INTO ...: the INSERT.
+    if (tok[begin].is_keyword("EXECUTE") && begin + 1 < n && tok[begin + 1].is_keyword("INSERT")) {
+      blank_range(tok[begin].offset, tok[begin].end);
+      ++begin;
+    }
+    size_t end = begin;
+    while (end < n && !tok[end].is_symbol(";")) ++end;
+    i = end < n ? end + 1 : end;
+    Statement st;
+    st.offset = tok[begin].offset;
+    st.text = script.text.substr(st.offset, tok[end - 1].end - st.offset);
+    if (in_set && !tok[begin].is_keyword("INSERT")) {
+      return absl::InvalidArgumentError(position_of(script.text, st.offset) + ": a statement set holds INSERT statements only");
+    }
+    if (is_ddl(tok, begin, end)) {
+      auto typed = parse_ddl(script.text, tok, begin, end);
+      if (!typed.ok()) return typed.status();
+      st.typed = *std::move(typed);
+      blank_range(tok[begin].offset, end < n ? tok[end].end : static_cast<int>(script.text.size()));
+      own.emplace_back(st.offset, std::move(st));
+      continue;
+    }
+    if (auto what = refused_statement(tok, begin, end)) return refuse(tok[begin], *what);
+    absl::Status s = translator.translate(begin, end, &st);
+    if (!s.ok()) return s;
+    query_parts.push_back(std::move(st));
+  }
+  if (in_set) return absl::InvalidArgumentError("the statement set (EXECUTE STATEMENT SET BEGIN ...) has no END");
+  PgQueryParseResult r = pg_query_parse(buffer.c_str());
   if (r.error != nullptr) {
     // cursorpos counts from 1; 0 means "no position".
     const int at = r.error->cursorpos > 0 ? r.error->cursorpos - 1 : static_cast<int>(script.text.size());
@@ -91,27 +337,96 @@ absl::StatusOr<Script> parse_script(std::string text) {
   auto tree = nlohmann::json::parse(r.parse_tree, nullptr, /*allow_exceptions=*/false);
   pg_query_free_parse_result(r);
   if (!tree.is_object()) return absl::InternalError("the SQL parser returned an unreadable tree");
-  if (!tree.contains("stmts")) return script;
-  for (auto& s : tree["stmts"]) {
+  std::vector<Statement> queries;
+  for (auto& s : tree.contains("stmts") ? tree["stmts"] : nlohmann::json::array()) {
     Statement st;
     if (!s.contains("stmt")) continue;
     st.tree = std::move(s["stmt"]);  // not copied: a copy recurses once per level
     // A statement's location includes the white space before it.
     int at = s.value("stmt_location", 0);
     int len = s.value("stmt_len", 0);
-    const int end = len > 0 ? at + len : static_cast<int>(script.text.size());
-    while (at < end && std::isspace(static_cast<unsigned char>(script.text[at]))) ++at;
+    const int end = len > 0 ? at + len : static_cast<int>(buffer.size());
+    while (at < end && std::isspace(static_cast<unsigned char>(buffer[at]))) ++at;
     st.offset = at;
-    st.text = script.text.substr(at, end - at);
     if (const int past = past_nesting_limit(st.tree); past != -2) {
       return absl::InvalidArgumentError(position_of(script.text, past >= 0 ? past : at) +
                                         ": the statement nests expressions or queries deeper than " +
                                         std::to_string(kMaxSqlNesting) +
                                         " levels (weir's limit; docs/sql.md \"Limits\")");
     }
-    script.statements.push_back(std::move(st));
+    queries.push_back(std::move(st));
   }
+  // PostgreSQL's statements are the split's queries, one for one, in
+  // order: each takes its offset, text and marks from the split.
+  if (queries.size() != query_parts.size()) {
+    return absl::InternalError("the SQL parser found " + std::to_string(queries.size()) + " queries where weir split " +
+                               std::to_string(query_parts.size()));
+  }
+  for (size_t q = 0; q < queries.size(); ++q) {
+    queries[q].offset = query_parts[q].offset;
+    queries[q].text = std::move(query_parts[q].text);
+    queries[q].temporal = std::move(query_parts[q].temporal);
+    queries[q].if_not_exists = query_parts[q].if_not_exists;
+  }
+  // Both kinds in the script's order.
+  size_t k = 0;
+  for (Statement& q : queries) {
+    while (k < own.size() && own[k].first < q.offset) script.statements.push_back(std::move(own[k++].second));
+    script.statements.push_back(std::move(q));
+  }
+  while (k < own.size()) script.statements.push_back(std::move(own[k++].second));
   return script;
+}
+
+absl::StatusOr<nlohmann::json> parse_expression(const Script& script, ast::ExprText span) {
+  constexpr std::string_view kSelect = "SELECT ";
+  if (span.begin < static_cast<int>(kSelect.size()) || span.end > static_cast<int>(script.text.size()) || span.begin >= span.end) {
+    return absl::InternalError("an expression's span outside its script");
+  }
+  auto tokens = tokenize(std::string_view(script.text).substr(0, span.end));
+  if (!tokens.ok()) return tokens.status();
+  std::string buffer(script.text.size(), ' ');
+  for (size_t k = 0; k < buffer.size(); ++k) {
+    if (script.text[k] == '\n') buffer[k] = '\n';
+  }
+  std::copy(kSelect.begin(), kSelect.end(), buffer.begin());
+  for (const Token& t : *tokens) {
+    if (t.offset < span.begin || t.end > span.end || t.is(Token::Kind::kEnd)) continue;
+    std::copy(script.text.begin() + t.offset, script.text.begin() + t.end, buffer.begin() + t.offset);
+    if (t.is(Token::Kind::kIdentifier) && script.text[t.offset] == '`') {
+      buffer[t.offset] = '"';
+      buffer[t.end - 1] = '"';
+    }
+  }
+  PgQueryParseResult r = pg_query_parse(buffer.c_str());
+  if (r.error != nullptr) {
+    const int at = r.error->cursorpos > 0 ? r.error->cursorpos - 1 : span.end;
+    std::string message = position_of(script.text, at) + ": " + r.error->message;
+    pg_query_free_parse_result(r);
+    return absl::InvalidArgumentError(message);
+  }
+  auto tree = nlohmann::json::parse(r.parse_tree, nullptr, /*allow_exceptions=*/false);
+  pg_query_free_parse_result(r);
+  // One SELECT of one bare expression: a FROM, a second statement or a
+  // clause in the span is not an expression.
+  const nlohmann::json* target = nullptr;
+  if (tree.is_object() && tree.contains("stmts") && tree["stmts"].size() == 1 && tree["stmts"][0]["stmt"].contains("SelectStmt")) {
+    const nlohmann::json& select = tree["stmts"][0]["stmt"]["SelectStmt"];
+    const bool bare = !select.contains("fromClause") && !select.contains("whereClause") && !select.contains("groupClause") &&
+                      !select.contains("distinctClause");
+    if (bare && select.contains("targetList") && select["targetList"].size() == 1) {
+      const nlohmann::json& res = select["targetList"][0];
+      if (res.contains("ResTarget") && res["ResTarget"].contains("val") && !res["ResTarget"].contains("name")) {
+        target = &res["ResTarget"]["val"];
+      }
+    }
+  }
+  if (target == nullptr) return absl::InvalidArgumentError(position_of(script.text, span.begin) + ": not an expression");
+  if (const int past = past_nesting_limit(*target); past != -2) {
+    return absl::InvalidArgumentError(position_of(script.text, past >= 0 ? past : span.begin) +
+                                      ": the expression nests deeper than " + std::to_string(kMaxSqlNesting) + " levels");
+  }
+  return *target;
 }
 
 }  // namespace weir::sql

@@ -1,7 +1,21 @@
-// SQL text to parse trees, with PostgreSQL's own parser (libpg_query). A
-// script is split into statements; each statement's tree is the JSON form
-// libpg_query gives (node names and fields as PostgreSQL's parsenodes.h has
-// them), with every node's "location" a byte offset into the script.
+// SQL text in Flink's dialect to statements. The script is read into
+// tokens (sql/lexer.h) and split into statements. DDL and the client's
+// statements (CREATE TABLE, SET, RESET, DROP, ALTER TABLE, SHOW, DESCRIBE)
+// are parsed by weir's own parser into typed syntax (sql/ast.h). Queries
+// (SELECT, INSERT, CREATE VIEW) are parsed by PostgreSQL's own parser
+// (libpg_query) after a translation that keeps every byte where it was:
+// `backquoted` names become "quoted" ones, TABLE(TUMBLE(TABLE t, ...))
+// becomes TUMBLE(t, ...), FOR SYSTEM_TIME AS OF x is taken out and kept
+// beside the statement. A query's tree is the JSON form libpg_query gives
+// (node names and fields as PostgreSQL's parsenodes.h has them), with
+// every node's "location" a byte offset into the script as written.
+//
+// EXECUTE STATEMENT SET BEGIN ... END (and BEGIN STATEMENT SET; ... END;)
+// contribute their INSERTs; a script's INSERTs are one job anyway.
+//
+// A Flink construct weir does not support yet is refused by name at its
+// position ("MATCH_RECOGNIZE is not supported yet"), never as a bare
+// syntax error.
 //
 // Errors name where they are: "line L, column C: <what> (at or near
 // "TOKEN")", line and column counted from 1 in the script's text. A parse
@@ -11,6 +25,7 @@
 #ifndef WEIR_SQL_PARSER_H_
 #define WEIR_SQL_PARSER_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,11 +33,22 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
+#include "sql/ast.h"
 
 namespace weir::sql {
 
+// FOR SYSTEM_TIME AS OF <expr> after the table named at `table_offset`.
+struct TemporalMark {
+  int table_offset = 0;
+  ast::ExprText time;
+};
+
 struct Statement {
-  nlohmann::json tree;  // {"CreateStmt": {...}}, {"InsertStmt": {...}}, ...
+  // A statement of weir's own parser; without one, `tree` is a query's.
+  std::optional<ast::Statement> typed;
+  nlohmann::json tree;  // {"InsertStmt": {...}}, {"ViewStmt": {...}}, {"SelectStmt": {...}}
+  std::vector<TemporalMark> temporal;
+  bool if_not_exists = false;  // CREATE VIEW IF NOT EXISTS
   int offset = 0;       // where the statement starts in the script
   std::string text;     // the statement's text
 };
@@ -42,6 +68,11 @@ inline constexpr int kMaxSqlNesting = 200;
 
 // Also refuses a statement nested past kMaxSqlNesting.
 absl::StatusOr<Script> parse_script(std::string text);
+
+// The tree of the expression at `span` of `script.text` (a computed
+// column's, a watermark's): its nodes' locations are offsets into the
+// script.
+absl::StatusOr<nlohmann::json> parse_expression(const Script& script, ast::ExprText span);
 
 // "line L, column C" of byte `offset` in `text`.
 std::string position_of(std::string_view text, int offset);

@@ -15,6 +15,13 @@ int column_index(const std::vector<Column>& columns, std::string_view name) {
   return -1;
 }
 
+const Expr* TableDef::computed_expr(std::string_view name) const {
+  for (const auto& [n, e] : computed) {
+    if (absl::EqualsIgnoreCase(n, std::string(name))) return &e;
+  }
+  return nullptr;
+}
+
 std::string WindowSpec::to_string() const {
   const std::string offset = std::string(offset_ms != 0 ? ", offset " + std::to_string(offset_ms) + " ms" : "") +
                              (processing_time ? ", processing time" : "");
@@ -350,6 +357,15 @@ std::string state_layout(const PlanNode& n) {
     out += " over " + describe(*n.input, positions(n.input->input.get()), {}) + " " + types(n.input->input.get());
   }
   return out;
+}
+
+}  // namespace weir::sql
+
+namespace weir::sql {
+
+void renumber_columns(Expr& e, const std::vector<int>& to) {
+  if (e.kind == Expr::Kind::kColumn) e.column = to[static_cast<size_t>(e.column)];
+  for (Expr& a : e.args) renumber_columns(a, to);
 }
 
 }  // namespace weir::sql

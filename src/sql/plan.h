@@ -8,6 +8,7 @@
 #ifndef WEIR_SQL_PLAN_H_
 #define WEIR_SQL_PLAN_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -49,6 +50,16 @@ struct TableDef {
   // of the partition columns in partition-by order; a file whose partition
   // values do not make it TRUE need not be read (partition pruning).
   std::optional<Expr> partition_filter;
+  // Computed columns (`c AS expr`): by name, each an expression over the
+  // table's columns (`columns`, as declared) that reads no other computed
+  // column. Their values are made as the table is read, after its source
+  // gives the other columns; a source never sees them in `columns`.
+  std::vector<std::pair<std::string, Expr>> computed;
+  // As a scan hands the table to its source: the query's conditions
+  // `column = constant` on the table's columns (by name). A source may
+  // leave out rows that fail them (the conditions are also checked above
+  // the scan).
+  std::vector<std::pair<std::string, Value>> equal_to;
 
   const std::string& connector() const { return options.at("connector"); }
   // Whether its rows are a changelog by its PRIMARY KEY rather than
@@ -57,6 +68,8 @@ struct TableDef {
   bool changelog() const { return connector() == "upsert-kafka"; }
   // The column of `name` (case-insensitive), or -1.
   int index_of(std::string_view name) const { return column_index(columns, name); }
+  // The expression of computed column `name`, or nullptr.
+  const Expr* computed_expr(std::string_view name) const;
 };
 
 // A window table function: TUMBLE, HOP, CUMULATE or SESSION over the
@@ -128,6 +141,9 @@ struct PlanNode {
   // kScan of a partitioned table: TableDef::partition_filter (the filter
   // above stays: pruning only skips files none of whose rows it passes).
   std::optional<Expr> partition_filter;
+  // kScan: the conditions `column = constant` of the filter above it
+  // (TableDef::equal_to; the filter stays).
+  std::vector<std::pair<std::string, Value>> equal_to;
   std::vector<std::string> partition_columns;  // the names of partition_filter's columns
   // kProject: one per column; kFilter: the condition; kAggregate: the
   // grouping keys (its first columns; then one column per aggregate).
@@ -204,6 +220,10 @@ bool is_window_rank(const PlanNode& n);
 
 // A kScan of every column of `t`.
 std::unique_ptr<PlanNode> scan_of(const TableDef& t);
+
+// `e` with each column reference i made to[i].
+void renumber_columns(Expr& e, const std::vector<int>& to);
+
 
 // Whether a node's rows are a changelog (+I, -U, +U, -D) rather than
 // inserts only: a GROUP BY without a window, and what is computed from one.

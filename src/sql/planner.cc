@@ -11,6 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "sql/binder.h"
 #include "sql/query_planner.h"
+#include "sql/rules.h"
+#include "sql/table_options.h"
 #include "weir/config.h"
 
 namespace weir::sql {
@@ -21,28 +23,27 @@ using nlohmann::json;
 class Planner {
  public:
   Planner(const Script& script, const PlanOptions& options)
-      : script_(script), options_(options), binder_(script.text) {}
+      : script_(script), options_(options), binder_(script.text) {
+    for (const Statement& st : script.statements) temporal_.insert(temporal_.end(), st.temporal.begin(), st.temporal.end());
+  }
 
   absl::StatusOr<PlannedScript> run() {
     PlannedScript out;
     for (const Statement& st : script_.statements) {
+      if (st.typed) {
+        absl::Status s = std::visit([&](const auto& typed) { return declare(typed, &out.settings); }, *st.typed);
+        if (!s.ok()) return s;
+        continue;
+      }
       const std::string kind = node_name(st.tree);
       const json& body = st.tree[kind];
-      if (kind == "CreateStmt") {
-        auto t = create_table(body, st.offset);
-        if (!t.ok()) return t.status();
-        by_name_[absl::AsciiStrToLower(t->name)] = tables_.size();
-        tables_.push_back(*std::move(t));
-      } else if (kind == "ViewStmt") {
-        absl::Status v = create_view(body, st.offset);
+      if (kind == "ViewStmt") {
+        absl::Status v = create_view(body, st.offset, st.if_not_exists);
         if (!v.ok()) return v;
       } else if (kind == "InsertStmt") {
         auto p = insert(body, st.offset);
         if (!p.ok()) return p.status();
         out.inserts.push_back({st.text, st.offset, *std::move(p)});
-      } else if (kind == "VariableSetStmt") {
-        absl::Status set = setting(body, st.offset, &out.settings);
-        if (!set.ok()) return set;
       } else if (kind == "SelectStmt" && !options_.result_table.empty()) {
         if (!out.inserts.empty()) return error(st.offset, "one SELECT at a time");
         auto p = result_query(body, st.offset, &out.result_order);
@@ -50,6 +51,8 @@ class Planner {
         out.inserts.push_back({st.text, st.offset, *std::move(p)});
       } else if (kind == "SelectStmt") {
         return error(st.offset, "a SELECT needs a table to go to: INSERT INTO <table> SELECT ...");
+      } else if (kind == "CreateStmt" || kind == "VariableSetStmt") {
+        return error(st.offset, "unexpected statement " + kind);
       } else {
         return error(st.offset, "unsupported statement " + kind + " (CREATE TABLE, CREATE VIEW, SET and INSERT INTO ... SELECT are)");
       }
@@ -72,108 +75,306 @@ class Planner {
 
   // ---- CREATE TABLE ---------------------------------------------------------
 
-  absl::StatusOr<Type> column_type(const json& type_name) { return sql_type(type_name, script_.text); }
+  // ---- CREATE TABLE and the other declarations -------------------------------
 
-  absl::StatusOr<std::string> option_value(const json& arg, int at) {
-    const std::string k = node_name(arg);
-    if (k == "String") return arg[k].value("sval", "");
-    if (k == "Integer") {  // `at`: the option's name; its value after the '='
-      const size_t eq = script_.text.find('=', static_cast<size_t>(std::max(at, 0)));
-      return std::to_string(integer_value(arg[k], script_.text, eq == std::string::npos ? -1 : static_cast<int>(eq + 1)));
+  absl::Status declare(const ast::CreateTable& c, Settings*) {
+    if (find_table(c.name.text) != nullptr || find_view(c.name.text) != nullptr) {
+      if (c.if_not_exists) return absl::OkStatus();
+      return error(c.name.offset, "table " + c.name.text + " is declared twice");
     }
-    if (k == "Float") return arg[k].value("fval", "");
-    if (k == "Boolean") return std::string(arg[k].value("boolval", false) ? "true" : "false");
-    if (k == "TypeName") {
-      auto n = strings_of(arg[k]["names"]);
-      return n.empty() ? std::string() : n.back();
-    }
-    return error(at, "an option's value is a string, a number or a word");
+    auto t = create_table(c);
+    if (!t.ok()) return t.status();
+    by_name_[absl::AsciiStrToLower(t->name)] = tables_.size();
+    tables_.push_back(*std::move(t));
+    return absl::OkStatus();
   }
 
-  absl::StatusOr<TableDef> create_table(const json& b, int offset) {
-    TableDef t;
-    t.name = b["relation"].value("relname", "");
-    t.offset = offset;
-    if (find_table(t.name) != nullptr || find_view(t.name) != nullptr) {
-      return error(b["relation"].value("location", offset), "table " + t.name + " is declared twice");
+  absl::Status declare(const ast::Set& set, Settings* settings) {
+    if (!set.option) return unsupported(0, "SET without a key in a script (the SQL shell lists the settings)");
+    return setting(set.option->key, set.option->value, set.option->offset, settings);
+  }
+
+  absl::Status declare(const ast::Reset& reset, Settings* settings) {
+    if (!reset.key) {
+      *settings = Settings{};
+      return absl::OkStatus();
     }
+    const Settings defaults;
+    const std::string& key = reset.key->text;
+    if (key == "table.optimizer.agg-phase-strategy") {
+      settings->two_phase_aggregation = defaults.two_phase_aggregation;
+    } else if (key == "table.exec.mini-batch.size") {
+      settings->mini_batch_rows = defaults.mini_batch_rows;
+    } else if (key == "table.exec.mini-batch.allow-latency") {
+      settings->mini_batch_latency_ms = defaults.mini_batch_latency_ms;
+    } else {
+      return error(reset.key->offset, "RESET: unknown setting '" + key + "'" + setting_hint(key));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status declare(const ast::Drop& drop, Settings*) {
+    const std::string key = absl::AsciiStrToLower(drop.name.text);
+    if (drop.view) {
+      if (views_.erase(key) == 0 && !drop.if_exists) return error(drop.name.offset, "no view " + drop.name.text);
+      return absl::OkStatus();
+    }
+    auto it = by_name_.find(key);
+    if (it == by_name_.end()) {
+      if (drop.if_exists) return absl::OkStatus();
+      return error(drop.name.offset, "no table " + drop.name.text);
+    }
+    tables_.erase(tables_.begin() + static_cast<long>(it->second));
+    by_name_.clear();
+    for (size_t i = 0; i < tables_.size(); ++i) by_name_[absl::AsciiStrToLower(tables_[i].name)] = i;
+    return absl::OkStatus();
+  }
+
+  absl::Status declare(const ast::AlterTable& alter, Settings*) {
+    auto it = by_name_.find(absl::AsciiStrToLower(alter.name.text));
+    if (it == by_name_.end()) return error(alter.name.offset, "no table " + alter.name.text);
+    TableDef& t = tables_[it->second];
+    if (alter.rename_to) {
+      const std::string& to = alter.rename_to->text;
+      if (find_table(to) != nullptr || find_view(to) != nullptr) return error(alter.rename_to->offset, to + " is declared already");
+      t.name = to;
+      by_name_.erase(it);
+      by_name_[absl::AsciiStrToLower(to)] = static_cast<size_t>(&t - tables_.data());
+      return absl::OkStatus();
+    }
+    std::map<std::string, std::string> options = t.options;
+    for (const ast::Option& o : alter.set) options[o.key] = o.value;
+    for (const ast::Name& k : alter.reset) {
+      if (k.text == "connector") return error(k.offset, "a table's connector cannot be reset");
+      options.erase(k.text);
+    }
+    std::vector<ast::Option> spelled = alter.set;
+    absl::Status s = set_options(&t, std::move(options), spelled, alter.name.offset);
+    if (!s.ok()) return s;
+    return absl::OkStatus();
+  }
+
+  absl::Status declare(const ast::Show& show, Settings*) {
+    const char* what = show.what == ast::Show::What::kDescribe ? "DESCRIBE" : "SHOW";
+    return error(show.name ? show.name->offset : 0,
+                 std::string(what) + " is a statement of the SQL shell (weir sql without a file), not of a job's script");
+  }
+
+  // Type `d` as weir holds it; a ROW is flattened by the caller.
+  absl::StatusOr<Type> column_type(const ast::DataType& d) {
+    static const std::map<std::string, TypeKind> kSimple = {
+        {"BOOLEAN", TypeKind::kBoolean}, {"BOOL", TypeKind::kBoolean},     {"TINYINT", TypeKind::kBigInt},
+        {"SMALLINT", TypeKind::kBigInt}, {"INT", TypeKind::kBigInt},        {"INTEGER", TypeKind::kBigInt},
+        {"BIGINT", TypeKind::kBigInt},   {"FLOAT", TypeKind::kDouble},      {"REAL", TypeKind::kDouble},
+        {"DOUBLE", TypeKind::kDouble},   {"CHAR", TypeKind::kVarchar},      {"CHARACTER", TypeKind::kVarchar},
+        {"VARCHAR", TypeKind::kVarchar}, {"STRING", TypeKind::kVarchar},    {"TEXT", TypeKind::kVarchar},
+        {"TIMESTAMP", TypeKind::kTimestamp}, {"TIMESTAMP_LTZ", TypeKind::kTimestamp},
+    };
+    Type type;
+    if (d.name == "DECIMAL" || d.name == "DEC" || d.name == "NUMERIC") {
+      const int p = d.params.empty() ? 10 : d.params[0], sc = d.params.size() < 2 ? 0 : d.params[1];
+      if (d.params.size() > 2 || p < 1 || p > kMaxDecimalPrecision || sc < 0 || sc > p) {
+        return error(d.offset, "DECIMAL(p, s) needs 1 <= p <= 38 and 0 <= s <= p");
+      }
+      if (sc > kMaxDecimalDigits) return unsupported(d.offset, "a DECIMAL scale over 18");
+      type = Type::decimal(p, sc, true);
+    } else if (auto it = kSimple.find(d.name); it != kSimple.end()) {
+      type.kind = it->second;
+      const bool sized = d.name == "CHAR" || d.name == "CHARACTER" || d.name == "VARCHAR";
+      if (type.kind == TypeKind::kTimestamp && !d.params.empty() && (d.params.size() > 1 || d.params[0] > 3)) {
+        return error(d.offset, d.name + "(" + std::to_string(d.params[0]) + "): weir's timestamps hold milliseconds (" +
+                                   d.name + "(3))");
+      }
+      if (!d.params.empty() && !sized && type.kind != TypeKind::kTimestamp) return error(d.offset, d.name + " takes no length");
+    } else if (d.name == "DATE" || d.name == "TIME" || d.name == "BYTES" || d.name == "BINARY" || d.name == "VARBINARY" ||
+               d.name == "ARRAY" || d.name == "MAP" || d.name == "MULTISET" || d.name == "INTERVAL" || d.name == "RAW") {
+      return unsupported(d.offset, "the type " + d.name);
+    } else {
+      return error(d.offset, "unknown type " + d.name);
+    }
+    type.nullable = !d.not_null;
+    return type;
+  }
+
+  // The columns of ROW `d` named `prefix` + field, flattened: person.id,
+  // person.name, ... (a ROW in a ROW: a.b.c).
+  absl::Status flatten(const std::string& prefix, const ast::DataType& d, std::vector<Column>* out) {
+    if (d.name != "ROW") {
+      auto type = column_type(d);
+      if (!type.ok()) return type.status();
+      out->push_back({prefix, *type});
+      return absl::OkStatus();
+    }
+    for (size_t i = 0; i < d.elements.size(); ++i) {
+      absl::Status s = flatten(prefix + "." + d.field_names[i].text, d.elements[i], out);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<TableDef> create_table(const ast::CreateTable& c) {
+    TableDef t;
+    t.name = c.name.text;
+    t.offset = c.offset;
+    std::map<std::string, std::string> options;
     std::vector<std::string> primary_key;
-    for (const auto& e : b.value("tableElts", json::array())) {
-      if (e.contains("ColumnDef")) {
-        const json& c = e["ColumnDef"];
-        auto type = column_type(c["typeName"]);
-        if (!type.ok()) return type.status();
-        for (const auto& con : c.value("constraints", json::array())) {
-          const std::string kind = con["Constraint"].value("contype", "");
-          if (kind == "CONSTR_NOTNULL") {
-            type->nullable = false;
-          } else if (kind == "CONSTR_PRIMARY") {
-            type->nullable = false;
-            primary_key.push_back(c.value("colname", ""));
-          } else if (kind != "CONSTR_NULL") {
-            return unsupported(con["Constraint"].value("location", offset), "column constraint " + kind.substr(7));
-          }
+    std::vector<std::string> partition_by;
+    bool like_watermark = false;
+    // LIKE: the other table's columns first, and (unless excluded) its
+    // options, watermark, computed columns and keys; this table's options
+    // overwrite its.
+    if (c.like) {
+      const TableDef* base = find_table(c.like->text);
+      if (base == nullptr) return error(c.like->offset, "no table " + c.like->text + " to be LIKE");
+      auto included = [&](const std::string& what) {
+        bool in = true;
+        for (const auto& o : c.like_options) {
+          if (o.what == what || o.what == "ALL") in = o.how != "EXCLUDING";
         }
-        if (t.index_of(c.value("colname", "")) >= 0) return error(c.value("location", offset), "column " + c.value("colname", "") + " is declared twice");
-        t.columns.push_back({c.value("colname", ""), *type});
-      } else if (e.contains("Constraint") && e["Constraint"].value("contype", "") == "CONSTR_PRIMARY") {
-        for (const std::string& k : strings_of(e["Constraint"]["keys"])) primary_key.push_back(k);
-      } else {
-        return unsupported(location_of(e), "table element " + node_name(e));
+        return in;
+      };
+      for (const Column& col : base->columns) {
+        if (base->computed_expr(col.name) != nullptr && !included("GENERATED")) continue;
+        t.columns.push_back(col);
+      }
+      if (included("GENERATED")) t.computed = base->computed;
+      if (included("OPTIONS")) options = base->options;
+      if (!included("CONSTRAINTS")) options.erase("primary-key");
+      if (!included("PARTITIONS")) options.erase("partition-by");
+      if (included("WATERMARKS") && base->watermark) t.watermark = base->watermark, like_watermark = true;
+    }
+    // The physical (and metadata) columns, ROWs flattened.
+    for (const ast::ColumnDef& col : c.columns) {
+      if (col.kind == ast::ColumnDef::Kind::kComputed) {
+        t.columns.push_back({col.name.text, Type{}});  // typed below, once every physical column is known
+        continue;
+      }
+      std::vector<Column> flat;
+      absl::Status s = flatten(col.name.text, col.type, &flat);
+      if (!s.ok()) return s;
+      for (Column& f : flat) {
+        if (t.index_of(f.name) >= 0) return error(col.name.offset, "column " + f.name + " is declared twice");
+        t.columns.push_back(std::move(f));
+      }
+      if (col.primary_key) primary_key.push_back(col.name.text);
+      if (col.kind == ast::ColumnDef::Kind::kMetadata) {
+        const std::string key = col.from.value_or(col.name.text);
+        if (key != "timestamp") {
+          return unsupported(col.name.offset, "METADATA FROM '" + key + "' (a Kafka record's 'timestamp' is supported)");
+        }
+        options["metadata.timestamp"] = col.name.text;
       }
     }
+    // Computed columns: expressions over the physical ones.
+    std::vector<Column> physical;
+    for (const Column& col : t.columns) {
+      if (t.computed_expr(col.name) == nullptr) physical.push_back(col);
+    }
+    for (const ast::ColumnDef& col : c.columns) {
+      if (col.kind != ast::ColumnDef::Kind::kComputed) continue;
+      auto tree = parse_expression(script_, col.expr);
+      if (!tree.ok()) return tree.status();
+      auto e = binder_.bind(*tree, {Scope{t.name, physical}});
+      if (!e.ok()) return e.status();
+      // Over the table's columns as declared (the physical ones keep
+      // their places among them).
+      std::vector<int> at;
+      for (const Column& p : physical) at.push_back(t.index_of(p.name));
+      std::function<void(Expr&)> renumber = [&](Expr& x) {
+        if (x.kind == Expr::Kind::kColumn) x.column = at[static_cast<size_t>(x.column)];
+        for (Expr& a : x.args) renumber(a);
+      };
+      renumber(*e);
+      t.columns[static_cast<size_t>(t.index_of(col.name.text))].type = e->type;
+      t.computed.emplace_back(col.name.text, *std::move(e));
+    }
+    for (const ast::Name& k : c.primary_key) primary_key.push_back(k.text);
     for (const std::string& k : primary_key) {
       const int i = t.index_of(k);
-      if (i < 0) return error(offset, "table " + t.name + ": primary key column " + k + " is not a column");
+      if (i < 0) return error(c.offset, "table " + t.name + ": primary key column " + k + " is not a column");
+      if (t.computed_expr(k) != nullptr) return error(c.offset, "table " + t.name + ": primary key column " + k + " is computed");
       t.columns[i].type.nullable = false;
     }
-    if (!primary_key.empty()) t.options["primary-key"] = absl::StrJoin(primary_key, ",");
-    // PARTITION BY LIST (c, ...) (Flink's PARTITIONED BY (c, ...)): a
-    // filesystem table's subdirectories.
-    if (b.contains("partspec")) {
-      std::vector<std::string> by;
-      for (const auto& p : b["partspec"].value("partParams", json::array())) {
-        const json& pe = p["PartitionElem"];
-        if (!pe.contains("name")) return unsupported(pe.value("location", offset), "partitioning by an expression");
-        const std::string c = pe.value("name", "");
-        if (t.index_of(c) < 0) return error(pe.value("location", offset), "table " + t.name + ": partition column " + c + " is not a column");
-        by.push_back(c);
-      }
-      if (by.size() == t.columns.size()) return error(offset, "table " + t.name + ": every column is a partition column");
-      t.options["partition-by"] = absl::StrJoin(by, ",");
+    if (!primary_key.empty()) options["primary-key"] = absl::StrJoin(primary_key, ",");
+    // PARTITIONED BY (c, ...): a filesystem table's subdirectories.
+    for (const ast::Name& p : c.partitioned_by) {
+      if (t.index_of(p.text) < 0) return error(p.offset, "table " + t.name + ": partition column " + p.text + " is not a column");
+      partition_by.push_back(p.text);
     }
-    for (const auto& o : b.value("options", json::array())) {
-      const json& d = o["DefElem"];
-      const int at = d.value("location", offset);
-      auto v = option_value(d.value("arg", json::object()), at);
-      if (!v.ok()) return v.status();
-      t.options[absl::AsciiStrToLower(d.value("defname", ""))] = *v;
+    if (!partition_by.empty()) {
+      if (partition_by.size() == t.columns.size()) return error(c.offset, "table " + t.name + ": every column is a partition column");
+      options["partition-by"] = absl::StrJoin(partition_by, ",");
     }
-    if (!t.options.contains("connector")) {
-      return error(offset, "table " + t.name + " has no connector: WITH (connector = '" +
-                               absl::StrJoin(known_connectors(), "' | '") + "', ...)");
-    }
-    const auto& known = known_connectors();
-    if (std::find(known.begin(), known.end(), t.connector()) == known.end()) {
-      return error(offset, "table " + t.name + ": unknown connector '" + t.connector() + "' (known: " +
-                               absl::StrJoin(known, ", ") + ")");
-    }
-    if (auto w = t.options.find("watermark"); w != t.options.end()) {
-      auto spec = watermark(t, w->second, offset);
+    for (const ast::Option& o : c.options) options[o.key] = o.value;
+    absl::Status s = set_options(&t, std::move(options), c.options, c.offset);
+    if (!s.ok()) return s;
+    if (c.watermark) {
+      if (t.watermark && !like_watermark) return error(c.watermark->offset, "table " + t.name + " has a watermark option and a WATERMARK clause");
+      const int i = t.index_of(c.watermark->column.text);
+      if (i < 0) return error(c.watermark->column.offset, "WATERMARK FOR " + c.watermark->column.text + ": no such column");
+      auto tree = parse_expression(script_, c.watermark->expr);
+      if (!tree.ok()) return tree.status();
+      auto spec = watermark_of(t, *tree, c.watermark->expr.begin);
       if (!spec.ok()) return spec.status();
+      if (!absl::EqualsIgnoreCase(spec->column, t.columns[i].name)) {
+        return error(c.watermark->expr.begin, "WATERMARK FOR " + t.columns[i].name + " AS ...: the expression is " +
+                                                  t.columns[i].name + " or " + t.columns[i].name + " - INTERVAL ...");
+      }
       t.watermark = *spec;
     }
     return t;
   }
 
-  // `watermark = 'ts - INTERVAL ''4'' SECOND'` (or just 'ts').
+  // The table's options, Flink's spellings mapped, each checked against
+  // its connector's; `spelled`: the options as written, for positions.
+  absl::Status set_options(TableDef* t, std::map<std::string, std::string> options, const std::vector<ast::Option>& spelled,
+                           int offset) {
+    auto at = [&](const std::string& key) {
+      for (const ast::Option& o : spelled) {
+        if (o.key == key) return o.offset;
+      }
+      return offset;
+    };
+    absl::Status normal = normalize_options(&options);
+    if (!normal.ok()) return error(at("connector"), "table " + t->name + ": " + std::string(normal.message()));
+    auto connector = options.find("connector");
+    if (connector == options.end()) {
+      return error(offset, "table " + t->name + " has no connector: WITH ('connector' = '" +
+                               absl::StrJoin(known_connectors(), "' | '") + "', ...)");
+    }
+    const auto& known = known_connectors();
+    if (std::find(known.begin(), known.end(), connector->second) == known.end()) {
+      std::string message = "table " + t->name + ": unknown connector '" + connector->second + "'";
+      const std::string near = nearest(connector->second, known);
+      if (connector->second == "datagen") {
+        return unsupported(at("connector"), "the datagen connector (the nexmark connector generates events)");
+      }
+      message += near.empty() ? " (known: " + absl::StrJoin(known, ", ") + ")" : " (did you mean '" + near + "'?)";
+      return error(at("connector"), message);
+    }
+    for (const auto& [key, value] : options) {
+      const std::string why = check_option(connector->second, options, key);
+      if (!why.empty()) return error(at(key), "table " + t->name + ": " + why);
+    }
+    t->options = std::move(options);
+    if (auto w = t->options.find("watermark"); w != t->options.end()) {
+      auto spec = watermark(*t, w->second, at("watermark"));
+      if (!spec.ok()) return spec.status();
+      t->watermark = *spec;
+    }
+    return absl::OkStatus();
+  }
+
+  // `watermark = 'ts - INTERVAL ''4'' SECOND'` (or just 'ts'): weir's
+  // former spelling of WATERMARK FOR ts AS ts - INTERVAL '4' SECOND.
   absl::StatusOr<WatermarkSpec> watermark(const TableDef& t, const std::string& text, int offset) {
     auto parsed = parse_script("SELECT " + text);
     const std::string what = "table " + t.name + ": watermark '" + text + "'";
     // The text must parse as one bare expression: a SELECT of one target and
     // nothing else (a comment, a second statement or a FROM in the option fails).
     const json* target = nullptr;
-    if (parsed.ok() && parsed->statements.size() == 1 && parsed->statements[0].tree.contains("SelectStmt")) {
+    if (parsed.ok() && parsed->statements.size() == 1 && !parsed->statements[0].typed &&
+        parsed->statements[0].tree.contains("SelectStmt")) {
       const json& select = parsed->statements[0].tree["SelectStmt"];
       const bool bare = !select.contains("fromClause") && !select.contains("whereClause") &&
                         !select.contains("groupClause") && !select.contains("distinctClause");
@@ -183,9 +384,18 @@ class Planner {
       }
     }
     if (target == nullptr) return error(offset, what + ": not an expression (ts or ts - INTERVAL 'n' SECOND)");
-    Scope scope{t.name, t.columns};
-    auto e = Binder(parsed->text).bind(*target, {scope});
-    if (!e.ok()) return error(offset, what + ": " + std::string(e.status().message()));
+    auto spec = watermark_of(t, *target, -1, parsed->text);
+    if (!spec.ok()) return error(offset, what + ": " + std::string(spec.status().message()));
+    return spec;
+  }
+
+  // The watermark `e` says: a TIMESTAMP(3) column, or one minus a constant
+  // INTERVAL. `text`: the script `e` points into (the script's, when
+  // empty); errors at `offset` (where `e` points when -1).
+  absl::StatusOr<WatermarkSpec> watermark_of(const TableDef& t, const json& tree, int offset, std::string_view text = {}) {
+    const std::string_view in = text.empty() ? std::string_view(script_.text) : text;
+    auto e = Binder(in).bind(tree, {Scope{t.name, t.columns}});
+    if (!e.ok()) return e.status();
     WatermarkSpec spec;
     const Expr* col = &*e;
     if (e->kind == Expr::Kind::kCall && e->op == Op::kSubtract && e->args[1].kind == Expr::Kind::kLiteral &&
@@ -194,7 +404,13 @@ class Planner {
       col = &e->args[0];
     }
     if (col->kind != Expr::Kind::kColumn || col->type.kind != TypeKind::kTimestamp || spec.delay_ms < 0) {
-      return error(offset, what + ": must be a TIMESTAMP(3) column, or one minus a constant INTERVAL");
+      const std::string why = "must be a TIMESTAMP(3) column, or one minus a constant INTERVAL";
+      if (offset >= 0) return error(offset, "the watermark " + why);
+      return absl::InvalidArgumentError(why);
+    }
+    if (const Expr* computed = t.computed_expr(t.columns[col->column].name);
+        computed != nullptr && computed->kind == Expr::Kind::kCall && computed->op == Op::kProctime) {
+      return error(offset >= 0 ? offset : 0, "a watermark on PROCTIME(): processing time needs none");
     }
     spec.column = t.columns[col->column].name;
     return spec;
@@ -208,17 +424,20 @@ class Planner {
   QueryPlanner query_planner() const {
     return QueryPlanner(
         script_.text, [this](const std::string& n) { return find_table(n); },
-        [this](const std::string& n) { return find_view(n); });
+        [this](const std::string& n) { return find_view(n); }, &temporal_);
   }
 
   // ---- CREATE VIEW --------------------------------------------------------------
 
   // CREATE VIEW v [(c, ...)] AS SELECT ...: planned here (an error names the
   // view's own text), then planned again where a query reads it.
-  absl::Status create_view(const json& b, int offset) {
+  absl::Status create_view(const json& b, int offset, bool if_not_exists) {
     const std::string name = b["view"].value("relname", "");
     const int at = b["view"].value("location", offset);
-    if (find_table(name) != nullptr || find_view(name) != nullptr) return error(at, "view " + name + " is declared twice");
+    if (find_table(name) != nullptr || find_view(name) != nullptr) {
+      if (if_not_exists) return absl::OkStatus();
+      return error(at, "view " + name + " is declared twice");
+    }
     if (b.value("replace", false)) return unsupported(at, "CREATE OR REPLACE VIEW");
     if (!b.contains("query") || !b["query"].contains("SelectStmt")) return error(at, "a view is CREATE VIEW v AS SELECT ...");
     auto rows = query_planner().select(b["query"]["SelectStmt"], offset);
@@ -286,43 +505,42 @@ class Planner {
     node->table = sink->name;
     node->columns = sink->columns;
     node->input = *std::move(query);
+    apply_rules(node->input, [this](const std::string& n) { return find_table(n); });
     return node;
   }
 
-  // SET "key" = 'value' (Flink's SET 'key' = 'value': PostgreSQL's grammar
-  // takes a name, quoted where it has dashes, not a string).
-  absl::Status setting(const json& b, int offset, Settings* settings) const {
-    const std::string name = b.value("name", "");
-    if (b.value("kind", "") != "VAR_SET_VALUE" || !b.contains("args") || b["args"].size() != 1) {
-      return unsupported(offset, "SET of this form (SET \"key\" = 'value' is)");
-    }
-    const json& arg = b["args"][0];
-    const std::string k = node_name(arg);
-    std::string value;
-    if (k == "A_Const" && arg[k].contains("sval")) {
-      value = arg[k]["sval"].value("sval", "");
-    } else if (k == "A_Const" && arg[k].contains("ival")) {
-      value = std::to_string(integer_value(arg[k]["ival"], script_.text, location_of(arg)));
-    } else {
-      return error(location_of(arg), "SET " + name + ": the value is a string or a number");
-    }
+  static std::string setting_hint(const std::string& key) {
+    static const std::vector<std::string> kKnown = {"table.optimizer.agg-phase-strategy", "table.exec.mini-batch.size",
+                                                    "table.exec.mini-batch.allow-latency", "table.exec.mini-batch.enabled"};
+    const std::string near = nearest(key, kKnown);
+    return near.empty() ? " (known: " + absl::StrJoin(kKnown, ", ") + ")" : " (did you mean '" + near + "'?)";
+  }
+
+  // SET 'key' = 'value' (Flink's keys; docs/sql.md).
+  absl::Status setting(const std::string& name, const std::string& value, int at, Settings* settings) const {
     if (name == "table.optimizer.agg-phase-strategy") {
       const std::string v = absl::AsciiStrToUpper(value);
       if (v != "TWO_PHASE" && v != "ONE_PHASE" && v != "AUTO") {
-        return error(location_of(arg), "SET " + name + ": '" + value + "' is none of TWO_PHASE, ONE_PHASE, AUTO");
+        return error(at, "SET '" + name + "': '" + value + "' is none of TWO_PHASE, ONE_PHASE, AUTO");
       }
       settings->two_phase_aggregation = v == "TWO_PHASE";
     } else if (name == "table.exec.mini-batch.size") {
       if (!absl::SimpleAtoi(value, &settings->mini_batch_rows) || settings->mini_batch_rows < 1) {
-        return error(location_of(arg), "SET " + name + ": '" + value + "' is no positive number");
+        return error(at, "SET '" + name + "': '" + value + "' is no positive number");
       }
     } else if (name == "table.exec.mini-batch.allow-latency") {
       auto d = parse_duration(value);
-      if (!d.ok() || d->count() < 1) return error(location_of(arg), "SET " + name + ": '" + value + "' is no duration ('100ms', '1s')");
+      if (!d.ok() || d->count() < 1) return error(at, "SET '" + name + "': '" + value + "' is no duration ('100ms', '1s')");
       settings->mini_batch_latency_ms = d->count();
+    } else if (name == "table.exec.mini-batch.enabled") {
+      // weir's two-phase aggregation always gathers rows (by the size and
+      // latency above): 'true' says what it does.
+      if (!absl::EqualsIgnoreCase(value, "true")) {
+        return error(at, "SET '" + name + "' = '" + value + "': weir's pre-aggregation always gathers mini-batches "
+                         "(to aggregate in one phase: 'table.optimizer.agg-phase-strategy' = 'ONE_PHASE')");
+      }
     } else {
-      return error(offset, "SET: unknown setting \"" + name + "\" (known: table.optimizer.agg-phase-strategy, "
-                           "table.exec.mini-batch.size, table.exec.mini-batch.allow-latency)");
+      return error(at, "SET: unknown setting '" + name + "'" + setting_hint(name));
     }
     return absl::OkStatus();
   }
@@ -384,6 +602,7 @@ class Planner {
     node->table = result.name;
     node->columns = columns;
     node->input = *std::move(query);
+    apply_rules(node->input, [this](const std::string& n) { return find_table(n); });
     tables_.push_back(std::move(result));
     return node;
   }
@@ -394,14 +613,10 @@ class Planner {
   std::vector<TableDef> tables_;            // declared so far
   std::map<std::string, size_t> by_name_;  // lower-case name -> index into tables_
   std::map<std::string, json> views_;       // lower-case name -> its ViewStmt
+  std::vector<TemporalMark> temporal_;      // every FOR SYSTEM_TIME AS OF of the script
 };
 
 }  // namespace
-
-const std::vector<std::string>& known_connectors() {
-  static const std::vector<std::string> kKnown = {"nexmark", "values", "filesystem", "kafka", "upsert-kafka", "postgres", "print", "blackhole"};
-  return kKnown;
-}
 
 absl::StatusOr<PlannedScript> plan_script(const Script& script, const PlanOptions& options) {
   return Planner(script, options).run();

@@ -31,7 +31,7 @@ std::string error_of(const std::string& text) {
 TEST(SqlPlannerTest, TablesDeclareTypedColumnsOptionsAndEventTime) {
   auto p = plan(std::string(kBids) +
                 "CREATE TABLE out (auction BIGINT, price DOUBLE, PRIMARY KEY (auction))\n"
-                "  WITH (connector = 'filesystem', path = '/tmp/x', \"sink.parallelism\" = 2);\n"
+                "  WITH (connector = 'filesystem', path = '/tmp/x', \"scan.records-per-second\" = 2);\n"
                 "INSERT INTO out SELECT auction, price FROM bid;");
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->tables.size(), 2u);
@@ -46,7 +46,7 @@ TEST(SqlPlannerTest, TablesDeclareTypedColumnsOptionsAndEventTime) {
   EXPECT_EQ(bid.watermark->delay_ms, 4000);
   const TableDef& out = p->tables[1];
   EXPECT_EQ(out.options.at("path"), "/tmp/x");
-  EXPECT_EQ(out.options.at("sink.parallelism"), "2");
+  EXPECT_EQ(out.options.at("scan.records-per-second"), "2");
   EXPECT_EQ(out.options.at("primary-key"), "auction");
   EXPECT_FALSE(out.columns[0].type.nullable);  // a primary key column is NOT NULL
   // BIGINT price goes into a DOUBLE column.
@@ -379,20 +379,22 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
                            "INTERVAL '10' SECOND);"),
             "line 5, column 35: CUMULATE: the size (10000 ms) must be a multiple of the step (3000 ms)");
   EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT);\nINSERT INTO t SELECT a FROM t;"),
-            "line 1, column 1: table t has no connector: WITH (connector = 'nexmark' | 'values' | 'filesystem' | 'kafka' | "
-            "'upsert-kafka' | 'postgres' | 'print' | 'blackhole', ...)");
-  EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT) WITH (connector = 'jdbc');"),
-            "line 1, column 1: table t: unknown connector 'jdbc' (known: nexmark, values, filesystem, kafka, upsert-kafka, "
-            "postgres, print, blackhole)");
+            "line 1, column 1: table t has no connector: WITH ('connector' = 'nexmark' | 'values' | 'filesystem' | 'kafka' | "
+            "'upsert-kafka' | 'postgres' | 'jdbc' | 'print' | 'blackhole', ...)");
+  EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT) WITH (connector = 'jbdc');"),
+            "line 1, column 33: table t: unknown connector 'jbdc' (did you mean 'jdbc'?)");
+  EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT) WITH (connector = 'jdbc', url = 'jdbc:mysql://h/db');"),
+            "line 1, column 33: table t: the jdbc connector's 'url' must be 'jdbc:postgresql://host[:port]/database' "
+            "(weir's jdbc is PostgreSQL), not 'jdbc:mysql://h/db'");
   EXPECT_EQ(error_of("CREATE TABLE t (a TIMESTAMP(6)) WITH (connector = 'print');"),
-            "line 1, column 19: TIMESTAMP(6): only TIMESTAMP(3) (milliseconds) is supported");
+            "line 1, column 19: TIMESTAMP(6): weir's timestamps hold milliseconds (TIMESTAMP(3))");
   EXPECT_EQ(error_of(bid + "CREATE TABLE o (a BIGINT) WITH (connector = 'print');\n"
                            "INSERT INTO o SELECT auction / 0 FROM bid WHERE 1 / 0 = 1;"),
             "line 5, column 51: division by zero");
   EXPECT_EQ(error_of("CREATE TABLE t (ts TIMESTAMP(3)) WITH (connector = 'print', watermark = '-- ts');"),
-            "line 1, column 1: table t: watermark '-- ts': not an expression (ts or ts - INTERVAL 'n' SECOND)");
+            "line 1, column 61: table t: watermark '-- ts': not an expression (ts or ts - INTERVAL 'n' SECOND)");
   EXPECT_EQ(error_of("CREATE TABLE t (ts TIMESTAMP(3)) WITH (connector = 'print', watermark = 'ts FROM t');"),
-            "line 1, column 1: table t: watermark 'ts FROM t': not an expression (ts or ts - INTERVAL 'n' SECOND)");
+            "line 1, column 61: table t: watermark 'ts FROM t': not an expression (ts or ts - INTERVAL 'n' SECOND)");
   EXPECT_EQ(error_of(bid), "the script has no INSERT INTO ... SELECT: nothing to run");
 }
 

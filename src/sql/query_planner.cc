@@ -165,6 +165,9 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, N
     if (name.empty()) {
       const bool plain = e->kind == Expr::Kind::kColumn && e->column < width;
       name = plain ? column_at(scopes, e->column).name : "EXPR$" + std::to_string(unnamed);
+      // A ROW's field (column "person.id", CREATE TABLE) is named by the
+      // field, as Flink names it: id.
+      if (plain && name.find('.') != std::string::npos) name = name.substr(name.rfind('.') + 1);
     }
     ++unnamed;
     project->columns.push_back({name, e->type});
@@ -306,10 +309,34 @@ void QueryPlanner::push_partition_conditions(PlanNode* scan, const Expr& cond) c
   }
 }
 
+// The conjuncts `column = constant` of `cond` into `scan`'s equal_to (a
+// source may leave out the rows that fail them).
+void push_equalities(PlanNode* scan, const Expr& cond) {
+  std::vector<Expr> parts;
+  conjuncts(cond, &parts);
+  const int width = static_cast<int>(scan->columns.size());
+  for (const Expr& c : parts) {
+    if (c.kind != Expr::Kind::kCall || c.op != Op::kEqual || c.args.size() != 2) continue;
+    for (int side = 0; side < 2; ++side) {
+      const Expr& col = c.args[side];
+      const Expr& value = c.args[1 - side];
+      if (col.kind == Expr::Kind::kColumn && col.column < width && value.kind == Expr::Kind::kLiteral &&
+          !std::holds_alternative<std::monostate>(value.literal) && value.type.kind == col.type.kind) {
+        scan->equal_to.emplace_back(scan->columns[col.column].name, value.literal);
+        break;
+      }
+    }
+  }
+}
+
 std::unique_ptr<PlanNode> QueryPlanner::filter_over(Node input, Expr cond) const {
-  if (input->kind == PlanNode::Kind::kScan) push_partition_conditions(input.get(), cond);
+  if (input->kind == PlanNode::Kind::kScan) {
+    push_partition_conditions(input.get(), cond);
+    push_equalities(input.get(), cond);
+  }
   if (input->kind == PlanNode::Kind::kFilter && input->input->kind == PlanNode::Kind::kScan) {
     push_partition_conditions(input->input.get(), cond);
+    push_equalities(input->input.get(), cond);
   }
   // Below a window table function when it reads none of the window's
   // columns (filter push-down).
@@ -363,6 +390,19 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::relation(const json& ite
       if (const json* v = find_view_(name)) return view(*v, r, scopes, offset);
     }
     if (t == nullptr) return error(r.value("location", offset), "no table " + name + " (declare it with CREATE TABLE)");
+    // t FOR SYSTEM_TIME AS OF x: the version of t at x. A table that never
+    // changes (a file, a values table, a PostgreSQL table read once) has
+    // one version, so the temporal (or lookup) join is a join with it.
+    if (temporal_ != nullptr) {
+      for (const TemporalMark& m : *temporal_) {
+        if (m.table_offset != r.value("location", -1)) continue;
+        const std::string& c = t->connector();
+        if (c != "filesystem" && c != "values" && c != "postgres") {
+          return unsupported(m.table_offset, "FOR SYSTEM_TIME AS OF on a changing table (" + c +
+                                                 "): temporal joins with versions are");
+        }
+      }
+    }
     scopes->push_back({r.contains("alias") ? r["alias"].value("aliasname", name) : t->name, t->columns});
     return scan_of(*t);
   }
@@ -379,12 +419,6 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::relation(const json& ite
 }
 
 namespace {
-
-// Column references moved by `to` (old index -> new).
-void renumber(Expr& e, const std::vector<int>& to) {
-  if (e.kind == Expr::Kind::kColumn) e.column = to[e.column];
-  for (Expr& a : e.args) renumber(a, to);
-}
 
 void mark(const Expr& e, std::vector<bool>* used, int offset = 0) {
   if (e.kind == Expr::Kind::kColumn) (*used)[e.column + offset] = true;
@@ -443,8 +477,8 @@ void prune_join(PlanNode* top) {
       p->columns.push_back(side->columns[i]);
     }
     if (static_cast<int>(p->exprs.size()) == n) return;
-    for (Expr& k : keys) renumber(k, local);
-    if (filter) renumber(*filter, local);
+    for (Expr& k : keys) renumber_columns(k, local);
+    if (filter) renumber_columns(*filter, local);
     p->input = std::move(side);
     prune_inputs(p.get());
     side = std::move(p);
@@ -452,8 +486,8 @@ void prune_join(PlanNode* top) {
   narrow_side(j->input, j->left_keys, j->left_filter, 0);
   narrow_side(j->right, j->right_keys, j->right_filter, left_width);
   if (kept == width) return;
-  for (Expr* e : above) renumber(*e, to);
-  if (!j->exprs.empty()) renumber(j->exprs[0], to);
+  for (Expr* e : above) renumber_columns(*e, to);
+  if (!j->exprs.empty()) renumber_columns(j->exprs[0], to);
   set_join_columns(j);
   for (PlanNode* f : filters) f->columns = j->columns;
 }

@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "sql/binder.h"
+#include "sql/parser.h"
 #include "sql/plan.h"
 
 namespace weir::sql {
@@ -36,8 +37,11 @@ class QueryPlanner {
   using FindView = std::function<const nlohmann::json*(const std::string& name)>;
 
   // `text`: the script the trees point into; both must outlive this.
-  QueryPlanner(std::string_view text, FindTable find_table, FindView find_view = nullptr)
-      : text_(text), find_table_(std::move(find_table)), find_view_(std::move(find_view)), binder_(text) {}
+  // `temporal`: the script's FOR SYSTEM_TIME AS OF marks (sql/parser.h),
+  // if any; must outlive this.
+  QueryPlanner(std::string_view text, FindTable find_table, FindView find_view = nullptr,
+               const std::vector<TemporalMark>* temporal = nullptr)
+      : text_(text), find_table_(std::move(find_table)), find_view_(std::move(find_view)), temporal_(temporal), binder_(text) {}
 
   // The plan of SelectStmt `s` (at byte `offset` of the script).
   absl::StatusOr<std::unique_ptr<PlanNode>> select(const nlohmann::json& s, int offset);
@@ -110,6 +114,7 @@ class QueryPlanner {
   const std::string_view text_;
   const FindTable find_table_;
   const FindView find_view_;
+  const std::vector<TemporalMark>* const temporal_;
   const Binder binder_;
   int nesting_ = 0;    // subqueries and views being planned, one inside another
   int relations_ = 0;  // tables, views and subqueries read so far

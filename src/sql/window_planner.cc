@@ -17,6 +17,10 @@ QueryPlanner::TimeAttribute QueryPlanner::time_attribute(const PlanNode& n, int 
     case PlanNode::Kind::kScan: {
       const TableDef* t = find_table_(n.table);
       const bool event = t != nullptr && t->watermark && absl::EqualsIgnoreCase(n.columns[column].name, t->watermark->column);
+      const Expr* computed = t != nullptr ? t->computed_expr(n.columns[column].name) : nullptr;
+      if (computed != nullptr && computed->kind == Expr::Kind::kCall && computed->op == Op::kProctime) {
+        return TimeAttribute::kProcessingTime;  // `c AS PROCTIME()`
+      }
       return event ? TimeAttribute::kEventTime : TimeAttribute::kNone;
     }
     case PlanNode::Kind::kFilter:
