@@ -1016,7 +1016,10 @@ TEST_F(SqlTest, BadSqlIsOneLineWithExitCode2AndNothingRuns) {
        "line 3, column 22: column auction is ambiguous (qualify it with its table)"},
       {bid + "INSERT INTO o SELECT bid.auction FROM bid, bid AS b2 WHERE bid.price > b2.price;",
        "a join without an equality between its two sides (a cross join) is not supported yet"},
-      {"CREATE TABLE t (a BIGINT) WITH (connector = 'jdbc');\nINSERT INTO t SELECT a FROM t;", "unknown connector 'jdbc'"},
+      {"CREATE TABLE t (a BIGINT) WITH (connector = 'kafak');\nINSERT INTO t SELECT a FROM t;",
+       "unknown connector 'kafak' (did you mean 'kafka'?)"},
+      {"CREATE TABLE t (a BIGINT) WITH ('connector' = 'jdbc', 'url' = 'jdbc:mysql://h/db');\nINSERT INTO t SELECT a FROM t;",
+       "the jdbc connector's 'url' must be 'jdbc:postgresql://host[:port]/database' (weir's jdbc is PostgreSQL)"},
       {"CREATE TABLE bid (nope BIGINT) WITH (connector = 'nexmark');\n"
        "CREATE TABLE o (a BIGINT) WITH (connector = 'blackhole');\nINSERT INTO o SELECT nope FROM bid;",
        "table bid: a Nexmark bid has no field nope"},
@@ -1028,7 +1031,7 @@ TEST_F(SqlTest, BadSqlIsOneLineWithExitCode2AndNothingRuns) {
        "table k: the kafka connector needs \"properties.bootstrap.servers\" = 'host:port,...'"},
       {"CREATE TABLE k (a BIGINT) WITH (connector = 'kafka', topic = 't', \"properties.bootstrap.servers\" = 'h:1', "
        "format = 'avro');\nCREATE TABLE o (a BIGINT) WITH (connector = 'blackhole');\nINSERT INTO o SELECT a FROM k;",
-       "table k: format 'avro' is not supported (json, csv and raw are)"},
+       "table k: 'format' = 'avro' is not supported yet by the kafka connector (json, csv, raw are)"},
       {"CREATE TABLE k (a BIGINT) WITH (connector = 'kafka', topic = 't', \"properties.bootstrap.servers\" = 'h:1', "
        "format = 'json', \"scan.startup.mode\" = 'specific-offsets');\n"
        "CREATE TABLE o (a BIGINT) WITH (connector = 'blackhole');\nINSERT INTO o SELECT a FROM k;",

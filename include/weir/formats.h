@@ -53,8 +53,12 @@ enum class RowKind : uint8_t {
 std::string_view row_kind_name(RowKind kind);
 std::optional<RowKind> parse_row_kind(std::string_view s);
 
-enum class FieldType : uint8_t { kString, kInt64, kDouble, kBool };
-std::string_view field_type_name(FieldType type);  // STRING, BIGINT, DOUBLE, BOOLEAN
+// kTimestamp: milliseconds since the epoch (UTC) as int64_t, read from a
+// number of milliseconds or from text as Flink writes it, "2026-01-01
+// 00:00:05.934" (SQL) or "2026-01-01T00:00:05.934[Z]" (ISO-8601), with up
+// to 9 fractional digits (those past milliseconds dropped).
+enum class FieldType : uint8_t { kString, kInt64, kDouble, kBool, kTimestamp };
+std::string_view field_type_name(FieldType type);  // STRING, BIGINT, DOUBLE, BOOLEAN, TIMESTAMP(3)
 
 struct Field {
   std::string name;
@@ -148,6 +152,15 @@ struct CsvOptions {
 };
 struct JsonOptions {
   std::string kind_field;  // non-empty: a changelog, the row kind in this field ("+I", ...)
+  // A field missing from a record is an error rather than NULL (Flink's
+  // json.fail-on-missing-field).
+  bool fail_on_missing_field = false;
+  // How kTimestamp fields are written: epoch milliseconds (a number), or
+  // text as Flink's json.timestamp-format.standard says: "SQL"
+  // ("2026-01-01 00:00:05.934") or "ISO-8601" ("2026-01-01T00:00:05.934").
+  // Either is read whatever this says.
+  enum class TimestampText : uint8_t { kMillis, kSql, kIso8601 };
+  TimestampText timestamp_text = TimestampText::kMillis;
 };
 
 // An invalid schema or option gives a format whose status() says why and

@@ -381,9 +381,9 @@ class Shell {
         }
         return;
       }
-      declare(st, "", false, "'" + set->option->key + "' set");
+      declare(st, "", false, set->option->key + " set");
     } else if (const auto* reset = std::get_if<sql::ast::Reset>(&*st.typed)) {
-      declare(st, "", false, reset->key ? "'" + reset->key->text + "' reset" : "every setting reset");
+      declare(st, "", false, reset->key ? reset->key->text + " reset" : "every setting reset");
     } else if (const auto* drop = std::get_if<sql::ast::Drop>(&*st.typed)) {
       const std::string name = absl::AsciiStrToLower(drop->name.text);
       auto it = std::find_if(declared_.begin(), declared_.end(),

@@ -7,6 +7,9 @@
 #include <set>
 
 #include "common/rate_limited_log.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
 
@@ -36,6 +39,7 @@ std::string_view field_type_name(FieldType type) {
     case FieldType::kInt64: return "BIGINT";
     case FieldType::kDouble: return "DOUBLE";
     case FieldType::kBool: return "BOOLEAN";
+    case FieldType::kTimestamp: return "TIMESTAMP(3)";
   }
   return "?";
 }
@@ -104,9 +108,66 @@ absl::Status field_error(const Field& f, const std::string& what) {
   return absl::InvalidArgumentError("field " + f.name + ": " + what);
 }
 
+// "yyyy-MM-dd HH:mm:ss[.f...]" (or with 'T', and a trailing 'Z') as
+// milliseconds since the epoch, UTC.
+std::optional<int64_t> parse_timestamp_text(std::string_view s) {
+  if (!s.empty() && s.back() == 'Z') s.remove_suffix(1);
+  auto digits = [&](size_t at, size_t n, int* out) {
+    if (at + n > s.size()) return false;
+    int v = 0;
+    for (size_t i = at; i < at + n; ++i) {
+      if (s[i] < '0' || s[i] > '9') return false;
+      v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+  };
+  int y, mo, d, h = 0, mi = 0, sec = 0;
+  if (!digits(0, 4, &y) || s.size() < 10 || s[4] != '-' || !digits(5, 2, &mo) || s[7] != '-' || !digits(8, 2, &d)) {
+    return std::nullopt;
+  }
+  int64_t ms = 0;
+  if (s.size() > 10) {
+    if ((s[10] != ' ' && s[10] != 'T') || !digits(11, 2, &h) || s.size() < 19 || s[13] != ':' || !digits(14, 2, &mi) ||
+        s[16] != ':' || !digits(17, 2, &sec)) {
+      return std::nullopt;
+    }
+    if (s.size() > 19) {
+      if (s[19] != '.' || s.size() == 20 || s.size() > 29) return std::nullopt;
+      int scale = 100;
+      for (size_t i = 20; i < s.size(); ++i) {
+        if (s[i] < '0' || s[i] > '9') return std::nullopt;
+        ms += (s[i] - '0') * scale;
+        scale /= 10;
+      }
+    }
+  }
+  const absl::CivilSecond civil(y, mo, d, h, mi, sec);
+  if (civil.year() != y || civil.month() != mo || civil.day() != d || civil.hour() != h || civil.minute() != mi ||
+      civil.second() != sec) {
+    return std::nullopt;  // 2026-02-30 and the like
+  }
+  return absl::ToUnixMillis(absl::FromCivil(civil, absl::UTCTimeZone())) + ms;
+}
+
 // A text value into column `f`'s type.
 absl::Status parse_text(const Field& f, std::string_view s, Value* v) {
   switch (f.type) {
+    case FieldType::kTimestamp: {
+      int64_t n = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+      if (ec == std::errc() && end == s.data() + s.size() && !s.empty()) {
+        *v = n;
+        return absl::OkStatus();
+      }
+      auto ms = parse_timestamp_text(s);
+      if (!ms) {
+        return field_error(f, shown(s) + " is not a TIMESTAMP(3) ('yyyy-MM-dd HH:mm:ss.SSS', ISO-8601 "
+                                         "'yyyy-MM-ddTHH:mm:ss.SSS', or epoch milliseconds)");
+      }
+      *v = *ms;
+      return absl::OkStatus();
+    }
     case FieldType::kString:
       *v = std::string(s);
       return absl::OkStatus();
@@ -352,6 +413,7 @@ class JsonFormat final : public Format {
       const Field& f = schema().field(i);
       Value* v = &row->values[i];
       auto it = j.find(f.name);
+      if (it == j.end() && o_.fail_on_missing_field) return field_error(f, "missing (json.fail-on-missing-field)");
       if (it == j.end() || it->is_null()) {
         absl::Status s = null_value(f, v);
         if (!s.ok()) return it == j.end() ? field_error(f, "missing in a NOT NULL column") : s;
@@ -385,6 +447,16 @@ class JsonFormat final : public Format {
           if (!x.is_boolean()) return field_error(f, std::string("expected BOOLEAN, got ") + json_kind(x));
           *v = x.get<bool>();
           break;
+        case FieldType::kTimestamp:
+          if (x.is_number_integer()) {
+            *v = x.get<int64_t>();
+          } else if (x.is_string()) {
+            absl::Status s = parse_text(f, x.get_ref<const std::string&>(), v);
+            if (!s.ok()) return s;
+          } else {
+            return field_error(f, std::string("expected TIMESTAMP(3) (text or epoch milliseconds), got ") + json_kind(x));
+          }
+          break;
       }
     }
     return absl::OkStatus();
@@ -405,6 +477,15 @@ class JsonFormat final : public Format {
       append_json_string(out, schema().field(i).name);
       out->push_back(':');
       const Value& v = row.values[i];
+      if (schema().field(i).type == FieldType::kTimestamp && v.index() == 1 &&
+          o_.timestamp_text != JsonOptions::TimestampText::kMillis) {
+        const absl::Time t = absl::FromUnixMillis(std::get<int64_t>(v));
+        append_json_string(out, absl::FormatTime(o_.timestamp_text == JsonOptions::TimestampText::kSql
+                                                     ? "%Y-%m-%d %H:%M:%E3S"
+                                                     : "%Y-%m-%dT%H:%M:%E3S",
+                                                 t, absl::UTCTimeZone()));
+        continue;
+      }
       switch (v.index()) {
         case 1: append_int(out, std::get<int64_t>(v)); break;
         case 2:

@@ -159,6 +159,32 @@ absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& s
     if (f.op == Op::kRegexpExtract || f.op == Op::kSplitIndex) nullable = true;
     return Expr::call(f.op, {f.result, nullable}, std::move(args));
   }
+  // TO_TIMESTAMP_LTZ(epoch, precision): epoch seconds (0) or milliseconds
+  // (3) as a TIMESTAMP_LTZ(3) (weir's timestamps are UTC instants).
+  if (name == "to_timestamp_ltz") {
+    if (args.size() != 2 || args[0].type.kind != TypeKind::kBigInt || args[1].kind != Expr::Kind::kLiteral ||
+        !std::holds_alternative<int64_t>(args[1].literal)) {
+      return error(at, "TO_TIMESTAMP_LTZ takes a BIGINT epoch and a constant precision (0 or 3)");
+    }
+    const int64_t precision = std::get<int64_t>(args[1].literal);
+    if (precision != 0 && precision != 3) return unsupported(at, "TO_TIMESTAMP_LTZ of precision " + std::to_string(precision));
+    Expr epoch = std::move(args[0]);
+    const bool nullable = epoch.type.nullable;
+    if (precision == 0) {
+      epoch = Expr::call(Op::kMultiply, {TypeKind::kBigInt, nullable},
+                         {std::move(epoch), Expr::constant(int64_t{1000}, {TypeKind::kBigInt, false})});
+    }
+    return Expr::call(Op::kCast, {TypeKind::kTimestamp, nullable}, {std::move(epoch)});
+  }
+  // TO_TIMESTAMP(text): 'yyyy-MM-dd HH:mm:ss[.SSS]' as a TIMESTAMP(3).
+  if (name == "to_timestamp") {
+    if (args.size() != 1) return unsupported(at, "TO_TIMESTAMP with a format");
+    if (args[0].type.kind != TypeKind::kVarchar && args[0].type.kind != TypeKind::kNull) {
+      return error(at, "TO_TIMESTAMP takes a VARCHAR, not " + std::string(type_name(args[0].type.kind)));
+    }
+    const bool nullable = args[0].type.nullable;
+    return Expr::call(Op::kCast, {TypeKind::kTimestamp, nullable}, std::move(args));
+  }
   if (name == "proctime") {
     if (!args.empty()) return error(at, "PROCTIME takes no arguments");
     return Expr::call(Op::kProctime, {TypeKind::kTimestamp, false}, {});

@@ -132,6 +132,7 @@ Schema csv_schema(const TableDef& table) {
       case TypeKind::kDecimal:  // as text; the job builder makes it exact
         t = FieldType::kString;
         break;
+      case TypeKind::kTimestamp: t = FieldType::kTimestamp; break;
       default: t = FieldType::kInt64; break;
     }
     fields.push_back({c.name, t, c.type.nullable});

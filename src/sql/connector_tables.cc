@@ -37,7 +37,26 @@ absl::StatusOr<std::shared_ptr<const Format>> table_format(const TableDef& t, co
   const std::string format = table_option(t, option_name);
   TableDef shape = t;
   shape.columns = columns;
-  if (format == "json") return json_format(csv_schema(shape));
+  if (format == "json") {
+    // Its options as Flink names them: 'json.x', or for a key or a value
+    // format 'key.json.x' / 'value.json.x'.
+    const std::string prefix = option_name == "format" ? "json." : option_name.substr(0, option_name.find('.') + 1) + "json.";
+    JsonOptions o;
+    const std::string missing = absl::AsciiStrToLower(table_option(t, prefix + "fail-on-missing-field", "false"));
+    if (missing != "true" && missing != "false") {
+      return table_error(t, "'" + prefix + "fail-on-missing-field' is 'true' or 'false', not '" + missing + "'");
+    }
+    o.fail_on_missing_field = missing == "true";
+    const std::string standard = absl::AsciiStrToUpper(table_option(t, prefix + "timestamp-format.standard", ""));
+    if (standard == "SQL") {
+      o.timestamp_text = JsonOptions::TimestampText::kSql;
+    } else if (standard == "ISO-8601") {
+      o.timestamp_text = JsonOptions::TimestampText::kIso8601;
+    } else if (!standard.empty()) {
+      return table_error(t, "'" + prefix + "timestamp-format.standard' is 'SQL' or 'ISO-8601', not '" + standard + "'");
+    }
+    return json_format(csv_schema(shape), o);
+  }
   if (format == "csv") return csv_format(csv_schema(shape));
   if (format == "raw") {
     if (columns.size() != 1 || columns[0].type.kind != TypeKind::kVarchar) {

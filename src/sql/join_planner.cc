@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "sql/query_planner.h"
+#include "sql/table_options.h"
 
 namespace weir::sql {
 
@@ -222,14 +223,22 @@ std::vector<std::vector<int>> QueryPlanner::unique_keys(const PlanNode& n) const
   switch (n.kind) {
     case PlanNode::Kind::kScan: {
       const TableDef* t = find_table_(n.table);
-      if (t == nullptr || !t->options.contains("primary-key")) return {};
-      std::vector<int> key;
-      for (absl::string_view c : absl::StrSplit(t->options.at("primary-key"), ',')) {
-        const int i = column_index(n.columns, std::string_view(c.data(), c.size()));
-        if (i < 0) return {};  // not read: the rows may repeat on what is
-        key.push_back(i);
+      if (t == nullptr) return {};
+      // Its PRIMARY KEY, and the keys its connector knows unique among
+      // the rows where they are not NULL (table_options.h).
+      std::vector<std::string> keys = source_unique_keys(*t);
+      if (t->options.contains("primary-key")) keys.push_back(t->options.at("primary-key"));
+      std::vector<std::vector<int>> out;
+      for (const std::string& k : keys) {
+        std::vector<int> key;
+        for (absl::string_view c : absl::StrSplit(k, ',')) {
+          const int i = column_index(n.columns, std::string_view(c.data(), c.size()));
+          if (i < 0) break;  // not read: the rows may repeat on what is
+          key.push_back(i);
+        }
+        if (key.size() == static_cast<size_t>(std::count(k.begin(), k.end(), ',') + 1)) out.push_back(std::move(key));
       }
-      return {key};
+      return out;
     }
     case PlanNode::Kind::kFilter:
       return unique_keys(*n.input);

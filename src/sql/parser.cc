@@ -88,8 +88,11 @@ namespace {
 // for byte), and what is taken out kept in `st`.
 class Translator {
  public:
-  Translator(std::string_view text, const std::vector<Token>& tokens, std::string* buffer)
-      : text_(text), tokens_(tokens), buffer_(*buffer) {}
+  // `inserted`: text to put before an offset of the script (the only
+  // edits that are not byte for byte), sorted by offset as they are made.
+  Translator(std::string_view text, const std::vector<Token>& tokens, std::string* buffer,
+             std::vector<std::pair<int, std::string>>* inserted)
+      : text_(text), tokens_(tokens), buffer_(*buffer), inserted_(*inserted) {}
 
   absl::Status translate(size_t begin, size_t end, Statement* st) {
     // CREATE VIEW IF NOT EXISTS
@@ -117,6 +120,17 @@ class Translator {
         buffer_[t.end - 1] = '"';
         continue;
       }
+      // FROM (SELECT ...) without a name: Flink's grammar allows it,
+      // PostgreSQL's asks for one; the subquery is named EXPR$n.
+      if (t.is_symbol("(") && i > begin && i + 1 < end &&
+          (tokens_[i - 1].is_keyword("FROM") || tokens_[i - 1].is_keyword("JOIN")) &&
+          (tokens_[i + 1].is_keyword("SELECT") || tokens_[i + 1].is_keyword("WITH") || tokens_[i + 1].is_keyword("VALUES"))) {
+        const size_t close = matching(i, end);
+        if (close < end && !has_alias(close + 1, end)) {
+          inserted_.emplace_back(tokens_[close].end, " AS \"EXPR$" + std::to_string(inserted_.size()) + "\"");
+        }
+        continue;
+      }
       if (t.kind != Token::Kind::kWord) continue;
       // Constructs of Flink's that weir does not run yet, by the words
       // that start them (a column may have such a name: the next token
@@ -124,7 +138,7 @@ class Translator {
       const Token& after = i + 1 < end ? tokens_[i + 1] : tokens_.back();
       if (t.is_keyword("MATCH_RECOGNIZE") && after.is_symbol("(")) return unsupported(t, "MATCH_RECOGNIZE");
       if (t.is_keyword("LATERAL") && (after.is_keyword("TABLE") || after.is_symbol("("))) {
-        return unsupported(t, "LATERAL TABLE and LATERAL subqueries");
+        return unsupported(t, "LATERAL TABLE (table functions)");
       }
       if (t.is_keyword("UNNEST") && after.is_symbol("(")) return unsupported(t, "UNNEST (ARRAY and MAP values)");
       if ((t.is_keyword("GROUPING") && after.is_keyword("SETS")) ||
@@ -187,6 +201,20 @@ class Translator {
       if (buffer_[k] != '\n') buffer_[k] = ' ';
     }
   }
+  // Whether the token at `i` names the relation before it (AS x, or a
+  // name that is no clause's keyword).
+  bool has_alias(size_t i, size_t end) const {
+    if (i >= end) return false;
+    const Token& t = tokens_[i];
+    if (t.is_keyword("AS") || t.is(Token::Kind::kIdentifier)) return true;
+    if (!t.is(Token::Kind::kWord)) return false;
+    for (const char* k : {"WHERE", "GROUP", "ORDER", "HAVING", "LIMIT", "UNION", "EXCEPT", "INTERSECT", "JOIN", "INNER",
+                          "LEFT", "RIGHT", "FULL", "CROSS", "ON", "WINDOW", "OFFSET", "FETCH", "NATURAL", "USING", "FOR"}) {
+      if (t.is_keyword(k)) return false;
+    }
+    return true;
+  }
+
   // The ')' closing the '(' at `open`, or `end`.
   size_t matching(size_t open, size_t end) const {
     int depth = 0;
@@ -206,6 +234,57 @@ class Translator {
   std::string_view text_;
   const std::vector<Token>& tokens_;
   std::string& buffer_;
+  std::vector<std::pair<int, std::string>>& inserted_;
+};
+
+// Offsets of a text with insertions made back into offsets of the text
+// before them: a position inside an insertion is where it was inserted.
+class OffsetMap {
+ public:
+  // `inserted`: sorted by offset.
+  explicit OffsetMap(const std::vector<std::pair<int, std::string>>& inserted) {
+    int shift = 0;
+    for (const auto& [at, text] : inserted) {
+      starts_.push_back({at + shift, at, static_cast<int>(text.size())});
+      shift += static_cast<int>(text.size());
+    }
+  }
+  int original(int p) const {
+    int shift = 0;
+    for (const Insert& i : starts_) {
+      if (p < i.start) break;
+      if (p < i.start + i.length) return i.at;
+      shift += i.length;
+    }
+    return p - shift;
+  }
+  // Every "location" (and "stmt_location") in `tree`, made original.
+  void remap(nlohmann::json& tree) const {
+    std::vector<nlohmann::json*> stack = {&tree};
+    while (!stack.empty()) {
+      nlohmann::json* n = stack.back();
+      stack.pop_back();
+      if (n->is_array()) {
+        for (auto& x : *n) stack.push_back(&x);
+      } else if (n->is_object()) {
+        for (auto& [key, value] : n->items()) {
+          if ((key == "location" || key == "stmt_location") && value.is_number_integer() && value.get<int>() >= 0) {
+            value = original(value.get<int>());
+          } else if (value.is_structured()) {
+            stack.push_back(&value);
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  struct Insert {
+    int start;   // in the text with insertions
+    int at;      // in the original
+    int length;
+  };
+  std::vector<Insert> starts_;
 };
 
 // A statement weir knows by its first words but does not run yet.
@@ -263,7 +342,8 @@ absl::StatusOr<Script> parse_script(std::string text) {
     return absl::InvalidArgumentError(position_of(script.text, t.offset) + ": " + what +
                                       " is not supported yet (docs/sql.md, \"Flink compatibility\")");
   };
-  Translator translator(script.text, tok, &buffer);
+  std::vector<std::pair<int, std::string>> inserted;
+  Translator translator(script.text, tok, &buffer, &inserted);
   size_t i = 0;
   const size_t n = tok.size() - 1;  // without kEnd
   bool in_set = false;              // inside EXECUTE STATEMENT SET BEGIN ... END
@@ -326,10 +406,13 @@ absl::StatusOr<Script> parse_script(std::string text) {
     query_parts.push_back(std::move(st));
   }
   if (in_set) return absl::InvalidArgumentError("the statement set (EXECUTE STATEMENT SET BEGIN ...) has no END");
+  // The insertions, from the last (offsets before them stay).
+  for (auto it = inserted.rbegin(); it != inserted.rend(); ++it) buffer.insert(static_cast<size_t>(it->first), it->second);
+  const OffsetMap offsets(inserted);
   PgQueryParseResult r = pg_query_parse(buffer.c_str());
   if (r.error != nullptr) {
     // cursorpos counts from 1; 0 means "no position".
-    const int at = r.error->cursorpos > 0 ? r.error->cursorpos - 1 : static_cast<int>(script.text.size());
+    const int at = r.error->cursorpos > 0 ? offsets.original(r.error->cursorpos - 1) : static_cast<int>(script.text.size());
     std::string message = position_of(script.text, at) + ": " + r.error->message;
     pg_query_free_parse_result(r);
     return absl::InvalidArgumentError(message);
@@ -337,16 +420,17 @@ absl::StatusOr<Script> parse_script(std::string text) {
   auto tree = nlohmann::json::parse(r.parse_tree, nullptr, /*allow_exceptions=*/false);
   pg_query_free_parse_result(r);
   if (!tree.is_object()) return absl::InternalError("the SQL parser returned an unreadable tree");
+  if (!inserted.empty()) offsets.remap(tree);
   std::vector<Statement> queries;
-  for (auto& s : tree.contains("stmts") ? tree["stmts"] : nlohmann::json::array()) {
+  nlohmann::json none = nlohmann::json::array();
+  // Not copied (a copy recurses once per level of a statement's tree).
+  nlohmann::json& stmts = tree.contains("stmts") ? tree["stmts"] : none;
+  for (auto& s : stmts) {
     Statement st;
     if (!s.contains("stmt")) continue;
     st.tree = std::move(s["stmt"]);  // not copied: a copy recurses once per level
-    // A statement's location includes the white space before it.
-    int at = s.value("stmt_location", 0);
-    int len = s.value("stmt_len", 0);
-    const int end = len > 0 ? at + len : static_cast<int>(buffer.size());
-    while (at < end && std::isspace(static_cast<unsigned char>(buffer[at]))) ++at;
+    // Where it starts is the split's (below); the nesting error's fallback.
+    const int at = s.value("stmt_location", 0);
     st.offset = at;
     if (const int past = past_nesting_limit(st.tree); past != -2) {
       return absl::InvalidArgumentError(position_of(script.text, past >= 0 ? past : at) +

@@ -356,6 +356,9 @@ class Planner {
       const std::string why = check_option(connector->second, options, key);
       if (!why.empty()) return error(at(key), "table " + t->name + ": " + why);
     }
+    if (const std::string why = check_formats(connector->second, options); !why.empty()) {
+      return error(options.contains("value.format") ? at("value.format") : at("format"), "table " + t->name + ": " + why);
+    }
     t->options = std::move(options);
     if (auto w = t->options.find("watermark"); w != t->options.end()) {
       auto spec = watermark(*t, w->second, at("watermark"));

@@ -398,8 +398,8 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::relation(const json& ite
         if (m.table_offset != r.value("location", -1)) continue;
         const std::string& c = t->connector();
         if (c != "filesystem" && c != "values" && c != "postgres") {
-          return unsupported(m.table_offset, "FOR SYSTEM_TIME AS OF on a changing table (" + c +
-                                                 "): temporal joins with versions are");
+          return unsupported(m.table_offset, "a temporal join with the versions of a changing table (" + c +
+                                                 ", FOR SYSTEM_TIME AS OF)");
         }
       }
     }

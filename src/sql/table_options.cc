@@ -64,7 +64,7 @@ const std::vector<std::string>& common() {
 // The options of each format, after its name ("json.ignore-parse-errors").
 const std::map<std::string, std::vector<std::string>>& formats() {
   static const std::map<std::string, std::vector<std::string>> kFormats = {
-      {"json", {"ignore-parse-errors"}},
+      {"json", {"ignore-parse-errors", "fail-on-missing-field", "timestamp-format.standard"}},
       {"csv", {"ignore-parse-errors"}},
       {"raw", {}},
       {"changelog-csv", {}},
@@ -163,6 +163,15 @@ bool source_applies_equality(const std::string& connector, const std::string& co
   return connector == "nexmark" && absl::EqualsIgnoreCase(column, "event_type");
 }
 
+std::vector<std::string> source_unique_keys(const TableDef& t) {
+  if (t.connector() != "nexmark" || t.index_of("event_type") < 0) return {};
+  std::vector<std::string> keys;
+  for (const char* k : {"person.id", "auction.id"}) {
+    if (t.index_of(k) >= 0) keys.emplace_back(k);
+  }
+  return keys;
+}
+
 std::string nearest(const std::string& key, const std::vector<std::string>& known) {
   std::string best;
   size_t best_distance = std::max<size_t>(3, key.size() / 3) + 1;
@@ -171,6 +180,31 @@ std::string nearest(const std::string& key, const std::vector<std::string>& know
     if (d < best_distance) best = k, best_distance = d;
   }
   return best;
+}
+
+std::string check_formats(const std::string& connector, const std::map<std::string, std::string>& options) {
+  auto it = connectors().find(connector);
+  if (it == connectors().end() || !it->second.formats) return "";
+  const std::vector<std::string> takes = connector == "filesystem" ? std::vector<std::string>{"csv", "changelog-csv"}
+                                                                   : std::vector<std::string>{"json", "csv", "raw"};
+  for (const char* which : {"format", "key.format", "value.format"}) {
+    auto f = options.find(which);
+    if (f == options.end()) continue;
+    if (std::find(takes.begin(), takes.end(), f->second) != takes.end()) continue;
+    static const std::vector<std::string> kFlinks = {"avro", "avro-confluent", "debezium-json", "canal-json", "maxwell-json",
+                                                     "ogg-json", "parquet", "orc", "protobuf", "debezium-avro-confluent"};
+    if (std::find(kFlinks.begin(), kFlinks.end(), f->second) != kFlinks.end()) {
+      return "'" + std::string(which) + "' = '" + f->second + "' is not supported yet by the " + connector + " connector (" +
+             absl::StrJoin(takes, ", ") + " are)";
+    }
+    const std::string near = nearest(f->second, takes);
+    return "unknown '" + std::string(which) + "' '" + f->second + "' of the " + connector + " connector" +
+           (near.empty() ? " (" + absl::StrJoin(takes, ", ") + " are known)" : " (did you mean '" + near + "'?)");
+  }
+  if (connector == "kafka" && !options.contains("format") && !options.contains("value.format")) {
+    return "the " + connector + " connector needs 'format' (or 'value.format') = 'json', 'csv' or 'raw'";
+  }
+  return "";
 }
 
 std::string check_option(const std::string& connector, const std::map<std::string, std::string>& options,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "sql/plan.h"
 
 namespace weir::sql {
 
@@ -39,6 +40,15 @@ std::string check_option(const std::string& connector, const std::map<std::strin
 // filter above it need not check it again: the nexmark connector's event
 // table does for event_type.
 bool source_applies_equality(const std::string& connector, const std::string& column);
+
+// Keys (comma-separated column names) whose values a source of table
+// `t` gives unique among its rows where they are not NULL (a NULL key joins
+// nothing): of the nexmark event table, person.id and auction.id.
+std::vector<std::string> source_unique_keys(const TableDef& t);
+
+// An empty string when the formats `options` name are ones `connector`
+// reads and writes (and a Kafka table names one); otherwise why not.
+std::string check_formats(const std::string& connector, const std::map<std::string, std::string>& options);
 
 // The known option nearest to `key` by edit distance among `known`, or ""
 // when none is near.

@@ -1,3 +1,8 @@
+-- Nexmark q0, pass-through: every bid, as it is.
+--
+-- The published Nexmark SQL (Apache Flink's nexmark suite) as it is, over
+-- the views of tables.sql. `weir nexmark --api sql` writes the results
+-- table to --output.
 CREATE TABLE nexmark_q0 (
   auction BIGINT,
   bidder BIGINT,

@@ -1,12 +1,12 @@
--- Nexmark q15, bidding statistics report: per day, the bids, bidders
--- and auctions, overall and per price rank.
+-- Nexmark q15, bidding statistics report: per day, the bids, bidders and
+-- auctions, overall and per price rank.
 --
 -- The published Nexmark SQL (Apache Flink's nexmark suite) as it is, over
--- the tables of tables.sql; connector options are written name = 'value'.
--- An updating result (a GROUP BY without a window): each bid changes its
--- group's row, written as -U (before) and +U (after). COUNT(DISTINCT ...)
--- keeps each group's distinct values. `weir nexmark --api sql` writes the
--- results table (with each row's kind) to --output.
+-- the views of tables.sql. An updating result (a GROUP BY without a
+-- window): each bid changes its group's row, written as -U (before) and +U
+-- (after). COUNT(DISTINCT ...) keeps each group's distinct values. `weir
+-- nexmark --api sql` writes the results table (with each row's kind) to
+-- --output.
 CREATE TABLE nexmark_q15 (
   day VARCHAR,
   total_bids BIGINT,
@@ -21,11 +21,13 @@ CREATE TABLE nexmark_q15 (
   rank1_auctions BIGINT,
   rank2_auctions BIGINT,
   rank3_auctions BIGINT
-) WITH (connector = 'blackhole');
+) WITH (
+  'connector' = 'blackhole'
+);
 
 INSERT INTO nexmark_q15
 SELECT
-  DATE_FORMAT(date_time, 'yyyy-MM-dd') AS day,
+  DATE_FORMAT(`dateTime`, 'yyyy-MM-dd') AS day,
   COUNT(*) AS total_bids,
   COUNT(*) FILTER (WHERE price < 10000) AS rank1_bids,
   COUNT(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bids,
@@ -39,4 +41,4 @@ SELECT
   COUNT(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_auctions,
   COUNT(DISTINCT auction) FILTER (WHERE price >= 1000000) AS rank3_auctions
 FROM bid
-GROUP BY DATE_FORMAT(date_time, 'yyyy-MM-dd');
+GROUP BY DATE_FORMAT(`dateTime`, 'yyyy-MM-dd');

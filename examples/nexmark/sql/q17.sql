@@ -1,11 +1,11 @@
--- Nexmark q17, auction statistics report: per auction and day, the bids
--- per price rank and the prices' minimum, maximum, average and sum.
+-- Nexmark q17, auction statistics report: per auction and day, the bids per
+-- price rank and the prices' minimum, maximum, average and sum.
 --
 -- The published Nexmark SQL (Apache Flink's nexmark suite) as it is, over
--- the tables of tables.sql; connector options are written name = 'value'.
--- An updating result (a GROUP BY without a window): each bid changes its
--- group's row, written as -U (before) and +U (after). `weir nexmark --api
--- sql` writes the results table (with each row's kind) to --output.
+-- the views of tables.sql. An updating result (a GROUP BY without a
+-- window): each bid changes its group's row, written as -U (before) and +U
+-- (after). `weir nexmark --api sql` writes the results table (with each
+-- row's kind) to --output.
 CREATE TABLE nexmark_q17 (
   auction BIGINT,
   day VARCHAR,
@@ -17,12 +17,14 @@ CREATE TABLE nexmark_q17 (
   max_price BIGINT,
   avg_price BIGINT,
   sum_price BIGINT
-) WITH (connector = 'blackhole');
+) WITH (
+  'connector' = 'blackhole'
+);
 
 INSERT INTO nexmark_q17
 SELECT
   auction,
-  DATE_FORMAT(date_time, 'yyyy-MM-dd') AS day,
+  DATE_FORMAT(`dateTime`, 'yyyy-MM-dd') AS day,
   COUNT(*) AS total_bids,
   COUNT(*) FILTER (WHERE price < 10000) AS rank1_bids,
   COUNT(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS rank2_bids,
@@ -32,4 +34,4 @@ SELECT
   AVG(price) AS avg_price,
   SUM(price) AS sum_price
 FROM bid
-GROUP BY auction, DATE_FORMAT(date_time, 'yyyy-MM-dd');
+GROUP BY auction, DATE_FORMAT(`dateTime`, 'yyyy-MM-dd');

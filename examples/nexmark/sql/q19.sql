@@ -2,29 +2,29 @@
 -- their rank.
 --
 -- Adapted from the published Nexmark SQL (Apache Flink's nexmark suite):
--- the subquery in FROM is named (AS b; PostgreSQL's grammar needs a name),
--- and the order breaks a tie of prices by time (ORDER BY price DESC,
--- date_time: the earlier bid ranks higher), where the published text
--- leaves ties to arrival order, which differs between runs at p > 1.
--- Over the tables of tables.sql; connector options are written name =
--- 'value'. An updating result: a bid entering the top 10 moves the ones
--- below it down a rank. `weir nexmark --api sql` writes the results table
--- (with each row's kind) to --output.
+-- the order breaks a tie of prices by time (ORDER BY price DESC,
+-- `dateTime`: the earlier bid ranks higher), where the published text
+-- leaves ties to arrival order, which differs between runs at p > 1. Over
+-- the views of tables.sql. An updating result: a bid entering the top 10
+-- moves the ones below it down a rank. `weir nexmark --api sql` writes the
+-- results table (with each row's kind) to --output.
 CREATE TABLE nexmark_q19 (
   auction BIGINT,
   bidder BIGINT,
   price BIGINT,
   channel VARCHAR,
   url VARCHAR,
-  date_time TIMESTAMP(3),
+  `dateTime` TIMESTAMP(3),
   extra VARCHAR,
   rank_number BIGINT
-) WITH (connector = 'blackhole');
+) WITH (
+  'connector' = 'blackhole'
+);
 
 INSERT INTO nexmark_q19
 SELECT *
 FROM (
-  SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC, date_time) AS rank_number
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC, `dateTime`) AS rank_number
   FROM bid
-) AS b
+)
 WHERE rank_number <= 10;

@@ -1,12 +1,14 @@
 -- Nexmark q2, selection: the bids on every 123rd auction.
 --
 -- The published Nexmark SQL (Apache Flink's nexmark suite) as it is, over
--- the tables of tables.sql; connector options are written name = 'value'.
--- `weir nexmark --api sql` writes the results table to --output.
+-- the views of tables.sql. `weir nexmark --api sql` writes the results
+-- table to --output.
 CREATE TABLE nexmark_q2 (
   auction BIGINT,
   price BIGINT
-) WITH (connector = 'blackhole');
+) WITH (
+  'connector' = 'blackhole'
+);
 
 INSERT INTO nexmark_q2
 SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0;

@@ -3,16 +3,18 @@
 -- the URL; bids with neither are dropped.
 --
 -- The published Nexmark SQL (Apache Flink's nexmark suite) as it is, over
--- the tables of tables.sql; connector options are written name = 'value'.
--- REGEXP_EXTRACT's expression is RE2's syntax (the same as Java's here).
--- `weir nexmark --api sql` writes the results table to --output.
+-- the views of tables.sql. REGEXP_EXTRACT's expression is RE2's syntax (the
+-- same as Java's here). `weir nexmark --api sql` writes the results table
+-- to --output.
 CREATE TABLE nexmark_q21 (
   auction BIGINT,
   bidder BIGINT,
   price BIGINT,
   channel VARCHAR,
   channel_id VARCHAR
-) WITH (connector = 'blackhole');
+) WITH (
+  'connector' = 'blackhole'
+);
 
 INSERT INTO nexmark_q21
 SELECT

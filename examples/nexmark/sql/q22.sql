@@ -2,8 +2,8 @@
 -- directories of its URL's path.
 --
 -- The published Nexmark SQL (Apache Flink's nexmark suite) as it is, over
--- the tables of tables.sql; connector options are written name = 'value'.
--- `weir nexmark --api sql` writes the results table to --output.
+-- the views of tables.sql. `weir nexmark --api sql` writes the results
+-- table to --output.
 CREATE TABLE nexmark_q22 (
   auction BIGINT,
   bidder BIGINT,
@@ -12,7 +12,9 @@ CREATE TABLE nexmark_q22 (
   dir1 VARCHAR,
   dir2 VARCHAR,
   dir3 VARCHAR
-) WITH (connector = 'blackhole');
+) WITH (
+  'connector' = 'blackhole'
+);
 
 INSERT INTO nexmark_q22
 SELECT

@@ -3,17 +3,23 @@
 -- place.
 --
 -- The published Nexmark SQL (Apache Flink's nexmark suite) as it is, over
--- the tables of tables.sql; connector options are written name = 'value'.
--- A regular join: both inputs' rows are kept, so its state grows with
--- them. `weir nexmark --api sql` writes the results table to --output.
+-- the views of tables.sql. A regular join; a person's id is unique (the
+-- nexmark connector says so of person.id), so an auction's row waits only
+-- until its seller comes. `weir nexmark --api sql` writes the results
+-- table to --output.
 CREATE TABLE nexmark_q3 (
   name VARCHAR,
   city VARCHAR,
   state VARCHAR,
   id BIGINT
-) WITH (connector = 'blackhole');
+) WITH (
+  'connector' = 'blackhole'
+);
 
 INSERT INTO nexmark_q3
-SELECT P.name, P.city, P.state, A.id
-FROM auction AS A INNER JOIN person AS P ON A.seller = P.id
-WHERE A.category = 10 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA');
+SELECT
+  P.name, P.city, P.state, A.id
+FROM
+  auction AS A INNER JOIN person AS P ON A.seller = P.id
+WHERE
+  A.category = 10 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA');

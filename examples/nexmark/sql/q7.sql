@@ -2,30 +2,30 @@
 -- window whose price is the window's highest.
 --
 -- Adapted from the published Nexmark SQL (Apache Flink's nexmark suite),
--- which joins every bid with each window's maximum price on the price and
--- a time range `B.date_time BETWEEN window_end - 10 s AND window_end`
--- (closed at both ends, so a bid at exactly window_end, which belongs to
+-- which joins every bid with each window's maximum price on the price and a
+-- time range (B.`dateTime` BETWEEN window_end - 10 s AND window_end,
+-- closed at both ends, so a bid at exactly window_end, which belongs to
 -- the next window, is also taken). Here the bids are windowed too and the
 -- two are a window join on the price and the window: the bids of [start,
 -- end), as the DataStream version gives (Beam's semantics), and a window's
--- rows are dropped at its end. Window table functions without TABLE
--- keywords (PostgreSQL's grammar); the subquery in FROM is named; output
--- columns in the sink's order. Over the tables of tables.sql; connector
--- options are written name = 'value'.
+-- rows are dropped at its end; output columns in the sink's order. Over the
+-- views of tables.sql.
 CREATE TABLE nexmark_q7 (
   auction BIGINT,
   bidder BIGINT,
   price BIGINT,
-  date_time TIMESTAMP(3),
+  `dateTime` TIMESTAMP(3),
   extra VARCHAR
-) WITH (connector = 'blackhole');
+) WITH (
+  'connector' = 'blackhole'
+);
 
 INSERT INTO nexmark_q7
-SELECT B.auction, B.bidder, B.price, B.date_time, B.extra
-FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '10' SECOND) B
+SELECT B.auction, B.bidder, B.price, B.`dateTime`, B.extra
+FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(`dateTime`), INTERVAL '10' SECOND)) B
 JOIN (
   SELECT MAX(price) AS maxprice, window_start, window_end
-  FROM TUMBLE(bid, DESCRIPTOR(date_time), INTERVAL '10' SECOND)
+  FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(`dateTime`), INTERVAL '10' SECOND))
   GROUP BY window_start, window_end
 ) B1
 ON B.price = B1.maxprice AND B.window_start = B1.window_start AND B.window_end = B1.window_end;

@@ -2,19 +2,17 @@
 -- auction's life (both ends inclusive; of equal prices the earlier bid),
 -- with the auction's columns.
 --
--- Adapted from the published Nexmark SQL (Apache Flink's nexmark suite):
--- the subquery in FROM is named (AS r; PostgreSQL's grammar needs a name).
--- Over the tables of tables.sql; connector options are written name =
--- 'value'. A regular join, then TOP-1 per auction: an updating result (a
--- better bid replaces the auction's row). `weir nexmark --api sql` writes
--- the results table (with each row's kind) to --output.
+-- The published Nexmark SQL (Apache Flink's nexmark suite) as it is. Over
+-- the views of tables.sql. A regular join, then TOP-1 per auction: an
+-- updating result (a better bid replaces the auction's row). `weir nexmark
+-- --api sql` writes the results table (with each row's kind) to --output.
 CREATE TABLE nexmark_q9 (
   id BIGINT,
-  item_name VARCHAR,
+  itemName VARCHAR,
   description VARCHAR,
-  initial_bid BIGINT,
+  initialBid BIGINT,
   reserve BIGINT,
-  date_time TIMESTAMP(3),
+  `dateTime` TIMESTAMP(3),
   expires TIMESTAMP(3),
   seller BIGINT,
   category BIGINT,
@@ -22,18 +20,20 @@ CREATE TABLE nexmark_q9 (
   auction BIGINT,
   bidder BIGINT,
   price BIGINT,
-  bid_date_time TIMESTAMP(3),
+  bid_dateTime TIMESTAMP(3),
   bid_extra VARCHAR
-) WITH (connector = 'blackhole');
+) WITH (
+  'connector' = 'blackhole'
+);
 
 INSERT INTO nexmark_q9
 SELECT
-  id, item_name, description, initial_bid, reserve, date_time, expires, seller, category, extra,
-  auction, bidder, price, bid_date_time, bid_extra
+  id, itemName, description, initialBid, reserve, `dateTime`, expires, seller, category, extra,
+  auction, bidder, price, bid_dateTime, bid_extra
 FROM (
-  SELECT A.*, B.auction, B.bidder, B.price, B.date_time AS bid_date_time, B.extra AS bid_extra,
-    ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.date_time ASC) AS rownum
+  SELECT A.*, B.auction, B.bidder, B.price, B.`dateTime` AS bid_dateTime, B.extra AS bid_extra,
+    ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, B.`dateTime` ASC) AS rownum
   FROM auction A, bid B
-  WHERE A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.expires
-) AS r
+  WHERE A.id = B.auction AND B.`dateTime` BETWEEN A.`dateTime` AND A.expires
+)
 WHERE rownum <= 1;
