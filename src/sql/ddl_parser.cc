@@ -145,7 +145,9 @@ class Cursor {
       auto o = option();
       if (!o.ok()) return o.status();
       for (const ast::Option& before : out) {
-        if (before.key == o->key) return error_at(tokens_[i_ - 1], "option '" + o->key + "' is given twice");
+        if (before.key == o->key) {
+          return absl::InvalidArgumentError(position_of(text_, o->offset) + ": option '" + o->key + "' is given twice");
+        }
       }
       out.push_back(*std::move(o));
     } while (symbol(","));

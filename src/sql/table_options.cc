@@ -40,9 +40,10 @@ const std::map<std::string, Known>& connectors() {
         {"key.fields", "key.fields-prefix", "value.fields-include", "sink.partitioner", "scan.startup.specific-offsets",
          "scan.topic-partition-discovery.interval", "sink.parallelism"},
         true}},
-      {"upsert-kafka",
-       {{"topic", "value.format", "key.format", "sink.delivery-guarantee", "sink.transactional-id-prefix",
-         "scan.records-per-second"},
+      {"upsert-kafka",  // the kafka connector's, the key of its records being the PRIMARY KEY
+       {{"topic", "topic-pattern", "scan.startup.mode", "scan.startup.timestamp-millis", "scan.bounded.mode",
+         "scan.records-per-second", "scan.watermark.idle-timeout", "value.format", "key.format", "sink.delivery-guarantee",
+         "sink.transactional-id-prefix", "metadata.timestamp"},
         {"properties."},
         {"key.fields-prefix", "value.fields-include", "sink.buffer-flush.max-rows", "sink.buffer-flush.interval",
          "sink.parallelism"},
