@@ -128,7 +128,7 @@ absl::StatusOr<Expr> Binder::bind_node(const json& n, const std::vector<Scope>& 
 
 absl::StatusOr<Expr> Binder::column(const json& b, const std::vector<Scope>& scopes, int at) const {
   const std::vector<std::string> parts = strings_of(b["fields"]);
-  if (parts.empty() || parts.size() > 4) return unsupported(at, "this column reference");
+  if (parts.empty()) return unsupported(at, "this column reference");
   // t.c, or a ROW's field: a column of a ROW type is flattened into
   // columns named row.field (CREATE TABLE), so `person.id` (or
   // `t.person.id`) names column "person.id".

@@ -158,6 +158,18 @@ class Cursor {
   absl::StatusOr<ast::DataType> data_type() {
     const Token& t = peek();
     if (!t.is(Token::Kind::kWord)) return expected("a data type");
+    // A type in a type (ROW<a ROW<...>>) is a level, as a parse node in a
+    // parse node is (kMaxSqlNesting).
+    if (type_depth_ >= kMaxSqlNesting) {
+      return error_at(t, "types nest deeper than " + std::to_string(kMaxSqlNesting) + " levels (weir's limit; docs/sql.md \"Limits\")");
+    }
+    ++type_depth_;
+    auto type = data_type_at(t);
+    --type_depth_;
+    return type;
+  }
+
+  absl::StatusOr<ast::DataType> data_type_at(const Token& t) {
     next();
     ast::DataType type;
     type.offset = t.offset;
@@ -255,6 +267,7 @@ class Cursor {
   const std::vector<Token>& tokens_;
   size_t i_, end_;
   Token end_token_;
+  int type_depth_ = 0;
 };
 
 absl::Status expect_end(Cursor& c) { return c.at_end() ? absl::OkStatus() : c.expected("the end of the statement"); }

@@ -363,7 +363,10 @@ absl::StatusOr<Script> parse_script(std::string text) {
       for (size_t k = begin; k < begin + 3; ++k) blank_range(tok[k].offset, tok[k].end);
       in_set = true;
       i = begin + 3;
-      if (i < n && tok[i].is_symbol(";")) blank_range(tok[i].offset, tok[i++].end);
+      if (i < n && tok[i].is_symbol(";")) {
+        blank_range(tok[i].offset, tok[i].end);
+        ++i;
+      }
       continue;
     }
     if (tok[begin].is_keyword("END") && (begin + 1 == n || tok[begin + 1].is_symbol(";"))) {
@@ -371,7 +374,10 @@ absl::StatusOr<Script> parse_script(std::string text) {
       blank_range(tok[begin].offset, tok[begin].end);
       in_set = false;
       i = begin + 1;
-      if (i < n) blank_range(tok[i].offset, tok[i++].end);
+      if (i < n) {
+        blank_range(tok[i].offset, tok[i].end);
+        ++i;
+      }
       continue;
     }
     if (tok[begin].is_symbol(";")) {

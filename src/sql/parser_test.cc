@@ -104,6 +104,22 @@ TEST(SqlParserTest, ErrorsPointAtTheTextAsWritten) {
             "line 1, column 14: catalogs and databases are not supported yet: c.d.t (name the table alone)");
 }
 
+TEST(SqlParserTest, TypesNestedPastTheLimitAreRefusedWhereThePastOneIs) {
+  std::string nested = "BIGINT";
+  for (int i = 0; i < 100000; ++i) nested = "ROW<a " + nested + ">";
+  EXPECT_EQ(error_of("CREATE TABLE t (r " + nested + ") WITH ('connector' = 'print');"),
+            "line 1, column " + std::to_string(19 + 6 * kMaxSqlNesting) +
+                ": types nest deeper than 200 levels (weir's limit; docs/sql.md \"Limits\")");
+  std::string fine = "BIGINT", path = "r";
+  for (int i = 0; i < 50; ++i) fine = "ROW<a" + std::to_string(i) + " " + fine + ">";
+  for (int i = 49; i >= 0; --i) path += ".a" + std::to_string(i);
+  const std::string tables = "CREATE TABLE t (r " + fine + ") WITH ('connector' = 'values', 'rows' = '1');\n"
+                             "CREATE TABLE o (x BIGINT) WITH ('connector' = 'print');\n";
+  EXPECT_EQ(error_of(tables + "INSERT INTO o SELECT " + path + " FROM t;"), "");
+  EXPECT_EQ(error_of(tables + "INSERT INTO o SELECT t." + path + " FROM t;"), "");
+  EXPECT_EQ(error_of(tables + "INSERT INTO o SELECT r.a49.a48.a47 FROM t;"), "line 3, column 22: no column r.a49.a48.a47");
+}
+
 TEST(SqlParserTest, JdbcIsThePostgresConnectorWithLibpqsConninfo) {
   auto s = parse_script(
       "CREATE TABLE o (k STRING, n BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'jdbc', "
