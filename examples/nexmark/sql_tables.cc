@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -206,6 +207,47 @@ absl::StatusOr<std::function<Row(const Event&)>> event_row(const sql::TableDef& 
   };
 }
 
+// The rows of events of one kind (a pushed event_type = k): that kind's
+// fields read straight from the event, the other kinds' NULL.
+template <typename T>
+absl::StatusOr<std::function<Row(const Event&)>> pinned_row(const sql::TableDef& t, const std::vector<FieldOf<T>>& fields,
+                                                            EventType type, const T Event::*member,
+                                                            const std::string& kind) {
+  auto checked = event_row(t);  // every column valid, as without the condition
+  if (!checked.ok()) return checked.status();
+  struct Part {
+    enum class What : uint8_t { kField, kEventType, kNull } what;
+    std::function<Value(const T&)> get;
+  };
+  std::vector<Part> parts;
+  for (const sql::Column& c : t.columns) {
+    const std::string name = absl::AsciiStrToLower(c.name);
+    if (name == "event_type") {
+      parts.push_back({Part::What::kEventType, nullptr});
+    } else if (absl::StartsWith(name, kind + ".")) {
+      sql::TableDef one = t;
+      one.columns = {{c.name.substr(kind.size() + 1), c.type}};
+      auto g = getters(one, fields, kind);
+      if (!g.ok()) return g.status();
+      parts.push_back({Part::What::kField, std::move(g->front())});
+    } else {
+      parts.push_back({Part::What::kNull, nullptr});
+    }
+  }
+  return [parts = std::move(parts), type, member](const Event& e) {
+    Row r;
+    r.values.reserve(parts.size());
+    for (const Part& p : parts) {
+      switch (p.what) {
+        case Part::What::kField: r.values.push_back(p.get(e.*member)); break;
+        case Part::What::kEventType: r.values.push_back(Value{static_cast<int64_t>(type)}); break;
+        case Part::What::kNull: r.values.emplace_back(); break;
+      }
+    }
+    return r;
+  };
+}
+
 }  // namespace
 
 sql::TableSource nexmark_table_source(QueryOptions defaults) {
@@ -214,8 +256,6 @@ sql::TableSource nexmark_table_source(QueryOptions defaults) {
     absl::Status s = apply_options(t, &o);
     if (!s.ok()) return s;
     if (is_event_table(t)) {
-      auto convert = event_row(t);
-      if (!convert.ok()) return convert.status();
       std::optional<EventType> only;  // a pushed event_type = k
       for (const auto& [column, value] : t.equal_to) {
         const int64_t* k = std::get_if<int64_t>(&value);
@@ -226,6 +266,11 @@ sql::TableSource nexmark_table_source(QueryOptions defaults) {
         }
         only = static_cast<EventType>(*k);
       }
+      auto convert = !only                         ? event_row(t)
+                     : *only == EventType::kBid    ? pinned_row(t, bid_fields(), EventType::kBid, &Event::bid, "bid")
+                     : *only == EventType::kAuction ? pinned_row(t, auction_fields(), EventType::kAuction, &Event::auction, "auction")
+                                                    : pinned_row(t, person_fields(), EventType::kPerson, &Event::person, "person");
+      if (!convert.ok()) return convert.status();
       DataStream<Row> rows = internal::events(env, o, uid + "-source")
                                  .flat_map<Row>(
                                      [only, convert = *std::move(convert)](const Event& e, Collector<Row>& out) {
