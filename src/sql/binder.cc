@@ -183,6 +183,21 @@ absl::StatusOr<Expr> Binder::operator_call(const json& b, const std::vector<Scop
     if (op == "!~~") return Expr::call(Op::kNot, {TypeKind::kBoolean, nullable}, {std::move(like)});
     return like;
   }
+  if (kind == "AEXPR_NULLIF") {  // NULLIF(a, b): CASE WHEN a = b THEN NULL ELSE a END
+    auto a = bind(b.value("lexpr", json::object()), scopes);
+    if (!a.ok()) return a.status();
+    auto x = bind(b.value("rexpr", json::object()), scopes);
+    if (!x.ok()) return x.status();
+    if (!common_type(a->type, x->type)) {
+      return error(at, "NULLIF compares " + std::string(type_name(a->type.kind)) + " with " + std::string(type_name(x->type.kind)));
+    }
+    Type result = a->type;
+    result.nullable = true;
+    Expr equal = comparison(Op::kEqual, *a, *std::move(x));
+    Expr e = Expr::call(Op::kCase, result, {std::move(equal), Expr::constant(Value{}, result), *std::move(a)});
+    e.has_else = true;
+    return e;
+  }
   if (kind != "AEXPR_OP") {
     static const std::map<std::string, std::string> kKinds = {
         {"AEXPR_ILIKE", "ILIKE"}, {"AEXPR_DISTINCT", "IS DISTINCT FROM"},

@@ -159,6 +159,41 @@ absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& s
     if (f.op == Op::kRegexpExtract || f.op == Op::kSplitIndex) nullable = true;
     return Expr::call(f.op, {f.result, nullable}, std::move(args));
   }
+  // IF(condition, a, b): CASE WHEN condition THEN a ELSE b END.
+  if (name == "if") {
+    if (args.size() != 3) return error(at, "IF takes three arguments (a condition, then two values)");
+    if (args[0].type.kind != TypeKind::kBoolean && args[0].type.kind != TypeKind::kNull) {
+      return error(at, "IF needs a BOOLEAN condition, not " + std::string(type_name(args[0].type.kind)));
+    }
+    auto t = common_type(args[1].type, args[2].type);
+    if (!t) {
+      return error(at, "IF gives " + std::string(type_name(args[1].type.kind)) + " or " +
+                           std::string(type_name(args[2].type.kind)) + ": no common type");
+    }
+    Type result = *t;
+    result.nullable = args[1].type.nullable || args[2].type.nullable;
+    std::vector<Expr> parts = {std::move(args[0]), cast_to(std::move(args[1]), result), cast_to(std::move(args[2]), result)};
+    Expr e = Expr::call(Op::kCase, result, std::move(parts));
+    e.has_else = true;
+    return e;
+  }
+  // CONCAT(a, b, ...): a || b || ... (NULL when any is).
+  if (name == "concat") {
+    if (args.empty()) return error(at, "CONCAT takes one argument or more");
+    bool nullable = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].type.kind != TypeKind::kVarchar && args[i].type.kind != TypeKind::kNull) {
+        return error(at, "CONCAT: argument " + std::to_string(i + 1) + " must be VARCHAR, not " +
+                             std::string(type_name(args[i].type.kind)));
+      }
+      nullable = nullable || args[i].type.nullable;
+    }
+    Expr e = std::move(args[0]);
+    for (size_t i = 1; i < args.size(); ++i) {
+      e = Expr::call(Op::kConcat, {TypeKind::kVarchar, nullable}, {std::move(e), std::move(args[i])});
+    }
+    return e;
+  }
   // TO_TIMESTAMP_LTZ(epoch, precision): epoch seconds (0) or milliseconds
   // (3) as a TIMESTAMP_LTZ(3) (weir's timestamps are UTC instants).
   if (name == "to_timestamp_ltz") {
