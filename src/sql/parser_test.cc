@@ -120,6 +120,16 @@ TEST(SqlParserTest, TypesNestedPastTheLimitAreRefusedWhereThePastOneIs) {
   EXPECT_EQ(error_of(tables + "INSERT INTO o SELECT r.a49.a48.a47 FROM t;"), "line 3, column 22: no column r.a49.a48.a47");
 }
 
+TEST(SqlParserTest, AFileUrlIsALocalPath) {
+  auto s = parse_script("CREATE TABLE f (a BIGINT) WITH ('connector' = 'filesystem', 'path' = 'file:///tmp/x', 'format' = 'csv');");
+  ASSERT_TRUE(s.ok()) << s.status();
+  PlanOptions declarations;
+  declarations.declarations_only = true;
+  auto p = plan_script(*s, declarations);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->tables[0].options.at("path"), "/tmp/x");
+}
+
 TEST(SqlParserTest, JdbcIsThePostgresConnectorWithLibpqsConninfo) {
   auto s = parse_script(
       "CREATE TABLE o (k STRING, n BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('connector' = 'jdbc', "

@@ -157,6 +157,17 @@ absl::Status normalize_options(std::map<std::string, std::string>* o) {
     o->erase(legacy);
   }
   if (auto c = o->find("connector"); c != o->end() && c->second == "jdbc") return jdbc_conninfo(o);
+  // A filesystem path as Flink writes it: file:///tmp/x is /tmp/x.
+  if (auto c = o->find("connector"); c != o->end() && c->second == "filesystem") {
+    if (auto p = o->find("path"); p != o->end()) {
+      if (absl::StartsWith(p->second, "file://")) {
+        p->second = p->second.substr(std::string("file://").size());
+      } else if (const size_t scheme = p->second.find("://"); scheme != std::string::npos) {
+        return absl::InvalidArgumentError("the filesystem connector's 'path' '" + p->second + "': " +
+                                          p->second.substr(0, scheme) + ":// is not supported yet (a local path or file:// is)");
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
