@@ -310,8 +310,12 @@ TEST_P(KafkaCrashPointTest, KilledAtTheCrashPointRestoresLatestExactlyOnce) {
   // fence), so no transaction is aborted with records in it and the mock
   // cluster shows what a real broker would.
   const CrashPoint p = GetParam();
+  // The input read at 100 000 lines/s per subtask lasts half a second at
+  // least: enough checkpoints (every 50 ms) to reach each point, however
+  // fast the machine (unthrottled, a fast one finished after two).
   testing::kill_at_sink_window(
-      p, [&](bool restore) { return args(restore); }, [&](const std::string& name) { return dir_->path(name); });
+      p, [&](bool restore) { return args(restore, {"--rate", "100000"}); },
+      [&](const std::string& name) { return dir_->path(name); });
   if (HasFatalFailure()) return;
   finish();
   expect_exactly_once_after_kills("killed at " + std::string(to_string(p)));
