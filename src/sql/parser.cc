@@ -2,7 +2,9 @@
 
 #include <pg_query.h>
 
+#include <algorithm>
 #include <cctype>
+#include <functional>
 
 #include "absl/strings/ascii.h"
 #include "sql/ddl_parser.h"
@@ -237,6 +239,27 @@ class Translator {
   std::vector<std::pair<int, std::string>>& inserted_;
 };
 
+// Every "location" (and "stmt_location") in `tree` made `to(location)`.
+// Iterative: a tree may be as deep as its text is long.
+void remap_locations(nlohmann::json& tree, const std::function<int(int)>& to) {
+  std::vector<nlohmann::json*> stack = {&tree};
+  while (!stack.empty()) {
+    nlohmann::json* n = stack.back();
+    stack.pop_back();
+    if (n->is_array()) {
+      for (auto& x : *n) stack.push_back(&x);
+    } else if (n->is_object()) {
+      for (auto& [key, value] : n->items()) {
+        if ((key == "location" || key == "stmt_location") && value.is_number_integer() && value.get<int>() >= 0) {
+          value = to(value.get<int>());
+        } else if (value.is_structured()) {
+          stack.push_back(&value);
+        }
+      }
+    }
+  }
+}
+
 // Offsets of a text with insertions made back into offsets of the text
 // before them: a position inside an insertion is where it was inserted.
 class OffsetMap {
@@ -260,22 +283,7 @@ class OffsetMap {
   }
   // Every "location" (and "stmt_location") in `tree`, made original.
   void remap(nlohmann::json& tree) const {
-    std::vector<nlohmann::json*> stack = {&tree};
-    while (!stack.empty()) {
-      nlohmann::json* n = stack.back();
-      stack.pop_back();
-      if (n->is_array()) {
-        for (auto& x : *n) stack.push_back(&x);
-      } else if (n->is_object()) {
-        for (auto& [key, value] : n->items()) {
-          if ((key == "location" || key == "stmt_location") && value.is_number_integer() && value.get<int>() >= 0) {
-            value = original(value.get<int>());
-          } else if (value.is_structured()) {
-            stack.push_back(&value);
-          }
-        }
-      }
-    }
+    remap_locations(tree, [this](int p) { return original(p); });
   }
 
  private:
@@ -470,33 +478,33 @@ absl::StatusOr<Script> parse_script(std::string text) {
 
 absl::StatusOr<nlohmann::json> parse_expression(const Script& script, ast::ExprText span) {
   constexpr std::string_view kSelect = "SELECT ";
-  if (span.begin < static_cast<int>(kSelect.size()) || span.end > static_cast<int>(script.text.size()) || span.begin >= span.end) {
+  if (span.begin < 0 || span.end > static_cast<int>(script.text.size()) || span.begin >= span.end) {
     return absl::InternalError("an expression's span outside its script");
   }
-  auto tokens = tokenize(std::string_view(script.text).substr(0, span.end));
-  if (!tokens.ok()) return tokens.status();
-  std::string buffer(script.text.size(), ' ');
-  for (size_t k = 0; k < buffer.size(); ++k) {
-    if (script.text[k] == '\n') buffer[k] = '\n';
-  }
-  std::copy(kSelect.begin(), kSelect.end(), buffer.begin());
+  // "SELECT " and the expression's text, backquotes made double quotes;
+  // locations shifted back to the script's (a span starts at a token).
+  const std::string_view piece = std::string_view(script.text).substr(span.begin, span.end - span.begin);
+  auto tokens = tokenize(piece);
+  if (!tokens.ok()) return absl::InternalError("an expression's span does not start at a token");
+  std::string buffer = std::string(kSelect) + std::string(piece);
   for (const Token& t : *tokens) {
-    if (t.offset < span.begin || t.end > span.end || t.is(Token::Kind::kEnd)) continue;
-    std::copy(script.text.begin() + t.offset, script.text.begin() + t.end, buffer.begin() + t.offset);
-    if (t.is(Token::Kind::kIdentifier) && script.text[t.offset] == '`') {
-      buffer[t.offset] = '"';
-      buffer[t.end - 1] = '"';
+    if (t.is(Token::Kind::kIdentifier) && piece[t.offset] == '`') {
+      buffer[kSelect.size() + t.offset] = '"';
+      buffer[kSelect.size() + t.end - 1] = '"';
     }
   }
+  const int shift = span.begin - static_cast<int>(kSelect.size());
+  auto in_script = [&](int p) { return std::clamp(p + shift, span.begin, span.end); };
   PgQueryParseResult r = pg_query_parse(buffer.c_str());
   if (r.error != nullptr) {
-    const int at = r.error->cursorpos > 0 ? r.error->cursorpos - 1 : span.end;
+    const int at = r.error->cursorpos > 0 ? in_script(r.error->cursorpos - 1) : span.end;
     std::string message = position_of(script.text, at) + ": " + r.error->message;
     pg_query_free_parse_result(r);
     return absl::InvalidArgumentError(message);
   }
   auto tree = nlohmann::json::parse(r.parse_tree, nullptr, /*allow_exceptions=*/false);
   pg_query_free_parse_result(r);
+  if (tree.is_object()) remap_locations(tree, in_script);
   // One SELECT of one bare expression: a FROM, a second statement or a
   // clause in the span is not an expression.
   const nlohmann::json* target = nullptr;
