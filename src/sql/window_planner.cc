@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 
 namespace weir::sql {
 
@@ -56,7 +57,45 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
   else if (name == "SESSION") w.kind = WindowSpec::Kind::kSession, durations = 1;
   else if (name == "CUMULATE") w.kind = WindowSpec::Kind::kCumulate, durations = 2, optional = 1;
   else return unsupported(at, "the table function " + name + " (TUMBLE, HOP, CUMULATE and SESSION windows are)");
-  const json args = f.value("args", json::array());
+  json args = f.value("args", json::array());
+  // Named arguments (DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE =>
+  // ...): put where their names say, as Flink's signatures name them.
+  if (std::any_of(args.begin(), args.end(), [](const json& a) { return node_name(a) == "NamedArgExpr"; })) {
+    std::vector<std::string> names = {"data", "timecol"};
+    if (w.kind == WindowSpec::Kind::kTumble) names.insert(names.end(), {"size", "offset"});
+    if (w.kind == WindowSpec::Kind::kHop) names.insert(names.end(), {"slide", "size", "offset"});
+    if (w.kind == WindowSpec::Kind::kCumulate) names.insert(names.end(), {"step", "size", "offset"});
+    if (w.kind == WindowSpec::Kind::kSession) names.push_back("gap");
+    json placed = json::array();
+    std::vector<bool> given(names.size(), false);
+    for (size_t i = 0; i < args.size(); ++i) {
+      const json& a = args[i];
+      if (node_name(a) != "NamedArgExpr") {
+        if (std::any_of(given.begin() + static_cast<long>(i), given.end(), [](bool g) { return g; }) || i >= names.size()) {
+          return error(location_of(a), name + ": a positional argument after a named one");
+        }
+        given[i] = true;
+        while (placed.size() <= i) placed.push_back(json());
+        placed[i] = a;
+        continue;
+      }
+      const std::string arg = absl::AsciiStrToLower(a["NamedArgExpr"].value("name", ""));
+      const auto at_name = std::find(names.begin(), names.end(), arg);
+      if (at_name == names.end()) {
+        return error(location_of(a), name + " has no argument " + absl::AsciiStrToUpper(arg) + " (it has " +
+                                         absl::AsciiStrToUpper(absl::StrJoin(names, ", ")) + ")");
+      }
+      const size_t k = static_cast<size_t>(at_name - names.begin());
+      if (given[k]) return error(location_of(a), name + ": argument " + absl::AsciiStrToUpper(arg) + " is given twice");
+      given[k] = true;
+      while (placed.size() <= k) placed.push_back(json());
+      placed[k] = a["NamedArgExpr"]["arg"];
+    }
+    for (size_t k = 0; k < placed.size(); ++k) {
+      if (placed[k].is_null()) return error(at, name + ": argument " + absl::AsciiStrToUpper(names[k]) + " is missing");
+    }
+    args = std::move(placed);
+  }
   const std::string usage = name + "(table, DESCRIPTOR(time column), " +
                             (name == "HOP" ? "slide, size [, offset])" : name == "CUMULATE" ? "step, size [, offset])" : name == "TUMBLE" ? "size [, offset])" : "gap)");
   if (args.size() < 2 + durations || args.size() > 2 + durations + optional) return error(at, "the window function " + usage);
