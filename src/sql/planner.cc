@@ -99,18 +99,17 @@ class Planner {
       *settings = Settings{};
       return absl::OkStatus();
     }
-    const Settings defaults;
-    const std::string& key = reset.key->text;
-    if (key == "table.optimizer.agg-phase-strategy") {
-      settings->two_phase_aggregation = defaults.two_phase_aggregation;
-    } else if (key == "table.exec.mini-batch.size") {
-      settings->mini_batch_rows = defaults.mini_batch_rows;
-    } else if (key == "table.exec.mini-batch.allow-latency") {
-      settings->mini_batch_latency_ms = defaults.mini_batch_latency_ms;
-    } else {
-      return error(reset.key->offset, "RESET: unknown setting '" + key + "'" + setting_hint(key));
+    // The key's default, set as SET would set it (an unknown key is its error).
+    static const std::map<std::string, std::string> kDefaults = {
+        {"table.optimizer.agg-phase-strategy", "AUTO"},
+        {"table.exec.mini-batch.size", std::to_string(Settings{}.mini_batch_rows)},
+        {"table.exec.mini-batch.allow-latency", std::to_string(Settings{}.mini_batch_latency_ms) + "ms"},
+        {"table.exec.mini-batch.enabled", "true"}};
+    auto d = kDefaults.find(reset.key->text);
+    if (d == kDefaults.end()) {
+      return error(reset.key->offset, "RESET: unknown setting '" + reset.key->text + "'" + setting_hint(reset.key->text));
     }
-    return absl::OkStatus();
+    return setting(d->first, d->second, reset.key->offset, settings);
   }
 
   absl::Status declare(const ast::Drop& drop, Settings*) {
@@ -162,14 +161,6 @@ class Planner {
 
   // Type `d` as weir holds it; a ROW is flattened by the caller.
   absl::StatusOr<Type> column_type(const ast::DataType& d) {
-    static const std::map<std::string, TypeKind> kSimple = {
-        {"BOOLEAN", TypeKind::kBoolean}, {"BOOL", TypeKind::kBoolean},     {"TINYINT", TypeKind::kBigInt},
-        {"SMALLINT", TypeKind::kBigInt}, {"INT", TypeKind::kBigInt},        {"INTEGER", TypeKind::kBigInt},
-        {"BIGINT", TypeKind::kBigInt},   {"FLOAT", TypeKind::kDouble},      {"REAL", TypeKind::kDouble},
-        {"DOUBLE", TypeKind::kDouble},   {"CHAR", TypeKind::kVarchar},      {"CHARACTER", TypeKind::kVarchar},
-        {"VARCHAR", TypeKind::kVarchar}, {"STRING", TypeKind::kVarchar},    {"TEXT", TypeKind::kVarchar},
-        {"TIMESTAMP", TypeKind::kTimestamp}, {"TIMESTAMP_LTZ", TypeKind::kTimestamp},
-    };
     Type type;
     if (d.name == "DECIMAL" || d.name == "DEC" || d.name == "NUMERIC") {
       const int p = d.params.empty() ? 10 : d.params[0], sc = d.params.size() < 2 ? 0 : d.params[1];
@@ -178,8 +169,8 @@ class Planner {
       }
       if (sc > kMaxDecimalDigits) return unsupported(d.offset, "a DECIMAL scale over 18");
       type = Type::decimal(p, sc, true);
-    } else if (auto it = kSimple.find(d.name); it != kSimple.end()) {
-      type.kind = it->second;
+    } else if (auto kind = type_of_name(absl::AsciiStrToLower(d.name)); kind && *kind != TypeKind::kDecimal) {
+      type.kind = *kind;
       const bool sized = d.name == "CHAR" || d.name == "CHARACTER" || d.name == "VARCHAR";
       if (type.kind == TypeKind::kTimestamp && !d.params.empty() && (d.params.size() > 1 || d.params[0] > 3)) {
         return error(d.offset, d.name + "(" + std::to_string(d.params[0]) + "): weir's timestamps hold milliseconds (" +
@@ -187,7 +178,7 @@ class Planner {
       }
       if (!d.params.empty() && !sized && type.kind != TypeKind::kTimestamp) return error(d.offset, d.name + " takes no length");
     } else if (d.name == "DATE" || d.name == "TIME" || d.name == "BYTES" || d.name == "BINARY" || d.name == "VARBINARY" ||
-               d.name == "ARRAY" || d.name == "MAP" || d.name == "MULTISET" || d.name == "INTERVAL" || d.name == "RAW") {
+               d.name == "ARRAY" || d.name == "MAP" || d.name == "MULTISET" || d.name == "RAW") {
       return unsupported(d.offset, "the type " + d.name);
     } else {
       return error(d.offset, "unknown type " + d.name);

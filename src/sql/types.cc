@@ -42,7 +42,8 @@ std::optional<TypeKind> type_of_name(std::string_view name) {
       {"double", TypeKind::kDouble},     {"numeric", TypeKind::kDecimal},   {"decimal", TypeKind::kDecimal},
       {"varchar", TypeKind::kVarchar},   {"text", TypeKind::kVarchar},      {"bpchar", TypeKind::kVarchar},
       {"string", TypeKind::kVarchar},    {"char", TypeKind::kVarchar},      {"timestamp", TypeKind::kTimestamp},
-      {"interval", TypeKind::kInterval},
+      {"interval", TypeKind::kInterval}, {"real", TypeKind::kDouble},      {"float", TypeKind::kDouble},
+      {"character", TypeKind::kVarchar}, {"timestamp_ltz", TypeKind::kTimestamp}, {"dec", TypeKind::kDecimal},
   };
   auto it = kNames.find(name);
   if (it == kNames.end()) return std::nullopt;
