@@ -125,9 +125,9 @@ class Builder {
                                             "' cannot be read from SQL yet");
         }
         // The columns the query reads (projection push-down), in the
-        // scan's order.
-        // The source's columns as declared are the physical ones; computed
-        // columns (made above it, expand_computed_columns) read them there.
+        // scan's order; the source's columns as declared are the physical
+        // ones (computed columns are made above it, rules.h), and its
+        // computed expressions read those (a watermark on one, event_time_of).
         TableDef scanned = *table;
         scanned.columns = n.columns;
         scanned.declared.clear();
