@@ -294,15 +294,14 @@ class Shell {
         typed(st);
         continue;
       }
-      const std::string kind = sql::node_name(st.tree);
-      if (kind == "ViewStmt") {
-        declare(st, absl::AsciiStrToLower(st.tree[kind]["view"].value("relname", "")), true, "");
-      } else if (kind == "SelectStmt") {
+      if (const auto* view = std::get_if<sql::ast::CreateView>(&st.query)) {
+        declare(st, absl::AsciiStrToLower(view->name.text), true, "");
+      } else if (std::holds_alternative<sql::ast::Select>(st.query)) {
         run_select(st.text, false);
-      } else if (kind == "InsertStmt") {
+      } else if (std::holds_alternative<sql::ast::Insert>(st.query)) {
         run_insert(st.text);
       } else {
-        say("error: " + kind + " is not a statement of the shell (HELP lists them)");
+        say("error: " + std::get<sql::ast::OtherStatement>(st.query).what + " is not a statement of the shell (HELP lists them)");
       }
     }
     return true;

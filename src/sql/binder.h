@@ -1,7 +1,7 @@
-// Expressions of a parse tree (sql/parser.h) bound to columns in scope and
+// Expressions of the typed syntax (sql/ast.h) bound to columns in scope and
 // type-checked into sql::Expr, constant subexpressions folded; and the
-// parse-tree helpers the planner shares. An error names its position in the
-// script: "line L, column C: ...", InvalidArgument.
+// type names of the syntax as weir's types. An error names its position in
+// the script: "line L, column C: ...", InvalidArgument.
 //
 // Immutable; thread-compatible.
 #ifndef WEIR_SQL_BINDER_H_
@@ -12,33 +12,23 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/status/statusor.h"
+#include "sql/ast.h"
 #include "sql/expression.h"
 #include "sql/plan.h"
 
 namespace weir::sql {
-
-// The one key of a node object ("A_Const", "ColumnRef", ...).
-std::string node_name(const nlohmann::json& n);
-// The first "location" in `n` (depth first), or -1.
-int location_of(const nlohmann::json& n);
-// The string values of a list of {"String": {"sval": ...}} nodes.
-std::vector<std::string> strings_of(const nlohmann::json& list);
 
 // "line L, column C: what" at byte `offset` of `text`.
 absl::Status sql_error(std::string_view text, int offset, const std::string& what);
 // The same, for a construct not built yet: "what is not supported yet".
 absl::Status sql_unsupported(std::string_view text, int offset, const std::string& what);
 
-// The value of an integer constant ({"ival": n}) at byte `location` of
-// `text`; the parser's JSON omits a negative value, read from the text.
-int64_t integer_value(const nlohmann::json& integer, std::string_view text, int location);
-
-// The type a TypeName node names (DECIMAL with its precision and scale),
-// nullable; an error names its position in `text`.
-absl::StatusOr<Type> sql_type(const nlohmann::json& type_name, std::string_view text);
+// The type `d` names, as weir holds it (DECIMAL with its precision and
+// scale; nullable unless NOT NULL), for a column's declaration and a CAST
+// alike; a ROW is flattened by the caller. An error names its position in
+// `text`.
+absl::StatusOr<Type> sql_type(const ast::DataType& d, std::string_view text);
 
 // What a column reference may name: the columns of one input.
 struct Scope {
@@ -82,28 +72,32 @@ class Binder {
   explicit Binder(std::string_view text, Grouping* grouping = nullptr, OverCalls* over = nullptr)
       : text_(text), grouping_(grouping), over_(over) {}
 
-  absl::StatusOr<Expr> bind(const nlohmann::json& n, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> bind(const ast::Expr& n, const std::vector<Scope>& scopes) const;
 
  private:
   absl::Status error(int offset, const std::string& what) const { return sql_error(text_, offset, what); }
   absl::Status unsupported(int offset, const std::string& what) const {
     return sql_unsupported(text_, offset, what);
   }
-  absl::StatusOr<Expr> bind_node(const nlohmann::json& n, const std::vector<Scope>& scopes) const;
-  absl::StatusOr<Expr> column(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
-  absl::StatusOr<Expr> literal(const nlohmann::json& b, int at) const;
-  absl::StatusOr<Expr> type_cast(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
-  absl::StatusOr<Expr> interval(const nlohmann::json& b, int at) const;
-  absl::StatusOr<Expr> operator_call(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
+  absl::StatusOr<Expr> bind_node(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> column(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> literal(const ast::Expr& e) const;
+  absl::StatusOr<Expr> type_cast(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> interval(const ast::Expr& e) const;
+  absl::StatusOr<Expr> logical(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> coalesce(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> operator_call(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> like(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> null_if(const ast::Expr& e, const std::vector<Scope>& scopes) const;
   absl::StatusOr<Expr> decimal_arithmetic(Op op, Expr a, Expr b, int at) const;
-  absl::StatusOr<Expr> in_list(const nlohmann::json& b, bool negated, const std::vector<Scope>& scopes, int at) const;
-  absl::StatusOr<Expr> between(const nlohmann::json& b, bool negated, const std::vector<Scope>& scopes, int at) const;
-  absl::StatusOr<Expr> case_expr(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
-  absl::StatusOr<Expr> function(const nlohmann::json& b, const std::vector<Scope>& scopes, int at) const;
+  absl::StatusOr<Expr> in_list(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> between(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> case_expr(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> function(const ast::Expr& e, const std::vector<Scope>& scopes) const;
   // With grouping_: a grouping key, or nullopt.
-  std::optional<Expr> grouping_key(const nlohmann::json& n) const;
+  std::optional<Expr> grouping_key(const ast::Expr& e) const;
   // An aggregate call of a GROUP BY (grouping_) or OVER a window (over_).
-  absl::StatusOr<Expr> aggregate_call(const nlohmann::json& b, const std::string& name, int at) const;
+  absl::StatusOr<Expr> aggregate_call(const ast::Expr& e, const std::string& name) const;
 
   const std::string_view text_;
   Grouping* const grouping_;

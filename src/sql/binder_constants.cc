@@ -11,104 +11,80 @@
 #include "sql/decimal.h"
 
 namespace weir::sql {
-namespace {
 
-// PostgreSQL's interval field bits (typmod of INTERVAL '4' SECOND etc.).
-constexpr int64_t kMonthBit = 1 << 1, kYearBit = 1 << 2, kDayBit = 1 << 3, kHourBit = 1 << 10,
-                  kMinuteBit = 1 << 11, kSecondBit = 1 << 12;
-
-}  // namespace
-
-using nlohmann::json;
-
-int64_t integer_value(const json& integer, std::string_view text, int location) {
-  if (integer.contains("ival")) return integer["ival"].get<int64_t>();
-  // The parser's JSON leaves out a negative value (and 0): read the
-  // constant where it stands, "-7" or "- 7" as PostgreSQL folds them.
-  size_t i = location < 0 ? text.size() : static_cast<size_t>(location);
-  auto blanks = [&] {
-    while (i < text.size() && absl::ascii_isspace(static_cast<unsigned char>(text[i]))) ++i;
-  };
-  blanks();
-  bool negative = false;
-  if (i < text.size() && text[i] == '-') {
-    negative = true;
-    ++i;
-    blanks();
-  }
-  int64_t v = 0;
-  // (PostgreSQL makes an integer constant past 32 bits a Float: no
-  // overflow here, but the text is not trusted to say so.)
-  for (; i < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[i])) && v > INT64_MIN / 100; ++i) {
-    v = v * 10 - (text[i] - '0');  // as a negative number: -2^63 fits
-  }
-  return negative ? v : -v;
-}
-
-absl::StatusOr<Type> sql_type(const json& type_name, std::string_view text) {
-  const std::vector<std::string> names = strings_of(type_name["names"]);
-  const std::string name = names.empty() ? "" : names.back();
-  const int at = type_name.value("location", -1);
-  auto kind = type_of_name(name);
-  if (!kind) return sql_error(text, at, "unknown type " + absl::AsciiStrToUpper(name));
-  if (type_name.contains("arrayBounds")) return sql_unsupported(text, at, "ARRAY types");
-  std::vector<int64_t> mods;
-  for (const auto& m : type_name.value("typmods", json::array())) {
-    mods.push_back(m.contains("A_Const") ? m["A_Const"].value("ival", json::object()).value("ival", 0) : -1);
-  }
-  if (*kind == TypeKind::kTimestamp && !mods.empty() && mods[0] != 3) {
-    return sql_error(text, at, "TIMESTAMP(" + std::to_string(mods[0]) + "): only TIMESTAMP(3) (milliseconds) is supported");
-  }
-  if (*kind == TypeKind::kDecimal) {
+absl::StatusOr<Type> sql_type(const ast::DataType& d, std::string_view text) {
+  Type type;
+  if (d.name == "DECIMAL" || d.name == "DEC" || d.name == "NUMERIC") {
     // DECIMAL is DECIMAL(10, 0), DECIMAL(p) DECIMAL(p, 0), as in Flink.
-    const int64_t p = mods.empty() ? 10 : mods[0], sc = mods.size() < 2 ? 0 : mods[1];
-    if (mods.size() > 2 || p < 1 || p > kMaxDecimalPrecision || sc < 0 || sc > p) {
-      return sql_error(text, at, "DECIMAL(p, s) needs 1 <= p <= 38 and 0 <= s <= p");
+    const int p = d.params.empty() ? 10 : d.params[0], sc = d.params.size() < 2 ? 0 : d.params[1];
+    if (d.params.size() > 2 || p < 1 || p > kMaxDecimalPrecision || sc < 0 || sc > p) {
+      return sql_error(text, d.offset, "DECIMAL(p, s) needs 1 <= p <= 38 and 0 <= s <= p");
     }
-    if (sc > kMaxDecimalDigits) return sql_unsupported(text, at, "a DECIMAL scale over 18");
-    return Type::decimal(static_cast<int>(p), static_cast<int>(sc), true);
+    if (sc > kMaxDecimalDigits) return sql_unsupported(text, d.offset, "a DECIMAL scale over 18");
+    type = Type::decimal(p, sc, true);
+  } else if (auto kind = type_of_name(absl::AsciiStrToLower(d.name)); kind && *kind != TypeKind::kDecimal) {
+    type.kind = *kind;
+    const bool sized = d.name == "CHAR" || d.name == "CHARACTER" || d.name == "VARCHAR";
+    if (type.kind == TypeKind::kTimestamp && !d.params.empty() && (d.params.size() > 1 || d.params[0] > 3)) {
+      return sql_error(text, d.offset, d.name + "(" + std::to_string(d.params[0]) + "): weir's timestamps hold milliseconds (" +
+                                           d.name + "(3))");
+    }
+    if (!d.params.empty() && !sized && type.kind != TypeKind::kTimestamp) return sql_error(text, d.offset, d.name + " takes no length");
+  } else if (d.name == "DATE" || d.name == "TIME" || d.name == "BYTES" || d.name == "BINARY" || d.name == "VARBINARY" ||
+             d.name == "ARRAY" || d.name == "MAP" || d.name == "MULTISET" || d.name == "RAW") {
+    return sql_unsupported(text, d.offset, "the type " + d.name);
+  } else {
+    return sql_error(text, d.offset, "unknown type " + d.name);
   }
-  return Type{*kind, true};
+  type.nullable = !d.not_null;
+  return type;
 }
 
-absl::StatusOr<Expr> Binder::literal(const json& b, int at) const {
-  if (b.value("isnull", false)) return Expr::constant(Value{}, {TypeKind::kNull, true});
-  if (b.contains("ival")) return Expr::constant(integer_value(b["ival"], text_, at), {TypeKind::kBigInt, false});
-  if (b.contains("fval")) {
-    const std::string text = b["fval"].value("fval", "0");
-    int64_t i;
-    if (absl::SimpleAtoi(text, &i)) return Expr::constant(i, {TypeKind::kBigInt, false});  // beyond 32 bits
-    // 1.25 is a DECIMAL(3, 2), as in Flink; with an exponent (or more
-    // digits than a DECIMAL holds), a DOUBLE.
-    const size_t point = text.find('.');
-    size_t digits = 0;
-    for (char c : text) digits += absl::ascii_isdigit(static_cast<unsigned char>(c)) ? 1 : 0;
-    if (point != std::string::npos && text.find_first_of("eE") == std::string::npos && digits <= kMaxDecimalDigits) {
-      const int scale = static_cast<int>(text.size() - point - 1);
-      auto unscaled = parse_decimal(text, scale);
-      if (unscaled.ok()) {  // the precision: the digits of the unscaled value (0.908: 3)
-        const int precision = static_cast<int>(std::to_string(std::llabs(*unscaled)).size());
-        return Expr::constant(*unscaled, Type::decimal(std::max(precision, scale), scale, false));
-      }
-    }
-    double d;
-    if (!absl::SimpleAtod(text, &d)) return error(at, "not a number: " + text);
-    return Expr::constant(d, {TypeKind::kDouble, false});
+absl::StatusOr<Expr> Binder::literal(const ast::Expr& e) const {
+  const ast::Literal& l = e.literal;
+  switch (l.kind) {
+    case ast::Literal::Kind::kNull:
+      return Expr::constant(Value{}, {TypeKind::kNull, true});
+    case ast::Literal::Kind::kInteger:
+      return Expr::constant(l.integer, {TypeKind::kBigInt, false});
+    case ast::Literal::Kind::kString:
+      return Expr::constant(l.text, {TypeKind::kVarchar, false});
+    case ast::Literal::Kind::kBoolean:
+      return Expr::constant(l.boolean, {TypeKind::kBoolean, false});
+    case ast::Literal::Kind::kNumber:
+      break;
   }
-  if (b.contains("sval")) return Expr::constant(b["sval"].value("sval", ""), {TypeKind::kVarchar, false});
-  if (b.contains("boolval")) return Expr::constant(b["boolval"].value("boolval", false), {TypeKind::kBoolean, false});
-  return unsupported(at, "this literal");
+  const std::string& text = l.text;
+  int64_t i;
+  if (absl::SimpleAtoi(text, &i)) return Expr::constant(i, {TypeKind::kBigInt, false});  // beyond 32 bits
+  // 1.25 is a DECIMAL(3, 2), as in Flink; with an exponent (or more
+  // digits than a DECIMAL holds), a DOUBLE.
+  const size_t point = text.find('.');
+  size_t digits = 0;
+  for (char c : text) digits += absl::ascii_isdigit(static_cast<unsigned char>(c)) ? 1 : 0;
+  if (point != std::string::npos && text.find_first_of("eE") == std::string::npos && digits <= kMaxDecimalDigits) {
+    const int scale = static_cast<int>(text.size() - point - 1);
+    auto unscaled = parse_decimal(text, scale);
+    if (unscaled.ok()) {  // the precision: the digits of the unscaled value (0.908: 3)
+      const int precision = static_cast<int>(std::to_string(std::llabs(*unscaled)).size());
+      return Expr::constant(*unscaled, Type::decimal(std::max(precision, scale), scale, false));
+    }
+  }
+  double d;
+  if (!absl::SimpleAtod(text, &d)) return error(e.offset, "not a number: " + text);
+  return Expr::constant(d, {TypeKind::kDouble, false});
 }
 
-absl::StatusOr<Expr> Binder::type_cast(const json& b, const std::vector<Scope>& scopes, int at) const {
-  const json& tn = b["typeName"];
-  const std::vector<std::string> names = strings_of(tn["names"]);
-  const std::string name = names.empty() ? "" : names.back();
-  if (type_of_name(name) == TypeKind::kInterval) return interval(b, at);
-  auto type = sql_type(tn, text_);
+absl::StatusOr<Expr> Binder::type_cast(const ast::Expr& e, const std::vector<Scope>& scopes) const {
+  const int at = e.offset;
+  if (e.type.name == "INTERVAL") return interval(e);
+  auto type = sql_type(e.type, text_);
   if (!type.ok()) return type.status();
+  if (type->kind == TypeKind::kTimestamp && !e.type.params.empty() && e.type.params[0] != 3) {
+    return error(e.type.offset, "TIMESTAMP(" + std::to_string(e.type.params[0]) + "): only TIMESTAMP(3) (milliseconds) is supported");
+  }
   const TypeKind* to = &type->kind;
-  auto x = bind(b["arg"], scopes);
+  auto x = bind(e.args[0], scopes);
   if (!x.ok()) return x.status();
   const TypeKind from = x->type.kind;
   const bool ok = from == *to || from == TypeKind::kNull || from == TypeKind::kVarchar || *to == TypeKind::kVarchar ||
@@ -121,22 +97,23 @@ absl::StatusOr<Expr> Binder::type_cast(const json& b, const std::vector<Scope>& 
   return Expr::call(Op::kCast, *type, {*std::move(x)});
 }
 
-// INTERVAL '4' SECOND (the unit as PostgreSQL's typmod), or INTERVAL
+// INTERVAL '4' SECOND (the unit as the syntax gives it), or INTERVAL
 // '10 seconds'.
-absl::StatusOr<Expr> Binder::interval(const json& b, int at) const {
-  const json& arg = b["arg"];
-  if (node_name(arg) != "A_Const" || !arg["A_Const"].contains("sval")) return unsupported(at, "an INTERVAL of an expression");
-  std::string text = arg["A_Const"]["sval"].value("sval", "");
+absl::StatusOr<Expr> Binder::interval(const ast::Expr& e) const {
+  const int at = e.offset;
+  const ast::Expr& arg = e.args[0];
+  if (arg.kind != ast::Expr::Kind::kLiteral || arg.literal.kind != ast::Literal::Kind::kString) {
+    return unsupported(at, "an INTERVAL of an expression");
+  }
+  std::string text = arg.literal.text;
   int64_t unit_ms = 0;
-  const json& tn = b["typeName"];
-  if (tn.contains("typmods")) {
-    const int64_t bits = tn["typmods"][0]["A_Const"].value("ival", json::object()).value("ival", 0);
-    if (bits == kSecondBit) unit_ms = 1000;
-    else if (bits == kMinuteBit) unit_ms = 60'000;
-    else if (bits == kHourBit) unit_ms = 3'600'000;
-    else if (bits == kDayBit) unit_ms = 86'400'000;
-    else if (bits == kMonthBit || bits == kYearBit) return unsupported(at, "INTERVAL in months or years");
-    else return unsupported(at, "this INTERVAL (one of SECOND, MINUTE, HOUR, DAY)");
+  if (!e.unit.empty()) {
+    static const std::map<std::string, int64_t> kUnits = {
+        {"SECOND", 1000}, {"MINUTE", 60'000}, {"HOUR", 3'600'000}, {"DAY", 86'400'000}};
+    auto it = kUnits.find(e.unit);
+    if (e.unit == "MONTH" || e.unit == "YEAR") return unsupported(at, "INTERVAL in months or years");
+    if (it == kUnits.end()) return unsupported(at, "this INTERVAL (one of SECOND, MINUTE, HOUR, DAY)");
+    unit_ms = it->second;
   } else {
     // "10 seconds", "2 minute", ...
     std::vector<std::string> words = absl::StrSplit(absl::StripAsciiWhitespace(text), ' ', absl::SkipEmpty());

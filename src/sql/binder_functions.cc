@@ -11,13 +11,11 @@
 
 namespace weir::sql {
 
-using nlohmann::json;
-
 bool is_aggregate_function(std::string_view name) {
   return name == "count" || name == "sum" || name == "min" || name == "max" || name == "avg";
 }
 
-std::optional<Expr> Binder::grouping_key(const json& n) const {
+std::optional<Expr> Binder::grouping_key(const ast::Expr& n) const {
   auto plain = Binder(text_).bind(n, grouping_->input);
   if (!plain.ok()) return std::nullopt;
   for (size_t i = 0; i < grouping_->keys.size(); ++i) {
@@ -26,15 +24,16 @@ std::optional<Expr> Binder::grouping_key(const json& n) const {
   return std::nullopt;
 }
 
-absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& name, int at) const {
+absl::StatusOr<Expr> Binder::aggregate_call(const ast::Expr& e, const std::string& name) const {
+  const int at = e.offset;
   const std::string upper = absl::AsciiStrToUpper(name);
-  if (over_ == nullptr && b.contains("over")) return unsupported(at, upper + " OVER (...) in a SELECT with GROUP BY");
-  if (b.contains("agg_order")) return unsupported(at, upper + " with ORDER BY");
+  if (over_ == nullptr && e.over) return unsupported(at, upper + " OVER (...) in a SELECT with GROUP BY");
+  if (e.ordered) return unsupported(at, upper + " with ORDER BY");
   const std::vector<Scope>& input = over_ != nullptr ? over_->input : grouping_->input;
   AggregateCall call;
-  call.distinct = b.value("agg_distinct", false);
-  const json args = b.value("args", json::array());
-  if (b.value("agg_star", false)) {
+  call.distinct = e.distinct;
+  const std::vector<ast::Expr>& args = e.args;
+  if (e.star) {
     if (name != "count") return error(at, upper + "(*): only COUNT takes *");
   } else {
     if (args.size() != 1) return error(at, upper + " takes one argument");
@@ -43,11 +42,11 @@ absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& na
     if (!arg.ok()) return arg.status();
     call.arg = *std::move(arg);
   }
-  if (b.contains("agg_filter")) {
-    auto f = Binder(text_).bind(b["agg_filter"], input);
+  if (e.filter) {
+    auto f = Binder(text_).bind(*e.filter, input);
     if (!f.ok()) return f.status();
     if (f->type.kind != TypeKind::kBoolean && f->type.kind != TypeKind::kNull) {
-      return error(location_of(b["agg_filter"]), "FILTER (WHERE ...) needs a BOOLEAN, not " + std::string(type_name(f->type.kind)));
+      return error(e.filter->offset, "FILTER (WHERE ...) needs a BOOLEAN, not " + std::string(type_name(f->type.kind)));
     }
     call.filter = *std::move(f);
   }
@@ -80,16 +79,20 @@ absl::StatusOr<Expr> Binder::aggregate_call(const json& b, const std::string& na
   return Expr::column_ref(static_cast<int>(first + i), call.type);
 }
 
-absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& scopes, int at) const {
-  const std::vector<std::string> names = strings_of(b["funcname"]);
-  const std::string name = absl::AsciiStrToLower(names.empty() ? "" : names.back());
+absl::StatusOr<Expr> Binder::function(const ast::Expr& e, const std::vector<Scope>& scopes) const {
+  const int at = e.offset;
+  const std::string name = absl::AsciiStrToLower(e.name());
   if (is_aggregate_function(name)) {
     return error(at, "the aggregate " + absl::AsciiStrToUpper(name) +
                          " is not allowed here (only in the select list and HAVING, not nested)");
   }
-  if (b.contains("over")) return unsupported(at, absl::AsciiStrToUpper(name) + "() OVER (...) here");
+  if (e.over) return unsupported(at, absl::AsciiStrToUpper(name) + "() OVER (...) here");
+  if (e.star) return error(at, absl::AsciiStrToUpper(name) + "(*): only COUNT takes *");
+  if (e.distinct || e.filter || e.ordered) {
+    return error(at, absl::AsciiStrToUpper(name) + " is no aggregate: DISTINCT, FILTER and ORDER BY belong to aggregates");
+  }
   std::vector<Expr> args;
-  for (const auto& a : b.value("args", json::array())) {
+  for (const ast::Expr& a : e.args) {
     auto x = bind(a, scopes);
     if (!x.ok()) return x.status();
     args.push_back(*std::move(x));
@@ -153,7 +156,7 @@ absl::StatusOr<Expr> Binder::function(const json& b, const std::vector<Scope>& s
     if ((f.op == Op::kRegexpExtract || f.op == Op::kRegexp) && args[1].kind == Expr::Kind::kLiteral &&
         std::holds_alternative<std::string>(args[1].literal)) {
       absl::Status s = check_regex(std::get<std::string>(args[1].literal));
-      if (!s.ok()) return error(location_of(b["args"][1]), upper + ": " + std::string(s.message()));
+      if (!s.ok()) return error(e.args[1].offset, upper + ": " + std::string(s.message()));
     }
     // May be NULL without a NULL argument: no match, too few pieces.
     if (f.op == Op::kRegexpExtract || f.op == Op::kSplitIndex) nullable = true;

@@ -13,8 +13,6 @@
 
 namespace weir::sql {
 
-using nlohmann::json;
-
 std::unique_ptr<PlanNode> QueryPlanner::cross(Node left, Node right) {
   auto j = std::make_unique<PlanNode>();
   j->kind = PlanNode::Kind::kJoin;
@@ -24,27 +22,26 @@ std::unique_ptr<PlanNode> QueryPlanner::cross(Node left, Node right) {
   return j;
 }
 
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std::vector<Scope>* scopes, int offset) {
-  const int at = location_of(j);
-  const std::string type = j.value("jointype", "");
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const ast::TableRef& j, std::vector<Scope>* scopes, int offset) {
+  const int at = j.offset;
   using JoinType = PlanNode::JoinType;
-  static const std::map<std::string, JoinType> kTypes = {{"JOIN_INNER", JoinType::kInner},
-                                                         {"JOIN_LEFT", JoinType::kLeft},
-                                                         {"JOIN_RIGHT", JoinType::kRight},
-                                                         {"JOIN_FULL", JoinType::kFull}};
-  auto known = kTypes.find(type);
-  if (known == kTypes.end()) return unsupported(at, "a join of type " + type);
+  static const std::map<ast::TableRef::JoinType, JoinType> kTypes = {{ast::TableRef::JoinType::kInner, JoinType::kInner},
+                                                                    {ast::TableRef::JoinType::kLeft, JoinType::kLeft},
+                                                                    {ast::TableRef::JoinType::kRight, JoinType::kRight},
+                                                                    {ast::TableRef::JoinType::kFull, JoinType::kFull}};
+  auto known = kTypes.find(j.join_type);
+  if (known == kTypes.end()) return unsupported(at, "a join of type " + j.what);
   const JoinType join_type = known->second;
-  if (j.value("isNatural", false)) return unsupported(at, "NATURAL JOIN");
-  if (j.contains("usingClause") && (join_type == JoinType::kRight || join_type == JoinType::kFull)) {
+  if (j.natural) return unsupported(at, "NATURAL JOIN");
+  if (!j.using_columns.empty() && (join_type == JoinType::kRight || join_type == JoinType::kFull)) {
     return unsupported(at, "USING in a RIGHT or FULL JOIN (ON is)");
   }
-  if (j.contains("alias")) return unsupported(at, "an alias for a join");
+  if (j.alias) return unsupported(at, "an alias for a join");
   const size_t left_scopes = scopes->size();
-  auto left = from_item(j["larg"], scopes, offset);
+  auto left = from_item(*j.left, scopes, offset);
   if (!left.ok()) return left.status();
   const size_t right_scopes = scopes->size();
-  auto right = from_item(j["rarg"], scopes, offset);
+  auto right = from_item(*j.right, scopes, offset);
   if (!right.ok()) return right.status();
   // The side an outer join pads with NULLs: its columns are nullable for
   // what reads them above the join.
@@ -58,13 +55,16 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std:
   Node node = cross(*std::move(left), *std::move(right));
   node->join_type = join_type;
   set_join_columns(node.get());
-  if (j.contains("usingClause")) {
+  if (!j.using_columns.empty()) {
     // USING (c, ...): left.c = right.c for each.
     const std::vector<Scope> l(scopes->begin() + static_cast<long>(left_scopes), scopes->begin() + static_cast<long>(right_scopes));
     const std::vector<Scope> r(scopes->begin() + static_cast<long>(right_scopes), scopes->end());
     const int width = static_cast<int>(node->input->columns.size());
-    for (const std::string& c : strings_of(j["usingClause"])) {
-      json ref = {{"ColumnRef", {{"fields", json::array({json{{"String", {{"sval", c}}}}})}, {"location", at}}}};
+    for (const std::string& c : j.using_columns) {
+      ast::Expr ref;
+      ref.kind = ast::Expr::Kind::kColumn;
+      ref.names = {c};
+      ref.offset = at;
       auto a = binder_.bind(ref, l);
       if (!a.ok()) return error(at, "USING (" + c + "): the left side has no column " + c);
       auto b = binder_.bind(ref, r);
@@ -85,12 +85,12 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const json& j, std:
       }
     }
   }
-  if (j.contains("quals")) {
+  if (j.on) {
     const std::vector<Scope> mine(scopes->begin() + static_cast<long>(left_scopes), scopes->end());
-    auto cond = binder_.bind(j["quals"], mine);
+    auto cond = binder_.bind(*j.on, mine);
     if (!cond.ok()) return cond.status();
     if (cond->type.kind != TypeKind::kBoolean) {
-      return error(location_of(j["quals"]), "ON needs a BOOLEAN, not " + std::string(type_name(cond->type.kind)));
+      return error(j.on->offset, "ON needs a BOOLEAN, not " + std::string(type_name(cond->type.kind)));
     }
     auto joined = join_on(std::move(node), *std::move(cond));
     if (!joined.ok()) return joined.status();

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "sql/ddl_parser.h"
 #include "sql/lexer.h"
+#include "sql/transformer.h"
 
 namespace weir::sql {
 
@@ -442,16 +443,16 @@ absl::StatusOr<Script> parse_script(std::string text) {
   for (auto& s : stmts) {
     Statement st;
     if (!s.contains("stmt")) continue;
-    st.tree = std::move(s["stmt"]);  // not copied: a copy recurses once per level
     // Where it starts is the split's (below); the nesting error's fallback.
     const int at = s.value("stmt_location", 0);
     st.offset = at;
-    if (const int past = past_nesting_limit(st.tree); past != -2) {
+    if (const int past = past_nesting_limit(s["stmt"]); past != -2) {
       return absl::InvalidArgumentError(position_of(script.text, past >= 0 ? past : at) +
                                         ": the statement nests expressions or queries deeper than " +
                                         std::to_string(kMaxSqlNesting) +
                                         " levels (weir's limit; docs/sql.md \"Limits\")");
     }
+    st.query = transform_statement(s["stmt"], script.text);
     queries.push_back(std::move(st));
   }
   // PostgreSQL's statements are the split's queries, one for one, in
@@ -476,7 +477,7 @@ absl::StatusOr<Script> parse_script(std::string text) {
   return script;
 }
 
-absl::StatusOr<nlohmann::json> parse_expression(const Script& script, ast::ExprText span) {
+absl::StatusOr<ast::Expr> parse_expression(const Script& script, ast::ExprText span) {
   constexpr std::string_view kSelect = "SELECT ";
   if (span.begin < 0 || span.end > static_cast<int>(script.text.size()) || span.begin >= span.end) {
     return absl::InternalError("an expression's span outside its script");
@@ -524,7 +525,7 @@ absl::StatusOr<nlohmann::json> parse_expression(const Script& script, ast::ExprT
     return absl::InvalidArgumentError(position_of(script.text, past >= 0 ? past : span.begin) +
                                       ": the expression nests deeper than " + std::to_string(kMaxSqlNesting) + " levels");
   }
-  return *target;
+  return transform_expression(*target, script.text);
 }
 
 }  // namespace weir::sql

@@ -6,9 +6,10 @@
 // (libpg_query) after a translation that keeps every byte where it was:
 // `backquoted` names become "quoted" ones, TABLE(TUMBLE(TABLE t, ...))
 // becomes TUMBLE(t, ...), FOR SYSTEM_TIME AS OF x is taken out and kept
-// beside the statement. A query's tree is the JSON form libpg_query gives
-// (node names and fields as PostgreSQL's parsenodes.h has them), with
-// every node's "location" a byte offset into the script as written.
+// beside the statement. PostgreSQL's tree is then transformed
+// (sql/transformer.h) into weir's typed syntax (sql/ast.h), every node's
+// offset a byte offset into the script as written: nothing past the parser
+// reads PostgreSQL's nodes.
 //
 // EXECUTE STATEMENT SET BEGIN ... END (and BEGIN STATEMENT SET; ... END;)
 // contribute their INSERTs; a script's INSERTs are one job anyway.
@@ -30,8 +31,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/status/statusor.h"
 #include "sql/ast.h"
 
@@ -44,9 +43,9 @@ struct TemporalMark {
 };
 
 struct Statement {
-  // A statement of weir's own parser; without one, `tree` is a query's.
+  // A declaration or a client's statement; without one, `query`.
   std::optional<ast::Statement> typed;
-  nlohmann::json tree;  // {"InsertStmt": {...}}, {"ViewStmt": {...}}, {"SelectStmt": {...}}
+  ast::QueryStatement query;  // SELECT, INSERT INTO ... SELECT, CREATE VIEW
   std::vector<TemporalMark> temporal;
   bool if_not_exists = false;  // CREATE VIEW IF NOT EXISTS
   int offset = 0;       // where the statement starts in the script
@@ -69,10 +68,9 @@ inline constexpr int kMaxSqlNesting = 200;
 // Also refuses a statement nested past kMaxSqlNesting.
 absl::StatusOr<Script> parse_script(std::string text);
 
-// The tree of the expression at `span` of `script.text` (a computed
-// column's, a watermark's): its nodes' locations are offsets into the
-// script.
-absl::StatusOr<nlohmann::json> parse_expression(const Script& script, ast::ExprText span);
+// The expression at `span` of `script.text` (a computed column's, a
+// watermark's): its nodes' offsets are offsets into the script.
+absl::StatusOr<ast::Expr> parse_expression(const Script& script, ast::ExprText span);
 
 // "line L, column C" of byte `offset` in `text`.
 std::string position_of(std::string_view text, int offset);

@@ -66,7 +66,7 @@ TEST(SqlParserTest, StatementSetsGiveTheirInsertsAndKeepOrder) {
   ASSERT_EQ(s->statements.size(), 6u);
   EXPECT_TRUE(s->statements[0].typed.has_value());
   EXPECT_TRUE(s->statements[1].typed.has_value());
-  for (int i = 2; i < 5; ++i) EXPECT_TRUE(s->statements[i].tree.contains("InsertStmt")) << i;
+  for (int i = 2; i < 5; ++i) EXPECT_TRUE(std::holds_alternative<ast::Insert>(s->statements[i].query)) << i;
   EXPECT_EQ(s->statements[3].text, "INSERT INTO b SELECT x + 1 FROM a");
   EXPECT_TRUE(std::holds_alternative<ast::Set>(*s->statements[5].typed));
   auto p = plan_script(*s);
@@ -184,6 +184,92 @@ TEST(SqlParserTest, TheNexmarkEventTableReachesTheSourceAndPrunesThroughViews) {
   auto q = plan_script(*all);
   ASSERT_TRUE(q.ok()) << q.status();
   EXPECT_NE(explain(*q->inserts[0].root).find("CASE WHEN (event_type = 0)"), std::string::npos) << explain(*q->inserts[0].root);
+}
+
+TEST(SqlParserTest, QueriesAreTypedSyntaxWithPositions) {
+  const std::string text =
+      "INSERT INTO o SELECT a.x, -7, 1.25, CASE WHEN x IN (1, 2) THEN 'y' ELSE NULL END AS c, COUNT(DISTINCT y),\n"
+      "  SUM(z) FILTER (WHERE z > 0) OVER (PARTITION BY k ORDER BY ts ROWS 3 PRECEDING)\n"
+      "FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '4' SECOND)) AS a (x, y) JOIN u USING (k)\n"
+      "WHERE NOT y BETWEEN 1 AND 2 GROUP BY x";
+  auto s = parse_script(text);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->statements.size(), 1u);
+  const auto* insert = std::get_if<ast::Insert>(&s->statements[0].query);
+  ASSERT_NE(insert, nullptr);
+  EXPECT_EQ(insert->table.text, "o");
+  EXPECT_EQ(insert->table.offset, static_cast<int>(text.find("o SELECT")));
+  const ast::Select& q = insert->query;
+  ASSERT_EQ(q.targets.size(), 6u);
+  EXPECT_EQ(q.targets[0].expr.kind, ast::Expr::Kind::kColumn);
+  EXPECT_EQ(q.targets[0].expr.names, (std::vector<std::string>{"a", "x"}));
+  EXPECT_EQ(q.targets[0].expr.offset, static_cast<int>(text.find("a.x")));
+  // A negative integer is read from the text (PostgreSQL's tree leaves it out).
+  EXPECT_EQ(q.targets[1].expr.literal.kind, ast::Literal::Kind::kInteger);
+  EXPECT_EQ(q.targets[1].expr.literal.integer, -7);
+  EXPECT_EQ(q.targets[2].expr.literal.kind, ast::Literal::Kind::kNumber);
+  EXPECT_EQ(q.targets[2].expr.literal.text, "1.25");
+  const ast::Expr& c = q.targets[3].expr;
+  EXPECT_EQ(q.targets[3].alias, "c");
+  ASSERT_EQ(c.kind, ast::Expr::Kind::kCase);
+  ASSERT_EQ(c.args.size(), 2u);  // WHEN, THEN
+  EXPECT_EQ(c.args[0].kind, ast::Expr::Kind::kIn);
+  EXPECT_EQ(c.args[0].args.size(), 3u);  // x, 1, 2
+  ASSERT_TRUE(c.otherwise);
+  EXPECT_EQ(c.otherwise->literal.kind, ast::Literal::Kind::kNull);
+  EXPECT_TRUE(q.targets[4].expr.distinct);
+  const ast::Expr& sum = q.targets[5].expr;
+  ASSERT_TRUE(sum.filter);
+  ASSERT_TRUE(sum.over);
+  EXPECT_EQ(sum.over->unit, ast::Over::Unit::kRows);
+  EXPECT_EQ(sum.over->start, ast::Over::Start::kPreceding);
+  ASSERT_TRUE(sum.over->preceding);
+  EXPECT_EQ(sum.over->preceding->literal.integer, 3);
+  ASSERT_EQ(q.from.size(), 1u);
+  const ast::TableRef& join = q.from[0];
+  ASSERT_EQ(join.kind, ast::TableRef::Kind::kJoin);
+  EXPECT_EQ(join.using_columns, (std::vector<std::string>{"k"}));
+  const ast::TableRef& window = *join.left;
+  ASSERT_EQ(window.kind, ast::TableRef::Kind::kFunction);
+  EXPECT_EQ(window.alias, "a");
+  EXPECT_EQ(window.alias_columns, (std::vector<std::string>{"x", "y"}));
+  ASSERT_EQ(window.call->args.size(), 3u);
+  EXPECT_EQ(window.call->args[0].names, (std::vector<std::string>{"t"}));  // TABLE t
+  EXPECT_EQ(window.call->args[2].kind, ast::Expr::Kind::kCast);
+  EXPECT_EQ(window.call->args[2].unit, "SECOND");
+  EXPECT_EQ(join.right->name, "u");
+  ASSERT_TRUE(q.where.has_value());
+  EXPECT_EQ(q.where->kind, ast::Expr::Kind::kNot);
+  EXPECT_EQ(q.where->args[0].kind, ast::Expr::Kind::kBetween);
+  ASSERT_EQ(q.group_by.size(), 1u);
+}
+
+TEST(SqlParserTest, WhatTheSyntaxHasButWeirDoesNotRunIsRefusedByName) {
+  const std::string tables =
+      "CREATE TABLE t (a BIGINT, b BIGINT) WITH ('connector' = 'values', 'rows' = '1,2');\n"
+      "CREATE TABLE o (a BIGINT) WITH ('connector' = 'print');\n";
+  EXPECT_EQ(error_of(tables + "INSERT INTO o SELECT a FROM t WHERE a IS DISTINCT FROM b;"),
+            "line 3, column 39: IS DISTINCT FROM is not supported yet");
+  EXPECT_EQ(error_of(tables + "INSERT INTO o SELECT a FROM t WHERE EXISTS (SELECT a FROM t);"),
+            "line 3, column 37: EXISTS (SELECT ...) is not supported yet");
+  EXPECT_EQ(error_of(tables + "INSERT INTO o SELECT GREATEST(a, b) FROM t;"),
+            "line 3, column 22: GREATEST and LEAST is not supported yet");
+  EXPECT_EQ(error_of(tables + "INSERT INTO o SELECT a FROM t WHERE a IN (SELECT b FROM t);"),
+            "line 3, column 39: IN (SELECT ...) is not supported yet");
+  EXPECT_EQ(error_of(tables + "INSERT INTO o SELECT UPPER(DISTINCT a) FROM t;"),
+            "line 3, column 22: UPPER is no aggregate: DISTINCT, FILTER and ORDER BY belong to aggregates");
+}
+
+TEST(SqlParserTest, AFromItemsColumnsTakeTheirAliasNames) {
+  auto s = parse_script(
+      "CREATE TABLE t (a BIGINT, b BIGINT) WITH ('connector' = 'values', 'rows' = '1,2');\n"
+      "CREATE TABLE o (x BIGINT, y BIGINT) WITH ('connector' = 'print');\n"
+      "INSERT INTO o SELECT p.x, q.y FROM t AS p (x, y) JOIN (SELECT a, b FROM t) AS q (x, y) ON p.x = q.x;");
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto p = plan_script(*s);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(error_of(s->text.substr(0, s->text.find("INSERT")) + "INSERT INTO o SELECT a, b FROM t AS p (x, y, z);"),
+            "line 3, column 32: p names 3 columns, it has 2");
 }
 
 }  // namespace

@@ -18,8 +18,6 @@
 namespace weir::sql {
 namespace {
 
-using nlohmann::json;
-
 class Planner {
  public:
   Planner(const Script& script, const PlanOptions& options)
@@ -35,26 +33,24 @@ class Planner {
         if (!s.ok()) return s;
         continue;
       }
-      const std::string kind = node_name(st.tree);
-      const json& body = st.tree[kind];
-      if (kind == "ViewStmt") {
-        absl::Status v = create_view(body, st.offset, st.if_not_exists);
+      if (const auto* view = std::get_if<ast::CreateView>(&st.query)) {
+        absl::Status v = create_view(*view, st.offset, st.if_not_exists);
         if (!v.ok()) return v;
-      } else if (kind == "InsertStmt") {
-        auto p = insert(body, st.offset);
+      } else if (const auto* ins = std::get_if<ast::Insert>(&st.query)) {
+        auto p = insert(*ins, st.offset);
         if (!p.ok()) return p.status();
         out.inserts.push_back({st.text, st.offset, *std::move(p)});
-      } else if (kind == "SelectStmt" && !options_.result_table.empty()) {
+      } else if (const auto* select = std::get_if<ast::Select>(&st.query)) {
+        if (options_.result_table.empty()) {
+          return error(st.offset, "a SELECT needs a table to go to: INSERT INTO <table> SELECT ...");
+        }
         if (!out.inserts.empty()) return error(st.offset, "one SELECT at a time");
-        auto p = result_query(body, st.offset, &out.result_order);
+        auto p = result_query(*select, st.offset, &out.result_order);
         if (!p.ok()) return p.status();
         out.inserts.push_back({st.text, st.offset, *std::move(p)});
-      } else if (kind == "SelectStmt") {
-        return error(st.offset, "a SELECT needs a table to go to: INSERT INTO <table> SELECT ...");
-      } else if (kind == "CreateStmt" || kind == "VariableSetStmt") {
-        return error(st.offset, "unexpected statement " + kind);
       } else {
-        return error(st.offset, "unsupported statement " + kind + " (CREATE TABLE, CREATE VIEW, SET and INSERT INTO ... SELECT are)");
+        return unsupported(st.offset, std::get<ast::OtherStatement>(st.query).what +
+                                          " (CREATE TABLE, CREATE VIEW, SET and INSERT INTO ... SELECT are the statements of a job)");
       }
     }
     if (out.inserts.empty() && !options_.declarations_only) return absl::InvalidArgumentError("the script has no INSERT INTO ... SELECT: nothing to run");
@@ -160,32 +156,7 @@ class Planner {
   }
 
   // Type `d` as weir holds it; a ROW is flattened by the caller.
-  absl::StatusOr<Type> column_type(const ast::DataType& d) {
-    Type type;
-    if (d.name == "DECIMAL" || d.name == "DEC" || d.name == "NUMERIC") {
-      const int p = d.params.empty() ? 10 : d.params[0], sc = d.params.size() < 2 ? 0 : d.params[1];
-      if (d.params.size() > 2 || p < 1 || p > kMaxDecimalPrecision || sc < 0 || sc > p) {
-        return error(d.offset, "DECIMAL(p, s) needs 1 <= p <= 38 and 0 <= s <= p");
-      }
-      if (sc > kMaxDecimalDigits) return unsupported(d.offset, "a DECIMAL scale over 18");
-      type = Type::decimal(p, sc, true);
-    } else if (auto kind = type_of_name(absl::AsciiStrToLower(d.name)); kind && *kind != TypeKind::kDecimal) {
-      type.kind = *kind;
-      const bool sized = d.name == "CHAR" || d.name == "CHARACTER" || d.name == "VARCHAR";
-      if (type.kind == TypeKind::kTimestamp && !d.params.empty() && (d.params.size() > 1 || d.params[0] > 3)) {
-        return error(d.offset, d.name + "(" + std::to_string(d.params[0]) + "): weir's timestamps hold milliseconds (" +
-                                   d.name + "(3))");
-      }
-      if (!d.params.empty() && !sized && type.kind != TypeKind::kTimestamp) return error(d.offset, d.name + " takes no length");
-    } else if (d.name == "DATE" || d.name == "TIME" || d.name == "BYTES" || d.name == "BINARY" || d.name == "VARBINARY" ||
-               d.name == "ARRAY" || d.name == "MAP" || d.name == "MULTISET" || d.name == "RAW") {
-      return unsupported(d.offset, "the type " + d.name);
-    } else {
-      return error(d.offset, "unknown type " + d.name);
-    }
-    type.nullable = !d.not_null;
-    return type;
-  }
+  absl::StatusOr<Type> column_type(const ast::DataType& d) { return sql_type(d, script_.text); }
 
   // The columns of ROW `d` named `prefix` + field, flattened: person.id,
   // person.name, ... (a ROW in a ROW: a.b.c).
@@ -263,9 +234,9 @@ class Planner {
     }
     for (const ast::ColumnDef& col : c.columns) {
       if (col.kind != ast::ColumnDef::Kind::kComputed) continue;
-      auto tree = parse_expression(script_, col.expr);
-      if (!tree.ok()) return tree.status();
-      auto e = binder_.bind(*tree, {Scope{t.name, physical}});
+      auto parsed = parse_expression(script_, col.expr);
+      if (!parsed.ok()) return parsed.status();
+      auto e = binder_.bind(*parsed, {Scope{t.name, physical}});
       if (!e.ok()) return e.status();
       // Over the table's columns as declared (the physical ones keep
       // their places among them).
@@ -303,9 +274,9 @@ class Planner {
       if (t.watermark && !like_watermark) return error(c.watermark->offset, "table " + t.name + " has a watermark option and a WATERMARK clause");
       const int i = t.index_of(c.watermark->column.text);
       if (i < 0) return error(c.watermark->column.offset, "WATERMARK FOR " + c.watermark->column.text + ": no such column");
-      auto tree = parse_expression(script_, c.watermark->expr);
-      if (!tree.ok()) return tree.status();
-      auto spec = watermark_of(t, *tree, c.watermark->expr.begin);
+      auto parsed = parse_expression(script_, c.watermark->expr);
+      if (!parsed.ok()) return parsed.status();
+      auto spec = watermark_of(t, *parsed, c.watermark->expr.begin);
       if (!spec.ok()) return spec.status();
       if (!absl::EqualsIgnoreCase(spec->column, t.columns[i].name)) {
         return error(c.watermark->expr.begin, "WATERMARK FOR " + t.columns[i].name + " AS ...: the expression is " +
@@ -366,16 +337,13 @@ class Planner {
     const std::string what = "table " + t.name + ": watermark '" + text + "'";
     // The text must parse as one bare expression: a SELECT of one target and
     // nothing else (a comment, a second statement or a FROM in the option fails).
-    const json* target = nullptr;
-    if (parsed.ok() && parsed->statements.size() == 1 && !parsed->statements[0].typed &&
-        parsed->statements[0].tree.contains("SelectStmt")) {
-      const json& select = parsed->statements[0].tree["SelectStmt"];
-      const bool bare = !select.contains("fromClause") && !select.contains("whereClause") &&
-                        !select.contains("groupClause") && !select.contains("distinctClause");
-      if (bare && select.contains("targetList") && select["targetList"].size() == 1) {
-        const json& res = select["targetList"][0];
-        if (res.contains("ResTarget") && res["ResTarget"].contains("val")) target = &res["ResTarget"]["val"];
-      }
+    const ast::Expr* target = nullptr;
+    if (parsed.ok() && parsed->statements.size() == 1 && !parsed->statements[0].typed) {
+      const auto* select = std::get_if<ast::Select>(&parsed->statements[0].query);
+      const bool bare = select != nullptr && select->set_op == ast::Select::SetOp::kNone && select->from.empty() &&
+                        !select->where && select->group_by.empty() && !select->having && !select->distinct &&
+                        select->order_by.empty() && !select->limit && select->unsupported.empty();
+      if (bare && select->targets.size() == 1) target = &select->targets[0].expr;
     }
     if (target == nullptr) return error(offset, what + ": not an expression (ts or ts - INTERVAL 'n' SECOND)");
     auto spec = watermark_of(t, *target, -1, parsed->text);
@@ -386,7 +354,7 @@ class Planner {
   // The watermark `e` says: a TIMESTAMP(3) column, or one minus a constant
   // INTERVAL. `text`: the script `e` points into (the script's, when
   // empty); errors at `offset` (where `e` points when -1).
-  absl::StatusOr<WatermarkSpec> watermark_of(const TableDef& t, const json& tree, int offset, std::string_view text = {}) {
+  absl::StatusOr<WatermarkSpec> watermark_of(const TableDef& t, const ast::Expr& tree, int offset, std::string_view text = {}) {
     const std::string_view in = text.empty() ? std::string_view(script_.text) : text;
     auto e = Binder(in).bind(tree, {Scope{t.name, t.columns}});
     if (!e.ok()) return e.status();
@@ -410,7 +378,7 @@ class Planner {
     return spec;
   }
 
-  const json* find_view(const std::string& name) const {
+  const ast::CreateView* find_view(const std::string& name) const {
     auto it = views_.find(absl::AsciiStrToLower(name));
     return it == views_.end() ? nullptr : &it->second;
   }
@@ -425,36 +393,35 @@ class Planner {
 
   // CREATE VIEW v [(c, ...)] AS SELECT ...: planned here (an error names the
   // view's own text), then planned again where a query reads it.
-  absl::Status create_view(const json& b, int offset, bool if_not_exists) {
-    const std::string name = b["view"].value("relname", "");
-    const int at = b["view"].value("location", offset);
+  absl::Status create_view(const ast::CreateView& v, int offset, bool if_not_exists) {
+    const std::string& name = v.name.text;
+    const int at = v.name.offset >= 0 ? v.name.offset : offset;
     if (find_table(name) != nullptr || find_view(name) != nullptr) {
       if (if_not_exists) return absl::OkStatus();
       return error(at, "view " + name + " is declared twice");
     }
-    if (b.value("replace", false)) return unsupported(at, "CREATE OR REPLACE VIEW");
-    if (!b.contains("query") || !b["query"].contains("SelectStmt")) return error(at, "a view is CREATE VIEW v AS SELECT ...");
-    auto rows = query_planner().select(b["query"]["SelectStmt"], offset);
+    if (v.or_replace) return unsupported(at, "CREATE OR REPLACE VIEW");
+    auto rows = query_planner().select(v.query, offset);
     if (!rows.ok()) return rows.status();
     absl::Status ranks = check_ranks(**rows, script_.text, offset);
     if (!ranks.ok()) return ranks;
-    if (b.contains("aliases") && strings_of(b["aliases"]).size() != (*rows)->columns.size()) {
-      return error(at, "view " + name + " names " + std::to_string(strings_of(b["aliases"]).size()) +
-                           " columns, its query has " + std::to_string((*rows)->columns.size()));
+    if (!v.columns.empty() && v.columns.size() != (*rows)->columns.size()) {
+      return error(at, "view " + name + " names " + std::to_string(v.columns.size()) + " columns, its query has " +
+                           std::to_string((*rows)->columns.size()));
     }
-    views_[absl::AsciiStrToLower(name)] = b;
+    views_[absl::AsciiStrToLower(name)] = v;
     return absl::OkStatus();
   }
 
   // ---- INSERT and SELECT ------------------------------------------------------
 
-  absl::StatusOr<std::unique_ptr<PlanNode>> insert(const json& b, int offset) {
-    const std::string name = b["relation"].value("relname", "");
+  absl::StatusOr<std::unique_ptr<PlanNode>> insert(const ast::Insert& b, int offset) {
+    const std::string& name = b.table.text;
     const TableDef* sink = find_table(name);
-    if (sink == nullptr) return error(b["relation"].value("location", offset), "no table " + name + " (declare it with CREATE TABLE)");
-    if (b.contains("cols")) return unsupported(offset, "INSERT with a column list");
+    if (sink == nullptr) return error(b.table.offset >= 0 ? b.table.offset : offset, "no table " + name + " (declare it with CREATE TABLE)");
+    if (b.has_columns) return unsupported(offset, "INSERT with a column list");
     QueryPlanner queries = query_planner();
-    auto query = queries.select(b["selectStmt"]["SelectStmt"], offset);
+    auto query = queries.select(b.query, offset);
     if (!query.ok()) return query.status();
     absl::Status ranks = check_ranks(**query, script_.text, offset);
     if (!ranks.ok()) return ranks;
@@ -541,39 +508,37 @@ class Planner {
 
   // A bare SELECT into the result table (PlanOptions::result_table); its
   // ORDER BY (output columns by name or position) and LIMIT into `order`.
-  absl::StatusOr<std::unique_ptr<PlanNode>> result_query(const json& b, int offset, ResultOrder* order) {
-    json select = b;
-    if (select.contains("limitCount")) {
-      const json& n = select["limitCount"];
-      if (node_name(n) != "A_Const" || !(n["A_Const"].contains("ival") || n["A_Const"].contains("isnull"))) {
-        return unsupported(location_of(n), "LIMIT of an expression");
+  absl::StatusOr<std::unique_ptr<PlanNode>> result_query(const ast::Select& b, int offset, ResultOrder* order) {
+    ast::Select select = b;
+    if (select.limit) {
+      const ast::Expr& n = *select.limit;
+      const bool constant = n.kind == ast::Expr::Kind::kLiteral &&
+                            (n.literal.kind == ast::Literal::Kind::kInteger || n.literal.kind == ast::Literal::Kind::kNull);
+      if (!constant) return unsupported(n.offset, "LIMIT of an expression");
+      if (n.literal.kind == ast::Literal::Kind::kInteger) {  // LIMIT ALL: none
+        order->limit = n.literal.integer;
+        if (*order->limit < 0) return error(n.offset, "LIMIT must not be negative");
       }
-      if (!n["A_Const"].contains("isnull")) {  // LIMIT ALL: none
-        order->limit = integer_value(n["A_Const"]["ival"], script_.text, location_of(n));
-        if (*order->limit < 0) return error(location_of(n), "LIMIT must not be negative");
-      }
-      select.erase("limitCount");
-      select.erase("limitOption");
+      select.limit.reset();
     }
-    json sort = select.value("sortClause", json::array());
-    select.erase("sortClause");
+    const std::vector<ast::SortItem> sort = std::move(select.order_by);
+    select.order_by.clear();
     QueryPlanner queries = query_planner();
     auto query = queries.select(select, offset);
     if (!query.ok()) return query.status();
     absl::Status ranks = check_ranks(**query, script_.text, offset);
     if (!ranks.ok()) return ranks;
     const std::vector<Column>& columns = (*query)->columns;
-    for (const json& item : sort) {
-      const json& by = item["SortBy"];
-      const json& n = by["node"];
-      const int at = location_of(n);
+    for (const ast::SortItem& by : sort) {
+      const ast::Expr& n = by.expr;
+      const int at = n.offset;
       int column = -1;
-      if (node_name(n) == "ColumnRef") {
-        const std::vector<std::string> names = strings_of(n["ColumnRef"]["fields"]);
+      if (n.kind == ast::Expr::Kind::kColumn) {
+        const std::vector<std::string>& names = n.names;
         if (names.size() == 1) column = column_index(columns, names[0]);
         if (column < 0) return error(at, "ORDER BY " + absl::StrJoin(names, ".") + ": not a column of the result");
-      } else if (node_name(n) == "A_Const" && n["A_Const"].contains("ival")) {
-        const int64_t i = integer_value(n["A_Const"]["ival"], script_.text, at);
+      } else if (n.kind == ast::Expr::Kind::kLiteral && n.literal.kind == ast::Literal::Kind::kInteger) {
+        const int64_t i = n.literal.integer;
         if (i < 1 || i > static_cast<int64_t>(columns.size())) {
           return error(at, "ORDER BY " + std::to_string(i) + ": the result has " + std::to_string(columns.size()) + " columns");
         }
@@ -581,10 +546,8 @@ class Planner {
       } else {
         return unsupported(at, "ORDER BY an expression (a column of the result or its position is)");
       }
-      if (by.value("sortby_nulls", "SORTBY_NULLS_DEFAULT") != "SORTBY_NULLS_DEFAULT") {
-        return unsupported(at, "NULLS FIRST and NULLS LAST");
-      }
-      order->keys.emplace_back(column, by.value("sortby_dir", "SORTBY_DEFAULT") == "SORTBY_DESC");
+      if (by.nulls_order) return unsupported(at, "NULLS FIRST and NULLS LAST");
+      order->keys.emplace_back(column, by.descending);
     }
     TableDef result;
     result.name = options_.result_table;
@@ -606,7 +569,7 @@ class Planner {
   const Binder binder_;
   std::vector<TableDef> tables_;            // declared so far
   std::map<std::string, size_t> by_name_;  // lower-case name -> index into tables_
-  std::map<std::string, json> views_;       // lower-case name -> its ViewStmt
+  std::map<std::string, ast::CreateView> views_;  // lower-case name -> its declaration
   std::vector<TemporalMark> temporal_;      // every FOR SYSTEM_TIME AS OF of the script
 };
 

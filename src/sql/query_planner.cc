@@ -8,8 +8,6 @@
 
 namespace weir::sql {
 
-using nlohmann::json;
-
 bool reads_columns(const Expr& e, int first, int end) {
   if (e.kind == Expr::Kind::kColumn) return e.column >= first && e.column < end;
   return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return reads_columns(a, first, end); });
@@ -29,22 +27,37 @@ void conjuncts(Expr e, std::vector<Expr>* out) {
   out->push_back(std::move(e));
 }
 
-// Whether an aggregate call stands in `n` (outside subqueries): a SELECT
-// of aggregates without GROUP BY aggregates all rows as one group.
-bool has_aggregate(const json& n) {
-  if (n.is_array()) return std::any_of(n.begin(), n.end(), [](const json& x) { return has_aggregate(x); });
-  if (!n.is_object()) return false;
-  if (n.contains("SubLink") || n.contains("SelectStmt")) return false;
-  if (n.contains("FuncCall")) {
-    if (n["FuncCall"].contains("over")) return false;  // OVER a window: no grouping
-    const auto names = strings_of(n["FuncCall"].value("funcname", json::array()));
-    if (!names.empty() && is_aggregate_function(absl::AsciiStrToLower(names.back()))) return true;
+void for_each_child(const ast::Expr& e, const std::function<void(const ast::Expr&)>& f) {
+  if (e.subject) f(*e.subject);
+  for (const ast::Expr& a : e.args) f(a);
+  if (e.otherwise) f(*e.otherwise);
+  if (e.filter) f(*e.filter);
+  if (e.over) {
+    for (const ast::Expr& k : e.over->partition_by) f(k);
+    for (const ast::SortItem& o : e.over->order_by) f(o.expr);
+    if (e.over->preceding) f(*e.over->preceding);
   }
-  for (const auto& [k, v] : n.items()) {
-    if (has_aggregate(v)) return true;
-  }
-  return false;
 }
+
+namespace {
+
+// Whether an aggregate call stands in `e` (outside subqueries): a SELECT
+// of aggregates without GROUP BY aggregates all rows as one group.
+bool has_aggregate(const ast::Expr& e) {
+  if (e.kind == ast::Expr::Kind::kFunction) {
+    if (e.over) return false;  // OVER a window: no grouping
+    if (is_aggregate_function(absl::AsciiStrToLower(e.name()))) return true;
+  }
+  bool found = false;
+  for_each_child(e, [&](const ast::Expr& c) { found = found || has_aggregate(c); });
+  return found;
+}
+
+bool has_aggregate(const ast::Select& s) {
+  return std::any_of(s.targets.begin(), s.targets.end(), [](const ast::Select::Target& t) { return has_aggregate(t.expr); });
+}
+
+}  // namespace
 
 const Column& column_at(const std::vector<Scope>& scopes, int i) {
   for (const Scope& s : scopes) {
@@ -55,26 +68,20 @@ const Column& column_at(const std::vector<Scope>& scopes, int i) {
   return kNone;
 }
 
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::select(const json& s, int offset) {
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::select(const ast::Select& s, int offset) {
   // What is not built yet, named where it stands.
-  const std::string op = s.value("op", "SETOP_NONE");
-  if (op == "SETOP_UNION" && s.value("all", false)) return union_all(s, offset);
-  if (op != "SETOP_NONE") {
-    return unsupported(location_of(s), op == "SETOP_UNION" ? "UNION without ALL (UNION ALL is)" : "INTERSECT and EXCEPT");
+  using SetOp = ast::Select::SetOp;
+  if (s.set_op == SetOp::kUnion && s.all) return union_all(s, offset);
+  if (s.set_op != SetOp::kNone) {
+    return unsupported(s.offset, s.set_op == SetOp::kUnion ? "UNION without ALL (UNION ALL is)" : "INTERSECT and EXCEPT");
   }
-  static const std::vector<std::pair<const char*, const char*>> kNotYet = {
-      {"sortClause", "ORDER BY"}, {"limitCount", "LIMIT"}, {"limitOffset", "OFFSET"},
-      {"withClause", "WITH"},     {"valuesLists", "VALUES"}};
-  for (const auto& [field, name] : kNotYet) {
-    if (s.contains(field)) return unsupported(location_of(s[field].is_array() ? s[field][0] : s[field]), name);
-  }
-  if (s.contains("distinctClause")) {
+  if (!s.order_by.empty()) return unsupported(s.order_by[0].offset, "ORDER BY");
+  if (s.limit) return unsupported(s.limit->offset, "LIMIT");
+  if (!s.unsupported.empty()) return unsupported(s.unsupported[0].offset, s.unsupported[0].name);
+  if (s.distinct) {
     // SELECT DISTINCT: a GROUP BY of every column selected.
-    if (!s["distinctClause"].empty() && !s["distinctClause"][0].empty()) {
-      return unsupported(location_of(s["distinctClause"]), "DISTINCT ON");
-    }
-    json plain = s;
-    plain.erase("distinctClause");
+    ast::Select plain = s;
+    plain.distinct = false;
     auto rows = select(plain, offset);
     if (!rows.ok()) return rows.status();
     auto distinct = std::make_unique<PlanNode>();
@@ -86,37 +93,34 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::select(const json& s, in
     distinct->input = *std::move(rows);
     return distinct;
   }
-  const json from = s.value("fromClause", json::array());
-  if (from.empty()) return unsupported(offset, "SELECT without FROM");
+  if (s.from.empty()) return unsupported(offset, "SELECT without FROM");
   std::vector<Scope> scopes;
-  auto first = from_item(from[0], &scopes, offset);
+  auto first = from_item(s.from[0], &scopes, offset);
   if (!first.ok()) return first.status();
   Node node = *std::move(first);
-  for (size_t i = 1; i < from.size(); ++i) {  // FROM a, b: a join, its keys from WHERE
-    auto next = from_item(from[i], &scopes, offset);
+  for (size_t i = 1; i < s.from.size(); ++i) {  // FROM a, b: a join, its keys from WHERE
+    auto next = from_item(s.from[i], &scopes, offset);
     if (!next.ok()) return next.status();
     node = cross(std::move(node), *std::move(next));
   }
-  if (s.contains("whereClause")) {
-    auto cond = binder_.bind(s["whereClause"], scopes);
+  if (s.where) {
+    auto cond = binder_.bind(*s.where, scopes);
     if (!cond.ok()) return cond.status();
     if (cond->type.kind != TypeKind::kBoolean && cond->type.kind != TypeKind::kNull) {
-      return error(location_of(s["whereClause"]), "WHERE needs a BOOLEAN, not " + std::string(type_name(cond->type.kind)));
+      return error(s.where->offset, "WHERE needs a BOOLEAN, not " + std::string(type_name(cond->type.kind)));
     }
     auto filtered = where(std::move(node), *std::move(cond));
     if (!filtered.ok()) return filtered.status();
     node = *std::move(filtered);
   }
-  absl::Status joined = finish_joins(node.get(), from.size() > 1 ? location_of(from[1]) : offset);
+  absl::Status joined = finish_joins(node.get(), s.from.size() > 1 ? s.from[1].offset : offset);
   if (!joined.ok()) return joined;
-  if (s.contains("groupClause") || s.contains("havingClause") || has_aggregate(s.value("targetList", json::array()))) {
-    return grouped(s, std::move(node), scopes, offset);
-  }
-  if (has_over_aggregate(s.value("targetList", json::array()))) return over(s, std::move(node), scopes, offset);
+  if (!s.group_by.empty() || s.having || has_aggregate(s)) return grouped(s, std::move(node), scopes, offset);
+  if (has_over_aggregate(s)) return over(s, std::move(node), scopes, offset);
   return project(s, std::move(node), scopes, offset);
 }
 
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, Node input,
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const ast::Select& s, Node input,
                                                                 const std::vector<Scope>& scopes, int offset,
                                                                 OverCalls* over) {
   const Binder over_binder(text_, nullptr, over);
@@ -125,25 +129,22 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, N
   project->kind = PlanNode::Kind::kProject;
   int unnamed = 0;
   const int width = static_cast<int>(input->columns.size());
-  for (const auto& t : s.value("targetList", json::array())) {
-    const json& r = t["ResTarget"];
-    const json& val = r["val"];
-    if (over == nullptr && node_name(val) == "FuncCall" && val["FuncCall"].contains("over")) {
+  for (const ast::Select::Target& t : s.targets) {
+    const ast::Expr& val = t.expr;
+    if (over == nullptr && val.kind == ast::Expr::Kind::kFunction && val.over) {
       // ROW_NUMBER() OVER (...): a rank below this projection, its number
       // the column after the input's.
-      auto rank = row_number(val["FuncCall"], std::move(input), scopes);
+      auto rank = row_number(val, std::move(input), scopes);
       if (!rank.ok()) return rank.status();
       input = *std::move(rank);
-      const std::string name = r.value("name", "");
-      project->columns.push_back({name.empty() ? "EXPR$" + std::to_string(unnamed) : name, {TypeKind::kBigInt, false}});
+      project->columns.push_back({t.alias.empty() ? "EXPR$" + std::to_string(unnamed) : t.alias, {TypeKind::kBigInt, false}});
       project->exprs.push_back(Expr::column_ref(width, {TypeKind::kBigInt, false}));
       ++unnamed;
       continue;
     }
-    if (node_name(val) == "ColumnRef" && !val["ColumnRef"]["fields"].empty() &&
-        val["ColumnRef"]["fields"].back().contains("A_Star")) {
+    if (val.kind == ast::Expr::Kind::kStar) {
       // * or t.*: every column (of t).
-      const auto parts = strings_of(val["ColumnRef"]["fields"]);
+      const std::vector<std::string>& parts = val.names;
       int at = 0;
       bool any = false;
       for (const Scope& sc : scopes) {
@@ -156,12 +157,12 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, N
         }
         at += static_cast<int>(sc.columns.size());
       }
-      if (!any) return error(location_of(val), "no table " + (parts.empty() ? std::string("?") : parts[0]) + " in FROM");
+      if (!any) return error(val.offset, "no table " + (parts.empty() ? std::string("?") : parts[0]) + " in FROM");
       continue;
     }
     auto e = binder.bind(val, scopes);
     if (!e.ok()) return e.status();
-    std::string name = r.value("name", "");
+    std::string name = t.alias;
     if (name.empty()) {
       const bool plain = e->kind == Expr::Kind::kColumn && e->column < width;
       name = plain ? column_at(scopes, e->column).name : "EXPR$" + std::to_string(unnamed);
@@ -173,6 +174,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::project(const json& s, N
     project->columns.push_back({name, e->type});
     project->exprs.push_back(*std::move(e));
   }
+  (void)offset;
   if (over != nullptr) {  // the OVER window's calls, a column each after its input's
     input->aggregates = over->calls;
     for (size_t i = 0; i < over->calls.size(); ++i) {
@@ -217,11 +219,10 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::where(Node input, Expr c
   return filter_over(std::move(input), std::move(cond));
 }
 
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::row_number(const json& f, Node input,
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::row_number(const ast::Expr& f, Node input,
                                                                    const std::vector<Scope>& scopes) {
-  const int at = location_of(f);
-  const auto names = strings_of(f.value("funcname", json::array()));
-  const std::string name = absl::AsciiStrToUpper(names.empty() ? "?" : names.back());
+  const int at = f.offset;
+  const std::string name = absl::AsciiStrToUpper(f.names.empty() ? "?" : f.name());
   auto rank = std::make_unique<PlanNode>();
   rank->kind = PlanNode::Kind::kRank;
   if (name == "RANK") {
@@ -232,23 +233,23 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::row_number(const json& f
     return error(at, name + "() OVER (...) is not supported yet (ROW_NUMBER(), RANK() and DENSE_RANK() OVER (...) "
                             "are, for TOP-N)");
   }
-  if (!f.value("args", json::array()).empty()) return error(at, name + "() takes no arguments");
+  if (!f.args.empty()) return error(at, name + "() takes no arguments");
   if (input->kind == PlanNode::Kind::kRank) return unsupported(at, "two ranking functions in one SELECT");
-  const json& over = f["over"];
-  for (const auto& k : over.value("partitionClause", json::array())) {
+  const ast::Over& over = *f.over;
+  if (!over.name.empty() || !over.base.empty()) return unsupported(at, name + "() OVER a named window");
+  for (const ast::Expr& k : over.partition_by) {
     auto e = binder_.bind(k, scopes);
     if (!e.ok()) return e.status();
     rank->exprs.push_back(*std::move(e));
   }
-  for (const auto& o : over.value("orderClause", json::array())) {
-    const json sort = o.value("SortBy", json::object());
-    auto e = binder_.bind(sort.value("node", json::object()), scopes);
+  for (const ast::SortItem& o : over.order_by) {
+    auto e = binder_.bind(o.expr, scopes);
     if (!e.ok()) return e.status();
     rank->order_keys.push_back(*std::move(e));
-    rank->descending.push_back(sort.value("sortby_dir", "") == "SORTBY_DESC");
+    rank->descending.push_back(o.descending);
   }
   if (rank->order_keys.empty()) return error(at, name + "() needs an ORDER BY in its OVER (...)");
-  if (over.contains("frameOptions") && over.contains("startOffset")) return unsupported(at, "a window frame");
+  if (over.start == ast::Over::Start::kPreceding) return unsupported(at, "a window frame");
   rank->columns = input->columns;
   rank->columns.push_back({"$rn", {TypeKind::kBigInt, false}});
   rank->input = std::move(input);
@@ -359,63 +360,88 @@ std::unique_ptr<PlanNode> QueryPlanner::filter_over(Node input, Expr cond) const
   return filter;
 }
 
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::from_item(const json& item, std::vector<Scope>* scopes,
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::from_item(const ast::TableRef& item, std::vector<Scope>* scopes,
                                                                   int offset) {
-  const std::string kind = node_name(item);
-  if ((kind == "RangeVar" || kind == "RangeSubselect") && ++relations_ > kMaxPlanRelations) {
-    return error(location_of(item), "the statement reads more than " + std::to_string(kMaxPlanRelations) +
-                                        " tables, views and subqueries (a view counts each time it is read; "
-                                        "weir's limit, docs/sql.md \"Limits\")");
+  using Kind = ast::TableRef::Kind;
+  const int at = item.offset >= 0 ? item.offset : offset;
+  if ((item.kind == Kind::kTable || item.kind == Kind::kSubquery) && ++relations_ > kMaxPlanRelations) {
+    return error(at, "the statement reads more than " + std::to_string(kMaxPlanRelations) +
+                         " tables, views and subqueries (a view counts each time it is read; "
+                         "weir's limit, docs/sql.md \"Limits\")");
   }
-  const bool nests = kind == "RangeSubselect" ||
-                     (kind == "RangeVar" && find_table_(item[kind].value("relname", "")) == nullptr && find_view_ &&
-                      find_view_(item[kind].value("relname", "")) != nullptr);
+  const bool nests = item.kind == Kind::kSubquery ||
+                     (item.kind == Kind::kTable && find_table_(item.name) == nullptr && find_view_ &&
+                      find_view_(item.name) != nullptr);
   if (nests && nesting_ >= kMaxQueryNesting) {
-    return error(location_of(item), "subqueries and views nest deeper than " + std::to_string(kMaxQueryNesting) +
-                                        " levels here (views expanded; weir's limit, docs/sql.md \"Limits\")");
+    return error(at, "subqueries and views nest deeper than " + std::to_string(kMaxQueryNesting) +
+                         " levels here (views expanded; weir's limit, docs/sql.md \"Limits\")");
   }
   nesting_ += nests ? 1 : 0;
-  auto planned = relation(item, kind, scopes, offset);
+  auto planned = relation(item, scopes, offset);
   nesting_ -= nests ? 1 : 0;
   return planned;
 }
 
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::relation(const json& item, const std::string& kind,
-                                                                 std::vector<Scope>* scopes, int offset) {
-  if (kind == "RangeVar") {
-    const json& r = item[kind];
-    const std::string name = r.value("relname", "");
-    const TableDef* t = find_table_(name);
-    if (t == nullptr && find_view_) {
-      if (const json* v = find_view_(name)) return view(*v, r, scopes, offset);
+absl::StatusOr<Scope> QueryPlanner::scope_of(const ast::TableRef& item, std::string qualifier,
+                                             std::vector<Column> columns) const {
+  if (item.alias) qualifier = *item.alias;
+  if (!item.alias_columns.empty()) {
+    if (item.alias_columns.size() > columns.size()) {
+      return error(item.offset, qualifier + " names " + std::to_string(item.alias_columns.size()) + " columns, it has " +
+                                    std::to_string(columns.size()));
     }
-    if (t == nullptr) return error(r.value("location", offset), "no table " + name + " (declare it with CREATE TABLE)");
-    // t FOR SYSTEM_TIME AS OF x: the version of t at x. A table that never
-    // changes (a file, a values table, a PostgreSQL table read once) has
-    // one version, so the temporal (or lookup) join is a join with it.
-    if (temporal_ != nullptr) {
-      for (const TemporalMark& m : *temporal_) {
-        if (m.table_offset != r.value("location", -1)) continue;
-        const std::string& c = t->connector();
-        if (c != "filesystem" && c != "values" && c != "postgres") {
-          return unsupported(m.table_offset, "a temporal join with the versions of a changing table (" + c +
-                                                 ", FOR SYSTEM_TIME AS OF)");
+    for (size_t i = 0; i < item.alias_columns.size(); ++i) columns[i].name = item.alias_columns[i];
+  }
+  return Scope{std::move(qualifier), std::move(columns)};
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::relation(const ast::TableRef& item, std::vector<Scope>* scopes,
+                                                                 int offset) {
+  switch (item.kind) {
+    case ast::TableRef::Kind::kTable: {
+      const std::string& name = item.name;
+      const TableDef* t = find_table_(name);
+      if (t == nullptr && find_view_) {
+        if (const ast::CreateView* v = find_view_(name)) {
+          if (!item.alias_columns.empty()) return unsupported(item.offset, "column aliases on a view (name them in CREATE VIEW)");
+          return view(*v, item.alias, scopes, offset);
         }
       }
+      if (t == nullptr) return error(item.offset >= 0 ? item.offset : offset, "no table " + name + " (declare it with CREATE TABLE)");
+      // t FOR SYSTEM_TIME AS OF x: the version of t at x. A table that never
+      // changes (a file, a values table, a PostgreSQL table read once) has
+      // one version, so the temporal (or lookup) join is a join with it.
+      if (temporal_ != nullptr) {
+        for (const TemporalMark& m : *temporal_) {
+          if (m.table_offset != item.offset) continue;
+          const std::string& c = t->connector();
+          if (c != "filesystem" && c != "values" && c != "postgres") {
+            return unsupported(m.table_offset, "a temporal join with the versions of a changing table (" + c +
+                                                   ", FOR SYSTEM_TIME AS OF)");
+          }
+        }
+      }
+      auto scope = scope_of(item, t->name, t->columns);
+      if (!scope.ok()) return scope.status();
+      scopes->push_back(*std::move(scope));
+      return scan_of(*t);
     }
-    scopes->push_back({r.contains("alias") ? r["alias"].value("aliasname", name) : t->name, t->columns});
-    return scan_of(*t);
+    case ast::TableRef::Kind::kSubquery: {
+      auto inner = select(*item.query, offset);
+      if (!inner.ok()) return inner.status();
+      auto scope = scope_of(item, "", (*inner)->columns);
+      if (!scope.ok()) return scope.status();
+      scopes->push_back(*std::move(scope));
+      return inner;
+    }
+    case ast::TableRef::Kind::kFunction:
+      return window_function(item, scopes, offset);
+    case ast::TableRef::Kind::kJoin:
+      return join(item, scopes, offset);
+    case ast::TableRef::Kind::kUnsupported:
+      break;
   }
-  if (kind == "RangeSubselect") {
-    const json& r = item[kind];
-    auto inner = select(r["subquery"]["SelectStmt"], offset);
-    if (!inner.ok()) return inner.status();
-    scopes->push_back({r.contains("alias") ? r["alias"].value("aliasname", "") : "", (*inner)->columns});
-    return inner;
-  }
-  if (kind == "RangeFunction") return window_function(item[kind], scopes, offset);
-  if (kind == "JoinExpr") return join(item[kind], scopes, offset);
-  return unsupported(location_of(item), "FROM " + kind);
+  return unsupported(item.offset >= 0 ? item.offset : offset, item.what);
 }
 
 namespace {

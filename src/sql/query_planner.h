@@ -16,13 +16,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/status/statusor.h"
+#include "sql/ast.h"
 #include "sql/binder.h"
 #include "sql/parser.h"
 #include "sql/plan.h"
@@ -33,8 +33,8 @@ class QueryPlanner {
  public:
   // A declared table by name (any case), or nullptr.
   using FindTable = std::function<const TableDef*(const std::string& name)>;
-  // A declared view (its ViewStmt) by name (any case), or nullptr.
-  using FindView = std::function<const nlohmann::json*(const std::string& name)>;
+  // A declared view by name (any case), or nullptr.
+  using FindView = std::function<const ast::CreateView*(const std::string& name)>;
 
   // `text`: the script the trees point into; both must outlive this.
   // `temporal`: the script's FOR SYSTEM_TIME AS OF marks (sql/parser.h),
@@ -43,8 +43,8 @@ class QueryPlanner {
                const std::vector<TemporalMark>* temporal = nullptr)
       : text_(text), find_table_(std::move(find_table)), find_view_(std::move(find_view)), temporal_(temporal), binder_(text) {}
 
-  // The plan of SelectStmt `s` (at byte `offset` of the script).
-  absl::StatusOr<std::unique_ptr<PlanNode>> select(const nlohmann::json& s, int offset);
+  // The plan of `s` (at byte `offset` of the script).
+  absl::StatusOr<std::unique_ptr<PlanNode>> select(const ast::Select& s, int offset);
 
  private:
   using Node = std::unique_ptr<PlanNode>;
@@ -54,7 +54,7 @@ class QueryPlanner {
 
   // ---- query_planner.cc
   // A FROM item; its columns' scopes are appended to `scopes`.
-  absl::StatusOr<Node> from_item(const nlohmann::json& item, std::vector<Scope>* scopes, int offset);
+  absl::StatusOr<Node> from_item(const ast::TableRef& item, std::vector<Scope>* scopes, int offset);
   // A WHERE (or ON) condition over `input`, pushed as far down as it goes.
   absl::StatusOr<Node> where(Node input, Expr cond);
   Node filter_over(Node input, Expr cond) const;
@@ -64,28 +64,28 @@ class QueryPlanner {
   static Node cross(Node left, Node right);
   // The select list over `input`; with `over`, `input` is a kOver whose
   // calls the list's OVER aggregates become.
-  absl::StatusOr<Node> project(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset,
+  absl::StatusOr<Node> project(const ast::Select& s, Node input, const std::vector<Scope>& scopes, int offset,
                                OverCalls* over = nullptr);
   // ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) of `input`'s rows.
-  absl::StatusOr<Node> row_number(const nlohmann::json& f, Node input, const std::vector<Scope>& scopes);
+  absl::StatusOr<Node> row_number(const ast::Expr& f, Node input, const std::vector<Scope>& scopes);
 
   // ---- over_planner.cc
   // A select list with aggregates OVER a window: a kOver below its
   // projection.
-  absl::StatusOr<Node> over(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset);
+  absl::StatusOr<Node> over(const ast::Select& s, Node input, const std::vector<Scope>& scopes, int offset);
 
   // ---- window_planner.cc
-  absl::StatusOr<Node> window_function(const nlohmann::json& r, std::vector<Scope>* scopes, int offset);
+  absl::StatusOr<Node> window_function(const ast::TableRef& r, std::vector<Scope>* scopes, int offset);
   enum class TimeAttribute : uint8_t { kNone, kEventTime, kProcessingTime };
   TimeAttribute time_attribute(const PlanNode& n, int column) const;
   std::vector<std::vector<int>> unique_keys(const PlanNode& n) const;
   bool unique_on(const PlanNode& side, const std::vector<Expr>& keys) const;
-  absl::StatusOr<Node> grouped(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, int offset);
-  absl::StatusOr<Node> grouped_output(const nlohmann::json& s, Node input, const std::vector<Scope>& scopes, Grouping g,
+  absl::StatusOr<Node> grouped(const ast::Select& s, Node input, const std::vector<Scope>& scopes, int offset);
+  absl::StatusOr<Node> grouped_output(const ast::Select& s, Node input, const std::vector<Scope>& scopes, Grouping g,
                                       int first, int offset);
 
   // ---- join_planner.cc
-  absl::StatusOr<Node> join(const nlohmann::json& j, std::vector<Scope>* scopes, int offset);
+  absl::StatusOr<Node> join(const ast::TableRef& j, std::vector<Scope>* scopes, int offset);
   // A WHERE over `join`: of an inner join, its conjuncts as join_on's; of
   // an outer join, a filter above it.
   absl::StatusOr<Node> join_where(Node join, Expr cond);
@@ -99,17 +99,19 @@ class QueryPlanner {
   absl::Status finish_joins(PlanNode* n, int offset);
 
   // ---- set_planner.cc
-  // FROM v for view v: its query as a subquery named v (or the alias), its
+  // FROM v for view v: its query as a subquery named v (or `alias`), its
   // columns named as the view names them.
-  absl::StatusOr<Node> view(const nlohmann::json& v, const nlohmann::json& range, std::vector<Scope>* scopes,
+  absl::StatusOr<Node> view(const ast::CreateView& v, const std::optional<std::string>& alias, std::vector<Scope>* scopes,
                             int offset);
   // a UNION ALL b: the rows of both, columns of the left's names and the
   // types both have.
-  absl::StatusOr<Node> union_all(const nlohmann::json& s, int offset);
+  absl::StatusOr<Node> union_all(const ast::Select& s, int offset);
 
   // from_item() within its bounds (kMaxQueryNesting, kMaxPlanRelations).
-  absl::StatusOr<Node> relation(const nlohmann::json& item, const std::string& kind, std::vector<Scope>* scopes,
-                                int offset);
+  absl::StatusOr<Node> relation(const ast::TableRef& item, std::vector<Scope>* scopes, int offset);
+  // A FROM item named `alias` (alias_columns: AS a (c1, ...)) over
+  // `columns`: its scope.
+  absl::StatusOr<Scope> scope_of(const ast::TableRef& item, std::string qualifier, std::vector<Column> columns) const;
 
   const std::string_view text_;
   const FindTable find_table_;
@@ -127,8 +129,13 @@ class QueryPlanner {
 inline constexpr int kMaxQueryNesting = 64;
 inline constexpr int kMaxPlanRelations = 1000;
 
-// Whether an aggregate call OVER a window stands in `n` (outside subqueries).
-bool has_over_aggregate(const nlohmann::json& n);
+// Whether an aggregate call OVER a window stands in `s`'s select list
+// (outside subqueries).
+bool has_over_aggregate(const ast::Select& s);
+
+// Calls `f` on each expression directly below `e` (operands, CASE's
+// branches, a call's FILTER and OVER window), not inside subqueries.
+void for_each_child(const ast::Expr& e, const std::function<void(const ast::Expr&)>& f);
 
 // Refuses a ROW_NUMBER() that no WHERE rn <= N limits.
 absl::Status check_ranks(const PlanNode& n, std::string_view text, int offset);

@@ -4,27 +4,21 @@
 
 namespace weir::sql {
 
-using nlohmann::json;
-
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::view(const json& v, const json& range,
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::view(const ast::CreateView& v, const std::optional<std::string>& alias,
                                                              std::vector<Scope>* scopes, int offset) {
-  auto rows = select(v["query"]["SelectStmt"], offset);
+  auto rows = select(v.query, offset);
   if (!rows.ok()) return rows.status();
-  if (v.contains("aliases")) {
-    const std::vector<std::string> names = strings_of(v["aliases"]);
-    for (size_t i = 0; i < names.size() && i < (*rows)->columns.size(); ++i) (*rows)->columns[i].name = names[i];
-  }
-  const std::string name = v["view"].value("relname", "");
-  scopes->push_back({range.contains("alias") ? range["alias"].value("aliasname", name) : name, (*rows)->columns});
+  for (size_t i = 0; i < v.columns.size() && i < (*rows)->columns.size(); ++i) (*rows)->columns[i].name = v.columns[i];
+  scopes->push_back({alias.value_or(v.name.text), (*rows)->columns});
   return rows;
 }
 
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::union_all(const json& s, int offset) {
-  auto left = select(s["larg"], offset);
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::union_all(const ast::Select& s, int offset) {
+  auto left = select(*s.left, offset);
   if (!left.ok()) return left.status();
-  auto right = select(s["rarg"], offset);
+  auto right = select(*s.right, offset);
   if (!right.ok()) return right.status();
-  const int at = location_of(s["rarg"]);
+  const int at = s.right->offset;
   const std::vector<Column>& l = (*left)->columns;
   const std::vector<Column>& r = (*right)->columns;
   if (l.size() != r.size()) {

@@ -9,8 +9,6 @@
 
 namespace weir::sql {
 
-using nlohmann::json;
-
 // What column `column` of `n`'s rows is: the event time of a table (its
 // watermark column, selected as it is), PROCTIME(), or neither.
 QueryPlanner::TimeAttribute QueryPlanner::time_attribute(const PlanNode& n, int column) const {
@@ -42,14 +40,11 @@ QueryPlanner::TimeAttribute QueryPlanner::time_attribute(const PlanNode& n, int 
 // window). t is a table or a subquery; ts its time attribute: the event
 // time (a table's watermark column, also through a subquery) or a
 // PROCTIME() column of the subquery (processing-time windows).
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const json& r, std::vector<Scope>* scopes,
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const ast::TableRef& r, std::vector<Scope>* scopes,
                                                                         int offset) {
-  const json& call = r["functions"][0]["List"]["items"][0];
-  const int at = location_of(call);
-  if (node_name(call) != "FuncCall") return unsupported(at, "FROM " + node_name(call));
-  const json& f = call["FuncCall"];
-  const auto fn = strings_of(f.value("funcname", json::array()));
-  const std::string name = absl::AsciiStrToUpper(fn.empty() ? "?" : fn.back());
+  const ast::Expr& f = *r.call;
+  const int at = f.offset;
+  const std::string name = absl::AsciiStrToUpper(f.names.empty() ? "?" : f.name());
   WindowSpec w;
   size_t durations = 0, optional = 0;
   if (name == "TUMBLE") w.kind = WindowSpec::Kind::kTumble, durations = 1, optional = 1;
@@ -57,42 +52,45 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
   else if (name == "SESSION") w.kind = WindowSpec::Kind::kSession, durations = 1;
   else if (name == "CUMULATE") w.kind = WindowSpec::Kind::kCumulate, durations = 2, optional = 1;
   else return unsupported(at, "the table function " + name + " (TUMBLE, HOP, CUMULATE and SESSION windows are)");
-  json args = f.value("args", json::array());
+  std::vector<const ast::Expr*> args;
+  for (const ast::Expr& a : f.args) args.push_back(&a);
   // Named arguments (DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE =>
   // ...): put where their names say, as Flink's signatures name them.
-  if (std::any_of(args.begin(), args.end(), [](const json& a) { return node_name(a) == "NamedArgExpr"; })) {
+  auto named = [](const ast::Expr* a) { return a->kind == ast::Expr::Kind::kNamedArg; };
+  if (std::any_of(args.begin(), args.end(), named)) {
     std::vector<std::string> names = {"data", "timecol"};
     if (w.kind == WindowSpec::Kind::kTumble) names.insert(names.end(), {"size", "offset"});
     if (w.kind == WindowSpec::Kind::kHop) names.insert(names.end(), {"slide", "size", "offset"});
     if (w.kind == WindowSpec::Kind::kCumulate) names.insert(names.end(), {"step", "size", "offset"});
     if (w.kind == WindowSpec::Kind::kSession) names.push_back("gap");
-    json placed = json::array();
+    std::vector<const ast::Expr*> placed;
     std::vector<bool> given(names.size(), false);
     for (size_t i = 0; i < args.size(); ++i) {
-      const json& a = args[i];
-      if (node_name(a) != "NamedArgExpr") {
-        if (std::any_of(given.begin() + static_cast<long>(i), given.end(), [](bool g) { return g; }) || i >= names.size()) {
-          return error(location_of(a), name + ": a positional argument after a named one");
+      const ast::Expr* a = args[i];
+      if (!named(a)) {
+        if (std::any_of(given.begin() + static_cast<long>(std::min(i, given.size())), given.end(), [](bool g) { return g; }) ||
+            i >= names.size()) {
+          return error(a->offset, name + ": a positional argument after a named one");
         }
         given[i] = true;
-        while (placed.size() <= i) placed.push_back(json());
+        if (placed.size() <= i) placed.resize(i + 1, nullptr);
         placed[i] = a;
         continue;
       }
-      const std::string arg = absl::AsciiStrToLower(a["NamedArgExpr"].value("name", ""));
+      const std::string arg = absl::AsciiStrToLower(a->names.empty() ? "" : a->names[0]);
       const auto at_name = std::find(names.begin(), names.end(), arg);
       if (at_name == names.end()) {
-        return error(location_of(a), name + " has no argument " + absl::AsciiStrToUpper(arg) + " (it has " +
-                                         absl::AsciiStrToUpper(absl::StrJoin(names, ", ")) + ")");
+        return error(a->offset, name + " has no argument " + absl::AsciiStrToUpper(arg) + " (it has " +
+                                    absl::AsciiStrToUpper(absl::StrJoin(names, ", ")) + ")");
       }
       const size_t k = static_cast<size_t>(at_name - names.begin());
-      if (given[k]) return error(location_of(a), name + ": argument " + absl::AsciiStrToUpper(arg) + " is given twice");
+      if (given[k]) return error(a->offset, name + ": argument " + absl::AsciiStrToUpper(arg) + " is given twice");
       given[k] = true;
-      while (placed.size() <= k) placed.push_back(json());
-      placed[k] = a["NamedArgExpr"]["arg"];
+      if (placed.size() <= k) placed.resize(k + 1, nullptr);
+      placed[k] = &a->args[0];
     }
     for (size_t k = 0; k < placed.size(); ++k) {
-      if (placed[k].is_null()) return error(at, name + ": argument " + absl::AsciiStrToUpper(names[k]) + " is missing");
+      if (placed[k] == nullptr) return error(at, name + ": argument " + absl::AsciiStrToUpper(names[k]) + " is missing");
     }
     args = std::move(placed);
   }
@@ -104,67 +102,69 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
   Node input;
   std::string qualifier;
   const TableDef* t = nullptr;
-  if (node_name(args[0]) == "SubLink" && args[0]["SubLink"].contains("subselect")) {
-    auto inner = select(args[0]["SubLink"]["subselect"]["SelectStmt"], offset);
+  const ast::Expr& data = *args[0];
+  if (data.kind == ast::Expr::Kind::kSubquery && data.what.empty()) {
+    auto inner = select(*data.query, offset);
     if (!inner.ok()) return inner.status();
-    if (is_updating(**inner)) return unsupported(location_of(args[0]), name + " over an updating result");
+    if (is_updating(**inner)) return unsupported(data.offset, name + " over an updating result");
     input = *std::move(inner);
   } else {
-    const auto table_name = node_name(args[0]) == "ColumnRef" ? strings_of(args[0]["ColumnRef"]["fields"]) : std::vector<std::string>{};
-    if (table_name.size() != 1) return unsupported(location_of(args[0]), usage + " over anything but a table or (SELECT ...)");
-    t = find_table_(table_name[0]);
-    const json* v = t == nullptr && find_view_ ? find_view_(table_name[0]) : nullptr;
+    if (data.kind != ast::Expr::Kind::kColumn || data.names.size() != 1) {
+      return unsupported(data.offset, usage + " over anything but a table or (SELECT ...)");
+    }
+    const std::string& table_name = data.names[0];
+    t = find_table_(table_name);
+    const ast::CreateView* v = t == nullptr && find_view_ ? find_view_(table_name) : nullptr;
     if (v != nullptr) {  // a view: its query, as a subquery
       std::vector<Scope> view_scope;
-      auto inner = view(*v, json::object(), &view_scope, offset);
+      auto inner = view(*v, std::nullopt, &view_scope, offset);
       if (!inner.ok()) return inner.status();
-      if (is_updating(**inner)) return unsupported(location_of(args[0]), name + " over an updating result");
+      if (is_updating(**inner)) return unsupported(data.offset, name + " over an updating result");
       input = *std::move(inner);
       qualifier = view_scope[0].qualifier;
     }
-    if (t == nullptr && v == nullptr) return error(location_of(args[0]), "no table " + table_name[0] + " (declare it with CREATE TABLE)");
+    if (t == nullptr && v == nullptr) return error(data.offset, "no table " + table_name + " (declare it with CREATE TABLE)");
     if (t != nullptr) {
-      if (t->changelog()) return unsupported(location_of(args[0]), name + " over an updating result");
+      if (t->changelog()) return unsupported(data.offset, name + " over an updating result");
       input = scan_of(*t);
       qualifier = t->name;
     }
   }
   // Its time attribute: the event time (a table's watermark column) or
   // PROCTIME().
-  const json& d = args[1];
-  const auto d_name = node_name(d) == "FuncCall" ? strings_of(d["FuncCall"].value("funcname", json::array())) : std::vector<std::string>{};
-  const json d_args = node_name(d) == "FuncCall" ? d["FuncCall"].value("args", json::array()) : json::array();
-  const auto column = d_args.size() == 1 && node_name(d_args[0]) == "ColumnRef" ? strings_of(d_args[0]["ColumnRef"]["fields"])
-                                                                                 : std::vector<std::string>{};
-  if (d_name.size() != 1 || !absl::EqualsIgnoreCase(d_name[0], "descriptor") || column.size() != 1) {
-    return error(location_of(d), name + ": the second argument is DESCRIPTOR(time column)");
-  }
+  const ast::Expr& d = *args[1];
+  const bool descriptor = d.kind == ast::Expr::Kind::kFunction && d.names.size() == 1 &&
+                          absl::EqualsIgnoreCase(d.names[0], "descriptor") && d.args.size() == 1 &&
+                          d.args[0].kind == ast::Expr::Kind::kColumn && d.args[0].names.size() == 1;
+  if (!descriptor) return error(d.offset, name + ": the second argument is DESCRIPTOR(time column)");
+  const std::string& column = d.args[0].names[0];
+  const int column_at = d.args[0].offset;
   if (t != nullptr && !t->watermark) {
-    return error(location_of(d), name + ": table " + t->name + " has no event time (declare its watermark option)");
+    return error(d.offset, name + ": table " + t->name + " has no event time (declare its watermark option)");
   }
-  if (t != nullptr && !absl::EqualsIgnoreCase(column[0], t->watermark->column)) {
-    return error(location_of(d_args[0]), name + ": " + column[0] + " is not the event time of table " + t->name +
-                                             " (its watermark is on " + t->watermark->column + ")");
+  if (t != nullptr && !absl::EqualsIgnoreCase(column, t->watermark->column)) {
+    return error(column_at, name + ": " + column + " is not the event time of table " + t->name +
+                                " (its watermark is on " + t->watermark->column + ")");
   }
-  const int time = column_index(input->columns, column[0]);
-  if (time < 0) return error(location_of(d_args[0]), name + ": no column " + column[0]);
+  const int time = column_index(input->columns, column);
+  if (time < 0) return error(column_at, name + ": no column " + column);
   const TimeAttribute attribute = time_attribute(*input, time);
   if (attribute == TimeAttribute::kNone) {
-    return error(location_of(d_args[0]), name + ": " + column[0] + " is no time attribute (a table's watermark column, " +
-                                             "or PROCTIME())");
+    return error(column_at, name + ": " + column + " is no time attribute (a table's watermark column, " +
+                                "or PROCTIME())");
   }
   w.time_column = input->columns[time].name;
   w.processing_time = attribute == TimeAttribute::kProcessingTime;
   // Its durations, constant INTERVALs.
   std::vector<int64_t> ms;
   for (size_t i = 2; i < args.size(); ++i) {
-    auto e = binder_.bind(args[i], {});
+    auto e = binder_.bind(*args[i], {});
     if (!e.ok()) return e.status();
     if (e->kind != Expr::Kind::kLiteral || e->type.kind != TypeKind::kInterval) {
-      return error(location_of(args[i]), name + ": argument " + std::to_string(i + 1) + " must be a constant INTERVAL");
+      return error(args[i]->offset, name + ": argument " + std::to_string(i + 1) + " must be a constant INTERVAL");
     }
     const int64_t v = std::get<int64_t>(e->literal);
-    if (v <= 0 && i < 2 + durations) return error(location_of(args[i]), name + ": a window's length must be positive");
+    if (v <= 0 && i < 2 + durations) return error(args[i]->offset, name + ": a window's length must be positive");
     ms.push_back(v);
   }
   switch (w.kind) {
@@ -200,24 +200,23 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const js
   }
   window->window = w;
   window->input = std::move(input);
-  scopes->push_back({r.contains("alias") ? r["alias"].value("aliasname", qualifier) : qualifier, window->columns});
-  (void)offset;
+  auto scope = scope_of(r, qualifier, window->columns);
+  if (!scope.ok()) return scope.status();
+  scopes->push_back(*std::move(scope));
   return window;
 }
 
 // SELECT ... GROUP BY over a window table function: an aggregate of each
 // window's rows per key, final when the window closes (append-only).
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped(const json& s, Node input,
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped(const ast::Select& s, Node input,
                                                                 const std::vector<Scope>& scopes, int offset) {
-  const int group_at = s.contains("groupClause") ? location_of(s["groupClause"][0]) : offset;
+  const int group_at = !s.group_by.empty() ? s.group_by[0].offset : offset;
   Grouping g;
   g.input = scopes;
-  for (const auto& k : s.value("groupClause", json::array())) {
-    const std::string kind = node_name(k);
-    if (kind == "GroupingSet") return unsupported(location_of(k), "GROUPING SETS, ROLLUP and CUBE");
+  for (const ast::Expr& k : s.group_by) {
     auto key = binder_.bind(k, g.input);
     if (!key.ok()) return key.status();
-    if (key->is_constant()) return unsupported(location_of(k), "GROUP BY a constant or a column's position");
+    if (key->is_constant()) return unsupported(k.offset, "GROUP BY a constant or a column's position");
     g.keys.push_back(*std::move(key));
   }
   // The window: the rows' window bounds (of a window table function, or
@@ -253,23 +252,22 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped(const json& s, N
 // The aggregate of grouping `g` (keys bound) over `input`, then HAVING and
 // the select list over its groups. `first`: the first column of a window
 // table function below, which aggregates must not read.
-absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped_output(const json& s, Node input,
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped_output(const ast::Select& s, Node input,
                                                                        const std::vector<Scope>& scopes, Grouping g,
                                                                        int first, int offset) {
-  const int group_at = s.contains("groupClause") ? location_of(s["groupClause"][0]) : offset;
+  const int group_at = !s.group_by.empty() ? s.group_by[0].offset : offset;
   // The select list and HAVING over the groups.
   const Binder grouped_binder(text_, &g);
   std::vector<Expr> targets;
   std::vector<Column> columns;
   int unnamed = 0;
-  for (const auto& t : s.value("targetList", json::array())) {
-    const json& r = t["ResTarget"];
-    if (node_name(r["val"]) == "ColumnRef" && r["val"]["ColumnRef"]["fields"].back().contains("A_Star")) {
-      return error(r.value("location", offset), "SELECT * with GROUP BY: name the grouped columns and aggregates");
+  for (const ast::Select::Target& t : s.targets) {
+    if (t.expr.kind == ast::Expr::Kind::kStar) {
+      return error(t.offset >= 0 ? t.offset : offset, "SELECT * with GROUP BY: name the grouped columns and aggregates");
     }
-    auto e = grouped_binder.bind(r["val"], {});
+    auto e = grouped_binder.bind(t.expr, {});
     if (!e.ok()) return e.status();
-    std::string name = r.value("name", "");
+    std::string name = t.alias;
     if (name.empty() && e->kind == Expr::Kind::kColumn && e->column < static_cast<int>(g.keys.size()) &&
         g.keys[e->column].kind == Expr::Kind::kColumn) {
       name = column_at(scopes, g.keys[e->column].column).name;
@@ -280,11 +278,11 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped_output(const jso
     targets.push_back(*std::move(e));
   }
   std::optional<Expr> having;
-  if (s.contains("havingClause")) {
-    auto h = grouped_binder.bind(s["havingClause"], {});
+  if (s.having) {
+    auto h = grouped_binder.bind(*s.having, {});
     if (!h.ok()) return h.status();
     if (h->type.kind != TypeKind::kBoolean && h->type.kind != TypeKind::kNull) {
-      return error(location_of(s["havingClause"]), "HAVING needs a BOOLEAN, not " + std::string(type_name(h->type.kind)));
+      return error(s.having->offset, "HAVING needs a BOOLEAN, not " + std::string(type_name(h->type.kind)));
     }
     having = *std::move(h);
   }
