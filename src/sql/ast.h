@@ -217,6 +217,12 @@ struct Expr {
   bool distinct = false;  // kFunction: COUNT(DISTINCT x)
   bool star = false;      // kFunction: COUNT(*)
   bool ordered = false;   // kFunction: an aggregate's ORDER BY or WITHIN GROUP
+  // kFunction: written in SQL's own syntax, not as a call: EXTRACT(u FROM
+  // ts) is extract('u', ts), POSITION(a IN b) position(b, a), TRIM(...)
+  // btrim/ltrim/rtrim(s [, characters]), CURRENT_TIMESTAMP
+  // current_timestamp().
+  bool sql_syntax = false;
+  bool try_cast = false;  // kCast: TRY_CAST (NULL where the cast fails)
   std::string what;       // kUnsupported, kSubquery
 
   // The last part of a function's name, or "".

@@ -94,6 +94,9 @@ class Binder {
   absl::StatusOr<Expr> between(const ast::Expr& e, const std::vector<Scope>& scopes) const;
   absl::StatusOr<Expr> case_expr(const ast::Expr& e, const std::vector<Scope>& scopes) const;
   absl::StatusOr<Expr> function(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  std::optional<absl::StatusOr<Expr>> time_unit_function(const ast::Expr& e, const std::string& name,
+                                                         const std::vector<Scope>& scopes) const;
+  std::optional<absl::StatusOr<Expr>> more_functions(const std::string& name, std::vector<Expr> args, int at) const;
   // With grouping_: a grouping key, or nullopt.
   std::optional<Expr> grouping_key(const ast::Expr& e) const;
   // An aggregate call of a GROUP BY (grouping_) or OVER a window (over_).

@@ -92,9 +92,10 @@ absl::StatusOr<Expr> Binder::type_cast(const ast::Expr& e, const std::vector<Sco
                   (from == TypeKind::kBoolean && *to == TypeKind::kBigInt) ||
                   (from == TypeKind::kBigInt && (*to == TypeKind::kBoolean || *to == TypeKind::kTimestamp)) ||
                   (from == TypeKind::kTimestamp && *to == TypeKind::kBigInt);
-  if (!ok) return error(at, "cannot CAST " + std::string(type_name(from)) + " to " + std::string(type_name(*to)));
-  type->nullable = x->type.nullable;
-  return Expr::call(Op::kCast, *type, {*std::move(x)});
+  const char* what = e.try_cast ? "TRY_CAST" : "CAST";
+  if (!ok) return error(at, std::string("cannot ") + what + " " + std::string(type_name(from)) + " to " + std::string(type_name(*to)));
+  type->nullable = x->type.nullable || e.try_cast;
+  return Expr::call(e.try_cast ? Op::kTryCast : Op::kCast, *type, {*std::move(x)});
 }
 
 // INTERVAL '4' SECOND (the unit as the syntax gives it), or INTERVAL

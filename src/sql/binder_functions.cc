@@ -2,6 +2,7 @@
 // (collected into the Grouping), and scalar functions with their argument
 // and result types.
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -10,6 +11,35 @@
 #include "sql/functions.h"
 
 namespace weir::sql {
+namespace {
+
+// The units of time each function takes.
+const std::vector<std::string>& extract_units() {
+  static const std::vector<std::string> kUnits = {"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DOY", "DOW", "ISODOW",
+                                                  "HOUR", "MINUTE", "SECOND", "MILLISECOND", "EPOCH"};
+  return kUnits;
+}
+const std::vector<std::string>& interval_units() {
+  static const std::vector<std::string> kUnits = {"MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"};
+  return kUnits;
+}
+
+// A unit written as a bare word (FLOOR(ts TO HOUR), TIMESTAMPADD(HOUR, ...))
+// or as EXTRACT's string: upper case, if it is one of `units`.
+std::optional<std::string> unit_of(const ast::Expr& a, const std::vector<std::string>& units) {
+  std::string word;
+  if (a.kind == ast::Expr::Kind::kColumn && a.names.size() == 1) word = a.names[0];
+  if (a.kind == ast::Expr::Kind::kLiteral && a.literal.kind == ast::Literal::Kind::kString) word = a.literal.text;
+  word = absl::AsciiStrToUpper(word);
+  if (std::find(units.begin(), units.end(), word) == units.end()) return std::nullopt;
+  return word;
+}
+
+Expr unit_constant(const std::string& unit) { return Expr::constant(unit, {TypeKind::kVarchar, false}); }
+
+bool is_time(const Expr& e) { return e.type.kind == TypeKind::kTimestamp || e.type.kind == TypeKind::kNull; }
+
+}  // namespace
 
 bool is_aggregate_function(std::string_view name) {
   return name == "count" || name == "sum" || name == "min" || name == "max" || name == "avg";
@@ -91,6 +121,7 @@ absl::StatusOr<Expr> Binder::function(const ast::Expr& e, const std::vector<Scop
   if (e.distinct || e.filter || e.ordered) {
     return error(at, absl::AsciiStrToUpper(name) + " is no aggregate: DISTINCT, FILTER and ORDER BY belong to aggregates");
   }
+  if (auto timed = time_unit_function(e, name, scopes)) return *std::move(timed);
   std::vector<Expr> args;
   for (const ast::Expr& a : e.args) {
     auto x = bind(a, scopes);
@@ -104,6 +135,7 @@ absl::StatusOr<Expr> Binder::function(const ast::Expr& e, const std::vector<Scop
     const bool nullable = args[0].type.nullable;
     return Expr::call(op, {result, nullable}, std::move(args));
   };
+  if (name == "position" && e.sql_syntax && args.size() == 2) std::swap(args[0], args[1]);  // position(b, a)
   const bool text = args.size() == 1 && (args[0].type.kind == TypeKind::kVarchar || args[0].type.kind == TypeKind::kNull);
   if (name == "lower") return one_arg(text, TypeKind::kVarchar, Op::kLower);
   if (name == "upper") return one_arg(text, TypeKind::kVarchar, Op::kUpper);
@@ -124,8 +156,21 @@ absl::StatusOr<Expr> Binder::function(const ast::Expr& e, const std::vector<Scop
     std::vector<TypeKind> args;  // the required ones, then optional ones
     size_t required;
     TypeKind result;
+    bool may_be_null = false;  // without a NULL argument (no match, too few pieces, ...)
   };
   static const std::vector<Signature> kFunctions = {
+      {"replace", Op::kReplace, {TypeKind::kVarchar, TypeKind::kVarchar, TypeKind::kVarchar}, 3, TypeKind::kVarchar},
+      {"lpad", Op::kLpad, {TypeKind::kVarchar, TypeKind::kBigInt, TypeKind::kVarchar}, 3, TypeKind::kVarchar, true},
+      {"rpad", Op::kRpad, {TypeKind::kVarchar, TypeKind::kBigInt, TypeKind::kVarchar}, 3, TypeKind::kVarchar, true},
+      {"initcap", Op::kInitcap, {TypeKind::kVarchar}, 1, TypeKind::kVarchar},
+      {"position", Op::kPosition, {TypeKind::kVarchar, TypeKind::kVarchar}, 2, TypeKind::kBigInt},
+      {"locate", Op::kPosition, {TypeKind::kVarchar, TypeKind::kVarchar, TypeKind::kBigInt}, 2, TypeKind::kBigInt},
+      {"ltrim", Op::kLtrim, {TypeKind::kVarchar, TypeKind::kVarchar}, 1, TypeKind::kVarchar},
+      {"rtrim", Op::kRtrim, {TypeKind::kVarchar, TypeKind::kVarchar}, 1, TypeKind::kVarchar},
+      {"btrim", Op::kTrim, {TypeKind::kVarchar, TypeKind::kVarchar}, 1, TypeKind::kVarchar},
+      {"json_value", Op::kJsonValue, {TypeKind::kVarchar, TypeKind::kVarchar}, 2, TypeKind::kVarchar, true},
+      {"json_query", Op::kJsonQuery, {TypeKind::kVarchar, TypeKind::kVarchar}, 2, TypeKind::kVarchar, true},
+      {"unix_timestamp", Op::kUnixTimestamp, {TypeKind::kVarchar, TypeKind::kVarchar}, 1, TypeKind::kBigInt},
       {"regexp_extract", Op::kRegexpExtract, {TypeKind::kVarchar, TypeKind::kVarchar, TypeKind::kBigInt}, 2, TypeKind::kVarchar},
       {"regexp", Op::kRegexp, {TypeKind::kVarchar, TypeKind::kVarchar}, 2, TypeKind::kBoolean},
       {"split_index", Op::kSplitIndex, {TypeKind::kVarchar, TypeKind::kVarchar, TypeKind::kBigInt}, 3, TypeKind::kVarchar},
@@ -159,7 +204,7 @@ absl::StatusOr<Expr> Binder::function(const ast::Expr& e, const std::vector<Scop
       if (!s.ok()) return error(e.args[1].offset, upper + ": " + std::string(s.message()));
     }
     // May be NULL without a NULL argument: no match, too few pieces.
-    if (f.op == Op::kRegexpExtract || f.op == Op::kSplitIndex) nullable = true;
+    if (f.op == Op::kRegexpExtract || f.op == Op::kSplitIndex || f.may_be_null) nullable = true;
     return Expr::call(f.op, {f.result, nullable}, std::move(args));
   }
   // IF(condition, a, b): CASE WHEN condition THEN a ELSE b END.
@@ -235,7 +280,147 @@ absl::StatusOr<Expr> Binder::function(const ast::Expr& e, const std::vector<Scop
     }
     return one_arg(false, TypeKind::kBigInt, Op::kAbs);
   }
+  if (auto other = more_functions(name, std::move(args), at)) return *std::move(other);
   return error(at, "unknown function " + upper);
+}
+
+// EXTRACT(unit FROM ts), FLOOR/CEIL(ts TO unit), TIMESTAMPADD(unit, n,
+// ts) and TIMESTAMPDIFF(unit, a, b): functions one of whose arguments is a
+// unit of time, not a value. nullopt for any other function.
+std::optional<absl::StatusOr<Expr>> Binder::time_unit_function(const ast::Expr& e, const std::string& name,
+                                                               const std::vector<Scope>& scopes) const {
+  const int at = e.offset;
+  const std::string upper = absl::AsciiStrToUpper(name);
+  auto bound = [&](size_t i) { return bind(e.args[i], scopes); };
+  auto units_error = [&](const ast::Expr& where, const std::vector<std::string>& units) -> absl::StatusOr<Expr> {
+    return error(where.offset, upper + ": the unit is one of " + absl::StrJoin(units, ", "));
+  };
+  if (name == "extract" && e.sql_syntax && e.args.size() == 2) {
+    auto unit = unit_of(e.args[0], extract_units());
+    if (!unit) return units_error(e.args[0], extract_units());
+    auto ts = bound(1);
+    if (!ts.ok()) return ts.status();
+    if (!is_time(*ts)) return error(at, "EXTRACT needs a TIMESTAMP, not " + std::string(type_name(ts->type.kind)));
+    const bool nullable = ts->type.nullable;
+    return Expr::call(Op::kExtract, {TypeKind::kBigInt, nullable}, {unit_constant(*unit), *std::move(ts)});
+  }
+  if ((name == "floor" || name == "ceil" || name == "ceiling") && e.args.size() == 2) {
+    auto unit = unit_of(e.args[1], interval_units());
+    if (!unit) return units_error(e.args[1], interval_units());
+    auto ts = bound(0);
+    if (!ts.ok()) return ts.status();
+    if (!is_time(*ts)) return error(at, upper + "(x TO unit) needs a TIMESTAMP, not " + std::string(type_name(ts->type.kind)));
+    const bool nullable = ts->type.nullable;
+    return Expr::call(name == "floor" ? Op::kFloorTime : Op::kCeilTime, {TypeKind::kTimestamp, nullable},
+                      {*std::move(ts), unit_constant(*unit)});
+  }
+  if ((name == "timestampadd" || name == "timestampdiff") && !e.args.empty()) {
+    if (e.args.size() != 3) return error(at, upper + " takes a unit and two arguments");
+    auto unit = unit_of(e.args[0], interval_units());
+    if (!unit) return units_error(e.args[0], interval_units());
+    auto a = bound(1);
+    if (!a.ok()) return a.status();
+    auto b = bound(2);
+    if (!b.ok()) return b.status();
+    const bool add = name == "timestampadd";
+    const bool typed = add ? (a->type.kind == TypeKind::kBigInt || a->type.kind == TypeKind::kNull) && is_time(*b)
+                           : is_time(*a) && is_time(*b);
+    if (!typed) {
+      return error(at, upper + (add ? " takes (unit, BIGINT, TIMESTAMP)" : " takes (unit, TIMESTAMP, TIMESTAMP)") + ", not " +
+                           std::string(type_name(a->type.kind)) + " and " + std::string(type_name(b->type.kind)));
+    }
+    const bool nullable = a->type.nullable || b->type.nullable;
+    return Expr::call(add ? Op::kTimestampAdd : Op::kTimestampDiff,
+                      {add ? TypeKind::kTimestamp : TypeKind::kBigInt, nullable},
+                      {unit_constant(*unit), *std::move(a), *std::move(b)});
+  }
+  return std::nullopt;
+}
+
+// The functions that are no fixed signature: of numbers (ROUND, FLOOR,
+// CEIL, POWER, ...), of several strings (CONCAT_WS), of times given in
+// other forms (YEAR(ts), ..., FROM_UNIXTIME, UNIX_TIMESTAMP(),
+// CURRENT_TIMESTAMP). nullopt for any other function.
+std::optional<absl::StatusOr<Expr>> Binder::more_functions(const std::string& name, std::vector<Expr> args, int at) const {
+  const std::string upper = absl::AsciiStrToUpper(name);
+  bool nullable = false;
+  for (const Expr& a : args) nullable = nullable || a.type.nullable;
+  // YEAR(ts), MONTH(ts), ...: EXTRACT's units.
+  static const std::vector<std::pair<const char*, const char*>> kParts = {
+      {"year", "YEAR"},     {"quarter", "QUARTER"}, {"month", "MONTH"},       {"week", "WEEK"},
+      {"dayofyear", "DOY"}, {"dayofmonth", "DAY"},  {"dayofweek", "DOW"},     {"second", "SECOND"}};
+  for (const auto& [part, unit] : kParts) {
+    if (name != part) continue;
+    if (args.size() != 1 || !is_time(args[0])) return error(at, upper + " takes one TIMESTAMP");
+    return Expr::call(Op::kExtract, {TypeKind::kBigInt, nullable}, {unit_constant(unit), std::move(args[0])});
+  }
+  if (name == "current_timestamp" || name == "localtimestamp" || name == "now") {
+    if (!args.empty()) return error(at, upper + " takes no arguments");
+    return Expr::call(Op::kNow, {TypeKind::kTimestamp, false}, {});
+  }
+  if (name == "concat_ws") {
+    if (args.size() < 2) return error(at, "CONCAT_WS takes a separator and one string or more");
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].type.kind != TypeKind::kVarchar && args[i].type.kind != TypeKind::kNull) {
+        return error(at, "CONCAT_WS: argument " + std::to_string(i + 1) + " must be VARCHAR, not " +
+                             std::string(type_name(args[i].type.kind)));
+      }
+    }
+    const bool null_separator = args[0].type.nullable;
+    return Expr::call(Op::kConcatWs, {TypeKind::kVarchar, null_separator}, std::move(args));
+  }
+  if (name == "unix_timestamp" && args.empty()) {  // now, in seconds
+    Expr now = Expr::call(Op::kCast, {TypeKind::kBigInt, false}, {Expr::call(Op::kNow, {TypeKind::kTimestamp, false}, {})});
+    return Expr::call(Op::kDivide, {TypeKind::kBigInt, false}, {std::move(now), Expr::constant(int64_t{1000}, {TypeKind::kBigInt, false})});
+  }
+  if (name == "from_unixtime") {  // seconds as text: DATE_FORMAT(seconds as a TIMESTAMP, format)
+    if (args.empty() || args.size() > 2 || (args[0].type.kind != TypeKind::kBigInt && args[0].type.kind != TypeKind::kNull) ||
+        (args.size() == 2 && args[1].type.kind != TypeKind::kVarchar && args[1].type.kind != TypeKind::kNull)) {
+      return error(at, "FROM_UNIXTIME takes BIGINT seconds and an optional VARCHAR format");
+    }
+    Expr ms = Expr::call(Op::kMultiply, {TypeKind::kBigInt, args[0].type.nullable},
+                         {std::move(args[0]), Expr::constant(int64_t{1000}, {TypeKind::kBigInt, false})});
+    Expr ts = Expr::call(Op::kCast, {TypeKind::kTimestamp, ms.type.nullable}, {std::move(ms)});
+    Expr format = args.size() == 2 ? std::move(args[1]) : Expr::constant(std::string("yyyy-MM-dd HH:mm:ss"), {TypeKind::kVarchar, false});
+    return Expr::call(Op::kDateFormat, {TypeKind::kVarchar, nullable}, {std::move(ts), std::move(format)});
+  }
+  const bool numeric = !args.empty() && std::all_of(args.begin(), args.end(), [](const Expr& a) {
+    return a.type.numeric() || a.type.kind == TypeKind::kNull;
+  });
+  if (name == "power" || name == "pow" || name == "sqrt" || name == "ln" || name == "log10" || name == "exp") {
+    const size_t arity = name == "power" || name == "pow" ? 2 : 1;
+    if (args.size() != arity || !numeric) {
+      return error(at, upper + " takes " + (arity == 2 ? "two numbers" : "one number"));
+    }
+    for (Expr& a : args) a = cast_to(std::move(a), {TypeKind::kDouble, a.type.nullable});
+    const Op op = arity == 2 ? Op::kPower : name == "sqrt" ? Op::kSqrt : name == "ln" ? Op::kLn : name == "log10" ? Op::kLog10 : Op::kExp;
+    return Expr::call(op, {TypeKind::kDouble, nullable}, std::move(args));
+  }
+  if (name == "floor" || name == "ceil" || name == "ceiling") {
+    if (args.size() != 1 || !numeric) return error(at, upper + " takes one number (or a TIMESTAMP TO a unit)");
+    Type t = args[0].type;
+    if (t.kind == TypeKind::kDecimal) t = Type::decimal(std::min(kMaxDecimalPrecision, t.precision - t.scale + 1), 0, t.nullable);
+    return Expr::call(name == "floor" ? Op::kFloor : Op::kCeil, t, std::move(args));
+  }
+  if (name == "round") {
+    if (args.empty() || args.size() > 2 || !args[0].type.numeric()) return error(at, "ROUND takes a number and an optional number of digits");
+    int64_t digits = 0;
+    if (args.size() == 2) {
+      if (args[1].kind != Expr::Kind::kLiteral || !std::holds_alternative<int64_t>(args[1].literal)) {
+        return error(at, "ROUND: the digits must be a constant integer");
+      }
+      digits = std::get<int64_t>(args[1].literal);
+    }
+    Type t = args[0].type;
+    if (t.kind == TypeKind::kDecimal) {
+      const int scale = static_cast<int>(std::clamp<int64_t>(digits, 0, t.scale));
+      t = Type::decimal(std::min(kMaxDecimalPrecision, t.precision - t.scale + scale + 1), scale, t.nullable);
+    }
+    args.resize(1);
+    args.push_back(Expr::constant(digits, {TypeKind::kBigInt, false}));
+    return Expr::call(Op::kRound, t, std::move(args));
+  }
+  return std::nullopt;
 }
 
 }  // namespace weir::sql

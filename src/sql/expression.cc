@@ -182,6 +182,48 @@ absl::StatusOr<Value> cast(const Value& v, const Type& from_type, const Type& to
   return absl::InvalidArgumentError("cannot CAST " + std::string(type_name(from)) + " to " + std::string(type_name(to)));
 }
 
+int64_t power_of_ten(int n) {
+  int64_t p = 1;
+  for (int i = 0; i < n; ++i) p *= 10;
+  return p;
+}
+
+// ROUND(x, digits), FLOOR(x), CEIL(x) of a number `x` of type `from`,
+// as type `to` (a DECIMAL's scale: the digits kept). Halves round away
+// from zero, as Flink's ROUND does.
+absl::StatusOr<Value> round_number(Op op, const Value& x, const Type& from, const Type& to, int64_t digits) {
+  if (from.kind == TypeKind::kDouble) {
+    const double d = std::get<double>(x);
+    if (op == Op::kFloor) return std::floor(d);
+    if (op == Op::kCeil) return std::ceil(d);
+    if (digits > 300 || digits < -300) return digits > 0 ? d : 0.0;
+    const double f = std::pow(10.0, static_cast<double>(digits));
+    return std::round(d * f) / f;
+  }
+  const int64_t n = std::get<int64_t>(x);
+  const int scale = from.kind == TypeKind::kDecimal ? from.scale : 0;
+  // The digits dropped: `drop` decimal places of the unscaled value.
+  int64_t drop = op == Op::kRound ? scale - digits : scale;
+  if (drop <= 0) return n;  // nothing to drop (the scale stays: `to` is `from`)
+  if (drop > 18) return int64_t{0};
+  const int64_t f = power_of_ten(static_cast<int>(drop));
+  int64_t q = n / f;
+  const int64_t r = n % f;
+  if (op == Op::kFloor && r < 0) --q;
+  if (op == Op::kCeil && r > 0) ++q;
+  if (op == Op::kRound && (r >= 0 ? r : -r) >= f - (r >= 0 ? r : -r)) q += n < 0 ? -1 : 1;
+  // Rounded to the left of the point (ROUND(x, -2)): back to the scale of `to`.
+  const int64_t back = static_cast<int64_t>(to.kind == TypeKind::kDecimal ? to.scale : 0) - (scale - drop);
+  if (back > 0) {
+    int64_t out;
+    if (back > 18 || __builtin_mul_overflow(q, power_of_ten(static_cast<int>(back)), &out)) {
+      return absl::OutOfRangeError(std::string(op_name(op)) + ": overflow");
+    }
+    return out;
+  }
+  return q;
+}
+
 // A strict call `e` of non-NULL operand values `v`.
 absl::StatusOr<Value> apply_strict(const Expr& e, absl::Span<const Value* const> v) {
   switch (e.op) {
@@ -212,8 +254,17 @@ absl::StatusOr<Value> apply_strict(const Expr& e, absl::Span<const Value* const>
     case Op::kGreater: return compare(*v[0], *v[1]) > 0;
     case Op::kGreaterEqual: return compare(*v[0], *v[1]) >= 0;
     case Op::kNot: return !std::get<bool>(*v[0]);
-    case Op::kProctime: return absl::ToUnixMillis(absl::Now());
+    case Op::kProctime:
+    case Op::kNow: return absl::ToUnixMillis(absl::Now());
     case Op::kCast: return cast(*v[0], e.args[0].type, e.type);
+    case Op::kTryCast: {
+      auto c = cast(*v[0], e.args[0].type, e.type);
+      return c.ok() ? *std::move(c) : Value{};
+    }
+    case Op::kRound:
+    case Op::kFloor:
+    case Op::kCeil:
+      return round_number(e.op, *v[0], e.args[0].type, e.type, v.size() > 1 ? std::get<int64_t>(*v[1]) : 0);
     case Op::kConcat: {
       std::string s;
       for (size_t i = 0; i < v.size(); ++i) {
@@ -302,7 +353,34 @@ std::string_view op_name(Op op) {
     case Op::kHour: return "HOUR";
     case Op::kMinute: return "MINUTE";
     case Op::kCountChar: return "COUNT_CHAR";
+    case Op::kExtract: return "EXTRACT";
+    case Op::kFloorTime: return "FLOOR";
+    case Op::kCeilTime: return "CEIL";
+    case Op::kTimestampAdd: return "TIMESTAMPADD";
+    case Op::kTimestampDiff: return "TIMESTAMPDIFF";
+    case Op::kUnixTimestamp: return "UNIX_TIMESTAMP";
+    case Op::kPosition: return "POSITION";
+    case Op::kTrim: return "TRIM";
+    case Op::kLtrim: return "LTRIM";
+    case Op::kRtrim: return "RTRIM";
+    case Op::kReplace: return "REPLACE";
+    case Op::kLpad: return "LPAD";
+    case Op::kRpad: return "RPAD";
+    case Op::kInitcap: return "INITCAP";
+    case Op::kRound: return "ROUND";
+    case Op::kFloor: return "FLOOR";
+    case Op::kCeil: return "CEIL";
+    case Op::kPower: return "POWER";
+    case Op::kSqrt: return "SQRT";
+    case Op::kLn: return "LN";
+    case Op::kLog10: return "LOG10";
+    case Op::kExp: return "EXP";
+    case Op::kJsonValue: return "JSON_VALUE";
+    case Op::kJsonQuery: return "JSON_QUERY";
+    case Op::kTryCast: return "TRY_CAST";
+    case Op::kConcatWs: return "CONCAT_WS";
     case Op::kProctime: return "PROCTIME";
+    case Op::kNow: return "CURRENT_TIMESTAMP";
   }
   return "?";
 }
@@ -334,7 +412,7 @@ Expr Expr::call(Op op, Type type, std::vector<Expr> args) {
 }
 
 bool Expr::is_constant() const {
-  if (kind == Kind::kColumn || (kind == Kind::kCall && op == Op::kProctime)) return false;
+  if (kind == Kind::kColumn || (kind == Kind::kCall && (op == Op::kProctime || op == Op::kNow))) return false;
   for (const Expr& a : args) {
     if (!a.is_constant()) return false;
   }
@@ -368,11 +446,13 @@ std::string Expr::to_string(const std::vector<std::string>& input) const {
     case Op::kNot: return "NOT " + a[0];
     case Op::kIsNull:
     case Op::kIsNotNull: return a[0] + " " + std::string(op_name(op));
-    case Op::kCast: {
+    case Op::kCast:
+    case Op::kTryCast: {
       Type shown = type;
       shown.nullable = true;
-      return "CAST(" + a[0] + " AS " + shown.to_string() + ")";
+      return std::string(op == Op::kCast ? "CAST(" : "TRY_CAST(") + a[0] + " AS " + shown.to_string() + ")";
     }
+    case Op::kNow: return "CURRENT_TIMESTAMP";
     case Op::kCase: {
       std::string s = "CASE";
       const size_t pairs = (args.size() - (has_else ? 1 : 0)) / 2;
@@ -394,6 +474,31 @@ std::string Expr::to_string(const std::vector<std::string>& input) const {
     case Op::kHour:
     case Op::kMinute:
     case Op::kCountChar:
+    case Op::kExtract:
+    case Op::kFloorTime:
+    case Op::kCeilTime:
+    case Op::kTimestampAdd:
+    case Op::kTimestampDiff:
+    case Op::kUnixTimestamp:
+    case Op::kPosition:
+    case Op::kTrim:
+    case Op::kLtrim:
+    case Op::kRtrim:
+    case Op::kReplace:
+    case Op::kLpad:
+    case Op::kRpad:
+    case Op::kInitcap:
+    case Op::kRound:
+    case Op::kFloor:
+    case Op::kCeil:
+    case Op::kPower:
+    case Op::kSqrt:
+    case Op::kLn:
+    case Op::kLog10:
+    case Op::kExp:
+    case Op::kJsonValue:
+    case Op::kJsonQuery:
+    case Op::kConcatWs:
     case Op::kProctime: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
     case Op::kAnd:
     case Op::kOr: return "(" + absl::StrJoin(a, " " + std::string(op_name(op)) + " ") + ")";
@@ -493,6 +598,22 @@ absl::StatusOr<Value> evaluate_call(const Expr& e, OperandFn operand) {
         if (!is_null(**v)) return **v;
       }
       return Value{};
+    case Op::kConcatWs: {  // NULL only when the separator is
+      auto sep = operand(0);
+      if (!sep.ok()) return sep.status();
+      if (is_null(**sep)) return Value{};
+      std::string out;
+      bool first = true;
+      for (size_t i = 1; i < e.args.size(); ++i) {
+        auto v = operand(i);
+        if (!v.ok()) return v.status();
+        if (is_null(**v)) continue;
+        if (!first) out += std::get<std::string>(**sep);
+        out += std::get<std::string>(**v);
+        first = false;
+      }
+      return out;
+    }
     case Op::kCase: {
       const size_t pairs = (e.args.size() - (e.has_else ? 1 : 0)) / 2;
       for (size_t i = 0; i < pairs; ++i) {

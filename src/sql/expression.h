@@ -35,7 +35,14 @@ enum class Op : uint8_t {
   kLower, kUpper, kCharLength, kAbs,
   // sql/functions.h
   kRegexpExtract, kRegexp, kLike, kSplitIndex, kSubstring, kDateFormat, kHour, kMinute, kCountChar,
+  kExtract, kFloorTime, kCeilTime, kTimestampAdd, kTimestampDiff, kUnixTimestamp,
+  kPosition, kTrim, kLtrim, kRtrim, kReplace, kLpad, kRpad, kInitcap,
+  kRound, kFloor, kCeil, kPower, kSqrt, kLn, kLog10, kExp,
+  kJsonValue, kJsonQuery,
+  kTryCast,   // to the node's type; NULL where CAST fails
+  kConcatWs,  // CONCAT_WS(separator, s, ...): NULL arguments skipped
   kProctime,  // PROCTIME(): the wall clock when the row is computed
+  kNow,       // CURRENT_TIMESTAMP, NOW(): the same, no time attribute
 };
 std::string_view op_name(Op op);
 

@@ -15,6 +15,23 @@
 //   HOUR(ts), MINUTE(ts)         ts's hour of day, minute of hour (UTC)
 //   COUNT_CHAR(s, c)             how many bytes of s equal c's first byte
 //                                (Nexmark q14's function; 0 for an empty c)
+//   EXTRACT(unit, ts)            a field of ts (UTC); the unit a constant
+//                                "YEAR", ..., "DOW" (Sunday 1), "EPOCH"
+//   FLOOR/CEIL(ts, unit)         ts down (up) to a unit's boundary
+//   TIMESTAMPADD(unit, n, ts)    months keep the day where the month has it
+//   TIMESTAMPDIFF(unit, a, b)    whole units from a to b, towards zero
+//   UNIX_TIMESTAMP(s [, f])      seconds of s read in Java's pattern f
+//   POSITION(a, b [, from])      a's index in b (from 1, in characters), 0
+//   TRIM/LTRIM/RTRIM(s [, cs])   s without the characters of cs (a space)
+//   REPLACE(s, a, b)             every a in s as b
+//   LPAD/RPAD(s, n, pad)         s cut or padded to n characters; NULL for
+//                                n < 0 or nothing to pad with
+//   INITCAP(s)                   each word's first letter upper case
+//   POWER, SQRT, LN, LOG10, EXP  of DOUBLEs
+//   JSON_VALUE/JSON_QUERY(s, p)  the scalar (as text) / object or array (as
+//                                JSON) at path p of document s, else NULL
+//                                (the document is read with nlohmann::json:
+//                                a value's text, not SQL's parse tree)
 //
 // A regular expression that does not compile is an error naming it.
 // Thread-safe: compiled expressions are cached per thread.

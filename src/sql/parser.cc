@@ -153,6 +153,26 @@ class Translator {
       if (t.is_keyword("INSERT") && i + 3 < end && tokens_[i + 1].is_keyword("INTO") && tokens_[i + 3].is_keyword("PARTITION")) {
         return unsupported(tokens_[i + 3], "INSERT INTO ... PARTITION (a static partition)");
       }
+      // TRY_CAST(x AS t): PostgreSQL's CAST, the TRY_ blanked (the
+      // transformer reads it back from the script's text).
+      if (t.is_keyword("TRY_CAST") && after.is_symbol("(")) {
+        for (int k = t.offset; k < t.offset + 4; ++k) buffer_[k] = ' ';
+        continue;
+      }
+      // FLOOR(ts TO unit), CEIL(ts TO unit): FLOOR(ts , unit), the unit
+      // a bare word the binder reads as one.
+      if ((t.is_keyword("FLOOR") || t.is_keyword("CEIL") || t.is_keyword("CEILING")) && after.is_symbol("(")) {
+        const size_t close = matching(i + 1, end);
+        int depth = 0;
+        for (size_t k = i + 1; k < close; ++k) {
+          depth += tokens_[k].is_symbol("(") ? 1 : tokens_[k].is_symbol(")") ? -1 : 0;
+          if (depth == 1 && tokens_[k].is_keyword("TO") && k + 2 == close && tokens_[k + 1].is(Token::Kind::kWord)) {
+            buffer_[tokens_[k].offset] = ',';
+            buffer_[tokens_[k].offset + 1] = ' ';
+          }
+        }
+        continue;
+      }
       // TABLE(F(...)): a table function's rows.
       if (t.is_keyword("TABLE") && i + 3 < end && tokens_[i + 1].is_symbol("(") && tokens_[i + 2].is(Token::Kind::kWord) &&
           tokens_[i + 3].is_symbol("(")) {

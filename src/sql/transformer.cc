@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 
 namespace weir::sql {
 namespace {
@@ -355,6 +356,9 @@ class Transformer {
       e.kind = ast::Expr::Kind::kCast;
       e.type = type(field(b, "typeName"));
       if (e.type.name == "INTERVAL") e.unit = interval_unit(field(b, "typeName"));
+      // TRY_CAST(...) reaches PostgreSQL's grammar as CAST(...), the TRY_
+      // blanked: the script's own text says which it was.
+      e.try_cast = e.offset >= 4 && absl::EqualsIgnoreCase(std::string(text_.substr(static_cast<size_t>(e.offset) - 4, 4)), "TRY_");
       e.args.push_back(expr(field(b, "arg")));
       return e;
     }
@@ -394,6 +398,7 @@ class Transformer {
       e.star = field(b, "agg_star").is_boolean() && b["agg_star"].get<bool>();
       e.distinct = field(b, "agg_distinct").is_boolean() && b["agg_distinct"].get<bool>();
       e.ordered = b.contains("agg_order") || (field(b, "agg_within_group").is_boolean() && b["agg_within_group"].get<bool>());
+      e.sql_syntax = text_of(b, "funcformat") == "COERCE_SQL_SYNTAX";
       if (b.contains("agg_filter")) e.filter = expr(b["agg_filter"]);
       if (b.contains("over")) e.over = over(b["over"]);
       return e;
@@ -414,10 +419,23 @@ class Transformer {
       e.query = select(field(field(b, "subselect"), "SelectStmt"));
       return e;
     }
+    if (kind == "SQLValueFunction") {
+      const std::string op = text_of(b, "op");
+      static const std::map<std::string, std::string> kNow = {{"SVFOP_CURRENT_TIMESTAMP", "current_timestamp"},
+                                                              {"SVFOP_CURRENT_TIMESTAMP_N", "current_timestamp"},
+                                                              {"SVFOP_LOCALTIMESTAMP", "localtimestamp"},
+                                                              {"SVFOP_LOCALTIMESTAMP_N", "localtimestamp"}};
+      if (auto now = kNow.find(op); now != kNow.end()) {
+        e.kind = ast::Expr::Kind::kFunction;
+        e.names = {now->second};
+        e.sql_syntax = true;
+        return e;
+      }
+    }
     static const std::map<std::string, std::string> kKinds = {
         {"BooleanTest", "IS TRUE, IS FALSE and IS UNKNOWN"},
         {"MinMaxExpr", "GREATEST and LEAST"},
-        {"SQLValueFunction", "CURRENT_TIMESTAMP, CURRENT_DATE and the other SQL value functions"},
+        {"SQLValueFunction", "CURRENT_DATE, CURRENT_TIME and the other SQL value functions of dates and users"},
         {"A_Indirection", "subscripts ([i]) and field selection"},
         {"A_ArrayExpr", "ARRAY[...]"},
         {"RowExpr", "ROW(...) values"},
