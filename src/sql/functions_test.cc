@@ -81,5 +81,50 @@ TEST(SqlFunctionsTest, ABadRegularExpressionIsRefusedWhenPlanned) {
             "line 2, column 40: REGEXP_EXTRACT: regular expression '(a': missing ): (a");
 }
 
+TEST(SqlFunctionsTest, TimesBeforeTheEpochAndUnitsOfTheCalendar) {
+  const Value before{int64_t{-1}};  // 1969-12-31 23:59:59.999
+  EXPECT_EQ(call(Op::kExtract, {std::string("YEAR"), before}), Value{int64_t{1969}});
+  EXPECT_EQ(call(Op::kExtract, {std::string("MILLISECOND"), before}), Value{int64_t{59999}});
+  EXPECT_EQ(call(Op::kExtract, {std::string("EPOCH"), before}), Value{int64_t{-1}});
+  EXPECT_EQ(call(Op::kFloorTime, {before, std::string("SECOND")}), Value{int64_t{-1000}});
+  EXPECT_EQ(call(Op::kCeilTime, {before, std::string("DAY")}), Value{int64_t{0}});
+  EXPECT_EQ(call(Op::kFloorTime, {int64_t{0}, std::string("DAY")}), Value{int64_t{0}});
+  EXPECT_EQ(call(Op::kCeilTime, {int64_t{0}, std::string("DAY")}), Value{int64_t{0}});
+  // 2024-03-31 minus one month is 2024-02-29; back is 2024-03-29.
+  const int64_t march31 = 1711843200000;
+  const int64_t feb29 = 1709164800000;
+  EXPECT_EQ(call(Op::kTimestampAdd, {std::string("MONTH"), int64_t{-1}, march31}), Value{feb29});
+  EXPECT_EQ(call(Op::kTimestampDiff, {std::string("MONTH"), march31, feb29}), Value{int64_t{-1}});
+  EXPECT_EQ(call(Op::kTimestampDiff, {std::string("MONTH"), feb29, march31}), Value{int64_t{1}});
+  EXPECT_EQ(call(Op::kTimestampDiff, {std::string("DAY"), march31, feb29}), Value{int64_t{-31}});
+  EXPECT_FALSE(call_status(Op::kExtract, {std::string("CENTURY"), before}).ok());
+}
+
+TEST(SqlFunctionsTest, StringFunctionsCountCharactersNotBytes) {
+  const std::string s = "\xC3\xA9t\xC3\xA9 \xC3\xA0 Paris";  // "été à Paris"
+  EXPECT_EQ(call(Op::kPosition, {std::string("Paris"), s, int64_t{1}}), Value{int64_t{7}});
+  EXPECT_EQ(call(Op::kPosition, {std::string("\xC3\xA9"), s, int64_t{2}}), Value{int64_t{3}});
+  EXPECT_EQ(call(Op::kPosition, {std::string("x"), s, int64_t{0}}), Value{int64_t{0}});
+  EXPECT_EQ(call(Op::kLpad, {std::string("\xC3\xA9t\xC3\xA9"), int64_t{2}, std::string("x")}), Value{std::string("\xC3\xA9t")});
+  EXPECT_EQ(call(Op::kRpad, {std::string("a"), int64_t{3}, std::string("\xC3\xA9")}), Value{std::string("a\xC3\xA9\xC3\xA9")});
+  EXPECT_EQ(call(Op::kTrim, {std::string("\xC3\xA9\xC3\xA9x\xC3\xA9"), std::string("\xC3\xA9")}), Value{std::string("x")});
+  EXPECT_EQ(call(Op::kTrim, {std::string("   "), std::string(" ")}), Value{std::string()});
+  EXPECT_EQ(call(Op::kReplace, {std::string("aaa"), std::string(""), std::string("b")}), Value{std::string("aaa")});
+  EXPECT_EQ(call(Op::kInitcap, {std::string("o'neil mcDONALD")}), Value{std::string("O'Neil Mcdonald")});
+}
+
+TEST(SqlFunctionsTest, JsonPathsFindScalarsOrStructuresElseNull) {
+  const std::string doc = R"({"a": [{"b": null}, {"b": "x y"}], "n": -3, "e": {}})";
+  EXPECT_EQ(call(Op::kJsonValue, {doc, std::string("$.a[1].b")}), Value{std::string("x y")});
+  EXPECT_EQ(call(Op::kJsonValue, {doc, std::string("$.a[0].b")}), Value{});  // JSON null
+  EXPECT_EQ(call(Op::kJsonValue, {doc, std::string("$.n")}), Value{std::string("-3")});
+  EXPECT_EQ(call(Op::kJsonValue, {doc, std::string("$.a[2]")}), Value{});
+  EXPECT_EQ(call(Op::kJsonValue, {doc, std::string("a.b")}), Value{});  // no $
+  EXPECT_EQ(call(Op::kJsonValue, {doc, std::string("$.a[x]")}), Value{});
+  EXPECT_EQ(call(Op::kJsonQuery, {doc, std::string("$.e")}), Value{std::string("{}")});
+  EXPECT_EQ(call(Op::kJsonQuery, {doc, std::string("$")}), Value{std::string(R"({"a":[{"b":null},{"b":"x y"}],"e":{},"n":-3})")});
+  EXPECT_EQ(call(Op::kJsonValue, {std::string("{"), std::string("$")}), Value{});
+}
+
 }  // namespace
 }  // namespace weir::sql
