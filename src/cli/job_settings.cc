@@ -216,6 +216,20 @@ absl::StatusOr<std::vector<std::string>> with_job_settings(const std::vector<std
   return flags;
 }
 
+absl::Status check_job_setting(const std::string& key, const std::string& value) {
+  auto s = std::find_if(settings().begin(), settings().end(), [&](const Setting& x) { return key == x.key; });
+  if (s == settings().end()) return absl::NotFoundError("unknown job setting '" + key + "'");
+  auto f = as_flag(*s, value);
+  if (!f.ok()) return f.status();
+  return absl::OkStatus();
+}
+
+std::vector<std::string> setting_keys() {
+  std::vector<std::string> out;
+  for (const Setting& s : settings()) out.emplace_back(s.key);
+  return out;
+}
+
 std::string known_setting_keys() {
   std::string out;
   for (const Setting& s : settings()) out += (out.empty() ? "" : ", ") + std::string(s.key);

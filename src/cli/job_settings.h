@@ -40,6 +40,12 @@ absl::StatusOr<std::vector<std::string>> with_job_settings(const std::vector<std
 
 // The keys known, for help and errors.
 std::string known_setting_keys();
+std::vector<std::string> setting_keys();
+
+// Whether `key` is a job setting and `value` one it takes: NotFound for an
+// unknown key, InvalidArgument naming what was expected for a bad value.
+// (A SQL script's SET of a key that is not SQL's own.)
+absl::Status check_job_setting(const std::string& key, const std::string& value);
 
 }  // namespace weir::cli
 

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "cli/help.h"
+#include "cli/job_settings.h"
 #include "examples/nexmark/queries.h"
 #include "examples/nexmark/sql_tables.h"
 #include "cli/sql_collect.h"
@@ -256,6 +257,15 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
     absl::Status s = examples::validate_orders_options(orders);
     if (!s.ok()) return s;
   }
+  if (library == nullptr && name == "sql") {  // the script's SET 'parallelism.default' = ..., unless given
+    absl::Status s = apply_job_settings(sql_job_settings(cl.sql_script),
+                                        [&](const std::string& flag) {
+                                          const CLI::Option* o = app.get_option_no_throw(flag);
+                                          return o != nullptr && o->count() > 0;
+                                        },
+                                        &flags);
+    if (!s.ok()) return absl::InvalidArgumentError("sql: " + std::string(s.message()));
+  }
   auto config = flags.to_config();
   if (!config.ok()) return config.status();
   // A result shown is not taken back: a failed query ends.
@@ -291,7 +301,7 @@ absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvi
                            const std::string& collect) {
   auto script = sql::parse_script(std::move(text));
   if (!script.ok()) return absl::InvalidArgumentError(name + ": " + std::string(script.status().message()));
-  sql::PlanOptions options;
+  sql::PlanOptions options = sql_plan_options();
   sql::TableConnectors connectors = cli_table_connectors();
   if (!collect.empty()) {
     options.result_table = kResultTable;
@@ -302,6 +312,48 @@ absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvi
   if (!planned.ok()) return absl::InvalidArgumentError(name + ": " + std::string(planned.status().message()));
   absl::Status built = sql::build_job(*planned, connectors, env);
   if (!built.ok()) return absl::InvalidArgumentError(name + ": " + std::string(built.message()));
+  return absl::OkStatus();
+}
+
+sql::PlanOptions sql_plan_options() {
+  sql::PlanOptions options;
+  options.job_setting = check_job_setting;
+  options.job_setting_keys = setting_keys();
+  return options;
+}
+
+std::vector<std::pair<std::string, std::string>> sql_job_settings(const std::string& text) {
+  auto script = sql::parse_script(text);
+  if (!script.ok()) return {};
+  sql::PlanOptions options = sql_plan_options();
+  options.declarations_only = true;
+  options.result_table = kResultTable;  // a bare SELECT (a query the shell submits) plans too
+  options.result_connector = kResultConnector;
+  auto planned = sql::plan_script(*script, options);
+  if (!planned.ok()) return {};
+  return planned->settings.job;
+}
+
+absl::Status apply_job_settings(const std::vector<std::pair<std::string, std::string>>& settings,
+                                const std::function<bool(const std::string& flag)>& given, JobFlags* flags) {
+  auto all = settings_as_flags(settings, {});
+  if (!all.ok()) return all.status();
+  // The words of the flags not given: each flag ("--x") with its value, if any.
+  std::vector<std::string> kept;
+  bool keep = false;
+  for (const std::string& w : *all) {
+    if (w.rfind("--", 0) == 0) keep = !given(w);
+    if (keep) kept.push_back(w);
+  }
+  if (kept.empty()) return absl::OkStatus();
+  CLI::App app("a SQL script's job settings");
+  flags->add_to(&app);  // binds the same fields: only those parsed change
+  std::vector<std::string> reversed(kept.rbegin(), kept.rend());  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(std::string(e.what()).empty() ? e.get_name() : std::string(e.what()));
+  }
   return absl::OkStatus();
 }
 

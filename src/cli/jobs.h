@@ -5,8 +5,10 @@
 #define WEIR_CLI_JOBS_H_
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,6 +18,7 @@
 #include "examples/orders/orders.h"
 #include "examples/running_sum/running_sum.h"
 #include "sql/job_builder.h"
+#include "sql/planner.h"
 #include "weir/weir.h"
 
 namespace weir::cli {
@@ -273,6 +276,20 @@ absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvi
 // The tables `weir sql` reads and writes: the built-in connectors and the
 // Nexmark generator.
 sql::TableConnectors cli_table_connectors();
+
+// How weir plans a SQL script it runs: a SET of a job setting's key
+// ('parallelism.default', 'execution.checkpointing.interval', ...;
+// job_settings.h) is checked and kept for the job.
+sql::PlanOptions sql_plan_options();
+
+// The job settings `text`'s SET statements give, in order (none when the
+// script does not plan: building it says why).
+std::vector<std::pair<std::string, std::string>> sql_job_settings(const std::string& text);
+
+// `settings` (a SQL script's, as above) onto `flags`, except the flags
+// `given` says the command line gave: those win.
+absl::Status apply_job_settings(const std::vector<std::pair<std::string, std::string>>& settings,
+                                const std::function<bool(const std::string& flag)>& given, JobFlags* flags);
 
 // The help of the job `name` (or of `library`'s job): its options and the
 // job flags, with their defaults.

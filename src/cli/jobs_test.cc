@@ -79,5 +79,48 @@ TEST(JobFlagsTest, DurationsParseAsFlinkWritesThem) {
   }
 }
 
+// A SQL script's SET of a job setting's key configures its job, on the
+// cluster's path (the built-in job sql) as embedded; a flag on the command
+// line wins over it; a bad value or an unknown key is the SET's error.
+TEST(SqlJobSettingsTest, ScriptSetsConfigureTheJobUnlessAFlagIsGiven) {
+  const std::string script =
+      "SET 'parallelism.default' = '3';\n"
+      "SET 'execution.checkpointing.interval' = '250 ms';\n"
+      "SET 'state.backend.type' = 'rocksdb';\n"
+      "SET 'table.exec.mini-batch.size' = '10';\n"
+      "RESET 'state.backend.type';\n"
+      "CREATE TABLE t (a BIGINT) WITH ('connector' = 'values', 'rows' = '1');\n"
+      "CREATE TABLE o (a BIGINT) WITH ('connector' = 'blackhole');\n"
+      "INSERT INTO o SELECT a FROM t;\n";
+  const auto settings = sql_job_settings(script);
+  ASSERT_EQ(settings.size(), 2u);
+  EXPECT_EQ(settings[0], (std::pair<std::string, std::string>{"parallelism.default", "3"}));
+  EXPECT_EQ(settings[1], (std::pair<std::string, std::string>{"execution.checkpointing.interval", "250 ms"}));
+
+  auto env = build_job("sql", {"--script", script});
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ((*env)->config().default_parallelism, 3);
+  EXPECT_EQ((*env)->config().checkpoint.interval, std::chrono::milliseconds(250));
+  EXPECT_EQ((*env)->config().state.kind, JobConfig{}.state.kind);  // RESET
+
+  auto given = build_job("sql", {"--script", script, "-p", "2"});
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ((*given)->config().default_parallelism, 2);
+  EXPECT_EQ((*given)->config().checkpoint.interval, std::chrono::milliseconds(250));
+
+  auto bad = build_job("sql", {"--script", "SET 'parallelism.default' = 'many';\n" + script});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 1, column 5: SET 'parallelism.default': job setting "
+                                        "parallelism.default=many: expected a whole number"),
+            std::string::npos)
+      << bad.status();
+  auto unknown = build_job("sql", {"--script", "SET 'execution.checkpointing.intervall' = '1s';\n" + script});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("unknown setting 'execution.checkpointing.intervall' (did you mean "
+                                            "'execution.checkpointing.interval'?)"),
+            std::string::npos)
+      << unknown.status();
+}
+
 }  // namespace
 }  // namespace weir::cli

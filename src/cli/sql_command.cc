@@ -112,7 +112,7 @@ std::optional<int> sql_script_for_cluster(std::vector<std::string>* args) {
   const std::string name = a[2] == "-" ? "<stdin>" : a[2];
   auto script = sql::parse_script(text);
   if (!script.ok()) return fail(kBadArguments, name + ": " + std::string(script.status().message()));
-  auto planned = sql::plan_script(*script);
+  auto planned = sql::plan_script(*script, sql_plan_options());
   if (!planned.ok()) return fail(kBadArguments, name + ": " + std::string(planned.status().message()));
   a[2] = std::move(text);
   a.insert(a.begin() + 2, "--script");
@@ -133,14 +133,24 @@ std::optional<int> SqlCommand::run() {
   if (f.explain) {
     auto script = sql::parse_script(std::move(text));
     if (!script.ok()) return fail(kBadArguments, name + ": " + std::string(script.status().message()));
-    auto planned = sql::plan_script(*script);
+    auto planned = sql::plan_script(*script, sql_plan_options());
     if (!planned.ok()) return fail(kBadArguments, name + ": " + std::string(planned.status().message()));
     std::fputs(sql::explain(*planned).c_str(), stdout);
     return kOk;
   }
-  auto config = f.job.to_config();
+  // The script's SET 'parallelism.default' = ... and the like, unless the
+  // command line gives that flag.
+  JobFlags job = f.job;
+  absl::Status settings = apply_job_settings(
+      sql_job_settings(text), [&](const std::string& flag) {
+        const CLI::Option* o = f_->command->get_option_no_throw(flag);
+        return o != nullptr && o->count() > 0;
+      },
+      &job);
+  if (!settings.ok()) return fail(kBadArguments, name + ": " + std::string(settings.message()));
+  auto config = job.to_config();
   if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
-  JobConsole console(f.job.quiet, f.job.default_savepoint_dir(), f.job.drain);
+  JobConsole console(job.quiet, job.default_savepoint_dir(), job.drain);
   StreamEnvironment env(*config);
   absl::Status built = build_sql_job(name, std::move(text), env);
   if (!built.ok()) return fail(kBadArguments, std::string(built.message()));

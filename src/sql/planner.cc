@@ -102,6 +102,12 @@ class Planner {
         {"table.exec.mini-batch.allow-latency", std::to_string(Settings{}.mini_batch_latency_ms) + "ms"},
         {"table.exec.mini-batch.enabled", "true"}};
     auto d = kDefaults.find(reset.key->text);
+    if (d == kDefaults.end() && options_.job_setting &&
+        !absl::IsNotFound(options_.job_setting(reset.key->text, ""))) {  // a job key: its default again
+      auto& job = settings->job;
+      job.erase(std::remove_if(job.begin(), job.end(), [&](const auto& s) { return s.first == reset.key->text; }), job.end());
+      return absl::OkStatus();
+    }
     if (d == kDefaults.end()) {
       return error(reset.key->offset, "RESET: unknown setting '" + reset.key->text + "'" + setting_hint(reset.key->text));
     }
@@ -470,11 +476,14 @@ class Planner {
     return node;
   }
 
-  static std::string setting_hint(const std::string& key) {
+  std::string setting_hint(const std::string& key) const {
     static const std::vector<std::string> kKnown = {"table.optimizer.agg-phase-strategy", "table.exec.mini-batch.size",
                                                     "table.exec.mini-batch.allow-latency", "table.exec.mini-batch.enabled"};
-    const std::string near = nearest(key, kKnown);
-    return near.empty() ? " (known: " + absl::StrJoin(kKnown, ", ") + ")" : " (did you mean '" + near + "'?)";
+    std::vector<std::string> all = kKnown;
+    all.insert(all.end(), options_.job_setting_keys.begin(), options_.job_setting_keys.end());
+    const std::string near = nearest(key, all);
+    if (!near.empty()) return " (did you mean '" + near + "'?)";
+    return " (known: " + absl::StrJoin(kKnown, ", ") + (options_.job_setting_keys.empty() ? "" : " and the job settings of docs/cli.md") + ")";
   }
 
   // SET 'key' = 'value' (Flink's keys; docs/sql.md).
@@ -500,6 +509,10 @@ class Planner {
         return error(at, "SET '" + name + "' = '" + value + "': weir's pre-aggregation always gathers mini-batches "
                          "(to aggregate in one phase: 'table.optimizer.agg-phase-strategy' = 'ONE_PHASE')");
       }
+    } else if (absl::Status job = options_.job_setting ? options_.job_setting(name, value) : absl::NotFoundError(name);
+               !absl::IsNotFound(job)) {
+      if (!job.ok()) return error(at, "SET '" + name + "': " + std::string(job.message()));
+      settings->job.emplace_back(name, value);
     } else {
       return error(at, "SET: unknown setting '" + name + "'" + setting_hint(name));
     }

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <optional>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,6 +50,10 @@ struct Settings {
   // how many rows, and how long, a pre-aggregation gathers before it emits.
   int64_t mini_batch_rows = 1000;
   int64_t mini_batch_latency_ms = 100;
+  // SET of a key of the job's configuration ('parallelism.default',
+  // 'execution.checkpointing.interval', ...; PlanOptions::job_setting), in
+  // the script's order: for whoever runs the job to apply.
+  std::vector<std::pair<std::string, std::string>> job;
 };
 
 struct PlannedScript {
@@ -67,6 +72,11 @@ struct PlanOptions {
   std::string result_connector;
   // Declarations alone are a script (not "nothing to run").
   bool declarations_only = false;
+  // Checks SET of a key that is not SQL's own: OK keeps it in
+  // Settings::job, NotFound says the key is unknown, any other error is the
+  // SET's. Without it, such a SET is an unknown setting.
+  std::function<absl::Status(const std::string& key, const std::string& value)> job_setting;
+  std::vector<std::string> job_setting_keys;  // for the nearest name an unknown key's error names
 };
 
 // The connectors a table may name.
