@@ -1,5 +1,6 @@
 // The built-in tables (sql/job_builder.h TableConnectors::built_in):
-// 'values', 'filesystem' (also partitioned), 'print' and 'blackhole'.
+// 'values', 'datagen' (datagen_table.cc), 'filesystem' (also partitioned),
+// 'print' and 'blackhole'.
 #include <cstdio>
 #include <stdexcept>
 
@@ -7,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "sql/datagen_table.h"
 #include "sql/file_table_source.h"
 #include "sql/job_builder.h"
 #include "weir/connectors.h"
@@ -202,6 +204,7 @@ TableConnectors TableConnectors::built_in() {
     if (parallelism > 0) pruned.parallelism(parallelism);
     return pruned;
   };
+  c.sources["datagen"] = datagen_table;
   c.sources["filesystem"] = [](StreamEnvironment& env, const TableDef& t,
                                const std::string& uid) -> absl::StatusOr<DataStream<Row>> {
     // The CSV lines of the file `path`, or of the files under the

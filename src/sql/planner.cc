@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sql/binder.h"
+#include "sql/datagen_table.h"
 #include "sql/query_planner.h"
 #include "sql/rules.h"
 #include "sql/table_options.h"
@@ -314,15 +315,18 @@ class Planner {
     if (std::find(known.begin(), known.end(), connector->second) == known.end()) {
       std::string message = "table " + t->name + ": unknown connector '" + connector->second + "'";
       const std::string near = nearest(connector->second, known);
-      if (connector->second == "datagen") {
-        return unsupported(at("connector"), "the datagen connector (the nexmark connector generates events)");
-      }
       message += near.empty() ? " (known: " + absl::StrJoin(known, ", ") + ")" : " (did you mean '" + near + "'?)";
       return error(at("connector"), message);
     }
     for (const auto& [key, value] : options) {
       const std::string why = check_option(connector->second, options, key);
       if (!why.empty()) return error(at(key), "table " + t->name + ": " + why);
+    }
+    if (connector->second == "datagen") {
+      TableDef checked = *t;
+      checked.options = options;
+      std::string key;
+      if (const std::string why = check_datagen_options(checked, &key); !why.empty()) return error(at(key), why);
     }
     if (const std::string why = check_formats(connector->second, options); !why.empty()) {
       return error(options.contains("value.format") ? at("value.format") : at("format"), "table " + t->name + ": " + why);

@@ -25,6 +25,7 @@ const std::map<std::string, Known>& connectors() {
         {"max-events", "event.rate.unit"},
         false}},
       {"values", {{"rows", "scan.parallelism"}, {}, {"data-id", "bounded", "changelog-mode"}, false}},
+      {"datagen", {{"rows-per-second", "number-of-rows"}, {"fields."}, {"scan.parallelism"}, false}},
       {"filesystem",
        {{"path", "scan.records-per-second"},
         {},
@@ -142,8 +143,8 @@ absl::Status jdbc_conninfo(std::map<std::string, std::string>* o) {
 }  // namespace
 
 const std::vector<std::string>& known_connectors() {
-  static const std::vector<std::string> kNames = {"nexmark", "values",   "filesystem", "kafka",    "upsert-kafka",
-                                                  "postgres", "jdbc", "print",      "blackhole"};
+  static const std::vector<std::string> kNames = {"nexmark",  "values", "datagen", "filesystem", "kafka", "upsert-kafka",
+                                                  "postgres", "jdbc",   "print",   "blackhole"};
   return kNames;
 }
 
