@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -704,6 +705,32 @@ TEST_F(SqlTest, AFileTableIsReadOnceAndABadLineIsNamed) {
   auto bad = run_weir({"sql", script("bad.csv", "bad"), "--restart-strategy", "none"}, path("bad"));
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.err.find("table t, " + path("bad.csv") + ": line 3: "), std::string::npos) << bad.err;
+}
+
+// A record no restart can fix (a line the format cannot read, a row an
+// expression fails on) fails the job at once, naming it, whatever the
+// restart strategy allows: no loop of restarts over the same record.
+TEST_F(SqlTest, ARecordNoRestartCanFixFailsTheJobOnce) {
+  write("bad.csv", "1,a\n2,b\nthree,c\n");
+  write("zero.csv", "4,a\n2,b\n1,c\n");
+  auto script = [&](const std::string& input, const std::string& select) {
+    return write("job-" + input + ".sql", "CREATE TABLE t (n BIGINT, s VARCHAR) WITH (connector = 'filesystem', path = '" +
+                                              path(input) + "');\n"
+                                              "CREATE TABLE o (n BIGINT) WITH (connector = 'print');\n"
+                                              "INSERT INTO o SELECT " + select + " FROM t;\n");
+  };
+  const std::vector<std::string> restarts = {"--restart-strategy", "fixed-delay", "--restart-attempts", "50",
+                                             "--restart-delay", "10ms"};
+  for (const auto& [input, select, why] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"bad.csv", "n", "table t, " + path("bad.csv") + ": line 3: field n: 'three' is not a BIGINT"},
+           {"zero.csv", "8 / (n - 2)", "division by zero"}}) {
+    std::vector<std::string> args = {"sql", script(input, select)};
+    args.insert(args.end(), restarts.begin(), restarts.end());
+    auto r = run_weir(args, path("out-" + input));
+    EXPECT_EQ(r.code, 4) << input << ": " << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("restarts: 0\n"), std::string::npos) << r.out;
+  }
 }
 
 // A partitioned file table read back: the files under its directory (not

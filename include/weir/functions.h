@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,16 @@
 namespace weir {
 
 using detail::PollStatus;
+
+// Thrown by a source, an operator or a sink for a failure no restart can
+// fix (a record no attempt can read, an expression that fails on a record):
+// the job fails at once with its message, whatever the restart strategy
+// allows (as Flink's SuppressRestartsException). Any other exception fails
+// the task, and the restart strategy decides.
+class UnrecoverableError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Where a source emits. Records given to the source output directly belong
 // to one implicit split; a source reading several splits emits each split's

@@ -390,7 +390,7 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
       const auto& t = m.task_state();
       if (JobPtr j = live(t.job_id())) {
         j->master->update_task_state(from_proto(t.id()), static_cast<runtime::ExecutionState>(t.state()),
-                                     t.error());
+                                     t.error(), t.unrecoverable());
       }
       break;
     }
@@ -434,7 +434,8 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
       auto positions = checkpoint::decode_operator_state(p.positions());
       if (!positions.ok()) {
         j->master->update_task_state(from_proto(p.id()), runtime::ExecutionState::kFailed,
-                                     "source positions it reported: " + std::string(positions.status().message()));
+                                     "source positions it reported: " + std::string(positions.status().message()),
+                                     /*unrecoverable=*/false);
         break;
       }
       r.positions = std::move(*positions);

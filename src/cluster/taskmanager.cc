@@ -137,7 +137,7 @@ class TaskManagerProcess::Impl {
    public:
     MasterProxy(Impl* tm, std::string job_id) : tm_(tm), job_id_(std::move(job_id)) {}
     void update_task_state(const runtime::ExecutionId& id, runtime::ExecutionState state,
-                           const std::string& error) override {
+                           const std::string& error, bool unrecoverable) override {
       spdlog::info("job {}: {} {}{}", job_id_, id.to_string(), runtime::to_string(state),
                    error.empty() ? "" : ": " + error);
       TaskManagerMessage m;
@@ -146,6 +146,7 @@ class TaskManagerProcess::Impl {
       *t->mutable_id() = to_proto(id);
       t->set_state(static_cast<int>(state));
       t->set_error(error);
+      t->set_unrecoverable(unrecoverable);
       tm_->send(std::move(m));
     }
     void acknowledge_checkpoint(const runtime::ExecutionId& id, int64_t cp, checkpoint::TaskAck ack) override {

@@ -120,8 +120,10 @@ class TaskExecutorGateway {
 class JobMasterGateway {
  public:
   virtual ~JobMasterGateway() = default;
+  // `unrecoverable`: the task failed with an UnrecoverableError (the job
+  // fails, no restart).
   virtual void update_task_state(const ExecutionId& id, ExecutionState state,
-                                 const std::string& error) = 0;
+                                 const std::string& error, bool unrecoverable) = 0;
   virtual void acknowledge_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
                                       checkpoint::TaskAck ack) = 0;
   virtual void decline_checkpoint(const ExecutionId& id, int64_t checkpoint_id,

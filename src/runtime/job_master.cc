@@ -338,8 +338,8 @@ int JobMaster::task_index(const ExecutionId& id) const {
 }
 
 void JobMaster::update_task_state(const ExecutionId& id, ExecutionState state,
-                                  const std::string& error) {
-  loop_.post([this, id, state, error] { on_task_state(id, state, error); });
+                                  const std::string& error, bool unrecoverable) {
+  loop_.post([this, id, state, error, unrecoverable] { on_task_state(id, state, error, unrecoverable); });
 }
 
 void JobMaster::executions_lost(std::vector<ExecutionId> ids, const std::string& reason) {
@@ -356,7 +356,7 @@ void JobMaster::executions_lost(std::vector<ExecutionId> ids, const std::string&
 }
 
 void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
-                              const std::string& error) {
+                              const std::string& error, bool unrecoverable) {
   int idx = task_index(id);
   if (idx < 0) return;  // an earlier attempt
   Execution& e = executions_[idx];
@@ -378,7 +378,7 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
   }
   const bool restarting = restarting_.count(region_of_[idx]) != 0;
   if (state == ExecutionState::kFailed && !restarting) {
-    handle_failure(region_of_[idx], error);
+    handle_failure(region_of_[idx], error, unrecoverable);
   } else if (state == ExecutionState::kCanceled && !restarting && status_ == JobStatus::kRunning) {
     handle_failure(region_of_[idx], id.to_string() + " was cancelled unexpectedly");
   }

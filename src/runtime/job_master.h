@@ -105,7 +105,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
 
   // JobMasterGateway.
   void update_task_state(const ExecutionId& id, ExecutionState state,
-                         const std::string& error) override;
+                         const std::string& error, bool unrecoverable) override;
   void acknowledge_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
                               checkpoint::TaskAck ack) override;
   void decline_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
@@ -147,10 +147,12 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   // Slots for the tasks; false (and a retry, or the job failed) when there
   // are not enough.
   bool place_attempt(std::vector<TaskDeploymentDescriptor>& tdds, const std::set<int>& regions);
-  void on_task_state(const ExecutionId& id, ExecutionState state, const std::string& error);
+  void on_task_state(const ExecutionId& id, ExecutionState state, const std::string& error,
+                     bool unrecoverable = false);
   // A task of `region` failed: restarts it (or, with full failover or
   // region -1, all).
-  void handle_failure(int region, const std::string& error);
+  // `unrecoverable`: the job fails once the region's tasks have ended.
+  void handle_failure(int region, const std::string& error, bool unrecoverable = false);
   void maybe_restart();
   // Before restoring again after a restore that made no progress: verifies
   // every file of the latest checkpoint, dropping broken ones (named in the
@@ -210,6 +212,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   int channel_generation_ = 0;         // --failover task: TaskDeploymentDescriptor
   JobStatus status_ = JobStatus::kCreated;
   bool restart_scheduled_ = false;
+  bool unrecoverable_ = false;  // a task failed with an UnrecoverableError: no restart
   std::string last_failure_;
   int restarts_ = 0;
   // Failures since the last progress (restart_strategy config), and when

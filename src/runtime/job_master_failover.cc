@@ -24,8 +24,9 @@ constexpr int64_t kRepeatedLogIntervalMs = 10'000;
 
 }  // namespace
 
-void JobMaster::handle_failure(int region, const std::string& error) {
+void JobMaster::handle_failure(int region, const std::string& error, bool unrecoverable) {
   if (status_ != JobStatus::kRunning) return;
+  if (unrecoverable) unrecoverable_ = true;
   const bool first = restarting_.empty();
   last_failure_ = error;
   if (region < 0 || config_.failover == FailoverStrategy::kFull) {
@@ -73,7 +74,7 @@ void JobMaster::maybe_restart() {
   }
   // A failure that ends the job is reported by whoever reports the job's
   // end; one that is followed by a restart is logged here.
-  if (!restart_->can_restart()) {
+  if (unrecoverable_ || !restart_->can_restart()) {
     fail_now(last_failure_);
     return;
   }

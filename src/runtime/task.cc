@@ -9,6 +9,7 @@
 #include "checkpoint/format.h"
 #include "checkpoint/storage.h"
 #include "common/test_points.h"
+#include "weir/functions.h"
 
 namespace weir::runtime {
 namespace {
@@ -187,17 +188,22 @@ void Task::enter(TaskPhase next) {
 void Task::run() {
   ExecutionState final_state = ExecutionState::kFinished;
   std::string error;
+  bool unrecoverable = false;
   try {
     enter(TaskPhase::kInitializing);
     absl::Status s = initialize();
     if (!s.ok()) throw std::runtime_error(std::string(s.message()));
     enter(TaskPhase::kRunning);
-    services_.job_master->update_task_state(id(), ExecutionState::kRunning, "");
+    services_.job_master->update_task_state(id(), ExecutionState::kRunning, "", false);
     loop();
     if (cancelled_) final_state = ExecutionState::kCanceled;
   } catch (const network::TaskCancelled&) {
     final_state = cancelled_ ? ExecutionState::kCanceled : ExecutionState::kFailed;
     error = "output channel closed by its consumer";
+  } catch (const weir::UnrecoverableError& e) {
+    final_state = cancelled_ ? ExecutionState::kCanceled : ExecutionState::kFailed;
+    error = e.what();
+    unrecoverable = true;
   } catch (const std::exception& e) {
     final_state = cancelled_ ? ExecutionState::kCanceled : ExecutionState::kFailed;
     error = e.what();
@@ -236,13 +242,13 @@ void Task::run() {
     const int64_t dropped = leave_channels();
     if (dropped > 0) services_.job_master->report_dropped_records(id(), dropped);
     services_.job_master->update_task_state(
-        id(), final_state, error.empty() ? "" : vertex_.name + " (" + id().to_string() + "): " + error);
+        id(), final_state, error.empty() ? "" : vertex_.name + " (" + id().to_string() + "): " + error, unrecoverable);
     return;
   }
   // Report before closing the channels: a neighbour that sees them close
   // fails too, and the root cause must reach the JobManager first.
   services_.job_master->update_task_state(
-      id(), final_state, error.empty() ? "" : vertex_.name + " (" + id().to_string() + "): " + error);
+      id(), final_state, error.empty() ? "" : vertex_.name + " (" + id().to_string() + "): " + error, unrecoverable);
   close_channels();
 }
 

@@ -33,7 +33,7 @@ using namespace std::chrono_literals;
 // Records the task states a TaskManager reports.
 class RecordingJobMaster final : public JobMasterGateway {
  public:
-  void update_task_state(const ExecutionId& id, ExecutionState state, const std::string& error) override {
+  void update_task_state(const ExecutionId& id, ExecutionState state, const std::string& error, bool) override {
     absl::MutexLock lock(&mu_);
     states_.push_back({id, state, error});
   }

@@ -37,7 +37,8 @@ class Calc {
  private:
   const Value& value(size_t i) {
     auto v = run_.value(i);
-    if (!v.ok()) throw std::runtime_error((*where_)[i] + ": " + std::string(v.status().message()));
+    // The same row fails the same way after a restart: the job fails.
+    if (!v.ok()) throw UnrecoverableError((*where_)[i] + ": " + std::string(v.status().message()));
     return **v;
   }
 

@@ -161,7 +161,7 @@ class KafkaRows final : public Source<Row> {
   bool reject(const KafkaRecord& r, const std::string& bytes, detail::RowDecoder& decoder) {
     rejected_.origin = origin_of(r);
     rejected_.bytes = bytes;
-    if (!skip_bad_) throw std::runtime_error("table " + table_ + ": " + rejected_.origin + ": " + rejected_.reason);
+    if (!skip_bad_) throw UnrecoverableError("table " + table_ + ": " + rejected_.origin + ": " + rejected_.reason);
     decoder.unread(rejected_);
     return false;
   }

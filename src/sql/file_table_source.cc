@@ -132,8 +132,8 @@ class FileTableSource final : public Source<Row> {
       Row data;
       absl::Status s = data_format_->decode(reader_->next(&r.offset), &data);
       if (!s.ok()) {
-        throw std::runtime_error(where_ + (r.file.empty() ? "" : "/" + r.file) + ": line " + std::to_string(line) +
-                                 ": " + std::string(s.message()));
+        throw UnrecoverableError(where_ + (r.file.empty() ? "" : "/" + r.file) + ": line " + std::to_string(line) + ": " +
+                                 std::string(s.message()));
       }
       row_.values.resize(width_);
       for (size_t i = 0; i < data_at_.size(); ++i) row_.values[static_cast<size_t>(data_at_[i])] = std::move(data.values[i]);

@@ -74,7 +74,7 @@ class Builder {
             if (const auto* text = std::get_if<std::string>(&v)) d = parse_decimal(*text, t.scale);
             else if (const auto* x = std::get_if<double>(&v)) d = double_to_decimal(*x, t.scale);
             else if (const auto* n = std::get_if<int64_t>(&v)) d = rescale(*n, 0, t.scale);
-            if (!d.ok()) throw std::runtime_error(where + columns[i].name + ": " + std::string(d.status().message()));
+            if (!d.ok()) throw UnrecoverableError(where + columns[i].name + ": " + std::string(d.status().message()));
             v = *d;
           }
           return r;

@@ -83,7 +83,7 @@ class WindowedGroups final : public KeyedProcessFunction<std::string, Row, Row> 
 
 Value evaluate_or_throw(const Expr& e, const Row& row, const std::string& where) {
   auto v = evaluate(e, row);
-  if (!v.ok()) throw std::runtime_error(where + ": " + std::string(v.status().message()));
+  if (!v.ok()) throw UnrecoverableError(where + ": " + std::string(v.status().message()));
   return *std::move(v);
 }
 

@@ -379,7 +379,7 @@ TEST(SqlPlannerTest, ErrorsNameLineColumnAndWhat) {
                            "INTERVAL '10' SECOND);"),
             "line 5, column 35: CUMULATE: the size (10000 ms) must be a multiple of the step (3000 ms)");
   EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT);\nINSERT INTO t SELECT a FROM t;"),
-            "line 1, column 1: table t has no connector: WITH ('connector' = 'nexmark' | 'values' | 'filesystem' | 'kafka' | "
+            "line 1, column 1: table t has no connector: WITH ('connector' = 'nexmark' | 'values' | 'datagen' | 'filesystem' | 'kafka' | "
             "'upsert-kafka' | 'postgres' | 'jdbc' | 'print' | 'blackhole', ...)");
   EXPECT_EQ(error_of("CREATE TABLE t (a BIGINT) WITH (connector = 'jbdc');"),
             "line 1, column 33: table t: unknown connector 'jbdc' (did you mean 'jdbc'?)");
