@@ -234,6 +234,13 @@ absl::StatusOr<std::function<Row(const Event&)>> pinned_row(const sql::TableDef&
       parts.push_back({Part::What::kNull, nullptr});
     }
   }
+  // Only the kind's own fields (what a query of one kind reads): the rows
+  // as a table of that kind makes them, no case per column.
+  if (std::all_of(parts.begin(), parts.end(), [](const Part& p) { return p.what == Part::What::kField; })) {
+    std::vector<std::function<Value(const T&)>> get;
+    for (Part& p : parts) get.push_back(std::move(p.get));
+    return to_row(std::move(get), member);
+  }
   return [parts = std::move(parts), type, member](const Event& e) {
     Row r;
     r.values.reserve(parts.size());

@@ -114,36 +114,40 @@ class Builder {
     return absl::StrFormat("%08x-", static_cast<uint32_t>(hash_bytes(layout.data(), layout.size())));
   }
 
+  // Scan `n`, its rows of `columns` (n's, or n's in another order).
+  absl::StatusOr<DataStream<Row>> scan(const PlanNode& n, const std::vector<Column>& columns, const std::string& uid) {
+    const TableDef* table = find(n.table);
+    auto it = connectors_.sources.find(table->connector());
+    if (it == connectors_.sources.end()) {
+      return absl::InvalidArgumentError("table " + table->name + ": connector '" + table->connector() +
+                                        "' cannot be read from SQL yet");
+    }
+    // The columns the query reads (projection push-down); the source's
+    // columns as declared are the physical ones (computed columns are made
+    // above it, rules.h), and its computed expressions read those (a
+    // watermark on one, event_time_of).
+    TableDef scanned = *table;
+    scanned.columns = columns;
+    scanned.declared.clear();
+    std::vector<int> to(table->columns.size(), -1);
+    for (size_t i = 0; i < table->columns.size(); ++i) {
+      if (table->computed_expr(table->columns[i].name) != nullptr) continue;
+      to[i] = static_cast<int>(scanned.declared.size());
+      scanned.declared.push_back(table->columns[i]);
+    }
+    for (auto& [name, e] : scanned.computed) renumber_columns(e, to);
+    scanned.partition_filter = n.partition_filter;
+    scanned.equal_to = n.equal_to;
+    auto rows = it->second(env_, scanned, uid + "scan");
+    if (!rows.ok()) return rows.status();
+    return decimals_in(*rows, *table, columns, uid);
+  }
+
   absl::StatusOr<DataStream<Row>> stream(const PlanNode& n, int depth) {
     const std::string uid = prefix_ + "-" + std::to_string(depth) + "-";
     switch (n.kind) {
-      case PlanNode::Kind::kScan: {
-        const TableDef* table = find(n.table);
-        auto it = connectors_.sources.find(table->connector());
-        if (it == connectors_.sources.end()) {
-          return absl::InvalidArgumentError("table " + table->name + ": connector '" + table->connector() +
-                                            "' cannot be read from SQL yet");
-        }
-        // The columns the query reads (projection push-down), in the
-        // scan's order; the source's columns as declared are the physical
-        // ones (computed columns are made above it, rules.h), and its
-        // computed expressions read those (a watermark on one, event_time_of).
-        TableDef scanned = *table;
-        scanned.columns = n.columns;
-        scanned.declared.clear();
-        std::vector<int> to(table->columns.size(), -1);
-        for (size_t i = 0; i < table->columns.size(); ++i) {
-          if (table->computed_expr(table->columns[i].name) != nullptr) continue;
-          to[i] = static_cast<int>(scanned.declared.size());
-          scanned.declared.push_back(table->columns[i]);
-        }
-        for (auto& [name, e] : scanned.computed) renumber_columns(e, to);
-        scanned.partition_filter = n.partition_filter;
-        scanned.equal_to = n.equal_to;
-        auto rows = it->second(env_, scanned, uid + "scan");
-        if (!rows.ok()) return rows.status();
-        return decimals_in(*rows, *table, n.columns, uid);
-      }
+      case PlanNode::Kind::kScan:
+        return scan(n, n.columns, uid);
       case PlanNode::Kind::kFilter:
       case PlanNode::Kind::kProject:
         return filters_and_projections(n, depth, uid);
@@ -248,6 +252,18 @@ class Builder {
       if (!small_enough(next_select) || !small_enough(next_conditions)) break;
       select = std::move(next_select);
       conditions = std::move(next_conditions);
+    }
+    // Every column of a scan in another order, nothing computed: the
+    // source gives them in that order, and no operator copies them.
+    if (below->kind == PlanNode::Kind::kScan && conditions.empty() && select && select->size() == below->columns.size()) {
+      std::vector<Column> order;
+      std::vector<bool> taken(below->columns.size(), false);
+      for (const Expr& e : *select) {
+        if (e.kind != Expr::Kind::kColumn || e.column < 0 || e.column >= static_cast<int>(taken.size()) || taken[e.column]) break;
+        taken[e.column] = true;
+        order.push_back(below->columns[e.column]);
+      }
+      if (order.size() == below->columns.size()) return scan(*below, order, prefix_ + "-" + std::to_string(below_depth) + "-");
     }
     auto in = stream(*below, below_depth);
     if (!in.ok()) return in.status();

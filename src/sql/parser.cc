@@ -188,7 +188,16 @@ class Translator {
             blank(j);
           }
           for (size_t k = j + 1; k < args_end && !tokens_[k].is_symbol(","); ++k) {
-            if (tokens_[k].is_keyword("PARTITION")) return unsupported(tokens_[k], "PARTITION BY in a window table function");
+            if (!tokens_[k].is_keyword("PARTITION")) continue;
+            // SESSION(TABLE t PARTITION BY k | (k, ...), ...): the keys
+            // taken out and kept beside the statement.
+            if (!tokens_[i + 2].is_keyword("SESSION")) {
+              return unsupported(tokens_[k], "PARTITION BY in " + absl::AsciiStrToUpper(tokens_[i + 2].text) +
+                                                 " (SESSION takes one)");
+            }
+            absl::Status s = take_partition(j + 1, k, args_end, st);
+            if (!s.ok()) return s;
+            break;
           }
         }
         continue;
@@ -219,6 +228,37 @@ class Translator {
   }
 
  private:
+  // PARTITION BY at `k` after the table named at `table`: its keys into a
+  // PartitionMark, its words blanked.
+  absl::Status take_partition(size_t table, size_t k, size_t args_end, Statement* st) {
+    PartitionMark mark;
+    mark.table_offset = tokens_[table].offset;
+    mark.offset = tokens_[k].offset;
+    size_t at = k + 1;
+    if (at >= args_end || !tokens_[at].is_keyword("BY")) return error(tokens_[std::min(at, args_end - 1)], "PARTITION BY needs BY");
+    ++at;
+    const bool list = at < args_end && tokens_[at].is_symbol("(");
+    size_t last = at;
+    for (size_t n = list ? at + 1 : at; n < args_end; ++n) {
+      if (!tokens_[n].is(Token::Kind::kWord) && !tokens_[n].is(Token::Kind::kIdentifier)) {
+        return error(tokens_[n], "PARTITION BY takes column names");
+      }
+      mark.keys.push_back(tokens_[n].is(Token::Kind::kWord) ? absl::AsciiStrToLower(tokens_[n].text) : tokens_[n].text);
+      last = n;
+      if (!list) break;
+      if (n + 1 < args_end && tokens_[n + 1].is_symbol(")")) {
+        last = n + 1;
+        break;
+      }
+      if (n + 1 >= args_end || !tokens_[n + 1].is_symbol(",")) return error(tokens_[std::min(n + 1, args_end - 1)], "PARTITION BY (a, b, ...)");
+      ++n;
+    }
+    if (mark.keys.empty()) return error(tokens_[k], "PARTITION BY takes column names");
+    for (size_t n = k; n <= last; ++n) blank(n);
+    st->partitions.push_back(std::move(mark));
+    return absl::OkStatus();
+  }
+
   void blank(size_t i) {
     for (int k = tokens_[i].offset; k < tokens_[i].end; ++k) {
       if (buffer_[k] != '\n') buffer_[k] = ' ';
@@ -485,6 +525,7 @@ absl::StatusOr<Script> parse_script(std::string text) {
     queries[q].offset = query_parts[q].offset;
     queries[q].text = std::move(query_parts[q].text);
     queries[q].temporal = std::move(query_parts[q].temporal);
+    queries[q].partitions = std::move(query_parts[q].partitions);
     queries[q].if_not_exists = query_parts[q].if_not_exists;
   }
   // Both kinds in the script's order.

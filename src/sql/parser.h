@@ -42,11 +42,20 @@ struct TemporalMark {
   ast::ExprText time;
 };
 
+// SESSION(TABLE t PARTITION BY keys, ...): the keys (names as the query
+// parser folds them), after the table named at `table_offset`.
+struct PartitionMark {
+  int table_offset = 0;
+  int offset = 0;  // of PARTITION
+  std::vector<std::string> keys;
+};
+
 struct Statement {
   // A declaration or a client's statement; without one, `query`.
   std::optional<ast::Statement> typed;
   ast::QueryStatement query;  // SELECT, INSERT INTO ... SELECT, CREATE VIEW
   std::vector<TemporalMark> temporal;
+  std::vector<PartitionMark> partitions;
   bool if_not_exists = false;  // CREATE VIEW IF NOT EXISTS
   int offset = 0;       // where the statement starts in the script
   std::string text;     // the statement's text

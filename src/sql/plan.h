@@ -89,6 +89,8 @@ struct WindowSpec {
   // the clock passes their end (and at the end of a bounded input), not of
   // event time: their rows are no windowed rows.
   bool processing_time = false;
+  // kSession: SESSION(TABLE t PARTITION BY keys, ...), the keys' names.
+  std::vector<std::string> partition_by;
 
   // "HOP(date_time, slide 2000 ms, size 10000 ms)"
   std::string to_string() const;

@@ -23,7 +23,10 @@ class Planner {
  public:
   Planner(const Script& script, const PlanOptions& options)
       : script_(script), options_(options), binder_(script.text) {
-    for (const Statement& st : script.statements) temporal_.insert(temporal_.end(), st.temporal.begin(), st.temporal.end());
+    for (const Statement& st : script.statements) {
+      temporal_.insert(temporal_.end(), st.temporal.begin(), st.temporal.end());
+      partitions_.insert(partitions_.end(), st.partitions.begin(), st.partitions.end());
+    }
   }
 
   absl::StatusOr<PlannedScript> run() {
@@ -396,7 +399,7 @@ class Planner {
   QueryPlanner query_planner() const {
     return QueryPlanner(
         script_.text, [this](const std::string& n) { return find_table(n); },
-        [this](const std::string& n) { return find_view(n); }, &temporal_);
+        [this](const std::string& n) { return find_view(n); }, &temporal_, &partitions_);
   }
 
   // ---- CREATE VIEW --------------------------------------------------------------
@@ -588,6 +591,7 @@ class Planner {
   std::map<std::string, size_t> by_name_;  // lower-case name -> index into tables_
   std::map<std::string, ast::CreateView> views_;  // lower-case name -> its declaration
   std::vector<TemporalMark> temporal_;      // every FOR SYSTEM_TIME AS OF of the script
+  std::vector<PartitionMark> partitions_;   // every SESSION ... PARTITION BY of the script
 };
 
 }  // namespace

@@ -37,11 +37,17 @@ class QueryPlanner {
   using FindView = std::function<const ast::CreateView*(const std::string& name)>;
 
   // `text`: the script the trees point into; both must outlive this.
-  // `temporal`: the script's FOR SYSTEM_TIME AS OF marks (sql/parser.h),
-  // if any; must outlive this.
+  // `temporal`, `partitions`: the script's FOR SYSTEM_TIME AS OF and
+  // SESSION ... PARTITION BY marks (sql/parser.h), if any; must outlive
+  // this.
   QueryPlanner(std::string_view text, FindTable find_table, FindView find_view = nullptr,
-               const std::vector<TemporalMark>* temporal = nullptr)
-      : text_(text), find_table_(std::move(find_table)), find_view_(std::move(find_view)), temporal_(temporal), binder_(text) {}
+               const std::vector<TemporalMark>* temporal = nullptr, const std::vector<PartitionMark>* partitions = nullptr)
+      : text_(text),
+        find_table_(std::move(find_table)),
+        find_view_(std::move(find_view)),
+        temporal_(temporal),
+        partitions_(partitions),
+        binder_(text) {}
 
   // The plan of `s` (at byte `offset` of the script).
   absl::StatusOr<std::unique_ptr<PlanNode>> select(const ast::Select& s, int offset);
@@ -117,6 +123,7 @@ class QueryPlanner {
   const FindTable find_table_;
   const FindView find_view_;
   const std::vector<TemporalMark>* const temporal_;
+  const std::vector<PartitionMark>* const partitions_;
   const Binder binder_;
   int nesting_ = 0;    // subqueries and views being planned, one inside another
   int relations_ = 0;  // tables, views and subqueries read so far

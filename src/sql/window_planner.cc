@@ -155,6 +155,15 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::window_function(const as
   }
   w.time_column = input->columns[time].name;
   w.processing_time = attribute == TimeAttribute::kProcessingTime;
+  if (partitions_ != nullptr) {  // SESSION(TABLE t PARTITION BY k, ...)
+    for (const PartitionMark& m : *partitions_) {
+      if (m.table_offset != data.offset) continue;
+      for (const std::string& k : m.keys) {
+        if (column_index(input->columns, k) < 0) return error(m.offset, name + ": PARTITION BY " + k + ": no such column");
+      }
+      w.partition_by = m.keys;
+    }
+  }
   // Its durations, constant INTERVALs.
   std::vector<int64_t> ms;
   for (size_t i = 2; i < args.size(); ++i) {
@@ -238,6 +247,25 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::grouped(const ast::Selec
   }
   const std::string over = input->kind == PlanNode::Kind::kWindow ? input->window->to_string() : "windowed rows";
   if (!start || !end) return error(group_at, "GROUP BY over " + over + " needs both window_start and window_end");
+  // SESSION(TABLE t PARTITION BY k, ...): a session per k, as weir's
+  // sessions are per GROUP BY key: the GROUP BY's other keys must be the
+  // partition's columns.
+  if (input->kind == PlanNode::Kind::kWindow && !input->window->partition_by.empty()) {
+    std::vector<std::string> grouped_by;
+    for (const Expr& k : g.keys) {
+      if (k.kind != Expr::Kind::kColumn || k.column == bounds->start || k.column == bounds->end) continue;
+      grouped_by.push_back(absl::AsciiStrToLower(column_at(scopes, k.column).name));
+    }
+    std::vector<std::string> partition;
+    for (const std::string& p : input->window->partition_by) partition.push_back(absl::AsciiStrToLower(p));
+    std::sort(grouped_by.begin(), grouped_by.end());
+    std::sort(partition.begin(), partition.end());
+    if (grouped_by != partition || g.keys.size() != partition.size() + 2) {
+      return unsupported(group_at, "SESSION ... PARTITION BY " + absl::StrJoin(input->window->partition_by, ", ") +
+                                       " with a GROUP BY of other keys (weir's sessions are per GROUP BY key: group by "
+                                       "window_start, window_end and exactly the partition's columns)");
+    }
+  }
   // Directly over a window table function, the engine's window operator
   // makes the windows: a key reading the window's columns is one of them.
   const int first = input->kind == PlanNode::Kind::kWindow ? static_cast<int>(input->input->columns.size()) : INT32_MAX;
