@@ -114,6 +114,29 @@ TEST(ClusterTest, SqlScriptRunsOnTheClusterAsEmbedded) {
   EXPECT_EQ(jobs_after.out, jobs_before.out);
 }
 
+// On the cluster as embedded: a datagen table, the script's SET of job
+// keys (parallelism), and a row an expression fails on: the job fails at
+// once naming the expression, whatever restarts the strategy allows.
+TEST(ClusterSqlTest, ARowNoRestartCanFixFailsTheJobOnceOnTheCluster) {
+  Cluster c("cluster-sql-unrecoverable");
+  ASSERT_TRUE(c.start({{"tm-1", 2}})) << c.jm_log();
+  std::ofstream(c.dir().path("fails.sql"))
+      << "SET 'parallelism.default' = '2';\n"
+         "SET 'restart-strategy.type' = 'fixed-delay';\n"
+         "SET 'restart-strategy.fixed-delay.attempts' = '50';\n"
+         "SET 'restart-strategy.fixed-delay.delay' = '10 ms';\n"
+         "CREATE TABLE g (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '5000',\n"
+         "  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '3000');\n"
+         "CREATE TABLE o (x BIGINT) WITH ('connector' = 'blackhole');\n"
+         "INSERT INTO o SELECT 10 / (id - 1000) FROM g;\n";
+  auto run = testing::run_weir({"sql", c.dir().path("fails.sql"), "--checkpoint-dir", c.dir().path("chk"), "--jobmanager",
+                                c.rest(), "--secret-file", c.secret_file()},
+                               c.dir().path("fails"));
+  EXPECT_EQ(run.code, 4) << run.out << run.err;
+  EXPECT_NE(run.err.find("division by zero"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("restarted"), std::string::npos) << "restarted after a failure no restart fixes: " << run.err;
+}
+
 // The shell's output with only the last of consecutive tables kept. A shell
 // reading a pipe prints a new table whenever its result changed since the
 // last one, and how many come depends on timing; the last is the result.
