@@ -144,6 +144,11 @@ bool has_over_aggregate(const ast::Select& s);
 // branches, a call's FILTER and OVER window), not inside subqueries.
 void for_each_child(const ast::Expr& e, const std::function<void(const ast::Expr&)>& f);
 
+// Flink's legacy group window (GROUP BY TUMBLE(ts, size), HOP, SESSION with
+// TUMBLE_START and its kin) as the window table function it means, over
+// the rows of FROM and WHERE; nullopt when `s` has none (window_planner.cc).
+std::optional<absl::StatusOr<ast::Select>> as_window_table_function(const ast::Select& s, std::string_view text);
+
 // Refuses a ROW_NUMBER() that no WHERE rn <= N limits.
 absl::Status check_ranks(const PlanNode& n, std::string_view text, int offset);
 

@@ -1,13 +1,129 @@
-// QueryPlanner's window table functions and GROUP BY (sql/query_planner.h).
+// QueryPlanner's window table functions and GROUP BY (sql/query_planner.h),
+// and Flink's legacy group windows rewritten into them.
 #include "sql/query_planner.h"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 
 namespace weir::sql {
+
+// Flink's legacy group window: GROUP BY TUMBLE(ts, size) (HOP(ts, slide,
+// size), SESSION(ts, gap)) with TUMBLE_START(...), TUMBLE_END(...),
+// TUMBLE_ROWTIME(...) in the select list, as the window table function it
+// means:
+//   SELECT ..., window_start, ... FROM TUMBLE((SELECT * FROM <from> WHERE
+//   <where>), DESCRIPTOR(ts), size) GROUP BY ..., window_start, window_end
+// nullopt when `s` has none.
+std::optional<absl::StatusOr<ast::Select>> as_window_table_function(const ast::Select& s, std::string_view text) {
+  static const std::vector<std::string> kWindows = {"tumble", "hop", "session"};
+  size_t at = s.group_by.size();
+  for (size_t i = 0; i < s.group_by.size(); ++i) {
+    const ast::Expr& g = s.group_by[i];
+    const std::string name = absl::AsciiStrToLower(g.name());
+    if (g.kind != ast::Expr::Kind::kFunction || std::find(kWindows.begin(), kWindows.end(), name) == kWindows.end()) continue;
+    if (at != s.group_by.size()) return sql_unsupported(text, g.offset, "two group windows in one GROUP BY");
+    at = i;
+  }
+  if (at == s.group_by.size()) return std::nullopt;
+  const ast::Expr& window = s.group_by[at];
+  const std::string kind = absl::AsciiStrToLower(window.name());
+  if (window.args.empty() || window.args[0].kind != ast::Expr::Kind::kColumn) {
+    return sql_error(text, window.offset, absl::AsciiStrToUpper(kind) + "(time column, ...) in GROUP BY: the first argument is the time column");
+  }
+  // The rows: FROM and WHERE as written, every column.
+  ast::Select rows;
+  rows.offset = s.offset;
+  rows.from = s.from;
+  rows.where = s.where;
+  ast::Select::Target star;
+  star.expr.kind = ast::Expr::Kind::kStar;
+  star.expr.offset = s.offset;
+  rows.targets.push_back(std::move(star));
+  ast::Expr data;
+  data.kind = ast::Expr::Kind::kSubquery;
+  data.offset = window.offset;
+  data.query = std::move(rows);
+  ast::Expr descriptor;
+  descriptor.kind = ast::Expr::Kind::kFunction;
+  descriptor.names = {"descriptor"};
+  descriptor.offset = window.args[0].offset;
+  descriptor.args.push_back(ast::Expr(window.args[0]));
+  descriptor.args.back().names = {window.args[0].names.back()};  // t.ts: ts of the rows
+  ast::Expr call = window;
+  call.args.clear();
+  call.args.push_back(std::move(data));
+  call.args.push_back(std::move(descriptor));
+  call.args.insert(call.args.end(), window.args.begin() + 1, window.args.end());
+  ast::TableRef from;
+  from.kind = ast::TableRef::Kind::kFunction;
+  from.offset = window.offset;
+  from.call = std::move(call);
+  // Columns qualified by the one table's name or alias keep working.
+  if (s.from.size() == 1 && s.from[0].kind == ast::TableRef::Kind::kTable) from.alias = s.from[0].alias.value_or(s.from[0].name);
+  ast::Select out = s;
+  out.from = {std::move(from)};
+  out.where.reset();
+  auto column = [&](const char* name, int offset) {
+    ast::Expr c;
+    c.kind = ast::Expr::Kind::kColumn;
+    c.names = {name};
+    c.offset = offset;
+    return c;
+  };
+  out.group_by.erase(out.group_by.begin() + static_cast<long>(at));
+  out.group_by.push_back(column("window_start", window.offset));
+  out.group_by.push_back(column("window_end", window.offset));
+  // TUMBLE_START(...) and its kin: the window's columns.
+  absl::Status bad;
+  std::function<void(ast::Expr&)> rewrite = [&](ast::Expr& e) {
+    if (e.kind == ast::Expr::Kind::kFunction) {
+      const std::string name = absl::AsciiStrToLower(e.name());
+      for (const auto& [suffix, replacement] : std::vector<std::pair<std::string, const char*>>{
+               {"_start", "window_start"}, {"_end", "window_end"}, {"_rowtime", "window_end"}, {"_proctime", nullptr}}) {
+        if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+        const std::string of = name.substr(0, name.size() - suffix.size());
+        if (std::find(kWindows.begin(), kWindows.end(), of) == kWindows.end()) continue;
+        if (of != kind && bad.ok()) bad = sql_error(text, e.offset, absl::AsciiStrToUpper(name) + " of a GROUP BY " + absl::AsciiStrToUpper(kind));
+        if (replacement == nullptr && bad.ok()) bad = sql_unsupported(text, e.offset, absl::AsciiStrToUpper(name));
+        if (replacement == nullptr) return;
+        const int where = e.offset;
+        e = column(replacement, where);
+        if (suffix == "_rowtime") {  // window_time, the window's last millisecond: window_end - 1 ms
+          ast::Expr ms;
+          ms.kind = ast::Expr::Kind::kCast;
+          ms.offset = where;
+          ms.type.name = "INTERVAL";
+          ms.args.emplace_back();
+          ms.args.back().kind = ast::Expr::Kind::kLiteral;
+          ms.args.back().literal.kind = ast::Literal::Kind::kString;
+          ms.args.back().literal.text = "1 millisecond";
+          ast::Expr minus;
+          minus.kind = ast::Expr::Kind::kOperator;
+          minus.op = "-";
+          minus.offset = where;
+          minus.args.push_back(std::move(e));
+          minus.args.push_back(std::move(ms));
+          e = std::move(minus);
+        }
+        return;
+      }
+    }
+    if (e.subject) rewrite(*e.subject);
+    for (ast::Expr& a : e.args) rewrite(a);
+    if (e.otherwise) rewrite(*e.otherwise);
+    if (e.filter) rewrite(*e.filter);
+  };
+  for (ast::Select::Target& t : out.targets) rewrite(t.expr);
+  if (out.having) rewrite(*out.having);
+  if (!bad.ok()) return bad;
+  return out;
+}
+
 
 // What column `column` of `n`'s rows is: the event time of a table (its
 // watermark column, selected as it is), PROCTIME(), or neither.
