@@ -9,8 +9,13 @@
 //   query ITRBS             a SELECT whose result columns are BIGINT (I),
 //   SELECT ...              VARCHAR (T), DOUBLE (R), BOOLEAN (B),
 //   ----                    TIMESTAMP(3) (S), DECIMAL(18, s) (Ns, e.g.
-//                           N2); then its rows, in any order:
-//   1,abc,NULL              values comma-separated, NULL, (empty) for ''
+//                           N2), DATE (D), TIME (H), BYTES (Y), ARRAY
+//                           of a letter's type (AI: ARRAY<BIGINT>), MAP
+//                           of two (MTI: MAP<VARCHAR, BIGINT>); then its
+//   1,abc,NULL              rows, in any order, as a sink is given them
+//                           (sql/values.h: a DATE as text, an ARRAY as
+//                           JSON, BYTES as base64), comma-separated, NULL,
+//                           (empty) for ''
 //
 //   query ITR serial        the same, run at p=1 only: for a result that
 //                           depends on the order rows and watermarks meet
@@ -154,12 +159,23 @@ TEST_P(SqlLogicTest, EveryRecordHolds) {
     }
     ASSERT_EQ(r.kind, "query") << "unknown record";
     static const std::map<char, const char*> kTypes = {
-        {'I', "BIGINT"}, {'T', "VARCHAR"}, {'R', "DOUBLE"}, {'B', "BOOLEAN"}, {'S', "TIMESTAMP(3)"}};
+        {'I', "BIGINT"}, {'T', "VARCHAR"}, {'R', "DOUBLE"}, {'B', "BOOLEAN"}, {'S', "TIMESTAMP(3)"},
+        {'D', "DATE"},   {'H', "TIME"},    {'Y', "BYTES"}};
     std::vector<std::string> columns;
     for (size_t i = 0; i < r.arg.size(); ++i) {
       const char c = r.arg[i];
       std::string type;
-      if (c == 'N') {  // N<scale>: DECIMAL(18, scale)
+      if (c == 'A' || c == 'M') {  // ARRAY<x>, MAP<x, y>
+        const size_t n = c == 'A' ? 1 : 2;
+        ASSERT_LE(i + n, r.arg.size() - 1) << "the element types of " << c;
+        std::vector<std::string> elements;
+        for (size_t k = 1; k <= n; ++k) {
+          ASSERT_TRUE(kTypes.contains(r.arg[i + k])) << "type letter " << r.arg[i + k];
+          elements.push_back(kTypes.at(r.arg[i + k]));
+        }
+        type = std::string(c == 'A' ? "ARRAY<" : "MAP<") + absl::StrJoin(elements, ", ") + ">";
+        i += n;
+      } else if (c == 'N') {  // N<scale>: DECIMAL(18, scale)
         size_t digits = i + 1;
         while (digits < r.arg.size() && absl::ascii_isdigit(static_cast<unsigned char>(r.arg[digits]))) ++digits;
         type = "DECIMAL(18, " + (digits > i + 1 ? r.arg.substr(i + 1, digits - i - 1) : std::string("0")) + ")";

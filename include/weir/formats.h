@@ -57,8 +57,16 @@ std::optional<RowKind> parse_row_kind(std::string_view s);
 // number of milliseconds or from text as Flink writes it, "2026-01-01
 // 00:00:05.934" (SQL) or "2026-01-01T00:00:05.934[Z]" (ISO-8601), with up
 // to 9 fractional digits (those past milliseconds dropped).
-enum class FieldType : uint8_t { kString, kInt64, kDouble, kBool, kTimestamp };
-std::string_view field_type_name(FieldType type);  // STRING, BIGINT, DOUBLE, BOOLEAN, TIMESTAMP(3)
+//
+// kJson: any JSON value (an array, an object, ...) held as a std::string of
+// its JSON text: JSON reads and writes the value itself, CSV its text.
+enum class FieldType : uint8_t { kString, kInt64, kDouble, kBool, kTimestamp, kJson };
+std::string_view field_type_name(FieldType type);  // STRING, BIGINT, DOUBLE, BOOLEAN, TIMESTAMP(3), JSON
+
+// "yyyy-MM-dd[ HH:mm:ss[.f...]]" (or with 'T' for ' ', and a trailing 'Z')
+// as milliseconds since the epoch, UTC; nullopt when it is not one (or
+// names no day, as 2026-02-30). Digits past milliseconds are dropped.
+std::optional<int64_t> parse_timestamp_text(std::string_view s);
 
 struct Field {
   std::string name;

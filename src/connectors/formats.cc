@@ -40,6 +40,7 @@ std::string_view field_type_name(FieldType type) {
     case FieldType::kDouble: return "DOUBLE";
     case FieldType::kBool: return "BOOLEAN";
     case FieldType::kTimestamp: return "TIMESTAMP(3)";
+    case FieldType::kJson: return "JSON";
   }
   return "?";
 }
@@ -108,8 +109,8 @@ absl::Status field_error(const Field& f, const std::string& what) {
   return absl::InvalidArgumentError("field " + f.name + ": " + what);
 }
 
-// "yyyy-MM-dd HH:mm:ss[.f...]" (or with 'T', and a trailing 'Z') as
-// milliseconds since the epoch, UTC.
+}  // namespace
+
 std::optional<int64_t> parse_timestamp_text(std::string_view s) {
   if (!s.empty() && s.back() == 'Z') s.remove_suffix(1);
   auto digits = [&](size_t at, size_t n, int* out) {
@@ -150,6 +151,8 @@ std::optional<int64_t> parse_timestamp_text(std::string_view s) {
   return absl::ToUnixMillis(absl::FromCivil(civil, absl::UTCTimeZone())) + ms;
 }
 
+namespace {
+
 // A text value into column `f`'s type.
 absl::Status parse_text(const Field& f, std::string_view s, Value* v) {
   switch (f.type) {
@@ -169,6 +172,7 @@ absl::Status parse_text(const Field& f, std::string_view s, Value* v) {
       return absl::OkStatus();
     }
     case FieldType::kString:
+    case FieldType::kJson:
       *v = std::string(s);
       return absl::OkStatus();
     case FieldType::kInt64: {
@@ -457,6 +461,9 @@ class JsonFormat final : public Format {
             return field_error(f, std::string("expected TIMESTAMP(3) (text or epoch milliseconds), got ") + json_kind(x));
           }
           break;
+        case FieldType::kJson:
+          *v = x.dump();
+          break;
       }
     }
     return absl::OkStatus();
@@ -484,6 +491,10 @@ class JsonFormat final : public Format {
                                                      ? "%Y-%m-%d %H:%M:%E3S"
                                                      : "%Y-%m-%dT%H:%M:%E3S",
                                                  t, absl::UTCTimeZone()));
+        continue;
+      }
+      if (schema().field(i).type == FieldType::kJson && v.index() == 4) {
+        out->append(std::get<std::string>(v));  // JSON text already
         continue;
       }
       switch (v.index()) {

@@ -22,16 +22,33 @@ absl::StatusOr<Type> sql_type(const ast::DataType& d, std::string_view text) {
     }
     if (sc > kMaxDecimalDigits) return sql_unsupported(text, d.offset, "a DECIMAL scale over 18");
     type = Type::decimal(p, sc, true);
+  } else if (d.name == "ARRAY" || d.name == "MAP") {
+    // Elements of a scalar type: DECIMAL, ROW and collections inside a
+    // collection are not held yet.
+    std::vector<TypeKind> kinds;
+    for (const ast::DataType& e : d.elements) {
+      auto et = sql_type(e, text);
+      if (!et.ok()) return et.status();
+      if (et->kind == TypeKind::kDecimal || et->collection() || et->kind == TypeKind::kInterval) {
+        return sql_unsupported(text, e.offset, d.name + " of " + e.name);
+      }
+      kinds.push_back(et->kind);
+    }
+    if (kinds.size() != (d.name == "MAP" ? 2u : 1u)) return sql_error(text, d.offset, d.name + " needs its element types");
+    type = d.name == "MAP" ? Type::map(kinds[0], kinds[1], true) : Type::array(kinds[0], true);
   } else if (auto kind = type_of_name(absl::AsciiStrToLower(d.name)); kind && *kind != TypeKind::kDecimal) {
     type.kind = *kind;
-    const bool sized = d.name == "CHAR" || d.name == "CHARACTER" || d.name == "VARCHAR";
+    if (type.kind == TypeKind::kTime && !d.params.empty() && (d.params.size() > 1 || d.params[0] > 3)) {
+      return sql_error(text, d.offset, "TIME(" + std::to_string(d.params[0]) + "): weir's times hold milliseconds (TIME(3))");
+    }
+    const bool sized = d.name == "CHAR" || d.name == "CHARACTER" || d.name == "VARCHAR" || d.name == "BINARY" ||
+                       d.name == "VARBINARY" || type.kind == TypeKind::kTime;
     if (type.kind == TypeKind::kTimestamp && !d.params.empty() && (d.params.size() > 1 || d.params[0] > 3)) {
       return sql_error(text, d.offset, d.name + "(" + std::to_string(d.params[0]) + "): weir's timestamps hold milliseconds (" +
                                            d.name + "(3))");
     }
     if (!d.params.empty() && !sized && type.kind != TypeKind::kTimestamp) return sql_error(text, d.offset, d.name + " takes no length");
-  } else if (d.name == "DATE" || d.name == "TIME" || d.name == "BYTES" || d.name == "BINARY" || d.name == "VARBINARY" ||
-             d.name == "ARRAY" || d.name == "MAP" || d.name == "MULTISET" || d.name == "RAW") {
+  } else if (d.name == "MULTISET" || d.name == "RAW" || d.name == "ROW" || d.name == "TIME_LTZ") {
     return sql_unsupported(text, d.offset, "the type " + d.name);
   } else {
     return sql_error(text, d.offset, "unknown type " + d.name);
@@ -87,13 +104,22 @@ absl::StatusOr<Expr> Binder::type_cast(const ast::Expr& e, const std::vector<Sco
   auto x = bind(e.args[0], scopes);
   if (!x.ok()) return x.status();
   const TypeKind from = x->type.kind;
-  const bool ok = from == *to || from == TypeKind::kNull || from == TypeKind::kVarchar || *to == TypeKind::kVarchar ||
+  const bool to_collection = type->collection();
+  const bool ok = (from == *to && !to_collection) || from == TypeKind::kNull || *to == TypeKind::kVarchar ||
+                  (from == TypeKind::kVarchar && !to_collection) ||
                   (x->type.numeric() && Type{*to}.numeric()) ||
                   (from == TypeKind::kBoolean && *to == TypeKind::kBigInt) ||
                   (from == TypeKind::kBigInt && (*to == TypeKind::kBoolean || *to == TypeKind::kTimestamp)) ||
-                  (from == TypeKind::kTimestamp && *to == TypeKind::kBigInt);
+                  (from == TypeKind::kTimestamp &&
+                   (*to == TypeKind::kBigInt || *to == TypeKind::kDate || *to == TypeKind::kTime)) ||
+                  (from == TypeKind::kDate && *to == TypeKind::kTimestamp) ||
+                  (to_collection && assignable(x->type, *type));
   const char* what = e.try_cast ? "TRY_CAST" : "CAST";
-  if (!ok) return error(at, std::string("cannot ") + what + " " + std::string(type_name(from)) + " to " + std::string(type_name(*to)));
+  if (!ok) {
+    Type shown_from = x->type, shown_to = *type;
+    shown_from.nullable = shown_to.nullable = true;
+    return error(at, std::string("cannot ") + what + " " + shown_from.to_string() + " to " + shown_to.to_string());
+  }
   type->nullable = x->type.nullable || e.try_cast;
   return Expr::call(e.try_cast ? Op::kTryCast : Op::kCast, *type, {*std::move(x)});
 }

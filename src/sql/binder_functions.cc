@@ -37,7 +37,17 @@ std::optional<std::string> unit_of(const ast::Expr& a, const std::vector<std::st
 
 Expr unit_constant(const std::string& unit) { return Expr::constant(unit, {TypeKind::kVarchar, false}); }
 
-bool is_time(const Expr& e) { return e.type.kind == TypeKind::kTimestamp || e.type.kind == TypeKind::kNull; }
+bool is_time(const Expr& e) {
+  const TypeKind k = e.type.kind;
+  return k == TypeKind::kTimestamp || k == TypeKind::kNull || k == TypeKind::kDate || k == TypeKind::kTime;
+}
+
+// A DATE or TIME as the TIMESTAMP of its start (a TIME on 1970-01-01):
+// the time functions work on TIMESTAMPs.
+Expr as_timestamp(Expr e) {
+  if (e.type.kind != TypeKind::kDate && e.type.kind != TypeKind::kTime) return e;
+  return cast_to(std::move(e), {TypeKind::kTimestamp, e.type.nullable});
+}
 
 }  // namespace
 
@@ -300,9 +310,9 @@ std::optional<absl::StatusOr<Expr>> Binder::time_unit_function(const ast::Expr& 
     if (!unit) return units_error(e.args[0], extract_units());
     auto ts = bound(1);
     if (!ts.ok()) return ts.status();
-    if (!is_time(*ts)) return error(at, "EXTRACT needs a TIMESTAMP, not " + std::string(type_name(ts->type.kind)));
+    if (!is_time(*ts)) return error(at, "EXTRACT needs a TIMESTAMP, DATE or TIME, not " + std::string(type_name(ts->type.kind)));
     const bool nullable = ts->type.nullable;
-    return Expr::call(Op::kExtract, {TypeKind::kBigInt, nullable}, {unit_constant(*unit), *std::move(ts)});
+    return Expr::call(Op::kExtract, {TypeKind::kBigInt, nullable}, {unit_constant(*unit), as_timestamp(*std::move(ts))});
   }
   if ((name == "floor" || name == "ceil" || name == "ceiling") && e.args.size() == 2) {
     auto unit = unit_of(e.args[1], interval_units());
@@ -310,9 +320,10 @@ std::optional<absl::StatusOr<Expr>> Binder::time_unit_function(const ast::Expr& 
     auto ts = bound(0);
     if (!ts.ok()) return ts.status();
     if (!is_time(*ts)) return error(at, upper + "(x TO unit) needs a TIMESTAMP, not " + std::string(type_name(ts->type.kind)));
-    const bool nullable = ts->type.nullable;
-    return Expr::call(name == "floor" ? Op::kFloorTime : Op::kCeilTime, {TypeKind::kTimestamp, nullable},
-                      {*std::move(ts), unit_constant(*unit)});
+    const Type type = ts->type.kind == TypeKind::kNull ? Type{TypeKind::kTimestamp, true} : ts->type;
+    Expr rounded = Expr::call(name == "floor" ? Op::kFloorTime : Op::kCeilTime, {TypeKind::kTimestamp, type.nullable},
+                              {as_timestamp(*std::move(ts)), unit_constant(*unit)});
+    return cast_to(std::move(rounded), type);  // FLOOR(date TO MONTH) is a DATE
   }
   if ((name == "timestampadd" || name == "timestampdiff") && !e.args.empty()) {
     if (e.args.size() != 3) return error(at, upper + " takes a unit and two arguments");
@@ -330,9 +341,14 @@ std::optional<absl::StatusOr<Expr>> Binder::time_unit_function(const ast::Expr& 
                            std::string(type_name(a->type.kind)) + " and " + std::string(type_name(b->type.kind)));
     }
     const bool nullable = a->type.nullable || b->type.nullable;
-    return Expr::call(add ? Op::kTimestampAdd : Op::kTimestampDiff,
-                      {add ? TypeKind::kTimestamp : TypeKind::kBigInt, nullable},
-                      {unit_constant(*unit), *std::move(a), *std::move(b)});
+    if (add) {
+      const Type type{b->type.kind == TypeKind::kNull ? TypeKind::kTimestamp : b->type.kind, nullable};
+      Expr sum = Expr::call(Op::kTimestampAdd, {TypeKind::kTimestamp, nullable},
+                            {unit_constant(*unit), *std::move(a), as_timestamp(*std::move(b))});
+      return cast_to(std::move(sum), type);  // a DATE plus days is a DATE
+    }
+    return Expr::call(Op::kTimestampDiff, {TypeKind::kBigInt, nullable},
+                      {unit_constant(*unit), as_timestamp(*std::move(a)), as_timestamp(*std::move(b))});
   }
   return std::nullopt;
 }
@@ -351,12 +367,24 @@ std::optional<absl::StatusOr<Expr>> Binder::more_functions(const std::string& na
       {"dayofyear", "DOY"}, {"dayofmonth", "DAY"},  {"dayofweek", "DOW"},     {"second", "SECOND"}};
   for (const auto& [part, unit] : kParts) {
     if (name != part) continue;
-    if (args.size() != 1 || !is_time(args[0])) return error(at, upper + " takes one TIMESTAMP");
-    return Expr::call(Op::kExtract, {TypeKind::kBigInt, nullable}, {unit_constant(unit), std::move(args[0])});
+    if (args.size() != 1 || !is_time(args[0])) return error(at, upper + " takes one TIMESTAMP or DATE");
+    return Expr::call(Op::kExtract, {TypeKind::kBigInt, nullable}, {unit_constant(unit), as_timestamp(std::move(args[0]))});
   }
   if (name == "current_timestamp" || name == "localtimestamp" || name == "now") {
     if (!args.empty()) return error(at, upper + " takes no arguments");
     return Expr::call(Op::kNow, {TypeKind::kTimestamp, false}, {});
+  }
+  if (name == "current_date" || name == "current_time" || name == "localtime") {  // today, now's time of day (UTC)
+    if (!args.empty()) return error(at, upper + " takes no arguments");
+    const TypeKind kind = name == "current_date" ? TypeKind::kDate : TypeKind::kTime;
+    return Expr::call(Op::kCast, {kind, false}, {Expr::call(Op::kNow, {TypeKind::kTimestamp, false}, {})});
+  }
+  if (name == "to_date") {  // TO_DATE(text): 'yyyy-MM-dd' as a DATE
+    if (args.size() != 1) return unsupported(at, "TO_DATE with a format");
+    if (args[0].type.kind != TypeKind::kVarchar && args[0].type.kind != TypeKind::kNull) {
+      return error(at, "TO_DATE takes a VARCHAR, not " + std::string(type_name(args[0].type.kind)));
+    }
+    return Expr::call(Op::kCast, {TypeKind::kDate, nullable}, std::move(args));
   }
   if (name == "concat_ws") {
     if (args.size() < 2) return error(at, "CONCAT_WS takes a separator and one string or more");

@@ -11,6 +11,7 @@
 #include "sql/datagen_table.h"
 #include "sql/file_table_source.h"
 #include "sql/job_builder.h"
+#include "sql/values.h"
 #include "weir/connectors.h"
 
 namespace weir::sql {
@@ -125,20 +126,9 @@ DataStream<Row> read_columns(const DataStream<Row>& rows, const std::vector<Colu
 
 Schema csv_schema(const TableDef& table) {
   std::vector<Field> fields;
-  for (const Column& c : table.columns) {
-    FieldType t = FieldType::kInt64;
-    switch (c.type.kind) {
-      case TypeKind::kBoolean: t = FieldType::kBool; break;
-      case TypeKind::kDouble: t = FieldType::kDouble; break;
-      case TypeKind::kVarchar:
-      case TypeKind::kDecimal:  // as text; the job builder makes it exact
-        t = FieldType::kString;
-        break;
-      case TypeKind::kTimestamp: t = FieldType::kTimestamp; break;
-      default: t = FieldType::kInt64; break;
-    }
-    fields.push_back({c.name, t, c.type.nullable});
-  }
+  // DECIMAL, DATE, TIME and BYTES as text, ARRAY and MAP as JSON: the job
+  // builder turns them into their SQL values (sql/values.h).
+  for (const Column& c : table.columns) fields.push_back({c.name, wire_type(c.type), c.type.nullable});
   return Schema(std::move(fields));
 }
 

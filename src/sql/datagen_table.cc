@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -60,9 +61,11 @@ std::vector<std::string> options_of(const Type& t, bool sequence) {
       out.insert(out.end(), {"min", "max"});
       break;
     case TypeKind::kVarchar:
+    case TypeKind::kBytes:
       out.insert(out.end(), {"length", "var-len"});
       break;
     case TypeKind::kTimestamp:
+    case TypeKind::kDate:
       out.push_back("max-past");
       break;
     default:
@@ -89,6 +92,10 @@ absl::StatusOr<std::vector<FieldSpec>> field_specs(const TableDef& t, const std:
     f.name = c.name;
     f.type = c.type;
     f.seed = name_seed(c.name);
+    if (c.type.collection()) {
+      return absl::InvalidArgumentError("table " + t.name + ": column " + c.name + ": the datagen connector makes no " +
+                                        std::string(type_name(c.type.kind)) + " values yet");
+    }
     if (c.type.kind == TypeKind::kDecimal) {
       const int64_t top = c.type.precision >= 18 ? std::numeric_limits<int64_t>::max() : [&] {
         int64_t p = 1;
@@ -216,9 +223,20 @@ Value value_of(const FieldSpec& f, int64_t i) {
       }
       return s;
     }
-    case TypeKind::kTimestamp: {
+    case TypeKind::kTimestamp:
+    case TypeKind::kDate: {
       const int64_t past = f.max_past_ms > 0 ? static_cast<int64_t>(h % static_cast<uint64_t>(f.max_past_ms + 1)) : 0;
-      return absl::ToUnixMillis(absl::Now()) - past;
+      const int64_t ms = absl::ToUnixMillis(absl::Now()) - past;
+      if (f.type.kind == TypeKind::kDate) return ms / 86'400'000;  // days: the job builder reads it as is
+      return ms;
+    }
+    case TypeKind::kTime:
+      return static_cast<int64_t>(h % 86'400'000);
+    case TypeKind::kBytes: {  // as base64 text, the form the job builder reads
+      const int64_t n = f.var_len ? 1 + static_cast<int64_t>(mix(h + 2) % static_cast<uint64_t>(f.length)) : f.length;
+      std::string bytes(static_cast<size_t>(n), '\0');
+      for (int64_t k = 0; k < n; ++k) bytes[static_cast<size_t>(k)] = static_cast<char>(mix(h + 3 + static_cast<uint64_t>(k)));
+      return absl::Base64Escape(bytes);
     }
     default:
       return Value{};

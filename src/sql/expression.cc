@@ -6,6 +6,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -118,6 +119,8 @@ absl::StatusOr<Value> cast(const Value& v, const Type& from_type, const Type& to
     }
   }
   if (from == to) return v;
+  if (to == TypeKind::kVarchar) return value_text(v, from_type);
+  constexpr int64_t kDayMs = 86'400'000;
   switch (to) {
     case TypeKind::kBigInt:
       if (from == TypeKind::kDouble) {
@@ -146,11 +149,7 @@ absl::StatusOr<Value> cast(const Value& v, const Type& from_type, const Type& to
       }
       break;
     case TypeKind::kVarchar:
-      if (from == TypeKind::kTimestamp) return timestamp_text(std::get<int64_t>(v));
-      if (std::holds_alternative<bool>(v)) return std::string(std::get<bool>(v) ? "TRUE" : "FALSE");
-      if (std::holds_alternative<double>(v)) return absl::StrCat(std::get<double>(v));
-      if (std::holds_alternative<int64_t>(v)) return absl::StrCat(std::get<int64_t>(v));
-      return v;
+      break;
     case TypeKind::kBoolean:
       if (from == TypeKind::kBigInt) return std::get<int64_t>(v) != 0;
       if (from == TypeKind::kVarchar) {
@@ -162,15 +161,38 @@ absl::StatusOr<Value> cast(const Value& v, const Type& from_type, const Type& to
       break;
     case TypeKind::kTimestamp:
       if (from == TypeKind::kBigInt) return std::get<int64_t>(v);
+      if (from == TypeKind::kDate) return std::get<int64_t>(v) * kDayMs;
+      if (from == TypeKind::kTime) return v;  // on 1970-01-01
       if (from == TypeKind::kVarchar) {
-        absl::Time t;
-        std::string err;
-        if (!absl::ParseTime("%Y-%m-%d %H:%M:%E*S", std::get<std::string>(v), absl::UTCTimeZone(), &t, &err) &&
-            !absl::ParseTime("%Y-%m-%d", std::get<std::string>(v), absl::UTCTimeZone(), &t, &err)) {
-          return absl::InvalidArgumentError("CAST to TIMESTAMP: not a timestamp: '" + std::get<std::string>(v) + "'");
-        }
-        return absl::ToUnixMillis(t);
+        auto ms = parse_timestamp_text(std::string(absl::StripAsciiWhitespace(std::get<std::string>(v))));
+        if (!ms) return absl::InvalidArgumentError("CAST to TIMESTAMP: not a timestamp: '" + std::get<std::string>(v) + "'");
+        return *ms;
       }
+      break;
+    case TypeKind::kDate:
+      if (from == TypeKind::kTimestamp) {
+        const int64_t ms = std::get<int64_t>(v);
+        return ms / kDayMs - (ms % kDayMs < 0 ? 1 : 0);  // the day it falls in, also before 1970
+      }
+      if (from == TypeKind::kVarchar) {
+        auto d = parse_date(std::get<std::string>(v));
+        if (!d.ok()) return absl::InvalidArgumentError("CAST to DATE: " + std::string(d.status().message()));
+        return *d;
+      }
+      break;
+    case TypeKind::kTime:
+      if (from == TypeKind::kTimestamp) return (std::get<int64_t>(v) % kDayMs + kDayMs) % kDayMs;
+      if (from == TypeKind::kVarchar) {
+        auto t = parse_time(std::get<std::string>(v));
+        if (!t.ok()) return absl::InvalidArgumentError("CAST to TIME: " + std::string(t.status().message()));
+        return *t;
+      }
+      break;
+    case TypeKind::kBytes:
+      if (from == TypeKind::kVarchar) return v;  // the text's UTF-8 bytes
+      break;
+    case TypeKind::kArray:
+    case TypeKind::kMap:
       break;
     case TypeKind::kInterval:
       if (from == TypeKind::kBigInt) return std::get<int64_t>(v);
@@ -313,10 +335,6 @@ int compare_sort_keys(const std::vector<Value>& a, const std::vector<Value>& b, 
   return 0;
 }
 
-std::string timestamp_text(int64_t ms) {
-  return absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixMillis(ms), absl::UTCTimeZone());
-}
-
 std::string_view op_name(Op op) {
   switch (op) {
     case Op::kAdd: return "+";
@@ -424,6 +442,9 @@ std::string literal_text(const Value& v, const Type& t) {
   if (std::holds_alternative<std::monostate>(v)) return "NULL";
   if (std::holds_alternative<bool>(v)) return std::get<bool>(v) ? "TRUE" : "FALSE";
   if (std::holds_alternative<double>(v)) return absl::StrCat(std::get<double>(v));
+  if (type == TypeKind::kArray) return "ARRAY" + value_text(v, t);
+  if (type == TypeKind::kMap) return "MAP" + value_text(v, t);
+  if (type == TypeKind::kBytes) return "X'" + absl::BytesToHexString(std::get<std::string>(v)) + "'";
   if (std::holds_alternative<std::string>(v)) {
     std::string s = "'";
     for (char c : std::get<std::string>(v)) s += c == '\'' ? std::string("''") : std::string(1, c);
@@ -431,6 +452,8 @@ std::string literal_text(const Value& v, const Type& t) {
   }
   const int64_t n = std::get<int64_t>(v);
   if (type == TypeKind::kTimestamp) return "TIMESTAMP '" + timestamp_text(n) + "'";
+  if (type == TypeKind::kDate) return "DATE '" + date_text(n) + "'";
+  if (type == TypeKind::kTime) return "TIME '" + time_text(n) + "'";
   if (type == TypeKind::kInterval) return "INTERVAL '" + absl::StrCat(n) + "' MILLISECOND";
   if (type == TypeKind::kDecimal) return decimal_text(n, t.scale);
   return absl::StrCat(n);

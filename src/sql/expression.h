@@ -19,6 +19,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "sql/types.h"
+#include "sql/values.h"
 #include "weir/formats.h"
 
 namespace weir::sql {
@@ -102,9 +103,6 @@ absl::StatusOr<Value> evaluate_call(const Expr& e, OperandFn operand);
 // > 0 as `a` sorts before, with or after `b`, position i descending where
 // descending[i]; NULL after every value either way.
 int compare_sort_keys(const std::vector<Value>& a, const std::vector<Value>& b, const std::vector<bool>& descending);
-
-// A TIMESTAMP's text, UTC: "2020-01-01 00:00:01.000".
-std::string timestamp_text(int64_t ms);
 
 // A literal as SQL would print it ('text', 12, 1.5, TRUE, NULL).
 std::string literal_text(const Value& v, const Type& type);

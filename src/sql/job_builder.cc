@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "sql/aggregate.h"
 #include "sql/decimal.h"
+#include "sql/values.h"
 #include "sql/operators.h"
 #include "sql/parser.h"
 #include "weir/key_group.h"
@@ -38,7 +39,7 @@ class Builder {
                                           "' cannot be written to from SQL yet");
       }
       DataStream<Row> out =
-          sink.input->kind == PlanNode::Kind::kProject ? *rows : decimals_out(*rows, sink.columns, prefix_ + "-0-");
+          wire_out(*rows, sink.columns, sink.input->kind == PlanNode::Kind::kProject, prefix_ + "-0-");
       absl::Status s = it->second(out, is_updating(*sink.input), *table, prefix_ + "-0-sink");
       if (!s.ok()) return s;
     }
@@ -53,56 +54,53 @@ class Builder {
     return nullptr;
   }
 
-  // DECIMAL columns as a source gives them (text, as CSV has them; a
-  // number) held exactly (sql/decimal.h); a value that is none fails the
-  // task naming the table and column.
-  static DataStream<Row> decimals_in(const DataStream<Row>& rows, const TableDef& table,
-                                     const std::vector<Column>& columns, const std::string& uid) {
-    std::vector<std::pair<size_t, Type>> decimal;
+  // The columns whose SQL values differ from a connector's (sql/values.h:
+  // DECIMAL, DATE, TIME, BYTES, ARRAY, MAP) as a source gives them (text, a
+  // number, JSON) turned into their SQL values; a value that is none fails
+  // the job naming the table, the column and what was expected.
+  static DataStream<Row> wire_in(const DataStream<Row>& rows, const TableDef& table, const std::vector<Column>& columns,
+                                 const std::string& uid) {
+    std::vector<std::pair<size_t, Type>> typed;
     for (size_t i = 0; i < columns.size(); ++i) {
-      if (columns[i].type.kind == TypeKind::kDecimal) decimal.emplace_back(i, columns[i].type);
+      if (has_wire_form(columns[i].type)) typed.emplace_back(i, columns[i].type);
     }
-    if (decimal.empty()) return rows;
+    if (typed.empty()) return rows;
     const std::string where = "table " + table.name + ", column ";
     DataStream<Row> out = rows.map(
-        [decimal, columns, where](const Row& in) {
+        [typed, columns, where](const Row& in) {
           Row r = in;
-          for (const auto& [i, t] : decimal) {
-            Value& v = r.values[i];
-            absl::StatusOr<int64_t> d = int64_t{0};
-            if (std::holds_alternative<std::monostate>(v)) continue;
-            if (const auto* text = std::get_if<std::string>(&v)) d = parse_decimal(*text, t.scale);
-            else if (const auto* x = std::get_if<double>(&v)) d = double_to_decimal(*x, t.scale);
-            else if (const auto* n = std::get_if<int64_t>(&v)) d = rescale(*n, 0, t.scale);
-            if (!d.ok()) throw UnrecoverableError(where + columns[i].name + ": " + std::string(d.status().message()));
-            v = *d;
+          for (const auto& [i, t] : typed) {
+            absl::StatusOr<Value> v = from_wire(r.values[i], t);
+            if (!v.ok()) throw UnrecoverableError(where + columns[i].name + ": " + std::string(v.status().message()));
+            r.values[i] = *std::move(v);
           }
           return r;
         },
-        "decimals");
-    out.uid(uid + "decimals");
+        "sql-values");
+    out.uid(uid + "decimals");  // the uid of the jobs before DATE, ARRAY, ... (only DECIMALs were converted)
     return out;
   }
 
-  // DECIMAL columns as their text ("12.500") for a sink, which knows no
-  // DECIMAL: every sink writes them as the exact number.
-  static DataStream<Row> decimals_out(const DataStream<Row>& rows, const std::vector<Column>& columns,
-                                      const std::string& uid) {
-    std::vector<std::pair<size_t, int>> decimal;
+  // The same columns as a sink writes them (text, JSON); a DECIMAL is
+  // text already when `decimals_written` (a SELECT list right below the
+  // sink made it).
+  static DataStream<Row> wire_out(const DataStream<Row>& rows, const std::vector<Column>& columns, bool decimals_written,
+                                  const std::string& uid) {
+    std::vector<std::pair<size_t, Type>> typed;
     for (size_t i = 0; i < columns.size(); ++i) {
-      if (columns[i].type.kind == TypeKind::kDecimal) decimal.emplace_back(i, columns[i].type.scale);
+      if (has_wire_form(columns[i].type) && !(decimals_written && columns[i].type.kind == TypeKind::kDecimal)) {
+        typed.emplace_back(i, columns[i].type);
+      }
     }
-    if (decimal.empty()) return rows;
+    if (typed.empty()) return rows;
     DataStream<Row> out = rows.map(
-        [decimal](const Row& in) {
+        [typed](const Row& in) {
           Row r = in;
-          for (const auto& [i, scale] : decimal) {
-            if (const auto* n = std::get_if<int64_t>(&r.values[i])) r.values[i] = decimal_text(*n, scale);
-          }
+          for (const auto& [i, t] : typed) r.values[i] = to_wire(r.values[i], t);
           return r;
         },
-        "decimal-text");
-    out.uid(uid + "decimal-text");
+        "sql-values-out");
+    out.uid(uid + "decimal-text");  // as above
     return out;
   }
 
@@ -140,7 +138,7 @@ class Builder {
     scanned.equal_to = n.equal_to;
     auto rows = it->second(env_, scanned, uid + "scan");
     if (!rows.ok()) return rows.status();
-    return decimals_in(*rows, *table, columns, uid);
+    return wire_in(*rows, *table, columns, uid);
   }
 
   absl::StatusOr<DataStream<Row>> stream(const PlanNode& n, int depth) {

@@ -444,10 +444,11 @@ class Planner {
                                " columns, the table " + std::to_string(sink->columns.size()));
     }
     for (size_t i = 0; i < got.size(); ++i) {
-      if (!assignable(got[i].type.kind, sink->columns[i].type.kind)) {
-        return error(offset, "INSERT INTO " + name + ": column " + sink->columns[i].name + " is " +
-                                 std::string(type_name(sink->columns[i].type.kind)) + ", the query gives " +
-                                 std::string(type_name(got[i].type.kind)) + " (" + got[i].name + ")");
+      if (!assignable(got[i].type, sink->columns[i].type)) {
+        Type to = sink->columns[i].type, from = got[i].type;
+        to.nullable = from.nullable = true;
+        return error(offset, "INSERT INTO " + name + ": column " + sink->columns[i].name + " is " + to.to_string() +
+                                 ", the query gives " + from.to_string() + " (" + got[i].name + ")");
       }
     }
     // A DECIMAL of another scale, or a number into a DECIMAL or from one

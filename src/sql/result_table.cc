@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sql/decimal.h"
+#include "sql/values.h"
 #include "sql/expression.h"
 
 namespace weir::sql {
@@ -58,6 +59,9 @@ std::string ResultTable::cell(const Row& row, size_t i) const {
   if (std::holds_alternative<std::monostate>(row.values[i])) return "<NULL>";
   if (columns_[i].type.kind == TypeKind::kTimestamp) {
     if (const auto* ms = std::get_if<int64_t>(&row.values[i])) return timestamp_text(*ms);
+  }
+  if (columns_[i].type.collection()) {  // the JSON a sink is given, shown as Flink shows it: [a, b], {k=v}
+    if (auto v = from_wire(row.values[i], columns_[i].type); v.ok()) return value_text(*v, columns_[i].type);
   }
   if (columns_[i].type.kind == TypeKind::kBoolean) {
     if (const auto* b = std::get_if<bool>(&row.values[i])) return *b ? "TRUE" : "FALSE";

@@ -424,7 +424,12 @@ class Transformer {
       static const std::map<std::string, std::string> kNow = {{"SVFOP_CURRENT_TIMESTAMP", "current_timestamp"},
                                                               {"SVFOP_CURRENT_TIMESTAMP_N", "current_timestamp"},
                                                               {"SVFOP_LOCALTIMESTAMP", "localtimestamp"},
-                                                              {"SVFOP_LOCALTIMESTAMP_N", "localtimestamp"}};
+                                                              {"SVFOP_LOCALTIMESTAMP_N", "localtimestamp"},
+                                                              {"SVFOP_CURRENT_DATE", "current_date"},
+                                                              {"SVFOP_CURRENT_TIME", "current_time"},
+                                                              {"SVFOP_CURRENT_TIME_N", "current_time"},
+                                                              {"SVFOP_LOCALTIME", "localtime"},
+                                                              {"SVFOP_LOCALTIME_N", "localtime"}};
       if (auto now = kNow.find(op); now != kNow.end()) {
         e.kind = ast::Expr::Kind::kFunction;
         e.names = {now->second};
@@ -435,7 +440,7 @@ class Transformer {
     static const std::map<std::string, std::string> kKinds = {
         {"BooleanTest", "IS TRUE, IS FALSE and IS UNKNOWN"},
         {"MinMaxExpr", "GREATEST and LEAST"},
-        {"SQLValueFunction", "CURRENT_DATE, CURRENT_TIME and the other SQL value functions of dates and users"},
+        {"SQLValueFunction", "CURRENT_USER and the other SQL value functions of users and catalogs"},
         {"A_Indirection", "subscripts ([i]) and field selection"},
         {"A_ArrayExpr", "ARRAY[...]"},
         {"RowExpr", "ROW(...) values"},

@@ -15,6 +15,11 @@ std::string_view type_name(TypeKind kind) {
     case TypeKind::kTimestamp: return "TIMESTAMP(3)";
     case TypeKind::kInterval: return "INTERVAL";
     case TypeKind::kDecimal: return "DECIMAL";
+    case TypeKind::kDate: return "DATE";
+    case TypeKind::kTime: return "TIME";
+    case TypeKind::kBytes: return "BYTES";
+    case TypeKind::kArray: return "ARRAY";
+    case TypeKind::kMap: return "MAP";
   }
   return "?";
 }
@@ -26,9 +31,24 @@ Type Type::decimal(int precision, int scale, bool nullable) {
   return t;
 }
 
+Type Type::array(TypeKind element, bool nullable) {
+  Type t{TypeKind::kArray, nullable};
+  t.element = element;
+  return t;
+}
+
+Type Type::map(TypeKind key, TypeKind value, bool nullable) {
+  Type t{TypeKind::kMap, nullable};
+  t.key = key;
+  t.element = value;
+  return t;
+}
+
 std::string Type::to_string() const {
   std::string s(type_name(kind));
   if (kind == TypeKind::kDecimal) s += "(" + std::to_string(precision) + ", " + std::to_string(scale) + ")";
+  if (kind == TypeKind::kArray) s += "<" + std::string(type_name(element)) + ">";
+  if (kind == TypeKind::kMap) s += "<" + std::string(type_name(key)) + ", " + std::string(type_name(element)) + ">";
   if (!nullable && kind != TypeKind::kNull) s += " NOT NULL";
   return s;
 }
@@ -44,6 +64,8 @@ std::optional<TypeKind> type_of_name(std::string_view name) {
       {"string", TypeKind::kVarchar},    {"char", TypeKind::kVarchar},      {"timestamp", TypeKind::kTimestamp},
       {"interval", TypeKind::kInterval}, {"real", TypeKind::kDouble},      {"float", TypeKind::kDouble},
       {"character", TypeKind::kVarchar}, {"timestamp_ltz", TypeKind::kTimestamp}, {"dec", TypeKind::kDecimal},
+      {"date", TypeKind::kDate},         {"time", TypeKind::kTime},         {"bytes", TypeKind::kBytes},
+      {"bytea", TypeKind::kBytes},       {"varbinary", TypeKind::kBytes},   {"binary", TypeKind::kBytes},
   };
   auto it = kNames.find(name);
   if (it == kNames.end()) return std::nullopt;
@@ -51,6 +73,9 @@ std::optional<TypeKind> type_of_name(std::string_view name) {
 }
 
 std::optional<TypeKind> common_type(TypeKind a, TypeKind b) {
+  if (a == TypeKind::kArray || a == TypeKind::kMap || b == TypeKind::kArray || b == TypeKind::kMap) {
+    return std::nullopt;  // with their element types: common_type(Type, Type)
+  }
   if (a == TypeKind::kNull) return b;
   if (b == TypeKind::kNull || a == b) return a;
   if ((a == TypeKind::kBigInt && b == TypeKind::kDouble) || (a == TypeKind::kDouble && b == TypeKind::kBigInt)) {
@@ -61,6 +86,17 @@ std::optional<TypeKind> common_type(TypeKind a, TypeKind b) {
 
 std::optional<Type> common_type(const Type& a, const Type& b) {
   const bool nullable = a.nullable || b.nullable;
+  if (a.collection() || b.collection()) {
+    if (a.kind == TypeKind::kNull || b.kind == TypeKind::kNull) {
+      Type t = a.kind == TypeKind::kNull ? b : a;
+      t.nullable = nullable;
+      return t;
+    }
+    if (a.kind != b.kind || a.key != b.key || a.element != b.element) return std::nullopt;
+    Type t = a;
+    t.nullable = nullable;
+    return t;
+  }
   if (a.kind != TypeKind::kDecimal && b.kind != TypeKind::kDecimal) {
     auto k = common_type(a.kind, b.kind);
     if (!k) return std::nullopt;
@@ -82,6 +118,16 @@ std::optional<Type> common_type(const Type& a, const Type& b) {
   const int scale = std::max(x->scale, y->scale);
   const int integer = std::max(x->precision - x->scale, y->precision - y->scale);
   return Type::decimal(integer + scale, scale, nullable);
+}
+
+bool assignable(const Type& from, const Type& to) {
+  if (from.collection() || to.collection()) {
+    if (from.kind == TypeKind::kNull) return true;
+    if (from.kind != to.kind) return false;
+    auto fits = [](TypeKind a, TypeKind b) { return a == b || a == TypeKind::kNull; };  // ARRAY[]: any element type
+    return fits(from.element, to.element) && fits(from.key, to.key);
+  }
+  return assignable(from.kind, to.kind);
 }
 
 bool assignable(TypeKind from, TypeKind to) {

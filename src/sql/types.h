@@ -15,6 +15,18 @@
 //                                           the declared precision is 3 or
 //                                           none)
 //   INTERVAL                     int64_t, milliseconds
+//   DATE                         int64_t, days since 1970-01-01
+//   TIME                         int64_t, milliseconds since midnight (the
+//                                           declared precision is 0 to 3)
+//   BYTES (VARBINARY, BINARY)    std::string, the bytes
+//   ARRAY<T>                     std::string, the elements encoded by
+//                                           sql/values.h (binary, as
+//                                           Flink's BinaryArrayData); T
+//                                           a type above but DECIMAL
+//   MAP<K, V>                    std::string, the entries by key encoded
+//                                           the same way (keys distinct
+//                                           and in order, so equal maps
+//                                           are equal bytes)
 //
 // NULL of any type is std::monostate. Each column and expression also says
 // whether it can be NULL.
@@ -28,7 +40,10 @@
 
 namespace weir::sql {
 
-enum class TypeKind : uint8_t { kNull, kBoolean, kBigInt, kDouble, kVarchar, kTimestamp, kInterval, kDecimal };
+enum class TypeKind : uint8_t {
+  kNull, kBoolean, kBigInt, kDouble, kVarchar, kTimestamp, kInterval, kDecimal,
+  kDate, kTime, kBytes, kArray, kMap,
+};
 
 // The most digits a DECIMAL may declare, and the most it holds (and the
 // largest scale).
@@ -40,10 +55,20 @@ struct Type {
   bool nullable = true;
   uint8_t precision = 0;  // kDecimal: digits in all
   uint8_t scale = 0;      // kDecimal: digits after the point
+  TypeKind element = TypeKind::kNull;  // kArray: the elements'; kMap: the values'
+  TypeKind key = TypeKind::kNull;      // kMap: the keys'
 
   static Type decimal(int precision, int scale, bool nullable);
+  static Type array(TypeKind element, bool nullable);
+  static Type map(TypeKind key, TypeKind value, bool nullable);
+  // ARRAY and MAP: their values are collections of elements (sql/values.h).
+  bool collection() const { return kind == TypeKind::kArray || kind == TypeKind::kMap; }
+  // The type of an ARRAY's elements or a MAP's values (nullable), and of
+  // a MAP's keys.
+  Type element_type() const { return Type{element, true}; }
+  Type key_type() const { return Type{key, true}; }
   bool numeric() const { return kind == TypeKind::kBigInt || kind == TypeKind::kDouble || kind == TypeKind::kDecimal; }
-  // "BIGINT", "VARCHAR NOT NULL", "DECIMAL(23, 3)", ...
+  // "BIGINT", "VARCHAR NOT NULL", "DECIMAL(23, 3)", "ARRAY<BIGINT>", ...
   std::string to_string() const;
   bool operator==(const Type&) const = default;
 };
@@ -69,6 +94,8 @@ std::optional<Type> common_type(const Type& a, const Type& b);
 // DECIMAL into DOUBLE or a DECIMAL of another scale; converted as a CAST
 // would).
 bool assignable(TypeKind from, TypeKind to);
+// The same for ARRAY and MAP too: of the same element (and key) types.
+bool assignable(const Type& from, const Type& to);
 
 }  // namespace weir::sql
 
