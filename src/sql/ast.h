@@ -198,6 +198,8 @@ struct Expr {
     kSubquery,     // (SELECT ...): `query`; `what` says how it is used
                    // ("EXISTS", "IN (SELECT ...)", ...; empty: as a value)
     kNamedArg,     // names[0] => args[0]
+    kArray,        // ARRAY[args...]
+    kSubscript,    // args[0][args[1]]: an ARRAY's element (from 1) or a MAP's value
     kUnsupported,  // a construct weir does not read yet: `what` names it
   };
   Kind kind = Kind::kUnsupported;
@@ -270,6 +272,7 @@ struct TableRef {
   std::string name;
   std::optional<std::string> alias;
   std::vector<std::string> alias_columns;  // AS a (c1, c2, ...)
+  bool ordinality = false;                 // kFunction: WITH ORDINALITY
   Box<Select> query;
   Box<Expr> call;
   JoinType join_type = JoinType::kInner;

@@ -83,6 +83,10 @@ absl::StatusOr<Expr> Binder::bind_node(const ast::Expr& e, const std::vector<Sco
     case Kind::kNamedArg:
       return error(e.offset, "a named argument (" + (e.names.empty() ? std::string() : e.names[0]) +
                                  " => ...) outside a window table function's call");
+    case Kind::kArray:
+      return array_constructor(e, scopes);
+    case Kind::kSubscript:
+      return subscript(e, scopes);
     case Kind::kUnsupported:
       return unsupported(e.offset, e.what);
   }

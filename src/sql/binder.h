@@ -97,6 +97,15 @@ class Binder {
   std::optional<absl::StatusOr<Expr>> time_unit_function(const ast::Expr& e, const std::string& name,
                                                          const std::vector<Scope>& scopes) const;
   std::optional<absl::StatusOr<Expr>> more_functions(const std::string& name, std::vector<Expr> args, int at) const;
+  // sql/binder_collections.cc
+  absl::StatusOr<TypeKind> element_kind(std::vector<Expr>* values, const std::vector<int>& offsets,
+                                        const std::string& what) const;
+  absl::StatusOr<Expr> array_constructor(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  absl::StatusOr<Expr> map_constructor(const ast::Expr& e, std::vector<Expr> args) const;
+  absl::StatusOr<Expr> subscript(const ast::Expr& e, const std::vector<Scope>& scopes) const;
+  // nullopt for a function of no collection.
+  std::optional<absl::StatusOr<Expr>> collection_function(const ast::Expr& e, const std::string& name,
+                                                         std::vector<Expr>& args) const;
   // With grouping_: a grouping key, or nullopt.
   std::optional<Expr> grouping_key(const ast::Expr& e) const;
   // An aggregate call of a GROUP BY (grouping_) or OVER a window (over_).

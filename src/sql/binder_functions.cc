@@ -145,6 +145,7 @@ absl::StatusOr<Expr> Binder::function(const ast::Expr& e, const std::vector<Scop
     const bool nullable = args[0].type.nullable;
     return Expr::call(op, {result, nullable}, std::move(args));
   };
+  if (auto collection = collection_function(e, name, args)) return *std::move(collection);
   if (name == "position" && e.sql_syntax && args.size() == 2) std::swap(args[0], args[1]);  // position(b, a)
   const bool text = args.size() == 1 && (args[0].type.kind == TypeKind::kVarchar || args[0].type.kind == TypeKind::kNull);
   if (name == "lower") return one_arg(text, TypeKind::kVarchar, Op::kLower);

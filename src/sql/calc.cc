@@ -79,4 +79,34 @@ DataStream<Row> calc(const DataStream<Row>& in, const std::vector<Expr>& conditi
   return out;
 }
 
+DataStream<Row> unnest(const DataStream<Row>& in, const PlanNode& n, const std::vector<std::string>& input_names,
+                       const std::string& uid) {
+  const Expr collection = n.exprs[0];
+  const bool is_map = collection.type.kind == TypeKind::kMap, ordinality = n.ordinality, outer = n.unnest_outer;
+  const size_t added = n.columns.size() - n.input->columns.size();
+  const std::string where = "UNNEST(" + collection.to_string(input_names) + ")";
+  DataStream<Row> out = in.flat_map<Row>(
+      [=](const Row& row, Collector<Row>& out) {
+        absl::StatusOr<Value> v = evaluate(collection, row);
+        if (!v.ok()) throw UnrecoverableError(where + ": " + std::string(v.status().message()));
+        std::vector<Value> flat;  // an ARRAY's elements; a MAP's keys and values in turn
+        if (const auto* bytes = std::get_if<std::string>(&*v)) flat = decode_elements(*bytes);
+        const size_t step = is_map ? 2 : 1;
+        auto emit = [&](const Value* element, int64_t position) {
+          Row r;
+          r.kind = row.kind;
+          r.values.reserve(row.values.size() + added);
+          r.values = row.values;
+          for (size_t k = 0; k < step; ++k) r.values.push_back(element != nullptr ? element[k] : Value{});
+          if (ordinality) r.values.push_back(element != nullptr ? Value{position} : Value{});
+          out.collect(std::move(r));
+        };
+        for (size_t i = 0; i + step <= flat.size(); i += step) emit(&flat[i], static_cast<int64_t>(i / step + 1));
+        if (flat.empty() && outer) emit(nullptr, 0);
+      },
+      outer ? "left-unnest" : "unnest");
+  out.uid(uid + "unnest");
+  return out;
+}
+
 }  // namespace weir::sql

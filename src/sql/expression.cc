@@ -399,6 +399,16 @@ std::string_view op_name(Op op) {
     case Op::kConcatWs: return "CONCAT_WS";
     case Op::kProctime: return "PROCTIME";
     case Op::kNow: return "CURRENT_TIMESTAMP";
+    case Op::kMakeArray: return "ARRAY";
+    case Op::kMakeMap: return "MAP";
+    case Op::kElementAt:
+    case Op::kValueAt: return "[]";
+    case Op::kCardinality: return "CARDINALITY";
+    case Op::kElement: return "ELEMENT";
+    case Op::kArrayContains: return "ARRAY_CONTAINS";
+    case Op::kArrayJoin: return "ARRAY_JOIN";
+    case Op::kMapKeys: return "MAP_KEYS";
+    case Op::kMapValues: return "MAP_VALUES";
   }
   return "?";
 }
@@ -522,7 +532,17 @@ std::string Expr::to_string(const std::vector<std::string>& input) const {
     case Op::kJsonValue:
     case Op::kJsonQuery:
     case Op::kConcatWs:
+    case Op::kCardinality:
+    case Op::kElement:
+    case Op::kArrayContains:
+    case Op::kArrayJoin:
+    case Op::kMapKeys:
+    case Op::kMapValues:
     case Op::kProctime: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
+    case Op::kMakeArray:
+    case Op::kMakeMap: return std::string(op_name(op)) + "[" + absl::StrJoin(a, ", ") + "]";
+    case Op::kElementAt:
+    case Op::kValueAt: return a[0] + "[" + a[1] + "]";
     case Op::kAnd:
     case Op::kOr: return "(" + absl::StrJoin(a, " " + std::string(op_name(op)) + " ") + ")";
     default: return "(" + a[0] + " " + std::string(op_name(op)) + " " + a[1] + ")";
@@ -636,6 +656,21 @@ absl::StatusOr<Value> evaluate_call(const Expr& e, OperandFn operand) {
         first = false;
       }
       return out;
+    }
+    case Op::kMakeArray:
+    case Op::kMakeMap: {  // NULL elements and values are kept
+      std::vector<Value> elements;
+      for (size_t i = 0; i < e.args.size(); ++i) {
+        auto v = operand(i);
+        if (!v.ok()) return v.status();
+        elements.push_back(**v);
+      }
+      if (e.op == Op::kMakeArray) return encode_elements(elements);
+      std::vector<std::pair<Value, Value>> entries;
+      for (size_t i = 0; i + 1 < elements.size(); i += 2) entries.emplace_back(std::move(elements[i]), std::move(elements[i + 1]));
+      auto m = encode_map(std::move(entries));
+      if (!m.ok()) return m.status();
+      return *std::move(m);
     }
     case Op::kCase: {
       const size_t pairs = (e.args.size() - (e.has_else ? 1 : 0)) / 2;

@@ -44,6 +44,12 @@ enum class Op : uint8_t {
   kConcatWs,  // CONCAT_WS(separator, s, ...): NULL arguments skipped
   kProctime,  // PROCTIME(): the wall clock when the row is computed
   kNow,       // CURRENT_TIMESTAMP, NOW(): the same, no time attribute
+  // ARRAY and MAP (sql/values.h holds them)
+  kMakeArray,      // ARRAY[a, b, ...]: NULL elements kept
+  kMakeMap,        // MAP[k1, v1, ...]: a NULL key is an error, a repeated key's last value kept
+  kElementAt,      // a[i]: an ARRAY's i-th element (from 1); NULL if none
+  kValueAt,        // m[k]: a MAP's value of key k; NULL if none
+  kCardinality, kElement, kArrayContains, kArrayJoin, kMapKeys, kMapValues,
 };
 std::string_view op_name(Op op);
 

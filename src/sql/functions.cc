@@ -473,6 +473,48 @@ absl::StatusOr<Value> evaluate_function(Op op, absl::Span<const Value* const> a)
     case Op::kJsonValue:
     case Op::kJsonQuery:
       return json_path(op, std::get<std::string>(*a[0]), std::get<std::string>(*a[1]));
+    case Op::kElementAt: {  // from 1; NULL past either end
+      std::vector<Value> elements = decode_elements(std::get<std::string>(*a[0]));
+      const int64_t i = std::get<int64_t>(*a[1]);
+      if (i < 1 || i > static_cast<int64_t>(elements.size())) return Value{};
+      return std::move(elements[static_cast<size_t>(i - 1)]);
+    }
+    case Op::kValueAt: {
+      for (auto& [k, v] : decode_map(std::get<std::string>(*a[0]))) {
+        if (k == *a[1]) return std::move(v);
+      }
+      return Value{};
+    }
+    case Op::kCardinality:  // of an ARRAY (a MAP's: of its MAP_KEYS)
+      return static_cast<int64_t>(decode_elements(std::get<std::string>(*a[0])).size());
+    case Op::kElement: {
+      std::vector<Value> elements = decode_elements(std::get<std::string>(*a[0]));
+      if (elements.size() > 1) return absl::InvalidArgumentError("ELEMENT of an ARRAY of more than one element");
+      return elements.empty() ? Value{} : std::move(elements[0]);
+    }
+    case Op::kArrayContains: {
+      for (const Value& v : decode_elements(std::get<std::string>(*a[0]))) {
+        if (v == *a[1]) return true;
+      }
+      return false;
+    }
+    case Op::kArrayJoin: {
+      std::string out;
+      bool first = true;
+      for (const Value& v : decode_elements(std::get<std::string>(*a[0]))) {
+        if (std::holds_alternative<std::monostate>(v) && a.size() < 3) continue;  // NULLs left out, as Flink
+        if (!first) out += std::get<std::string>(*a[1]);
+        out += std::holds_alternative<std::monostate>(v) ? std::get<std::string>(*a[2]) : std::get<std::string>(v);
+        first = false;
+      }
+      return out;
+    }
+    case Op::kMapKeys:
+    case Op::kMapValues: {
+      std::vector<Value> out;
+      for (auto& [k, v] : decode_map(std::get<std::string>(*a[0]))) out.push_back(op == Op::kMapKeys ? std::move(k) : std::move(v));
+      return encode_elements(out);
+    }
     default:
       break;
   }

@@ -191,6 +191,11 @@ class Builder {
         if (!sides.ok()) return sides.status();
         return join(sides->first, sides->second, n, uid + layout_tag(n));
       }
+      case PlanNode::Kind::kUnnest: {
+        auto in = stream(*n.input, depth + 1);
+        if (!in.ok()) return in.status();
+        return unnest(*in, n, n.input->column_names(), uid);
+      }
       case PlanNode::Kind::kSink:
         break;
     }

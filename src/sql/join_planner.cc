@@ -40,6 +40,17 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const ast::TableRef
   const size_t left_scopes = scopes->size();
   auto left = from_item(*j.left, scopes, offset);
   if (!left.ok()) return left.status();
+  if (is_unnest(*j.right)) {
+    // t CROSS JOIN UNNEST(t.c), t JOIN UNNEST(t.c) ON TRUE, t LEFT JOIN
+    // UNNEST(t.c) ON TRUE: per row of t, its collection's elements.
+    const bool on_true = !j.on || (j.on->kind == ast::Expr::Kind::kLiteral && j.on->literal.kind == ast::Literal::Kind::kBoolean &&
+                                   j.on->literal.boolean);
+    if (!on_true || !j.using_columns.empty()) {
+      return unsupported(j.on ? j.on->offset : at, "a join condition with UNNEST other than ON TRUE (a WHERE filters its rows)");
+    }
+    if (join_type != JoinType::kInner && join_type != JoinType::kLeft) return unsupported(at, "a RIGHT or FULL JOIN with UNNEST");
+    return unnest(*std::move(left), *j.right, scopes, join_type == JoinType::kLeft);
+  }
   const size_t right_scopes = scopes->size();
   auto right = from_item(*j.right, scopes, offset);
   if (!right.ok()) return right.status();
@@ -171,6 +182,7 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join_where(Node join, Ex
 }
 
 absl::Status QueryPlanner::finish_joins(PlanNode* n, int offset) {
+  if (n->kind == PlanNode::Kind::kUnnest) return finish_joins(n->input.get(), offset);
   if (n->kind != PlanNode::Kind::kJoin) return absl::OkStatus();
   for (PlanNode* side : {n->input.get(), n->right.get()}) {
     absl::Status s = finish_joins(side, offset);
@@ -279,6 +291,44 @@ bool QueryPlanner::unique_on(const PlanNode& side, const std::vector<Expr>& keys
     }
   }
   return false;
+}
+
+bool QueryPlanner::is_unnest(const ast::TableRef& item) {
+  return item.kind == ast::TableRef::Kind::kFunction && item.call && absl::EqualsIgnoreCase(item.call->name(), "unnest");
+}
+
+absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::unnest(Node input, const ast::TableRef& item,
+                                                               std::vector<Scope>* scopes, bool outer) {
+  const ast::Expr& call = *item.call;
+  if (call.args.size() != 1) return unsupported(call.offset, "UNNEST of more than one collection");
+  auto collection = binder_.bind(call.args[0], *scopes);
+  if (!collection.ok()) return collection.status();
+  const Type t = collection->type;
+  if (!t.collection()) {
+    Type shown = t;
+    shown.nullable = true;
+    return error(call.args[0].offset, "UNNEST takes an ARRAY or a MAP, not " + shown.to_string());
+  }
+  auto n = std::make_unique<PlanNode>();
+  n->kind = PlanNode::Kind::kUnnest;
+  n->ordinality = item.ordinality;
+  n->unnest_outer = outer;
+  std::vector<Column> added;
+  if (t.kind == TypeKind::kMap) {
+    added.push_back({"KEY", t.key_type()});
+    added.push_back({"VALUE", t.element_type()});
+  } else {
+    added.push_back({"EXPR$0", t.element_type()});
+  }
+  if (item.ordinality) added.push_back({"ORDINALITY", {TypeKind::kBigInt, outer}});
+  auto scope = scope_of(item, "", added);
+  if (!scope.ok()) return scope.status();
+  n->columns = input->columns;
+  n->columns.insert(n->columns.end(), scope->columns.begin(), scope->columns.end());
+  n->exprs.push_back(*std::move(collection));
+  n->input = std::move(input);
+  scopes->push_back(*std::move(scope));
+  return n;
 }
 
 }  // namespace weir::sql

@@ -56,6 +56,11 @@ Value evaluate_or_throw(const Expr& e, const Row& row, const std::string& where)
 DataStream<Row> calc(const DataStream<Row>& in, const std::vector<Expr>& conditions, const std::vector<Expr>* select,
                      const std::vector<std::string>& input_names, const std::string& uid);
 
+// The rows of kUnnest node `n` (sql/plan.h) from its input's rows `in`:
+// per row, one per element of the collection n.exprs[0] computes.
+DataStream<Row> unnest(const DataStream<Row>& in, const PlanNode& n, const std::vector<std::string>& input_names,
+                       const std::string& uid);
+
 // `node` is a kWindow over rows `in`.
 absl::StatusOr<DataStream<Row>> assign_windows(const DataStream<Row>& in, const PlanNode& node, const std::string& uid);
 

@@ -143,7 +143,6 @@ class Translator {
       if (t.is_keyword("LATERAL") && (after.is_keyword("TABLE") || after.is_symbol("("))) {
         return unsupported(t, "LATERAL TABLE (table functions)");
       }
-      if (t.is_keyword("UNNEST") && after.is_symbol("(")) return unsupported(t, "UNNEST (ARRAY and MAP values)");
       if ((t.is_keyword("GROUPING") && after.is_keyword("SETS")) ||
           ((t.is_keyword("CUBE") || t.is_keyword("ROLLUP")) && after.is_symbol("(") && i > begin &&
            (tokens_[i - 1].is_keyword("BY") || tokens_[i - 1].is_symbol(",")))) {
@@ -152,6 +151,19 @@ class Translator {
       if (t.is_keyword("TABLESAMPLE")) return unsupported(t, "TABLESAMPLE");
       if (t.is_keyword("INSERT") && i + 3 < end && tokens_[i + 1].is_keyword("INTO") && tokens_[i + 3].is_keyword("PARTITION")) {
         return unsupported(tokens_[i + 3], "INSERT INTO ... PARTITION (a static partition)");
+      }
+      // MAP[k1, v1, ...]: a call map(k1, v1, ...).
+      if (t.is_keyword("MAP") && after.is_symbol("[")) {
+        int depth = 0;
+        size_t close = i + 1;
+        for (; close < end; ++close) {
+          if (tokens_[close].is_symbol("[")) ++depth;
+          if (tokens_[close].is_symbol("]") && --depth == 0) break;
+        }
+        if (close == end) return error(after, "this '[' is not closed");
+        buffer_[after.offset] = '(';
+        buffer_[tokens_[close].offset] = ')';
+        continue;
       }
       // TRY_CAST(x AS t): PostgreSQL's CAST, the TRY_ blanked (the
       // transformer reads it back from the script's text).

@@ -109,6 +109,7 @@ std::optional<WindowBounds> window_bounds(const PlanNode& n) {
       return WindowBounds{first, first + 1};
     }
     case PlanNode::Kind::kFilter:
+    case PlanNode::Kind::kUnnest:  // the input's columns first
       return window_bounds(*n.input);
     case PlanNode::Kind::kProject:
     case PlanNode::Kind::kAggregate: {
@@ -288,6 +289,10 @@ std::string describe(const PlanNode& n, const std::vector<std::string>& in, cons
     }
     case PlanNode::Kind::kUnion:
       line += "UnionAll";
+      break;
+    case PlanNode::Kind::kUnnest:
+      line += std::string(n.unnest_outer ? "LeftUnnest(" : "Unnest(") + n.exprs[0].to_string(in) +
+              (n.ordinality ? " WITH ORDINALITY" : "") + ")";
       break;
     case PlanNode::Kind::kSink:
       line += "Sink(" + n.table + ")";

@@ -135,7 +135,7 @@ struct OverFrame {
 };
 
 struct PlanNode {
-  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kJoin, kRank, kOver, kUnion, kSink };
+  enum class Kind : uint8_t { kScan, kFilter, kProject, kWindow, kAggregate, kJoin, kRank, kOver, kUnion, kSink, kUnnest };
   Kind kind = Kind::kScan;
   std::vector<Column> columns;  // what it emits (kScan: the columns of the table it reads)
   std::string table;            // kScan, kSink: the table
@@ -201,6 +201,15 @@ struct PlanNode {
   // frame)): each input row, then each call's value over the row's frame
   // within its partition; inserts only.
   std::optional<OverFrame> over;
+  // kUnnest (input CROSS JOIN UNNEST(exprs[0]) [WITH ORDINALITY]): per
+  // input row, one row per element of the ARRAY exprs[0] computes (per
+  // entry of the MAP): the input's columns, then the element (the key and
+  // the value), then with `ordinality` its position from 1; with
+  // `unnest_outer` (LEFT JOIN UNNEST(...) ON TRUE) a row whose collection
+  // is empty or NULL gives one row, the new columns NULL. No state; each
+  // row keeps its input row's kind.
+  bool ordinality = false;
+  bool unnest_outer = false;
   std::unique_ptr<PlanNode> input;
   std::unique_ptr<PlanNode> right;  // kJoin; kUnion (UNION ALL): the rows of input, then of right
 

@@ -106,6 +106,12 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::select(const ast::Select
   if (!first.ok()) return first.status();
   Node node = *std::move(first);
   for (size_t i = 1; i < s.from.size(); ++i) {  // FROM a, b: a join, its keys from WHERE
+    if (is_unnest(s.from[i])) {  // FROM t, UNNEST(t.c): per row of t, its collection's elements
+      auto unnested = unnest(std::move(node), s.from[i], &scopes, false);
+      if (!unnested.ok()) return unnested.status();
+      node = *std::move(unnested);
+      continue;
+    }
     auto next = from_item(s.from[i], &scopes, offset);
     if (!next.ok()) return next.status();
     node = cross(std::move(node), *std::move(next));
@@ -442,6 +448,10 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::relation(const ast::Tabl
       return inner;
     }
     case ast::TableRef::Kind::kFunction:
+      if (is_unnest(item)) {
+        return unsupported(item.offset >= 0 ? item.offset : offset,
+                           "UNNEST without a table before it (FROM t CROSS JOIN UNNEST(t.c) AS u (x) is supported)");
+      }
       return window_function(item, scopes, offset);
     case ast::TableRef::Kind::kJoin:
       return join(item, scopes, offset);

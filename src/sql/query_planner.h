@@ -68,6 +68,8 @@ class QueryPlanner {
   void push_partition_conditions(PlanNode* scan, const Expr& cond) const;
   // FROM a, b: a join of a and b whose keys come from WHERE.
   static Node cross(Node left, Node right);
+  // Whether `item` is UNNEST(...).
+  static bool is_unnest(const ast::TableRef& item);
   // The select list over `input`; with `over`, `input` is a kOver whose
   // calls the list's OVER aggregates become.
   absl::StatusOr<Node> project(const ast::Select& s, Node input, const std::vector<Scope>& scopes, int offset,
@@ -92,6 +94,9 @@ class QueryPlanner {
 
   // ---- join_planner.cc
   absl::StatusOr<Node> join(const ast::TableRef& j, std::vector<Scope>* scopes, int offset);
+  // `input` CROSS JOIN (`outer`: LEFT JOIN) UNNEST(x) `item`, x over the
+  // scopes so far; the new columns' scope added.
+  absl::StatusOr<Node> unnest(Node input, const ast::TableRef& item, std::vector<Scope>* scopes, bool outer);
   // A WHERE over `join`: of an inner join, its conjuncts as join_on's; of
   // an outer join, a filter above it.
   absl::StatusOr<Node> join_where(Node join, Expr cond);

@@ -91,6 +91,24 @@ std::vector<int> prune(PlanNode* n, const std::vector<bool>& needed) {
       n->columns = std::move(columns);
       return to;
     }
+    case PlanNode::Kind::kUnnest: {
+      // The input's columns read above and by the collection; then the
+      // unnested ones.
+      const size_t in = n->input->columns.size();
+      std::vector<bool> below(needed.begin(), needed.begin() + static_cast<long>(in));
+      mark_columns(n->exprs[0], &below);
+      const std::vector<int> moved = prune(n->input.get(), below);
+      renumber_columns(n->exprs[0], moved);
+      std::vector<int> to(width, -1);
+      std::vector<Column> columns = n->input->columns;
+      for (size_t i = 0; i < in; ++i) to[i] = moved[i];
+      for (size_t i = in; i < width; ++i) {
+        to[i] = static_cast<int>(columns.size());
+        columns.push_back(n->columns[i]);
+      }
+      n->columns = std::move(columns);
+      return to;
+    }
     case PlanNode::Kind::kAggregate: {
       // Its keys and its calls' arguments; over a window table function
       // also the window's bounds the keys read (they are the window's).

@@ -245,7 +245,7 @@ class Transformer {
     if (kind == "RangeFunction") {
       const json& functions = list(r, "functions");
       if (functions.size() != 1) return unsupported_ref("ROWS FROM (...)", out.offset);
-      if (field(r, "ordinality").is_boolean() && r["ordinality"].get<bool>()) return unsupported_ref("WITH ORDINALITY", out.offset);
+      out.ordinality = field(r, "ordinality").is_boolean() && r["ordinality"].get<bool>();
       const json& items = list(field(functions[0], "List"), "items");
       if (items.empty() || node_name(items[0]) != "FuncCall") {
         return unsupported_ref("FROM " + (items.empty() ? std::string("this function") : node_name(items[0])),
@@ -437,12 +437,32 @@ class Transformer {
         return e;
       }
     }
+    if (kind == "A_ArrayExpr") {  // ARRAY[a, b, ...]
+      e.kind = ast::Expr::Kind::kArray;
+      for (const json& a : list(b, "elements")) e.args.push_back(expr(a));
+      return e;
+    }
+    if (kind == "A_Indirection") {  // x[i], x[i][j]
+      ast::Expr base = expr(field(b, "arg"));
+      for (const json& step : list(b, "indirection")) {
+        const json& ix = field(step, "A_Indices");
+        if (!ix.is_object()) return unsupported("field selection of an expression ((x).f)", e.offset);
+        if ((field(ix, "is_slice").is_boolean() && ix["is_slice"].get<bool>()) || !ix.contains("uidx")) {
+          return unsupported("array slices (x[a:b])", e.offset);
+        }
+        ast::Expr sub;
+        sub.kind = ast::Expr::Kind::kSubscript;
+        sub.offset = e.offset;
+        sub.args.push_back(std::move(base));
+        sub.args.push_back(expr(ix["uidx"]));
+        base = std::move(sub);
+      }
+      return base;
+    }
     static const std::map<std::string, std::string> kKinds = {
         {"BooleanTest", "IS TRUE, IS FALSE and IS UNKNOWN"},
         {"MinMaxExpr", "GREATEST and LEAST"},
         {"SQLValueFunction", "CURRENT_USER and the other SQL value functions of users and catalogs"},
-        {"A_Indirection", "subscripts ([i]) and field selection"},
-        {"A_ArrayExpr", "ARRAY[...]"},
         {"RowExpr", "ROW(...) values"},
         {"ParamRef", "parameters ($1)"},
         {"CollateClause", "COLLATE"},

@@ -140,6 +140,8 @@ QueryPlanner::TimeAttribute QueryPlanner::time_attribute(const PlanNode& n, int 
     }
     case PlanNode::Kind::kFilter:
       return time_attribute(*n.input, column);
+    case PlanNode::Kind::kUnnest:  // the input's columns first
+      return column < static_cast<int>(n.input->columns.size()) ? time_attribute(*n.input, column) : TimeAttribute::kNone;
     case PlanNode::Kind::kProject: {
       const Expr& e = n.exprs[column];
       if (e.kind == Expr::Kind::kCall && e.op == Op::kProctime) return TimeAttribute::kProcessingTime;
