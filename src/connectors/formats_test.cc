@@ -79,6 +79,23 @@ TEST(FormatsTest, JsonReadsFieldsByNameAndNamesMismatches) {
   EXPECT_EQ(reason(R"({"id":)").rfind("not JSON: ", 0), 0u) << reason(R"({"id":)");
 }
 
+TEST(FormatsTest, JsonFieldsHoldAnyJsonValueAsItsText) {
+  auto json = json_format(Schema{{"id", FieldType::kInt64}, {"doc", FieldType::kJson}});
+  Row r;
+  ASSERT_TRUE(json->decode(R"({"id":1,"doc":{"b":[1, "x"],"a":null}})", &r).ok());
+  EXPECT_EQ(r, row(RowKind::kInsert, {int64_t{1}, std::string(R"({"a":null,"b":[1,"x"]})")}));
+  ASSERT_TRUE(json->decode(R"({"id":2,"doc":"text"})", &r).ok());
+  EXPECT_EQ(r.values[1], Value{std::string(R"("text")")});  // a string too: its JSON text
+  ASSERT_TRUE(json->decode(R"({"id":3,"doc":null})", &r).ok());
+  EXPECT_EQ(r.values[1], Value{});
+  // Written as the JSON value, not as a string of it; CSV writes the text.
+  EXPECT_EQ(json->encode(row(RowKind::kInsert, {int64_t{4}, std::string("[1,2]")})), R"({"id":4,"doc":[1,2]})");
+  auto csv = csv_format(Schema{{"id", FieldType::kInt64}, {"doc", FieldType::kJson}});
+  EXPECT_EQ(csv->encode(row(RowKind::kInsert, {int64_t{4}, std::string("[1,2]")})), R"(4,"[1,2]")");
+  ASSERT_TRUE(csv->decode(R"(5,"{""k"":1}")", &r).ok());
+  EXPECT_EQ(r.values[1], Value{std::string(R"({"k":1})")});
+}
+
 TEST(FormatsTest, JsonChangelogAndEncoding) {
   auto json = json_format(Schema{{"k", FieldType::kString}, {"n", FieldType::kInt64}}, JsonOptions{"op"});
   Row r;

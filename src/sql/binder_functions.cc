@@ -375,6 +375,12 @@ std::optional<absl::StatusOr<Expr>> Binder::more_functions(const std::string& na
     if (!args.empty()) return error(at, upper + " takes no arguments");
     return Expr::call(Op::kNow, {TypeKind::kTimestamp, false}, {});
   }
+  if (name == "current_watermark") {  // CURRENT_WATERMARK(ts): the watermark of ts's rows where they are filtered
+    if (args.size() != 1 || args[0].kind != Expr::Kind::kColumn || args[0].type.kind != TypeKind::kTimestamp) {
+      return error(at, "CURRENT_WATERMARK takes a time attribute (a TIMESTAMP column)");
+    }
+    return Expr::call(Op::kCurrentWatermark, {TypeKind::kTimestamp, true}, std::move(args));
+  }
   if (name == "current_date" || name == "current_time" || name == "localtime") {  // today, now's time of day (UTC)
     if (!args.empty()) return error(at, upper + " takes no arguments");
     const TypeKind kind = name == "current_date" ? TypeKind::kDate : TypeKind::kTime;

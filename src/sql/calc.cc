@@ -1,5 +1,7 @@
 // WHERE and SELECT over rows of one input: one operator, its expressions
 // one sql::Program (each common subexpression once per row).
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "sql/operators.h"
@@ -47,6 +49,31 @@ class Calc {
   std::shared_ptr<const std::vector<std::string>> where_;
 };
 
+// A Calc whose expressions read CURRENT_WATERMARK: an operator that keeps
+// its input's watermark and evaluates each row under it.
+class WatermarkCalc final : public detail::OneOutputOperator<Row>, public detail::Input<Row> {
+ public:
+  WatermarkCalc(Calc fn, std::optional<size_t> size) : fn_(std::move(fn)), size_(size) {}
+  void* input() override { return static_cast<detail::Input<Row>*>(this); }
+  void process(const Row& row) override {
+    std::optional<Row> result;
+    {
+      WatermarkScope scope(&watermark_);  // only while this row is computed, not downstream
+      if (fn_.passes(row)) result = size_ ? fn_.select(row.kind, *size_) : row;
+    }
+    if (result) this->out_->collect(*std::move(result));
+  }
+  void process_watermark(int64_t watermark) override {
+    watermark_ = watermark;
+    OneOutputOperator<Row>::process_watermark(watermark);
+  }
+
+ private:
+  Calc fn_;
+  std::optional<size_t> size_;  // none: no SELECT list, the row as it is
+  int64_t watermark_ = INT64_MIN;
+};
+
 }  // namespace
 
 DataStream<Row> calc(const DataStream<Row>& in, const std::vector<Expr>& conditions, const std::vector<Expr>* select,
@@ -63,7 +90,15 @@ DataStream<Row> calc(const DataStream<Row>& in, const std::vector<Expr>& conditi
       where->push_back("SELECT " + e.to_string(input_names));
     }
   }
+  const bool watermark = std::any_of(exprs.begin(), exprs.end(), [](const Expr& e) { return reads_watermark(e); });
   Calc fn(std::make_shared<const Program>(std::move(exprs)), conditions.size(), std::move(where));
+  if (watermark) {
+    const std::optional<size_t> size = select != nullptr ? std::optional<size_t>(select->size()) : std::nullopt;
+    const std::string name = select == nullptr ? "filter" : conditions.empty() ? "project" : "calc";
+    DataStream<Row> out = detail::GraphBuilder::add<Row>(in, name, [fn, size]() { return std::make_unique<WatermarkCalc>(fn, size); });
+    out.uid(uid + name);
+    return out;
+  }
   if (select == nullptr) {
     DataStream<Row> out = in.filter([fn](const Row& row) mutable { return fn.passes(row); }, "filter");
     out.uid(uid + "filter");

@@ -409,6 +409,7 @@ std::string_view op_name(Op op) {
     case Op::kArrayJoin: return "ARRAY_JOIN";
     case Op::kMapKeys: return "MAP_KEYS";
     case Op::kMapValues: return "MAP_VALUES";
+    case Op::kCurrentWatermark: return "CURRENT_WATERMARK";
   }
   return "?";
 }
@@ -440,7 +441,9 @@ Expr Expr::call(Op op, Type type, std::vector<Expr> args) {
 }
 
 bool Expr::is_constant() const {
-  if (kind == Kind::kColumn || (kind == Kind::kCall && (op == Op::kProctime || op == Op::kNow))) return false;
+  if (kind == Kind::kColumn || (kind == Kind::kCall && (op == Op::kProctime || op == Op::kNow || op == Op::kCurrentWatermark))) {
+    return false;
+  }
   for (const Expr& a : args) {
     if (!a.is_constant()) return false;
   }
@@ -538,6 +541,7 @@ std::string Expr::to_string(const std::vector<std::string>& input) const {
     case Op::kArrayJoin:
     case Op::kMapKeys:
     case Op::kMapValues:
+    case Op::kCurrentWatermark:
     case Op::kProctime: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
     case Op::kMakeArray:
     case Op::kMakeMap: return std::string(op_name(op)) + "[" + absl::StrJoin(a, ", ") + "]";
@@ -610,9 +614,30 @@ Expr comparison(Op op, Expr a, Expr b) {
   return Expr::call(op, {TypeKind::kBoolean, nullable}, {std::move(a), std::move(b)});
 }
 
+namespace {
+thread_local const int64_t* current_watermark = nullptr;
+}  // namespace
+
+WatermarkScope::WatermarkScope(const int64_t* watermark) : previous_(current_watermark) { current_watermark = watermark; }
+WatermarkScope::~WatermarkScope() { current_watermark = previous_; }
+
+bool reads_watermark(const Expr& e) {
+  if (e.kind == Expr::Kind::kCall && e.op == Op::kCurrentWatermark) return true;
+  for (const Expr& a : e.args) {
+    if (reads_watermark(a)) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<Value> evaluate_call(const Expr& e, OperandFn operand) {
   // Operators that look at NULLs themselves, evaluating lazily.
   switch (e.op) {
+    case Op::kCurrentWatermark:  // the argument names the time attribute; its value is not read
+      if (current_watermark == nullptr) {
+        return absl::FailedPreconditionError("CURRENT_WATERMARK is read only in a WHERE clause or a SELECT list");
+      }
+      if (*current_watermark == INT64_MIN) return Value{};
+      return *current_watermark;
     case Op::kAnd:
     case Op::kOr: {
       const bool stop_on = e.op == Op::kOr;  // OR stops on TRUE, AND on FALSE

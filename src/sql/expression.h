@@ -50,6 +50,7 @@ enum class Op : uint8_t {
   kElementAt,      // a[i]: an ARRAY's i-th element (from 1); NULL if none
   kValueAt,        // m[k]: a MAP's value of key k; NULL if none
   kCardinality, kElement, kArrayContains, kArrayJoin, kMapKeys, kMapValues,
+  kCurrentWatermark,  // CURRENT_WATERMARK(ts): the evaluating operator's input watermark (WatermarkScope); NULL before one
 };
 std::string_view op_name(Op op);
 
@@ -97,6 +98,24 @@ Expr comparison(Op op, Expr a, Expr b);
 
 // The value of `e` for `row` (whose columns are those `e` refers to).
 absl::StatusOr<Value> evaluate(const Expr& e, const Row& row);
+
+// While one lives, CURRENT_WATERMARK is `*watermark` on this thread
+// (INT64_MIN: none yet, NULL); with none, evaluating it is an error. The
+// operator that evaluates a WHERE and SELECT list (calc.cc) makes one per
+// row.
+class WatermarkScope {
+ public:
+  explicit WatermarkScope(const int64_t* watermark);
+  ~WatermarkScope();
+  WatermarkScope(const WatermarkScope&) = delete;
+  WatermarkScope& operator=(const WatermarkScope&) = delete;
+
+ private:
+  const int64_t* previous_;
+};
+
+// Whether `e` reads CURRENT_WATERMARK.
+bool reads_watermark(const Expr& e);
 
 // The value of call `e` (kind kCall) whose i-th operand's value is
 // `operand(i)`; asked only for operands the call needs (AND, OR, CASE and

@@ -273,11 +273,15 @@ absl::StatusOr<Value> from_wire(const Value& v, const Type& t) {
       if (!j.is_object()) return absl::InvalidArgumentError(shown(*text) + " is not a JSON object (" + t.to_string() + ")");
       std::vector<std::pair<Value, Value>> entries;
       for (auto it = j.begin(); it != j.end(); ++it) {
-        // The key is JSON text: a string key's value is its own.
-        auto k = t.key == TypeKind::kVarchar ? absl::StatusOr<Value>(Value{it.key()})
-                                             : element_of_json(nlohmann::json::parse(it.key(), nullptr, false), t.key);
-        if (!k.ok() || is_null(*k)) {
-          k = from_wire(Value{it.key()}, Type{t.key, true});  // "2026-01-05" for a DATE key
+        // A key is text: a STRING's own, a number's or BOOLEAN's JSON
+        // ("12", "true"), a time's text.
+        absl::StatusOr<Value> k = Value{it.key()};
+        if (t.key == TypeKind::kBigInt || t.key == TypeKind::kDouble || t.key == TypeKind::kBoolean) {
+          const nlohmann::json key = nlohmann::json::parse(it.key(), nullptr, /*allow_exceptions=*/false);
+          k = key.is_discarded() || key.is_null() ? absl::InvalidArgumentError("expected " + std::string(type_name(t.key)))
+                                                  : element_of_json(key, t.key);
+        } else if (t.key != TypeKind::kVarchar) {
+          k = from_wire(Value{it.key()}, Type{t.key, true});
         }
         if (!k.ok()) return absl::InvalidArgumentError("the key " + shown(it.key()) + ": " + std::string(k.status().message()));
         auto x = element_of_json(it.value(), t.element);
