@@ -4,7 +4,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 
 FUZZ_SECONDS ?= 10
-FUZZ_TARGETS := metadata state_file records data_plane json_body config running_sum_line formats result_file sql sql_dialect sql_io cluster_messages
+FUZZ_TARGETS := metadata state_file records data_plane json_body config running_sum_line formats result_file sql sql_dialect sql_io cluster_messages sql_values
 
 .PHONY: deps configure build demo test bench soak check-locks asan-configure asan tsan fuzz clean
 

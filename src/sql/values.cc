@@ -38,6 +38,14 @@ nlohmann::json element_json(const Value& v, TypeKind kind) {
       return std::isfinite(d) ? nlohmann::json(d) : nlohmann::json(nullptr);  // JSON has no NaN
     }
     case TypeKind::kBytes: return absl::Base64Escape(std::get<std::string>(v));
+    case TypeKind::kTimestamp: {
+      // Text where it has four digits of year (as it is read back), else
+      // the milliseconds.
+      constexpr int64_t kYear10000 = 253'402'300'800'000, kYear0 = -62'167'219'200'000;
+      const int64_t ms = std::get<int64_t>(v);
+      if (ms < kYear0 || ms >= kYear10000) return ms;
+      return timestamp_text(ms);
+    }
     default: return value_text(v, Type{kind, true});
   }
 }
@@ -78,7 +86,11 @@ absl::StatusOr<Value> element_of_json(const nlohmann::json& j, TypeKind kind) {
 }  // namespace
 
 std::string timestamp_text(int64_t ms) {
-  return absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+  // Four digits of year at least (absl's %Y writes year 24 as "24").
+  const int64_t floor_ms = ((ms % 1000) + 1000) % 1000;
+  const absl::CivilSecond c = absl::ToCivilSecond(absl::FromUnixMillis(ms - floor_ms), absl::UTCTimeZone());
+  return absl::StrFormat("%04d-%02d-%02d %02d:%02d:%02d.%03d", c.year(), c.month(), c.day(), c.hour(), c.minute(),
+                         c.second(), floor_ms);
 }
 
 std::string date_text(int64_t days) { return absl::FormatCivilTime(kEpoch + days); }
@@ -313,7 +325,11 @@ Value to_wire(const Value& v, const Type& t) {
     }
     case TypeKind::kMap: {
       nlohmann::json j = nlohmann::json::object();
-      for (const auto& [k, x] : decode_map(std::get<std::string>(v))) j[element_text(k, t.key)] = element_json(x, t.element);
+      for (const auto& [k, x] : decode_map(std::get<std::string>(v))) {
+        // A key as JSON has it: a string's own text, another value's JSON.
+        const nlohmann::json key = element_json(k, t.key);
+        j[key.is_string() ? key.get<std::string>() : key.dump()] = element_json(x, t.element);
+      }
       return j.dump();
     }
     default:

@@ -33,6 +33,19 @@ TEST(ValuesTest, DatesAndTimesReadAndWriteTheirText) {
   }
 }
 
+TEST(ValuesTest, TimestampsHaveFourDigitsOfYear) {
+  EXPECT_EQ(timestamp_text(-1), "1969-12-31 23:59:59.999");
+  EXPECT_EQ(timestamp_text(-61'405'430'400'000), "0024-02-21 00:00:00.000");  // found by fuzz_sql_values
+  const Type map = Type::map(TypeKind::kVarchar, TypeKind::kTimestamp, true);
+  auto v = from_wire(std::string(R"({"k":"0024-02-21"})"), map);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(to_wire(*v, map), Value{std::string(R"({"k":"0024-02-21 00:00:00.000"})")});
+  // Past year 9999 an element is written as its milliseconds, which read back.
+  auto far = from_wire(std::string(R"({"k":253402300800000})"), map);
+  ASSERT_TRUE(far.ok());
+  EXPECT_EQ(to_wire(*far, map), Value{std::string(R"({"k":253402300800000})")});
+}
+
 TEST(ValuesTest, EveryDateAndTimeSurvivesItsText) {
   const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
