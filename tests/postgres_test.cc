@@ -12,8 +12,11 @@
 #include <random>
 #include <sstream>
 
+#include "absl/strings/str_join.h"
 #include "common/test_points.h"
 #include "examples/running_sum/running_sum.h"
+#include "sql/job_builder.h"
+#include "sql/planner.h"
 #include "testing/committing_sink.h"
 #include "testing/seed.h"
 #include "tests/pg_server.h"
@@ -369,6 +372,119 @@ TEST_F(PostgresTest, UpsertSinkAppliesInsertsUpdatesAndDeletesUnderFailures) {
     got[std::stoll(row.substr(0, row.find('\t')))] = std::stoll(row.substr(row.find('\t') + 1));
   }
   EXPECT_EQ(got, want);
+}
+
+// The source reads a table once in primary-key order, a page at a time;
+// under injected failures each row reaches the exactly-once sink once.
+TEST_F(PostgresTest, SourceReadsEachRowOnceUnderFailures) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  constexpr int kRows = 3000;
+  pg_->sql("CREATE TABLE items (a int NOT NULL, b text NOT NULL, v bigint, PRIMARY KEY (a, b))");
+  // A two-column key whose order is not the insertion order.
+  pg_->sql("INSERT INTO items SELECT i % 7, 'k' || (i / 7), i FROM generate_series(1, " + std::to_string(kRows) + ") i");
+  pg_->sql("INSERT INTO items VALUES (99, 'null-value', NULL)");
+  testing::CommitLog<PostgresRow> log;
+  JobConfig config = testing::failure_test_config(2);
+  StreamEnvironment env(config);
+  const uint64_t seed = seed_;
+  env.from_source<PostgresRow>(PostgresSource::builder()
+                                   .conninfo(pg_->conninfo())
+                                   .table("items")
+                                   .columns({"v", "b"})
+                                   .key_columns({"a", "b"})
+                                   .fetch_size(7)
+                                   .build(),
+                               "items")
+      .sink_to([&log, seed] { return std::make_unique<testing::CommittingSink<PostgresRow>>(&log, 400, seed); }, "commit");
+  auto result = env.execute("read-items");
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->status, JobStatus::kFinished) << result->failure;
+  EXPECT_GE(result->restarts, 1);
+  std::map<std::string, int> seen;  // "v b" -> times
+  for (const PostgresRow& r : log.all()) ++seen[r.values[0].value_or("NULL") + " " + r.values[1].value_or("NULL")];
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kRows + 1));
+  for (const auto& [row, times] : seen) EXPECT_EQ(times, 1) << row;
+  EXPECT_EQ(seen.count("NULL null-value"), 1u);
+  EXPECT_EQ(seen.count("3000 k428"), 1u);
+}
+
+TEST_F(PostgresTest, SourceNamesAMissingTableAndRefusesNoKey) {
+  JobConfig config;
+  config.restart.kind = RestartStrategyKind::kNone;
+  StreamEnvironment env(config);
+  testing::CollectingSink<PostgresRow>::Rows rows;
+  env.from_source<PostgresRow>(
+         PostgresSource::builder().conninfo(pg_->conninfo()).table("nowhere").columns({"a"}).key_columns({"a"}).build(), "pg")
+      .sink_to([&rows] { return std::make_unique<testing::CollectingSink<PostgresRow>>(&rows); }, "collect");
+  auto result = env.execute("missing");
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->status, JobStatus::kFailed);
+  EXPECT_NE(result->failure.find("postgres source of nowhere"), std::string::npos) << result->failure;
+  EXPECT_NE(result->failure.find("\"nowhere\" does not exist"), std::string::npos) << result->failure;
+  PostgresSourceOptions o;
+  o.conninfo = "host=x";
+  o.table = "t";
+  o.columns = {"a"};
+  EXPECT_EQ(std::string(o.validate().message()),
+            "postgres source of t: needs the table's primary key (rows are read in its order and resumed after it)");
+}
+
+// From SQL: each type read from PostgreSQL's columns (arrays and jsonb as
+// ARRAY and MAP, bytea as BYTES), and a lookup join (FOR SYSTEM_TIME AS
+// OF) with the table.
+TEST_F(PostgresTest, SqlReadsEveryTypeAndJoinsTheTable) {
+  pg_->sql("CREATE TABLE rates (currency text PRIMARY KEY, rate numeric(10, 4), ok boolean, since timestamp, "
+           "day date, at time, tags text[], attrs jsonb, blob bytea, n bigint, d double precision)");
+  pg_->sql("INSERT INTO rates VALUES ('EUR', 1.0842, true, '2026-01-01 00:00:05.934567', '2024-02-29', '13:45:07.25', "
+           "'{a,b}', '{\"x\": 1}', '\\x00ff', 9007199254740993, 0.1), "
+           "('USD', 1, false, NULL, NULL, NULL, '{}', '{}', '', NULL, NULL)");
+  const std::string script =
+      "CREATE TABLE rates (currency STRING, rate DECIMAL(10, 4), ok BOOLEAN, since TIMESTAMP(3), `day` DATE, `at` TIME, "
+      "tags ARRAY<STRING>, attrs MAP<STRING, BIGINT>, blob BYTES, n BIGINT, d DOUBLE, "
+      "PRIMARY KEY (currency) NOT ENFORCED) WITH ('connector' = 'postgres', 'conninfo' = '" + pg_->conninfo() +
+      "', 'scan.fetch-size' = '1');\n"
+      "CREATE TABLE orders (id BIGINT, currency STRING, pt AS PROCTIME()) WITH ('connector' = 'values', "
+      "'rows' = '1,EUR\n2,USD\n3,GBP');\n"
+      "CREATE TABLE out_all (currency STRING, rate DECIMAL(10, 4), ok BOOLEAN, since TIMESTAMP(3), `day` DATE, `at` TIME, "
+      "tags ARRAY<STRING>, attrs MAP<STRING, BIGINT>, blob BYTES, n BIGINT, d DOUBLE) WITH ('connector' = 'print');\n"
+      "CREATE TABLE out_join (id BIGINT, rate DECIMAL(10, 4), tag STRING) WITH ('connector' = 'print');\n"
+      "INSERT INTO out_all SELECT * FROM rates;\n"
+      "INSERT INTO out_join SELECT o.id, r.rate, r.tags[1] FROM orders AS o "
+      "JOIN rates FOR SYSTEM_TIME AS OF o.pt AS r ON o.currency = r.currency;\n";
+  auto parsed = sql::parse_script(script);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto planned = sql::plan_script(*parsed);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  auto collected = std::make_shared<testing::CollectingSink<Row>::Rows>();
+  sql::TableConnectors connectors = sql::TableConnectors::built_in();
+  connectors.sinks["print"] = [collected](const DataStream<Row>& rows, bool, const sql::TableDef&, const std::string& uid) {
+    rows.sink_to([collected] { return std::make_unique<testing::CollectingSink<Row>>(collected.get()); }, "collect").uid(uid);
+    return absl::OkStatus();
+  };
+  JobConfig config;
+  config.default_parallelism = 2;
+  config.restart.kind = RestartStrategyKind::kNone;
+  StreamEnvironment env(config);
+  ASSERT_TRUE(sql::build_job(*planned, connectors, env).ok());
+  auto result = env.execute("pg-sql");
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->status, JobStatus::kFinished) << result->failure;
+  std::vector<std::string> got;
+  {
+    std::lock_guard lock(collected->mu);
+    for (const Row& r : collected->rows) {
+      std::vector<std::string> parts;
+      for (size_t i = 0; i < r.values.size(); ++i) parts.push_back(r.text(i).value_or("NULL"));
+      got.push_back(absl::StrJoin(parts, "|"));
+    }
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "1|1.0842|a",
+                     "2|1.0000|NULL",
+                     "EUR|1.0842|true|1767225605934|2024-02-29|13:45:07.250|[\"a\",\"b\"]|{\"x\":1}|AP8=|9007199254740993|0.1",
+                     "USD|1.0000|false|NULL|NULL|NULL|[]|{}||NULL|NULL",
+                 }));
 }
 
 }  // namespace

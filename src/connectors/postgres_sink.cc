@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/test_points.h"
+#include "connectors/pg_session.h"
 #include "spdlog/spdlog.h"
 #include "weir/postgres.h"
 
@@ -32,6 +33,9 @@ SinkFactory<PostgresRow> PostgresSink::Builder::build() const {
 
 namespace {
 
+using pg::PgSession;
+using pg::Result;
+
 // A prepared transaction of the sink, awaiting its checkpoint.
 struct PreparedTransaction {
   int64_t checkpoint_id = 0;
@@ -40,76 +44,7 @@ struct PreparedTransaction {
   auto weir_fields() { return std::tie(checkpoint_id, writer, gid); }
 };
 
-struct ResultDeleter {
-  void operator()(PGresult* r) const { PQclear(r); }
-};
-using Result = std::unique_ptr<PGresult, ResultDeleter>;
-
 constexpr char kCommitsTable[] = "weir_sink_commits";
-
-std::string escaped(PGconn* conn, const std::string& s, bool identifier) {
-  char* q = identifier ? PQescapeIdentifier(conn, s.data(), s.size()) : PQescapeLiteral(conn, s.data(), s.size());
-  std::string out = q ? q : (identifier ? "\"\"" : "''");
-  PQfreemem(q);
-  return out;
-}
-
-// A libpq connection and the errors it gives, named by the server's host
-// and port, never by the connection string (it may hold a password).
-class PgSession {
- public:
-  ~PgSession() { close(); }
-
-  absl::Status connect(const std::string& conninfo) {
-    conn_ = PQconnectdb(conninfo.c_str());
-    server_ = std::string(PQhost(conn_) ? PQhost(conn_) : "?") + ":" + (PQport(conn_) ? PQport(conn_) : "?");
-    if (PQstatus(conn_) != CONNECTION_OK) return error("cannot connect");
-    return absl::OkStatus();
-  }
-  void close() {
-    if (conn_ != nullptr) PQfinish(conn_);  // an open transaction rolls back; prepared ones stay
-    conn_ = nullptr;
-  }
-  const std::string& server() const { return server_; }
-
-  absl::StatusOr<Result> query(const std::string& sql) {
-    Result r(PQexec(conn_, sql.c_str()));
-    ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-      std::string head = sql.substr(0, std::min<size_t>(sql.size(), 60));
-      return error(head + (sql.size() > 60 ? "..." : ""));
-    }
-    return r;
-  }
-  absl::Status exec(const std::string& sql) {
-    auto r = query(sql);
-    return r.ok() ? absl::OkStatus() : r.status();
-  }
-
-  std::string quote_ident(const std::string& s) const { return escaped(conn_, s, true); }
-  std::string quote_literal(const std::string& s) const { return escaped(conn_, s, false); }
-  std::string column_list(const std::vector<std::string>& columns) const {
-    std::string cols;
-    for (const auto& c : columns) cols += (cols.empty() ? "" : ", ") + quote_ident(c);
-    return cols;
-  }
-  // Fails naming the column when `table` lacks one of `columns`.
-  absl::Status probe(const std::string& table, const std::vector<std::string>& columns) {
-    return exec("SELECT " + column_list(columns) + " FROM " + quote_ident(table) + " LIMIT 0");
-  }
-
- private:
-  absl::Status error(const std::string& what) const {
-    std::string msg = conn_ ? PQerrorMessage(conn_) : "no connection";
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    // libpq's message may span lines: one line per error.
-    std::replace(msg.begin(), msg.end(), '\n', ' ');
-    return absl::UnavailableError("postgres " + server_ + ": " + what + ": " + msg);
-  }
-
-  PGconn* conn_ = nullptr;
-  std::string server_;
-};
 
 }  // namespace
 
