@@ -71,7 +71,12 @@ TEST(ClusterTest, SqlScriptRunsOnTheClusterAsEmbedded) {
            "  WITH (connector = 'filesystem', format = 'changelog-csv', path = '" + out + "-ranked');\n"
            "INSERT INTO r SELECT m, groups, rk FROM (SELECT m, groups, DENSE_RANK() OVER (PARTITION BY MOD(m, 3) "
            "ORDER BY groups DESC) AS rk FROM (SELECT MOD(n, 20) AS m, COUNT(*) AS groups FROM (SELECT MOD(bidder, 200) "
-           "AS g, COUNT(*) AS n FROM bid GROUP BY MOD(bidder, 200)) AS c GROUP BY MOD(n, 20)) AS s) AS t WHERE rk <= 2;\n";
+           "AS g, COUNT(*) AS n FROM bid GROUP BY MOD(bidder, 200)) AS c GROUP BY MOD(n, 20)) AS s) AS t WHERE rk <= 2;\n"
+           // DATE and ARRAY columns, unnested.
+           "CREATE TABLE tagged (id BIGINT, d DATE, tags ARRAY<STRING>) WITH (connector = 'values', rows = '\n"
+           "1,2024-02-29,\"[\"\"a\"\",\"\"b\"\"]\"\n2,2024-03-01,\"[]\"\n3,,\"[\"\"c\"\"]\"');\n"
+           "CREATE TABLE u (id BIGINT, d DATE, tag STRING, n BIGINT) WITH (connector = 'filesystem', path = '" + out + "-unnest');\n"
+           "INSERT INTO u SELECT id, TIMESTAMPADD(DAY, 1, d), UPPER(tag), n FROM tagged CROSS JOIN UNNEST(tags) WITH ORDINALITY AS t (tag, n);\n";
   };
   // weir sql FILE --jobmanager: the script submitted as the built-in job sql.
   std::ofstream(c.dir().path("cluster.sql")) << script(c.dir().path("cluster-out"), "9000");
@@ -96,6 +101,12 @@ TEST(ClusterTest, SqlScriptRunsOnTheClusterAsEmbedded) {
   const std::vector<std::string> ranked = testing::apply_changelog(*want_ranked);
   ASSERT_GT(ranked.size(), 5u);
   EXPECT_EQ(testing::apply_changelog(*got_ranked), ranked);
+  auto got_unnest = read_published_lines(c.dir().path("cluster-out-unnest"), "part");
+  auto want_unnest = read_published_lines(c.dir().path("embedded-out-unnest"), "part");
+  ASSERT_TRUE(got_unnest.ok() && want_unnest.ok());
+  const std::multiset<std::string> unnested = {"1,2024-03-01,A,1", "1,2024-03-01,B,2", "3,,C,1"};
+  EXPECT_EQ(std::multiset<std::string>(want_unnest->begin(), want_unnest->end()), unnested);
+  EXPECT_EQ(std::multiset<std::string>(got_unnest->begin(), got_unnest->end()), unnested);
 
   auto bad = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "sql", "--script",
                                 "CREATE TABLE t (a BIGINT) WITH (connector = 'print');\nINSERT INTO t SELECT b FROM t;"},
