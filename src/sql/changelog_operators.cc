@@ -449,6 +449,7 @@ absl::StatusOr<DataStream<Row>> top_n(const DataStream<Row>& in, const PlanNode&
 
 absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStream<Row>& right, const PlanNode& n,
                                      const std::string& uid) {
+  if (n.temporal) return temporal_join(left, right, n, uid);
   if (is_updating(n)) return changelog_join(left, right, n, uid);
   auto lk = std::make_shared<const KeyEncoder>(n.left_keys, n.input->column_names(), "JOIN ON");
   auto rk = std::make_shared<const KeyEncoder>(n.right_keys, n.right->column_names(), "JOIN ON");

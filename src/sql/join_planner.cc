@@ -107,9 +107,72 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join(const ast::TableRef
     if (!joined.ok()) return joined.status();
     node = *std::move(joined);
   }
+  if (j.right->kind == ast::TableRef::Kind::kTable && temporal_ != nullptr) {
+    for (const TemporalMark& m : *temporal_) {
+      if (m.table_offset != j.right->offset) continue;
+      const std::vector<Scope> left_side(scopes->begin() + static_cast<long>(left_scopes),
+                                         scopes->begin() + static_cast<long>(right_scopes));
+      absl::Status t = temporal(node.get(), m, *j.right, left_side);
+      if (!t.ok()) return t;
+    }
+  }
   absl::Status s = finish_joins(node.get(), at);
   if (!s.ok()) return s;
   return node;
+}
+
+// JOIN t FOR SYSTEM_TIME AS OF x: with x the left side's event time, the
+// versions of t (a versioned table: its PRIMARY KEY, the join's keys, and
+// its WATERMARK's event time); with x a processing time, t as it is read
+// (a table that never changes: a file, a values table, a PostgreSQL table
+// read once; a lookup join is a join with it).
+absl::Status QueryPlanner::temporal(PlanNode* join, const TemporalMark& mark, const ast::TableRef& right,
+                                    const std::vector<Scope>& left_scopes) {
+  const TableDef* t = find_table_(right.name);
+  if (t == nullptr) return absl::OkStatus();  // a view: planned as its query
+  auto parsed = parse_expression(Script{std::string(text_), {}}, mark.time);
+  if (!parsed.ok()) return parsed.status();
+  auto time = binder_.bind(*parsed, left_scopes);
+  if (!time.ok()) return time.status();
+  const bool event_time = time->kind == Expr::Kind::kColumn &&
+                          time_attribute(*join->input, time->column) == TimeAttribute::kEventTime;
+  const std::string& c = t->connector();
+  if (!event_time) {
+    if (c != "filesystem" && c != "values" && c != "postgres") {
+      return unsupported(mark.table_offset, "a processing-time temporal join (a lookup) with the versions of a changing "
+                                            "table (" + c + ", FOR SYSTEM_TIME AS OF)");
+    }
+    return absl::OkStatus();
+  }
+  auto pk = t->options.find("primary-key");
+  if (pk == t->options.end() || !t->watermark) {
+    return error(mark.table_offset, "FOR SYSTEM_TIME AS OF an event time joins the versions of a versioned table: " +
+                                        t->name + " needs a PRIMARY KEY and a WATERMARK");
+  }
+  using JoinType = PlanNode::JoinType;
+  if (join->join_type != JoinType::kInner && join->join_type != JoinType::kLeft) {
+    return unsupported(mark.table_offset, "a RIGHT or FULL temporal join");
+  }
+  if (is_updating(*join->input) || is_updating(*join->right)) {
+    return unsupported(mark.table_offset, "a temporal join of an updating input");
+  }
+  for (const std::string& key : std::vector<std::string>(absl::StrSplit(pk->second, ','))) {
+    bool joined = false;
+    for (const Expr& k : join->right_keys) {
+      joined = joined || (k.kind == Expr::Kind::kColumn &&
+                          absl::EqualsIgnoreCase(join->right->columns[static_cast<size_t>(k.column)].name, key));
+    }
+    if (!joined) {
+      return error(mark.table_offset, "a temporal join is on the versioned table's PRIMARY KEY: ON ... = " + t->name + "." +
+                                          std::string(key) + " is missing");
+    }
+  }
+  const int right_time = column_index(join->right->columns, t->watermark->column);
+  if (right_time < 0) return absl::InternalError("the versioned table's time column is not read");
+  join->temporal = true;
+  join->temporal_left_time = *time;
+  join->temporal_right_time = Expr::column_ref(right_time, join->right->columns[static_cast<size_t>(right_time)].type);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::join_on(Node join, Expr cond) {
@@ -191,6 +254,7 @@ absl::Status QueryPlanner::finish_joins(PlanNode* n, int offset) {
   if (n->left_keys.empty()) {
     return unsupported(offset, "a join without an equality between its two sides (a cross join)");
   }
+  if (n->temporal) return absl::OkStatus();
   // An outer join, or one of an updating input, is a regular join that
   // takes changes back (operators.h changelog_join): no window, interval
   // or unique side.

@@ -91,6 +91,11 @@ absl::StatusOr<DataStream<Row>> over_aggregate(const DataStream<Row>& in, const 
 absl::StatusOr<DataStream<Row>> join(const DataStream<Row>& left, const DataStream<Row>& right, const PlanNode& node,
                                      const std::string& uid);
 
+// `node` is an event-time temporal join (PlanNode::temporal) of `left`
+// and `right` (temporal_join.cc).
+absl::StatusOr<DataStream<Row>> temporal_join(const DataStream<Row>& left, const DataStream<Row>& right,
+                                              const PlanNode& node, const std::string& uid);
+
 // `node` is an outer join, or a join of an updating input (changelog_join.cc).
 absl::StatusOr<DataStream<Row>> changelog_join(const DataStream<Row>& left, const DataStream<Row>& right,
                                                const PlanNode& node, const std::string& uid);

@@ -89,6 +89,7 @@ bool is_updating(const PlanNode& n) {
       if (n.input->kind == PlanNode::Kind::kWindow) return false;  // the window operator's, also of processing time
       return !window_bounds(*n.input) || is_updating(*n.input);
     case PlanNode::Kind::kJoin:
+      if (n.temporal) return false;  // the planner takes inserts only on both sides
       return n.join_type != PlanNode::JoinType::kInner || is_updating(*n.input) || is_updating(*n.right);
     case PlanNode::Kind::kUnion:
       return is_updating(*n.input) || is_updating(*n.right);
@@ -257,7 +258,12 @@ std::string describe(const PlanNode& n, const std::vector<std::string>& in, cons
       if (n.left_filter) filters += "; left: " + n.left_filter->to_string(in);
       if (n.right_filter) filters += "; right: " + n.right_filter->to_string(right);
       static const char* kOuter[] = {"", "LeftJoin(", "RightJoin(", "FullJoin("};
-      line += std::string(n.join_type != PlanNode::JoinType::kInner ? kOuter[static_cast<int>(n.join_type)]
+      if (n.temporal && n.temporal_left_time && n.temporal_right_time) {
+        keys.push_back("AS OF " + n.temporal_left_time->to_string(in) + " versions by " +
+                       n.temporal_right_time->to_string(right));
+      }
+      line += std::string(n.temporal ? (n.join_type == PlanNode::JoinType::kLeft ? "LeftTemporalJoin(" : "TemporalJoin(")
+                          : n.join_type != PlanNode::JoinType::kInner ? kOuter[static_cast<int>(n.join_type)]
                           : n.window_join                           ? "WindowJoin("
                           : n.interval_join                         ? "IntervalJoin("
                                                                     : "Join(") +

@@ -178,6 +178,14 @@ struct PlanNode {
   // matches, so the other side's rows wait only until it comes, and none is
   // kept once it is there.
   bool left_unique = false, right_unique = false;
+  // An event-time temporal join (`JOIN t FOR SYSTEM_TIME AS OF l.time`,
+  // inner or LEFT): the right side a versioned table (a PRIMARY KEY, the
+  // join's keys, and event time: each row a new version of its key from
+  // its time on), each left row joined when the watermark passes its time
+  // with the version of its key current then; inserts only. The times are
+  // column references over each side's own columns.
+  bool temporal = false;
+  std::optional<Expr> temporal_left_time, temporal_right_time;
   // A unique side's own condition, checked in the join rather than below
   // it (over that side's columns): a row of it that fails still tells the
   // join it came, so the other side's rows for its key stop waiting.

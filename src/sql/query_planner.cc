@@ -421,16 +421,16 @@ absl::StatusOr<std::unique_ptr<PlanNode>> QueryPlanner::relation(const ast::Tabl
         }
       }
       if (t == nullptr) return error(item.offset >= 0 ? item.offset : offset, "no table " + name + " (declare it with CREATE TABLE)");
-      // t FOR SYSTEM_TIME AS OF x: the version of t at x. A table that never
-      // changes (a file, a values table, a PostgreSQL table read once) has
-      // one version, so the temporal (or lookup) join is a join with it.
+      // t FOR SYSTEM_TIME AS OF x: the join with it decides (join_planner.cc
+      // temporal); a changing table is joined only as a versioned table.
       if (temporal_ != nullptr) {
         for (const TemporalMark& m : *temporal_) {
           if (m.table_offset != item.offset) continue;
           const std::string& c = t->connector();
-          if (c != "filesystem" && c != "values" && c != "postgres") {
-            return unsupported(m.table_offset, "a temporal join with the versions of a changing table (" + c +
-                                                   ", FOR SYSTEM_TIME AS OF)");
+          const bool versioned = t->watermark && t->options.contains("primary-key");
+          if (c != "filesystem" && c != "values" && c != "postgres" && !versioned) {
+            return unsupported(m.table_offset, "a temporal join with the versions of a changing table without a "
+                                               "PRIMARY KEY and a WATERMARK (" + c + ", FOR SYSTEM_TIME AS OF)");
           }
         }
       }
@@ -498,6 +498,8 @@ void prune_join(PlanNode* top) {
   for (PlanNode* f : filters) above.push_back(&f->exprs[0]);
   for (const Expr* e : above) mark(*e, &used);
   if (!j->exprs.empty()) mark(j->exprs[0], &used);
+  if (j->temporal_left_time) mark(*j->temporal_left_time, &used);
+  if (j->temporal_right_time) mark(*j->temporal_right_time, &used, left_width);
   for (const Expr& k : j->left_keys) mark(k, &used);
   for (const Expr& k : j->right_keys) mark(k, &used, left_width);
   if (j->left_filter) mark(*j->left_filter, &used);
@@ -508,7 +510,8 @@ void prune_join(PlanNode* top) {
     if (used[i]) to[i] = kept++;
   }
   // Each side: a projection of its used columns, keys renumbered.
-  auto narrow_side = [&](std::unique_ptr<PlanNode>& side, std::vector<Expr>& keys, std::optional<Expr>& filter, int from) {
+  auto narrow_side = [&](std::unique_ptr<PlanNode>& side, std::vector<Expr>& keys, std::optional<Expr>& filter,
+                         std::optional<Expr>& time, int from) {
     const int n = static_cast<int>(side->columns.size());
     std::vector<int> local(n, -1);
     auto p = std::make_unique<PlanNode>();
@@ -522,12 +525,13 @@ void prune_join(PlanNode* top) {
     if (static_cast<int>(p->exprs.size()) == n) return;
     for (Expr& k : keys) renumber_columns(k, local);
     if (filter) renumber_columns(*filter, local);
+    if (time) renumber_columns(*time, local);
     p->input = std::move(side);
     prune_inputs(p.get());
     side = std::move(p);
   };
-  narrow_side(j->input, j->left_keys, j->left_filter, 0);
-  narrow_side(j->right, j->right_keys, j->right_filter, left_width);
+  narrow_side(j->input, j->left_keys, j->left_filter, j->temporal_left_time, 0);
+  narrow_side(j->right, j->right_keys, j->right_filter, j->temporal_right_time, left_width);
   if (kept == width) return;
   for (Expr* e : above) renumber_columns(*e, to);
   if (!j->exprs.empty()) renumber_columns(j->exprs[0], to);

@@ -94,6 +94,10 @@ class QueryPlanner {
 
   // ---- join_planner.cc
   absl::StatusOr<Node> join(const ast::TableRef& j, std::vector<Scope>* scopes, int offset);
+  // `join` of `right` FOR SYSTEM_TIME AS OF `mark`: an event-time temporal
+  // join when the time is the left side's event time (join_planner.cc).
+  absl::Status temporal(PlanNode* join, const TemporalMark& mark, const ast::TableRef& right,
+                        const std::vector<Scope>& left_scopes);
   // `input` CROSS JOIN (`outer`: LEFT JOIN) UNNEST(x) `item`, x over the
   // scopes so far; the new columns' scope added.
   absl::StatusOr<Node> unnest(Node input, const ast::TableRef& item, std::vector<Scope>* scopes, bool outer);
