@@ -1,7 +1,7 @@
 // The SQL logic tests: tests/sql/*.slt, statements and queries over bounded
 // tables (the values connector) with the rows each query must give, run in
-// this process at p=1 and p=2. A file is a list of records separated by
-// blank lines; '#' starts a comment line:
+// this process at p=1 (heap state) and p=2 (RocksDB state). A file is a
+// list of records separated by blank lines; '#' starts a comment line:
 //
 //   statement ok            the SQL (CREATE TABLE ...) is kept for the
 //   CREATE TABLE ...        records after it
@@ -110,7 +110,7 @@ std::string text_of(const Row& r) {
 
 // Plans and builds `script` and runs it at parallelism `p`; the rows its
 // 'print' tables received, or the error.
-absl::StatusOr<std::vector<Row>> run(const std::string& script, int p) {
+absl::StatusOr<std::vector<Row>> run(const std::string& script, int p, StateBackendKind backend = StateBackendKind::kHeap) {
   auto collected = std::make_shared<testing::CollectingSink<Row>::Rows>();
   auto parsed = sql::parse_script(script);
   if (!parsed.ok()) return parsed.status();
@@ -125,6 +125,7 @@ absl::StatusOr<std::vector<Row>> run(const std::string& script, int p) {
   };
   JobConfig config;
   config.default_parallelism = p;
+  config.state.kind = backend;
   config.restart.kind = RestartStrategyKind::kNone;  // an error in a row fails the query at once
   StreamEnvironment env(config);
   absl::Status built = sql::build_job(*planned, connectors, env);
@@ -192,8 +193,10 @@ TEST_P(SqlLogicTest, EveryRecordHolds) {
     std::sort(want.begin(), want.end());
     for (int p : {1, 2}) {
       if (p > 1 && r.serial) break;
-      SCOPED_TRACE("p=" + std::to_string(p));
-      auto rows = run(script, p);
+      // p=1 on the heap backend, p=2 on RocksDB.
+      const StateBackendKind backend = p == 1 ? StateBackendKind::kHeap : StateBackendKind::kRocksDb;
+      SCOPED_TRACE("p=" + std::to_string(p) + ", " + std::string(to_string(backend)));
+      auto rows = run(script, p, backend);
       ASSERT_TRUE(rows.ok()) << rows.status();
       // The table the changelog leaves.
       std::vector<std::string> changes;
