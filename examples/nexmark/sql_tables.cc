@@ -102,14 +102,20 @@ absl::StatusOr<std::vector<std::function<Value(const T&)>>> getters(const sql::T
   return out;
 }
 
+// The row of `x`: a value per getter. Flattened: every call it makes
+// (the vector's growth, a value's move) inlined into this one loop, the
+// hottest of a SQL Nexmark query's source.
+template <typename T>
+[[gnu::flatten]] Row row_of(const std::vector<std::function<Value(const T&)>>& get, const T& x) {
+  Row r;
+  r.values.reserve(get.size());
+  for (const auto& g : get) r.values.push_back(g(x));
+  return r;
+}
+
 template <typename T>
 std::function<Row(const Event&)> to_row(std::vector<std::function<Value(const T&)>> get, const T Event::*member) {
-  return [get = std::move(get), member](const Event& e) {
-    Row r;
-    r.values.reserve(get.size());
-    for (const auto& g : get) r.values.push_back(g(e.*member));
-    return r;
-  };
+  return [get = std::move(get), member](const Event& e) { return row_of(get, e.*member); };
 }
 
 absl::Status apply_options(const sql::TableDef& t, QueryOptions* o) {
