@@ -72,33 +72,18 @@ std::vector<int> prune(PlanNode* n, const std::vector<bool>& needed) {
       n->columns = std::move(columns);
       return to;
     }
-    case PlanNode::Kind::kWindow: {
-      // The input's columns read above, and the time column; then the
-      // window's own.
+    case PlanNode::Kind::kWindow:
+    case PlanNode::Kind::kUnnest: {
+      // The input's columns read above, and the window's time column (the
+      // columns the collection to unnest reads); then the node's own.
       const size_t in = n->input->columns.size();
       std::vector<bool> below(needed.begin(), needed.begin() + static_cast<long>(in));
-      for (size_t i = 0; i < in; ++i) {
+      if (n->kind == PlanNode::Kind::kUnnest) mark_columns(n->exprs[0], &below);
+      for (size_t i = 0; n->window && i < in; ++i) {
         if (absl::EqualsIgnoreCase(n->input->columns[i].name, n->window->time_column)) below[i] = true;
       }
       const std::vector<int> moved = prune(n->input.get(), below);
-      std::vector<int> to(width, -1);
-      std::vector<Column> columns = n->input->columns;
-      for (size_t i = 0; i < in; ++i) to[i] = moved[i];
-      for (size_t i = in; i < width; ++i) {
-        to[i] = static_cast<int>(columns.size());
-        columns.push_back(n->columns[i]);
-      }
-      n->columns = std::move(columns);
-      return to;
-    }
-    case PlanNode::Kind::kUnnest: {
-      // The input's columns read above and by the collection; then the
-      // unnested ones.
-      const size_t in = n->input->columns.size();
-      std::vector<bool> below(needed.begin(), needed.begin() + static_cast<long>(in));
-      mark_columns(n->exprs[0], &below);
-      const std::vector<int> moved = prune(n->input.get(), below);
-      renumber_columns(n->exprs[0], moved);
+      if (n->kind == PlanNode::Kind::kUnnest) renumber_columns(n->exprs[0], moved);
       std::vector<int> to(width, -1);
       std::vector<Column> columns = n->input->columns;
       for (size_t i = 0; i < in; ++i) to[i] = moved[i];
