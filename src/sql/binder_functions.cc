@@ -270,13 +270,16 @@ absl::StatusOr<Expr> Binder::function(const ast::Expr& e, const std::vector<Scop
     }
     return Expr::call(Op::kCast, {TypeKind::kTimestamp, nullable}, {std::move(epoch)});
   }
-  // TO_TIMESTAMP(text): 'yyyy-MM-dd HH:mm:ss[.SSS]' as a TIMESTAMP(3).
+  // TO_TIMESTAMP(text): 'yyyy-MM-dd HH:mm:ss[.SSS]' as a TIMESTAMP(3);
+  // TO_TIMESTAMP(text, pattern): text in Java's date pattern.
   if (name == "to_timestamp") {
-    if (args.size() != 1) return unsupported(at, "TO_TIMESTAMP with a format");
-    if (args[0].type.kind != TypeKind::kVarchar && args[0].type.kind != TypeKind::kNull) {
-      return error(at, "TO_TIMESTAMP takes a VARCHAR, not " + std::string(type_name(args[0].type.kind)));
+    const auto text = [](const Expr& a) { return a.type.kind == TypeKind::kVarchar || a.type.kind == TypeKind::kNull; };
+    if (args.empty() || args.size() > 2 || !text(args[0]) || (args.size() == 2 && !text(args[1]))) {
+      return error(at, "TO_TIMESTAMP takes a VARCHAR and an optional VARCHAR pattern");
     }
-    const bool nullable = args[0].type.nullable;
+    bool nullable = false;
+    for (const Expr& a : args) nullable = nullable || a.type.nullable;
+    if (args.size() == 2) return Expr::call(Op::kParseTimestamp, {TypeKind::kTimestamp, nullable}, std::move(args));
     return Expr::call(Op::kCast, {TypeKind::kTimestamp, nullable}, std::move(args));
   }
   if (name == "proctime") {
@@ -386,12 +389,14 @@ std::optional<absl::StatusOr<Expr>> Binder::more_functions(const std::string& na
     const TypeKind kind = name == "current_date" ? TypeKind::kDate : TypeKind::kTime;
     return Expr::call(Op::kCast, {kind, false}, {Expr::call(Op::kNow, {TypeKind::kTimestamp, false}, {})});
   }
-  if (name == "to_date") {  // TO_DATE(text): 'yyyy-MM-dd' as a DATE
-    if (args.size() != 1) return unsupported(at, "TO_DATE with a format");
-    if (args[0].type.kind != TypeKind::kVarchar && args[0].type.kind != TypeKind::kNull) {
-      return error(at, "TO_DATE takes a VARCHAR, not " + std::string(type_name(args[0].type.kind)));
+  if (name == "to_date") {  // TO_DATE(text [, pattern]): 'yyyy-MM-dd' (or text in Java's pattern) as a DATE
+    const auto text = [](const Expr& a) { return a.type.kind == TypeKind::kVarchar || a.type.kind == TypeKind::kNull; };
+    if (args.empty() || args.size() > 2 || !text(args[0]) || (args.size() == 2 && !text(args[1]))) {
+      return error(at, "TO_DATE takes a VARCHAR and an optional VARCHAR pattern");
     }
-    return Expr::call(Op::kCast, {TypeKind::kDate, nullable}, std::move(args));
+    if (args.size() == 1) return Expr::call(Op::kCast, {TypeKind::kDate, nullable}, std::move(args));
+    Expr ts = Expr::call(Op::kParseTimestamp, {TypeKind::kTimestamp, nullable}, std::move(args));
+    return Expr::call(Op::kCast, {TypeKind::kDate, nullable}, {std::move(ts)});
   }
   if (name == "concat_ws") {
     if (args.size() < 2) return error(at, "CONCAT_WS takes a separator and one string or more");

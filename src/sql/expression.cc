@@ -410,6 +410,7 @@ std::string_view op_name(Op op) {
     case Op::kMapKeys: return "MAP_KEYS";
     case Op::kMapValues: return "MAP_VALUES";
     case Op::kCurrentWatermark: return "CURRENT_WATERMARK";
+    case Op::kParseTimestamp: return "TO_TIMESTAMP";
   }
   return "?";
 }
@@ -542,6 +543,7 @@ std::string Expr::to_string(const std::vector<std::string>& input) const {
     case Op::kMapKeys:
     case Op::kMapValues:
     case Op::kCurrentWatermark:
+    case Op::kParseTimestamp:
     case Op::kProctime: return std::string(op_name(op)) + "(" + absl::StrJoin(a, ", ") + ")";
     case Op::kMakeArray:
     case Op::kMakeMap: return std::string(op_name(op)) + "[" + absl::StrJoin(a, ", ") + "]";

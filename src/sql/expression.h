@@ -50,6 +50,7 @@ enum class Op : uint8_t {
   kElementAt,      // a[i]: an ARRAY's i-th element (from 1); NULL if none
   kValueAt,        // m[k]: a MAP's value of key k; NULL if none
   kCardinality, kElement, kArrayContains, kArrayJoin, kMapKeys, kMapValues,
+  kParseTimestamp,    // TO_TIMESTAMP(s, pattern): s read in a Java date pattern (UTC)
   kCurrentWatermark,  // CURRENT_WATERMARK(ts): the evaluating operator's input watermark (WatermarkScope); NULL before one
 };
 std::string_view op_name(Op op);

@@ -434,14 +434,17 @@ absl::StatusOr<Value> evaluate_function(Op op, absl::Span<const Value* const> a)
       return timestamp_add(std::get<std::string>(*a[0]), std::get<int64_t>(*a[1]), std::get<int64_t>(*a[2]));
     case Op::kTimestampDiff:
       return timestamp_diff(std::get<std::string>(*a[0]), std::get<int64_t>(*a[1]), std::get<int64_t>(*a[2]));
-    case Op::kUnixTimestamp: {  // seconds since the epoch of text in a Java date pattern (UTC)
+    case Op::kUnixTimestamp:  // seconds since the epoch of text in a Java date pattern (UTC)
+    case Op::kParseTimestamp: {  // TO_TIMESTAMP(s, pattern): the same, in milliseconds
       const std::string& s = std::get<std::string>(*a[0]);
       const std::string pattern = a.size() > 1 ? std::get<std::string>(*a[1]) : "yyyy-MM-dd HH:mm:ss";
       absl::Time t;
       std::string why;
       if (!absl::ParseTime(strftime_pattern(pattern), s, absl::UTCTimeZone(), &t, &why)) {
-        return absl::InvalidArgumentError("UNIX_TIMESTAMP: '" + s + "' is not a time as '" + pattern + "' writes it");
+        return absl::InvalidArgumentError(std::string(op == Op::kUnixTimestamp ? "UNIX_TIMESTAMP" : "TO_TIMESTAMP") + ": '" +
+                                          s + "' is not a time as '" + pattern + "' writes it");
       }
+      if (op == Op::kParseTimestamp) return absl::ToUnixMillis(t);
       return absl::ToUnixSeconds(t);
     }
     case Op::kPosition:
