@@ -1,5 +1,6 @@
 #include "cluster/metrics_exposition.h"
 
+#include <openssl/evp.h>
 #include <prometheus/text_serializer.h>
 
 #include <sstream>
@@ -66,6 +67,39 @@ std::string prometheus_name(std::string_view name) {
   return out;
 }
 
+namespace {
+
+// 32 hex digits of the operator's uid, stable across runs: its MD5 (Flink
+// hashes a uid to its 16-byte OperatorID the same way, with Murmur3).
+std::string operator_id(const std::string& uid) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(uid.data(), uid.size(), md, &len, EVP_md5(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 0xF];
+  }
+  return out;
+}
+
+}  // namespace
+
+MetricLabels task_labels(const TaskScope& s) {
+  const std::string vertex = std::to_string(s.vertex), subtask = std::to_string(s.subtask),
+                    attempt = std::to_string(s.attempt);
+  return {{"host", s.host},
+          {"tm_id", s.tm_id},
+          {"job_id", s.job_id},
+          {"job_name", s.job_name},
+          {"task_id", vertex},
+          {"task_attempt_id", s.job_id + "_" + vertex + "_" + subtask + "_" + attempt},
+          {"task_name", s.task_name},
+          {"task_attempt_num", attempt},
+          {"subtask_index", subtask}};
+}
+
 void add_task_metrics(MetricFamilies& out, const MetricLabels& labels, const TaskMetricsSnapshot& m,
                       const JobMetrics::Rates* rates) {
   const std::string task = "weir_taskmanager_job_task_";
@@ -104,6 +138,7 @@ void add_task_metrics(MetricFamilies& out, const MetricLabels& labels, const Tas
   const std::string op = task + "operator_";
   for (const auto& [uid, values] : m.operators) {
     MetricLabels ol = labels;
+    ol.emplace_back("operator_id", operator_id(uid));
     ol.emplace_back("operator_name", uid);
     for (const auto& [name, v] : values.counters) {
       out.counter(op + prometheus_name(name), "A counter of the operator (OperatorContext::metrics).", ol, v);

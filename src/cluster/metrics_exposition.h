@@ -52,9 +52,27 @@ class MetricFamilies {
 // digits, '_' and ':' become '_', and a leading digit gets a '_' before it.
 std::string prometheus_name(std::string_view name);
 
+// Where a task runs: the labels of its series, Flink's task scope (host,
+// tm_id, job_id, job_name, task_id, task_attempt_id, task_name,
+// task_attempt_num, subtask_index). task_id is the job vertex's id (as the
+// REST API gives it), so two vertices of one name (two "nexmark ->
+// to-rows" in a SQL job) never share a series.
+struct TaskScope {
+  std::string host;
+  std::string tm_id;
+  std::string job_id;
+  std::string job_name;
+  std::string task_name;
+  int vertex = 0;
+  int subtask = 0;
+  int attempt = 0;
+};
+MetricLabels task_labels(const TaskScope& scope);
+
 // One task's metrics on a TaskManager: its counters, rates (when `rates` is
 // not null), watermarks, and its operators' own metrics (`m.operators`),
 // labelled with `labels` (the task's scope) and, for operator metrics,
+// operator_id (a hash of the operator's uid, 32 hex digits as Flink's) and
 // operator_name.
 void add_task_metrics(MetricFamilies& out, const MetricLabels& labels, const TaskMetricsSnapshot& m,
                       const JobMetrics::Rates* rates);

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include <map>
+
 #include <stdexcept>
 
 #include "common/task_metrics.h"
@@ -100,7 +104,8 @@ TEST(MetricsExpositionTest, TaskMetricsAreWrittenWithFlinksNamesAndTheTasksLabel
   EXPECT_EQ(line_of(text, "weir_taskmanager_job_task_currentInputWatermark{"),
             "weir_taskmanager_job_task_currentInputWatermark" + labels + " 1700000000000");
   EXPECT_EQ(line_of(text, "weir_taskmanager_job_task_currentOutputWatermark"), "");  // none sent yet
-  const std::string op_labels = R"({job_id="j1",task_name="Source: \"orders\"",subtask_index="3",operator_name="enrich orders"})";
+  const std::string op_labels = R"({job_id="j1",task_name="Source: \"orders\"",subtask_index="3",operator_id="9088dbdff62c2f564065ee034c9d7972",operator_name="enrich orders"})";
+  // operator_id: the uid's MD5 (python3 -c "import hashlib; print(hashlib.md5(b'enrich orders').hexdigest())").
   EXPECT_EQ(line_of(text, "weir_taskmanager_job_task_operator_late_records{"),
             "weir_taskmanager_job_task_operator_late_records" + op_labels + " 3");
   EXPECT_EQ(line_of(text, "# TYPE weir_taskmanager_job_task_operator_cache_size "),
@@ -111,13 +116,49 @@ TEST(MetricsExpositionTest, TaskMetricsAreWrittenWithFlinksNamesAndTheTasksLabel
             "weir_taskmanager_job_task_operator_batch_size_count" + op_labels + " 4");
   EXPECT_EQ(line_of(text, "weir_taskmanager_job_task_operator_batch_size_sum{"),
             "weir_taskmanager_job_task_operator_batch_size_sum" + op_labels + " 10");
-  const std::string median = R"(weir_taskmanager_job_task_operator_batch_size{job_id="j1",task_name="Source: \"orders\"",subtask_index="3",operator_name="enrich orders",quantile="0.5"})";
+  const std::string median = R"(weir_taskmanager_job_task_operator_batch_size{job_id="j1",task_name="Source: \"orders\"",subtask_index="3",operator_id="9088dbdff62c2f564065ee034c9d7972",operator_name="enrich orders",quantile="0.5"})";
   EXPECT_EQ(line_of(text, median), median + " 2");
 
   // Without rates (one heartbeat so far) the per-second gauges are absent.
   MetricFamilies early;
   add_task_metrics(early, {{"job_id", "j1"}}, m, nullptr);
   EXPECT_EQ(line_of(early.text(), "weir_taskmanager_job_task_busyTimeMsPerSecond"), "");
+}
+
+// The series of an exposition: each sample line without its value.
+std::vector<std::string> series_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    out.push_back(line.substr(0, line.rfind(' ')));
+  }
+  return out;
+}
+
+// Two vertices of one name (a SQL job's two "nexmark -> to-rows"), each
+// with an operator of one metric name: every series is distinct, told
+// apart by task_id (and operator_id).
+TEST(MetricsExpositionTest, TwoTasksOfOneNameHaveDistinctSeries) {
+  TaskMetrics task;
+  task.records_in.store(1);
+  task.group("to-rows").counter("rows").inc(1);
+  const TaskMetricsSnapshot m = task.snapshot(/*with_operators=*/true);
+  MetricFamilies out;
+  for (int vertex : {0, 2}) {
+    for (int subtask : {0, 1}) {
+      add_task_metrics(out, task_labels({"h1", "tm-1", "j1", "sql", "nexmark -> to-rows", vertex, subtask, 0}), m, nullptr);
+    }
+  }
+  const std::vector<std::string> series = series_of(out.text());
+  ASSERT_GT(series.size(), 8u);
+  std::map<std::string, int> seen;
+  for (const std::string& s : series) EXPECT_EQ(++seen[s], 1) << "a duplicate series: " << s;
+  const MetricLabels labels = task_labels({"h1", "tm-1", "j1", "sql", "q", 2, 1, 3});
+  const MetricLabels want = {{"host", "h1"},   {"tm_id", "tm-1"},         {"job_id", "j1"},
+                             {"job_name", "sql"}, {"task_id", "2"},        {"task_attempt_id", "j1_2_1_3"},
+                             {"task_name", "q"},  {"task_attempt_num", "3"}, {"subtask_index", "1"}};
+  EXPECT_EQ(labels, want);
 }
 
 TEST(MetricsExpositionTest, ANameUsedForTwoKindsKeepsBoth) {

@@ -43,11 +43,10 @@ class TaskManagerProcess::Impl {
         pool_(options_.network_buffers, NetworkConfig{}.buffer_size),
         data_plane_(options_.secret, &pool_, NetworkConfig{}.buffers_per_channel),
         libraries_(options_.library_dir.empty() ? LibraryStore::default_directory() : options_.library_dir) {
-    if (options_.id.empty()) {
-      char host[256] = "host";
-      ::gethostname(host, sizeof(host) - 1);
-      options_.id = "tm-" + std::string(host) + "-" + std::to_string(::getpid());
-    }
+    char host[256] = "host";
+    ::gethostname(host, sizeof(host) - 1);
+    host_ = host;
+    if (options_.id.empty()) options_.id = "tm-" + host_ + "-" + std::to_string(::getpid());
   }
   ~Impl() {
     if (result_uplink() == uplink_) set_result_uplink(nullptr);
@@ -426,12 +425,8 @@ class TaskManagerProcess::Impl {
     absl::MutexLock lock(&mu_);
     for (auto& [job_id, job] : jobs_) {
       for (const auto& e : job->tasks->task_metrics(/*with_operators=*/true)) {
-        const MetricLabels labels = {{"tm_id", options_.id},
-                                     {"job_id", job_id},
-                                     {"job_name", job->name},
-                                     {"task_name", e.task_name},
-                                     {"subtask_index", std::to_string(e.id.subtask)},
-                                     {"task_attempt_num", std::to_string(e.id.attempt)}};
+        const MetricLabels labels =
+            task_labels({host_, options_.id, job_id, job->name, e.task_name, e.id.vertex, e.id.subtask, e.id.attempt});
         auto rates = job->metrics.rates(e.id.vertex, e.id.subtask, e.id.attempt);
         add_task_metrics(out, labels, e.metrics, rates ? &*rates : nullptr);
       }
@@ -607,6 +602,7 @@ class TaskManagerProcess::Impl {
   }
 
   TaskManagerOptions options_;
+  std::string host_;  // this machine's name: the host label of the metrics
   network::NetworkBufferPool pool_;
   network::DataPlane data_plane_;
   LibraryStore libraries_;
