@@ -14,6 +14,7 @@
 #include "testing/hostile_sql.h"
 #include "tests/changelog.h"
 #include "tests/cluster.h"
+#include "tests/prometheus.h"
 #include "weir/connectors.h"
 
 using namespace std::chrono_literals;
@@ -146,6 +147,60 @@ TEST(ClusterSqlTest, ARowNoRestartCanFixFailsTheJobOnceOnTheCluster) {
   EXPECT_EQ(run.code, 4) << run.out << run.err;
   EXPECT_NE(run.err.find("division by zero"), std::string::npos) << run.err;
   EXPECT_EQ(run.err.find("restarted"), std::string::npos) << "restarted after a failure no restart fixes: " << run.err;
+}
+
+// Nexmark q5 from SQL has vertices of one name (two "nexmark -> to-rows",
+// two "window-aggregate -> project"): while it runs on two TaskManagers,
+// neither their pages nor the JobManager's has a series twice, and the
+// repeated names are told apart by task_id.
+TEST(ClusterSqlTest, MetricsOfVerticesOfOneNameAreDistinctSeries) {
+  Cluster c("cluster-sql-metrics");
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << c.jm_log();
+  auto submitted = testing::run_weir({"run", "--detached", "--jobmanager", c.rest(), "--secret-file", c.secret_file(),
+                                      "nexmark", "--query", "q5", "--api", "sql", "-p", "2", "--events", "100000000",
+                                      "--rate", "20000", "--checkpoint-dir", c.dir().path("chk"),
+                                      "--checkpoint-interval", "200ms"},
+                                     c.dir().path("submit"));
+  ASSERT_EQ(submitted.code, 0) << submitted.err;
+  const size_t at = submitted.out.find("submitted job ");
+  ASSERT_NE(at, std::string::npos) << submitted.out;
+  std::string job = submitted.out.substr(at + 14);
+  job = job.substr(0, job.find('\n'));
+  auto overview = c.client().overview();
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  std::vector<std::string> pages = {c.rest()};
+  for (const auto& tm : (*overview)["taskmanagers"]) pages.push_back(tm["metrics_address"].get<std::string>());
+  ASSERT_EQ(pages.size(), 3u) << *overview;
+  // Running: on some TaskManager two samples of one task name and subtask
+  // index (two vertices of one name).
+  std::vector<std::vector<testing::Sample>> scraped;
+  std::set<std::string> ids;  // the task_ids of such a pair
+  const bool running = testing::eventually(
+      [&] {
+        scraped.clear();
+        for (const std::string& address : pages) {
+          auto page = testing::scrape(address, c.secret());
+          if (!page || page->status != 200) return false;
+          scraped.push_back(testing::parse_prometheus(page->body));
+        }
+        for (size_t i = 1; i < scraped.size(); ++i) {
+          std::map<std::string, std::set<std::string>> same;  // task name and subtask -> task_ids
+          for (const testing::Sample& s : scraped[i]) {
+            if (s.name != "weir_taskmanager_job_task_numRecordsIn") continue;
+            auto& group = same[s.labels.at("task_name") + "/" + s.labels.at("subtask_index")];
+            group.insert(s.labels.count("task_id") ? s.labels.at("task_id") : std::to_string(group.size()));
+            if (group.size() > 1) ids = group;
+          }
+        }
+        return ids.size() > 1;
+      },
+      60s);
+  ASSERT_TRUE(running) << "no two vertices of one name on a TaskManager's page";
+  for (size_t i = 0; i < scraped.size(); ++i) {
+    EXPECT_EQ(testing::duplicate_series(scraped[i]), std::vector<std::string>{}) << pages[i];
+  }
+  auto canceled = c.client().cancel(job);
+  EXPECT_TRUE(canceled.ok()) << canceled.status();
 }
 
 // The shell's output with only the last of consecutive tables kept. A shell

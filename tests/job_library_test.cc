@@ -570,6 +570,8 @@ TEST(JobLibraryTest, PrometheusScrapesMoveAndAgreeWithTheRestApi) {
       30s);
   ASSERT_TRUE(running) << "TaskManager:\n" << scrape(tm, c.secret())->body << "\nJobManager:\n"
                        << scrape(c.rest(), c.secret())->body;
+  EXPECT_EQ(testing::duplicate_series(tm_page), std::vector<std::string>{});
+  EXPECT_EQ(testing::duplicate_series(jm_page), std::vector<std::string>{});
 
   // A subtask each, labelled with where it runs.
   const Total out1 = total(tm_page, "weir_taskmanager_job_task_numRecordsOut", numbers);

@@ -79,6 +79,20 @@ inline Total total(const std::vector<Sample>& page, const std::string& name,
   return t;
 }
 
+// The series (name and labels) that appear more than once on a page:
+// Prometheus rejects a page with one.
+inline std::vector<std::string> duplicate_series(const std::vector<Sample>& page) {
+  std::map<std::string, int> seen;
+  std::vector<std::string> out;
+  for (const Sample& s : page) {
+    std::string series = s.name + "{";
+    for (const auto& [k, v] : s.labels) series += k + "=\"" + v + "\",";
+    series += "}";
+    if (++seen[series] == 2) out.push_back(series);
+  }
+  return out;
+}
+
 // GET /metrics of `address` (HOST:PORT), with the bearer secret unless empty.
 inline httplib::Result scrape(const std::string& address, const std::string& secret) {
   auto client = http_client(address);
