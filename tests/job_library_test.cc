@@ -8,7 +8,13 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/file.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -694,6 +700,69 @@ TEST(JobLibraryTest, PublicMetricsOpenOnlyMetrics) {
   auto other = tm_http.Get("/v1/overview", {{"Authorization", "Bearer " + c.secret()}});
   ASSERT_TRUE(other);
   EXPECT_EQ(other->status, 404);
+}
+
+// A listening socket on a free port of 127.0.0.1 (closed with it): a port
+// taken, for the tests of --metrics-port.
+class TakenPort {
+ public:
+  TakenPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd_, 1) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "no socket: " << std::strerror(errno);
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~TakenPort() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// --metrics-port takes a range as Flink's reporter does (the first free
+// port of it); a port or range with none free names the metrics port.
+TEST(JobLibraryTest, MetricsPortRangesTakeTheFirstFreePort) {
+  TakenPort taken;
+  ASSERT_GT(taken.port(), 0);
+  ASSERT_LT(taken.port(), 65500);
+  const std::string range = std::to_string(taken.port()) + "-" + std::to_string(taken.port() + 20);
+  Cluster c("job-library-metrics-ports");
+  c.add_taskmanager_args({"--metrics-port", range});
+  ASSERT_TRUE(c.start({{"tm-a", 1}})) << "the cluster did not come up\n" << c.jm_log();
+  auto overview = c.client().overview();
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  const std::string tm = (*overview)["taskmanagers"][0]["metrics_address"];
+  const int port = std::stoi(tm.substr(tm.rfind(':') + 1));
+  EXPECT_GT(port, taken.port()) << tm;
+  EXPECT_LE(port, taken.port() + 20) << tm;
+  auto page = scrape(tm, c.secret());
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+
+  for (const std::string& busy : {std::to_string(taken.port()), std::to_string(taken.port()) + "-" + std::to_string(taken.port())}) {
+    auto refused = testing::run_weir({"taskmanager", "--jobmanager", c.address(), "--secret-file", c.secret_file(),
+                                      "--id", "tm-busy", "--metrics-port", busy},
+                                     c.dir().path("busy"));
+    EXPECT_NE(refused.code, 0);
+    EXPECT_NE(refused.err.find("cannot listen on 127.0.0.1:" + std::to_string(taken.port()) + " (metrics port)"),
+              std::string::npos)
+        << refused.err;
+  }
+  for (const char* bad : {"9260-9250", "x", "70000", "1-2-3", "-5"}) {
+    auto r = testing::run_weir({"taskmanager", "--jobmanager", c.address(), "--metrics-port", bad}, c.dir().path("bad"));
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("is no port"), std::string::npos) << bad << ": " << r.err;
+  }
 }
 
 }  // namespace

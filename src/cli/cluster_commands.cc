@@ -354,10 +354,17 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   f.taskmanager->add_option("--slots", f.tm.slots, "Slots offered")->capture_default_str()->check(CLI::Range(1, 1024));
   f.taskmanager->add_option("--bind", f.tm.bind_host, "IPv4 address of the data port")->capture_default_str();
   f.taskmanager->add_option("--data-port", f.tm.data_port, "Data port (0: any free one)")->check(CLI::Range(0, 65535));
-  f.taskmanager->add_option("--metrics-port", f.tm.metrics_port,
-                            "Port of GET /metrics (Prometheus) on the --bind address (0: any free one, -1: none)")
-      ->capture_default_str()
-      ->check(CLI::Range(-1, 65535));
+  f.taskmanager
+      ->add_option_function<std::string>(
+          "--metrics-port",
+          [&f](const std::string& v) {
+            auto range = cluster::parse_port_range(v);
+            if (!range.ok()) throw CLI::ValidationError("--metrics-port", std::string(range.status().message()));
+            f.tm.metrics_port = range->first;
+            f.tm.metrics_port_last = range->second;
+          },
+          "Port of GET /metrics (Prometheus) on the --bind address, or the first free one of a range as Flink's "
+          "reporter takes it (9250-9260); 0: any free one, -1: none (default: 0)");
   f.taskmanager->add_flag("--metrics-public", f.tm.metrics_public, "GET /metrics answers without the secret");
   f.taskmanager->add_option("--id", f.tm.id, "Name (default tm-<host>-<pid>)");
   f.taskmanager->add_option("--network-buffers", f.tm.network_buffers, "32 KiB network buffers in the pool")

@@ -156,7 +156,7 @@ void answer(int fd, int status, const std::string& reason, const std::string& me
 
 HttpServer::HttpServer(HttpServerOptions options)
     : options_(options),
-      acceptor_(network::GatedAcceptor::Options{"REST port", options.head_timeout, options.max_pending,
+      acceptor_(network::GatedAcceptor::Options{options.name, options.head_timeout, options.max_pending,
                                                 options.max_pending_per_address},
                 [this](network::GatedAcceptor::Connection& c, std::string* why) { return head_arrived(c, why); },
                 [this](network::GatedAcceptor::Connection c) { dispatch(std::move(c)); }) {
@@ -218,7 +218,20 @@ int HttpServer::check_body_size(const httplib::Request& req, std::string* why) c
 
 HttpServer::~HttpServer() { shutdown(); }
 
-absl::StatusOr<int> HttpServer::listen_on(const std::string& host, int port) {
+absl::StatusOr<int> HttpServer::listen_on(const std::string& host, int port) { return listen_on(host, port, port); }
+
+absl::StatusOr<int> HttpServer::listen_on(const std::string& host, int first, int last) {
+  // The port first: the workers start only once there is one.
+  absl::StatusOr<int> bound = absl::InvalidArgumentError(options_.name + ": an empty port range");
+  for (int port = first; port <= last; ++port) {
+    bound = acceptor_.listen(host, port);
+    if (bound.ok() || absl::IsInvalidArgument(bound.status())) break;
+  }
+  if (!bound.ok()) {
+    if (first == last) return bound.status();
+    return absl::UnavailableError("no free port in " + std::to_string(first) + "-" + std::to_string(last) + " on " +
+                                  host + " (" + options_.name + "); the last: " + std::string(bound.status().message()));
+  }
   size_t largest = options_.max_body_bytes;
   for (const auto& l : body_limits_) largest = std::max(largest, l.max_bytes);
   set_payload_max_length(largest);
@@ -231,7 +244,7 @@ absl::StatusOr<int> HttpServer::listen_on(const std::string& host, int port) {
     }
   }
   linger_thread_ = std::thread([this] { linger_loop(); });
-  return acceptor_.listen(host, port);
+  return bound;
 }
 
 void HttpServer::shutdown() {

@@ -80,6 +80,8 @@ struct HttpServerOptions {
   // Largest request body, unless allow_body says otherwise for a route.
   // Default: 1 MiB.
   size_t max_body_bytes = size_t{1} << 20;
+  // What the port is, in errors ("cannot listen on ...:8081 (REST port)").
+  std::string name = "REST port";
 };
 
 class HttpServer : public httplib::Server {
@@ -90,6 +92,9 @@ class HttpServer : public httplib::Server {
   // Binds host:port (0: any free port) and starts serving; the port, or an
   // error naming the address.
   absl::StatusOr<int> listen_on(const std::string& host, int port);
+  // The first free port of first..last (as Flink's reporter takes
+  // "9250-9260"); an error names the range when none is free.
+  absl::StatusOr<int> listen_on(const std::string& host, int first, int last);
 
   // Runs first for every request: true lets it through; false means the
   // gate has written the response (e.g. 401).

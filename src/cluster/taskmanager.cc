@@ -25,6 +25,7 @@
 #include "network/buffer_pool.h"
 #include "network/data_plane.h"
 #include "network/result_file.h"
+#include "absl/strings/numbers.h"
 #include "runtime/mini_cluster.h"
 #include "runtime/task_manager.h"
 
@@ -34,7 +35,33 @@ namespace {
 using proto::JobManagerMessage;
 using proto::TaskManagerMessage;
 
+// The /metrics server: its errors name the metrics port.
+HttpServerOptions metrics_server_options() {
+  HttpServerOptions o;
+  o.name = "metrics port";
+  return o;
+}
+
 }  // namespace
+
+absl::StatusOr<std::pair<int, int>> parse_port_range(std::string_view text) {
+  auto bad = [&] {
+    return absl::InvalidArgumentError("'" + std::string(text) +
+                                      "' is no port (0 to 65535, 0: any free one, -1: none) or range of ports (9250-9260)");
+  };
+  const std::string t(text);
+  const size_t dash = t.find('-', 1);
+  int first = 0, last = 0;
+  if (dash == std::string::npos) {
+    if (!absl::SimpleAtoi(t, &first) || first < -1 || first > 65535) return bad();
+    return std::make_pair(first, first);
+  }
+  if (!absl::SimpleAtoi(t.substr(0, dash), &first) || !absl::SimpleAtoi(t.substr(dash + 1), &last) || first < 1 ||
+      last > 65535 || first > last) {
+    return bad();
+  }
+  return std::make_pair(first, last);
+}
 
 class TaskManagerProcess::Impl {
  public:
@@ -94,7 +121,8 @@ class TaskManagerProcess::Impl {
     metrics_http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics_text(), kPrometheusContentType);
     });
-    auto port = metrics_http_.listen_on(options_.bind_host, options_.metrics_port);
+    auto port = metrics_http_.listen_on(options_.bind_host, options_.metrics_port,
+                                        std::max(options_.metrics_port, options_.metrics_port_last));
     if (!port.ok()) return port.status();
     metrics_address_ = options_.bind_host + ":" + std::to_string(*port);
     return absl::OkStatus();
@@ -607,7 +635,7 @@ class TaskManagerProcess::Impl {
   network::DataPlane data_plane_;
   LibraryStore libraries_;
   RateLimitedLog refusals_;  // of metrics requests without the secret
-  HttpServer metrics_http_;
+  HttpServer metrics_http_{metrics_server_options()};
   std::shared_ptr<grpc::ChannelCredentials> credentials_;  // the session's, set by start()
   // Query results' way to the JobManager, for this process's result sinks.
   const std::shared_ptr<JobManagerUplink> uplink_ = std::make_shared<JobManagerUplink>(options_.secret);

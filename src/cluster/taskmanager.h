@@ -14,12 +14,20 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "cluster/job_catalog.h"
 #include "network/tls.h"
 
 namespace weir::cluster {
+
+// A port ("9250", 0 or -1) or a range of them ("9250-9260") as --metrics-port
+// takes it: the first and the last (equal for one port); an error says what
+// is wrong.
+absl::StatusOr<std::pair<int, int>> parse_port_range(std::string_view text);
 
 struct TaskManagerOptions {
   std::string jobmanager = "127.0.0.1:6123";
@@ -31,6 +39,7 @@ struct TaskManagerOptions {
   std::string bind_host = "127.0.0.1";  // the data plane's address
   int data_port = 0;                    // 0: any free port
   int metrics_port = 0;                 // GET /metrics on bind_host; 0: any free port, -1: none
+  int metrics_port_last = -1;           // > metrics_port: the first free port of metrics_port..this
   bool metrics_public = false;          // /metrics answers without the secret
   // TLS with the JobManager (mutual) and on /metrics (HTTPS): none or all
   // three files. Default: none.
