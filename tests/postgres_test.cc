@@ -143,6 +143,9 @@ TEST_F(PostgresTest, InjectedTaskFailuresGiveExactlyOnceRows) {
   ASSERT_EQ(job.wait(), 0) << job.err();
   EXPECT_EQ(job.out().find("restarts: 0"), std::string::npos) << "no failure was injected: " << job.out();
   EXPECT_TRUE(check().exactly_once);
+  // The server's notices (each restart's CREATE TABLE IF NOT EXISTS) are
+  // not printed.
+  EXPECT_EQ(job.err().find("NOTICE"), std::string::npos) << job.err();
 }
 
 // SIGKILL of the whole job at random moments (after a random number of

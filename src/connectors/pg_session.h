@@ -37,6 +37,9 @@ class PgSession {
     conn_ = PQconnectdb(conninfo.c_str());
     server_ = std::string(PQhost(conn_) ? PQhost(conn_) : "?") + ":" + (PQport(conn_) ? PQport(conn_) : "?");
     if (PQstatus(conn_) != CONNECTION_OK) return error("cannot connect");
+    // The server's notices ("relation ... already exists, skipping") are
+    // not the user's business: libpq would print each on stderr.
+    PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
     return absl::OkStatus();
   }
   void close() {
