@@ -71,6 +71,9 @@ TEST(ClusterTest, OnlyTheNewestEndedJobsAreKept) {
   const std::string input = c.dir().path("in.txt");
   ASSERT_TRUE(examples::generate_running_sum_input(input, 100, 10, 0, 1).ok());
   ASSERT_TRUE(c.start({{"tm-a", 1}})) << "the cluster did not come up\n" << c.jm_log();
+  auto none = testing::run_weir({"list", "--jobmanager", c.rest(), "--secret-file", c.secret_file()}, c.dir().path("l0"));
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_EQ(none.out, "no jobs\n");
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {
     auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out" + std::to_string(i)),
@@ -90,6 +93,16 @@ TEST(ClusterTest, OnlyTheNewestEndedJobsAreKept) {
       << c.jm_log();
   auto first = c.client().job(ids.front());
   EXPECT_TRUE(absl::IsNotFound(first.status())) << first.status();
+  // A prefix of the kept job's id names it; one of no job is "no job".
+  auto kept = testing::run_weir({"checkpoints", ids.back().substr(0, 5), "--jobmanager", c.rest(), "--secret-file",
+                                 c.secret_file()},
+                                c.dir().path("prefix"));
+  EXPECT_EQ(kept.code, 0) << kept.err;
+  EXPECT_NE(kept.out.find("(final)"), std::string::npos) << kept.out;
+  auto gone = testing::run_weir({"job", ids.front(), "--jobmanager", c.rest(), "--secret-file", c.secret_file()},
+                                c.dir().path("gone"));
+  EXPECT_NE(gone.code, 0);
+  EXPECT_NE(gone.err.find("no job " + ids.front()), std::string::npos) << gone.err;
 }
 
 // Without the secret nothing runs: the client port, the TaskManager session

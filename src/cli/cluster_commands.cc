@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_join.h"
 #include "cli/embedded.h"
 #include "cli/config_file.h"
 #include "cli/job_settings.h"
@@ -134,6 +135,25 @@ void print_job(const nlohmann::json& j) {
               j.value("status", "").c_str(), j.value("name", "").c_str(), j.value("restarts", 0),
               static_cast<long long>(j.value("completed_checkpoints", int64_t{0})), failure.empty() ? "" : "  failure: ",
               failure.c_str());
+}
+
+// The job whose id is `id`, or the one job whose id starts with it; an
+// unknown id is left to the JobManager to name ("no job ...").
+absl::StatusOr<std::string> resolve_job_id(cluster::ClusterClient& client, const std::string& id) {
+  auto jobs = client.list();
+  if (!jobs.ok()) return jobs.status();
+  std::vector<std::string> matches;
+  for (const auto& j : (*jobs)["jobs"]) {
+    const std::string job = j.value("job_id", "");
+    if (job == id) return id;
+    if (!id.empty() && job.rfind(id, 0) == 0) matches.push_back(job);
+  }
+  if (matches.size() == 1) return matches[0];
+  if (matches.size() > 1) {
+    return absl::InvalidArgumentError("job id prefix " + id + " matches " + std::to_string(matches.size()) +
+                                      " jobs: " + absl::StrJoin(matches, ", "));
+  }
+  return id;
 }
 
 // One line a vertex: "name  p=N  STATE  in R/s  out R/s  busy B ms/s  backpressure LEVEL".
@@ -592,8 +612,15 @@ std::optional<int> ClusterCommands::run() {
   if (parsed == f.list) {
     auto jobs = client.list();
     if (!jobs.ok()) return fail(exit_code(jobs.status()), std::string(jobs.status().message()));
+    if ((*jobs)["jobs"].empty()) std::printf("no jobs\n");
     for (const auto& j : (*jobs)["jobs"]) print_job(j);
     return kOk;
+  }
+  // A job named by a prefix of its id (weir job ca1a), as git names commits.
+  if (parsed == f.cancel || parsed == f.savepoint || parsed == f.stop || parsed == f.job || parsed == f.checkpoints) {
+    auto id = resolve_job_id(client, f.job_id);
+    if (!id.ok()) return fail(exit_code(id.status()), std::string(id.status().message()));
+    f.job_id = *id;
   }
   if (parsed == f.cancel) {
     auto info = client.cancel(f.job_id);
