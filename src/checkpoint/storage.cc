@@ -400,6 +400,8 @@ absl::StatusOr<RestoredCheckpoint> load_checkpoint(const std::string& path) {
   auto bytes = read_file(meta_path);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) {
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec)) return absl::NotFoundError(dir.string() + ": no such checkpoint directory");
       return absl::NotFoundError(dir.string() + ": incomplete checkpoint (no _metadata)");
     }
     return bytes.status();

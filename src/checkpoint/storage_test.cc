@@ -66,6 +66,19 @@ TEST_F(StorageTest, MetadataRoundTripsAndIsPublishedAtomically) {
   EXPECT_EQ(state->at("positions").entries, (std::vector<std::string>{"a", "7"}));
 }
 
+// A path that is no directory and a directory without _metadata get
+// messages of their own (--restore /no/such/path is a typo, not damage).
+TEST_F(StorageTest, AMissingAndAnIncompleteCheckpointAreToldApart) {
+  const std::string missing = (root_ / "no" / "such" / "chk-3").string();
+  auto none = load_checkpoint(missing);
+  EXPECT_TRUE(absl::IsNotFound(none.status()));
+  EXPECT_EQ(std::string(none.status().message()), missing + ": no such checkpoint directory");
+  const fs::path empty = root_ / "job" / "chk-9";
+  fs::create_directories(empty);
+  auto incomplete = load_checkpoint(empty.string());
+  EXPECT_EQ(std::string(incomplete.status().message()), empty.string() + ": incomplete checkpoint (no _metadata)");
+}
+
 TEST_F(StorageTest, CorruptStateFileIsReportedByPath) {
   FileCheckpointStorage s(root_.string(), "job");
   write_checkpoint(s, 1);
