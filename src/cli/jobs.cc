@@ -8,6 +8,7 @@
 #include "examples/nexmark/queries.h"
 #include "examples/nexmark/sql_tables.h"
 #include "cli/sql_collect.h"
+#include "cli/suggest.h"
 #include "sql/job_builder.h"
 #include "sql/planner.h"
 
@@ -243,7 +244,7 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    return absl::InvalidArgumentError(name + ": " + (std::string(e.what()).empty() ? e.get_name() : e.what()));
+    return absl::InvalidArgumentError(name + ": " + parse_error_message(e, app));
   }
   if (library == nullptr && name == "running-sum") {
     absl::Status s = validate_running_sum_options(rs);

@@ -1,9 +1,11 @@
 // The job flags' defaults are JobConfig's: a job run without flags gets
 // exactly the configuration weir/config.h documents.
 #include "cli/jobs.h"
+#include "cli/suggest.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,6 +122,40 @@ TEST(SqlJobSettingsTest, ScriptSetsConfigureTheJobUnlessAFlagIsGiven) {
                                             "'execution.checkpointing.interval'?)"),
             std::string::npos)
       << unknown.status();
+}
+
+}  // namespace
+}  // namespace weir::cli
+
+namespace weir::cli {
+namespace {
+
+// A misspelled option is named with the nearest one the command has.
+TEST(ParseErrorTest, AMisspelledOptionGetsTheNearestAsASuggestion) {
+  CLI::App app("test");
+  std::string dir, interval;
+  int slots = 0;
+  CLI::App* run = app.add_subcommand("run", "a job");
+  run->add_option("--checkpoint-dir", dir);
+  run->add_option("--checkpoint-interval", interval);
+  run->add_option("--slots", slots);
+  auto message = [&](std::vector<std::string> args) {
+    std::reverse(args.begin(), args.end());
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      return parse_error_message(e, app);
+    }
+    return std::string("parsed");
+  };
+  EXPECT_EQ(message({"run", "--chekpoint-dir", "/tmp"}),
+            "The following arguments were not expected: /tmp --chekpoint-dir (did you mean --checkpoint-dir?)");
+  EXPECT_EQ(message({"run", "--slotz=3"}), "The following argument was not expected: --slotz=3 (did you mean --slots?)");
+  // Nothing near: the message as it was.
+  EXPECT_EQ(message({"run", "--parallelism", "2"}), "The following arguments were not expected: 2 --parallelism");
+  EXPECT_EQ(nearest("--checkpoint", {"--checkpoint-dir", "--slots"}), "--checkpoint-dir");  // 4 edits: a third of 12
+  EXPECT_EQ(nearest("--cp", {"--checkpoint-dir", "--slots"}), "");
+  EXPECT_EQ(nearest("--savepont-dir", {"--checkpoint-dir", "--savepoint-dir"}), "--savepoint-dir");
 }
 
 }  // namespace

@@ -39,6 +39,7 @@
 #include "cli/progress.h"
 #include "cli/s3_options.h"
 #include "cli/sql_command.h"
+#include "cli/suggest.h"
 #include "examples/nexmark/sql_tables.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
@@ -408,8 +409,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
-    return fail(kBadArguments, what.empty() ? e.get_name() : what);
+    return fail(kBadArguments, weir::cli::parse_error_message(e, app));
   }
 
   if (auto code = cluster.run()) return *code;
