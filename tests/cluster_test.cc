@@ -105,6 +105,22 @@ TEST(ClusterTest, OnlyTheNewestEndedJobsAreKept) {
   EXPECT_NE(gone.err.find("no job " + ids.front()), std::string::npos) << gone.err;
 }
 
+// A job whose input file does not exist fails at once, naming the file,
+// however many restarts its strategy allows.
+TEST(ClusterTest, AMissingInputFileFailsTheJobWithoutRestarts) {
+  Cluster c("cluster-missing-input");
+  ASSERT_TRUE(c.start({{"tm-a", 1}})) << "the cluster did not come up\n" << c.jm_log();
+  const std::string missing = c.dir().path("no-such-input.txt");
+  auto job = c.client().submit("running-sum", {"--input", missing, "--output", c.dir().path("out"), "--checkpoint-dir",
+                                               c.dir().path("chk"), "--restart-delay", "10ms"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto done = c.client().wait(*job, 60000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ((*done)["status"], "FAILED") << *done;
+  EXPECT_EQ((*done)["restarts"], 0) << *done;
+  EXPECT_NE(done->dump().find("file source " + missing + ": no such file"), std::string::npos) << *done;
+}
+
 // Without the secret nothing runs: the client port, the TaskManager session
 // and the data port all refuse.
 TEST(ClusterTest, RequestsWithoutTheSecretAreRefusedOnEveryPort) {

@@ -3,6 +3,7 @@
 
 #include "common/file_util.h"
 #include "weir/connectors.h"
+#include "weir/functions.h"
 
 namespace weir {
 
@@ -13,6 +14,10 @@ FileSource::~FileSource() { close(); }
 
 absl::Status FileSource::open(OperatorContext& ctx) {
   auto file = MappedFile::open(path_);
+  // A file that is not there is not there after a restart either: the job
+  // fails at once (weir/functions.h UnrecoverableError), not after every
+  // restart the strategy allows.
+  if (absl::IsNotFound(file.status())) throw UnrecoverableError("file source " + path_ + ": no such file");
   if (!file.ok()) return file.status();
   reader_ = std::make_unique<LineReader>(std::move(*file));
   const int64_t size = reader_->size();
