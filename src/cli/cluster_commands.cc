@@ -594,6 +594,10 @@ std::optional<int> ClusterCommands::run() {
     const std::vector<std::string>& rest = job_args;
     std::string library;
     if (is_library_path(name)) {
+      // Checked here first, so that an error names the user's file rather
+      // than the JobManager's copy of it.
+      auto local = cluster::JobLibrary::load(name);
+      if (!local.ok()) return fail(exit_code(local.status()), "run: " + std::string(local.status().message()));
       auto digest = client.upload_library(name);
       if (!digest.ok()) return fail(exit_code(digest.status()), "run: " + std::string(digest.status().message()));
       library = *digest;
