@@ -1,26 +1,12 @@
 #include "cli/suggest.h"
 
-#include <algorithm>
 #include <sstream>
 #include <vector>
 
+#include "common/nearest.h"
+
 namespace weir::cli {
 namespace {
-
-size_t distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // The long options of `app` and of the subcommands that were parsed, as
 // "--name".
@@ -34,16 +20,7 @@ void long_options(const CLI::App& app, std::vector<std::string>* out) {
 }  // namespace
 
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const std::string& c : candidates) {
-    const size_t d = distance(word, c);
-    if (d < best_distance) {
-      best = c;
-      best_distance = d;
-    }
-  }
-  return best;
+  return nearest_name(word, candidates);
 }
 
 std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {

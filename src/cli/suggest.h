@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -17,8 +18,7 @@ namespace weir::cli {
 // subcommands').
 std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app);
 
-// Of `candidates`, the one nearest `word` by edit distance, if within a
-// third of its length (at least 2); else empty.
+// Of `candidates`, the one nearest `word` (common/nearest.h); else empty.
 std::string nearest(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace weir::cli

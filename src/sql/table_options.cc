@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "common/nearest.h"
 
 namespace weir::sql {
 namespace {
@@ -80,21 +81,6 @@ const std::map<std::string, std::vector<std::string>>& formats() {
       {"changelog-csv", {}},
   };
   return kFormats;
-}
-
-size_t distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
 }
 
 // "jdbc:postgresql://host[:port]/db[?...]" -> libpq's conninfo words.
@@ -193,15 +179,7 @@ std::vector<std::string> source_unique_keys(const TableDef& t) {
   return keys;
 }
 
-std::string nearest(const std::string& key, const std::vector<std::string>& known) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(3, key.size() / 3) + 1;
-  for (const std::string& k : known) {
-    const size_t d = distance(key, k);
-    if (d < best_distance) best = k, best_distance = d;
-  }
-  return best;
-}
+std::string nearest(const std::string& key, const std::vector<std::string>& known) { return nearest_name(key, known); }
 
 std::string check_formats(const std::string& connector, const std::map<std::string, std::string>& options) {
   auto it = connectors().find(connector);
