@@ -384,7 +384,8 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
             f.tm.metrics_port_last = range->second;
           },
           "Port of GET /metrics (Prometheus) on the --bind address, or the first free one of a range as Flink's "
-          "reporter takes it (9250-9260); 0: any free one, -1: none (default: 0)");
+          "reporter takes it (9250-9260); 0: any free one, -1: none (default: 0)")
+      ->type_name("PORT|FROM-TO");
   f.taskmanager->add_flag("--metrics-public", f.tm.metrics_public, "GET /metrics answers without the secret");
   f.taskmanager->add_option("--id", f.tm.id, "Name (default tm-<host>-<pid>)");
   f.taskmanager->add_option("--network-buffers", f.tm.network_buffers, "32 KiB network buffers in the pool")
