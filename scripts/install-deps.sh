@@ -9,7 +9,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libxxhash-dev libzstd-dev librocksdb-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libcpp-httplib-dev libssl-dev
-  prometheus-cpp-dev
+  prometheus-cpp-dev prometheus
   iproute2
   librdkafka-dev kcat
   libpq-dev postgresql

@@ -4,6 +4,7 @@
 // while the leader is killed and frozen. Also the fencing of a deposed
 // leader's writes in the HA store.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -126,6 +127,137 @@ TEST(HaClusterTest, JobSurvivesThreeLeaderChangesExactlyOnce) {
   EXPECT_LE(left.size(), 3u) << ::testing::PrintToString(left);
 }
 
+// What clients see of high availability. A standby's REST port redirects
+// to the leader (a client given only the standby follows it); a client
+// that reaches no JobManager names every address it tried. A job that
+// finished stays listed with its result and checkpoint counts after two
+// leader changes (the job result store), and a job running through them
+// carries each failover in its history, its restart count and its
+// checkpoint count from leader to leader.
+TEST(HaClusterTest, StandbysRedirectAndEndedJobsOutliveLeaderChanges) {
+  HaCluster c("ha-clients");
+  ASSERT_TRUE(c.start_zookeeper()) << c.zookeeper().log();
+  ASSERT_TRUE(c.start_jobmanager("jm-a")) << c.log("jm-a");
+  ASSERT_EQ(c.wait_for_leader(), "jm-a") << c.logs();
+  ASSERT_TRUE(c.start_jobmanager("jm-b")) << c.log("jm-b");
+  ASSERT_TRUE(c.start_taskmanager("tm-1", 4)) << c.logs();
+  const std::string secret = [&] {
+    std::string s = slurp(c.dir().path("secret"));
+    return s.substr(0, s.find('\n'));
+  }();
+
+  // The standby answers with a redirect to the leader's REST API.
+  const std::string leader_rest = "127.0.0.1:" + std::to_string(c.rest_port("jm-a"));
+  const std::string standby_rest = "127.0.0.1:" + std::to_string(c.rest_port("jm-b"));
+  int status = 0;
+  std::string location, body;
+  ASSERT_TRUE(eventually(
+      [&] {
+        httplib::Client raw("127.0.0.1", c.rest_port("jm-b"));
+        auto r = raw.Get("/v1/jobs?x=1");
+        if (!r) return false;
+        status = r->status;
+        location = r->get_header_value("Location");
+        body = r->body;
+        return status == 307;
+      },
+      20s))
+      << status << " " << body << "\n" << c.log("jm-b");
+  EXPECT_EQ(location, "http://" + leader_rest + "/v1/jobs?x=1");
+  cluster::ClusterClient via_standby(standby_rest, secret);
+  auto overview = via_standby.overview();
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  EXPECT_EQ((*overview)["taskmanagers"].size(), 1u) << *overview;
+  // Nobody home: the error names each address tried.
+  const std::string nobody1 = "127.0.0.1:" + std::to_string(free_loopback_port());
+  const std::string nobody2 = "127.0.0.1:" + std::to_string(free_loopback_port());
+  auto none = cluster::ClusterClient(nobody1 + "," + nobody2, secret).overview();
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find(nobody1), std::string::npos) << none.status();
+  EXPECT_NE(none.status().message().find(nobody2), std::string::npos) << none.status();
+
+  // One job that finishes now, one that runs through the leader changes.
+  const std::string small = c.dir().path("small.txt"), big = c.dir().path("big.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(small, 2000, 50, 0, 7).ok());
+  ASSERT_TRUE(examples::generate_running_sum_input(big, 200000, 500, 0, 8).ok());
+  auto finished = c.client().submit("running-sum", {"--input", small, "--output", c.dir().path("out-small"), "-p",
+                                                    "2", "--checkpoint-dir", c.dir().path("chk")});
+  ASSERT_TRUE(finished.ok()) << finished.status();
+  auto done = c.client().wait(*finished, 60000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.logs();
+  const int64_t checkpoints = (*done)["completed_checkpoints"].get<int64_t>();
+  EXPECT_GE(checkpoints, 1) << *done;  // the final one at least
+  auto finished_detail = c.client().job(*finished);
+  ASSERT_TRUE(finished_detail.ok()) << finished_detail.status();
+  ASSERT_EQ((*finished_detail)["vertices"].size(), 2u) << *finished_detail;
+  auto running = c.client().submit("running-sum", {"--input", big, "--output", c.dir().path("out-big"), "-p", "2",
+                                                   "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                                   "200ms", "--rate", "500"});
+  ASSERT_TRUE(running.ok()) << running.status();
+  ASSERT_TRUE(eventually([&] { return newest_checkpoint(c.client(), *running) >= 1; }, 30s)) << c.logs();
+
+  std::string leader = "jm-a";
+  for (int change = 1; change <= 2; ++change) {
+    SCOPED_TRACE("leader change " + std::to_string(change));
+    const std::string standby = leader == "jm-a" ? "jm-b" : "jm-a";
+    // Checkpoints under this leader (each carries the job's history).
+    const int64_t before = newest_checkpoint(c.client(), *running);
+    ASSERT_TRUE(eventually([&] { return newest_checkpoint(c.client(), *running) >= before + 2; }, 30s)) << c.logs();
+    auto counted = c.client().job(*running);
+    ASSERT_TRUE(counted.ok()) << counted.status();
+    const int64_t completed_before = (*counted)["completed_checkpoints"].get<int64_t>();
+    c.jobmanager(leader)->kill9();
+    c.jobmanager(leader)->wait();
+    ASSERT_EQ(c.wait_for_leader(leader), standby) << c.logs();
+    ASSERT_TRUE(c.start_jobmanager(leader)) << c.log(leader);
+    leader = standby;
+    // The finished job, still listed with its result.
+    auto listed = c.client().list();
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    bool found = false;
+    for (const auto& j : (*listed)["jobs"]) {
+      if (j["job_id"] != *finished) continue;
+      found = true;
+      EXPECT_EQ(j["status"], "FINISHED") << j;
+      EXPECT_EQ(j["completed_checkpoints"], checkpoints) << j;
+    }
+    EXPECT_TRUE(found) << *listed;
+    auto detail = c.client().job(*finished);
+    ASSERT_TRUE(detail.ok()) << detail.status();
+    EXPECT_EQ((*detail)["status"], "FINISHED");
+    EXPECT_EQ((*detail)["vertices"], (*finished_detail)["vertices"]) << *detail;
+    EXPECT_EQ((*detail)["duration_ms"], (*finished_detail)["duration_ms"]) << *detail;
+    auto cps = c.client().checkpoints(*finished);
+    ASSERT_TRUE(cps.ok()) << cps.status();
+    EXPECT_EQ((*cps)["counts"]["completed"], checkpoints) << *cps;
+    // The running job: resumed, each failover in its history.
+    nlohmann::json job;
+    ASSERT_TRUE(eventually(
+        [&] {
+          auto d = c.client().job(*running);
+          if (!d.ok()) return false;
+          job = *d;
+          return job["status"] == "RUNNING" && job["restarts"].get<int>() >= change;
+        },
+        30s))
+        << job << "\n" << c.logs();
+    // Every failover so far, the earlier ones carried over from the leader
+    // before, and the checkpoints counted across leaders.
+    int failovers = 0;
+    for (const auto& f : job["failures"]) {
+      if (f["scope"] != "JobManager") continue;
+      ++failovers;
+      EXPECT_NE(f["cause"].get<std::string>().find("resumed it from checkpoint"), std::string::npos) << f;
+    }
+    EXPECT_EQ(failovers, change) << job;
+    EXPECT_EQ(job["restarts"].get<int>(), change) << job;
+    EXPECT_GE(job["completed_checkpoints"].get<int64_t>(), completed_before) << job;
+  }
+  auto canceled = c.client().cancel(*running);
+  ASSERT_TRUE(canceled.ok()) << canceled.status();
+}
+
 // The leader is cut off from ZooKeeper (through a proxy) while it still
 // reaches the TaskManagers: it steps down at once and stops its job, the
 // standby leads once the old session expired and resumes the job; the cut
@@ -230,7 +362,7 @@ TEST(HaClusterTest, ACorruptJobRecordFailsThatJobAloneAndTheOthersResume) {
   EXPECT_FALSE(c.client().job(ids[0]).ok());
 }
 
-// A leader that cannot serve (its REST port taken) steps down, and the
+// A leader that cannot serve (its session port taken) steps down, and the
 // next JobManager in line leads.
 TEST(HaClusterTest, ALeaderThatCannotLeadStepsDown) {
   HaCluster c("ha-cannot-lead");
@@ -238,12 +370,14 @@ TEST(HaClusterTest, ALeaderThatCannotLeadStepsDown) {
   ASSERT_TRUE(c.start_jobmanager("jm-a")) << c.log("jm-a");
   ASSERT_EQ(c.wait_for_leader(), "jm-a") << c.logs();
   ASSERT_TRUE(c.start_jobmanager("jm-b")) << c.log("jm-b");
-  // jm-b's REST port, taken before it leads.
+  // jm-b's session port, taken before it leads (a standby holds its REST
+  // port itself, to redirect).
   const int blocker = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(blocker, 0);
   sockaddr_in at{};
   at.sin_family = AF_INET;
-  at.sin_port = htons(static_cast<uint16_t>(c.rest_port("jm-b")));
+  const std::string session = c.session_address("jm-b");
+  at.sin_port = htons(static_cast<uint16_t>(std::stoi(session.substr(session.rfind(':') + 1))));
   at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(::bind(blocker, reinterpret_cast<sockaddr*>(&at), sizeof(at)), 0) << std::strerror(errno);
   ASSERT_EQ(::listen(blocker, 1), 0);

@@ -605,6 +605,32 @@ TEST(JobLibraryTest, PrometheusScrapesMoveAndAgreeWithTheRestApi) {
     EXPECT_GE(s.value, 0);
     EXPECT_LE(s.value, 99);
   }
+  // Every operator counts the records it took and gave, as Flink's operator
+  // scope does: the slow map takes what came over the network and hands it
+  // on to the chained sink.
+  const std::map<std::string, std::string> slow_op = {{"job_id", job}, {"operator_name", "slow"}};
+  EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_operator_numRecordsIn", slow_op).samples, 2);
+  EXPECT_GT(total(tm_page, "weir_taskmanager_job_task_operator_numRecordsIn", slow_op).sum, 0);
+  EXPECT_GT(total(tm_page, "weir_taskmanager_job_task_operator_numRecordsOut", slow_op).sum, 0);
+  EXPECT_GT(total(tm_page, "weir_taskmanager_job_task_operator_numRecordsIn", drop).sum, 0);
+  // The slow map is the bottleneck: the source's output channels fill up
+  // and its input queue holds buffers.
+  const std::map<std::string, std::string> slow_task = {{"job_id", job}, {"task_name", "slow -> drop"}};
+  EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_isBackPressured", slow_task).sum, 0);
+  EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_buffers_outPoolUsage", slow_task).sum, 0);  // no channel out
+  EXPECT_TRUE(eventually(
+      [&] {
+        return scrape_both() && total(tm_page, "weir_taskmanager_job_task_isBackPressured", numbers).sum >= 1 &&
+               total(tm_page, "weir_taskmanager_job_task_buffers_inputQueueLength", slow_task).sum > 0 &&
+               total(tm_page, "weir_taskmanager_job_task_Shuffle_Netty_Input_Buffers_inPoolUsage", slow_task).sum > 0;
+      },
+      20s))
+      << "TaskManager:\n" << scrape(tm, c.secret())->body;
+  const Total out_usage = total(tm_page, "weir_taskmanager_job_task_buffers_outPoolUsage", numbers);
+  EXPECT_EQ(out_usage.samples, 2);
+  EXPECT_GT(out_usage.sum, 0);
+  EXPECT_LE(out_usage.sum, 2.0);  // a share of each subtask's channels
+  EXPECT_EQ(total(tm_page, "weir_taskmanager_job_task_buffers_inputQueueLength", numbers).sum, 0);  // no input
   const Total buffers = total(tm_page, "weir_taskmanager_Status_Shuffle_Netty_TotalMemorySegments");
   const Total used = total(tm_page, "weir_taskmanager_Status_Shuffle_Netty_UsedMemorySegments");
   EXPECT_EQ(buffers.samples, 1);
@@ -620,6 +646,12 @@ TEST(JobLibraryTest, PrometheusScrapesMoveAndAgreeWithTheRestApi) {
   EXPECT_EQ(total(jm_page, "weir_jobmanager_job_numRestarts", {{"job_id", job}}).sum, 0);
   EXPECT_EQ(total(jm_page, "weir_jobmanager_job_lastCheckpointRestoreTimestamp", {{"job_id", job}}).sum, -1);
   EXPECT_EQ(total(jm_page, "weir_jobmanager_job_lastCheckpointFullSize", {{"job_id", job}}).samples, 1);
+  // Checkpoint counts and the outage gauges as Flink names them; no failure yet.
+  EXPECT_GE(total(jm_page, "weir_jobmanager_job_totalNumberOfCheckpoints", {{"job_id", job}}).sum,
+            total(jm_page, "weir_jobmanager_job_numberOfCompletedCheckpoints", {{"job_id", job}}).sum);
+  EXPECT_EQ(total(jm_page, "weir_jobmanager_job_numberOfInProgressCheckpoints", {{"job_id", job}}).samples, 1);
+  EXPECT_EQ(total(jm_page, "weir_jobmanager_job_downtime", {{"job_id", job}}).sum, 0);
+  EXPECT_EQ(total(jm_page, "weir_jobmanager_job_restartingTime", {{"job_id", job}}).sum, 0);
   const double checkpoints1 = total(jm_page, "weir_jobmanager_job_numberOfCompletedCheckpoints", {{"job_id", job}}).sum;
 
   // The REST API's figures come from heartbeats: never ahead of a scrape
@@ -702,6 +734,72 @@ TEST(JobLibraryTest, PublicMetricsOpenOnlyMetrics) {
   auto other = tm_http.Get("/v1/overview", {{"Authorization", "Bearer " + c.secret()}});
   ASSERT_TRUE(other);
   EXPECT_EQ(other->status, 404);
+}
+
+// A real Prometheus server scrapes the JobManager and two TaskManagers
+// while a job runs: every target is up, PromQL over weir's series answers
+// (a rate of an operator's records in, a checkpoint count), and promtool
+// parses every exposition, its only complaints Flink's naming: camelCase
+// names and counters without "_total" (docs/metrics.md).
+TEST(JobLibraryTest, APrometheusServerScrapesEveryProcessAndQueriesTheSeries) {
+  JobLibraries libs = build_job_libraries();
+  ASSERT_TRUE(libs.error.empty()) << libs.error;
+  Cluster c("job-library-prometheus-server");
+  ASSERT_TRUE(c.start({{"tm-a", 1}, {"tm-b", 1}})) << "the cluster did not come up\n" << c.jm_log();
+  RunResult submitted = testing::run_weir(
+      {"run", "--detached", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), libs.slow, "-p", "2",
+       "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval", "200ms", "--records", "100000000",
+       "--micros", "50"},
+      c.dir().path("submit"));
+  ASSERT_EQ(submitted.code, 0) << submitted.err;
+  const std::string job = submitted_job(submitted.out);
+  auto overview = c.client().overview();
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  ASSERT_EQ((*overview)["taskmanagers"].size(), 2u) << *overview;
+  std::vector<std::string> targets = {c.rest()};
+  for (const auto& tm : (*overview)["taskmanagers"]) targets.push_back(tm["metrics_address"]);
+
+  testing::PrometheusServer prometheus(c.dir().path(""), targets, c.secret_file(), testing::test_tls_ca());
+  ASSERT_TRUE(prometheus.ok()) << prometheus.log();
+  // A value of a query's first sample, or -1.
+  auto value = [&](const std::string& expr) {
+    nlohmann::json r = prometheus.query(expr);
+    return r.empty() ? -1.0 : std::stod(r[0]["value"][1].get<std::string>());
+  };
+  const std::string records_in = "sum(rate(weir_taskmanager_job_task_operator_numRecordsIn{job_id=\"" + job +
+                                 "\", operator_name=\"slow\"}[5s]))";
+  const std::string checkpoints = "weir_jobmanager_job_numberOfCompletedCheckpoints{job_id=\"" + job + "\"}";
+  const bool answered = eventually(
+      [&] { return value("count(up == 1)") == 3 && value(records_in) > 0 && value(checkpoints) >= 1; }, 60s);
+  ASSERT_TRUE(answered) << "up: " << prometheus.query("up") << "\nrecords in: " << prometheus.query(records_in)
+                        << "\ncheckpoints: " << prometheus.query(checkpoints) << "\ntargets: " << prometheus.targets()
+                        << "\n" << prometheus.log();
+  for (const auto& t : prometheus.targets()) {
+    EXPECT_EQ(t.value("health", ""), "up") << t;
+    EXPECT_EQ(t.value("lastError", "?"), "") << t;
+  }
+  // Each process's series carry the labels a Flink dashboard groups by (a
+  // slot each: a subtask of each vertex on each TaskManager).
+  EXPECT_EQ(prometheus.query("count by (tm_id) (weir_taskmanager_job_task_numRecordsOut{job_id=\"" + job + "\"})")
+                .size(),
+            2u);
+  EXPECT_GT(value("count(weir_taskmanager_job_task_operator_numRecordsOut{operator_id=~\"[0-9a-f]{32}\"})"), 0);
+
+  // promtool on every exposition: it parses, and it complains of Flink's
+  // names only.
+  for (size_t i = 0; i < targets.size(); ++i) {
+    auto page = scrape(targets[i], c.secret());
+    ASSERT_TRUE(page && page->status == 200) << targets[i];
+    const testing::PromtoolCheck check = testing::promtool_check(page->body, c.dir().path("promtool-" + std::to_string(i)));
+    EXPECT_TRUE(check.code == 0 || check.code == 3) << targets[i] << ": promtool exited " << check.code;
+    for (const std::string& p : check.problems) {
+      const bool flink_name = p.find("should be written in 'snake_case' not 'camelCase'") != std::string::npos ||
+                              p.find("counter metrics should have \"_total\" suffix") != std::string::npos;
+      EXPECT_TRUE(flink_name) << targets[i] << ": " << p;
+    }
+  }
+  auto canceled = c.client().cancel(job);
+  ASSERT_TRUE(canceled.ok()) << canceled.status();
 }
 
 // A listening socket on a free port of 127.0.0.1 (closed with it): a port

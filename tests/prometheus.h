@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <nlohmann/json.hpp>
+
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -13,6 +16,7 @@
 
 #include "network/data_plane.h"
 #include "tests/cluster.h"
+#include "tests/process.h"
 
 namespace weir::testing {
 
@@ -101,6 +105,82 @@ inline httplib::Result scrape(const std::string& address, const std::string& sec
   if (!secret.empty()) auth = {{"Authorization", "Bearer " + secret}};
   return http.Get("/metrics", auth);
 }
+
+// What `promtool check metrics` says of a page: its exit code (0 clean, 3
+// lint problems, 1 a page it cannot parse) and its lines of complaint.
+struct PromtoolCheck {
+  int code = -1;
+  std::vector<std::string> problems;
+};
+inline PromtoolCheck promtool_check(const std::string& page, const std::string& log_prefix) {
+  PromtoolCheck out;
+  {
+    std::ofstream(log_prefix + ".page") << page;
+  }
+  RunResult r = run_program({"/bin/sh", "-c", "exec /usr/bin/promtool check metrics < '" + log_prefix + ".page'"},
+                            log_prefix);
+  out.code = r.code;
+  std::istringstream lines(r.out + r.err);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.empty()) out.problems.push_back(line);
+  }
+  return out;
+}
+
+// A Prometheus server (Debian's `prometheus`) for one test, scraping
+// `targets` (HOST:PORT) every second with the cluster secret from
+// `secret_file`, over HTTPS trusting `ca_file` unless it is ""; its data
+// and log in `dir`. Stopped with it.
+class PrometheusServer {
+ public:
+  PrometheusServer(const std::string& dir, const std::vector<std::string>& targets, const std::string& secret_file,
+                   const std::string& ca_file)
+      : server_(dir + "/prometheus") {
+    std::string list;
+    for (const std::string& t : targets) list += (list.empty() ? "\"" : ", \"") + t + "\"";
+    std::ofstream(dir + "/prometheus.yml") << "global:\n"
+                                               "  scrape_interval: 1s\n"
+                                               "  scrape_timeout: 1s\n"
+                                               "scrape_configs:\n"
+                                               "  - job_name: weir\n"
+                                            << (ca_file.empty() ? "" : "    scheme: https\n    tls_config: {ca_file: " + ca_file + "}\n")
+                                            << "    authorization: {credentials_file: "
+                                            << secret_file << "}\n"
+                                            << "    static_configs:\n"
+                                               "      - targets: ["
+                                            << list << "]\n";
+    ok_ = server_.start({"/usr/bin/prometheus", "--config.file=" + dir + "/prometheus.yml",
+                         "--storage.tsdb.path=" + dir + "/data",
+                         "--web.listen-address=127.0.0.1:" + std::to_string(server_.port())});
+  }
+  bool ok() const { return ok_; }
+  std::string log() const { return server_.log(); }
+
+  // The result vector of instant query `expr` (GET /api/v1/query), empty
+  // when the query failed or gave nothing.
+  nlohmann::json query(const std::string& expr) {
+    httplib::Client http("127.0.0.1", server_.port());
+    http.set_read_timeout(5, 0);
+    auto r = http.Get("/api/v1/query", httplib::Params{{"query", expr}}, httplib::Headers{});
+    if (!r || r->status != 200) return nlohmann::json::array();
+    nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
+    if (body.is_discarded() || body.value("status", "") != "success") return nlohmann::json::array();
+    return body["data"]["result"];
+  }
+  // GET /api/v1/targets: each active target's health and last error.
+  nlohmann::json targets() {
+    httplib::Client http("127.0.0.1", server_.port());
+    auto r = http.Get("/api/v1/targets");
+    if (!r || r->status != 200) return nlohmann::json::array();
+    nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
+    return body.is_discarded() ? nlohmann::json::array() : body["data"]["activeTargets"];
+  }
+
+ private:
+  LoopbackServer server_;
+  bool ok_ = false;
+};
 
 }  // namespace weir::testing
 

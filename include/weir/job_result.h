@@ -33,6 +33,21 @@ struct CompletedCheckpointStats {
   std::vector<SubtaskCheckpointStats> subtasks;  // by task
 };
 
+// How many completed checkpoints (and savepoints) a job keeps in detail:
+// the REST API's history, as Flink's web.checkpoints.history. Older ones
+// only count.
+inline constexpr size_t kCheckpointHistory = 100;
+
+// Counts over all of a job's checkpoints and savepoints so far.
+struct CheckpointCounts {
+  int64_t completed = 0;
+  int64_t failed = 0;       // declined, expired or aborted
+  int64_t in_progress = 0;  // triggered, not yet complete
+  int64_t duration_sum_ms = 0;  // of the completed ones
+  int64_t duration_max_ms = 0;
+  int64_t total() const { return completed + failed + in_progress; }
+};
+
 struct SavepointResult {
   int64_t id = 0;
   std::string path;   // its directory
@@ -80,7 +95,10 @@ struct JobResult {
   // not yet sent), each counted once. At-least-once sends them again from
   // the rewound sources.
   int64_t dropped_records = 0;
+  // The last kCheckpointHistory completed checkpoints in detail, oldest
+  // first; the counts below cover every one.
   std::vector<CompletedCheckpointStats> checkpoints;
+  CheckpointCounts checkpoint_counts;
   int64_t failed_checkpoints = 0;
   int64_t restored_checkpoint_id = -1;  // -1: started fresh
   std::string restored_from;            // path of the restored checkpoint

@@ -97,6 +97,16 @@ void CheckpointCoordinator::request_final_checkpoint() {
   tick();
 }
 
+CheckpointCounts CheckpointCoordinator::counts() const {
+  CheckpointCounts c;
+  c.completed = completed_total_;
+  c.failed = failed_total_;
+  c.in_progress = static_cast<int64_t>(pending_.size());
+  c.duration_sum_ms = duration_sum_ms_;
+  c.duration_max_ms = duration_max_ms_;
+  return c;
+}
+
 void CheckpointCoordinator::tick() {
   if (!running_) return;
   int64_t now = clock_->now_ms();
@@ -235,6 +245,10 @@ void CheckpointCoordinator::complete(Pending p) {
             [](const auto& a, const auto& b) { return a.task < b.task; });
   stats_.push_back(CompletedCheckpointStats{p.id, p.wall_ms, Duration(now - p.trigger_ms), meta->total_bytes(),
                                             p.is_final, savepoint, meta->new_bytes(), std::move(p.timings)});
+  if (stats_.size() > kCheckpointHistory) stats_.erase(stats_.begin());
+  ++completed_total_;
+  duration_sum_ms_ += now - p.trigger_ms;
+  duration_max_ms_ = std::max(duration_max_ms_, now - p.trigger_ms);
   // A savepoint is the newest restore point too, but owned by the user.
   store_->add({p.id, *location, meta, !savepoint, savepoint});
   if (!savepoint) sweep_orphans(p.id);

@@ -171,8 +171,15 @@ class CheckpointCoordinator {
   void set_id_counter(CheckpointIdCounter* counter) { counter_ = counter; }
   int64_t next_checkpoint_id() const { return next_id_; }
   size_t num_pending() const { return pending_.size(); }
+  // The last kCheckpointHistory completed, oldest first.
   const std::vector<CompletedCheckpointStats>& completed_stats() const { return stats_; }
   int64_t failed_checkpoints() const { return failed_total_; }
+  CheckpointCounts counts() const;
+  // Counts of an earlier JobManager's run of the job, added to this one's.
+  void carry_counts(int64_t completed, int64_t failed) {
+    completed_total_ += completed;
+    failed_total_ += failed;
+  }
 
  private:
   struct Pending {
@@ -220,7 +227,10 @@ class CheckpointCoordinator {
   int64_t last_sweep_ms_ = INT64_MIN;  // clock_->now_ms() of the last sweep of orphans
   int consecutive_failures_ = 0;
   int64_t failed_total_ = 0;
-  std::vector<CompletedCheckpointStats> stats_;
+  int64_t completed_total_ = 0;
+  int64_t duration_sum_ms_ = 0;
+  int64_t duration_max_ms_ = 0;
+  std::vector<CompletedCheckpointStats> stats_;  // at most kCheckpointHistory
 };
 
 }  // namespace weir::checkpoint

@@ -86,6 +86,37 @@ TEST_F(CoordinatorTest, TriggersAfterTheIntervalAndCompletesWhenAllAcked) {
   EXPECT_EQ(coord_->completed_stats().size(), 1u);
 }
 
+// A long-running job keeps the details of its last kCheckpointHistory
+// checkpoints only (its memory does not grow with its age); the counts
+// cover every one, and an earlier JobManager's counts carry over.
+TEST_F(CoordinatorTest, KeepsABoundedHistoryAndCountsEveryCheckpoint) {
+  make(config(10));
+  const int n = static_cast<int>(kCheckpointHistory) + 7;
+  for (int i = 1; i <= n; ++i) {
+    advance(10);
+    ASSERT_EQ(actions_.triggered.size(), static_cast<size_t>(i));
+    advance(3);  // each takes 3 ms
+    ack_all(actions_.triggered.back());
+  }
+  ASSERT_EQ(coord_->completed_stats().size(), kCheckpointHistory);
+  EXPECT_EQ(coord_->completed_stats().front().id, n - static_cast<int>(kCheckpointHistory) + 1);
+  EXPECT_EQ(coord_->completed_stats().back().id, n);
+  CheckpointCounts c = coord_->counts();
+  EXPECT_EQ(c.completed, n);
+  EXPECT_EQ(c.failed, 0);
+  EXPECT_EQ(c.in_progress, 0);
+  EXPECT_EQ(c.duration_sum_ms, 3 * n);
+  EXPECT_EQ(c.duration_max_ms, 3);
+  advance(10);  // one more triggered, not acknowledged
+  c = coord_->counts();
+  EXPECT_EQ(c.in_progress, 1);
+  EXPECT_EQ(c.total(), n + 1);
+  coord_->carry_counts(40, 2);
+  c = coord_->counts();
+  EXPECT_EQ(c.completed, n + 40);
+  EXPECT_EQ(c.failed, 2);
+}
+
 // Ids from an external counter (ZooKeeper under high availability): they
 // jump past ids another leader reserved, and a counter that cannot answer
 // triggers nothing until one interval later.

@@ -204,6 +204,7 @@ struct ClusterCommands::Flags {
   bool metrics_public = false;
   std::string heartbeat_interval = format_duration(kJobManagerDefaults.heartbeat_interval);
   std::string heartbeat_timeout = format_duration(kJobManagerDefaults.heartbeat_timeout);
+  std::string job_expiration = format_duration(kJobManagerDefaults.job_expiration);
   int keep_ended_jobs = kJobManagerDefaults.keep_ended_jobs;
   std::string library_dir = kJobManagerDefaults.library_dir;
 
@@ -344,6 +345,11 @@ ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<Flags>()) 
   f.jobmanager->add_option("--keep-ended-jobs", f.keep_ended_jobs, "Ended jobs still listed (older ones are forgotten)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  f.jobmanager
+      ->add_option("--jobstore-expiration-time", f.job_expiration,
+                   "How long an ended job stays listed, with its result (under --ha zookeeper across leader changes; "
+                   "0s: until --keep-ended-jobs forgets it)")
+      ->capture_default_str();
   f.jobmanager->add_option("--library-dir", f.library_dir,
                            "Uploaded job libraries (default: <temp>/weir-libraries-<uid>)");
   f.jobmanager->add_option("--heartbeat-timeout", f.heartbeat_timeout, "A TaskManager silent this long is lost")
@@ -512,6 +518,11 @@ std::optional<int> ClusterCommands::run() {
     o.rest_port = f.rest_port;
     o.metrics_public = f.metrics_public;
     o.keep_ended_jobs = f.keep_ended_jobs;
+    auto expiration = parse_duration(f.job_expiration);
+    if (!expiration.ok()) {
+      return fail(kBadArguments, "--jobstore-expiration-time: " + std::string(expiration.status().message()));
+    }
+    o.job_expiration = *expiration;
     o.library_dir = f.library_dir;
     o.secret = *secret;
     o.catalog = builtin_job_catalog();

@@ -54,21 +54,17 @@ std::optional<std::string> JobConsole::progress_text(ProgressLine::Clock::durati
 }
 
 void print_result(const JobResult& r, std::FILE* out) {
-  int64_t total_ms = 0, max_ms = 0;
-  for (const auto& c : r.checkpoints) {
-    total_ms += c.duration.count();
-    max_ms = std::max<int64_t>(max_ms, c.duration.count());
-  }
+  const CheckpointCounts& cp = r.checkpoint_counts;
   std::fprintf(out, "job %s %s in %.3f s\n", r.job_id.c_str(), std::string(to_string(r.status)).c_str(),
                r.wall_time.count() / 1000.0);
   if (r.restored_checkpoint_id >= 0) {
     std::fprintf(out, "restored from checkpoint %lld (%s)\n", static_cast<long long>(r.restored_checkpoint_id),
                  r.restored_from.c_str());
   }
-  std::fprintf(out, "checkpoints completed: %zu (failed: %lld, mean %.1f ms, max %lld ms)\n", r.checkpoints.size(),
-               static_cast<long long>(r.failed_checkpoints),
-               r.checkpoints.empty() ? 0.0 : static_cast<double>(total_ms) / r.checkpoints.size(),
-               static_cast<long long>(max_ms));
+  std::fprintf(out, "checkpoints completed: %lld (failed: %lld, mean %.1f ms, max %lld ms)\n",
+               static_cast<long long>(cp.completed), static_cast<long long>(cp.failed),
+               cp.completed == 0 ? 0.0 : static_cast<double>(cp.duration_sum_ms) / cp.completed,
+               static_cast<long long>(cp.duration_max_ms));
   std::fprintf(out, "restarts: %d\n", r.restarts);
   if (r.dropped_records > 0) {
     std::fprintf(out, "records dropped in flight by task failover: %lld\n",

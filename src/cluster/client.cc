@@ -87,6 +87,8 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& met
       }
     }
   }
+  // When none answers, the error names each one and why.
+  std::string tried;
   for (size_t i = 0; i < addresses.size(); ++i) {
     const size_t at = (current_ + i) % addresses.size();
     bool unreachable = false;
@@ -97,15 +99,33 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_raw(const std::string& met
       answered_ = true;
       return out;
     }
+    std::string why(out.status().message());
+    if (why.find(addresses[at]) == std::string::npos) why = addresses[at] + ": " + why;
+    tried += (tried.empty() ? "" : "; ") + why;
   }
   answered_ = false;
+  if (addresses.size() > 1) {
+    return absl::UnavailableError("no JobManager answered (" + std::to_string(addresses.size()) + " tried): " + tried);
+  }
   return out;
 }
+
+namespace {
+
+// HOST:PORT of a redirect's Location ("http://HOST:PORT/path"), or "".
+std::string redirect_address(const std::string& location) {
+  const size_t scheme = location.find("://");
+  if (scheme == std::string::npos) return "";
+  const size_t start = scheme + 3, end = location.find('/', start);
+  return location.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+}  // namespace
 
 absl::StatusOr<nlohmann::json> ClusterClient::request_one(const std::string& address, const std::string& method,
                                                           const std::string& path, const std::string& body,
                                                           const char* content_type, int timeout_s,
-                                                          bool* unreachable) {
+                                                          bool* unreachable, bool redirected) {
   auto hp = network::parse_address(address);
   if (!hp.ok()) return hp.status();
   const std::string scheme = tls_ca_.empty() ? "http://" : "https://";
@@ -135,6 +155,17 @@ absl::StatusOr<nlohmann::json> ClusterClient::request_one(const std::string& add
                    (method == "GET" && r.error() == httplib::Error::Read);
     return absl::UnavailableError("JobManager " + address + " unreachable: " + describe(r.error(), timeout_s));
   }
+  // A standing-by JobManager sends us to the leader (one hop: a leader
+  // never redirects).
+  if ((r->status == 307 || r->status == 308) && !redirected) {
+    const std::string leader = redirect_address(r->get_header_value("Location"));
+    if (!leader.empty() && leader != address) {
+      return request_one(leader, method, path, body, content_type, timeout_s, unreachable, /*redirected=*/true);
+    }
+  }
+  // A standby while no leader is elected (or a saturated leader): another
+  // JobManager may answer.
+  if (r->status == 503) *unreachable = true;
   auto json = nlohmann::json::parse(r->body, nullptr, /*allow_exceptions=*/false);
   if (r->status != 200) {
     std::string message = json.is_object() && json.contains("error") && json["error"].is_string()

@@ -64,11 +64,13 @@ class ClusterClient {
   // `method` GET, POST or PUT; `body` sent as `content_type`.
   absl::StatusOr<nlohmann::json> request_raw(const std::string& method, const std::string& path,
                                              const std::string& body, const char* content_type, int timeout_s);
-  // One request to one JobManager; `unreachable` says whether another may
-  // be asked instead.
+  // One request to one JobManager, following a standby's redirect to the
+  // leader (unless `redirected` already); `unreachable` says whether
+  // another may be asked instead.
   absl::StatusOr<nlohmann::json> request_one(const std::string& address, const std::string& method,
                                              const std::string& path, const std::string& body,
-                                             const char* content_type, int timeout_s, bool* unreachable);
+                                             const char* content_type, int timeout_s, bool* unreachable,
+                                             bool redirected = false);
 
   const std::string address_;
   const std::string secret_;

@@ -1,13 +1,14 @@
 // `weir jobmanager --ha zookeeper`: one of several JobManagers, of which
 // the one ZooKeeper elects leads (LeaderElection). A standing-by
-// JobManager listens on nothing; when granted leadership it starts a
+// JobManager's REST port redirects every request to the leader's (307),
+// and it takes no sessions; when granted leadership it starts a
 // JobManager (ports, REST API, jobs) under the new epoch, which resumes
 // every job recorded in the HA store from its newest committed checkpoint.
 // When leadership is revoked (its ZooKeeper connection lost, or its session
 // expired while it was frozen), that JobManager shuts down at once without
 // ending its jobs in the store, and it stands by again. TaskManagers find
 // the leader through ZooKeeper; clients try each JobManager's REST address
-// in turn.
+// in turn and follow a standby's redirect.
 #ifndef WEIR_CLUSTER_HA_JOBMANAGER_H_
 #define WEIR_CLUSTER_HA_JOBMANAGER_H_
 

@@ -69,8 +69,10 @@ absl::StatusOr<std::unique_ptr<HaStore>> HaStore::open(const HaOptions& options,
                                          value);
   }
   store->epoch_version_ = stat.version;
-  rc = ensure_zk_path(zh, options.root() + "/jobs");
-  if (rc != ZOK) return absl::UnavailableError(zk_error("create", options.root() + "/jobs", rc));
+  for (const char* dir : {"/jobs", "/results"}) {
+    rc = ensure_zk_path(zh, options.root() + dir);
+    if (rc != ZOK) return absl::UnavailableError(zk_error("create", options.root() + dir, rc));
+  }
   return store;
 }
 
@@ -158,14 +160,18 @@ absl::Status HaStore::add_job(const proto::JobRecord& record, const std::string&
   const std::string node = options_.root() + "/jobs/" + id;
   const std::string checkpoints = node + "/checkpoints";
   const std::string location = blob_location("jobs/" + id);
-  std::vector<zoo_op> ops(2);
+  const std::string history = node + "/history";
+  std::vector<zoo_op> ops(3);
   zoo_create_op_init(&ops[0], node.c_str(), location.data(), static_cast<int>(location.size()), &ZOO_OPEN_ACL_UNSAFE,
                      0, nullptr, 0);
   zoo_create_op_init(&ops[1], checkpoints.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+  zoo_create_op_init(&ops[2], history.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
   return fenced("record job " + id, ops);
 }
 
-absl::Status HaStore::remove_job(const std::string& job_id) {
+absl::Status HaStore::remove_job(const std::string& job_id) { return end_job(job_id, nullptr, 0); }
+
+absl::Status HaStore::end_job(const std::string& job_id, const std::string* result, int64_t ended_ms) {
   const std::string node = options_.root() + "/jobs/" + job_id;
   // Children before their parents (ZooKeeper deletes only leaves).
   std::vector<std::string> paths;
@@ -185,10 +191,62 @@ absl::Status HaStore::remove_job(const std::string& job_id) {
   const int rc = collect(node);
   if (rc == ZNONODE) return absl::OkStatus();
   if (rc != ZOK) return absl::UnavailableError(zk_error("list", node, rc));
-  std::vector<zoo_op> ops(paths.size());
+  // The result's bytes go first; its node, with the job's forgetting.
+  if (result != nullptr) {
+    if (absl::Status s = put_blob("results/" + job_id, *result); !s.ok()) {
+      return absl::Status(s.code(), "the result of job " + job_id + " in HA storage: " + std::string(s.message()));
+    }
+  }
+  const std::string result_node = options_.root() + "/results/" + job_id;
+  const std::string ended = std::to_string(ended_ms);
+  std::vector<zoo_op> ops(paths.size() + (result != nullptr ? 1 : 0));
   for (size_t i = 0; i < paths.size(); ++i) zoo_delete_op_init(&ops[i], paths[i].c_str(), -1);
+  if (result != nullptr) {
+    zoo_create_op_init(&ops.back(), result_node.c_str(), ended.data(), static_cast<int>(ended.size()),
+                       &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+  }
   absl::Status s = fenced("forget job " + job_id, ops);
   if (s.ok()) remove_blob("jobs/" + job_id);
+  return s;
+}
+
+absl::StatusOr<std::vector<HaStore::StoredResult>> HaStore::results() {
+  const std::string dir = options_.root() + "/results";
+  String_vector names{};
+  int rc = zoo_get_children(session_->handle(), dir.c_str(), 0, &names);
+  if (rc != ZOK) return absl::UnavailableError(zk_error("list", dir, rc));
+  std::vector<std::string> ids(names.data, names.data + names.count);
+  deallocate_String_vector(&names);
+  std::vector<StoredResult> out;
+  for (const auto& id : ids) {
+    StoredResult r;
+    r.job_id = id;
+    std::string value;
+    Stat stat{};
+    rc = read_node(session_->handle(), dir + "/" + id, &value, &stat);
+    if (rc == ZNONODE) continue;  // expired meanwhile
+    if (rc != ZOK) return absl::UnavailableError(zk_error("read", dir + "/" + id, rc));
+    r.ended_ms = std::atoll(value.c_str());
+    auto bytes = get_blob("results/" + id);
+    if (bytes.ok()) {
+      r.json = *std::move(bytes);
+    } else {
+      r.problem = absl::Status(bytes.status().code(), "the result of job " + id + " in HA storage (" +
+                                                          blob_location("results/" + id) +
+                                                          "): " + std::string(bytes.status().message()));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+absl::Status HaStore::remove_result(const std::string& job_id) {
+  const std::string node = options_.root() + "/results/" + job_id;
+  std::vector<zoo_op> ops(1);
+  zoo_delete_op_init(&ops[0], node.c_str(), -1);
+  absl::Status s = fenced("forget the result of job " + job_id, ops);
+  if (absl::IsNotFound(s)) s = absl::OkStatus();
+  if (s.ok()) remove_blob("results/" + job_id);
   return s;
 }
 
@@ -218,12 +276,16 @@ absl::StatusOr<int64_t> HaStore::next_checkpoint_id(const std::string& job_id, i
 }
 
 absl::Status HaStore::commit_checkpoint(const std::string& job_id, int64_t id, const std::string& location,
-                                       bool savepoint) {
+                                       bool savepoint, const std::string& history) {
   const std::string node = checkpoint_node(job_id, id);
   const std::string value = (savepoint ? "savepoint " : "checkpoint ") + location;
-  std::vector<zoo_op> ops(1);
+  const std::string history_node = options_.root() + "/jobs/" + job_id + "/history";
+  std::vector<zoo_op> ops(history.empty() ? 1 : 2);
   zoo_create_op_init(&ops[0], node.c_str(), value.data(), static_cast<int>(value.size()), &ZOO_OPEN_ACL_UNSAFE, 0,
                      nullptr, 0);
+  if (!history.empty()) {
+    zoo_set_op_init(&ops[1], history_node.c_str(), history.data(), static_cast<int>(history.size()), -1, nullptr);
+  }
   return fenced("commit checkpoint " + std::to_string(id) + " of job " + job_id, ops);
 }
 
@@ -286,6 +348,18 @@ absl::StatusOr<std::vector<HaStore::Recovered>> HaStore::jobs() {
       continue;
     }
     r.record = *std::move(record);
+    const std::string history = dir + "/" + id + "/history";
+    Stat history_stat{};
+    rc = read_node(session_->handle(), history, &r.history, &history_stat);
+    if (rc == ZNONODE) {
+      // Recorded before job histories were: every commit from now on
+      // writes one.
+      std::vector<zoo_op> ops(1);
+      zoo_create_op_init(&ops[0], history.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+      if (absl::Status created = fenced("create " + history, ops); !created.ok()) return created;
+    } else if (rc != ZOK) {
+      return absl::UnavailableError(zk_error("read", history, rc));
+    }
     const std::string checkpoints = dir + "/" + id + "/checkpoints";
     String_vector children{};
     rc = zoo_get_children(session_->handle(), checkpoints.c_str(), 0, &children);
@@ -329,7 +403,8 @@ absl::StatusOr<std::string> HaCheckpointStorage::finalize(const checkpoint::Chec
     std::lock_guard lock(mu_);
     savepoint = savepoints_.erase(m.checkpoint_id) != 0;
   }
-  absl::Status s = store_->commit_checkpoint(job_id_, m.checkpoint_id, *location, savepoint);
+  absl::Status s = store_->commit_checkpoint(job_id_, m.checkpoint_id, *location, savepoint,
+                                             history_ ? history_() : std::string());
   if (s.ok()) return location;
   if (absl::IsUnavailable(s)) {
     std::lock_guard lock(mu_);

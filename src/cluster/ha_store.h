@@ -8,6 +8,11 @@
 //                                                                          <location>", one per
 //                                                                          retained completed one
 //                                          jobs/<job-id>/counter           the next checkpoint id
+//                                          jobs/<job-id>/history           restarts, checkpoint counts and
+//                                                                          failures so far (JSON), written
+//                                                                          with each checkpoint's pointer
+//   results/<job-id>   an ended job's      results/<job-id>                when it ended
+//                      final REST answers
 //
 // A completed checkpoint's node goes before its files do (subsumed or found
 // broken): a new leader takes over every retained checkpoint, restores the
@@ -27,6 +32,7 @@
 #define WEIR_CLUSTER_HA_STORE_H_
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -78,13 +84,30 @@ class HaStore {
   absl::Status add_job(const proto::JobRecord& record, const std::string& library_path);
   // Forgets an ended job: it is not recovered any more.
   absl::Status remove_job(const std::string& job_id);
+  // The same, keeping in one step `result` (the job's last REST answers,
+  // JSON) in the job result store (Flink's JobResultStore): its bytes in
+  // HA storage results/<job-id>, its node ROOT/results/<job-id> holding
+  // when the job ended (ms since the epoch), made with the forgetting.
+  absl::Status end_job(const std::string& job_id, const std::string* result, int64_t ended_ms);
+  struct StoredResult {
+    std::string job_id;
+    int64_t ended_ms = 0;
+    std::string json;
+    absl::Status problem;  // its bytes cannot be read: why
+  };
+  // Every ended job's result, for a new leader.
+  absl::StatusOr<std::vector<StoredResult>> results();
+  // Forgets a stored result (expired); OK when there was none.
+  absl::Status remove_result(const std::string& job_id);
   // The next checkpoint id of the job (at least `at_least`), reserved.
   absl::StatusOr<int64_t> next_checkpoint_id(const std::string& job_id, int64_t at_least);
   // Records checkpoint (or savepoint) `id` at `location` as completed.
   // Unavailable when ZooKeeper did not answer: then whether it was
   // recorded is unknown.
+  // With it, in the same step, `history` (unless ""): the job's history
+  // so far, for the next leader (Recovered::history).
   absl::Status commit_checkpoint(const std::string& job_id, int64_t id, const std::string& location,
-                                 bool savepoint = false);
+                                 bool savepoint = false, const std::string& history = "");
   // Forgets completed checkpoint `id` (about to be deleted, or found
   // broken); OK when it was not recorded.
   absl::Status forget_checkpoint(const std::string& job_id, int64_t id);
@@ -97,6 +120,9 @@ class HaStore {
   struct Recovered {
     proto::JobRecord record;
     std::vector<CompletedPointer> checkpoints;  // oldest first; empty: none completed yet
+    // What the job's last leader wrote with its newest checkpoint
+    // (runtime::JobMaster::history()); "" when none did.
+    std::string history;
     // Not OK when the job's record (or a checkpoint pointer of it) cannot
     // be read: then only record.job_id() is set, and `problem` names the
     // record and the cause. Its nodes stay for an operator to look into
@@ -165,6 +191,9 @@ class HaCheckpointStorage final : public checkpoint::CheckpointStorage {
   }
   absl::StatusOr<std::string> finalize(const checkpoint::CheckpointMetadata& m) override;
   absl::Status forget_completed(int64_t checkpoint_id) override;
+  // What a commit writes as the job's history (on the thread that
+  // finalizes: the JobMaster's loop). Before the first checkpoint.
+  void set_history(std::function<std::string()> history) { history_ = std::move(history); }
   absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> read_state_file(
       const std::string& location, const checkpoint::OperatorSubtaskState& handle) override {
     return inner_->read_state_file(location, handle);
@@ -193,6 +222,7 @@ class HaCheckpointStorage final : public checkpoint::CheckpointStorage {
   const std::shared_ptr<checkpoint::CheckpointStorage> inner_;
   const std::shared_ptr<HaStore> store_;
   const std::string job_id_;
+  std::function<std::string()> history_;
   std::mutex mu_;
   std::set<int64_t> uncertain_;   // commits whose outcome is unknown
   std::set<int64_t> savepoints_;  // ids taken as savepoints

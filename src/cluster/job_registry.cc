@@ -95,6 +95,10 @@ absl::Status JobRegistry::recover(const HaStore::Recovered& r) {
     if (!absl::IsUnavailable(id.status())) add_unrecoverable(r, id.status());
     return id.status();
   }
+  if (JobPtr j = live(*id)) {
+    j->master->record_failover(
+        "its JobManager is gone: the leader of epoch " + std::to_string(ha_->epoch()) + " resumed it", r.history);
+  }
   spdlog::info("job {} ({}) recovered{}", *id, spec.name(),
                r.checkpoints.empty() ? " (no checkpoint completed yet)"
                                      : " with " + std::to_string(r.checkpoints.size()) + " retained checkpoint" +
@@ -270,6 +274,7 @@ absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const st
   auto routing = runtime::make_job_storage(config, job->id);
   if (!routing.ok()) return routing.status();
   std::shared_ptr<checkpoint::CheckpointStorage> storage = *std::move(routing);
+  std::shared_ptr<HaCheckpointStorage> ha_storage;  // under high availability
   if (ha_ != nullptr) {
     if (recovered_id.empty()) {
       // Written down before the job runs: a leader that takes over runs it.
@@ -281,7 +286,8 @@ absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const st
         return absl::UnavailableError("cannot record the job for high availability: " + std::string(s.message()));
       }
     }
-    storage = std::make_shared<HaCheckpointStorage>(std::move(storage), ha_, job->id);
+    ha_storage = std::make_shared<HaCheckpointStorage>(std::move(storage), ha_, job->id);
+    storage = ha_storage;
     job->checkpoint_ids = std::make_unique<HaCheckpointIds>(ha_, job->id);
   }
   job->gateway = std::make_unique<JobGateway>(slots_, job->id, spec, *graph,
@@ -289,6 +295,12 @@ absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const st
   job->master = std::make_unique<runtime::JobMaster>(job->id, *graph, config, job->gateway.get(), storage,
                                                      SystemClock::instance(), &job->control);
   if (job->checkpoint_ids != nullptr) job->master->set_checkpoint_id_counter(job->checkpoint_ids.get());
+  if (ha_storage != nullptr) {
+    // Its history goes with each checkpoint, for the next leader. The
+    // storage calls it on the master's loop, before the master is gone.
+    runtime::JobMaster* master = job->master.get();
+    ha_storage->set_history([master] { return master->history(); });
+  }
   job->gateway->set_master(job->master.get());
   Job* raw = job.get();
   job->control.on_savepoint([raw](const SavepointResult& r) {
@@ -319,17 +331,20 @@ absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const st
       absl::MutexLock lock(&mu_);
       suspended = suspending_;
     }
-    // Ended for good: the next leader must not run it again. A job ended by
-    // losing leadership stays recorded.
-    if (ha_ != nullptr && !suspended) {
-      if (absl::Status s = ha_->remove_job(raw->id); !s.ok()) {
-        spdlog::warn("job {}: {}", raw->id, std::string(s.message()));
-      }
-    }
+    const int64_t ended_ms = SystemClock::instance()->wall_ms();
     {
       absl::MutexLock lock(&raw->mu);
       raw->result = std::move(r);
       raw->final_status = std::move(final_status);
+      raw->end_ms = ended_ms;
+    }
+    // Ended for good: the next leader must not run it again, and lists its
+    // result. A job ended by losing leadership stays recorded.
+    if (ha_ != nullptr && !suspended) {
+      const std::string archived = archive_ ? archive_(*raw) : "";
+      if (absl::Status s = ha_->end_job(raw->id, archive_ ? &archived : nullptr, ended_ms); !s.ok()) {
+        spdlog::warn("job {}: {}", raw->id, std::string(s.message()));
+      }
     }
     forget_old_jobs(raw);
   });
@@ -340,25 +355,78 @@ absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const st
 // whose waiter thread this runs on).
 void JobRegistry::forget_old_jobs(Job* current) {
   std::vector<JobPtr> forgotten;
+  const int64_t now = SystemClock::instance()->wall_ms();
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
-    std::vector<std::string> ended;
+    std::vector<std::pair<std::string, int64_t>> ended;  // id, end_ms
     for (const auto& id : order_) {
       absl::MutexLock jl(&jobs_[id]->mu);
       // An unrecoverable job stays listed while the HA store holds it.
-      if (jobs_[id]->result.has_value() && !jobs_[id]->unrecoverable) ended.push_back(id);
+      if (jobs_[id]->result.has_value() && !jobs_[id]->unrecoverable) ended.emplace_back(id, jobs_[id]->end_ms);
     }
-    for (size_t i = 0; i + static_cast<size_t>(keep_ended_jobs_) < ended.size(); ++i) {
-      auto it = jobs_.find(ended[i]);
+    for (size_t i = 0; i < ended.size(); ++i) {
+      const bool beyond = i + static_cast<size_t>(keep_ended_jobs_) < ended.size();
+      const bool expired = expiration_.count() > 0 && ended[i].second > 0 && now - ended[i].second >= expiration_.count();
+      if (!beyond && !expired) continue;
+      auto it = jobs_.find(ended[i].first);
       if (it->second.get() == current) continue;
       forgotten.push_back(it->second);
       jobs_.erase(it);
-      order_.erase(std::find(order_.begin(), order_.end(), ended[i]));
+      order_.erase(std::find(order_.begin(), order_.end(), ended[i].first));
     }
   }
   for (auto& j : forgotten) {
     if (j->waiter.joinable()) j->waiter.join();  // ended: it set the result
+    if (ha_ != nullptr) {
+      if (absl::Status s = ha_->remove_result(j->id); !s.ok()) {
+        spdlog::warn("job {}: {}", j->id, std::string(s.message()));
+      }
+    }
+  }
+}
+
+void JobRegistry::restore_results(std::vector<HaStore::StoredResult> results) {
+  std::sort(results.begin(), results.end(),
+            [](const auto& a, const auto& b) { return a.ended_ms < b.ended_ms; });
+  const int64_t now = SystemClock::instance()->wall_ms();
+  for (HaStore::StoredResult& r : results) {
+    const bool expired = expiration_.count() > 0 && now - r.ended_ms >= expiration_.count();
+    if (expired) {
+      if (absl::Status s = ha_->remove_result(r.job_id); !s.ok()) {
+        spdlog::warn("job {}: {}", r.job_id, std::string(s.message()));
+      }
+      continue;
+    }
+    nlohmann::json stored = r.problem.ok() ? nlohmann::json::parse(r.json, nullptr, false) : nlohmann::json();
+    if (!r.problem.ok() || !stored.is_object() || !stored["job"].is_object() ||
+        !stored["job"]["status"].is_string()) {
+      spdlog::warn("job {}: its stored result is not listed: {}", r.job_id,
+                   r.problem.ok() ? "not the JSON of a job's result" : std::string(r.problem.message()));
+      continue;
+    }
+    auto job = std::make_shared<Job>();
+    job->id = r.job_id;
+    job->spec.set_name(stored["job"].value("name", ""));
+    job->start_ms = stored["job"].value("start_time_ms", int64_t{0});
+    job->graph = std::make_shared<const graph::JobGraph>();
+    JobResult result;
+    result.job_id = job->id;
+    result.status = JobStatus::kFinished;
+    for (JobStatus st : {JobStatus::kFinished, JobStatus::kFailed, JobStatus::kCanceled}) {
+      if (to_string(st) == stored["job"]["status"].get<std::string>()) result.status = st;
+    }
+    result.restarts = stored["job"].value("restarts", 0);
+    job->archived = std::make_shared<const nlohmann::json>(std::move(stored));
+    {
+      absl::MutexLock lock(&job->mu);
+      job->result = std::move(result);
+      job->end_ms = r.ended_ms;
+    }
+    absl::MutexLock lock(&mu_);
+    if (jobs_.count(job->id) != 0) continue;
+    jobs_[job->id] = job;
+    order_.push_back(job->id);
   }
 }
 

@@ -2,9 +2,10 @@
 // built here as every TaskManager will build it), one JobMaster per job
 // behind its JobGateway, savepoints and cancellation on request, the
 // TaskManagers' reports delivered to the job they concern, and forgetting
-// the oldest ended jobs beyond a bound. Under high availability each job is
-// also recorded in the HA store before it starts, resumed from it by a new
-// leader, and forgotten there when it ends for good. Thread-safe.
+// the oldest ended jobs beyond a bound or once expired. Under high
+// availability each job is also recorded in the HA store before it starts,
+// resumed from it by a new leader, and forgotten there when it ends for
+// good, its result kept in the job result store. Thread-safe.
 #ifndef WEIR_CLUSTER_JOB_REGISTRY_H_
 #define WEIR_CLUSTER_JOB_REGISTRY_H_
 
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include <nlohmann/json.hpp>
+
 #include "absl/synchronization/mutex.h"
 #include "cluster/cluster.grpc.pb.h"
 #include "cluster/job_catalog.h"
@@ -49,9 +52,14 @@ struct Job {
   // empty graph, and a FAILED result naming why. Its record stays in the
   // store until cancelled (JobRegistry::forget_unrecoverable).
   bool unrecoverable = false;
+  // An ended job an earlier leader ran, from the job result store: no
+  // master, no gateway, an empty graph; the REST API answers with what its
+  // leader answered last ({"job": ..., "checkpoints": ...}).
+  std::shared_ptr<const nlohmann::json> archived;
 
   absl::Mutex mu;
   std::optional<JobResult> result ABSL_GUARDED_BY(mu);  // once ended
+  int64_t end_ms ABSL_GUARDED_BY(mu) = 0;               // when it ended (wall clock)
   // Its executions (subtask, attempt, state) as it ended, for the REST API.
   std::optional<runtime::JobMaster::Status> final_status ABSL_GUARDED_BY(mu);
   std::vector<SavepointResult> savepoints ABSL_GUARDED_BY(mu);
@@ -84,6 +92,18 @@ class JobRegistry {
   // it and its checkpoints complete only once committed there. Before the
   // first submission.
   void set_ha_store(std::shared_ptr<HaStore> store) { ha_ = std::move(store); }
+  // An ended job is forgotten `expiration` after it ended (Flink's
+  // jobstore.expiration-time; 0: only the keep_ended_jobs bound). Under
+  // high availability its result stays in the job result store until then,
+  // across leader changes; `archive` gives what is stored (the job's REST
+  // answers as JSON). Before the first submission.
+  void set_result_store(std::chrono::milliseconds expiration, std::function<std::string(Job&)> archive) {
+    expiration_ = expiration;
+    archive_ = std::move(archive);
+  }
+  // A new leader lists the ended jobs of the job result store (expired
+  // ones are removed from it).
+  void restore_results(std::vector<HaStore::StoredResult> results);
 
   // Starts the job `name` with `args`, or given `library` (a digest) the job
   // of that library; its id. The job is built first (in a child process for
@@ -137,6 +157,8 @@ class JobRegistry {
   const JobCatalog catalog_;
   const int keep_ended_jobs_;
   std::shared_ptr<HaStore> ha_;
+  std::chrono::milliseconds expiration_{0};
+  std::function<std::string(Job&)> archive_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -76,8 +76,13 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     auto rest_port = rest_.start(host->first, options_.rest_port, https);
     if (!rest_port.ok()) return rest_port.status();
     rest_port_ = *rest_port;
+    jobs_.set_result_store(std::chrono::milliseconds(options_.job_expiration.count()),
+                           [](Job& j) { return archived_json(j); });
     if (options_.ha != nullptr) {
       jobs_.set_ha_store(options_.ha);
+      auto results = options_.ha->results();
+      if (!results.ok()) return results.status();
+      jobs_.restore_results(*std::move(results));
       auto recorded = options_.ha->jobs();
       if (!recorded.ok()) return recorded.status();
       for (const auto& job : *recorded) {

@@ -30,6 +30,11 @@ struct JobManagerOptions {
   // Ended jobs the JobManager still reports; older ones are forgotten, so
   // its memory does not grow with the number of jobs run.
   int keep_ended_jobs = 100;
+  // An ended job is listed this long after it ended (Flink's
+  // jobstore.expiration-time); under high availability its result stays
+  // in the job result store as long, across leader changes. 0: only the
+  // keep_ended_jobs bound forgets jobs.
+  Duration job_expiration{3600 * 1000};
   Duration heartbeat_interval{500};
   Duration heartbeat_timeout{5000};
   // Uploaded job libraries, by digest (default: <system temp>/weir-libraries-<uid>).

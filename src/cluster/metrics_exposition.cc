@@ -127,6 +127,29 @@ void add_task_metrics(MetricFamilies& out, const MetricLabels& labels, const Tas
     out.gauge(task + "busyTimeMsPerSecond", "Milliseconds of each second the task was neither idle nor backpressured.",
               labels, rates->busy_ms);
   }
+  out.gauge(task + "isBackPressured", "1 while an output channel of the task is full, else 0.", labels,
+            m.backpressured ? 1 : 0);
+  // Flink registers each buffers metric twice: under "buffers" (older
+  // dashboards) and under "Shuffle.Netty.Input/Output.Buffers".
+  struct Buffers {
+    const char* name;
+    const char* shuffle;
+    const char* help;
+    double value;
+  };
+  for (const Buffers& b : {
+           Buffers{"inputQueueLength", "Shuffle_Netty_Input_Buffers_", "Data buffers queued in the input channels.",
+                   static_cast<double>(m.input_queue_length)},
+           Buffers{"outputQueueLength", "Shuffle_Netty_Output_Buffers_", "Data buffers queued in the output channels.",
+                   static_cast<double>(m.output_queue_length)},
+           Buffers{"inPoolUsage", "Shuffle_Netty_Input_Buffers_",
+                   "Queued input buffers as a share of what the input channels hold at most.", m.in_pool_usage},
+           Buffers{"outPoolUsage", "Shuffle_Netty_Output_Buffers_",
+                   "Queued output buffers as a share of what the output channels hold at most.", m.out_pool_usage},
+       }) {
+    out.gauge(task + "buffers_" + b.name, b.help, labels, b.value);
+    out.gauge(task + b.shuffle + b.name, b.help, labels, b.value);
+  }
   if (m.input_watermark != INT64_MIN) {
     out.gauge(task + "currentInputWatermark", "The event time (ms) the task's inputs have reached.", labels,
               static_cast<double>(m.input_watermark));

@@ -44,6 +44,7 @@ std::string execution_state_name(runtime::ExecutionState s, bool terminal) {
     case runtime::ExecutionState::kCanceled: return "CANCELED";
     case runtime::ExecutionState::kFailed: return "FAILED";
     case runtime::ExecutionState::kCreated: return "CREATED";
+    case runtime::ExecutionState::kDeploying: return "DEPLOYING";
   }
   return "?";
 }
@@ -156,10 +157,20 @@ void RestApi::get_metrics(const Request&, Response& res) {
     out.gauge(job + "uptime", "Milliseconds since the job was submitted.", labels,
               static_cast<double>(now - j->start_ms));
     out.counter(job + "numRestarts", "Times the job (or a region or task of it) restarted.", labels, st.restarts);
+    const CheckpointCounts& cp = st.checkpoint_counts;
     out.counter(job + "numberOfCompletedCheckpoints", "Checkpoints (and savepoints) completed.", labels,
-                static_cast<double>(st.checkpoints.size()));
+                static_cast<double>(cp.completed));
     out.counter(job + "numberOfFailedCheckpoints", "Checkpoints declined, expired or aborted.", labels,
-                static_cast<double>(st.failed_checkpoints));
+                static_cast<double>(cp.failed));
+    out.gauge(job + "numberOfInProgressCheckpoints", "Checkpoints triggered and not yet complete.", labels,
+              static_cast<double>(cp.in_progress));
+    out.counter(job + "totalNumberOfCheckpoints", "Checkpoints triggered: completed, failed or in progress.", labels,
+                static_cast<double>(cp.total()));
+    out.gauge(job + "downtime", "While tasks are failed or restarting: milliseconds since the failure; else 0.",
+              labels, static_cast<double>(st.downtime_ms));
+    out.gauge(job + "restartingTime",
+              "Milliseconds the current restart has taken so far, or the last one took (0: none yet).", labels,
+              static_cast<double>(st.restarting_time_ms));
     out.counter(job + "numLostRecords", "Records lost to failures (at-most-once).", labels,
                 static_cast<double>(st.lost_records));
     out.counter(job + "numDroppedRecords", "Records of failed tasks dropped on their way (task failover).", labels,
@@ -179,8 +190,12 @@ void RestApi::get_metrics(const Request&, Response& res) {
               static_cast<double>(last.state_bytes));
     out.gauge(job + "lastCheckpointAlignmentTime", "The longest barrier alignment (ms) of the last checkpoint.",
               labels, static_cast<double>(alignment_ms));
-    out.gauge(job + "lastCheckpointId", "The id of the last completed checkpoint.", labels,
-              static_cast<double>(last.id));
+    // Flink's lastCompletedCheckpointId, and weir's earlier name for it.
+    for (const char* name : {"lastCompletedCheckpointId", "lastCheckpointId"}) {
+      out.gauge(job + name, "The id of the last completed checkpoint.", labels, static_cast<double>(last.id));
+    }
+    out.gauge(job + "lastCheckpointCompletedTimestamp", "When the last checkpoint completed (ms since the epoch).",
+              labels, static_cast<double>(last.trigger_time_ms + last.duration.count()));
   }
   res.set_content(out.text(), kPrometheusContentType);
 }
@@ -277,6 +292,7 @@ void RestApi::post_cancel(const Request& req, Response& res) {
     out["status"] = "CANCELED";
     return reply(res, out);
   }
+  if (j->archived != nullptr) return reply(res, job_json(*j, false));  // ended under an earlier leader
   j->master->cancel();
   j->wait(std::chrono::seconds(30));
   reply(res, job_json(*j, false));
@@ -326,6 +342,13 @@ void RestApi::get_library(const Request& req, Response& res) {
 }
 
 nlohmann::json job_json(Job& j, bool detail) {
+  if (j.archived != nullptr) {
+    nlohmann::json out = (*j.archived)["job"];
+    if (!detail) {
+      for (const char* key : {"vertices", "edges", "failures", "failures_total", "max_parallelism"}) out.erase(key);
+    }
+    return out;
+  }
   nlohmann::json out = {{"job_id", j.id}, {"name", j.spec.name()}, {"start_time_ms", j.start_ms}};
   if (!j.spec.library().empty()) out["library"] = j.spec.library();
   std::optional<runtime::JobMaster::Status> st;
@@ -338,7 +361,7 @@ nlohmann::json job_json(Job& j, bool detail) {
       out["restarts"] = j.result->restarts;
       out["lost_records"] = j.result->lost_records;
       out["dropped_records"] = j.result->dropped_records;
-      out["completed_checkpoints"] = j.result->checkpoints.size();
+      out["completed_checkpoints"] = j.result->checkpoint_counts.completed;
       out["stopped_with_savepoint"] = j.result->stopped_with_savepoint;
       out["duration_ms"] = j.result->wall_time.count();
       st = j.final_status;
@@ -353,7 +376,7 @@ nlohmann::json job_json(Job& j, bool detail) {
     out["dropped_records"] = st->dropped_records;
     out["attempt"] = st->attempt;
     if (!st->waiting_for_slots.empty()) out["waiting_for_slots"] = st->waiting_for_slots;
-    out["completed_checkpoints"] = st->checkpoints.size();
+    out["completed_checkpoints"] = st->checkpoint_counts.completed;
   }
   if (!detail) return out;
   nlohmann::json vertices = nlohmann::json::array();
@@ -373,10 +396,11 @@ nlohmann::json job_json(Job& j, bool detail) {
       }
     }
     // The vertex as a whole: failed if any subtask failed, running while
-    // any runs, else the one state they share (once the job ended: its own).
+    // any runs, deploying while any is on its way, else the one state they share (once the job ended: its own).
     std::string state = !st ? out["status"].get<std::string>()
                         : states.count("FAILED") ? "FAILED"
                         : states.count("RUNNING") ? "RUNNING"
+                        : states.count("DEPLOYING") ? "DEPLOYING"
                         : states.size() == 1 ? *states.begin()
                                              : "ENDED";
     vertices.push_back({{"id", v.id},
@@ -409,21 +433,22 @@ nlohmann::json job_json(Job& j, bool detail) {
 }
 
 nlohmann::json checkpoints_json(Job& j) {
+  if (j.archived != nullptr) return (*j.archived)["checkpoints"];
   std::vector<CompletedCheckpointStats> stats;
-  int64_t failed = 0;
+  CheckpointCounts counts;
   std::optional<runtime::JobMaster::Status> st;
   {
     absl::MutexLock lock(&j.mu);
     if (j.result) {
       stats = j.result->checkpoints;
-      failed = j.result->failed_checkpoints;
+      counts = j.result->checkpoint_counts;
       st = j.final_status;
     }
   }
   if (!st) {
     st = j.master->status();
     stats = st->checkpoints;
-    failed = st->failed_checkpoints;
+    counts = st->checkpoint_counts;
   }
   // The last restore, as Flink's checkpoint statistics show it.
   nlohmann::json restored = nullptr;
@@ -446,7 +471,16 @@ nlohmann::json checkpoints_json(Job& j) {
                          {"final", c.is_final},
                          {"subtasks", subtasks}});
   }
-  return {{"completed", completed}, {"failed", failed}, {"restored", restored}};
+  // Flink's "counts"; "completed" lists the last kCheckpointHistory.
+  nlohmann::json count_json = {{"completed", counts.completed},
+                               {"failed", counts.failed},
+                               {"in_progress", counts.in_progress},
+                               {"total", counts.total()}};
+  return {{"completed", completed}, {"failed", counts.failed}, {"counts", count_json}, {"restored", restored}};
+}
+
+std::string archived_json(Job& j) {
+  return nlohmann::json{{"job", job_json(j, true)}, {"checkpoints", checkpoints_json(j)}}.dump();
 }
 
 void RestApi::post_result(const Request&, Response& res) {

@@ -86,6 +86,9 @@ class RestApi {
 // vertices, their subtasks and metrics.
 nlohmann::json job_json(Job& j, bool detail);
 nlohmann::json checkpoints_json(Job& j);
+// What the job result store keeps of an ended job: {"job": job_json(j,
+// true), "checkpoints": checkpoints_json(j)}, as text.
+std::string archived_json(Job& j);
 
 }  // namespace weir::cluster
 

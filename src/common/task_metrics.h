@@ -38,6 +38,16 @@ struct TaskMetricsSnapshot {
   // Every metric of each operator, by operator uid; only when asked for
   // (TaskMetrics::snapshot(true)): histograms take a sort.
   std::map<std::string, MetricGroup::Values> operators;
+  // How full the task's channels are now (Flink's buffers metrics): data
+  // buffers queued in its input and output channels, those as a share of
+  // what the channels hold at most, and whether an output channel is full
+  // (the task waits, or will, for its consumer: isBackPressured). Filled
+  // by Task::metrics(); not summed.
+  int64_t input_queue_length = 0;
+  int64_t output_queue_length = 0;
+  double in_pool_usage = 0;
+  double out_pool_usage = 0;
+  bool backpressured = false;
 
   // Sums a vertex's subtasks: counts and gauges add up (watermarks and
   // operators are not summed).
@@ -72,6 +82,15 @@ class alignas(64) TaskMetrics {
   std::atomic<int64_t> input_watermark{INT64_MIN};
   std::atomic<int64_t> output_watermark{INT64_MIN};
 
+  // The operator at the head of the task's chain: of the operators' record
+  // counts (numRecordsIn, numRecordsOut), only its own go into the
+  // snapshot's summed `gauges` (a source vertex's head's numRecordsOut is
+  // the records its source emitted). Before the task runs.
+  void set_chain_head(std::string uid) {
+    std::lock_guard<std::mutex> lock(groups_mu_);
+    head_ = std::move(uid);
+  }
+
   // The metric group of the operator `uid` (made on first use; any thread).
   MetricGroup& group(std::string_view uid) {
     std::lock_guard<std::mutex> lock(groups_mu_);
@@ -93,7 +112,10 @@ class alignas(64) TaskMetrics {
     std::lock_guard<std::mutex> lock(groups_mu_);
     for (const auto& [uid, g] : groups_) {
       MetricGroup::Values v = g->values(with_operators);
-      for (const auto& [name, c] : v.counters) s.gauges[name] += c;
+      for (const auto& [name, c] : v.counters) {
+        if (uid != head_ && (name == kRecordsIn || name == kRecordsOut)) continue;
+        s.gauges[name] += c;
+      }
       for (const auto& [name, x] : v.gauges) s.gauges[name] += std::llround(x);
       if (with_operators) s.operators.emplace(uid, std::move(v));
     }
@@ -101,8 +123,13 @@ class alignas(64) TaskMetrics {
   }
 
  private:
+  // detail::kRecordsInMetric and kRecordsOutMetric (weir/detail/operator.h).
+  static constexpr std::string_view kRecordsIn = "numRecordsIn";
+  static constexpr std::string_view kRecordsOut = "numRecordsOut";
+
   mutable std::mutex groups_mu_;
   std::map<std::string, std::unique_ptr<MetricGroup>, std::less<>> groups_;
+  std::string head_;
 };
 
 // Adds the time between its construction and its destruction to `counter`

@@ -61,6 +61,11 @@ std::optional<ChannelEvent> LocalChannel::poll_if(bool take_buffer) {
   return ev;
 }
 
+int LocalChannel::queued_buffers() const {
+  absl::MutexLock lock(&mu_);
+  return queued_buffers_;
+}
+
 bool LocalChannel::has_event() const {
   absl::MutexLock lock(&mu_);
   return !queue_.empty();

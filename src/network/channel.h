@@ -113,6 +113,9 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
   // `take_buffer` (a network sender without credit still sends events).
   std::optional<ChannelEvent> poll_if(bool take_buffer);
   bool has_event() const;
+  // Data buffers queued, of at most capacity() (any thread).
+  int queued_buffers() const;
+  int capacity() const { return capacity_; }
   // Wakes both sides for good; later pushes fail, queued events are dropped.
   void close() override;
   bool closed() const;

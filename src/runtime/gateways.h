@@ -33,7 +33,15 @@ struct ExecutionId {
 // DO NOT CHANGE values: sent between processes.
 // kCreated is the JobManager's only: not deployed (yet), as a stage that
 // waits for the stages it reads.
-enum class ExecutionState : uint8_t { kRunning = 0, kFinished = 1, kCanceled = 2, kFailed = 3, kCreated = 4 };
+// kDeploying: sent to its TaskManager, not yet reported running.
+enum class ExecutionState : uint8_t {
+  kRunning = 0,
+  kFinished = 1,
+  kCanceled = 2,
+  kFailed = 3,
+  kCreated = 4,
+  kDeploying = 5
+};
 inline std::string_view to_string(ExecutionState s) {
   switch (s) {
     case ExecutionState::kRunning: return "RUNNING";
@@ -41,6 +49,7 @@ inline std::string_view to_string(ExecutionState s) {
     case ExecutionState::kCanceled: return "CANCELED";
     case ExecutionState::kFailed: return "FAILED";
     case ExecutionState::kCreated: return "CREATED";
+    case ExecutionState::kDeploying: return "DEPLOYING";
   }
   return "?";
 }

@@ -120,6 +120,13 @@ JobMaster::Status JobMaster::status() {
     out.waiting_for_slots = waiting_for_slots_why_;
     out.checkpoints = coordinator_.completed_stats();
     out.failed_checkpoints = coordinator_.failed_checkpoints();
+    out.checkpoint_counts = coordinator_.counts();
+    if (outage_start_ms_ >= 0) {
+      out.downtime_ms = clock_->now_ms() - outage_start_ms_;
+      out.restarting_time_ms = out.downtime_ms;
+    } else {
+      out.restarting_time_ms = last_outage_ms_;
+    }
     out.failures.assign(failures_.begin(), failures_.end());
     out.failures_total = failures_total_;
     out.last_restore_ms = last_restore_ms_;
@@ -232,7 +239,7 @@ void JobMaster::deploy(const std::set<int>& regions) {
       e.id = tdd.execution;
       e.is_source = v.is_source;
       e.terminal = false;
-      e.state = ExecutionState::kRunning;
+      e.state = ExecutionState::kDeploying;
       executions.push_back(e);
       tdds.push_back(std::move(tdd));
     }
@@ -390,6 +397,7 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
     maybe_restart();
     return;
   }
+  if (state == ExecutionState::kRunning) maybe_end_outage();
   if (status_ == JobStatus::kRunning && stages_.none_waiting() &&
       std::all_of(executions_.begin(), executions_.end(),
                   [](const Execution& x) { return x.state == ExecutionState::kFinished; })) {
@@ -423,6 +431,7 @@ void JobMaster::finish_job(JobStatus status, const std::string& failure) {
   r.last_failure = last_failure_;
   r.checkpoints = coordinator_.completed_stats();
   r.failed_checkpoints = coordinator_.failed_checkpoints();
+  r.checkpoint_counts = coordinator_.counts();
   r.restored_checkpoint_id = restored_id_;
   r.restored_from = restored_from_;
   r.savepoints = savepoints_;

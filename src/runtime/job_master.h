@@ -55,6 +55,18 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   // to and to delete in turn.
   void start(std::optional<checkpoint::RestoredCheckpoint> restored, bool claim = false,
              std::vector<checkpoint::CompletedCheckpointStore::Entry> older = {});
+  // The job was running under another JobManager that is gone (a leader
+  // change under high availability) and resumes here: `history` (what
+  // history() gave that JobManager, "" if nothing) carries its restarts,
+  // checkpoint counts and failures over; the failover counts as a restart
+  // and is kept among the failures as `cause` and the checkpoint it
+  // resumed from (scope "JobManager"). After start().
+  void record_failover(std::string cause, const std::string& history);
+  // The job's restarts, checkpoint counts (this checkpoint's included) and
+  // last failures as JSON, small (under 4 KiB), for the next JobManager.
+  // On the event loop only: the checkpoint storage calls it as a
+  // checkpoint completes.
+  std::string history() const;
   // Blocks until the job is FINISHED, FAILED or CANCELED.
   JobResult wait();
   void cancel();
@@ -71,8 +83,14 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
     int64_t dropped_records = 0;  // JobResult::dropped_records so far
     std::string failure;
     std::string waiting_for_slots;  // while a deployment waits for slots: what is missing
-    std::vector<CompletedCheckpointStats> checkpoints;
+    std::vector<CompletedCheckpointStats> checkpoints;  // the last kCheckpointHistory
+    CheckpointCounts checkpoint_counts;
     int64_t failed_checkpoints = 0;
+    // Flink's downtime: while tasks of the job are failed and not all
+    // running again, ms since the failure that began it (0 otherwise).
+    // restartingTime: how long that outage lasted, or the last one did.
+    int64_t downtime_ms = 0;
+    int64_t restarting_time_ms = 0;
     // The last kMaxFailuresKept failures, oldest first: when (wall clock),
     // what failed ("attempt N", "region R", "vertex V subtask S", "job")
     // and why; `failures_total` counts every one.
@@ -225,6 +243,12 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   static constexpr size_t kMaxFailuresKept = 32;
   std::deque<Status::Failure> failures_;
   int64_t failures_total_ = 0;
+  // The outage a failure began: since when (clock_->now_ms(), -1: none),
+  // and how long the last one lasted (Status::downtime_ms).
+  int64_t outage_start_ms_ = -1;
+  int64_t last_outage_ms_ = 0;
+  // Ends the outage once every task runs (or finished, or waits for its stage).
+  void maybe_end_outage();
   void record_failure(std::string scope, std::string cause);
   // Repeated failure messages are logged once per interval.
   std::string last_logged_failure_;

@@ -5,6 +5,7 @@
 // job_master.cc.
 #include "runtime/job_master.h"
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <string>
@@ -52,6 +53,7 @@ void JobMaster::handle_failure(int region, const std::string& error, bool unreco
   record_failure(failed_what_, error);
   if (first) {
     const int64_t now = clock_->now_ms();
+    if (outage_start_ms_ < 0) outage_start_ms_ = now;
     if (last_failure_ms_ >= 0 && now - last_failure_ms_ >= kProgressQuietMs) failures_without_progress_ = 0;
     if (failures_without_progress_ == 0) first_failure_without_progress_ms_ = now;
     last_failure_ms_ = now;
@@ -130,6 +132,71 @@ bool JobMaster::ensure_latest_is_intact() {
   if (broken.empty()) return true;  // there was none: the job starts afresh, as before
   fail_now("no intact checkpoint left to restore; " + broken);
   return false;
+}
+
+void JobMaster::maybe_end_outage() {
+  if (outage_start_ms_ < 0 || !restarting_.empty()) return;
+  for (size_t i = 0; i < executions_.size(); ++i) {
+    const ExecutionState st = executions_[i].state;
+    if (st != ExecutionState::kRunning && st != ExecutionState::kFinished &&
+        !(staged_ && stages_.waiting(region_of_[i]))) {
+      return;
+    }
+  }
+  last_outage_ms_ = clock_->now_ms() - outage_start_ms_;
+  outage_start_ms_ = -1;
+}
+
+namespace {
+
+// History kept for the next JobManager: the last failures, their causes cut.
+constexpr size_t kHistoryFailures = 5;
+constexpr size_t kHistoryCauseChars = 300;
+
+}  // namespace
+
+std::string JobMaster::history() const {
+  const CheckpointCounts c = coordinator_.counts();
+  nlohmann::json failures = nlohmann::json::array();
+  const size_t first = failures_.size() > kHistoryFailures ? failures_.size() - kHistoryFailures : 0;
+  for (size_t i = first; i < failures_.size(); ++i) {
+    failures.push_back({{"time_ms", failures_[i].time_ms},
+                        {"scope", failures_[i].scope},
+                        {"cause", failures_[i].cause.substr(0, kHistoryCauseChars)}});
+  }
+  return nlohmann::json{{"restarts", restarts_},
+                        {"checkpoints_completed", c.completed + 1},  // the one being committed
+                        {"checkpoints_failed", c.failed},
+                        {"failures_total", failures_total_},
+                        {"failures", failures}}
+      .dump();
+}
+
+void JobMaster::record_failover(std::string cause, const std::string& history) {
+  nlohmann::json h = history.empty() ? nlohmann::json::object() : nlohmann::json::parse(history, nullptr, false);
+  if (!h.is_object()) {
+    spdlog::warn("job {}: the history its last JobManager left is unreadable; counts start again", job_id_);
+    h = nlohmann::json::object();
+  }
+  loop_.post([this, cause = std::move(cause), h = std::move(h)]() mutable {
+    restarts_ += h.value("restarts", 0);
+    coordinator_.carry_counts(h.value("checkpoints_completed", int64_t{0}), h.value("checkpoints_failed", int64_t{0}));
+    std::deque<Status::Failure> earlier;
+    if (h.contains("failures") && h["failures"].is_array()) {
+      for (const auto& f : h["failures"]) {
+        if (!f.is_object()) continue;
+        earlier.push_back({f.value("time_ms", int64_t{0}), f.value("scope", ""), f.value("cause", "")});
+      }
+    }
+    failures_.insert(failures_.begin(), earlier.begin(), earlier.end());
+    while (failures_.size() > kMaxFailuresKept) failures_.pop_front();
+    failures_total_ += h.value("failures_total", int64_t{0});
+    ++restarts_;
+    cause += restored_id_ >= 0 ? " from checkpoint " + std::to_string(restored_id_) + " (" + restored_from_ + ")"
+                               : " from the start (no checkpoint had completed)";
+    last_failure_ = cause;
+    record_failure("JobManager", std::move(cause));
+  });
 }
 
 void JobMaster::record_failure(std::string scope, std::string cause) {

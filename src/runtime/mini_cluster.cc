@@ -108,7 +108,7 @@ JobProgress progress(const graph::JobGraph& g, JobMaster& jm, TaskManager& tm) {
   JobMaster::Status s = jm.status();
   JobProgress p;
   p.status = s.status;
-  p.completed_checkpoints = static_cast<int64_t>(s.checkpoints.size());
+  p.completed_checkpoints = s.checkpoint_counts.completed;
   p.restarts = s.restarts;
   const std::vector<TaskManager::TaskMetricsEntry> tasks = tm.task_metrics();
   for (const auto* t : last_attempts(tasks)) {

@@ -117,7 +117,8 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
       if (se.from != node) continue;
       int target = index_in_chain(se.to);
       if (target >= 0) {
-        outs[se.tag].push_back(se.ops->make_chained(chain->operators[target].get()));
+        outs[se.tag].push_back(se.ops->make_chained(
+            chain->operators[target].get(), &chain->contexts[target]->metrics().counter(detail::kRecordsInMetric)));
       } else {
         int je = g.job_edge_of(static_cast<int>(e));
         outs[se.tag].push_back(se.ops->make_writer(partition_of_edge[je], g.max_parallelism, se.kind, se.key_hash.get()));
@@ -126,9 +127,12 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
     }
     detail::OperatorBase& op = *chain->operators[i];
     op.set_output(nullptr);
+    // A source counts what it emits itself (detail::kRecordsOutMetric).
+    Counter* records_out = sn.is_source ? nullptr : &chain->contexts[i]->metrics().counter(detail::kRecordsOutMetric);
     for (auto& [tag, list] : outs) {
       std::unique_ptr<detail::OutputBase> out =
           list.size() == 1 ? std::move(list[0]) : edge_of_tag[tag]->ops->make_fanout(std::move(list));
+      if (records_out != nullptr) out->count_into(records_out);
       if (tag.empty()) {
         op.set_output(std::move(out));
       } else {

@@ -311,7 +311,10 @@ absl::Status Task::build_chain() {
   setting.processing_time = &time_;
   setting.cancelled = &cancelled_;
   setting.metrics = &metrics_;
-  setting.register_channel = [this](const std::shared_ptr<network::LocalChannel>& c) { register_channel(c); };
+  setting.register_channel = [this](const std::shared_ptr<network::LocalChannel>& c) {
+    register_channel(c, /*input=*/false);
+  };
+  metrics_.set_chain_head(graph_->uids[vertex_.nodes[0]]);
   return build_operator_chain(setting, &chain_);
 }
 

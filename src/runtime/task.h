@@ -125,7 +125,9 @@ class Task {
   // Its counters so far; any thread.
   // The name of its vertex (its chained operators' names).
   const std::string& name() const { return vertex_.name; }
-  TaskMetricsSnapshot metrics(bool with_operators = false) const { return metrics_.snapshot(with_operators); }
+  // With how full its channels are (queued buffers, pool usage, whether an
+  // output is full: backpressured).
+  TaskMetricsSnapshot metrics(bool with_operators = false) const;
 
  private:
   struct InputChannel {
@@ -220,7 +222,8 @@ class Task {
   // with them and with the outputs not sent.
   int64_t leave_channels();
   bool task_failover() const { return services_.config->failover == FailoverStrategy::kTask; }
-  void register_channel(const std::shared_ptr<network::LocalChannel>& c);
+  // `input`: the task reads it (else writes it).
+  void register_channel(const std::shared_ptr<network::LocalChannel>& c, bool input);
   void post(std::function<void()> mail);
   void drain_mailbox();
 
@@ -241,8 +244,11 @@ class Task {
   std::atomic<bool> has_mail_{false};
 
   // Every channel this task reads or writes, so cancel() can close them.
-  absl::Mutex channels_mu_;
+  mutable absl::Mutex channels_mu_;
   std::vector<std::shared_ptr<network::LocalChannel>> all_channels_ ABSL_GUARDED_BY(channels_mu_);
+  // The same, by side: how full they are is in the task's metrics.
+  std::vector<const network::LocalChannel*> input_channels_ ABSL_GUARDED_BY(channels_mu_);
+  std::vector<const network::LocalChannel*> output_channels_ ABSL_GUARDED_BY(channels_mu_);
 
   // Task thread only.
   OperatorChain chain_;

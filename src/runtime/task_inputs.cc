@@ -1,8 +1,9 @@
 // Task: its inputs. The input channels a task reads (local or network
 // channels of pipelined edges, result files of blocking ones, fetched first
 // from a remote result directory when they are not here), what arrives on
-// them (records, barriers, watermarks, end of partition, resets), and the
-// input watermark. The rest of the task is in task.cc.
+// them (records, barriers, watermarks, end of partition, resets), the
+// input watermark, and how full the task's channels are (Task::metrics).
+// The rest of the task is in task.cc.
 #include "runtime/task.h"
 
 #include "common/clock.h"
@@ -17,7 +18,8 @@ absl::Status Task::build_inputs() {
   for (int e : vertex_.inputs) {
     const graph::JobEdge& je = graph_->edges[e];
     const detail::StreamEdge& se = graph_->stream.edges[je.stream_edge];
-    adapters_.push_back(se.ops->make_reader(head, se.input));
+    adapters_.push_back(
+        se.ops->make_reader(head, se.input, &chain_.contexts[0]->metrics().counter(detail::kRecordsInMetric)));
     if (adapter_of_input_.size() <= static_cast<size_t>(se.input)) adapter_of_input_.resize(se.input + 1);
     adapter_of_input_[se.input] = adapters_.back().get();
     int producers = graph_->vertices[je.source_vertex].parallelism;
@@ -32,7 +34,7 @@ absl::Status Task::build_inputs() {
         std::shared_ptr<network::LocalChannel> local =
             services_.channels->get(
             {tdd_.job_id, channel_attempt(tdd_, *services_.config), e, p, tdd_.execution.subtask});
-        register_channel(local);
+        register_channel(local, /*input=*/true);
         if (task_failover() && tdd_.task_locations != nullptr &&
             tdd_.task_locations->at(graph_->task_index(je.source_vertex, p)) != tdd_.location) {
           in.remote = local;
@@ -83,7 +85,7 @@ absl::StatusOr<std::shared_ptr<network::ChannelReader>> Task::open_result(const 
   }
   const network::ChannelKey key{tdd_.job_id, channel_attempt(tdd_, *services_.config), edge, producer, consumer};
   std::shared_ptr<network::LocalChannel> local = services_.channels->get(key);
-  register_channel(local);
+  register_channel(local, /*input=*/true);
   const std::string what = "the result of vertex " + std::to_string(je.source_vertex) + " subtask " +
                            std::to_string(producer) + " (edge " + std::to_string(edge) + ") on " + *where;
   if (absl::Status s = services_.data_plane->request_result(*where, key); !s.ok()) {
@@ -92,9 +94,10 @@ absl::StatusOr<std::shared_ptr<network::ChannelReader>> Task::open_result(const 
   return std::make_shared<network::ServedResultReader>(std::move(local), what);
 }
 
-void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c) {
+void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c, bool input) {
   absl::MutexLock lock(&channels_mu_);
   all_channels_.push_back(c);
+  (input ? input_channels_ : output_channels_).push_back(c.get());
   if (cancelled_ && !task_failover()) c->close();
 }
 
@@ -249,6 +252,25 @@ void Task::update_input_watermark() {
     detail::current_timestamp() = kNoTimestamp;
     head->process_watermark(min);
   }
+}
+
+TaskMetricsSnapshot Task::metrics(bool with_operators) const {
+  TaskMetricsSnapshot m = metrics_.snapshot(with_operators);
+  absl::MutexLock lock(&channels_mu_);
+  auto fill = [](const std::vector<const network::LocalChannel*>& channels, int64_t* queued, double* usage,
+                 bool* some_full) {
+    int64_t capacity = 0;
+    for (const network::LocalChannel* c : channels) {
+      const int n = c->queued_buffers();
+      *queued += n;
+      capacity += c->capacity();
+      if (some_full != nullptr && n >= c->capacity()) *some_full = true;
+    }
+    *usage = capacity == 0 ? 0.0 : static_cast<double>(*queued) / static_cast<double>(capacity);
+  };
+  fill(input_channels_, &m.input_queue_length, &m.in_pool_usage, nullptr);
+  fill(output_channels_, &m.output_queue_length, &m.out_pool_usage, &m.backpressured);
+  return m;
 }
 
 }  // namespace weir::runtime

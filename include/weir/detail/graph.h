@@ -50,10 +50,12 @@ struct RecordOps {
   // `std::function<uint64_t(const T&)>`).
   std::unique_ptr<OutputBase> (*make_writer)(PartitionWriter* writer, int max_parallelism, PartitionKind kind,
                                              const void* key_hash) = nullptr;
-  // Deserializes records into input `input` of `target`.
-  std::unique_ptr<InputAdapter> (*make_reader)(OperatorBase* target, int input) = nullptr;
-  // Calls `target` directly when both are chained into one task.
-  std::unique_ptr<OutputBase> (*make_chained)(OperatorBase* target) = nullptr;
+  // Deserializes records into input `input` of `target`, counting them in
+  // `records_in` (the target's numRecordsIn).
+  std::unique_ptr<InputAdapter> (*make_reader)(OperatorBase* target, int input, Counter* records_in) = nullptr;
+  // Calls `target` directly when both are chained into one task, counting
+  // the records in `records_in` (the target's numRecordsIn).
+  std::unique_ptr<OutputBase> (*make_chained)(OperatorBase* target, Counter* records_in) = nullptr;
   // Combines several outputs of this record type into one.
   std::unique_ptr<OutputBase> (*make_fanout)(std::vector<std::unique_ptr<OutputBase>> outs) = nullptr;
   // The key hash (`key_hash` as for make_writer) of the record in a network

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "weir/key_group.h"
+#include "weir/metrics.h"
 #include "weir/serializer.h"
 
 namespace weir {
@@ -64,6 +65,17 @@ class OutputBase {
   virtual void emit_watermark(int64_t watermark) = 0;
   // The output will carry nothing for a while (an idle source) or again.
   virtual void emit_idle(bool idle) = 0;
+  // Each record collected counts in `records` from now on: the emitting
+  // operator's numRecordsOut, set on the output it was given (once per
+  // record, however many targets a fan-out reaches).
+  void count_into(Counter* records) { counted_ = records; }
+
+ protected:
+  void count() { counted_->inc(); }
+
+ private:
+  Counter uncounted_;  // where records count when nobody reads the count
+  Counter* counted_ = &uncounted_;
 };
 
 template <typename T>
@@ -289,9 +301,12 @@ namespace detail {
 // A source produces records when polled by its task.
 enum class PollStatus : uint8_t { kMore, kEndOfInput, kIdle };
 
-// The counter in a source operator's metric group (OperatorContext::
-// metrics) of the records it emitted, Flink's operator-scope name: what
-// progress displays count as a job's input.
+// The counters in every operator's metric group (OperatorContext::
+// metrics) of the records it received and emitted, Flink's operator-scope
+// names. The runtime counts them (a source counts what it emits itself);
+// a source vertex's head's numRecordsOut is what progress displays count
+// as a job's input.
+inline constexpr std::string_view kRecordsInMetric = "numRecordsIn";
 inline constexpr std::string_view kRecordsOutMetric = "numRecordsOut";
 
 class SourceOperatorBase : public OperatorBase {

@@ -413,9 +413,9 @@ class SinkOperator final : public OperatorBase, public Input<T> {
   EXTERN template class OneOutputOperator<T>;                                                                \
   EXTERN template std::unique_ptr<OutputBase> make_partition_output<T>(PartitionWriter*, int, PartitionKind, \
                                                                        const void*);                         \
-  EXTERN template std::unique_ptr<InputAdapter> read_input<T>(OperatorBase*, int);                           \
+  EXTERN template std::unique_ptr<InputAdapter> read_input<T>(OperatorBase*, int, Counter*);                 \
   EXTERN template bool read_key_hash<T>(const void*, std::string_view, uint64_t*);                           \
-  EXTERN template std::unique_ptr<OutputBase> chain_to<T>(OperatorBase*);                                    \
+  EXTERN template std::unique_ptr<OutputBase> chain_to<T>(OperatorBase*, Counter*);                          \
   EXTERN template std::unique_ptr<OutputBase> fan_out<T>(std::vector<std::unique_ptr<OutputBase>>)
 WEIR_RECORD_TYPE_TEMPLATES(extern, std::string);
 WEIR_RECORD_TYPE_TEMPLATES(extern, int64_t);

@@ -26,18 +26,24 @@ namespace weir::detail {
 
 // ---- Outputs ---------------------------------------------------------------
 
+// `records_in` counts what reaches `next` (its numRecordsIn).
 template <typename T>
 class ChainedOutput final : public Output<T> {
  public:
-  explicit ChainedOutput(OperatorBase* next)
-      : next_(static_cast<Input<T>*>(next->input_at(0))), op_(next) {}
-  void collect(const T& r) override { next_->process(r); }
+  ChainedOutput(OperatorBase* next, Counter* records_in)
+      : next_(static_cast<Input<T>*>(next->input_at(0))), op_(next), records_in_(records_in) {}
+  void collect(const T& r) override {
+    this->count();
+    records_in_->inc();
+    next_->process(r);
+  }
   void emit_watermark(int64_t wm) override { op_->process_watermark(wm); }
   void emit_idle(bool idle) override { op_->process_idle(idle); }
 
  private:
   Input<T>* next_;
   OperatorBase* op_;
+  Counter* records_in_;
 };
 
 template <typename T>
@@ -47,6 +53,7 @@ class FanOutput final : public Output<T> {
     for (auto& o : owned_) outs_.push_back(static_cast<Output<T>*>(o.get()));
   }
   void collect(const T& r) override {
+    this->count();
     for (Output<T>* o : outs_) o->collect(r);
   }
   void emit_watermark(int64_t wm) override {
@@ -91,6 +98,7 @@ class PartitionOutput final : public Output<T> {
   // out of line for each field, ~5 % of a keyed pipeline's CPU
   // (docs/benchmarks.md, "Refactoring without regressions").
   [[gnu::flatten]] void collect(const T& r) override {
+    this->count();
     scratch_.clear();
     ByteWriter w(&scratch_);
     w.put_fixed<int64_t>(current_timestamp());
@@ -131,22 +139,25 @@ class PartitionOutput final : public Output<T> {
   std::string scratch_;
 };
 
+// `records_in` counts what reaches `target` (its numRecordsIn).
 template <typename T>
 class TypedInputAdapter final : public InputAdapter {
  public:
-  explicit TypedInputAdapter(Input<T>* target) : target_(target) {}
+  TypedInputAdapter(Input<T>* target, Counter* records_in) : target_(target), records_in_(records_in) {}
   bool process_serialized(std::string_view bytes) override {
     ByteReader r(bytes);
     int64_t ts = r.get_fixed<int64_t>();
     T v = Serializer<T>::read(r);
     if (!r.ok() || !r.at_end()) return false;
     current_timestamp() = ts;
+    records_in_->inc();
     target_->process(v);
     return true;
   }
 
  private:
   Input<T>* target_;
+  Counter* records_in_;
 };
 
 // ---- The record ops of a type ----------------------------------------------
@@ -159,12 +170,12 @@ std::unique_ptr<OutputBase> make_partition_output(PartitionWriter* writer, int m
       writer, max_parallelism, kind, key_hash != nullptr ? *static_cast<const KeyHash*>(key_hash) : KeyHash());
 }
 template <typename T>
-std::unique_ptr<InputAdapter> read_input(OperatorBase* target, int input) {
-  return std::make_unique<TypedInputAdapter<T>>(static_cast<Input<T>*>(target->input_at(input)));
+std::unique_ptr<InputAdapter> read_input(OperatorBase* target, int input, Counter* records_in) {
+  return std::make_unique<TypedInputAdapter<T>>(static_cast<Input<T>*>(target->input_at(input)), records_in);
 }
 template <typename T>
-std::unique_ptr<OutputBase> chain_to(OperatorBase* target) {
-  return std::make_unique<ChainedOutput<T>>(target);
+std::unique_ptr<OutputBase> chain_to(OperatorBase* target, Counter* records_in) {
+  return std::make_unique<ChainedOutput<T>>(target, records_in);
 }
 template <typename T>
 std::unique_ptr<OutputBase> fan_out(std::vector<std::unique_ptr<OutputBase>> outs) {
