@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "tests/cluster.h"
@@ -113,6 +114,61 @@ TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
   ASSERT_TRUE(b.screenshot(shots + "/overview.png"));
   EXPECT_TRUE(is_png(shots + "/overview.png"));
 
+  // A TaskManager's page: what it uses, the subtasks in its slots (as the
+  // REST API places them), its configuration and its log, which follows.
+  ASSERT_TRUE(b.click("#s-taskmanagers a[href='#/taskmanagers/tm-a']"));
+  auto tm = c.client().get("/v1/taskmanagers/tm-a");
+  ASSERT_TRUE(tm.ok()) << tm.status();
+  ASSERT_TRUE(eventually(
+      [&] {
+        tm = c.client().get("/v1/taskmanagers/tm-a");
+        return tm.ok() && !(*tm)["subtasks"].empty() &&
+               b.run("return document.querySelectorAll('#tm-subtasks tbody tr').length;") ==
+                   static_cast<int>((*tm)["subtasks"].size());
+      },
+      30s))
+      << b.text("#app") << "\n" << (tm.ok() ? tm->dump() : tm.status().ToString());
+  EXPECT_EQ(b.text("#tm-slots"), std::to_string((*tm)["slots_used"].get<int>()) + " / 2");
+  EXPECT_NE(b.text("#tm-config").find("network_buffers"), std::string::npos) << b.text("#tm-config");
+  EXPECT_NE(b.text("#tm-config").find("tm-a"), std::string::npos) << b.text("#tm-config");
+  EXPECT_EQ(b.text("#tm-config").find(c.secret()), std::string::npos) << "the secret is on the page";
+  ASSERT_TRUE(eventually([&] { return b.text("#log-view").find("registered at the JobManager") != std::string::npos; },
+                         20s))
+      << b.text("#log-view");
+  ASSERT_TRUE(b.click("#log-download"));
+  EXPECT_TRUE(eventually([&] { return b.run("return Number(document.getElementById('log-download').dataset.lines || 0);") > 0; },
+                         20s));
+  // The log through the REST API: bounded pieces, numbered lines.
+  auto piece = c.client().get("/v1/taskmanagers/tm-a/log?offset=0&length=3");
+  ASSERT_TRUE(piece.ok()) << piece.status();
+  EXPECT_LE((*piece)["lines"].size(), 3u) << *piece;
+  EXPECT_GE((*piece)["next"].get<int64_t>(), (*piece)["first"].get<int64_t>());
+  auto too_long = c.client().get("/v1/taskmanagers/tm-a/log?length=100000");
+  EXPECT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("not between 1 and 1000"), std::string::npos) << too_long.status();
+  ASSERT_TRUE(b.screenshot(shots + "/taskmanager.png", 1800));
+
+  // The JobManager's page: its configuration and log.
+  ASSERT_TRUE(b.click("#nav-jobmanager"));
+  ASSERT_TRUE(eventually([&] { return b.text("#jm-config").find("rest_port") != std::string::npos; }, 20s))
+      << b.text("#app");
+  EXPECT_NE(b.text("#jm-config").find(c.rest().substr(c.rest().rfind(':') + 1)), std::string::npos)
+      << b.text("#jm-config");
+  ASSERT_TRUE(eventually([&] { return b.text("#log-view").find("submitted") != std::string::npos; }, 20s))
+      << b.text("#log-view");
+  // Following: lines logged since (a checkpoint completes every 500 ms)
+  // show up without reloading.
+  auto shown_up_to = [&] {
+    const std::string status = b.text("#log-status");
+    const size_t at = status.find("up to line");
+    return at == std::string::npos ? int64_t{-1} : digits_of(status.substr(at));
+  };
+  const int64_t shown = shown_up_to();
+  ASSERT_GT(shown, 0) << b.text("#log-status");
+  EXPECT_TRUE(eventually([&] { return shown_up_to() > shown; }, 20s)) << b.text("#log-status");
+  ASSERT_TRUE(b.screenshot(shots + "/jobmanager.png", 1400));
+  ASSERT_TRUE(b.click("#nav-overview"));
+
   // The session is an HttpOnly cookie: it reads the API, but a change needs
   // the UI's header too (a page of another site cannot send it).
   {
@@ -160,6 +216,17 @@ TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
       << b.text("#s-checkpoints");
   EXPECT_NE(b.find("#checkpoints tbody tr"), "");
   EXPECT_EQ(b.run("return document.querySelectorAll('#s-checkpoints .chart').length;"), 2);
+  // A checkpoint's subtasks: one row per subtask of the job, each named by
+  // its vertex.
+  int subtasks = 0;
+  for (const auto& v : (*detail)["vertices"]) subtasks += v["parallelism"].get<int>();
+  ASSERT_TRUE(b.click("#checkpoints tbody tr"));
+  ASSERT_TRUE(eventually(
+      [&] { return b.run("return document.querySelectorAll('#checkpoint-detail tbody tr').length;") == subtasks; },
+      10s))
+      << b.text("#s-checkpoint-detail");
+  EXPECT_NE(b.text("#checkpoint-detail").find((*detail)["vertices"][0]["name"].get<std::string>()), std::string::npos)
+      << b.text("#checkpoint-detail");
   // The subtasks of a vertex, with where each runs.
   ASSERT_TRUE(b.click("#vertices tr[data-vertex='1']"));
   EXPECT_TRUE(eventually([&] { return b.text("#s-subtasks-title") == "Subtasks of " + (*detail)["vertices"][1]["name"].get<std::string>(); }, 10s))
@@ -171,6 +238,8 @@ TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
       },
       10s))
       << b.text("#subtasks");
+  // What the job was submitted with.
+  EXPECT_NE(b.text("#job-args").find("--checkpoint-interval"), std::string::npos) << b.text("#job-config");
   ASSERT_TRUE(b.screenshot(shots + "/job.png", 2300));
 
   // The ended job's exceptions: the injected failure and what restarted.
@@ -183,6 +252,28 @@ TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
       [&] { return b.run("return document.querySelectorAll('#exceptions tbody tr').length;") == failures; }, 20s))
       << b.text("#s-exceptions");
   EXPECT_NE(b.text("#exceptions").find("injected failure"), std::string::npos) << b.text("#exceptions");
+  // Grouped by cause: causes that differ only in their numbers are one
+  // row, with how many (counted here from the REST API's failures).
+  std::map<std::string, int> kinds;
+  for (const auto& f : (*ended_detail)["failures"]) {
+    std::string kind;
+    bool in_number = false;
+    for (char ch : f["cause"].get<std::string>()) {
+      const bool digit = ch >= '0' && ch <= '9';
+      if (!digit) kind += ch;
+      if (digit && !in_number) kind += 'N';
+      in_number = digit;
+    }
+    ++kinds[kind];
+  }
+  EXPECT_EQ(b.run("return document.querySelectorAll('#exception-groups tbody tr').length;"), kinds.size())
+      << b.text("#exception-groups");
+  int counted = 0;
+  for (size_t row = 1; row <= kinds.size(); ++row) {
+    counted += static_cast<int>(
+        digits_of(b.text("#exception-groups tbody tr:nth-child(" + std::to_string(row) + ") td[data-count]")));
+  }
+  EXPECT_EQ(counted, static_cast<int>(failures)) << b.text("#exception-groups");
   EXPECT_EQ(b.find("#action-stop"), "") << "an ended job offers to stop";
   ASSERT_TRUE(b.screenshot(shots + "/job-ended.png", 2300));
 

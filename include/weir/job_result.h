@@ -72,6 +72,12 @@ struct VertexStats {
   // batch execution's sorts report "sort.records", "sort.spilled_bytes" and
   // "sort.spilled_runs".
   std::map<std::string, int64_t> gauges;
+  // Over every attempt of every subtask (what failed attempts did before
+  // their restart included, so replayed records count again): the most
+  // attempts one subtask had, and records in and out.
+  int attempts = 1;
+  int64_t records_in_all_attempts = 0;
+  int64_t records_out_all_attempts = 0;
 };
 
 struct JobResult {

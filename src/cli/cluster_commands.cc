@@ -164,6 +164,12 @@ void print_vertex(const nlohmann::json& v) {
   if (m.is_object()) {
     std::printf("  records in %lld out %lld", static_cast<long long>(m.value("records_in", int64_t{0})),
                 static_cast<long long>(m.value("records_out", int64_t{0})));
+    if (m.contains("all_attempts")) {
+      const nlohmann::json& all = m["all_attempts"];
+      std::printf(" (all %d attempts: in %lld out %lld)", all.value("attempts", 0),
+                  static_cast<long long>(all.value("records_in", int64_t{0})),
+                  static_cast<long long>(all.value("records_out", int64_t{0})));
+    }
     if (m.contains("backpressure")) {
       std::printf("  (%lld/s in, %lld/s out)  busy %lld ms/s  backpressure %s (%lld ms/s)",
                   static_cast<long long>(m.value("records_in_per_s", int64_t{0})),

@@ -83,6 +83,13 @@ void print_result(const JobResult& r, std::FILE* out) {
                  v.name.c_str(), v.parallelism, static_cast<long long>(v.records_in),
                  static_cast<long long>(v.records_out), static_cast<long long>(v.bytes_out),
                  static_cast<long long>(v.backpressured_ms), static_cast<long long>(v.idle_ms));
+    // The counts above are the last attempt's: after a restart, what the
+    // earlier attempts did (and what was replayed) shows here.
+    if (v.attempts > 1) {
+      std::fprintf(out, "vertex %s over all %d attempts: records in %lld, out %lld\n", v.name.c_str(), v.attempts,
+                   static_cast<long long>(v.records_in_all_attempts),
+                   static_cast<long long>(v.records_out_all_attempts));
+    }
     auto sorted = v.gauges.find("sort.records");
     if (sorted != v.gauges.end()) {
       auto gauge = [&](const char* name) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "cluster/log_tail.h"
 #include "weir/config.h"
 
 namespace weir::cli {
@@ -66,6 +67,10 @@ absl::Status configure_logging(const LogOptions& o) {
     // keeps its last words.
     logger->flush_on(spdlog::level::trace);
   }
+  // Its tail stays in memory too, for the REST API and the web UI.
+  auto tail = std::make_shared<cluster::LogTail>();
+  logger->sinks().push_back(tail);
+  cluster::LogTail::set_process(tail);
   spdlog::set_default_logger(logger);
   spdlog::set_level(level);
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %l %v");

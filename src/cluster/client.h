@@ -57,6 +57,8 @@ class ClusterClient {
   // connections but answers nothing (frozen) then counts as unreachable
   // sooner, and the next address is tried.
   void set_answer_timeout(int seconds) { answer_timeout_s_ = seconds; }
+  // GET of any REST path (docs/rest-api.md), e.g. "/v1/taskmanagers/ID".
+  absl::StatusOr<nlohmann::json> get(const std::string& path) { return request("GET", path, nullptr, 30); }
 
  private:
   absl::StatusOr<nlohmann::json> request(const std::string& method, const std::string& path,

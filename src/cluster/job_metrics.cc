@@ -11,8 +11,12 @@ void JobMetrics::report(const runtime::ExecutionId& id, const TaskMetricsSnapsho
   Subtask& s = it->second;
   if (!fresh && id.attempt < s.attempt) return;  // a late report of an older attempt
   if (fresh || id.attempt > s.attempt) {
+    const int64_t earlier_in = fresh ? 0 : s.earlier_records_in + s.now.records_in;
+    const int64_t earlier_out = fresh ? 0 : s.earlier_records_out + s.now.records_out;
     s = Subtask{};
     s.attempt = id.attempt;
+    s.earlier_records_in = earlier_in;
+    s.earlier_records_out = earlier_out;
     s.now = s.base = m;
     s.base_ms = now_ms;
     return;
@@ -52,8 +56,13 @@ nlohmann::json JobMetrics::vertex_json(int vertex) {
   TaskMetricsSnapshot sum;
   Rates rates;
   bool any = false, has_rates = false;
+  int attempts = 1;
+  int64_t all_in = 0, all_out = 0;
   for (const auto& [key, s] : subtasks_) {
     if (key.first != vertex) continue;
+    attempts = std::max(attempts, s.attempt + 1);
+    all_in += s.earlier_records_in + s.now.records_in;
+    all_out += s.earlier_records_out + s.now.records_out;
     // The vertex's watermarks are its subtasks' lowest.
     const int64_t in_wm = any ? std::min(sum.input_watermark, s.now.input_watermark) : s.now.input_watermark;
     const int64_t out_wm = any ? std::min(sum.output_watermark, s.now.output_watermark) : s.now.output_watermark;
@@ -72,7 +81,12 @@ nlohmann::json JobMetrics::vertex_json(int vertex) {
     rates.idle_ms = std::max(rates.idle_ms, s.rates.idle_ms);
   }
   if (!any) return nullptr;
-  return to_json(sum, rates, has_rates);
+  nlohmann::json out = to_json(sum, rates, has_rates);
+  // The counts above are the current attempts'; with restarts, all of them.
+  if (attempts > 1) {
+    out["all_attempts"] = {{"attempts", attempts}, {"records_in", all_in}, {"records_out", all_out}};
+  }
+  return out;
 }
 
 nlohmann::json JobMetrics::to_json(const TaskMetricsSnapshot& m, const Rates& r, bool has_rates) {

@@ -43,6 +43,8 @@ class JobMetrics {
  private:
   struct Subtask {
     int attempt = 0;
+    // Records of its earlier attempts (as of their last reports).
+    int64_t earlier_records_in = 0, earlier_records_out = 0;
     TaskMetricsSnapshot now, base;
     int64_t base_ms = 0;
     bool has_rates = false;

@@ -42,6 +42,25 @@ TEST(JobMetricsTest, RatesNeedTwoReportsASecondApart) {
   EXPECT_TRUE(metrics.subtask_json(0, 1, 1).is_null());
 }
 
+// A vertex's counters are its current attempts'; all_attempts adds what
+// earlier attempts had reported, and appears only after a restart.
+TEST(JobMetricsTest, AVertexCountsEveryAttemptApart) {
+  JobMetrics metrics;
+  metrics.report({0, 0, 0}, counters(100, 40, 0, 0), 1'000);
+  metrics.report({0, 1, 0}, counters(7, 3, 0, 0), 1'000);
+  EXPECT_FALSE(metrics.vertex_json(0).contains("all_attempts"));
+  metrics.report({0, 0, 0}, counters(500, 200, 0, 0), 1'500);  // its last report
+  metrics.report({0, 0, 1}, counters(20, 10, 0, 0), 2'000);    // restarted
+  metrics.report({0, 0, 2}, counters(30, 12, 0, 0), 3'000);    // and again
+  nlohmann::json v = metrics.vertex_json(0);
+  EXPECT_EQ(v["records_in"], 30 + 7);
+  EXPECT_EQ(v["records_out"], 12 + 3);
+  ASSERT_TRUE(v.contains("all_attempts")) << v;
+  EXPECT_EQ(v["all_attempts"]["attempts"], 3);
+  EXPECT_EQ(v["all_attempts"]["records_in"], 500 + 20 + 30 + 7);
+  EXPECT_EQ(v["all_attempts"]["records_out"], 200 + 10 + 12 + 3);
+}
+
 TEST(JobMetricsTest, ANewAttemptStartsAfreshAndLateReportsOfOldOnesAreIgnored) {
   JobMetrics metrics;
   metrics.report({0, 0, 1}, counters(5000, 0, 0, 0), 1'000);

@@ -1,6 +1,7 @@
 #include "cluster/jobmanager.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -73,6 +74,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     sessions_.start();
     auto host = network::parse_address(options_.bind);
     if (!host.ok()) return host.status();
+    rest_.set_jobmanager_view(config_json(), options_.tls.ca);
     auto rest_port = rest_.start(host->first, options_.rest_port, https);
     if (!rest_port.ok()) return rest_port.status();
     rest_port_ = *rest_port;
@@ -94,6 +96,23 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       }
     }
     return absl::OkStatus();
+  }
+  // Its configuration for the REST API (no secret, no key paths).
+  nlohmann::json config_json() const {
+    const std::string host = options_.bind.substr(0, options_.bind.rfind(':'));
+    return {{"bind", options_.bind},
+            {"session_address", host + ":" + std::to_string(port_)},  // the port taken when bind says 0
+            {"rest_port", options_.rest_port},
+            {"metrics_public", options_.metrics_public},
+            {"keep_ended_jobs", options_.keep_ended_jobs},
+            {"jobstore_expiration_time_ms", options_.job_expiration.count()},
+            {"heartbeat_interval_ms", options_.heartbeat_interval.count()},
+            {"heartbeat_timeout_ms", options_.heartbeat_timeout.count()},
+            {"library_dir", options_.library_dir},
+            {"tls", options_.tls.enabled()},
+            {"high_availability", options_.ha != nullptr ? "zookeeper" : "none"},
+            {"leader_epoch", options_.epoch},
+            {"pid", static_cast<int64_t>(::getpid())}};
   }
   int port() const { return port_; }
   int rest_port() const { return rest_port_; }
@@ -139,6 +158,8 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     s->id = first.register_().taskmanager_id();
     s->data_address = first.register_().data_address();
     s->metrics_address = first.register_().metrics_address();
+    s->config_json = first.register_().config_json();
+    s->registered_ms = SystemClock::instance()->wall_ms();
     s->slots = first.register_().slots();
     s->network_buffers = first.register_().network_buffers();
     s->last_heartbeat_ms = SystemClock::instance()->now_ms();

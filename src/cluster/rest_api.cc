@@ -16,38 +16,6 @@
 namespace weir::cluster {
 namespace {
 
-int http_status(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kInvalidArgument: return 400;
-    case absl::StatusCode::kUnauthenticated: return 401;
-    case absl::StatusCode::kPermissionDenied: return 403;
-    case absl::StatusCode::kNotFound: return 404;
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kAborted: return 409;
-    case absl::StatusCode::kResourceExhausted: return 429;
-    case absl::StatusCode::kUnavailable: return 503;
-    default: return 500;
-  }
-}
-
-void reply(httplib::Response& res, const nlohmann::json& body) { res.set_content(body.dump(), "application/json"); }
-
-void reply_error(httplib::Response& res, const absl::Status& s) {
-  res.status = http_status(s);
-  res.set_content(nlohmann::json{{"error", std::string(s.message())}}.dump(), "application/json");
-}
-
-std::string execution_state_name(runtime::ExecutionState s, bool terminal) {
-  switch (s) {
-    case runtime::ExecutionState::kRunning: return terminal ? "ENDED" : "RUNNING";
-    case runtime::ExecutionState::kFinished: return "FINISHED";
-    case runtime::ExecutionState::kCanceled: return "CANCELED";
-    case runtime::ExecutionState::kFailed: return "FAILED";
-    case runtime::ExecutionState::kCreated: return "CREATED";
-    case runtime::ExecutionState::kDeploying: return "DEPLOYING";
-  }
-  return "?";
-}
 
 // Flink's names for the ship strategies.
 const char* partitioning_name(detail::PartitionKind k) {
@@ -116,6 +84,11 @@ absl::StatusOr<int> RestApi::start(const std::string& host, int port,
   };
   http_.Get("/metrics", route(&RestApi::get_metrics));
   http_.Get("/v1/overview", route(&RestApi::get_overview));
+  http_.Get("/v1/taskmanagers", route(&RestApi::get_taskmanagers));
+  http_.Get(R"(/v1/taskmanagers/([^/]+))", route(&RestApi::get_taskmanager));
+  http_.Get(R"(/v1/taskmanagers/([^/]+)/log)", route(&RestApi::get_taskmanager_log));
+  http_.Get("/v1/jobmanager/config", route(&RestApi::get_jobmanager_config));
+  http_.Get("/v1/jobmanager/log", route(&RestApi::get_jobmanager_log));
   http_.Get("/v1/jobs", route(&RestApi::get_jobs));
   http_.Post("/v1/jobs", route(&RestApi::post_job));
   http_.Get(R"(/v1/jobs/([0-9a-f]+))", route(&RestApi::get_job));
@@ -133,7 +106,9 @@ absl::StatusOr<int> RestApi::start(const std::string& host, int port,
   http_.Post("/v1/results", route(&RestApi::post_result));
   http_.Get(R"(/v1/results/([0-9a-f]{32}))", route(&RestApi::get_result));
   http_.Delete(R"(/v1/results/([0-9a-f]{32}))", route(&RestApi::delete_result));
-  return http_.listen_on(host, port);
+  auto listening = http_.listen_on(host, port);
+  if (listening.ok()) port_ = *listening;
+  return listening;
 }
 
 void RestApi::get_metrics(const Request&, Response& res) {
@@ -208,18 +183,7 @@ JobPtr RestApi::job_of(const Request& req, Response& res) {
 
 void RestApi::get_overview(const Request&, Response& res) {
   nlohmann::json tms = nlohmann::json::array();
-  const int64_t now = SystemClock::instance()->now_ms();
-  for (const auto& s : sessions_->live()) {
-    tms.push_back({{"id", s->id},
-                   {"data_address", s->data_address},
-                   {"metrics_address", s->metrics_address},
-                   {"slots", s->slots},
-                   {"slots_used", slots_->used(s)},
-                   {"rss_bytes", s->rss_bytes.load()},
-                   {"network_buffers", s->network_buffers},
-                   {"network_buffers_used", s->network_buffers_used.load()},
-                   {"last_heartbeat_ms_ago", now - s->last_heartbeat_ms}});
-  }
+  for (const auto& s : sessions_->live()) tms.push_back(taskmanager_json(s));
   const SlotPool::Totals t = slots_->totals();
   reply(res, {{"taskmanagers", tms},
               {"slots_total", t.slots},
@@ -351,6 +315,7 @@ nlohmann::json job_json(Job& j, bool detail) {
   }
   nlohmann::json out = {{"job_id", j.id}, {"name", j.spec.name()}, {"start_time_ms", j.start_ms}};
   if (!j.spec.library().empty()) out["library"] = j.spec.library();
+  out["args"] = std::vector<std::string>(j.spec.args().begin(), j.spec.args().end());
   std::optional<runtime::JobMaster::Status> st;
   {
     absl::MutexLock lock(&j.mu);

@@ -8,6 +8,7 @@
 #ifndef WEIR_CLUSTER_REST_API_H_
 #define WEIR_CLUSTER_REST_API_H_
 
+#include <atomic>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,13 @@ class RestApi {
                             std::shared_ptr<const network::TlsContext> tls = nullptr);
   // Stops serving; requests in progress end first.
   void shutdown() { http_.shutdown(); }
+  // What GET /v1/jobmanager/config shows, and the CA file to check the
+  // TaskManagers' HTTPS ports with when their logs are fetched ("": plain
+  // HTTP). Before start().
+  void set_jobmanager_view(nlohmann::json config, std::string tls_ca) {
+    jobmanager_config_ = std::move(config);
+    tls_ca_ = std::move(tls_ca);
+  }
 
   // The largest job library a client may upload, and the limits on
   // everything else.
@@ -66,6 +74,17 @@ class RestApi {
   void post_result(const Request& req, Response& res);
   void get_result(const Request& req, Response& res);
   void delete_result(const Request& req, Response& res);
+  // The cluster's processes (rest_cluster.cc): the TaskManagers, one
+  // TaskManager (its slots' subtasks, configuration), its log fetched from
+  // its HTTP port, and the JobManager's own configuration and log.
+  void get_taskmanagers(const Request& req, Response& res);
+  void get_taskmanager(const Request& req, Response& res);
+  void get_taskmanager_log(const Request& req, Response& res);
+  void get_jobmanager_config(const Request& req, Response& res);
+  void get_jobmanager_log(const Request& req, Response& res);
+  nlohmann::json taskmanager_json(const SessionPtr& s);
+  // The TaskManager named by the route's first match, or a 404 answered.
+  SessionPtr taskmanager_of(const Request& req, Response& res);
 
   // The job named by the route's first match, or a 404 answered.
   JobPtr job_of(const Request& req, Response& res);
@@ -77,6 +96,9 @@ class RestApi {
   SlotPool* const slots_;
   LibraryStore* const libraries_;
   ResultBuffers* const results_;
+  nlohmann::json jobmanager_config_ = nlohmann::json::object();
+  std::atomic<int> port_{0};  // once listening
+  std::string tls_ca_;
   RateLimitedLog refusals_;  // of requests without the secret
   WebUi ui_;
   HttpServer http_;

@@ -24,6 +24,8 @@ struct Session {
   std::string id;
   std::string data_address;  // host:port of its data plane
   std::string metrics_address;  // host:port of its /metrics, "" if none
+  std::string config_json;      // its configuration, as it registered it
+  int64_t registered_ms = 0;    // when (wall clock)
   int slots = 0;
   int network_buffers = 0;
   std::atomic<int64_t> last_heartbeat_ms{0};  // when anything last arrived from it

@@ -60,6 +60,12 @@ std::vector<SessionPtr> SessionRegistry::live() {
   return out;
 }
 
+SessionPtr SessionRegistry::find(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
 void SessionRegistry::heartbeat_loop() {
   while (true) {
     {

@@ -40,6 +40,8 @@ class SessionRegistry {
   // was lost before.
   void lose(const SessionPtr& s, const std::string& reason);
   std::vector<SessionPtr> live();
+  // The live session of TaskManager `id`, or null.
+  SessionPtr find(const std::string& id);
 
  private:
   void heartbeat_loop();

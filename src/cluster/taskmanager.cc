@@ -15,6 +15,7 @@
 #include "cluster/leader_election.h"
 #include "cluster/job_library.h"
 #include "cluster/job_metrics.h"
+#include "cluster/log_tail.h"
 #include "cluster/metrics_exposition.h"
 #include "cluster/protocol.h"
 #include "common/clock.h"
@@ -121,6 +122,17 @@ class TaskManagerProcess::Impl {
     metrics_http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics_text(), kPrometheusContentType);
     });
+    // Its log, for the JobManager's /v1/taskmanagers/ID/log (always behind
+    // the secret, --metrics-public or not).
+    metrics_http_.Get("/v1/log", [](const httplib::Request& req, httplib::Response& res) {
+      auto piece = log_piece_json(req.get_param_value("offset"), req.get_param_value("length"));
+      if (!piece.ok()) {
+        res.status = 400;
+        res.set_content(nlohmann::json{{"error", std::string(piece.status().message())}}.dump(), "application/json");
+        return;
+      }
+      res.set_content(piece->dump(), "application/json");
+    });
     auto port = metrics_http_.listen_on(options_.bind_host, options_.metrics_port,
                                         std::max(options_.metrics_port, options_.metrics_port_last));
     if (!port.ok()) return port.status();
@@ -129,6 +141,27 @@ class TaskManagerProcess::Impl {
   }
   const std::string& data_address() const { return data_plane_.address(); }
   const std::string& metrics_address() const { return metrics_address_; }
+
+  // Its configuration for the REST API (the secret and key paths left out).
+  std::string config_json() const {
+    return nlohmann::json{{"id", options_.id},
+                          {"slots", options_.slots},
+                          {"network_buffers", options_.network_buffers},
+                          {"network_buffer_bytes", options_.network_buffers * int64_t{32 * 1024}},
+                          {"bind_host", options_.bind_host},
+                          {"data_address", data_plane_.address()},
+                          {"metrics_address", metrics_address_},
+                          {"metrics_public", options_.metrics_public},
+                          {"tls", options_.tls.enabled()},
+                          {"high_availability", options_.ha_quorum.empty() ? "none" : "zookeeper"},
+                          {"jobmanager", options_.ha_quorum.empty() ? options_.jobmanager : options_.ha_quorum},
+                          {"state_dir", options_.state_dir},
+                          {"tmp_dir", options_.tmp_dir},
+                          {"library_dir", options_.library_dir},
+                          {"host", host_},
+                          {"pid", static_cast<int64_t>(::getpid())}}
+        .dump();
+  }
 
   absl::Status run() {
     while (!stopping()) {
@@ -281,6 +314,7 @@ class TaskManagerProcess::Impl {
     reg.mutable_register_()->set_network_buffers(options_.network_buffers);
     reg.mutable_register_()->set_metrics_address(metrics_address_);
     reg.mutable_register_()->set_known_epoch(max_epoch_);
+    reg.mutable_register_()->set_config_json(config_json());
     JobManagerMessage m;
     // Registered is the JobManager's first message; anything before it is
     // skipped. On failure the stream has nothing left to read, so Finish

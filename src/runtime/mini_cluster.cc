@@ -90,9 +90,11 @@ std::vector<const TaskManager::TaskMetricsEntry*> last_attempts(
   return out;
 }
 
-// Sums each vertex's subtasks, the last attempt of each.
+// Sums each vertex's subtasks, the last attempt of each (and, apart, every
+// attempt).
 std::vector<VertexStats> vertex_stats(const graph::JobGraph& g,
-                                      const std::vector<TaskManager::TaskMetricsEntry>& tasks) {
+                                      const std::vector<TaskManager::TaskMetricsEntry>& tasks,
+                                      const std::map<int, TaskManager::EarlierAttempts>& earlier) {
   std::vector<TaskMetricsSnapshot> sums(g.vertices.size());
   for (const auto* t : last_attempts(tasks)) sums[t->id.vertex] += t->metrics;
   std::vector<VertexStats> out(g.vertices.size());
@@ -100,6 +102,16 @@ std::vector<VertexStats> vertex_stats(const graph::JobGraph& g,
     const TaskMetricsSnapshot& m = sums[v.id];
     out[v.id] = VertexStats{v.name,      v.parallelism, m.records_in,       m.records_out,
                             m.bytes_in,  m.bytes_out,   m.backpressured_ms, m.idle_ms, m.gauges};
+  }
+  for (const auto& t : tasks) {
+    VertexStats& v = out[t.id.vertex];
+    v.attempts = std::max(v.attempts, t.id.attempt + 1);
+    v.records_in_all_attempts += t.metrics.records_in;
+    v.records_out_all_attempts += t.metrics.records_out;
+  }
+  for (const auto& [vertex, e] : earlier) {
+    out[vertex].records_in_all_attempts += e.records_in;
+    out[vertex].records_out_all_attempts += e.records_out;
   }
   return out;
 }
@@ -150,7 +162,7 @@ absl::StatusOr<JobResult> run_embedded(const detail::StreamGraph& sg, const JobC
   }
   JobResult result = jm.wait();
   if (control != nullptr) detail::JobControlAccess::detach(*control);
-  result.vertices = vertex_stats(**graph, tm.task_metrics());
+  result.vertices = vertex_stats(**graph, tm.task_metrics(), tm.earlier_attempts(job_id));
   tm.unregister_job(job_id);
   tm.drain_snapshots();
   return result;

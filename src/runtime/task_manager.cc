@@ -82,6 +82,7 @@ void TaskManager::unregister_job(const std::string& job_id) {
   channels(job_id)->release(job_id, INT32_MAX);
   absl::MutexLock lock(&mu_);
   jobs_.erase(job_id);
+  earlier_.erase(job_id);
 }
 
 void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
@@ -101,6 +102,10 @@ void TaskManager::submit_task(TaskDeploymentDescriptor tdd) {
     for (auto it = tasks_.begin(); it != tasks_.end();) {
       if (it->first.job == tdd.job_id && it->first.vertex == tdd.execution.vertex &&
           it->first.subtask == tdd.execution.subtask && it->first.attempt < tdd.execution.attempt) {
+        const TaskMetricsSnapshot m = it->second->metrics();
+        EarlierAttempts& e = earlier_[tdd.job_id][tdd.execution.vertex];
+        e.records_in += m.records_in;
+        e.records_out += m.records_out;
         old.push_back(std::move(it->second));
         it = tasks_.erase(it);
       } else {
@@ -153,6 +158,12 @@ std::vector<TaskManager::TaskMetricsEntry> TaskManager::task_metrics(bool with_o
     out.push_back({key.job, task->id(), task->name(), task->metrics(with_operators)});
   }
   return out;
+}
+
+std::map<int, TaskManager::EarlierAttempts> TaskManager::earlier_attempts(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = earlier_.find(job_id);
+  return it == earlier_.end() ? std::map<int, EarlierAttempts>{} : it->second;
 }
 
 void TaskManager::cancel_task(const ExecutionId& id) {

@@ -69,6 +69,14 @@ class TaskManager final : public TaskExecutorGateway {
     TaskMetricsSnapshot metrics;
   };
   std::vector<TaskMetricsEntry> task_metrics(bool with_operators = false);
+  // Records in and out of the attempts of job `job_id`'s subtasks that
+  // ended and were replaced by a newer attempt here, summed by vertex (as
+  // of their end): what task_metrics() no longer shows.
+  struct EarlierAttempts {
+    int64_t records_in = 0;
+    int64_t records_out = 0;
+  };
+  std::map<int, EarlierAttempts> earlier_attempts(const std::string& job_id);
   // Waits for asynchronous snapshot work in flight (it reports to the
   // JobManager, which must outlive it).
   void drain_snapshots() { snapshot_executor_.drain(); }
@@ -94,6 +102,8 @@ class TaskManager final : public TaskExecutorGateway {
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<JobContext>> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<Key, std::unique_ptr<Task>> tasks_ ABSL_GUARDED_BY(mu_);
+  // By job, then vertex.
+  std::map<std::string, std::map<int, EarlierAttempts>> earlier_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weir::runtime

@@ -142,7 +142,7 @@ function overviewRender(o, j) {
       <div class="card"><div class="n">${o.jobs_running}</div><div class="l">Running jobs</div></div>
       <div class="card"><div class="n">${j.jobs.length}</div><div class="l">Jobs in all</div></div></div>`);
   const tms = o.taskmanagers.map(t => `<tr data-taskmanager="${esc(t.id)}">
-      <td>${esc(t.id)}</td><td class="mono">${esc(t.data_address)}</td>
+      <td><a href="#/taskmanagers/${encodeURIComponent(t.id)}">${esc(t.id)}</a></td><td class="mono">${esc(t.data_address)}</td>
       <td class="mono">${t.metrics_address ? esc(t.metrics_address) + '/metrics' : '—'}</td>
       <td class="num">${t.slots_used} / ${t.slots}</td>
       <td class="num">${t.rss_bytes ? bytes(t.rss_bytes) : '—'}</td>
@@ -173,12 +173,15 @@ function jobLayout(id) {
   ui.confirm = null;
   ui.notice = null;
   ui.job = null;
+  ui.checkpoint = null;
+  ui.cps = null;
   layout(`<div id="s-head"><p class="muted">Loading job ${esc(id)}…</p></div>
     <h2>Job graph</h2><div id="s-graph"></div>
     <h2>Vertices</h2><div id="s-vertices"></div>
     <h2 id="s-subtasks-title">Subtasks</h2><div id="s-subtasks"></div>
-    <h2>Checkpoints</h2><div id="s-checkpoints"></div>
-    <h2>Exceptions</h2><div id="s-exceptions"></div>`);
+    <h2>Checkpoints</h2><div id="s-checkpoints"></div><div id="s-checkpoint-detail"></div>
+    <h2>Exceptions</h2><div id="s-exceptions"></div>
+    <h2>Configuration</h2><div id="s-job-config"></div>`);
 }
 
 async function jobLoad(id) {
@@ -194,8 +197,22 @@ function jobRender(job, cps) {
   fill('s-graph', graph(job));
   fillVertices(job);
   fillSubtasks(job);
+  ui.cps = cps;
   fillCheckpoints(cps);
+  fillCheckpointDetail(job, cps);
   fillExceptions(job);
+  fillJobConfig(job);
+}
+
+// What the job was submitted with: its name, library and arguments (the
+// job's own and weir's job flags: parallelism, checkpointing, state).
+function fillJobConfig(job) {
+  const args = job.args || [];
+  fill('s-job-config', `<table id="job-config"><tbody>
+    <tr><td>Job</td><td class="mono">${esc(job.name)}</td></tr>
+    <tr><td>Library</td><td class="mono">${job.library ? esc(job.library) : '(built in)'}</td></tr>
+    <tr><td>Arguments</td><td class="mono" id="job-args">${args.length ? args.map(esc).join(' ') : '(none)'}</td></tr>
+    <tr><td>Max parallelism</td><td class="mono">${num(job.max_parallelism)}</td></tr></tbody></table>`);
 }
 
 function fillJobHead(job) {
@@ -332,8 +349,9 @@ function fillSubtasks(job) {
     <th>TaskManager</th>${METRIC_HEADS}</tr></thead><tbody>${rows}</tbody></table>`);
 }
 
-// A bar chart of `value(c)` over the last checkpoints.
-function chart(title, list, value, format) {
+// A bar chart of `value(c)` over `list` (checkpoints, or other samples
+// with an id: `what` names them in the bars' titles).
+function chart(title, list, value, format, what = 'checkpoint') {
   const W = 460, H = 150, LEFT = 64, BOTTOM = 20;
   const top = Math.max(1, ...list.map(value));
   const step = (W - LEFT - 6) / Math.max(list.length, 1);
@@ -341,7 +359,7 @@ function chart(title, list, value, format) {
   list.forEach((c, i) => {
     const h = (H - BOTTOM - 8) * value(c) / top;
     bars += `<rect class="bar${c.savepoint ? ' savepoint' : ''}" x="${LEFT + i * step + 1}" y="${H - BOTTOM - h}"
-      width="${Math.max(1, step - 2)}" height="${h}"><title>checkpoint ${c.id}: ${esc(format(value(c)))}</title></rect>`;
+      width="${Math.max(1, step - 2)}" height="${h}"><title>${what} ${c.id}: ${esc(format(value(c)))}</title></rect>`;
   });
   const first = list.length ? list[0].id : '', last = list.length ? list[list.length - 1].id : '';
   return `<div class="chart"><div class="title">${esc(title)}</div><svg width="${W}" height="${H}">
@@ -357,8 +375,9 @@ function fillCheckpoints(cps) {
   const done = cps.completed;
   const last = done.length ? done[done.length - 1] : null;
   const alignment = c => c.subtasks.reduce((a, s) => Math.max(a, s.alignment_ms), 0);
+  const completed = cps.counts ? cps.counts.completed : done.length;
   let html = `<div class="cards">
-    <div class="card"><div class="n" id="checkpoints-completed">${done.length}</div><div class="l">Completed</div></div>
+    <div class="card"><div class="n" id="checkpoints-completed">${num(completed)}</div><div class="l">Completed</div></div>
     <div class="card"><div class="n">${num(cps.failed)}</div><div class="l">Failed</div></div>
     <div class="card"><div class="n">${last ? duration(last.duration_ms) : '—'}</div><div class="l">Last duration</div></div>
     <div class="card"><div class="n">${last ? bytes(last.state_bytes) : '—'}</div><div class="l">Last size</div></div>
@@ -367,15 +386,57 @@ function fillCheckpoints(cps) {
   const recent = done.slice(-60);
   html += `<div class="charts">${chart('Duration of the last checkpoints', recent, c => c.duration_ms, duration)}
     ${chart('Size of the last checkpoints (all state)', recent, c => c.state_bytes, bytes)}</div>`;
-  const rows = done.slice(-30).reverse().map(c => `<tr><td class="num">${c.id}</td>
+  const rows = done.slice(-30).reverse().map(c => `<tr class="clickable${c.id === ui.checkpoint ? ' selected' : ''}"
+      data-action="select-checkpoint" data-checkpoint="${c.id}"><td class="num">${c.id}</td>
       <td>COMPLETED${c.savepoint ? ' (savepoint)' : ''}${c.final ? ' (final)' : ''}</td><td>${time(c.trigger_time_ms)}</td>
       <td class="num">${duration(c.duration_ms)}</td><td class="num">${bytes(c.state_bytes)}</td>
       <td class="num">${bytes(c.new_bytes)}</td><td class="num">${duration(alignment(c))}</td></tr>`).join('');
   html += `<h2>History</h2><table id="checkpoints"><thead><tr><th class="num">ID</th><th>Status</th><th>Triggered</th>
     <th class="num">Duration</th><th class="num">Size</th><th class="num">Written</th><th class="num">Max alignment</th></tr></thead>
     <tbody>${rows}</tbody></table>`;
-  if (done.length > 30) html += `<p class="muted">The last 30 of ${done.length} shown.</p>`;
+  if (completed > 30) html += `<p class="muted">The last 30 of ${num(completed)} shown; click one for its subtasks.</p>`;
+  else html += '<p class="muted">Click a checkpoint for its subtasks.</p>';
   fill('s-checkpoints', html);
+}
+
+// The selected checkpoint's subtasks: how long each took on its task
+// thread (sync), writing its state (async) and aligning its barriers.
+// A subtask's task index counts the subtasks vertex by vertex.
+function fillCheckpointDetail(job, cps) {
+  const c = ui.checkpoint === null ? null : cps.completed.find(x => x.id === ui.checkpoint);
+  if (!c) return fill('s-checkpoint-detail', '');
+  const owner = [];
+  for (const v of job.vertices.slice().sort((a, b) => a.id - b.id)) {
+    for (let i = 0; i < v.parallelism; ++i) owner.push([v.name, i]);
+  }
+  const rows = c.subtasks.map(t => {
+    const [name, subtask] = owner[t.task] || ['?', t.task];
+    return `<tr><td>${esc(name)}</td><td class="num">${subtask}</td><td class="num">${duration(t.sync_ms)}</td>
+      <td class="num">${duration(t.async_ms)}</td><td class="num">${duration(t.alignment_ms)}</td></tr>`;
+  }).join('');
+  fill('s-checkpoint-detail', `<h3 id="checkpoint-detail-title">Checkpoint ${c.id}: ${c.subtasks.length} subtasks</h3>
+    <table id="checkpoint-detail"><thead><tr><th>Vertex</th><th class="num">Subtask</th><th class="num">Sync</th>
+    <th class="num">Async</th><th class="num">Alignment</th></tr></thead><tbody>${rows}</tbody></table>`);
+}
+
+// Failures whose causes differ only in their numbers (offsets, subtasks,
+// attempts) are one kind: grouped, with how often, first and last time,
+// and what failed.
+function causeKind(cause) {
+  return String(cause).replace(/[0-9]+/g, 'N');
+}
+function groupFailures(list) {
+  const groups = new Map();
+  for (const f of list) {  // oldest first
+    const key = causeKind(f.cause);
+    const g = groups.get(key) || { cause: f.cause, count: 0, first: f.time_ms, last: f.time_ms, scopes: [] };
+    g.count += 1;
+    g.last = f.time_ms;
+    g.cause = f.cause;  // the latest wording
+    if (!g.scopes.includes(f.scope)) g.scopes.push(f.scope);
+    groups.set(key, g);
+  }
+  return [...groups.values()].sort((a, b) => b.last - a.last);
 }
 
 function fillExceptions(job) {
@@ -383,7 +444,17 @@ function fillExceptions(job) {
   let html = '';
   if (job.status === 'FAILED' && job.failure) html += `<div class="notice error">The job failed: ${esc(job.failure)}</div>`;
   if (list.length === 0) return fill('s-exceptions', html + '<p class="muted">No failures.</p>');
+  const scopes = g => {
+    const shown = g.scopes.slice(0, 6).map(esc).join(', ');
+    return g.scopes.length > 6 ? `${shown} and ${g.scopes.length - 6} more` : shown;
+  };
+  const groups = groupFailures(list.slice().reverse());
+  const grouped = groups.map(g => `<tr><td class="num" data-count>${g.count}</td><td>${time(g.first)}</td>` +
+    `<td>${time(g.last)}</td><td>${scopes(g)}</td><td class="cause">${esc(g.cause)}</td></tr>`).join('');
+  html += `<h3>By cause</h3><table id="exception-groups"><thead><tr><th class="num">Times</th><th>First</th>` +
+    `<th>Last</th><th>What failed</th><th>Cause (the latest)</th></tr></thead><tbody>${grouped}</tbody></table>`;
   const rows = list.map(f => `<tr><td>${time(f.time_ms)}</td><td>${esc(f.scope)}</td><td class="cause">${esc(f.cause)}</td></tr>`).join('');
+  html += `<h3>Each failure, newest first</h3>`;
   html += `<table id="exceptions"><thead><tr><th>Time</th><th>What failed</th><th>Cause</th></tr></thead><tbody>${rows}</tbody></table>`;
   if (job.failures_total > list.length) html += `<p class="muted">The last ${list.length} of ${job.failures_total} failures shown.</p>`;
   fill('s-exceptions', html);
@@ -413,8 +484,13 @@ async function act(what) {
 // ---- the loop ----------------------------------------------------------------------
 
 function parseRoute() {
-  const m = window.location.hash.match(/^#\/jobs\/([0-9a-f]+)$/);
-  return m ? { page: 'job', id: m[1] } : { page: 'overview' };
+  const hash = window.location.hash;
+  let m = hash.match(/^#\/jobs\/([0-9a-f]+)$/);
+  if (m) return { page: 'job', id: m[1] };
+  m = hash.match(/^#\/taskmanagers\/(.+)$/);
+  if (m) return { page: 'taskmanager', id: decodeURIComponent(m[1]) };
+  if (hash === '#/jobmanager') return { page: 'jobmanager' };
+  return { page: 'overview' };
 }
 
 async function refresh() {
@@ -422,7 +498,10 @@ async function refresh() {
   const generation = ++ui.generation;
   const route = ui.route;
   try {
-    const render = route.page === 'job' ? await jobLoad(route.id) : await overviewLoad();
+    const render = route.page === 'job' ? await jobLoad(route.id)
+      : route.page === 'taskmanager' ? await taskmanagerLoad(route.id)
+      : route.page === 'jobmanager' ? await jobmanagerLoad()
+      : await overviewLoad();
     if (generation !== ui.generation) return;  // a newer refresh (or page) took over
     render();
     banner('');
@@ -437,6 +516,8 @@ async function refresh() {
 function navigate() {
   ui.route = parseRoute();
   if (ui.route.page === 'job') jobLayout(ui.route.id);
+  else if (ui.route.page === 'taskmanager') taskmanagerLayout(ui.route.id);
+  else if (ui.route.page === 'jobmanager') jobmanagerLayout();
   else overviewLayout();
   refresh();
 }
@@ -446,6 +527,19 @@ document.addEventListener('DOMContentLoaded', () => {
     const target = e.target.closest('[data-action]');
     if (!target || target.disabled) return;
     const action = target.dataset.action;
+    if (action === 'log-follow') {
+      procs.follow = target.checked;
+      return;
+    }
+    if (action === 'log-download') {
+      downloadLog().catch(err => banner('The log could not be downloaded: ' + err.message));
+      return;
+    }
+    if (action === 'select-checkpoint') {
+      ui.checkpoint = Number(target.dataset.checkpoint);
+      if (ui.job && ui.cps) { fillCheckpoints(ui.cps); fillCheckpointDetail(ui.job, ui.cps); }
+      return;
+    }
     if (action === 'select-vertex') {
       ui.vertex = Number(target.dataset.vertex);
       if (ui.job) { fill('s-graph', graph(ui.job)); fillVertices(ui.job); fillSubtasks(ui.job); }
