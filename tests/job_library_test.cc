@@ -508,7 +508,7 @@ TEST(JobLibraryTest, MetricsShowRecordsAndWhereBackpressureComesFrom) {
 }
 
 // `weir run LIBRARY.so --help` names the library's job and lists weir's job
-// flags, without a cluster.
+// flags and the options its build function reads, without a cluster.
 TEST(JobLibraryTest, HelpOfALibraryJobListsTheJobFlags) {
   JobLibraries libs = build_job_libraries();
   ASSERT_TRUE(libs.error.empty()) << libs.error;
@@ -517,6 +517,14 @@ TEST(JobLibraryTest, HelpOfALibraryJobListsTheJobFlags) {
   ASSERT_EQ(help.code, 0) << help.err;
   EXPECT_NE(help.out.find("The job slow of " + libs.slow), std::string::npos) << help.out;
   EXPECT_NE(help.out.find("--checkpoint-interval DURATION"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("reads none through weir::JobArgs"), std::string::npos) << help.out;  // parses by hand
+  // A library that reads its options through weir::JobArgs lists them.
+  RunResult template_help = testing::run_weir({"run", libs.word_count, "--help"}, dir.path("template-help"));
+  ASSERT_EQ(template_help.code, 0) << template_help.err;
+  EXPECT_NE(template_help.out.find("--input VALUE"), std::string::npos) << template_help.out;
+  EXPECT_NE(template_help.out.find("text to count the words of (required)"), std::string::npos) << template_help.out;
+  EXPECT_NE(template_help.out.find("--rate N"), std::string::npos) << template_help.out;
+  EXPECT_NE(template_help.out.find("(default: 0)"), std::string::npos) << template_help.out;
   RunResult missing = testing::run_weir({"run", dir.path("none.so"), "--help"}, dir.path("missing"));
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("cannot read job library " + dir.path("none.so")), std::string::npos) << missing.err;

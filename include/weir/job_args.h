@@ -28,6 +28,26 @@ namespace weir {
 class JobArgs {
  public:
   explicit JobArgs(const std::vector<std::string>& args);
+  ~JobArgs();
+  JobArgs(const JobArgs&) = delete;
+  JobArgs& operator=(const JobArgs&) = delete;
+
+  // While a Listing lives on a thread, every JobArgs that ends on that
+  // thread adds its usage() to it: how `weir run LIBRARY.so --help` lists
+  // the options a library's build function reads.
+  class Listing {
+   public:
+    Listing();
+    ~Listing();
+    Listing(const Listing&) = delete;
+    Listing& operator=(const Listing&) = delete;
+    const std::string& text() const { return text_; }
+
+   private:
+    friend class JobArgs;
+    std::string text_;
+    Listing* previous_;
+  };
 
   // The value of --name; `fallback` when not given.
   std::string get(std::string_view name, std::string_view help, std::string fallback = "");

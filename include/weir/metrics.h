@@ -88,6 +88,13 @@ class MetricGroup {
   MetricGroup& operator=(const MetricGroup&) = delete;
 
   Counter& counter(std::string_view name);
+  // The counter `name` of this group, shared: `other.share_counter(name2,
+  // c)` makes it also `other`'s counter `name2` (the engine's way of
+  // counting a record once where one operator's output is the next one's
+  // input).
+  std::shared_ptr<Counter> shared_counter(std::string_view name);
+  // Registers `counter` under `name`; throws when `name` is taken.
+  void share_counter(std::string_view name, std::shared_ptr<Counter> counter);
   Gauge& gauge(std::string_view name);
   Histogram& histogram(std::string_view name, int window = 1024);
 
@@ -106,7 +113,7 @@ class MetricGroup {
   void check_name(std::string_view name, Kind kind) const;
 
   mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Counter>, std::less<>> counters_;
+  std::map<std::string, std::shared_ptr<Counter>, std::less<>> counters_;
   std::map<std::string, std::unique_ptr<Gauge>, std::less<>> gauges_;
   std::map<std::string, std::unique_ptr<Histogram>, std::less<>> histograms_;
 };

@@ -11,6 +11,7 @@
 #include "cli/suggest.h"
 #include "sql/job_builder.h"
 #include "sql/planner.h"
+#include "weir/job_args.h"
 
 namespace weir::cli {
 
@@ -219,12 +220,20 @@ absl::StatusOr<std::string> job_help(const std::string& name, const cluster::Job
   JobCommandLine cl(name);
   absl::Status s = cl.add_options(name, library);
   if (!s.ok()) return s;
-  if (library != nullptr) {
-    cl.app.description("The job " + library->name() + " of " + name +
-                       ": the options below are weir's job flags; the job's build function gets every other "
-                       "argument (its own options: see the job's documentation)");
+  if (library == nullptr) return cl.app.help();
+  cl.app.description("The job " + library->name() + " of " + name +
+                     ": the options below are weir's job flags; the job's build function gets every other argument");
+  // Its own options: those its build function reads through weir::JobArgs,
+  // listed by running it once without arguments (the job is built, not
+  // run; what it says of the missing ones is not shown).
+  JobArgs::Listing listing;
+  {
+    StreamEnvironment env(JobConfig{});
+    (void)library->build(env, {});
   }
-  return cl.app.help();
+  return cl.app.help() + "\nThe job's own options" +
+         (listing.text().empty() ? ": its build function reads none through weir::JobArgs (see its documentation)\n"
+                                 : " (read by its build function through weir::JobArgs):\n" + listing.text());
 }
 
 absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& name,

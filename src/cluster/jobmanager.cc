@@ -74,12 +74,10 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
     sessions_.start();
     auto host = network::parse_address(options_.bind);
     if (!host.ok()) return host.status();
-    rest_.set_jobmanager_view(config_json(), options_.tls.ca);
-    auto rest_port = rest_.start(host->first, options_.rest_port, https);
-    if (!rest_port.ok()) return rest_port.status();
-    rest_port_ = *rest_port;
     jobs_.set_result_store(std::chrono::milliseconds(options_.job_expiration.count()),
                            [](Job& j) { return archived_json(j); });
+    // A new leader lists and resumes the recorded jobs before its REST API
+    // answers: a client that reaches it finds every job it had.
     if (options_.ha != nullptr) {
       jobs_.set_ha_store(options_.ha);
       auto results = options_.ha->results();
@@ -95,6 +93,10 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
         }
       }
     }
+    rest_.set_jobmanager_view(config_json(), options_.tls.ca);
+    auto rest_port = rest_.start(host->first, options_.rest_port, https);
+    if (!rest_port.ok()) return rest_port.status();
+    rest_port_ = *rest_port;
     return absl::OkStatus();
   }
   // Its configuration for the REST API (no secret, no key paths).

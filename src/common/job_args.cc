@@ -24,6 +24,17 @@ JobArgs::JobArgs(const std::vector<std::string>& args) {
   }
 }
 
+namespace {
+thread_local JobArgs::Listing* t_listing = nullptr;
+}  // namespace
+
+JobArgs::Listing::Listing() : previous_(t_listing) { t_listing = this; }
+JobArgs::Listing::~Listing() { t_listing = previous_; }
+
+JobArgs::~JobArgs() {
+  if (t_listing != nullptr) t_listing->text_ += usage();
+}
+
 void JobArgs::fail(std::string message) {
   if (first_error_.empty()) first_error_ = std::move(message);
 }

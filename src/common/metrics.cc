@@ -80,11 +80,20 @@ void MetricGroup::check_name(std::string_view name, Kind kind) const {
   }
 }
 
-Counter& MetricGroup::counter(std::string_view name) {
+Counter& MetricGroup::counter(std::string_view name) { return *shared_counter(name); }
+
+std::shared_ptr<Counter> MetricGroup::shared_counter(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = counters_.find(name); it != counters_.end()) return *it->second;
+  if (auto it = counters_.find(name); it != counters_.end()) return it->second;
   check_name(name, Kind::kCounter);
-  return *counters_.emplace(std::string(name), std::make_unique<Counter>()).first->second;
+  return counters_.emplace(std::string(name), std::make_shared<Counter>()).first->second;
+}
+
+void MetricGroup::share_counter(std::string_view name, std::shared_ptr<Counter> counter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_name(name, Kind::kCounter);
+  if (counters_.count(name) != 0) throw std::invalid_argument("metric '" + std::string(name) + "' is taken");
+  counters_.emplace(std::string(name), std::move(counter));
 }
 
 Gauge& MetricGroup::gauge(std::string_view name) {

@@ -85,6 +85,7 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
   absl::Status st = build_partitions(s, chain, &partition_of_edge);
   if (!st.ok()) return st;
   // Operators, last first, so each output can point at its target.
+  std::vector<int> chained_target(n, -1);
   for (int i = n - 1; i >= 0; --i) {
     int node = vertex.nodes[i];
     const detail::StreamNode& sn = sg.nodes[node];
@@ -116,6 +117,7 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
       const detail::StreamEdge& se = sg.edges[e];
       if (se.from != node) continue;
       int target = index_in_chain(se.to);
+      chained_target[i] = target;  // meaningful when it is the only output
       if (target >= 0) {
         outs[se.tag].push_back(se.ops->make_chained(
             chain->operators[target].get(), &chain->contexts[target]->metrics().counter(detail::kRecordsInMetric)));
@@ -128,7 +130,21 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
     detail::OperatorBase& op = *chain->operators[i];
     op.set_output(nullptr);
     // A source counts what it emits itself (detail::kRecordsOutMetric).
-    Counter* records_out = sn.is_source ? nullptr : &chain->contexts[i]->metrics().counter(detail::kRecordsOutMetric);
+    // An operator whose one output calls the next operator in the chain
+    // emits what that one receives: one counter serves as both, so a
+    // record costs one increment there.
+    Counter* records_out = nullptr;
+    if (!sn.is_source) {
+      MetricGroup& group = chain->contexts[i]->metrics();
+      const bool one_chained = outs.size() == 1 && outs.begin()->first.empty() && outs.begin()->second.size() == 1 &&
+                               chained_target[i] >= 0;
+      if (one_chained) {
+        group.share_counter(detail::kRecordsOutMetric,
+                            chain->contexts[chained_target[i]]->metrics().shared_counter(detail::kRecordsInMetric));
+      } else {
+        records_out = &group.counter(detail::kRecordsOutMetric);
+      }
+    }
     for (auto& [tag, list] : outs) {
       std::unique_ptr<detail::OutputBase> out =
           list.size() == 1 ? std::move(list[0]) : edge_of_tag[tag]->ops->make_fanout(std::move(list));

@@ -67,15 +67,17 @@ class OutputBase {
   virtual void emit_idle(bool idle) = 0;
   // Each record collected counts in `records` from now on: the emitting
   // operator's numRecordsOut, set on the output it was given (once per
-  // record, however many targets a fan-out reaches).
+  // record, however many targets a fan-out reaches). Unset, nothing is
+  // counted (a predictable branch, no write).
   void count_into(Counter* records) { counted_ = records; }
 
  protected:
-  void count() { counted_->inc(); }
+  void count() {
+    if (counted_ != nullptr) counted_->inc();
+  }
 
  private:
-  Counter uncounted_;  // where records count when nobody reads the count
-  Counter* counted_ = &uncounted_;
+  Counter* counted_ = nullptr;
 };
 
 template <typename T>
