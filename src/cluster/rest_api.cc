@@ -10,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "cluster/json_body.h"
 #include "cluster/metrics_exposition.h"
+#include "cluster/rest_reply.h"
 #include "common/clock.h"
 #include "network/data_plane.h"
 

@@ -5,9 +5,9 @@
 // (cluster/log_tail.h), never whole. The rest of the API is in rest_api.cc.
 #include <httplib.h>
 
-#include "cluster/json_body.h"
 #include "cluster/log_tail.h"
 #include "cluster/rest_api.h"
+#include "cluster/rest_reply.h"
 #include "common/clock.h"
 #include "network/data_plane.h"
 
