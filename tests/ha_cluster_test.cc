@@ -401,11 +401,12 @@ TEST(HaClusterTest, LeaderLossWithJobRecordsAndCheckpointsInS3) {
   ASSERT_TRUE(s3.start()) << "s3rver did not start (scripts/install-deps.sh installs it)";
   // The JobManagers and TaskManagers find S3 in their config file
   // ($WEIR_CONFIG, inherited), not in the environment.
+  ScopedEnv env;
   for (const char* name : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"}) {
-    ::unsetenv(name);
+    env.set(name, std::nullopt);
   }
   s3.write_config(c.dir().path("weir.toml"));
-  ::setenv("WEIR_CONFIG", c.dir().path("weir.toml").c_str(), 1);
+  env.set("WEIR_CONFIG", c.dir().path("weir.toml"));
   c.set_ha_storage(s3.url("ha"));
   ASSERT_TRUE(c.start_zookeeper()) << c.zookeeper().log();
   ASSERT_TRUE(c.start_jobmanager("jm-a")) << c.log("jm-a");

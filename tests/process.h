@@ -15,12 +15,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
 #include <thread>
 #include <string>
 #include <vector>
@@ -206,18 +211,35 @@ inline std::vector<std::string> on_a_terminal(const std::vector<std::string>& ar
   return {"/usr/bin/script", "-q", "-e", "-f", "-c", command, "/dev/null"};
 }
 
-// A TCP port on 127.0.0.1 that nothing listens on now (another process
-// could take it before the caller does; tests start their servers at once).
+// A TCP port on 127.0.0.1 that nothing listens on now. Another process could
+// still take it before the caller binds it, so it is drawn at random from
+// below the kernel's ephemeral range (which outgoing connections and bind(0)
+// use), and this process never hands out the same port twice: a fixture that
+// picks its port long before its server starts cannot collide with another
+// fixture's server of the same test.
 inline int free_loopback_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  static std::mutex mu;
+  static std::set<int> handed_out;
+  static std::mt19937 rng(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
+  int ephemeral_low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  const int low = 10000;
+  const int high = ephemeral_low - 1;
+  std::lock_guard lock(mu);
+  for (int attempt = 0; attempt < 10000; ++attempt) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (high > low + 1000) a.sin_port = htons(static_cast<uint16_t>(std::uniform_int_distribution<int>(low, high)(rng)));
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    socklen_t len = sizeof(a);
+    const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+                       ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    ::close(fd);
+    if (bound && handed_out.insert(ntohs(a.sin_port)).second) return ntohs(a.sin_port);
+  }
+  std::fprintf(stderr, "free_loopback_port: no free loopback port found\n");
+  std::abort();
 }
 
 // Whether something accepts connections on 127.0.0.1:`port`.
@@ -272,6 +294,36 @@ class LoopbackServer {
   const int port_;
   int starts_ = 0;
   std::unique_ptr<Child> child_;
+};
+
+// Sets (or, with nullopt, unsets) environment variables for a scope, which
+// children started in it inherit, and puts back what was there before.
+class ScopedEnv {
+ public:
+  ScopedEnv() = default;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second) {
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      } else {
+        ::unsetenv(it->first.c_str());
+      }
+    }
+  }
+  void set(const std::string& name, const std::optional<std::string>& value) {
+    const char* was = std::getenv(name.c_str());
+    saved_.emplace_back(name, was ? std::optional<std::string>(was) : std::nullopt);
+    if (value) {
+      ::setenv(name.c_str(), value->c_str(), 1);
+    } else {
+      ::unsetenv(name.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
 // A fresh directory under the system temp directory, removed on destruction.
