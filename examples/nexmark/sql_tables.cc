@@ -289,8 +289,11 @@ sql::TableSource nexmark_table_source(QueryOptions defaults) {
                                      [only, convert = *std::move(convert)](const Event& e, Collector<Row>& out) {
                                        if (!only || e.type == *only) out.collect(convert(e));
                                      },
-                                     only ? "to-" + std::string(*only == EventType::kBid ? "bid" : *only == EventType::kAuction ? "auction" : "person") + "-rows"
-                                          : std::string("to-event-rows"));
+                                     "FROM " + t.name +
+                                         (only ? std::string(*only == EventType::kBid       ? " (bids)"
+                                                             : *only == EventType::kAuction ? " (auctions)"
+                                                                                            : " (persons)")
+                                               : std::string()));
       rows.uid(uid);
       return rows;
     }
@@ -322,7 +325,7 @@ sql::TableSource nexmark_table_source(QueryOptions defaults) {
                                    [type, convert](const Event& e, Collector<Row>& out) {
                                      if (e.type == type) out.collect(convert(e));
                                    },
-                                   "to-rows");
+                                   "FROM " + t.name);
     rows.uid(uid);
     return rows;
   };

@@ -55,8 +55,8 @@ std::string prometheus_name(std::string_view name);
 // Where a task runs: the labels of its series, Flink's task scope (host,
 // tm_id, job_id, job_name, task_id, task_attempt_id, task_name,
 // task_attempt_num, subtask_index). task_id is the job vertex's id (as the
-// REST API gives it), so two vertices of one name (two "nexmark ->
-// to-rows" in a SQL job) never share a series.
+// REST API gives it), so two tasks of one name (the job graph makes vertex
+// names unique, but a scope built elsewhere need not be) never share a series.
 struct TaskScope {
   std::string host;
   std::string tm_id;

@@ -136,7 +136,7 @@ std::vector<std::string> series_of(const std::string& text) {
   return out;
 }
 
-// Two vertices of one name (a SQL job's two "nexmark -> to-rows"), each
+// Two vertices of one name, each
 // with an operator of one metric name: every series is distinct, told
 // apart by task_id (and operator_id).
 TEST(MetricsExpositionTest, TwoTasksOfOneNameHaveDistinctSeries) {

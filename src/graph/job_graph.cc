@@ -137,6 +137,17 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
     g->node_vertex[i] = v.id;
     g->vertices.push_back(std::move(v));
   }
+  // Vertex names are unique: a repeated one gets " (2)", " (3)", ... in
+  // vertex order, so that the web UI, the CLI and the logs tell them apart.
+  std::map<std::string, int> names;
+  for (JobVertex& v : g->vertices) {
+    const int count = ++names[v.name];
+    if (count == 1) continue;
+    std::string name = v.name + " (" + std::to_string(count) + ")";
+    for (int more = count; names.count(name) != 0; ++more) name = v.name + " (" + std::to_string(more + 1) + ")";
+    names[name] = 1;
+    v.name = std::move(name);
+  }
   for (size_t e = 0; e < sg.edges.size(); ++e) {
     int from_v = g->node_vertex[sg.edges[e].from];
     int to_v = g->node_vertex[sg.edges[e].to];

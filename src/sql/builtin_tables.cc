@@ -186,7 +186,7 @@ TableConnectors TableConnectors::built_in() {
           return std::make_unique<RowByRow>(std::make_unique<GeneratorSource<Row>>(
               [rows](int64_t i) { return (*rows)[static_cast<size_t>(i)]; }, count));
         },
-        "values", watermarks);
+        "values-" + t.name, watermarks);
     out.uid(uid);
     if (parallelism > 0) out.parallelism(parallelism);
     if (read.size() == declared.columns.size()) return out;
@@ -227,7 +227,7 @@ TableConnectors TableConnectors::built_in() {
                        .with_interval(Duration(0));
     }
     DataStream<Row> rows =
-        env.from_source<Row>([t, rate] { return make_file_table_source(t, rate); }, "file", watermarks);
+        env.from_source<Row>([t, rate] { return make_file_table_source(t, rate); }, "file-" + t.name, watermarks);
     rows.uid(uid);
     if (t.columns.size() == declared.columns.size()) return rows;
     return read_columns(rows, declared.columns, t.columns, uid);

@@ -94,15 +94,16 @@ DataStream<Row> calc(const DataStream<Row>& in, const std::vector<Expr>& conditi
   }
   const bool watermark = std::any_of(exprs.begin(), exprs.end(), [](const Expr& e) { return reads_watermark(e); });
   Calc fn(std::make_shared<const Program>(std::move(exprs)), conditions.size(), std::move(where));
+  const std::string name = calc_name(conditions, select, input_names);
   if (watermark) {
     const std::optional<size_t> size = select != nullptr ? std::optional<size_t>(select->size()) : std::nullopt;
-    const std::string name = select == nullptr ? "filter" : conditions.empty() ? "project" : "calc";
+    const std::string kind = select == nullptr ? "filter" : conditions.empty() ? "project" : "calc";
     DataStream<Row> out = detail::GraphBuilder::add<Row>(in, name, [fn, size]() { return std::make_unique<WatermarkCalc>(fn, size); });
-    out.uid(uid + name);
+    out.uid(uid + kind);
     return out;
   }
   if (select == nullptr) {
-    DataStream<Row> out = in.filter([fn](const Row& row) mutable { return fn.passes(row); }, "filter");
+    DataStream<Row> out = in.filter([fn](const Row& row) mutable { return fn.passes(row); }, name);
     out.uid(uid + "filter");
     return out;
   }
@@ -111,7 +112,7 @@ DataStream<Row> calc(const DataStream<Row>& in, const std::vector<Expr>& conditi
       [fn, size](const Row& row, Collector<Row>& out) mutable {
         if (fn.passes(row)) out.collect(fn.select(row.kind, size));
       },
-      conditions.empty() ? "project" : "calc");
+      name);
   out.uid(uid + (conditions.empty() ? "project" : "calc"));
   return out;
 }

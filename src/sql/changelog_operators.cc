@@ -417,6 +417,7 @@ absl::StatusOr<DataStream<Row>> two_phase_aggregate(const DataStream<Row>& in, c
   auto aggregates = std::make_shared<const Aggregates>(n.aggregates);
   const std::string what = "GROUP BY";
   DataStream<Row> partials = local_aggregate(in, keys, aggregates, is_updating(*n.input), settings, uid);
+  partials.name("LOCAL " + operator_name(n));
   DataStream<Row> out = partials.key_by([](const Row& row) { return std::get<std::string>(row.values[0]); })
                             .process<Row>(
                                 [aggregates, what] {

@@ -312,7 +312,7 @@ absl::StatusOr<DataStream<Row>> datagen_table(StreamEnvironment& env, const Tabl
   }
   const int64_t rate = *per_second;
   DataStream<Row> out = env.from_source<Row>([row, rows, rate] { return std::make_unique<DatagenSource>(row, rows, rate); },
-                                             "datagen", watermarks);
+                                             "datagen-" + t.name, watermarks);
   out.uid(uid);
   if (made.size() == t.columns.size()) return out;
   return read_columns(out, made, t.columns, uid);

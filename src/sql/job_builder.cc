@@ -76,7 +76,7 @@ class Builder {
           }
           return r;
         },
-        "sql-values");
+        "read values of " + table.name);
     out.uid(uid + "decimals");  // the uid of the jobs before DATE, ARRAY, ... (only DECIMALs were converted)
     return out;
   }
@@ -99,7 +99,7 @@ class Builder {
           for (const auto& [i, t] : typed) r.values[i] = to_wire(r.values[i], t);
           return r;
         },
-        "sql-values-out");
+        "write values");
     out.uid(uid + "decimal-text");  // as above
     return out;
   }
@@ -152,7 +152,7 @@ class Builder {
       case PlanNode::Kind::kWindow: {
         auto in = stream(*n.input, depth + 1);
         if (!in.ok()) return in.status();
-        return assign_windows(*in, n, uid);
+        return named(assign_windows(*in, n, uid), n);
       }
       case PlanNode::Kind::kAggregate: {
         // Directly over a window table function, the window operator makes
@@ -163,23 +163,23 @@ class Builder {
         auto in = stream(tvf ? *n.input->input : *n.input, depth + (tvf ? 2 : 1));
         if (!in.ok()) return in.status();
         const std::string keeps = uid + layout_tag(n);
-        if (tvf) return window_aggregate(*in, n, keeps);
-        if (window_bounds(*n.input) && !is_updating(*n.input)) return windowed_aggregate(*in, n, keeps);
+        if (tvf) return named(window_aggregate(*in, n, keeps), n);
+        if (window_bounds(*n.input) && !is_updating(*n.input)) return named(windowed_aggregate(*in, n, keeps), n);
         if (planned_.settings.two_phase_aggregation &&
             (!is_updating(*n.input) || Aggregates(n.aggregates).merges_retractions())) {
-          return two_phase_aggregate(*in, n, planned_.settings, keeps);
+          return named(two_phase_aggregate(*in, n, planned_.settings, keeps), n);
         }
-        return group_aggregate(*in, n, keeps);
+        return named(group_aggregate(*in, n, keeps), n);
       }
       case PlanNode::Kind::kRank: {
         auto in = stream(*n.input, depth + 1);
         if (!in.ok()) return in.status();
-        return top_n(*in, n, uid + layout_tag(n));
+        return named(top_n(*in, n, uid + layout_tag(n)), n);
       }
       case PlanNode::Kind::kOver: {
         auto in = stream(*n.input, depth + 1);
         if (!in.ok()) return in.status();
-        return over_aggregate(*in, n, uid + layout_tag(n));
+        return named(over_aggregate(*in, n, uid + layout_tag(n)), n);
       }
       case PlanNode::Kind::kUnion: {
         auto sides = both_sides(n, depth, "u");
@@ -189,17 +189,24 @@ class Builder {
       case PlanNode::Kind::kJoin: {
         auto sides = both_sides(n, depth, "r");
         if (!sides.ok()) return sides.status();
-        return join(sides->first, sides->second, n, uid + layout_tag(n));
+        return named(join(sides->first, sides->second, n, uid + layout_tag(n)), n);
       }
       case PlanNode::Kind::kUnnest: {
         auto in = stream(*n.input, depth + 1);
         if (!in.ok()) return in.status();
-        return unnest(*in, n, n.input->column_names(), uid);
+        return named(unnest(*in, n, n.input->column_names(), uid), n);
       }
       case PlanNode::Kind::kSink:
         break;
     }
     return absl::InternalError("a sink inside a query");
+  }
+
+  // The operator that runs `n`, named after what it does (plan.h
+  // operator_name).
+  static absl::StatusOr<DataStream<Row>> named(absl::StatusOr<DataStream<Row>> op, const PlanNode& n) {
+    if (op.ok()) op->name(operator_name(n));
+    return op;
   }
 
   static bool small_enough(const std::vector<Expr>& exprs) {

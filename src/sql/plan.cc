@@ -341,6 +341,117 @@ std::string explain(const PlanNode& root) {
   return out;
 }
 
+namespace {
+
+// "10 s", "1 min", "1500 ms".
+std::string readable_ms(int64_t ms) {
+  if (ms != 0 && ms % 3600000 == 0) return std::to_string(ms / 3600000) + " h";
+  if (ms != 0 && ms % 60000 == 0) return std::to_string(ms / 60000) + " min";
+  if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  return std::to_string(ms) + " ms";
+}
+
+// "HOP(dateTime, 2 s, 10 s)": the arguments in SQL's order.
+std::string window_name(const WindowSpec& w) {
+  std::string args = w.time_column;
+  switch (w.kind) {
+    case WindowSpec::Kind::kTumble:
+      args += ", " + readable_ms(w.size_ms);
+      break;
+    case WindowSpec::Kind::kHop:
+    case WindowSpec::Kind::kCumulate:
+      args += ", " + readable_ms(w.slide_ms) + ", " + readable_ms(w.size_ms);
+      break;
+    case WindowSpec::Kind::kSession:
+      args += ", " + readable_ms(w.gap_ms);
+      break;
+  }
+  if (w.offset_ms != 0) args += ", " + readable_ms(w.offset_ms);
+  static const char* kNames[] = {"TUMBLE", "HOP", "SESSION", "CUMULATE"};
+  return std::string(kNames[static_cast<int>(w.kind)]) + "(" + args + ")";
+}
+
+std::string capped(std::string name) {
+  if (name.size() <= kMaxOperatorName) return name;
+  size_t cut = kMaxOperatorName - 3;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+  name.resize(cut);
+  return name + "...";
+}
+
+std::string joined(const std::vector<Expr>& exprs, const std::vector<std::string>& in) {
+  std::vector<std::string> parts;
+  for (const Expr& e : exprs) parts.push_back(e.to_string(in));
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+std::string calc_name(const std::vector<Expr>& conditions, const std::vector<Expr>* select,
+                      const std::vector<std::string>& input_names) {
+  std::string name;
+  if (select != nullptr) name = "SELECT " + joined(*select, input_names);
+  if (!conditions.empty()) {
+    std::vector<std::string> parts;
+    for (const Expr& c : conditions) parts.push_back(c.to_string(input_names));
+    name += std::string(name.empty() ? "" : " ") + "WHERE " + absl::StrJoin(parts, " AND ");
+  }
+  return capped(std::move(name));
+}
+
+std::string operator_name(const PlanNode& n) {
+  const std::vector<std::string> none;
+  const std::vector<std::string> in = n.input ? n.input->column_names() : none;
+  switch (n.kind) {
+    case PlanNode::Kind::kScan:
+      return capped("FROM " + n.table);
+    case PlanNode::Kind::kWindow:
+      return capped(window_name(*n.window));
+    case PlanNode::Kind::kAggregate: {
+      // Over a window table function: the window, and the keys without the
+      // window's own columns.
+      const PlanNode* window = n.input && n.input->kind == PlanNode::Kind::kWindow ? n.input.get() : nullptr;
+      const int first_window_column = window ? static_cast<int>(window->input->columns.size()) : -1;
+      std::vector<std::string> keys, aggs;
+      for (const Expr& e : n.exprs) {
+        if (window && e.kind == Expr::Kind::kColumn && e.column >= first_window_column) continue;
+        keys.push_back(e.to_string(in));
+      }
+      for (const AggregateCall& a : n.aggregates) aggs.push_back(a.to_string(in));
+      std::string name = window ? window_name(*window->window) + " " : "";
+      name += aggs.empty() ? "DISTINCT" : absl::StrJoin(aggs, ", ");
+      if (!keys.empty()) name += " BY " + absl::StrJoin(keys, ", ");
+      return capped(std::move(name));
+    }
+    case PlanNode::Kind::kRank: {
+      std::vector<std::string> order;
+      for (size_t i = 0; i < n.order_keys.size(); ++i) {
+        order.push_back(n.order_keys[i].to_string(in) + (n.descending[i] ? " DESC" : ""));
+      }
+      return capped(std::string(rank_function_name(n.rank_function)) + "() OVER (" +
+                    (n.exprs.empty() ? "" : "PARTITION BY " + joined(n.exprs, in) + " ") + "ORDER BY " +
+                    absl::StrJoin(order, ", ") + ") <= " + std::to_string(n.limit));
+    }
+    case PlanNode::Kind::kOver: {
+      std::vector<std::string> aggs;
+      for (const AggregateCall& a : n.aggregates) aggs.push_back(a.to_string(in));
+      return capped(absl::StrJoin(aggs, ", ") + " OVER (" +
+                    (n.exprs.empty() ? "" : "PARTITION BY " + joined(n.exprs, in) + " ") + "ORDER BY " +
+                    n.order_keys[0].to_string(in) + " " + n.over->to_string() + ")");
+    }
+    case PlanNode::Kind::kFilter:
+      return calc_name({n.exprs[0]}, nullptr, in);
+    case PlanNode::Kind::kProject:
+      return calc_name({}, &n.exprs, in);
+    case PlanNode::Kind::kJoin:
+    case PlanNode::Kind::kUnion:
+    case PlanNode::Kind::kUnnest:
+    case PlanNode::Kind::kSink:
+      return capped(describe(n, in, n.right ? n.right->column_names() : none));
+  }
+  return "?";
+}
+
 std::unique_ptr<PlanNode> scan_of(const TableDef& t) {
   auto scan = std::make_unique<PlanNode>();
   scan->kind = PlanNode::Kind::kScan;

@@ -277,6 +277,17 @@ std::optional<IntervalBounds> interval_bounds(const Expr& condition, int left_wi
 //     Project(auction, price * 2 AS twice) ...
 std::string explain(const PlanNode& root);
 
+// The name of the operator that runs `n`, as the job graph, the web UI and
+// the metrics' operator_name show it: what the node does in SQL's words,
+// "HOP(dateTime, 2 s, 10 s) COUNT(*) BY auction", "SELECT auction, price
+// WHERE price > 10" (calc_name), at most kMaxOperatorName characters.
+std::string operator_name(const PlanNode& n);
+// A filter's conditions and a projection's expressions as one operator
+// runs them, over the input's column names.
+std::string calc_name(const std::vector<Expr>& conditions, const std::vector<Expr>* select,
+                      const std::vector<std::string>& input_names);
+inline constexpr size_t kMaxOperatorName = 160;
+
 // What a stateful node keeps, as text: the node with its input's columns
 // by position ($0, $1, ...), the types it reads and emits, and for an
 // aggregation over a window table function the windows. Names (aliases,
