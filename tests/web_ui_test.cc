@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "tests/cluster.h"
 #include "tests/webdriver.h"
 
@@ -304,6 +305,121 @@ TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
   auto after = raw.Get("/v1/jobs", {{"Cookie", "weir_session=" + session}});
   ASSERT_TRUE(after);
   EXPECT_EQ(after->status, 401);
+}
+
+// The SQL page: a script is explained (an error selects its place, a plan
+// shows), submitted as the built-in job sql, and the job's page names its
+// operators after the query; what its print sink writes shows on the
+// TaskManager's page under Stdout, read from the file the TaskManager's
+// output goes to.
+TEST(WebUiTest, SqlPageExplainsAndSubmitsAScriptWhoseOutputTheTaskManagerShows) {
+  Cluster c("web-ui-sql");
+  ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  const std::string base = (tls_mode() ? "https://" : "http://") + c.rest();
+  const char* shots_env = std::getenv("WEIR_SCREENSHOT_DIR");
+  const std::string shots = shots_env != nullptr ? shots_env : c.dir().path("screenshots");
+  std::filesystem::create_directories(shots);
+  WebDriver b(c.dir().path("chromedriver"));
+  ASSERT_TRUE(b.error().empty()) << b.error();
+  b.go(base + "/ui/login");
+  b.type("#secret", c.secret());
+  ASSERT_TRUE(b.click("#sign-in"));
+  ASSERT_TRUE(eventually([&] { return b.url().rfind(base + "/ui/", 0) == 0 && b.url() != base + "/ui/login"; }, 20s));
+
+  ASSERT_TRUE(b.click("#nav-sql"));
+  ASSERT_NE(b.await("#sql-script"), "");
+  auto set_script = [&](const std::string& text) {
+    b.run("document.getElementById('sql-script').value = arguments[0];", nlohmann::json::array({text}));
+  };
+  // A misspelled keyword: the error names line and column, and the editor
+  // selects that place.
+  set_script("CREATE TABLE t (x BIGINT) WITH ('connector' = 'values', 'rows' = '1');\nSELEC x FROM t;\n");
+  ASSERT_TRUE(b.click("#sql-explain"));
+  ASSERT_NE(b.await("#sql-error"), "") << b.text("#s-sql-result");
+  EXPECT_NE(b.text("#sql-error").find("line 2, column 1"), std::string::npos) << b.text("#sql-error");
+  EXPECT_EQ(b.run("return document.getElementById('sql-script').selectionStart;"), 71);
+
+  const std::string script =
+      "CREATE TABLE bids (auction BIGINT, price BIGINT) WITH ('connector' = 'values', 'rows' = '\n"
+      "1,10\n2,20\n1,30\n3,40\n');\n"
+      "CREATE TABLE shown (auction BIGINT, total BIGINT, tag STRING) WITH ('connector' = 'print');\n"
+      "INSERT INTO shown SELECT auction, SUM(price), 'weir-printed' FROM bids WHERE price > 15 GROUP BY auction;\n";
+  set_script(script);
+  ASSERT_TRUE(b.click("#sql-explain"));
+  ASSERT_NE(b.await("#sql-plan"), "") << b.text("#s-sql-result");
+  EXPECT_NE(b.text("#sql-plan").find("Sink(shown)"), std::string::npos) << b.text("#sql-plan");
+  EXPECT_NE(b.text("#sql-plan").find("Aggregate("), std::string::npos) << b.text("#sql-plan");
+  ASSERT_TRUE(b.screenshot(shots + "/sql.png"));
+  // The same through the REST API.
+  auto explained = c.client().post("/v1/sql/explain", {{"script", script}});
+  ASSERT_TRUE(explained.ok()) << explained.status();
+  EXPECT_EQ((*explained)["plan"].get<std::string>(), b.text("#sql-plan"));
+
+  b.run("document.getElementById('sql-parallelism').value = '2';");
+  // A cluster job's checkpoints go where every process reaches.
+  ASSERT_TRUE(b.click("#sql-submit"));
+  ASSERT_TRUE(eventually([&] { return b.text("#sql-error").find("--checkpoint-dir") != std::string::npos; }, 20s))
+      << b.text("#s-sql-result");
+  b.run("document.getElementById('sql-checkpoint-dir').value = arguments[0];",
+        nlohmann::json::array({c.dir().path("sql-chk")}));
+  b.log();  // the refused explain's and submission's 400s are expected; nothing after them is
+  ASSERT_TRUE(b.click("#sql-submit"));
+  std::string job;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string url = b.url(), prefix = base + "/ui/#/jobs/";
+        if (url.rfind(prefix, 0) != 0) return false;
+        job = url.substr(prefix.size());
+        return true;
+      },
+      20s))
+      << b.url() << " " << b.text("#s-sql-result");
+  auto ended = c.client().wait(job, 60000);
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  ASSERT_EQ((*ended)["status"], "FINISHED") << *ended;
+  // Its vertices are named after the query, and drawn with those names.
+  auto detail = c.client().job(job);
+  ASSERT_TRUE(detail.ok()) << detail.status();
+  std::vector<std::string> names;
+  for (const auto& v : (*detail)["vertices"]) names.push_back(v["name"]);
+  ASSERT_GE(names.size(), 2u) << *detail;
+  const std::string all = absl::StrJoin(names, " | ");
+  EXPECT_NE(all.find("values-bids -> WHERE (price > 15)"), std::string::npos) << all;
+  EXPECT_NE(all.find("SUM(price) BY auction -> SELECT auction, SUM(price), 'weir-printed'"), std::string::npos) << all;
+  ASSERT_TRUE(eventually(
+      [&] {
+        nlohmann::json drawn =
+            b.run("return [...document.querySelectorAll('#s-graph g.vertex > title')].map(t => t.textContent);");
+        return drawn.is_array() && drawn.size() == names.size() &&
+               std::all_of(names.begin(), names.end(),
+                           [&](const std::string& n) { return std::find(drawn.begin(), drawn.end(), n) != drawn.end(); });
+      },
+      20s))
+      << all;
+  ASSERT_TRUE(b.screenshot(shots + "/sql-job.png", 1200));
+
+  // Its three rows on the TaskManager's standard output, in the browser
+  // and through the REST API.
+  b.go(base + "/ui/#/taskmanagers/tm-a");
+  ASSERT_TRUE(b.click("#output-stdout"));
+  const std::vector<std::string> rows = {"+I[2, 20, weir-printed]", "+I[1, 30, weir-printed]", "+I[3, 40, weir-printed]"};
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string shown = b.text("#log-view");
+        return std::all_of(rows.begin(), rows.end(), [&](const std::string& r) { return shown.find(r) != std::string::npos; });
+      },
+      20s))
+      << b.text("#log-view") << "\n" << slurp(c.dir().path("tm-a.out"));
+  EXPECT_NE(b.text("#log-status").find("up to byte"), std::string::npos) << b.text("#log-status");
+  ASSERT_TRUE(b.screenshot(shots + "/taskmanager-stdout.png", 1400));
+  auto out = c.client().get("/v1/taskmanagers/tm-a/stdout?offset=0&length=1048576");
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::string lines = (*out)["lines"].dump();
+  for (const std::string& r : rows) EXPECT_NE(lines.find(r), std::string::npos) << lines;
+  auto too_long = c.client().get("/v1/taskmanagers/tm-a/stdout?length=2000000");
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("not between 1 and 1048576"), std::string::npos) << too_long.status();
+  EXPECT_EQ(errors_in(b.log()), "");
 }
 
 }  // namespace

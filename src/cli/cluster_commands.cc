@@ -532,6 +532,7 @@ std::optional<int> ClusterCommands::run() {
     o.library_dir = f.library_dir;
     o.secret = *secret;
     o.catalog = builtin_job_catalog();
+    o.explain_sql = explain_sql;
     o.tls = tls;
     auto interval = parse_duration(f.heartbeat_interval);
     auto timeout = parse_duration(f.heartbeat_timeout);

@@ -325,6 +325,14 @@ absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvi
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> explain_sql(const std::string& text) {
+  auto script = sql::parse_script(text);
+  if (!script.ok()) return script.status();
+  auto planned = sql::plan_script(*script, sql_plan_options());
+  if (!planned.ok()) return planned.status();
+  return sql::explain(*planned);
+}
+
 sql::PlanOptions sql_plan_options() {
   sql::PlanOptions options;
   options.job_setting = check_job_setting;

@@ -273,6 +273,11 @@ inline constexpr const char* kBuiltinJobs = "running-sum, orders, line-copy, nex
 absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvironment& env,
                            const std::string& collect = "");
 
+// What `weir sql FILE --explain` prints for the script `text`: each
+// INSERT's plan; InvalidArgument with the line and column of what keeps it
+// from running. (Also the JobManager's, for the web UI's SQL page.)
+absl::StatusOr<std::string> explain_sql(const std::string& text);
+
 // The tables `weir sql` reads and writes: the built-in connectors and the
 // Nexmark generator.
 sql::TableConnectors cli_table_connectors();

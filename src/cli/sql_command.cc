@@ -131,11 +131,9 @@ std::optional<int> SqlCommand::run() {
   if (!read_script(f.file, &text)) return kBadInput;
   const std::string name = f.file == "-" ? "<stdin>" : f.file;
   if (f.explain) {
-    auto script = sql::parse_script(std::move(text));
-    if (!script.ok()) return fail(kBadArguments, name + ": " + std::string(script.status().message()));
-    auto planned = sql::plan_script(*script, sql_plan_options());
-    if (!planned.ok()) return fail(kBadArguments, name + ": " + std::string(planned.status().message()));
-    std::fputs(sql::explain(*planned).c_str(), stdout);
+    auto plan = explain_sql(text);
+    if (!plan.ok()) return fail(kBadArguments, name + ": " + std::string(plan.status().message()));
+    std::fputs(plan->c_str(), stdout);
     return kOk;
   }
   // The script's SET 'parallelism.default' = ... and the like, unless the

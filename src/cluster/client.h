@@ -59,6 +59,10 @@ class ClusterClient {
   void set_answer_timeout(int seconds) { answer_timeout_s_ = seconds; }
   // GET of any REST path (docs/rest-api.md), e.g. "/v1/taskmanagers/ID".
   absl::StatusOr<nlohmann::json> get(const std::string& path) { return request("GET", path, nullptr, 30); }
+  // POST of a JSON body to any REST path, e.g. "/v1/sql/explain".
+  absl::StatusOr<nlohmann::json> post(const std::string& path, const nlohmann::json& body) {
+    return request("POST", path, &body, 30);
+  }
 
  private:
   absl::StatusOr<nlohmann::json> request(const std::string& method, const std::string& path,

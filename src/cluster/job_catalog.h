@@ -31,6 +31,10 @@ struct BuiltJob {
 using JobCatalog = std::function<absl::StatusOr<BuiltJob>(
     const std::string& name, const std::vector<std::string>& args, const JobLibrary* library)>;
 
+// A SQL script's plan as text (`weir sql FILE --explain`), or the error
+// that keeps it from running.
+using SqlExplainer = std::function<absl::StatusOr<std::string>(const std::string& script)>;
+
 }  // namespace weir::cluster
 
 #endif  // WEIR_CLUSTER_JOB_CATALOG_H_

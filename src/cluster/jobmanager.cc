@@ -94,6 +94,7 @@ class JobManager::Impl final : public proto::JobManagerService::Service {
       }
     }
     rest_.set_jobmanager_view(config_json(), options_.tls.ca);
+    rest_.set_sql_explainer(options_.explain_sql);
     auto rest_port = rest_.start(host->first, options_.rest_port, https);
     if (!rest_port.ok()) return rest_port.status();
     rest_port_ = *rest_port;

@@ -41,6 +41,11 @@ struct JobManagerOptions {
   std::string library_dir;
   // How the jobs it is asked to run are built (required).
   JobCatalog catalog;
+  // For the web UI's SQL page (POST /v1/sql/explain): a SQL script's plan,
+  // each INSERT's, or InvalidArgument with the line and column of its
+  // error. Default: none (the route answers that this JobManager plans no
+  // SQL).
+  SqlExplainer explain_sql;
   // TLS on the session port (mutual) and the REST port (HTTPS): none or
   // all three files. Default: none.
   network::TlsFiles tls;

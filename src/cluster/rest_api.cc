@@ -88,10 +88,12 @@ absl::StatusOr<int> RestApi::start(const std::string& host, int port,
   http_.Get("/v1/taskmanagers", route(&RestApi::get_taskmanagers));
   http_.Get(R"(/v1/taskmanagers/([^/]+))", route(&RestApi::get_taskmanager));
   http_.Get(R"(/v1/taskmanagers/([^/]+)/log)", route(&RestApi::get_taskmanager_log));
+  http_.Get(R"(/v1/taskmanagers/([^/]+)/stdout)", route(&RestApi::get_taskmanager_stdout));
   http_.Get("/v1/jobmanager/config", route(&RestApi::get_jobmanager_config));
   http_.Get("/v1/jobmanager/log", route(&RestApi::get_jobmanager_log));
   http_.Get("/v1/jobs", route(&RestApi::get_jobs));
   http_.Post("/v1/jobs", route(&RestApi::post_job));
+  http_.Post("/v1/sql/explain", route(&RestApi::post_sql_explain));
   http_.Get(R"(/v1/jobs/([0-9a-f]+))", route(&RestApi::get_job));
   http_.Get(R"(/v1/jobs/([0-9a-f]+)/wait)", route(&RestApi::get_job_wait));
   http_.Get(R"(/v1/jobs/([0-9a-f]+)/checkpoints)", route(&RestApi::get_checkpoints));
@@ -228,6 +230,20 @@ void RestApi::post_job(const Request& req, Response& res) {
   auto id = jobs_->submit(body["name"].get<std::string>(), args, library);
   if (!id.ok()) return reply_error(res, id.status());
   reply(res, {{"job_id", *id}});
+}
+
+// {"script": TEXT} -> {"plan": TEXT}: what `weir sql FILE --explain` prints,
+// for the web UI's SQL page; a script that would not run is a 400 naming
+// the line and column.
+void RestApi::post_sql_explain(const Request& req, Response& res) {
+  auto body = parse_json_body(req.body, kMaxJsonDepth);
+  if (!body.is_object() || !body.contains("script") || !body["script"].is_string()) {
+    return reply_error(res, absl::InvalidArgumentError("the body must be {\"script\": SQL}"));
+  }
+  if (!explain_sql_) return reply_error(res, absl::FailedPreconditionError("this JobManager plans no SQL"));
+  auto plan = explain_sql_(body["script"].get<std::string>());
+  if (!plan.ok()) return reply_error(res, plan.status());
+  reply(res, {{"plan", *plan}});
 }
 
 void RestApi::get_job(const Request& req, Response& res) {

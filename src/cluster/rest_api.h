@@ -47,6 +47,8 @@ class RestApi {
     jobmanager_config_ = std::move(config);
     tls_ca_ = std::move(tls_ca);
   }
+  // What POST /v1/sql/explain answers with. Before start().
+  void set_sql_explainer(SqlExplainer explain) { explain_sql_ = std::move(explain); }
 
   // The largest job library a client may upload, and the limits on
   // everything else.
@@ -80,6 +82,11 @@ class RestApi {
   void get_taskmanagers(const Request& req, Response& res);
   void get_taskmanager(const Request& req, Response& res);
   void get_taskmanager_log(const Request& req, Response& res);
+  void get_taskmanager_stdout(const Request& req, Response& res);
+  void post_sql_explain(const Request& req, Response& res);
+  // GET `path` of the TaskManager the request names, on its HTTP port (its
+  // `what`, for errors), answered as it answers.
+  void from_taskmanager(const Request& req, Response& res, const std::string& path, const std::string& what);
   void get_jobmanager_config(const Request& req, Response& res);
   void get_jobmanager_log(const Request& req, Response& res);
   nlohmann::json taskmanager_json(const SessionPtr& s);
@@ -99,6 +106,7 @@ class RestApi {
   nlohmann::json jobmanager_config_ = nlohmann::json::object();
   std::atomic<int> port_{0};  // once listening
   std::string tls_ca_;
+  SqlExplainer explain_sql_;  // null: no SQL planner here
   RateLimitedLog refusals_;  // of requests without the secret
   WebUi ui_;
   HttpServer http_;

@@ -1,8 +1,10 @@
 // RestApi: the cluster's processes. The TaskManagers (what each offers and
 // uses, the subtasks in its slots, its configuration as it registered it,
-// and its log, fetched from its HTTP port with the cluster secret) and the
-// JobManager's own configuration and log. Logs come in bounded pieces
-// (cluster/log_tail.h), never whole. The rest of the API is in rest_api.cc.
+// and its log and standard output, fetched from its HTTP port with the
+// cluster secret) and the JobManager's own configuration and log. Logs and
+// output come in bounded pieces (cluster/log_tail.h,
+// cluster/taskmanager_http.h), never whole. The rest of the API is in
+// rest_api.cc.
 #include <httplib.h>
 
 #include "cluster/log_tail.h"
@@ -65,13 +67,19 @@ void RestApi::get_taskmanager(const Request& req, Response& res) {
   reply(res, out);
 }
 
-void RestApi::get_taskmanager_log(const Request& req, Response& res) {
+void RestApi::get_taskmanager_log(const Request& req, Response& res) { from_taskmanager(req, res, "/v1/log", "log"); }
+
+void RestApi::get_taskmanager_stdout(const Request& req, Response& res) {
+  from_taskmanager(req, res, "/v1/stdout", "standard output");
+}
+
+void RestApi::from_taskmanager(const Request& req, Response& res, const std::string& path, const std::string& what) {
   SessionPtr s = taskmanager_of(req, res);
   if (s == nullptr) return;
   if (s->metrics_address.empty()) {
     return reply_error(res, absl::FailedPreconditionError("TaskManager " + s->id +
-                                                          " serves no HTTP port (--metrics-port -1): its log is "
-                                                          "in its own output only"));
+                                                          " serves no HTTP port (--metrics-port -1): its " + what +
+                                                          " is in its own output only"));
   }
   auto hp = network::parse_address(s->metrics_address);
   if (!hp.ok()) return reply_error(res, hp.status());
@@ -86,10 +94,11 @@ void RestApi::get_taskmanager_log(const Request& req, Response& res) {
   for (const char* p : {"offset", "length"}) {
     if (req.has_param(p)) params.emplace(p, req.get_param_value(p));
   }
-  auto r = http.Get("/v1/log", params, httplib::Headers{{"Authorization", "Bearer " + secret_}});
+  auto r = http.Get(path, params, httplib::Headers{{"Authorization", "Bearer " + secret_}});
   if (!r) {
     return reply_error(res, absl::UnavailableError("TaskManager " + s->id + " at " + s->metrics_address +
-                                                   " did not answer for its log: " + httplib::to_string(r.error())));
+                                                   " did not answer for its " + what + ": " +
+                                                   httplib::to_string(r.error())));
   }
   res.status = r->status;
   res.set_content(r->body, "application/json");

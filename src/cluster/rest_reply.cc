@@ -16,7 +16,11 @@ int http_status(const absl::Status& s) {
   }
 }
 
-void reply(httplib::Response& res, const nlohmann::json& body) { res.set_content(body.dump(), "application/json"); }
+// Bytes that are not UTF-8 (a job name, a printed line) become U+FFFD
+// rather than failing the reply.
+void reply(httplib::Response& res, const nlohmann::json& body) {
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+}
 
 void reply_error(httplib::Response& res, const absl::Status& s) {
   res.status = http_status(s);

@@ -11,13 +11,12 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cluster/ha_jobmanager.h"
-#include "cluster/http_server.h"
 #include "cluster/leader_election.h"
 #include "cluster/job_library.h"
 #include "cluster/job_metrics.h"
-#include "cluster/log_tail.h"
 #include "cluster/metrics_exposition.h"
 #include "cluster/protocol.h"
+#include "cluster/taskmanager_http.h"
 #include "common/clock.h"
 #include "common/file_util.h"
 #include "cluster/queued_writer.h"
@@ -36,33 +35,7 @@ namespace {
 using proto::JobManagerMessage;
 using proto::TaskManagerMessage;
 
-// The /metrics server: its errors name the metrics port.
-HttpServerOptions metrics_server_options() {
-  HttpServerOptions o;
-  o.name = "metrics port";
-  return o;
-}
-
 }  // namespace
-
-absl::StatusOr<std::pair<int, int>> parse_port_range(std::string_view text) {
-  auto bad = [&] {
-    return absl::InvalidArgumentError("'" + std::string(text) +
-                                      "' is no port (0 to 65535, 0: any free one, -1: none) or range of ports (9250-9260)");
-  };
-  const std::string t(text);
-  const size_t dash = t.find('-', 1);
-  int first = 0, last = 0;
-  if (dash == std::string::npos) {
-    if (!absl::SimpleAtoi(t, &first) || first < -1 || first > 65535) return bad();
-    return std::make_pair(first, first);
-  }
-  if (!absl::SimpleAtoi(t.substr(0, dash), &first) || !absl::SimpleAtoi(t.substr(dash + 1), &last) || first < 1 ||
-      last > 65535 || first > last) {
-    return bad();
-  }
-  return std::make_pair(first, last);
-}
 
 class TaskManagerProcess::Impl {
  public:
@@ -79,7 +52,7 @@ class TaskManagerProcess::Impl {
   ~Impl() {
     if (result_uplink() == uplink_) set_result_uplink(nullptr);
     shutdown();
-    metrics_http_.shutdown();
+    http_.shutdown();
     release_all();
     data_plane_.shutdown();
   }
@@ -112,35 +85,19 @@ class TaskManagerProcess::Impl {
     }
     absl::Status listening = data_plane_.listen(options_.bind_host, options_.data_port);
     if (!listening.ok() || options_.metrics_port < 0) return listening;
-    if (options_.tls.enabled()) {
-      auto https = network::TlsContext::create(options_.tls, network::TlsContext::Role::kServer,
-                                               /*require_client_cert=*/false);
-      if (!https.ok()) return https.status();
-      metrics_http_.set_tls(*https);
-    }
-    metrics_http_.set_gate(secret_gate(options_.secret, options_.metrics_public, "metrics", &refusals_));
-    metrics_http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics_text(), kPrometheusContentType);
-    });
-    // Its log, for the JobManager's /v1/taskmanagers/ID/log (always behind
-    // the secret, --metrics-public or not).
-    metrics_http_.Get("/v1/log", [](const httplib::Request& req, httplib::Response& res) {
-      auto piece = log_piece_json(req.get_param_value("offset"), req.get_param_value("length"));
-      if (!piece.ok()) {
-        res.status = 400;
-        res.set_content(nlohmann::json{{"error", std::string(piece.status().message())}}.dump(), "application/json");
-        return;
-      }
-      res.set_content(piece->dump(), "application/json");
-    });
-    auto port = metrics_http_.listen_on(options_.bind_host, options_.metrics_port,
-                                        std::max(options_.metrics_port, options_.metrics_port_last));
-    if (!port.ok()) return port.status();
-    metrics_address_ = options_.bind_host + ":" + std::to_string(*port);
-    return absl::OkStatus();
+    TaskManagerHttpOptions http;
+    http.bind_host = options_.bind_host;
+    http.first_port = options_.metrics_port;
+    http.last_port = options_.metrics_port_last;
+    http.secret = options_.secret;
+    http.metrics_public = options_.metrics_public;
+    http.tls = options_.tls;
+    http.tm_id = options_.id;
+    auto address = http_.start(http);
+    return address.ok() ? absl::OkStatus() : address.status();
   }
   const std::string& data_address() const { return data_plane_.address(); }
-  const std::string& metrics_address() const { return metrics_address_; }
+  const std::string& metrics_address() const { return http_.address(); }
 
   // Its configuration for the REST API (the secret and key paths left out).
   std::string config_json() const {
@@ -150,7 +107,7 @@ class TaskManagerProcess::Impl {
                           {"network_buffer_bytes", options_.network_buffers * int64_t{32 * 1024}},
                           {"bind_host", options_.bind_host},
                           {"data_address", data_plane_.address()},
-                          {"metrics_address", metrics_address_},
+                          {"metrics_address", http_.address()},
                           {"metrics_public", options_.metrics_public},
                           {"tls", options_.tls.enabled()},
                           {"high_availability", options_.ha_quorum.empty() ? "none" : "zookeeper"},
@@ -312,7 +269,7 @@ class TaskManagerProcess::Impl {
     reg.mutable_register_()->set_data_address(data_plane_.address());
     reg.mutable_register_()->set_slots(options_.slots);
     reg.mutable_register_()->set_network_buffers(options_.network_buffers);
-    reg.mutable_register_()->set_metrics_address(metrics_address_);
+    reg.mutable_register_()->set_metrics_address(http_.address());
     reg.mutable_register_()->set_known_epoch(max_epoch_);
     reg.mutable_register_()->set_config_json(config_json());
     JobManagerMessage m;
@@ -354,7 +311,7 @@ class TaskManagerProcess::Impl {
     spdlog::info("registered at the JobManager {}{} as {} ({} slots, data {}{})", jobmanager_,
                  m.epoch() > 0 ? " (leader epoch " + std::to_string(m.epoch()) + ")" : "", options_.id,
                  options_.slots, data_plane_.address(),
-                 metrics_address_.empty() ? "" : ", metrics " + metrics_address_);
+                 http_.address().empty() ? "" : ", metrics " + http_.address());
     auto writer = std::make_unique<QueuedWriter<TaskManagerMessage>>(
         [&stream](const TaskManagerMessage& msg) { return stream->Write(msg); });
     {
@@ -668,12 +625,10 @@ class TaskManagerProcess::Impl {
   network::NetworkBufferPool pool_;
   network::DataPlane data_plane_;
   LibraryStore libraries_;
-  RateLimitedLog refusals_;  // of metrics requests without the secret
-  HttpServer metrics_http_{metrics_server_options()};
+  TaskManagerHttp http_{[this] { return metrics_text(); }};  // GET /metrics, /v1/log, /v1/stdout
   std::shared_ptr<grpc::ChannelCredentials> credentials_;  // the session's, set by start()
   // Query results' way to the JobManager, for this process's result sinks.
   const std::shared_ptr<JobManagerUplink> uplink_ = std::make_shared<JobManagerUplink>(options_.secret);
-  std::string metrics_address_;  // set by start()
   std::atomic<int64_t> last_heard_{0};                    // the session's last message from the JobManager
   // Per job, the restore point of its latest deployment in this session
   // (DeployTask.restore_as_before). The thread of run() (and the

@@ -5,8 +5,9 @@
 // breaks or the JobManager's heartbeats stop, it cancels every task (the
 // JobManager has failed them) and registers again (under high availability
 // with whichever JobManager leads then, refusing one of an older leader
-// epoch than it has seen). It serves its tasks'
-// metrics for Prometheus on a port of its own (docs/metrics.md). The blocking results its
+// epoch than it has seen). It serves its tasks' metrics for Prometheus, its
+// log and its standard output on an HTTP port of its own
+// (taskmanager_http.h, docs/metrics.md). The blocking results its
 // tasks write stay in its own directory and are served from there to
 // consumers on other TaskManagers; they are removed when the job ends here.
 #ifndef WEIR_CLUSTER_TASKMANAGER_H_
@@ -20,14 +21,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cluster/job_catalog.h"
+#include "cluster/taskmanager_http.h"  // parse_port_range
 #include "network/tls.h"
 
 namespace weir::cluster {
-
-// A port ("9250", 0 or -1) or a range of them ("9250-9260") as --metrics-port
-// takes it: the first and the last (equal for one port); an error says what
-// is wrong.
-absl::StatusOr<std::pair<int, int>> parse_port_range(std::string_view text);
 
 struct TaskManagerOptions {
   std::string jobmanager = "127.0.0.1:6123";

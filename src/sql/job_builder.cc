@@ -284,7 +284,7 @@ class Builder {
       identity = (*select)[i].kind == Expr::Kind::kColumn && (*select)[i].column == static_cast<int>(i);
     }
     if (identity) return in;
-    return calc(*in, conditions, select ? &*select : nullptr, below->column_names(), uid);
+    return calc(*in, conditions, select ? &*select : nullptr, readable_column_names(*below), uid);
   }
 
   // The two inputs of a join or union; the right side's uids carry `tag`

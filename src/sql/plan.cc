@@ -387,6 +387,17 @@ std::string joined(const std::vector<Expr>& exprs, const std::vector<std::string
 
 }  // namespace
 
+std::vector<std::string> readable_column_names(const PlanNode& n) {
+  std::vector<std::string> names = n.column_names();
+  if (n.kind != PlanNode::Kind::kAggregate || !n.input) return names;
+  const std::vector<std::string> in = n.input->column_names();
+  const size_t first = n.exprs.size();  // the keys, then one column per aggregate
+  for (size_t i = 0; i < n.aggregates.size() && first + i < names.size(); ++i) {
+    if (names[first + i].rfind("$agg", 0) == 0) names[first + i] = n.aggregates[i].to_string(in);
+  }
+  return names;
+}
+
 std::string calc_name(const std::vector<Expr>& conditions, const std::vector<Expr>* select,
                       const std::vector<std::string>& input_names) {
   std::string name;
@@ -401,7 +412,7 @@ std::string calc_name(const std::vector<Expr>& conditions, const std::vector<Exp
 
 std::string operator_name(const PlanNode& n) {
   const std::vector<std::string> none;
-  const std::vector<std::string> in = n.input ? n.input->column_names() : none;
+  const std::vector<std::string> in = n.input ? readable_column_names(*n.input) : none;
   switch (n.kind) {
     case PlanNode::Kind::kScan:
       return capped("FROM " + n.table);

@@ -287,6 +287,9 @@ std::string operator_name(const PlanNode& n);
 std::string calc_name(const std::vector<Expr>& conditions, const std::vector<Expr>* select,
                       const std::vector<std::string>& input_names);
 inline constexpr size_t kMaxOperatorName = 160;
+// `n`'s column names as the operators above it name them: an aggregate's
+// own ($agg0, ...) as its call, "SUM(price)".
+std::vector<std::string> readable_column_names(const PlanNode& n);
 
 // What a stateful node keeps, as text: the node with its input's columns
 // by position ($0, $1, ...), the types it reads and emits, and for an

@@ -256,35 +256,45 @@ function fillJobHead(job) {
 // edges labelled with their partitioning.
 function graph(job) {
   if (job.vertices.length === 0) return '<p class="muted">No job graph: this JobManager could not build the job (see its failure below).</p>';
-  const W = 250, H = 92, GAP_X = 100, GAP_Y = 26, PAD = 16;
+  const W = 270, GAP_X = 100, GAP_Y = 26, PAD = 16, LINE = 16;
+  // A vertex's name is its chained operators: one per line, each cut to
+  // the box (the whole name in its tooltip and in the vertex's detail).
+  const nameLines = v => {
+    const ops = v.name.split(' -> ').map(op => op.length > 38 ? op.slice(0, 37) + '…' : op);
+    return ops.length <= 5 ? ops : ops.slice(0, 4).concat([`… ${ops.length - 4} more`]);
+  };
+  const H = new Map(job.vertices.map(v => [v.id, 92 + LINE * (nameLines(v).length - 1)]));
   const depth = new Map(job.vertices.map(v => [v.id, 0]));
   for (let round = 0; round < job.vertices.length; ++round) {
     for (const e of job.edges) depth.set(e.target, Math.max(depth.get(e.target), depth.get(e.source) + 1));
   }
   const columns = [];
   for (const v of job.vertices) (columns[depth.get(v.id)] = columns[depth.get(v.id)] || []).push(v);
-  const tallest = Math.max(...columns.map(c => c.length));
-  const height = PAD * 2 + tallest * H + (tallest - 1) * GAP_Y;
+  const columnHeight = col => col.reduce((sum, v) => sum + H.get(v.id), 0) + (col.length - 1) * GAP_Y;
+  const height = PAD * 2 + Math.max(...columns.map(columnHeight));
   const width = PAD * 2 + columns.length * W + (columns.length - 1) * GAP_X;
   const pos = new Map();
   columns.forEach((col, i) => {
-    const top = (height - (col.length * H + (col.length - 1) * GAP_Y)) / 2;
-    col.forEach((v, k) => pos.set(v.id, { x: PAD + i * (W + GAP_X), y: top + k * (H + GAP_Y) }));
+    let y = (height - columnHeight(col)) / 2;
+    for (const v of col) {
+      pos.set(v.id, { x: PAD + i * (W + GAP_X), y });
+      y += H.get(v.id) + GAP_Y;
+    }
   });
   let svg = `<svg width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="job graph">
     <defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto">
     <path d="M0,0 L10,5 L0,10 z" fill="#8a96a3"/></marker></defs>`;
   for (const e of job.edges) {
     const a = pos.get(e.source), b = pos.get(e.target);
-    const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2, mx = (x1 + x2) / 2;
+    const x1 = a.x + W, y1 = a.y + H.get(e.source) / 2, x2 = b.x, y2 = b.y + H.get(e.target) / 2, mx = (x1 + x2) / 2;
     const label = e.partitioning + (e.exchange !== 'pipelined' ? ' · ' + e.exchange : '');
     svg += `<g class="edge" data-source="${e.source}" data-target="${e.target}">
       <path d="M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}" marker-end="url(#arrow)"/>
       <text x="${mx}" y="${(y1 + y2) / 2 - 6}" text-anchor="middle">${esc(label)}</text></g>`;
   }
   for (const v of job.vertices) {
-    const p = pos.get(v.id), m = v.state === 'RUNNING' ? v.metrics : null;
-    const name = v.name.length > 36 ? v.name.slice(0, 35) + '…' : v.name;
+    const p = pos.get(v.id), h = H.get(v.id), m = v.state === 'RUNNING' ? v.metrics : null;
+    const lines = nameLines(v), below = p.y + 20 + LINE * lines.length;
     const line2 = `Parallelism ${v.parallelism} · ${v.state}`;
     const line3 = m ? `in ${num(m.records_in_per_s)}/s · out ${num(m.records_out_per_s)}/s`
       : v.metrics ? `${num(v.metrics.records_in)} in · ${num(v.metrics.records_out)} out` : 'no metrics yet';
@@ -295,16 +305,16 @@ function graph(job) {
       let x = p.x + 10;
       for (const [cls, ms] of parts) {
         const w = (W - 20) * ms / total;
-        bar += `<rect class="${cls}" x="${x}" y="${p.y + H - 16}" width="${w}" height="7"><title>${cls} ${Math.round(ms)} ms/s</title></rect>`;
+        bar += `<rect class="${cls}" x="${x}" y="${p.y + h - 16}" width="${w}" height="7"><title>${cls} ${Math.round(ms)} ms/s</title></rect>`;
         x += w;
       }
     }
     svg += `<g class="vertex${v.id === ui.vertex ? ' selected' : ''}" data-action="select-vertex" data-vertex="${v.id}">
       <title>${esc(v.name)}</title>
-      <rect class="box" x="${p.x}" y="${p.y}" width="${W}" height="${H}" rx="6"/>
-      <text class="name" x="${p.x + 10}" y="${p.y + 20}">${esc(name)}</text>
-      <text x="${p.x + 10}" y="${p.y + 40}">${esc(line2)}</text>
-      <text x="${p.x + 10}" y="${p.y + 58}">${esc(line3)}</text>${bar}</g>`;
+      <rect class="box" x="${p.x}" y="${p.y}" width="${W}" height="${h}" rx="6"/>
+      ${lines.map((l, k) => `<text class="name" x="${p.x + 10}" y="${p.y + 20 + LINE * k}">${esc(l)}</text>`).join('')}
+      <text x="${p.x + 10}" y="${below + 4}">${esc(line2)}</text>
+      <text x="${p.x + 10}" y="${below + 22}">${esc(line3)}</text>${bar}</g>`;
   }
   svg += '</svg>';
   return `<div class="graph">${svg}<div class="legend"><span><i class="busy"></i>busy</span>
@@ -490,6 +500,7 @@ function parseRoute() {
   m = hash.match(/^#\/taskmanagers\/(.+)$/);
   if (m) return { page: 'taskmanager', id: decodeURIComponent(m[1]) };
   if (hash === '#/jobmanager') return { page: 'jobmanager' };
+  if (hash === '#/sql') return { page: 'sql' };
   return { page: 'overview' };
 }
 
@@ -501,6 +512,7 @@ async function refresh() {
     const render = route.page === 'job' ? await jobLoad(route.id)
       : route.page === 'taskmanager' ? await taskmanagerLoad(route.id)
       : route.page === 'jobmanager' ? await jobmanagerLoad()
+      : route.page === 'sql' ? await sqlLoad()
       : await overviewLoad();
     if (generation !== ui.generation) return;  // a newer refresh (or page) took over
     render();
@@ -518,6 +530,7 @@ function navigate() {
   if (ui.route.page === 'job') jobLayout(ui.route.id);
   else if (ui.route.page === 'taskmanager') taskmanagerLayout(ui.route.id);
   else if (ui.route.page === 'jobmanager') jobmanagerLayout();
+  else if (ui.route.page === 'sql') sqlLayout();
   else overviewLayout();
   refresh();
 }
@@ -529,6 +542,12 @@ document.addEventListener('DOMContentLoaded', () => {
     const action = target.dataset.action;
     if (action === 'log-follow') {
       procs.follow = target.checked;
+      return;
+    }
+    if (action === 'sql-explain') return sqlExplain();
+    if (action === 'sql-submit') return sqlSubmit();
+    if (action === 'output') {
+      showOutput(target.dataset.output);
       return;
     }
     if (action === 'log-download') {
