@@ -11,6 +11,8 @@
 
 namespace weir::cli {
 
+struct ClusterFlags;
+
 class ClusterCommands {
  public:
   explicit ClusterCommands(CLI::App& app);
@@ -19,8 +21,7 @@ class ClusterCommands {
   std::optional<int> run();
 
  private:
-  struct Flags;
-  std::unique_ptr<Flags> f_;
+  std::unique_ptr<ClusterFlags> f_;
 };
 
 }  // namespace weir::cli
