@@ -326,6 +326,26 @@ TEST(ClusterTest, AttachedRunPrintsRestartsAsTheyHappen) {
   EXPECT_EQ(r.out.find("records from sources"), std::string::npos) << "no progress line off a terminal: " << r.out;
 }
 
+// An attached run that ends says what each sink committed: the part files'
+// lines, counted by the sink as they were published, also when the job
+// ends between two heartbeats (each ended task reports its last counts).
+TEST(ClusterTest, AttachedRunSaysWhatTheSinksCommitted) {
+  Cluster c("cluster-sink-counts");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 5000, 100, 0, 5).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  auto r = testing::run_weir({"run", "--jobmanager", c.rest(), "--secret-file", c.secret_file(), "running-sum",
+                              "--input", input, "--output", c.dir().path("out"), "-p", "2", "--checkpoint-dir",
+                              c.dir().path("chk")},
+                             c.dir().path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto out = read_published_lines(c.dir().path("out"), examples::kOutputPrefix);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 5000u);
+  EXPECT_NE(r.out.find("wrote 5000 records; 5000 committed in "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("since its last restart"), std::string::npos) << r.out;
+}
+
 // The JobManager and TaskManagers log what an operator follows at info:
 // registrations, submissions, deployments, task and job states,
 // checkpoints with their duration and size, savepoints; into a file that

@@ -299,6 +299,25 @@ TEST_F(KafkaTest, AtLeastOnceSinkLosesNothing) {
   EXPECT_TRUE(c->nothing_lost);
 }
 
+// The summary says what the sink wrote: every record of the output topic,
+// committed in transactions; at-least-once, every record delivered. The
+// part-file count, which would say 0, is not printed.
+TEST_F(KafkaTest, TheSummarySaysWhatTheSinkCommitted) {
+  size_t before = 0;  // the second run appends to the first's topic
+  for (const std::string delivery : {"exactly-once", "at-least-once"}) {
+    SCOPED_TRACE(delivery);
+    Child job(args(false, {"--kafka-delivery", delivery}), dir_->path("job-" + delivery));
+    ASSERT_EQ(job.wait(), 0) << job.err();
+    const size_t all = committed_output().size();
+    ASSERT_GT(all, before);
+    const std::string n = std::to_string(all - before);
+    before = all;
+    EXPECT_NE(job.out().find("wrote " + n + " records; " + n + " committed in "), std::string::npos)
+        << n << " records added to the topic; " << job.out();
+    EXPECT_EQ(job.out().find("output records:"), std::string::npos) << job.out();
+  }
+}
+
 // Parameter: a crash point of the sink's commit protocol. The job is
 // SIGKILLed there, deterministically; `--restore latest` must still give
 // exactly-once output in the topic.

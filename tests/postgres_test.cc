@@ -148,6 +148,21 @@ TEST_F(PostgresTest, InjectedTaskFailuresGiveExactlyOnceRows) {
   EXPECT_EQ(job.err().find("NOTICE"), std::string::npos) << job.err();
 }
 
+// The summary says what the sink wrote: every row, committed in prepared
+// transactions, as many as the table holds; the part-file count, which
+// would say 0, is not printed.
+TEST_F(PostgresTest, TheSummarySaysWhatTheSinkCommitted) {
+  Child job(args(false), dir_->path("job"));
+  ASSERT_EQ(job.wait(), 0) << job.err();
+  const std::vector<std::string> count = pg_->sql("SELECT count(*) FROM results");
+  ASSERT_EQ(count.size(), 1u);
+  ASSERT_GT(std::stoll(count[0]), 0);
+  EXPECT_NE(job.out().find("wrote " + count[0] + " records; " + count[0] + " committed in "), std::string::npos)
+      << count[0] << " rows in the table; " << job.out();
+  EXPECT_EQ(job.out().find("output records:"), std::string::npos) << job.out();
+  EXPECT_NE(job.out().find("rejected lines: "), std::string::npos) << job.out();
+}
+
 // SIGKILL of the whole job at random moments (after a random number of
 // completed checkpoints), repeated, then `--restore latest`: a real server
 // rolls back whatever was open, so any instant is fair.

@@ -193,6 +193,10 @@ TEST_F(RunningSumTest, MalformedLinesGoToRejectsWithLineAndReason) {
   std::sort(rejects->begin(), rejects->end());
   EXPECT_EQ(*rejects, (std::vector<std::string>{"2,missing comma", "3,value is not an integer",
                                                 "5,empty key", "6,value out of range"}));
+  // The summary counts both, and each file sink says what it committed.
+  EXPECT_NE(r.out.find("output records: 3, rejected lines: 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote 3 records; 3 committed in 1 transaction\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote 4 records; 4 committed in 1 transaction\n"), std::string::npos) << r.out;
 }
 
 // On a terminal the embedded commands keep a progress line, rewritten in

@@ -383,9 +383,18 @@ TEST(WebUiTest, SqlPageExplainsAndSubmitsAScriptWhoseOutputTheTaskManagerShows) 
   std::vector<std::string> names;
   for (const auto& v : (*detail)["vertices"]) names.push_back(v["name"]);
   ASSERT_GE(names.size(), 2u) << *detail;
+  // Its counts, though it ended before a heartbeat could carry them: each
+  // ended task reports its last ones. Three rows pass the WHERE.
+  EXPECT_EQ((*detail)["vertices"][0]["metrics"].value("records_out", -1), 3) << *detail;
+  EXPECT_EQ((*detail)["vertices"][1]["metrics"].value("records_in", -1), 3) << *detail;
   const std::string all = absl::StrJoin(names, " | ");
   EXPECT_NE(all.find("values-bids -> WHERE (price > 15)"), std::string::npos) << all;
   EXPECT_NE(all.find("SUM(price) BY auction -> SELECT auction, SUM(price), 'weir-printed'"), std::string::npos) << all;
+  ASSERT_TRUE(eventually([&] { return b.text("#job-name").find("FINISHED") != std::string::npos; }, 20s))
+      << b.text("#s-head");
+  EXPECT_TRUE(eventually([&] { return digits_of(b.text("#vertices tr[data-vertex='1'] td[data-metric='records_in']")) == 3; },
+                         20s))
+      << b.text("#vertices");
   ASSERT_TRUE(eventually(
       [&] {
         nlohmann::json drawn =

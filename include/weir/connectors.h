@@ -202,6 +202,7 @@ class ExactlyOnceFileSink final : public Sink<std::string> {
   struct OpenFile {
     int fd = -1;
     int64_t seq = 0;
+    int64_t lines = 0;
     std::string buffer;
   };
   std::string name(int subtask, int64_t seq) const;
@@ -209,6 +210,8 @@ class ExactlyOnceFileSink final : public Sink<std::string> {
   std::string hidden(const PendingPartFile& p, const char* suffix, const std::string& base = "") const;
   std::string path(const std::string& partition, const std::string& file, const std::string& base = "") const;
   absl::Status flush(const std::string& partition, OpenFile& f);
+  // Publishes `p`, and counts it (and its lines, when this attempt wrote
+  // it) unless it was published before.
   absl::Status publish(const PendingPartFile& p, const std::string& base = "");
   // Removes the unpublished files in `base` of writers w % parallelism ==
   // this subtask.
@@ -227,6 +230,12 @@ class ExactlyOnceFileSink final : public Sink<std::string> {
   // The directory the pending files were written in (a job restored with
   // another output directory publishes them where they are).
   std::unique_ptr<OperatorListState<std::string>> dir_state_;
+  // Its metrics (weir/metrics.h kSinkRecordsSent, ...), and the lines of
+  // each file this attempt wrote, by sequence number.
+  Counter* sent_ = nullptr;
+  Counter* committed_records_ = nullptr;
+  Counter* committed_files_ = nullptr;
+  std::map<int64_t, int64_t> lines_of_;
 };
 
 class PrintSink final : public Sink<std::string> {

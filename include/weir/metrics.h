@@ -76,6 +76,16 @@ class Histogram {
   double sum_ = 0;
 };
 
+// The counters a sink to another system keeps in its operator's metrics,
+// Flink's sink metric names where Flink has one: records handed to the
+// system, records it made visible (in committed transactions; delivered,
+// for at-least-once) and transactions (or files) committed. Like every
+// metric they count one attempt; a transaction found already committed is
+// not counted again (docs/metrics.md).
+inline constexpr std::string_view kSinkRecordsSent = "numRecordsSend";
+inline constexpr std::string_view kSinkRecordsCommitted = "numRecordsCommitted";
+inline constexpr std::string_view kSinkTransactionsCommitted = "numCommittablesSuccess";
+
 // An operator subtask's metrics, by name. Asking again for a name returns
 // the metric registered first under it. A name is letters, digits, '_',
 // '.' and '-', starting with a letter, at most 128 characters, and one kind of

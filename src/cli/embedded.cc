@@ -100,7 +100,25 @@ void print_result(const JobResult& r, std::FILE* out) {
                    v.name.c_str(), static_cast<long long>(sorted->second), gauge("sort.spilled_bytes"),
                    gauge("sort.spilled_runs"));
     }
+    // What a sink to an external system wrote. Like every metric, the
+    // counts are its last attempt's.
+    const std::string sink = sink_summary([&](std::string_view name) -> std::optional<int64_t> {
+      auto it = v.gauges.find(std::string(name));
+      if (it == v.gauges.end()) return std::nullopt;
+      return it->second;
+    });
+    if (!sink.empty()) {
+      std::fprintf(out, "vertex %s %s%s\n", v.name.c_str(), sink.c_str(), r.restarts > 0 ? " (since its last restart)" : "");
+    }
   }
+}
+
+std::string sink_summary(const std::function<std::optional<int64_t>(std::string_view name)>& metric) {
+  const std::optional<int64_t> transactions = metric(kSinkTransactionsCommitted);
+  if (!transactions) return "";
+  const int64_t sent = metric(kSinkRecordsSent).value_or(0), committed = metric(kSinkRecordsCommitted).value_or(0);
+  return "wrote " + std::to_string(sent) + " records; " + std::to_string(committed) + " committed in " +
+         std::to_string(*transactions) + " transaction" + (*transactions == 1 ? "" : "s");
 }
 
 int finish_run(const absl::StatusOr<JobResult>& result) {

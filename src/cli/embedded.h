@@ -8,8 +8,11 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "cli/progress.h"
@@ -53,6 +56,11 @@ class JobConsole {
 
 // The job's end, restarts and checkpoints, for people.
 void print_result(const JobResult& r, std::FILE* out);
+
+// "wrote N records; M committed in K transactions": a sink's counts
+// (weir/metrics.h kSinkRecordsSent, ...) from a vertex's summed metrics,
+// by name; "" for a vertex without a sink that counts commits.
+std::string sink_summary(const std::function<std::optional<int64_t>(std::string_view name)>& metric);
 
 // The end of a run by JobConsole::run: prints the result and returns the
 // exit code (docs/cli.md), or prints the error and returns its code.

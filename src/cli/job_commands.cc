@@ -55,6 +55,16 @@ absl::StatusOr<std::string> resolve_job_id(cluster::ClusterClient& client, const
   return id;
 }
 
+// A vertex's sink counts from its REST metrics' gauges ("" for none).
+std::string sink_summary_of(const nlohmann::json& metrics) {
+  const nlohmann::json gauges = metrics.value("gauges", nlohmann::json::object());
+  return sink_summary([&](std::string_view name) -> std::optional<int64_t> {
+    auto it = gauges.find(std::string(name));
+    if (it == gauges.end() || !it->is_number()) return std::nullopt;
+    return it->get<int64_t>();
+  });
+}
+
 // One line a vertex: "name  p=N  STATE  in R/s  out R/s  busy B ms/s  backpressure LEVEL".
 void print_vertex(const nlohmann::json& v) {
   std::printf("  %-40s p=%-3d %-9s", v.value("name", "").c_str(), v.value("parallelism", 0),
@@ -77,6 +87,8 @@ void print_vertex(const nlohmann::json& v) {
                   m.value("backpressure", "").c_str(),
                   static_cast<long long>(m.value("backpressured_ms_per_s", int64_t{0})));
     }
+    const std::string sink = sink_summary_of(m);
+    if (!sink.empty()) std::printf("  %s", sink.c_str());
   }
   std::printf("\n");
 }
@@ -150,6 +162,15 @@ int attach(cluster::ClusterClient& client, const std::string& id, bool quiet, bo
     }
     line.clear();
     print_job(*info);
+    // What each sink wrote, as the JobManager last heard it.
+    if (auto detail = client.job(id); detail.ok()) {
+      for (const auto& v : (*detail)["vertices"]) {
+        const std::string sink = sink_summary_of(v.value("metrics", nlohmann::json::object()));
+        if (sink.empty()) continue;
+        std::printf("vertex %s %s%s\n", v.value("name", "").c_str(), sink.c_str(),
+                    info->value("restarts", 0) > 0 ? " (since its last restart)" : "");
+      }
+    }
     const std::string savepoint = info->value("stopped_with_savepoint", "");
     if (!savepoint.empty()) std::printf("stopped with savepoint %s\n", savepoint.c_str());
     if (status == "FINISHED") return kOk;

@@ -457,6 +457,9 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
     case proto::TaskManagerMessage::kTaskState: {
       const auto& t = m.task_state();
       if (JobPtr j = live(t.job_id())) {
+        if (t.has_final_metrics()) {
+          j->metrics.report(from_proto(t.id()), from_proto(t.final_metrics()), SystemClock::instance()->now_ms());
+        }
         j->master->update_task_state(from_proto(t.id()), static_cast<runtime::ExecutionState>(t.state()),
                                      t.error(), t.unrecoverable());
       }

@@ -164,6 +164,10 @@ class TaskManagerProcess::Impl {
       t->set_state(static_cast<int>(state));
       t->set_error(error);
       t->set_unrecoverable(unrecoverable);
+      if (state == runtime::ExecutionState::kFinished || state == runtime::ExecutionState::kCanceled ||
+          state == runtime::ExecutionState::kFailed) {
+        tm_->add_final_metrics(job_id_, id, t->mutable_final_metrics());
+      }
       tm_->send(std::move(m));
     }
     void acknowledge_checkpoint(const runtime::ExecutionId& id, int64_t cp, checkpoint::TaskAck ack) override {
@@ -406,6 +410,16 @@ class TaskManagerProcess::Impl {
         break;
       default:
         break;  // heartbeats only refresh last_heard_
+    }
+  }
+
+  // The counters of the task `id` of `job_id` (from its thread, as it ends;
+  // the runtime::TaskManager's lock is not held then).
+  void add_final_metrics(const std::string& job_id, const runtime::ExecutionId& id, proto::TaskMetrics* out) {
+    runtime::TaskManager* tasks = find(job_id);
+    if (tasks == nullptr) return;
+    for (const auto& e : tasks->task_metrics()) {
+      if (e.id == id) to_proto(e.job_id, e.id, e.metrics, out);
     }
   }
 

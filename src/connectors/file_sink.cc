@@ -45,6 +45,9 @@ std::string ExactlyOnceFileSink::path(const std::string& partition, const std::s
 
 absl::Status ExactlyOnceFileSink::open(OperatorContext& ctx) {
   subtask_ = ctx.subtask_index();
+  sent_ = &ctx.metrics().counter(kSinkRecordsSent);
+  committed_records_ = &ctx.metrics().counter(kSinkRecordsCommitted);
+  committed_files_ = &ctx.metrics().counter(kSinkTransactionsCommitted);
   const int parallelism = ctx.parallelism();
   std::error_code ec;
   fs::create_directories(dir_, ec);
@@ -112,7 +115,15 @@ void ExactlyOnceFileSink::remove_leftovers(const std::string& base, int parallel
 absl::Status ExactlyOnceFileSink::publish(const PendingPartFile& p, const std::string& base) {
   std::string from = hidden(p, ".pending", base);
   std::string to = path(p.partition, name(p.subtask, p.seq), base);
-  if (::rename(from.c_str(), to.c_str()) == 0) return absl::OkStatus();
+  if (::rename(from.c_str(), to.c_str()) == 0) {
+    committed_files_->inc();
+    auto lines = p.subtask == subtask_ ? lines_of_.find(p.seq) : lines_of_.end();
+    if (lines != lines_of_.end()) {
+      committed_records_->inc(lines->second);
+      lines_of_.erase(lines);
+    }
+    return absl::OkStatus();
+  }
   int err = errno;
   // Published before the failure: nothing to do.
   if (err == ENOENT && ::access(to.c_str(), F_OK) == 0) return absl::OkStatus();
@@ -145,6 +156,8 @@ absl::Status ExactlyOnceFileSink::write(const std::string& record) {
   }
   f.buffer.append(line);
   f.buffer.push_back('\n');
+  ++f.lines;
+  sent_->inc();
   if (f.buffer.size() >= kBufferBytes) return flush(partition, f);
   return absl::OkStatus();
 }
@@ -164,6 +177,7 @@ absl::Status ExactlyOnceFileSink::snapshot_state(int64_t checkpoint_id) {
     ::close(f.fd);
     f.fd = -1;
     PendingPartFile pending{checkpoint_id, subtask_, f.seq, partition};
+    lines_of_[f.seq] = f.lines;
     s = rename_durable(in_progress, hidden(pending, ".pending"));
     if (!s.ok()) return s;
     pending_.push_back(std::move(pending));

@@ -66,6 +66,9 @@ class KafkaSink::Impl {
     if (!valid.ok()) return valid;
     ctx_ = &ctx;
     subtask_ = ctx.subtask_index();
+    sent_ = &ctx.metrics().counter(kSinkRecordsSent);
+    committed_records_ = &ctx.metrics().counter(kSinkRecordsCommitted);
+    committed_transactions_ = &ctx.metrics().counter(kSinkTransactionsCommitted);
     std::random_device rd;
     lineage_ = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(subtask_);
 
@@ -155,7 +158,12 @@ class KafkaSink::Impl {
       }
       return absl::OkStatus();
     }
-    return produce(r);
+    absl::Status s = produce(r);
+    if (s.ok()) {
+      sent_->inc();
+      ++unflushed_;
+    }
+    return s;
   }
 
   // End of input. Exactly-once: the final checkpoint covers the rest. The
@@ -225,10 +233,14 @@ class KafkaSink::Impl {
   int timeout_ms() const { return static_cast<int>(kafka::kRequestTimeout.count()); }
 
   // Waits until every record sent was delivered or failed.
+  // Delivered records count as committed (at-least-once).
   absl::Status flush(const char* when) {
     rd_kafka_resp_err_t e = rd_kafka_flush(rk_.get(), timeout_ms());
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) return kafka::error(o_.bootstrap_servers, std::string("flushing ") + when, e);
-    return delivery_error_.empty() ? absl::OkStatus() : failed();
+    if (!delivery_error_.empty()) return failed();
+    committed_records_->inc(unflushed_);
+    unflushed_ = 0;
+    return absl::OkStatus();
   }
   std::string transactional_id(int32_t writer) const { return o_.transactional_id_prefix + "-" + std::to_string(writer); }
   int32_t marker_partition(int32_t writer) const { return writer % marker_partitions_; }
@@ -292,10 +304,13 @@ class KafkaSink::Impl {
     delivery_error_.clear();
     absl::Status s;
     ByteReader in(b.records);
+    int64_t records = 0;
     while (s.ok() && !in.at_end()) {
       KafkaRecord r = Serializer<KafkaRecord>::read(in);
       s = in.ok() ? produce(r) : corrupt;
+      ++records;
     }
+    sent_->inc(records);
     if (s.ok()) {
       // The marker, in the same transaction: visible exactly when the records are.
       KafkaRecord m;
@@ -311,6 +326,10 @@ class KafkaSink::Impl {
       if (e != nullptr) s = kafka::error(o_.bootstrap_servers, "committing checkpoint " + std::to_string(b.checkpoint_id), e);
       else if (!delivery_error_.empty()) s = failed();
       else if (b.writer == subtask_ && marker_offset_ >= 0) marker_next_ = marker_offset_ + 1;
+    }
+    if (s.ok()) {
+      committed_records_->inc(records);
+      committed_transactions_->inc();
     }
     if (!s.ok()) {
       rd_kafka_error_t* a = rd_kafka_abort_transaction(rk_.get(), timeout_ms());
@@ -419,6 +438,12 @@ class KafkaSink::Impl {
   int64_t marker_offset_ = -1;  // of the marker of the transaction being committed
   uint64_t next_partition_ = 0;
   std::string delivery_error_;
+  // The sink's metrics (weir/metrics.h kSinkRecordsSent, ...), and the
+  // records produced since the last flush (at-least-once).
+  Counter* sent_ = nullptr;
+  Counter* committed_records_ = nullptr;
+  Counter* committed_transactions_ = nullptr;
+  int64_t unflushed_ = 0;
   std::string open_;  // exactly-once: the records since the last barrier, serialized
   std::vector<PendingBatch> pending_;  // exactly-once: awaiting their checkpoints, oldest first
   int64_t pending_bytes_ = 0;

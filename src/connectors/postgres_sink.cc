@@ -65,6 +65,9 @@ class PostgresSink::Impl {
     absl::Status valid = o_.validate();
     if (!valid.ok()) return valid;
     subtask_ = ctx.subtask_index();
+    sent_ = &ctx.metrics().counter(kSinkRecordsSent);
+    committed_records_ = &ctx.metrics().counter(kSinkRecordsCommitted);
+    committed_transactions_ = &ctx.metrics().counter(kSinkTransactionsCommitted);
     // Rows go through one connection, inside a transaction; prepared
     // transactions are committed through another (COMMIT PREPARED cannot
     // run inside a transaction).
@@ -151,6 +154,8 @@ class PostgresSink::Impl {
                    ") ON CONFLICT (gid) DO NOTHING");
     if (s.ok()) s = data_.exec("PREPARE TRANSACTION " + data_.quote_literal(t.gid));
     if (!s.ok()) return s;
+    rows_of_[t.gid] = rows_in_transaction_;
+    rows_in_transaction_ = 0;
     pending_.push_back(t);
     state_->update(pending_);
     WEIR_CRASH_POINT(CrashPoint::kSinkPreCommitted);
@@ -181,25 +186,46 @@ class PostgresSink::Impl {
   absl::Status flush() {
     if (batched_ == 0) return absl::OkStatus();
     absl::Status s = data_.exec(batch_);
+    if (s.ok()) {
+      sent_->inc(batched_);
+      rows_in_transaction_ += batched_;
+    }
     batch_.clear();
     batched_ = 0;
     return s;
   }
 
-  // Commits a prepared transaction; one that no longer exists is fine if
-  // its marker row shows it committed (a commit just before a crash).
+  // Commits a prepared transaction, and counts it (and its rows, when this
+  // attempt prepared it) unless it had committed before.
   absl::Status commit_prepared(const std::string& gid) {
+    auto now = commit_prepared_now(gid);
+    if (!now.ok()) return now.status();
+    auto rows = rows_of_.find(gid);
+    if (*now) {
+      committed_transactions_->inc();
+      if (rows != rows_of_.end()) committed_records_->inc(rows->second);
+    }
+    if (rows != rows_of_.end()) rows_of_.erase(rows);
+    return absl::OkStatus();
+  }
+
+  // Commits a prepared transaction: true; one that no longer exists is fine
+  // (false) if its marker row shows it committed (a commit just before a
+  // crash).
+  absl::StatusOr<bool> commit_prepared_now(const std::string& gid) {
     auto exists = ctl_.query("SELECT 1 FROM pg_prepared_xacts WHERE gid = " + ctl_.quote_literal(gid));
     if (!exists.ok()) return exists.status();
     if (PQntuples(exists->get()) == 0) {
       auto marker = ctl_.query(std::string("SELECT 1 FROM ") + kCommitsTable + " WHERE gid = " + ctl_.quote_literal(gid));
       if (!marker.ok()) return marker.status();
-      if (PQntuples(marker->get()) == 1) return absl::OkStatus();  // committed before
+      if (PQntuples(marker->get()) == 1) return false;  // committed before
       return absl::DataLossError("postgres " + ctl_.server() + ": prepared transaction " + gid +
                                  " of a completed checkpoint is gone and was not committed "
                                  "(rolled back outside weir?)");
     }
-    return ctl_.exec("COMMIT PREPARED " + ctl_.quote_literal(gid));
+    absl::Status s = ctl_.exec("COMMIT PREPARED " + ctl_.quote_literal(gid));
+    if (!s.ok()) return s;
+    return true;
   }
 
   // The writer of one of this sink's transaction ids, exactly
@@ -232,6 +258,14 @@ class PostgresSink::Impl {
   int batched_ = 0;
   std::vector<PreparedTransaction> pending_;
   std::unique_ptr<OperatorListState<PreparedTransaction>> state_;
+  // The sink's metrics (weir/metrics.h kSinkRecordsSent, ...): rows in the
+  // open transaction, and in each transaction this attempt prepared (one
+  // recovered from a checkpoint counts as a transaction, its rows unknown).
+  Counter* sent_ = nullptr;
+  Counter* committed_records_ = nullptr;
+  Counter* committed_transactions_ = nullptr;
+  int64_t rows_in_transaction_ = 0;
+  std::map<std::string, int64_t> rows_of_;
 };
 
 PostgresSink::PostgresSink(PostgresSinkOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -268,7 +302,10 @@ class PostgresUpsertSink::Impl {
  public:
   explicit Impl(PostgresUpsertSinkOptions o) : o_(std::move(o)) {}
 
-  absl::Status open(OperatorContext&) {
+  absl::Status open(OperatorContext& ctx) {
+    sent_ = &ctx.metrics().counter(kSinkRecordsSent);
+    committed_records_ = &ctx.metrics().counter(kSinkRecordsCommitted);
+    committed_transactions_ = &ctx.metrics().counter(kSinkTransactionsCommitted);
     absl::Status s = o_.validate();
     if (s.ok()) s = db_.connect(o_.conninfo);
     if (s.ok()) s = db_.probe(o_.table, o_.columns);
@@ -344,6 +381,10 @@ class PostgresUpsertSink::Impl {
     if (s.ok() && !deletes.empty()) s = db_.exec(deletes + ")");
     if (s.ok()) s = db_.exec("COMMIT");
     if (!s.ok()) return s;  // the task fails; the connection's end rolls back
+    const int64_t rows = static_cast<int64_t>(batch_.size());
+    sent_->inc(rows);
+    committed_records_->inc(rows);
+    committed_transactions_->inc();
     batch_.clear();
     return absl::OkStatus();
   }
@@ -360,6 +401,11 @@ class PostgresUpsertSink::Impl {
   std::vector<size_t> key_index_;
   std::string insert_prefix_, on_conflict_, delete_prefix_;
   std::map<std::string, PostgresRow> batch_;  // by key
+  // The sink's metrics (weir/metrics.h kSinkRecordsSent, ...): rows upserted
+  // or deleted, each batch one transaction.
+  Counter* sent_ = nullptr;
+  Counter* committed_records_ = nullptr;
+  Counter* committed_transactions_ = nullptr;
 };
 
 PostgresUpsertSink::PostgresUpsertSink(PostgresUpsertSinkOptions options)
