@@ -48,19 +48,20 @@ void LogTail::set_process(std::shared_ptr<LogTail> tail) {
   g_process = std::move(tail);
 }
 
+absl::StatusOr<int64_t> whole_number_param(const std::string& text, const char* what, int64_t fallback) {
+  if (text.empty()) return fallback;
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return absl::InvalidArgumentError(std::string(what) + " '" + text + "' is not a whole number");
+  }
+  return v;
+}
+
 absl::StatusOr<nlohmann::json> log_piece_json(const std::string& offset, const std::string& length) {
-  auto number = [](const std::string& text, const char* what, int64_t fallback) -> absl::StatusOr<int64_t> {
-    if (text.empty()) return fallback;
-    int64_t v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size()) {
-      return absl::InvalidArgumentError(std::string(what) + " '" + text + "' is not a whole number");
-    }
-    return v;
-  };
-  auto from = number(offset, "offset", -200);
+  auto from = whole_number_param(offset, "offset", -200);
   if (!from.ok()) return from.status();
-  auto n = number(length, "length", 200);
+  auto n = whole_number_param(length, "length", 200);
   if (!n.ok()) return n.status();
   if (*n < 1 || *n > kMaxLogLines) {
     return absl::InvalidArgumentError("length " + length + " is not between 1 and " + std::to_string(kMaxLogLines));

@@ -60,6 +60,9 @@ class LogTail final : public spdlog::sinks::base_sink<std::mutex> {
 // 200) as the request gave them, "" when it did not; InvalidArgument names
 // a malformed one.
 inline constexpr int kMaxLogLines = 1000;
+// A request parameter that must be a whole number (`what` names it in the
+// InvalidArgument error); `fallback` when the request did not give it.
+absl::StatusOr<int64_t> whole_number_param(const std::string& text, const char* what, int64_t fallback);
 absl::StatusOr<nlohmann::json> log_piece_json(const std::string& offset, const std::string& length);
 
 }  // namespace weir::cluster

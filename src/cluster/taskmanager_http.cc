@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -19,16 +18,6 @@
 
 namespace weir::cluster {
 namespace {
-
-absl::StatusOr<int64_t> whole_number(const std::string& text, const char* what, int64_t fallback) {
-  if (text.empty()) return fallback;
-  int64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return absl::InvalidArgumentError(std::string(what) + " '" + text + "' is not a whole number");
-  }
-  return v;
-}
 
 // This process's standard output opened for reading, when it is a regular
 // file; -1 else, with why in `why`.
@@ -71,9 +60,9 @@ absl::StatusOr<std::pair<int, int>> parse_port_range(std::string_view text) {
 
 absl::StatusOr<nlohmann::json> stdout_piece_json(int fd, const std::string& offset_text,
                                                  const std::string& length_text) {
-  auto offset = whole_number(offset_text, "offset", -65536);
+  auto offset = whole_number_param(offset_text, "offset", -65536);
   if (!offset.ok()) return offset.status();
-  auto length = whole_number(length_text, "length", 65536);
+  auto length = whole_number_param(length_text, "length", 65536);
   if (!length.ok()) return length.status();
   if (*length < 1 || *length > kMaxStdoutPiece) {
     return absl::InvalidArgumentError("length " + length_text + " is not between 1 and " +
