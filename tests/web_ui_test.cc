@@ -228,6 +228,23 @@ TEST(WebUiTest, ShowsTheClusterAndAJobAndStopsItWithASavepoint) {
       << b.text("#s-checkpoint-detail");
   EXPECT_NE(b.text("#checkpoint-detail").find((*detail)["vertices"][0]["name"].get<std::string>()), std::string::npos)
       << b.text("#checkpoint-detail");
+  // Each subtask's state size; together the checkpoint's, as the REST API
+  // gives it.
+  {
+    const std::string title = b.text("#checkpoint-detail-title");  // "Checkpoint N: M subtasks"
+    const int64_t shown_id = std::stoll(title.substr(title.find(' ') + 1));
+    const int64_t summed = b.run(
+        "return [...document.querySelectorAll('#checkpoint-detail td[data-state-bytes]')]"
+        ".reduce((s, td) => s + Number(td.dataset.stateBytes), 0);");
+    auto cps = c.client().checkpoints(job);
+    ASSERT_TRUE(cps.ok()) << cps.status();
+    int64_t expected = -1;
+    for (const auto& cp : (*cps)["completed"]) {
+      if (cp["id"].get<int64_t>() == shown_id) expected = cp["state_bytes"].get<int64_t>();
+    }
+    EXPECT_GT(summed, 0);
+    EXPECT_EQ(summed, expected) << title;
+  }
   // The subtasks of a vertex, with where each runs.
   ASSERT_TRUE(b.click("#vertices tr[data-vertex='1']"));
   EXPECT_TRUE(eventually([&] { return b.text("#s-subtasks-title") == "Subtasks of " + (*detail)["vertices"][1]["name"].get<std::string>(); }, 10s))

@@ -20,6 +20,7 @@ struct SubtaskCheckpointStats {
   int64_t sync_ms = 0;        // the synchronous part on the task thread
   int64_t async_ms = 0;       // writing the state files
   int64_t alignment_ms = 0;   // first to last barrier
+  uint64_t state_bytes = 0;   // of the state it acknowledged (files and referenced shared files)
 };
 
 struct CompletedCheckpointStats {

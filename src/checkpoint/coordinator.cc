@@ -183,7 +183,12 @@ void CheckpointCoordinator::on_ack(int task, int64_t id, TaskAck ack) {
   }
   Pending& p = it->second;
   if (p.awaiting.erase(task) == 0) return;
-  p.timings.push_back({task, ack.sync_ms, ack.async_ms, ack.alignment_ms});
+  uint64_t bytes = 0;  // of the state it acknowledged, as the checkpoint's state_bytes counts it
+  for (const AckedOperatorState& s : ack.states) {
+    bytes += s.handle.file_size;
+    for (const auto& f : s.handle.native_files) bytes += f.size;
+  }
+  p.timings.push_back({task, ack.sync_ms, ack.async_ms, ack.alignment_ms, bytes});
   p.acks.push_back(std::move(ack));
   if (!p.awaiting.empty()) return;
   Pending done = std::move(p);

@@ -410,7 +410,8 @@ function fillCheckpoints(cps) {
 }
 
 // The selected checkpoint's subtasks: how long each took on its task
-// thread (sync), writing its state (async) and aligning its barriers.
+// thread (sync), writing its state (async) and aligning its barriers, and
+// the size of the state it acknowledged.
 // A subtask's task index counts the subtasks vertex by vertex.
 function fillCheckpointDetail(job, cps) {
   const c = ui.checkpoint === null ? null : cps.completed.find(x => x.id === ui.checkpoint);
@@ -422,11 +423,12 @@ function fillCheckpointDetail(job, cps) {
   const rows = c.subtasks.map(t => {
     const [name, subtask] = owner[t.task] || ['?', t.task];
     return `<tr><td>${esc(name)}</td><td class="num">${subtask}</td><td class="num">${duration(t.sync_ms)}</td>
-      <td class="num">${duration(t.async_ms)}</td><td class="num">${duration(t.alignment_ms)}</td></tr>`;
+      <td class="num">${duration(t.async_ms)}</td><td class="num">${duration(t.alignment_ms)}</td>
+      <td class="num" data-state-bytes="${t.state_bytes}">${bytes(t.state_bytes)}</td></tr>`;
   }).join('');
   fill('s-checkpoint-detail', `<h3 id="checkpoint-detail-title">Checkpoint ${c.id}: ${c.subtasks.length} subtasks</h3>
     <table id="checkpoint-detail"><thead><tr><th>Vertex</th><th class="num">Subtask</th><th class="num">Sync</th>
-    <th class="num">Async</th><th class="num">Alignment</th></tr></thead><tbody>${rows}</tbody></table>`);
+    <th class="num">Async</th><th class="num">Alignment</th><th class="num">State size</th></tr></thead><tbody>${rows}</tbody></table>`);
 }
 
 // Failures whose causes differ only in their numbers (offsets, subtasks,
