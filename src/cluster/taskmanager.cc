@@ -1,3 +1,8 @@
+// The TaskManager process's side of its session with the JobManager:
+// registering (with the leader, under high availability), deploying and
+// releasing jobs' tasks, relaying their states, acknowledgements and
+// counters, heartbeats, and fetching job libraries. Its HTTP port is
+// taskmanager_http.cc's.
 #include "cluster/taskmanager.h"
 
 #include <spdlog/spdlog.h>
