@@ -95,16 +95,16 @@ DataStream<Row> calc(const DataStream<Row>& in, const std::vector<Expr>& conditi
   const bool watermark = std::any_of(exprs.begin(), exprs.end(), [](const Expr& e) { return reads_watermark(e); });
   Calc fn(std::make_shared<const Program>(std::move(exprs)), conditions.size(), std::move(where));
   const std::string name = calc_name(conditions, select, input_names);
+  const std::string kind = select == nullptr ? "filter" : conditions.empty() ? "project" : "calc";  // in the uid
   if (watermark) {
     const std::optional<size_t> size = select != nullptr ? std::optional<size_t>(select->size()) : std::nullopt;
-    const std::string kind = select == nullptr ? "filter" : conditions.empty() ? "project" : "calc";
     DataStream<Row> out = detail::GraphBuilder::add<Row>(in, name, [fn, size]() { return std::make_unique<WatermarkCalc>(fn, size); });
     out.uid(uid + kind);
     return out;
   }
   if (select == nullptr) {
     DataStream<Row> out = in.filter([fn](const Row& row) mutable { return fn.passes(row); }, name);
-    out.uid(uid + "filter");
+    out.uid(uid + kind);
     return out;
   }
   const size_t size = select->size();
@@ -113,7 +113,7 @@ DataStream<Row> calc(const DataStream<Row>& in, const std::vector<Expr>& conditi
         if (fn.passes(row)) out.collect(fn.select(row.kind, size));
       },
       name);
-  out.uid(uid + (conditions.empty() ? "project" : "calc"));
+  out.uid(uid + kind);
   return out;
 }
 
