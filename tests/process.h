@@ -151,6 +151,21 @@ class Child {
     code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return code_;
   }
+  // Exit code, or 128 + signal; nullopt when the child still runs after
+  // `deadline` (it is then killed).
+  std::optional<int> wait_for_exit(std::chrono::milliseconds deadline) {
+    auto until = std::chrono::steady_clock::now() + deadline;
+    while (running()) {
+      if (std::chrono::steady_clock::now() > until) {
+        kill9();
+        wait();
+        return std::nullopt;
+      }
+      pollfd none{-1, 0, 0};
+      ::poll(&none, 0, 10);
+    }
+    return code_;
+  }
   bool running() {
     if (exited_) return false;
     int status = 0;

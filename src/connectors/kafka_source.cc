@@ -80,11 +80,19 @@ class KafkaSource::Impl {
       bool corrupt = false;
       std::vector<KafkaPartitionPosition> all = state_->get(&corrupt);
       if (corrupt) return absl::DataLossError("kafka source: restored partition positions are corrupt");
+      std::vector<KafkaPartitionPosition> ours;
       for (KafkaPartitionPosition& p : all) {
         if (!wanted(p.topic)) continue;  // the job no longer reads this topic
         if (subtask_for(p.topic, p.partition, ctx.parallelism()) != ctx.subtask_index()) continue;
-        add(std::move(p));
+        ours.push_back(std::move(p));
       }
+      // A bounded run restoring an unbounded one's checkpoint stops at the
+      // end the partitions have now.
+      if (o_.bounded) {
+        absl::Status s = resolve_missing_stops(ours);
+        if (!s.ok()) return s;
+      }
+      for (KafkaPartitionPosition& p : ours) add(std::move(p));
     }
     // Fresh start: every partition of ours. Restored: only partitions the
     // checkpoint did not know (created since), unless bounded.
@@ -257,18 +265,39 @@ class KafkaSource::Impl {
     return absl::OkStatus();
   }
 
+  // The low and high watermark offsets of a partition (its first offset and
+  // the one after its last record).
+  absl::StatusOr<std::pair<int64_t, int64_t>> watermarks(const KafkaPartitionPosition& p) {
+    std::pair<int64_t, int64_t> marks;
+    rd_kafka_resp_err_t e =
+        rd_kafka_query_watermark_offsets(rk_.get(), p.topic.c_str(), p.partition, &marks.first, &marks.second,
+                                         static_cast<int>(kafka::kRequestTimeout.count()));
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return kafka::error(o_.bootstrap_servers, "offsets of " + p.topic + "[" + std::to_string(p.partition) + "]", e);
+    }
+    return marks;
+  }
+
+  // Restored positions without a stop offset (an unbounded run's) get the
+  // partition's end now.
+  absl::Status resolve_missing_stops(std::vector<KafkaPartitionPosition>& restored) {
+    for (KafkaPartitionPosition& p : restored) {
+      if (p.stop_offset >= 0) continue;
+      auto marks = watermarks(p);
+      if (!marks.ok()) return marks.status();
+      p.stop_offset = marks->second;
+    }
+    return absl::OkStatus();
+  }
+
   // Turns the start position of each new partition into an offset (and its
   // stop offset in bounded mode), so the checkpoint holds plain offsets.
   absl::Status resolve_start(std::vector<KafkaPartitionPosition>& found, bool fresh) {
-    const int timeout = static_cast<int>(kafka::kRequestTimeout.count());
     std::vector<std::pair<int64_t, int64_t>> marks(found.size());
     for (size_t i = 0; i < found.size(); ++i) {
-      rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk_.get(), found[i].topic.c_str(), found[i].partition,
-                                                               &marks[i].first, &marks[i].second, timeout);
-      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        return kafka::error(o_.bootstrap_servers,
-                            "offsets of " + found[i].topic + "[" + std::to_string(found[i].partition) + "]", e);
-      }
+      auto m = watermarks(found[i]);
+      if (!m.ok()) return m.status();
+      marks[i] = *m;
       found[i].next_offset = marks[i].first;
       found[i].stop_offset = o_.bounded ? marks[i].second : -1;
     }
@@ -286,6 +315,7 @@ class KafkaSource::Impl {
         break;
       case KafkaStartFrom::kCommitted:
       case KafkaStartFrom::kTimestamp: {
+        const int timeout = static_cast<int>(kafka::kRequestTimeout.count());
         kafka::PartitionList list(rd_kafka_topic_partition_list_new(static_cast<int>(found.size())));
         for (auto& f : found) {
           rd_kafka_topic_partition_list_add(list.get(), f.topic.c_str(), f.partition)->offset =
