@@ -6,19 +6,38 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 10
 FUZZ_TARGETS := metadata state_file records data_plane json_body config running_sum_line formats result_file sql sql_dialect sql_io cluster_messages sql_values
 
-.PHONY: deps configure build demo test bench soak check-locks asan-configure asan tsan fuzz clean
+.PHONY: deps build-deps configure build demo package test bench soak check-locks asan-configure asan tsan fuzz clean
 
+# Every package the build and the tests need; build-deps: the build's only.
 deps:
 	@bash scripts/install-deps.sh
 
+build-deps:
+	@bash scripts/install-deps.sh --build-only
+
+CONFIGURE = cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
+
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
+	@$(CONFIGURE)
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-demo: build
-	@bash scripts/demo.sh $(BUILD_DIR)/weir
+# The demo needs the weir executable alone. Its files go to DEMO_DIR, a new
+# directory under $$TMPDIR unless named (make demo DEMO_DIR=path).
+DEMO_DIR ?=
+demo: build-deps
+	@$(CONFIGURE)
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target weir
+	@bash scripts/demo.sh $(BUILD_DIR)/weir $(DEMO_DIR)
+
+# The Debian package (weir_<version>_<arch>.deb) and its debug symbols
+# (weir-dbgsym_...ddeb) in $(BUILD_DIR); see cmake/packaging.cmake.
+package: build-deps
+	@$(CONFIGURE)
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target weir weir_man
+	@cd $(BUILD_DIR) && cpack -G DEB
+	@ls -1 $(BUILD_DIR)/weir_*.deb $(BUILD_DIR)/weir-dbgsym_*.ddeb
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600

@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages weir builds and tests with.
+#   scripts/install-deps.sh               what the build and the tests need
+#   scripts/install-deps.sh --build-only  what building weir needs (make demo)
 # Idempotent: apt-get runs only when a package is missing.
 set -euo pipefail
 
-PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config
+BUILD_ONLY=0
+case "${1:-}" in
+  "") ;;
+  --build-only) BUILD_ONLY=1 ;;
+  *) echo "install-deps: unknown argument '$1' (--build-only or nothing)" >&2; exit 2 ;;
+esac
+
+# Compilers, tools and libraries: everything CMake's configure step finds,
+# and what make package uses (file, help2man).
+BUILD_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config file help2man
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libxxhash-dev libzstd-dev librocksdb-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libcpp-httplib-dev libssl-dev
-  prometheus-cpp-dev prometheus
-  iproute2
-  librdkafka-dev kcat
-  libpq-dev postgresql
-  libcurl4-openssl-dev libpugixml-dev nodejs
-  zookeeper libzookeeper-mt-dev
-  libfuse3-dev fuse3
+  prometheus-cpp-dev
+  librdkafka-dev libpq-dev
+  libcurl4-openssl-dev libpugixml-dev
+  libzookeeper-mt-dev libfuse3-dev
   libpg-query-dev libre2-dev
+)
+# The servers, clients and tools the tests start, the sanitizer and fuzz
+# builds' compiler, the browser of the web UI tests.
+TEST_PACKAGES=(
+  prometheus iproute2 kcat postgresql nodejs zookeeper fuse3
   clang libclang-rt-14-dev
   chromium chromium-driver fonts-dejavu-core
   openssl
 )
+PACKAGES=("${BUILD_PACKAGES[@]}")
+if [ "$BUILD_ONLY" -eq 0 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -37,6 +52,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+if [ "$BUILD_ONLY" -eq 1 ]; then exit 0; fi
 # Debian's nodejs comes without npm (other builds of Node include it).
 if ! command -v npm >/dev/null; then
   $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null

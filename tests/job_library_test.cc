@@ -26,6 +26,7 @@
 #include "network/data_plane.h"
 #include "tests/cluster.h"
 #include "tests/prometheus.h"
+#include "tests/word_count.h"
 #include "weir/connectors.h"
 #include "testing/seed.h"
 
@@ -35,6 +36,9 @@ using namespace std::chrono_literals;
 namespace weir {
 namespace {
 
+using testing::cache_entry;
+using testing::expect_word_counts_exactly_once;
+using testing::write_words;
 using testing::Cluster;
 using testing::eventually;
 using testing::RunResult;
@@ -45,16 +49,6 @@ using testing::parse_prometheus;
 using testing::scrape;
 using testing::total;
 using testing::Total;
-
-// The value of `key` in the build's CMakeCache.txt ("" if absent).
-std::string cache_entry(const std::string& build, const std::string& key) {
-  std::ifstream in(build + "/CMakeCache.txt");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) return line.substr(line.find('=') + 1);
-  }
-  return "";
-}
 
 // Writes `text` to `path` unless it holds it already (an unchanged file
 // keeps its time, so the build stays up to date).
@@ -197,55 +191,6 @@ JobLibraries build_job_libraries() {
   out.slow = (root / "test-jobs" / "libslow.so").string();
   out.crash = (root / "test-jobs" / "libcrash.so").string();
   return out;
-}
-
-// Lines of words drawn from a small vocabulary, some lines empty.
-void write_words(const std::string& path, int lines, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::ofstream out(path);
-  for (int i = 0; i < lines; ++i) {
-    int n = static_cast<int>(rng() % 9);
-    for (int w = 0; w < n; ++w) out << (w ? " " : "") << "w" << rng() % 300;
-    out << "\n";
-  }
-}
-
-// The template's output is "word,count" for every occurrence: exactly once
-// means each word's counts are 1..n, each once, n its occurrences.
-void expect_word_counts_exactly_once(const std::string& input, const std::string& output) {
-  std::map<std::string, int64_t> expected;
-  std::ifstream in(input);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t i = 0;
-    while (i < line.size()) {
-      size_t j = line.find(' ', i);
-      if (j == std::string::npos) j = line.size();
-      if (j > i) ++expected[line.substr(i, j - i)];
-      i = j + 1;
-    }
-  }
-  auto lines = read_published_lines(output, "part");
-  ASSERT_TRUE(lines.ok()) << lines.status();
-  std::map<std::string, std::vector<int64_t>> seen;
-  for (const auto& l : *lines) {
-    size_t comma = l.rfind(',');
-    ASSERT_NE(comma, std::string::npos) << l;
-    seen[l.substr(0, comma)].push_back(std::stoll(l.substr(comma + 1)));
-  }
-  ASSERT_FALSE(expected.empty());
-  int wrong = 0;
-  for (const auto& [word, n] : expected) {
-    auto counts = seen[word];
-    std::sort(counts.begin(), counts.end());
-    std::vector<int64_t> want(n);
-    for (int64_t k = 0; k < n; ++k) want[k] = k + 1;
-    if (counts != want && ++wrong <= 5) {
-      ADD_FAILURE() << "word " << word << ": " << counts.size() << " counts emitted for " << n << " occurrences";
-    }
-  }
-  EXPECT_EQ(wrong, 0);
-  EXPECT_EQ(seen.size(), expected.size()) << "words in the output that the input lacks";
 }
 
 std::string submitted_job(const std::string& out) {

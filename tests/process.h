@@ -40,6 +40,17 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+// The value of `key` in the CMakeCache.txt of the build directory `build`
+// ("" if absent).
+inline std::string cache_entry(const std::string& build, const std::string& key) {
+  std::ifstream in(build + "/CMakeCache.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) return line.substr(line.find('=') + 1);
+  }
+  return "";
+}
+
 inline std::string weir_bin() {
   const char* p = std::getenv("WEIR_BIN");
   return p ? p : "weir";

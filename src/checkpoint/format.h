@@ -21,6 +21,7 @@
 //     varint subtasks | per subtask:
 //       varint index | string file | u64 file size |
 //       u64 operator-state offset | u64 operator-state length |
+//       (version >= 5) u64 xxh64 of the operator-state section |
 //       varint kg start | varint kg end | varint n | u64 offset * n |
 //       (version >= 2) varint files | (string path, u64 size, u8 shared) * files |
 //                      varint states | (string name, u8 kind) * states

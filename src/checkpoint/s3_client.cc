@@ -369,11 +369,11 @@ absl::Status check(const absl::StatusOr<S3Client::Response>& r, const char* meth
 }  // namespace
 
 absl::Status S3Client::put(const S3Url& url, std::string_view bytes) {
-  return check(send({"PUT", url, "", bytes}), "PUT", url);
+  return check(send({.method = "PUT", .url = url, .body = bytes}), "PUT", url);
 }
 
 absl::StatusOr<std::string> S3Client::get(const S3Url& url) {
-  auto r = send({"GET", url, "", {}});
+  auto r = send({.method = "GET", .url = url});
   absl::Status s = check(r, "GET", url);
   if (!s.ok()) return s;
   return std::move(r->body);
@@ -381,7 +381,7 @@ absl::StatusOr<std::string> S3Client::get(const S3Url& url) {
 
 absl::StatusOr<std::string> S3Client::get_range(const S3Url& url, uint64_t offset, uint64_t length) {
   if (length == 0) return std::string();
-  Request request{"GET", url, "", {}};
+  Request request{.method = "GET", .url = url};
   request.range = "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1);
   auto r = send(request);
   absl::Status s = check(r, "GET", url);
@@ -402,7 +402,7 @@ absl::StatusOr<int64_t> S3Client::size(const S3Url& url) {
 }
 
 absl::Status S3Client::remove(const S3Url& url) {
-  auto r = send({"DELETE", url, "", {}});
+  auto r = send({.method = "DELETE", .url = url});
   if (r.ok() && r->code == 404) return absl::OkStatus();
   return check(r, "DELETE", url);
 }
@@ -414,7 +414,7 @@ absl::StatusOr<std::vector<S3Client::Object>> S3Client::list(const S3Url& prefix
   while (true) {
     std::vector<std::pair<std::string, std::string>> params = {{"list-type", "2"}, {"prefix", prefix.key}};
     if (!token.empty()) params.emplace_back("continuation-token", token);
-    auto r = send({"GET", bucket, query(params), {}});
+    auto r = send({.method = "GET", .url = bucket, .query = query(params)});
     absl::Status s = check(r, "LIST", prefix);
     if (!s.ok()) return s;
     pugi::xml_document doc;
@@ -466,7 +466,7 @@ absl::Status S3Client::put_file(const S3Url& url, const std::string& path) {
 absl::StatusOr<int64_t> S3Client::get_file(const S3Url& url, const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno_status("open", path, errno);
-  Request request{"GET", url, "", {}};
+  Request request{.method = "GET", .url = url};
   request.body_fd = fd;
   auto r = send(request);
   absl::Status s = check(r, "GET", url);
@@ -487,7 +487,7 @@ std::unique_ptr<S3Client::Writer> S3Client::writer(const S3Url& url) {
 S3Client::Writer::~Writer() {
   if (done_ || upload_id_.empty()) return;
   // Abandoned: the parts are deleted, nothing appears.
-  auto r = client_->send({"DELETE", url_, query({{"uploadId", upload_id_}}), {}});
+  auto r = client_->send({.method = "DELETE", .url = url_, .query = query({{"uploadId", upload_id_}})});
   absl::Status s = check(r, "DELETE (abort upload)", url_);
   // Its parts stay until the bucket's lifecycle rules remove them; they
   // never appear as the object.
@@ -510,7 +510,7 @@ absl::Status S3Client::Writer::append(std::string_view bytes) {
 
 absl::Status S3Client::Writer::flush_part() {
   if (upload_id_.empty()) {
-    auto r = client_->send({"POST", url_, query({{"uploads", ""}}), {}});
+    auto r = client_->send({.method = "POST", .url = url_, .query = query({{"uploads", ""}})});
     absl::Status s = check(r, "POST (start upload)", url_);
     if (!s.ok()) return s;
     pugi::xml_document doc;
@@ -519,7 +519,8 @@ absl::Status S3Client::Writer::flush_part() {
     if (upload_id_.empty()) return absl::DataLossError("POST " + url_.str() + ": no UploadId in the answer");
   }
   const std::string part = std::to_string(etags_.size() + 1);
-  auto r = client_->send({"PUT", url_, query({{"partNumber", part}, {"uploadId", upload_id_}}), buffer_});
+  const std::string q = query({{"partNumber", part}, {"uploadId", upload_id_}});
+  auto r = client_->send({.method = "PUT", .url = url_, .query = q, .body = buffer_});
   absl::Status s = check(r, "PUT (part)", url_);
   if (!s.ok()) return s;
   if (r->etag.empty()) return absl::DataLossError("PUT " + url_.str() + " part " + part + ": no ETag in the answer");
@@ -543,7 +544,7 @@ absl::Status S3Client::Writer::finish() {
     xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etags_[i] + "</ETag></Part>";
   }
   xml += "</CompleteMultipartUpload>";
-  auto r = client_->send({"POST", url_, query({{"uploadId", upload_id_}}), xml});
+  auto r = client_->send({.method = "POST", .url = url_, .query = query({{"uploadId", upload_id_}}), .body = xml});
   absl::Status s = check(r, "POST (complete upload)", url_);
   // S3 may answer 200 with an error document when completing fails late.
   if (s.ok() && r->body.find("<Error>") != std::string::npos) {
