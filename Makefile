@@ -78,17 +78,12 @@ tsan: deps
 	@TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/src/testing/tsan_suppressions.txt" build-tsan/weir_unit_test --gtest_brief=1
 
 # Each fuzz target for FUZZ_SECONDS (make fuzz FUZZ_SECONDS=600 for a long
-# run) from its corpus in fuzz/corpus/; new inputs it finds go to
-# build-asan/corpus/, a crash to build-asan/crash-* (then add it to the
-# corpus and a regression test).
+# run), JOBS at a time, from its corpus in fuzz/corpus/; new inputs it finds
+# go to build-asan/corpus/, a crash to build-asan/crash-* (then add it to the
+# corpus and a regression test). See scripts/fuzz.sh.
 fuzz: asan-configure
 	@cmake --build build-asan -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
-	@set -e; for t in $(FUZZ_TARGETS); do \
-	  mkdir -p build-asan/corpus/$$t; \
-	  echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
-	  build-asan/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=build-asan/crash-$$t- -print_final_stats=0 \
-	    build-asan/corpus/$$t fuzz/corpus/$$t 2>build-asan/fuzz_$$t.log || { tail -40 build-asan/fuzz_$$t.log; exit 1; }; \
-	done; echo "fuzz: every target ran $(FUZZ_SECONDS) s without a crash"
+	@bash scripts/fuzz.sh $(FUZZ_SECONDS) $(JOBS) $(FUZZ_TARGETS)
 
 clean:
 	@rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz

@@ -10,6 +10,7 @@
 
 #include "checkpoint/format.h"
 #include "checkpoint/storage.h"
+#include "checkpoint/file_storage.h"
 #include "common/test_points.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"

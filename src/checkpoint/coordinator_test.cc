@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include "checkpoint/storage.h"
+#include "checkpoint/memory_storage.h"
+#include "checkpoint/file_storage.h"
 
 namespace weir::checkpoint {
 namespace {

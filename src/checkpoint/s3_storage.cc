@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
+#include "checkpoint/storage_scheme.h"
 #include "common/file_util.h"
 
 namespace weir::checkpoint {
@@ -156,9 +157,11 @@ void S3CheckpointStorage::discard_subsumed(int64_t id, const std::vector<std::st
   discard_files(unreferenced);
 }
 
-absl::StatusOr<std::vector<std::string>> download_native_files(const std::string& location,
-                                                               const OperatorSubtaskState& state,
-                                                               const std::string& dir) {
+namespace {
+
+absl::StatusOr<std::vector<std::string>> download_native_files_from(const std::string& location,
+                                                                    const OperatorSubtaskState& state,
+                                                                    const std::string& dir) {
   auto client = shared_s3_client();
   if (!client.ok()) return client.status();
   std::error_code ec;
@@ -283,6 +286,86 @@ absl::StatusOr<RestoredCheckpoint> find_latest_s3_checkpoint(const std::string& 
     if (skipped) skipped->push_back(std::string(cp.status().message()));
   }
   return absl::NotFoundError("no complete checkpoint under " + root);
+}
+
+// s3://BUCKET/KEY joined with `relative`: "." and ".." resolved in the key
+// alone.
+std::string resolve_key(const std::string& location, const std::string& relative) {
+  const size_t slash = location.find('/', 5);
+  const std::string head = location.substr(0, slash);
+  std::vector<std::string> parts;
+  const std::string key = (slash == std::string::npos ? "" : location.substr(slash + 1)) + "/" + relative;
+  size_t at = 0;
+  while (at <= key.size()) {
+    size_t next = key.find('/', at);
+    if (next == std::string::npos) next = key.size();
+    const std::string part = key.substr(at, next - at);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    at = next + 1;
+  }
+  std::string out = head;
+  for (const auto& p : parts) out += "/" + p;
+  return out;
+}
+
+class S3Scheme final : public StorageScheme {
+ public:
+  bool remote() const override { return true; }
+  absl::StatusOr<std::unique_ptr<CheckpointStorage>> open(const std::string& root,
+                                                         const std::string& job_id) const override {
+    auto client = shared_s3_client();
+    if (!client.ok()) return client.status();
+    auto url = parse_s3_url(root);
+    if (!url.ok()) return url.status();
+    return std::make_unique<S3CheckpointStorage>(*std::move(client), *std::move(url), job_id);
+  }
+  absl::StatusOr<std::unique_ptr<CheckpointStorage>> at(const std::string& dir) const override {
+    auto storage = S3CheckpointStorage::at(dir);
+    if (!storage.ok()) return storage.status();
+    return std::unique_ptr<CheckpointStorage>(*std::move(storage));
+  }
+  absl::StatusOr<std::unique_ptr<CheckpointStorage>> create_savepoint(const std::string& dir) const override {
+    auto storage = S3CheckpointStorage::at(dir);
+    if (!storage.ok()) return storage.status();
+    auto empty = (*storage)->empty(0);  // its one location, whatever the id
+    if (!empty.ok()) return empty.status();
+    if (!*empty) return absl::AlreadyExistsError("savepoint directory " + dir + " already exists");
+    return std::unique_ptr<CheckpointStorage>(*std::move(storage));
+  }
+  absl::StatusOr<RestoredCheckpoint> load(const std::string& path) const override { return load_s3_checkpoint(path); }
+  absl::StatusOr<RestoredCheckpoint> find_latest(const std::string& root,
+                                                 std::vector<std::string>* skipped) const override {
+    return find_latest_s3_checkpoint(root, skipped);
+  }
+  std::string resolve(const std::string& location, const std::string& relative) const override {
+    return resolve_key(location, relative);
+  }
+  void discard_at(const std::string& location) const override {
+    auto storage = S3CheckpointStorage::at(location);
+    if (storage.ok()) (*storage)->discard(0);  // its one location, whatever the id
+  }
+  void remove_file(const std::string& file) const override {
+    auto client = shared_s3_client();
+    auto url = parse_s3_url(file);
+    absl::Status s = !client.ok() ? client.status() : !url.ok() ? url.status() : (*client)->remove(*url);
+    if (!s.ok()) spdlog::warn("could not remove {}: {}", file, std::string(s.message()));
+  }
+  absl::StatusOr<std::vector<std::string>> download_native_files(const std::string& location,
+                                                                 const OperatorSubtaskState& state,
+                                                                 const std::string& dir) const override {
+    return download_native_files_from(location, state, dir);
+  }
+};
+
+}  // namespace
+
+const StorageScheme& s3_scheme() {
+  static const S3Scheme scheme;
+  return scheme;
 }
 
 }  // namespace weir::checkpoint

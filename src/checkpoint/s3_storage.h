@@ -12,7 +12,8 @@
 // Incremental checkpoints upload RocksDB's files as FileCheckpointStorage
 // copies them: new SST files once, under <job-id>/shared/c<n>/ (later
 // checkpoints refer to them again), the rest under chk-<n>/. A restore
-// downloads the files it needs (runtime/operator_context.cc).
+// downloads the files it needs (s3_scheme().download_native_files,
+// storage_scheme.h).
 //
 // Thread-safe.
 #ifndef WEIR_CHECKPOINT_S3_STORAGE_H_
@@ -65,18 +66,6 @@ class S3CheckpointStorage final : public CheckpointStorage {
   const S3Url job_;   // PREFIX/<job-id>, or the savepoint's own prefix
   const bool fixed_;  // location(id) is job_ itself
 };
-
-// Downloads the native files of `state` (a subtask of the checkpoint at
-// s3:// `location`) into directory `dir` (created), each checked against
-// its size and checksum; returns their local paths, in the handle's order.
-absl::StatusOr<std::vector<std::string>> download_native_files(const std::string& location,
-                                                               const OperatorSubtaskState& state,
-                                                               const std::string& dir);
-
-// load_checkpoint and find_latest_checkpoint (storage.h) for s3:// paths.
-absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url);
-absl::StatusOr<RestoredCheckpoint> find_latest_s3_checkpoint(const std::string& root,
-                                                             std::vector<std::string>* skipped);
 
 }  // namespace weir::checkpoint
 

@@ -1,14 +1,15 @@
 // Checkpoint storage: where state files and metadata go.
 //
-// FileCheckpointStorage lays a job's checkpoints out as
+// A job's checkpoints are laid out as
 //   <root>/<job-id>/chk-<n>/_metadata          written last, atomically
 //   <root>/<job-id>/chk-<n>/<uid>-<subtask>.state
-// A chk-<n> directory without a valid _metadata is incomplete and is never
-// restored from. MemoryCheckpointStorage keeps the same structure in memory
-// (tests, and jobs run without a checkpoint directory).
+//   <root>/<job-id>/shared/c<n>/...            native files later checkpoints share
+// in a directory (file_storage.h), in S3 (s3_storage.h) or in memory
+// (memory_storage.h); storage_scheme.h chooses by the location. A chk-<n>
+// without a valid _metadata is incomplete and is never restored from.
 //
-// Both are thread-safe: tasks write state files from snapshot threads while
-// the coordinator finalizes and discards.
+// Every storage is thread-safe: tasks write state files from snapshot
+// threads while the coordinator finalizes and discards.
 #ifndef WEIR_CHECKPOINT_STORAGE_H_
 #define WEIR_CHECKPOINT_STORAGE_H_
 
@@ -118,62 +119,6 @@ class CheckpointStorage {
   virtual absl::Status add_savepoint(int64_t checkpoint_id, const std::string& dir) {
     return absl::UnimplementedError("this checkpoint storage takes no savepoints");
   }
-};
-
-class FileCheckpointStorage final : public CheckpointStorage {
- public:
-  FileCheckpointStorage(std::string root, std::string job_id);
-  // Every checkpoint id maps to `dir` itself (one savepoint).
-  static std::unique_ptr<FileCheckpointStorage> at_directory(std::string dir);
-
-  absl::StatusOr<std::unique_ptr<StateFileOutput>> create_state_file(int64_t checkpoint_id,
-                                                                     const std::string& name) override;
-  absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
-  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
-      const std::string& location, const OperatorSubtaskState& handle) override;
-  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_operator_state(
-      const std::string& location, const OperatorSubtaskState& handle) override;
-  void discard(int64_t checkpoint_id) override;
-  void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
-  std::string location(int64_t checkpoint_id) const override;
-  absl::StatusOr<std::vector<int64_t>> stored_checkpoints() override;
-  absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
-                                          const std::string& name, bool shared) override;
-  bool supports_native() const override { return !fixed_; }
-
- private:
-  struct AtDirectory {};
-  std::string shared_dir(int64_t checkpoint_id) const;
-  FileCheckpointStorage(AtDirectory, std::string dir);
-  absl::Status ensure_dir(int64_t checkpoint_id);
-
-  const std::string job_dir_;
-  const bool fixed_ = false;  // location(id) is job_dir_ itself
-  absl::Mutex mu_;
-  std::map<int64_t, bool> created_ ABSL_GUARDED_BY(mu_);
-};
-
-class MemoryCheckpointStorage final : public CheckpointStorage {
- public:
-  explicit MemoryCheckpointStorage(std::string job_id) : job_id_(std::move(job_id)) {}
-
-  absl::StatusOr<std::unique_ptr<StateFileOutput>> create_state_file(int64_t checkpoint_id,
-                                                                     const std::string& name) override;
-  absl::StatusOr<std::string> finalize(const CheckpointMetadata& m) override;
-  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
-      const std::string& location, const OperatorSubtaskState& handle) override;
-  void discard(int64_t checkpoint_id) override;
-  std::string location(int64_t checkpoint_id) const override;
-  bool durable() const override { return false; }
-
-  // For tests: how many checkpoints hold files.
-  size_t num_checkpoints() const;
-
- private:
-  class File;
-  const std::string job_id_;
-  mutable absl::Mutex mu_;
-  std::map<int64_t, std::map<std::string, std::shared_ptr<const File>>> files_ ABSL_GUARDED_BY(mu_);
 };
 
 // The storage a job uses: checkpoints go to `checkpoints`, savepoints to

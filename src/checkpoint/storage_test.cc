@@ -1,4 +1,7 @@
 #include "checkpoint/storage.h"
+#include "checkpoint/file_storage.h"
+#include "checkpoint/memory_storage.h"
+#include "checkpoint/storage_scheme.h"
 
 #include <gtest/gtest.h>
 
@@ -189,6 +192,46 @@ TEST_F(StorageTest, MissingDirectoryIsAClearError) {
   auto r = find_latest_checkpoint((root_ / "nope").string(), &skipped);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("does not exist"), std::string::npos);
+}
+
+// Every location goes to the scheme its prefix names: no checkpoint
+// directory and memory:// to memory (read back only by its own job), s3://
+// to S3 (remote), anything else to the file system.
+TEST(StorageSchemeTest, ALocationGoesToTheSchemeItNames) {
+  EXPECT_EQ(&scheme_for(""), &memory_scheme());
+  EXPECT_EQ(&scheme_for("memory://job/3"), &memory_scheme());
+  EXPECT_EQ(&scheme_for("s3://bucket/prefix"), &s3_scheme());
+  EXPECT_EQ(&scheme_for("/var/lib/chk"), &file_scheme());
+  EXPECT_EQ(&scheme_for("relative/chk"), &file_scheme());
+  EXPECT_EQ(&scheme_for("s3:/not-a-url"), &file_scheme());
+  EXPECT_TRUE(s3_scheme().remote());
+  EXPECT_FALSE(file_scheme().remote());
+  EXPECT_FALSE(memory_scheme().durable());
+  EXPECT_TRUE(file_scheme().durable());
+  EXPECT_FALSE(memory_scheme().at("memory://job/3").ok());
+  auto memory = scheme_for("").open("", "job");
+  ASSERT_TRUE(memory.ok()) << memory.status();
+  EXPECT_FALSE((*memory)->durable());
+  EXPECT_EQ((*memory)->location(4), "memory://job/4");
+  EXPECT_FALSE(file_scheme().download_native_files("/c/job/chk-1", OperatorSubtaskState{}, "/tmp/x").ok());
+}
+
+TEST_F(StorageTest, ASavepointDirectoryIsCreatedOnceAndNeverReused) {
+  const std::string dir = (root_ / "savepoints" / "sp-1").string();
+  auto first = scheme_for(dir).create_savepoint(dir);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(fs::is_directory(dir));
+  EXPECT_EQ((*first)->location(9), dir);  // every id maps to the directory itself
+  auto again = scheme_for(dir).create_savepoint(dir);
+  ASSERT_FALSE(again.ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(again.status())) << again.status();
+  EXPECT_NE(again.status().message().find(dir), std::string::npos) << again.status();
+  RoutingCheckpointStorage routing(std::make_shared<MemoryCheckpointStorage>("job"));
+  EXPECT_TRUE(absl::IsAlreadyExists(routing.add_savepoint(2, dir)));
+  const std::string other = (root_ / "savepoints" / "sp-2").string();
+  ASSERT_TRUE(routing.add_savepoint(2, other).ok());
+  EXPECT_EQ(routing.location(2), other);
+  EXPECT_EQ(routing.location(3), "memory://job/3");
 }
 
 }  // namespace

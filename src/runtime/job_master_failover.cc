@@ -10,6 +10,8 @@
 
 #include <string>
 
+#include "checkpoint/storage_scheme.h"
+
 namespace weir::runtime {
 namespace {
 
@@ -114,7 +116,8 @@ bool JobMaster::ensure_latest_is_intact() {
   if (failures_without_progress_ < 2) return true;
   std::string broken;
   while (const checkpoint::CompletedCheckpointStore::Entry* latest = store_.latest()) {
-    if (verified_checkpoints_.count(latest->id) != 0 || latest->location.rfind("memory://", 0) == 0) return true;
+    if (verified_checkpoints_.count(latest->id) != 0) return true;
+    if (!checkpoint::scheme_for(latest->location).durable()) return true;  // gone with the process anyway
     auto cp = checkpoint::load_checkpoint(latest->location);
     if (cp.ok()) {
       verified_checkpoints_.insert(latest->id);

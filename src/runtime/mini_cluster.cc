@@ -5,7 +5,7 @@
 #include <map>
 #include <random>
 
-#include "checkpoint/s3_storage.h"
+#include "checkpoint/storage_scheme.h"
 #include "checkpoint/storage.h"
 #include "graph/job_graph.h"
 #include "runtime/job_master.h"
@@ -193,19 +193,11 @@ absl::StatusOr<std::optional<checkpoint::RestoredCheckpoint>> find_restore(const
 
 absl::StatusOr<std::shared_ptr<checkpoint::RoutingCheckpointStorage>> make_job_storage(const JobConfig& config,
                                                                                        const std::string& job_id) {
-  std::shared_ptr<checkpoint::CheckpointStorage> checkpoints;
-  if (config.checkpoint.directory.empty()) {
-    checkpoints = std::make_shared<checkpoint::MemoryCheckpointStorage>(job_id);
-  } else if (checkpoint::is_s3_url(config.checkpoint.directory)) {
-    auto client = checkpoint::shared_s3_client();
-    if (!client.ok()) return client.status();
-    auto root = checkpoint::parse_s3_url(config.checkpoint.directory);
-    if (!root.ok()) return root.status();
-    checkpoints = std::make_shared<checkpoint::S3CheckpointStorage>(*client, *root, job_id);
-  } else {
-    checkpoints = std::make_shared<checkpoint::FileCheckpointStorage>(config.checkpoint.directory, job_id);
-  }
-  return std::make_shared<checkpoint::RoutingCheckpointStorage>(std::move(checkpoints));
+  const std::string& dir = config.checkpoint.directory;
+  auto checkpoints = checkpoint::scheme_for(dir).open(dir, job_id);
+  if (!checkpoints.ok()) return checkpoints.status();
+  return std::make_shared<checkpoint::RoutingCheckpointStorage>(std::shared_ptr<checkpoint::CheckpointStorage>(
+      *std::move(checkpoints)));
 }
 
 }  // namespace runtime

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "checkpoint/s3_storage.h"
+#include "checkpoint/storage_scheme.h"
 #include "state/rocksdb_store.h"
 #include "state/state_directory.h"
 
@@ -41,7 +41,7 @@ void TaskManager::register_job(const std::string& job_id, JobContext ctx) {
   // anyway), and of state files when the checkpoints live remotely.
   const bool native = state.kind == StateBackendKind::kRocksDb && ctx.config.checkpoint.incremental &&
                       ctx.storage != nullptr && ctx.storage->supports_native();
-  const bool remote = checkpoint::is_s3_url(ctx.config.checkpoint.directory);
+  const bool remote = checkpoint::scheme_for(ctx.config.checkpoint.directory).remote();
   const bool local_recovery = state.local_recovery && ctx.storage != nullptr && (native || remote);
   if (state.kind == StateBackendKind::kRocksDb || local_recovery) {
     // Own the job's local state directory; remove those of dead processes.

@@ -8,9 +8,10 @@
 #include <spdlog/spdlog.h>
 
 #include "checkpoint/format.h"
-#include "checkpoint/s3_storage.h"
+#include "checkpoint/file_storage.h"
 #include "checkpoint/state_assignment.h"
 #include "checkpoint/storage.h"
+#include "checkpoint/storage_scheme.h"
 #include "runtime/operator_context.h"
 #include "runtime/task.h"
 
@@ -87,9 +88,9 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
         n.files.push_back(checkpoint::native_file_location(tdd_.restore_location, f.path));
         sizes.push_back(f.size);
       }
-      if (checkpoint::is_s3_url(tdd_.restore_location)) {
-        n.download = [location = tdd_.restore_location, state = *s](const std::string& dir) {
-          return checkpoint::download_native_files(location, state, dir);
+      if (const checkpoint::StorageScheme& scheme = checkpoint::scheme_for(tdd_.restore_location); scheme.remote()) {
+        n.download = [&scheme, location = tdd_.restore_location, state = *s](const std::string& dir) {
+          return scheme.download_native_files(location, state, dir);
         };
       }
       n.states = s->native_states;

@@ -16,6 +16,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "checkpoint/storage.h"
+#include "checkpoint/memory_storage.h"
 #include "common/test_points.h"
 #include "graph/job_graph.h"
 #include "network/buffer_pool.h"
