@@ -167,9 +167,9 @@ void persisted_results_survive_a_lost_taskmanager(const std::string& name, bool 
       },
       60s))
       << c.jm_log();
-  std::unique_ptr<checkpoint::S3Client> client;
+  std::unique_ptr<s3::S3Client> client;
   if (s3) {
-    client = std::make_unique<checkpoint::S3Client>(server->settings());
+    client = std::make_unique<s3::S3Client>(server->settings());
     auto results = client->list({"weir", "chk/results/" + *job + "/"});
     ASSERT_TRUE(results.ok()) << results.status();
     EXPECT_GE(results->size(), 2u) << "the finished sources' results are not in S3";
@@ -354,7 +354,9 @@ TEST(ClusterTest, BatchStagesRerunOnlyWhatWasLost) {
       }
     }
     for (const auto& s : subtasks_of(detail, "running-sum")) {
-      if (s["subtask"] == 1) EXPECT_EQ(s["attempt"], 1) << s;
+      if (s["subtask"] == 1) {
+        EXPECT_EQ(s["attempt"], 1) << s;
+      }
     }
     expect_exactly_once({small, big}, out);
   }
@@ -681,8 +683,8 @@ TEST(ClusterTest, KilledTaskManagerRestoresFromCheckpointsInS3) {
   ASSERT_TRUE(savepoint.ok()) << savepoint.status();
   const std::string savepoint_path = (*savepoint)["path"];
   EXPECT_EQ(savepoint_path.rfind(s3.url("savepoints/savepoint-"), 0), 0u) << *savepoint;
-  checkpoint::S3Client client(s3.settings());
-  auto metadata = client.get(*checkpoint::parse_s3_url(savepoint_path + "/_metadata"));
+  s3::S3Client client(s3.settings());
+  auto metadata = client.get(*s3::parse_s3_url(savepoint_path + "/_metadata"));
   EXPECT_TRUE(metadata.ok()) << metadata.status();
   c.taskmanager("tm-b")->kill9();
   c.start_taskmanager("tm-c", 2);

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -103,6 +104,43 @@ TEST(ClusterTest, OnlyTheNewestEndedJobsAreKept) {
                                 c.dir().path("gone"));
   EXPECT_NE(gone.code, 0);
   EXPECT_NE(gone.err.find("no job " + ids.front()), std::string::npos) << gone.err;
+}
+
+// A prefix that starts the ids of several jobs names none of them: the
+// client refuses it and lists the jobs it matches. Ids are random hex, so
+// of 17 jobs two share their first digit; the loop stops at the first pair.
+TEST(ClusterTest, AJobIdPrefixOfSeveralJobsIsRefusedNamingThem) {
+  Cluster c("cluster-prefix");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 20, 5, 0, 1).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 1}})) << "the cluster did not come up\n" << c.jm_log();
+  std::map<char, std::string> by_first_digit;
+  std::string first, second;
+  for (int i = 0; i < 17 && second.empty(); ++i) {
+    auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out" + std::to_string(i)),
+                                                 "--checkpoint-dir", c.dir().path("chk")});
+    ASSERT_TRUE(job.ok()) << job.status();
+    auto done = c.client().wait(*job, 60000);
+    ASSERT_TRUE(done.ok()) << done.status();
+    auto [it, fresh] = by_first_digit.emplace(job->front(), *job);
+    if (!fresh) first = it->second, second = *job;
+  }
+  ASSERT_FALSE(second.empty()) << "17 job ids with 16 distinct first digits";
+  auto both = testing::run_weir(
+      {"job", first.substr(0, 1), "--jobmanager", c.rest(), "--secret-file", c.secret_file()}, c.dir().path("both"));
+  EXPECT_EQ(both.code, 2) << both.err;
+  EXPECT_NE(both.err.find("job id prefix " + first.substr(0, 1) + " matches"), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find(first), std::string::npos) << both.err;
+  EXPECT_NE(both.err.find(second), std::string::npos) << both.err;
+  EXPECT_EQ(std::count(both.err.begin(), both.err.end(), '\n'), 1) << both.err;
+  // A longer prefix that tells them apart names one.
+  size_t common = 0;
+  while (first[common] == second[common]) ++common;
+  auto one = testing::run_weir({"job", second.substr(0, common + 1), "--jobmanager", c.rest(), "--secret-file",
+                                c.secret_file()},
+                               c.dir().path("one"));
+  EXPECT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(one.out.rfind(second, 0), 0u) << one.out;
 }
 
 // A job whose input file does not exist fails at once, naming the file,

@@ -421,7 +421,7 @@ TEST(HaClusterTest, LeaderLossWithJobRecordsAndCheckpointsInS3) {
                                               "--rate", "500"});
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_TRUE(eventually([&] { return newest_checkpoint(c.client(), *id) >= 3; }, 60s)) << c.logs();
-  checkpoint::S3Client client(s3.settings());
+  s3::S3Client client(s3.settings());
   auto records = client.list({"weir", "ha/jobs/"});
   ASSERT_TRUE(records.ok()) << records.status();
   ASSERT_EQ(records->size(), 1u);

@@ -414,6 +414,14 @@ TEST_F(RunningSumTest, RestoreLatestWithoutCheckpointsIsAClearError) {
                     path("run"));
   EXPECT_EQ(r.code, 3);
   EXPECT_NE(r.err.find("no complete checkpoint under " + path("chk")), std::string::npos) << r.err;
+  // A path that is no directory at all says so, rather than calling it an
+  // incomplete checkpoint.
+  r = run_weir({"example", "running-sum", "--input", path("in.txt"), "--output", path("o"), "--checkpoint-dir",
+                path("chk"), "--restore", path("no/such/path")},
+               path("run"));
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.err.find(path("no/such/path") + ": no such checkpoint directory"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 }  // namespace

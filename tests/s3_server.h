@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/s3_client.h"
+#include "s3/s3_client.h"
 #include "tests/process.h"
 
 namespace weir::testing {
@@ -38,8 +38,8 @@ class S3Server {
   const std::string& bucket() const { return bucket_; }
   std::string url(const std::string& prefix) const { return "s3://" + bucket_ + "/" + prefix; }
   // s3rver's own credentials (it checks the signature made with them).
-  checkpoint::S3Settings settings() const {
-    checkpoint::S3Settings s;
+  s3::S3Settings settings() const {
+    s3::S3Settings s;
     s.endpoint = endpoint();
     s.access_key = "S3RVER";
     s.secret_key = "S3RVER";

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
-#include "checkpoint/s3_client.h"
+#include "s3/s3_client.h"
 #include "checkpoint/s3_storage.h"
 #include "checkpoint/storage.h"
 #include "examples/running_sum/running_sum.h"
@@ -28,8 +28,8 @@
 namespace weir {
 namespace {
 
-using checkpoint::S3Client;
-using checkpoint::S3Url;
+using s3::S3Client;
+using s3::S3Url;
 using testing::Child;
 using testing::S3Server;
 using testing::TempDir;
@@ -98,7 +98,7 @@ TEST_F(S3Test, ClientPutsGetsListsAndRemovesObjects) {
 // Large objects go up in parts, streamed; an upload never finished leaves
 // nothing behind.
 TEST_F(S3Test, WriterUploadsInPartsAndAnUnfinishedUploadLeavesNothing) {
-  checkpoint::S3Settings settings = server_->settings();
+  s3::S3Settings settings = server_->settings();
   settings.part_bytes = 5 << 20;  // S3's smallest
   S3Client s3(settings);
   std::string bytes(12 << 20, '\0');
@@ -137,7 +137,7 @@ TEST_F(S3Test, WriterUploadsInPartsAndAnUnfinishedUploadLeavesNothing) {
 // once it is back; while it stays down they fail naming the request and the
 // cause.
 TEST_F(S3Test, RequestsAreRetriedUntilTheServerIsBackOrTheAttemptsRunOut) {
-  checkpoint::S3Settings settings = server_->settings();
+  s3::S3Settings settings = server_->settings();
   S3Client quick(settings);  // 3 attempts, 20 ms apart at first
   server_->stop();
   absl::Status down = quick.put({"weir", "k"}, "v");
@@ -205,7 +205,7 @@ TEST_F(S3Test, JobsCheckpointToS3RestoreFromItAndSkipBrokenCheckpoints) {
   ASSERT_TRUE(newest.ok()) << newest.status();
   EXPECT_TRUE(skipped.empty()) << absl::StrJoin(skipped, "\n");
   // Break the newest: cut one of its state files short.
-  auto newest_url = checkpoint::parse_s3_url(newest->location);
+  auto newest_url = s3::parse_s3_url(newest->location);
   ASSERT_TRUE(newest_url.ok());
   const std::string state_file = newest->metadata.operators.front().subtasks.front().file;
   const S3Url victim{"weir", newest_url->key + "/" + state_file};

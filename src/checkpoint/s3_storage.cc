@@ -19,48 +19,48 @@ namespace {
 // A state file going up: its bytes stream into the object's upload.
 class S3Output final : public StateFileOutput {
  public:
-  explicit S3Output(std::unique_ptr<S3Client::Writer> writer) : writer_(std::move(writer)) {}
+  explicit S3Output(std::unique_ptr<s3::S3Client::Writer> writer) : writer_(std::move(writer)) {}
   absl::Status append(std::string_view bytes) override { return writer_->append(bytes); }
   absl::Status finish() override { return writer_->finish(); }
 
  private:
-  std::unique_ptr<S3Client::Writer> writer_;
+  std::unique_ptr<s3::S3Client::Writer> writer_;
 };
 
 std::string chk_dir_name(int64_t id) { return "chk-" + std::to_string(id); }
 
-S3Url child(const S3Url& dir, const std::string& name) {
+s3::S3Url child(const s3::S3Url& dir, const std::string& name) {
   return {dir.bucket, dir.key.empty() ? name : dir.key + "/" + name};
 }
 
 }  // namespace
 
-S3CheckpointStorage::S3CheckpointStorage(std::shared_ptr<S3Client> client, S3Url root, const std::string& job_id)
+S3CheckpointStorage::S3CheckpointStorage(std::shared_ptr<s3::S3Client> client, s3::S3Url root, const std::string& job_id)
     : client_(std::move(client)), job_(child(root, job_id)), fixed_(false) {}
 
-S3CheckpointStorage::S3CheckpointStorage(Fixed, std::shared_ptr<S3Client> client, S3Url dir)
+S3CheckpointStorage::S3CheckpointStorage(Fixed, std::shared_ptr<s3::S3Client> client, s3::S3Url dir)
     : client_(std::move(client)), job_(std::move(dir)), fixed_(true) {}
 
-std::unique_ptr<S3CheckpointStorage> S3CheckpointStorage::at(std::shared_ptr<S3Client> client, S3Url dir) {
+std::unique_ptr<S3CheckpointStorage> S3CheckpointStorage::at(std::shared_ptr<s3::S3Client> client, s3::S3Url dir) {
   return std::unique_ptr<S3CheckpointStorage>(new S3CheckpointStorage(Fixed{}, std::move(client), std::move(dir)));
 }
 
 absl::StatusOr<std::unique_ptr<S3CheckpointStorage>> S3CheckpointStorage::at(const std::string& dir) {
-  auto client = shared_s3_client();
+  auto client = s3::shared_s3_client();
   if (!client.ok()) return client.status();
-  auto url = parse_s3_url(dir);
+  auto url = s3::parse_s3_url(dir);
   if (!url.ok()) return url.status();
   return at(*std::move(client), *std::move(url));
 }
 
 absl::StatusOr<bool> S3CheckpointStorage::empty(int64_t id) const {
-  const S3Url d = dir(id);
-  auto objects = client_->list(S3Url{d.bucket, d.key + "/"});
+  const s3::S3Url d = dir(id);
+  auto objects = client_->list(s3::S3Url{d.bucket, d.key + "/"});
   if (!objects.ok()) return objects.status();
   return objects->empty();
 }
 
-S3Url S3CheckpointStorage::dir(int64_t id) const { return fixed_ ? job_ : child(job_, chk_dir_name(id)); }
+s3::S3Url S3CheckpointStorage::dir(int64_t id) const { return fixed_ ? job_ : child(job_, chk_dir_name(id)); }
 
 std::string S3CheckpointStorage::location(int64_t id) const { return dir(id).str(); }
 
@@ -79,9 +79,9 @@ absl::StatusOr<std::string> S3CheckpointStorage::finalize(const CheckpointMetada
 
 absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_state_file(
     const std::string& location, const OperatorSubtaskState& handle) {
-  auto at = parse_s3_url(location);
+  auto at = s3::parse_s3_url(location);
   if (!at.ok()) return at.status();
-  const S3Url url = child(*at, handle.file);
+  const s3::S3Url url = child(*at, handle.file);
   auto bytes = client_->get(url);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) return absl::DataLossError(url.str() + ": missing");
@@ -113,7 +113,7 @@ absl::StatusOr<std::vector<int64_t>> S3CheckpointStorage::stored_checkpoints() {
   return ids;
 }
 
-S3Url S3CheckpointStorage::shared_dir(int64_t id) const {
+s3::S3Url S3CheckpointStorage::shared_dir(int64_t id) const {
   return child(child(job_, "shared"), "c" + std::to_string(id));
 }
 
@@ -129,9 +129,9 @@ absl::StatusOr<std::string> S3CheckpointStorage::upload_file(int64_t id, const s
 absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_operator_state(
     const std::string& location, const OperatorSubtaskState& handle) {
   if (!handle.has_operator_state_checksum) return CheckpointStorage::read_operator_state(location, handle);
-  auto at = parse_s3_url(location);
+  auto at = s3::parse_s3_url(location);
   if (!at.ok()) return at.status();
-  const S3Url url = child(*at, handle.file);
+  const s3::S3Url url = child(*at, handle.file);
   auto bytes = client_->get_range(url, handle.operator_state_offset, handle.operator_state_length);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) return absl::DataLossError(url.str() + ": missing");
@@ -144,15 +144,15 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_
 
 void S3CheckpointStorage::discard(int64_t id) {
   // Best effort, as for files: a leftover without _metadata is never used.
-  for (const S3Url& d : fixed_ ? std::vector<S3Url>{dir(id)} : std::vector<S3Url>{dir(id), shared_dir(id)}) {
-    absl::Status s = client_->remove_all(S3Url{d.bucket, d.key + "/"});  // not chk-10/ with chk-1/
+  for (const s3::S3Url& d : fixed_ ? std::vector<s3::S3Url>{dir(id)} : std::vector<s3::S3Url>{dir(id), shared_dir(id)}) {
+    absl::Status s = client_->remove_all(s3::S3Url{d.bucket, d.key + "/"});  // not chk-10/ with chk-1/
     if (!s.ok()) spdlog::warn("could not remove checkpoint {}: {}", d.str(), std::string(s.message()));
   }
 }
 
 void S3CheckpointStorage::discard_subsumed(int64_t id, const std::vector<std::string>& unreferenced) {
-  const S3Url d = dir(id);
-  absl::Status s = client_->remove_all(S3Url{d.bucket, d.key + "/"});
+  const s3::S3Url d = dir(id);
+  absl::Status s = client_->remove_all(s3::S3Url{d.bucket, d.key + "/"});
   if (!s.ok()) spdlog::warn("could not remove checkpoint {}: {}", location(id), std::string(s.message()));
   discard_files(unreferenced);
 }
@@ -162,7 +162,7 @@ namespace {
 absl::StatusOr<std::vector<std::string>> download_native_files_from(const std::string& location,
                                                                     const OperatorSubtaskState& state,
                                                                     const std::string& dir) {
-  auto client = shared_s3_client();
+  auto client = s3::shared_s3_client();
   if (!client.ok()) return client.status();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -170,7 +170,7 @@ absl::StatusOr<std::vector<std::string>> download_native_files_from(const std::s
   std::vector<std::string> local;
   for (const NativeFile& f : state.native_files) {
     const std::string at = native_file_location(location, f.path);
-    auto url = parse_s3_url(at);
+    auto url = s3::parse_s3_url(at);
     if (!url.ok()) return url.status();
     const std::string to = (std::filesystem::path(dir) / std::filesystem::path(url->key).filename()).string();
     auto size = (*client)->get_file(*url, to);
@@ -200,8 +200,8 @@ absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url) {
   }
   auto reader = S3CheckpointStorage::at(path);
   if (!reader.ok()) return reader.status();
-  auto dir = parse_s3_url(path);
-  const S3Url meta_url = child(*dir, std::string(kMetadataFileName));
+  auto dir = s3::parse_s3_url(path);
+  const s3::S3Url meta_url = child(*dir, std::string(kMetadataFileName));
   auto bytes = (*reader)->client().get(meta_url);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) return absl::NotFoundError(dir->str() + ": incomplete checkpoint (no _metadata)");
@@ -221,9 +221,9 @@ absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url) {
       for (const auto& f : s.native_files) {
         if (!listed) {
           const size_t cut = dir->key.rfind('/');
-          auto objects = (*reader)->client().list(S3Url{dir->bucket, cut == std::string::npos ? "" : dir->key.substr(0, cut + 1)});
+          auto objects = (*reader)->client().list(s3::S3Url{dir->bucket, cut == std::string::npos ? "" : dir->key.substr(0, cut + 1)});
           if (!objects.ok()) return objects.status();
-          for (const auto& o : *objects) sizes[S3Url{dir->bucket, o.key}.str()] = o.size;
+          for (const auto& o : *objects) sizes[s3::S3Url{dir->bucket, o.key}.str()] = o.size;
           listed = true;
         }
         const std::string at = native_file_location(cp.location, f.path);
@@ -241,11 +241,11 @@ absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url) {
 
 absl::StatusOr<RestoredCheckpoint> find_latest_s3_checkpoint(const std::string& root,
                                                              std::vector<std::string>* skipped) {
-  auto client = shared_s3_client();
+  auto client = s3::shared_s3_client();
   if (!client.ok()) return client.status();
-  auto at = parse_s3_url(root);
+  auto at = s3::parse_s3_url(root);
   if (!at.ok()) return at.status();
-  S3Url prefix = *at;
+  s3::S3Url prefix = *at;
   if (!prefix.key.empty()) prefix.key += "/";
   auto objects = (*client)->list(prefix);
   if (!objects.ok()) return objects.status();
@@ -276,7 +276,7 @@ absl::StatusOr<RestoredCheckpoint> find_latest_s3_checkpoint(const std::string& 
     return x.second.time != y.second.time ? x.second.time > y.second.time : x.second.id > y.second.id;
   });
   for (const auto& [key, c] : order) {
-    const std::string url = S3Url{at->bucket, key}.str();
+    const std::string url = s3::S3Url{at->bucket, key}.str();
     if (!c.published) {
       if (skipped) skipped->push_back(url + ": incomplete checkpoint (no _metadata)");
       continue;
@@ -317,9 +317,9 @@ class S3Scheme final : public StorageScheme {
   bool remote() const override { return true; }
   absl::StatusOr<std::unique_ptr<CheckpointStorage>> open(const std::string& root,
                                                          const std::string& job_id) const override {
-    auto client = shared_s3_client();
+    auto client = s3::shared_s3_client();
     if (!client.ok()) return client.status();
-    auto url = parse_s3_url(root);
+    auto url = s3::parse_s3_url(root);
     if (!url.ok()) return url.status();
     return std::make_unique<S3CheckpointStorage>(*std::move(client), *std::move(url), job_id);
   }
@@ -349,8 +349,8 @@ class S3Scheme final : public StorageScheme {
     if (storage.ok()) (*storage)->discard(0);  // its one location, whatever the id
   }
   void remove_file(const std::string& file) const override {
-    auto client = shared_s3_client();
-    auto url = parse_s3_url(file);
+    auto client = s3::shared_s3_client();
+    auto url = s3::parse_s3_url(file);
     absl::Status s = !client.ok() ? client.status() : !url.ok() ? url.status() : (*client)->remove(*url);
     if (!s.ok()) spdlog::warn("could not remove {}: {}", file, std::string(s.message()));
   }

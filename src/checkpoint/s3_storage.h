@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/s3_client.h"
+#include "s3/s3_client.h"
 #include "checkpoint/storage.h"
 
 namespace weir::checkpoint {
@@ -31,13 +31,13 @@ namespace weir::checkpoint {
 class S3CheckpointStorage final : public CheckpointStorage {
  public:
   // Checkpoints of job `job_id` under `root` (s3://BUCKET/PREFIX).
-  S3CheckpointStorage(std::shared_ptr<S3Client> client, S3Url root, const std::string& job_id);
+  S3CheckpointStorage(std::shared_ptr<s3::S3Client> client, s3::S3Url root, const std::string& job_id);
   // Every checkpoint id maps to `dir` itself (one savepoint).
-  static std::unique_ptr<S3CheckpointStorage> at(std::shared_ptr<S3Client> client, S3Url dir);
+  static std::unique_ptr<S3CheckpointStorage> at(std::shared_ptr<s3::S3Client> client, s3::S3Url dir);
   // The same for the s3:// URL `dir`, with the process's client.
   static absl::StatusOr<std::unique_ptr<S3CheckpointStorage>> at(const std::string& dir);
 
-  S3Client& client() const { return *client_; }
+  s3::S3Client& client() const { return *client_; }
   // Whether nothing is stored under checkpoint `checkpoint_id`'s location.
   absl::StatusOr<bool> empty(int64_t checkpoint_id) const;
 
@@ -58,12 +58,12 @@ class S3CheckpointStorage final : public CheckpointStorage {
 
  private:
   struct Fixed {};
-  S3CheckpointStorage(Fixed, std::shared_ptr<S3Client> client, S3Url dir);
-  S3Url dir(int64_t checkpoint_id) const;
-  S3Url shared_dir(int64_t checkpoint_id) const;
+  S3CheckpointStorage(Fixed, std::shared_ptr<s3::S3Client> client, s3::S3Url dir);
+  s3::S3Url dir(int64_t checkpoint_id) const;
+  s3::S3Url shared_dir(int64_t checkpoint_id) const;
 
-  const std::shared_ptr<S3Client> client_;
-  const S3Url job_;   // PREFIX/<job-id>, or the savepoint's own prefix
+  const std::shared_ptr<s3::S3Client> client_;
+  const s3::S3Url job_;   // PREFIX/<job-id>, or the savepoint's own prefix
   const bool fixed_;  // location(id) is job_ itself
 };
 

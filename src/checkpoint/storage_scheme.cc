@@ -1,6 +1,6 @@
 #include "checkpoint/storage_scheme.h"
 
-#include "checkpoint/s3_client.h"
+#include "s3/s3_client.h"
 
 namespace weir::checkpoint {
 
@@ -12,7 +12,7 @@ absl::StatusOr<std::vector<std::string>> StorageScheme::download_native_files(co
 
 const StorageScheme& scheme_for(std::string_view location) {
   if (location.empty() || location.rfind("memory://", 0) == 0) return memory_scheme();
-  if (is_s3_url(location)) return s3_scheme();
+  if (s3::is_s3_url(location)) return s3_scheme();
   return file_scheme();
 }
 

@@ -221,7 +221,7 @@ std::optional<int> ClusterCommands::run() {
     if (!expanded.ok()) return fail(kBadArguments, "run: " + std::string(expanded.status().message()));
     job_args = *std::move(expanded);
   }
-  checkpoint::set_s3_options(f.s3);
+  s3::set_s3_options(f.s3);
   if (parsed == f.run && (f.embedded || f.dry_run)) return run_embedded(job_name, job_args, f.dry_run, f.quiet);
   auto secret = cluster::load_secret(f.secret_file);
   if (!secret.ok()) return fail(kBadArguments, std::string(secret.status().message()));

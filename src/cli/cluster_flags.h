@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "checkpoint/s3_client.h"
+#include "s3/s3_client.h"
 #include "cli/exit_codes.h"
 #include "cli/logging.h"
 #include "cluster/ha_jobmanager.h"
@@ -66,7 +66,7 @@ struct ClusterFlags {
   std::string ha = "none";  // --ha: none or zookeeper
   cluster::HaOptions ha_options;
   std::string ha_session_timeout = format_duration(cluster::HaOptions{}.session_timeout);
-  checkpoint::S3Options s3;  // --s3-*, [s3]: this process's S3 connection
+  s3::S3Options s3;  // --s3-*, [s3]: this process's S3 connection
 
   bool detached = false;
   bool quiet = false;

@@ -398,7 +398,7 @@ int main(int argc, char** argv) {
 
   // The S3 connection of the embedded job commands (the cluster commands
   // add their own).
-  weir::checkpoint::S3Options s3_options;
+  weir::s3::S3Options s3_options;
   for (CLI::App* c : {rs, orders, nx}) weir::cli::add_s3_options(c, &s3_options);
 
   weir::cli::ClusterCommands cluster(app);
@@ -425,7 +425,7 @@ int main(int argc, char** argv) {
       absl::Status s = weir::cli::apply_config(config, c, weir::cli::kS3Only);
       if (!s.ok()) return fail(kBadArguments, std::string(s.message()));
     }
-    weir::checkpoint::set_s3_options(s3_options);
+    weir::s3::set_s3_options(s3_options);
   }
   if (rs->parsed()) {
     if (rs_flags.verbose) spdlog::set_level(spdlog::level::info);

@@ -2,7 +2,7 @@
 
 namespace weir::cli {
 
-void add_s3_options(CLI::App* command, checkpoint::S3Options* options) {
+void add_s3_options(CLI::App* command, s3::S3Options* options) {
   command->add_option("--s3-endpoint", options->endpoint,
                       "http(s)://HOST[:PORT] of S3-compatible storage for s3:// paths (else $AWS_ENDPOINT_URL_S3, "
                       "$AWS_ENDPOINT_URL, else AWS's endpoint of the region)")

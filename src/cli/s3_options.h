@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint/s3_client.h"
+#include "s3/s3_client.h"
 
 namespace weir::cli {
 
-void add_s3_options(CLI::App* command, checkpoint::S3Options* options);
+void add_s3_options(CLI::App* command, s3::S3Options* options);
 
 // The flags add_s3_options adds, with their leading dashes.
 const std::vector<std::string>& s3_option_names();

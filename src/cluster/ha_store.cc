@@ -50,8 +50,8 @@ absl::Status check_ha_options(const HaOptions& o) {
 absl::StatusOr<std::unique_ptr<HaStore>> HaStore::open(const HaOptions& options, int64_t epoch,
                                                        std::chrono::milliseconds deadline) {
   std::unique_ptr<HaStore> store(new HaStore(options, epoch));
-  if (checkpoint::is_s3_url(options.storage)) {
-    auto client = checkpoint::shared_s3_client();
+  if (s3::is_s3_url(options.storage)) {
+    auto client = s3::shared_s3_client();
     if (!client.ok()) return client.status();
     store->s3_ = *client;
   }
@@ -113,7 +113,7 @@ std::string HaStore::blob_location(const std::string& name) const {
 absl::Status HaStore::put_blob(const std::string& name, const std::string& bytes) {
   const std::string at = blob_location(name);
   if (s3_ != nullptr) {
-    auto url = checkpoint::parse_s3_url(at);
+    auto url = s3::parse_s3_url(at);
     if (!url.ok()) return url.status();
     return s3_->put(*url, bytes);
   }
@@ -126,7 +126,7 @@ absl::Status HaStore::put_blob(const std::string& name, const std::string& bytes
 absl::StatusOr<std::string> HaStore::get_blob(const std::string& name) {
   const std::string at = blob_location(name);
   if (s3_ != nullptr) {
-    auto url = checkpoint::parse_s3_url(at);
+    auto url = s3::parse_s3_url(at);
     if (!url.ok()) return url.status();
     return s3_->get(*url);
   }
@@ -137,7 +137,7 @@ void HaStore::remove_blob(const std::string& name) {
   const std::string at = blob_location(name);
   absl::Status s;
   if (s3_ != nullptr) {
-    auto url = checkpoint::parse_s3_url(at);
+    auto url = s3::parse_s3_url(at);
     s = url.ok() ? s3_->remove(*url) : url.status();
   } else {
     std::error_code ec;

@@ -43,7 +43,7 @@
 
 #include "absl/status/statusor.h"
 #include "checkpoint/coordinator.h"
-#include "checkpoint/s3_client.h"
+#include "s3/s3_client.h"
 #include "checkpoint/storage.h"
 #include "cluster/cluster.pb.h"
 
@@ -159,7 +159,7 @@ class HaStore {
   const int64_t epoch_;
   std::unique_ptr<ZooKeeperSession> session_;
   int epoch_version_ = -1;  // of ROOT/epoch when this leader raised it
-  std::shared_ptr<checkpoint::S3Client> s3_;  // when storage is s3://
+  std::shared_ptr<s3::S3Client> s3_;  // when storage is s3://
 };
 
 // A job's checkpoint ids from the HA store.

@@ -1,8 +1,8 @@
-// The TaskManager process's side of its session with the JobManager:
-// registering (with the leader, under high availability), deploying and
-// releasing jobs' tasks, relaying their states, acknowledgements and
-// counters, heartbeats, and fetching job libraries. Its HTTP port is
-// taskmanager_http.cc's.
+// The TaskManager process: its ports (data plane, HTTP) and its session with
+// the JobManager: registering (with the leader, under high availability),
+// heartbeats carrying the tasks' counters, dispatching the JobManager's
+// messages, and fetching job libraries. The jobs it runs are
+// task_deployments.cc's; its HTTP port is taskmanager_http.cc's.
 #include "cluster/taskmanager.h"
 
 #include <spdlog/spdlog.h>
@@ -10,29 +10,23 @@
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
-#include <map>
+#include <memory>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "cluster/ha_jobmanager.h"
-#include "cluster/leader_election.h"
 #include "cluster/job_library.h"
-#include "cluster/job_metrics.h"
+#include "cluster/leader_election.h"
 #include "cluster/metrics_exposition.h"
 #include "cluster/protocol.h"
+#include "cluster/queued_writer.h"
+#include "cluster/result_uplink.h"
+#include "cluster/task_deployments.h"
 #include "cluster/taskmanager_http.h"
 #include "common/clock.h"
 #include "common/file_util.h"
-#include "cluster/queued_writer.h"
-#include "cluster/result_uplink.h"
-#include "graph/job_graph.h"
 #include "network/buffer_pool.h"
 #include "network/data_plane.h"
-#include "network/result_file.h"
-#include "absl/strings/numbers.h"
-#include "runtime/mini_cluster.h"
-#include "runtime/task_manager.h"
 
 namespace weir::cluster {
 namespace {
@@ -53,26 +47,23 @@ class TaskManagerProcess::Impl {
     ::gethostname(host, sizeof(host) - 1);
     host_ = host;
     if (options_.id.empty()) options_.id = "tm-" + host_ + "-" + std::to_string(::getpid());
+    jobs_ = std::make_unique<TaskDeployments>(
+        TaskDeployments::Options{options_.id, host_, options_.state_dir, options_.tmp_dir, options_.catalog}, &pool_,
+        &data_plane_, [this](TaskManagerMessage m) { send(std::move(m)); },
+        [this](const std::string& digest) { return library(digest); });
   }
   ~Impl() {
     if (result_uplink() == uplink_) set_result_uplink(nullptr);
     shutdown();
     http_.shutdown();
-    release_all();
+    jobs_->release_all();
     data_plane_.shutdown();
   }
 
   absl::Status start() {
     if (!options_.catalog) return absl::FailedPreconditionError("TaskManager: no job catalog to build jobs with");
     set_result_uplink(uplink_);
-    data_plane_.set_result_locator([this](const network::ChannelKey& k) -> absl::StatusOr<std::string> {
-      absl::MutexLock lock(&mu_);
-      auto it = jobs_.find(k.job_id);
-      if (it == jobs_.end()) {
-        return absl::NotFoundError("job " + k.job_id + " does not run on TaskManager " + options_.id);
-      }
-      return network::result_file_path(it->second->result_dir, k.job_edge, k.producer, k.consumer);
-    });
+    data_plane_.set_result_locator([this](const network::ChannelKey& k) { return jobs_->result_file(k); });
     if (absl::Status s = network::check_cluster_tls(options_.tls); !s.ok()) return s;
     if (absl::Status s = network::check_certificate(options_.tls, options_.bind_host); !s.ok()) return s;
     auto credentials = channel_credentials(options_.tls);
@@ -128,7 +119,7 @@ class TaskManagerProcess::Impl {
   absl::Status run() {
     while (!stopping()) {
       absl::Status s = session();
-      release_all();  // the JobManager failed every task of this session
+      jobs_->release_all();  // the JobManager failed every task of this session
       if (absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s)) return s;
       absl::MutexLock lock(&mu_);
       mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(500));
@@ -154,88 +145,6 @@ class TaskManagerProcess::Impl {
   }
 
  private:
-  // Forwards a job's task reports to the JobManager.
-  class MasterProxy final : public runtime::JobMasterGateway {
-   public:
-    MasterProxy(Impl* tm, std::string job_id) : tm_(tm), job_id_(std::move(job_id)) {}
-    void update_task_state(const runtime::ExecutionId& id, runtime::ExecutionState state,
-                           const std::string& error, bool unrecoverable) override {
-      spdlog::info("job {}: {} {}{}", job_id_, id.to_string(), runtime::to_string(state),
-                   error.empty() ? "" : ": " + error);
-      TaskManagerMessage m;
-      auto* t = m.mutable_task_state();
-      t->set_job_id(job_id_);
-      *t->mutable_id() = to_proto(id);
-      t->set_state(static_cast<int>(state));
-      t->set_error(error);
-      t->set_unrecoverable(unrecoverable);
-      if (state == runtime::ExecutionState::kFinished || state == runtime::ExecutionState::kCanceled ||
-          state == runtime::ExecutionState::kFailed) {
-        tm_->add_final_metrics(job_id_, id, t->mutable_final_metrics());
-      }
-      tm_->send(std::move(m));
-    }
-    void acknowledge_checkpoint(const runtime::ExecutionId& id, int64_t cp, checkpoint::TaskAck ack) override {
-      TaskManagerMessage m;
-      auto* a = m.mutable_ack();
-      a->set_job_id(job_id_);
-      *a->mutable_id() = to_proto(id);
-      a->set_checkpoint_id(cp);
-      a->set_states(encode_ack_states(cp, ack));
-      a->set_sync_ms(ack.sync_ms);
-      a->set_async_ms(ack.async_ms);
-      a->set_alignment_ms(ack.alignment_ms);
-      tm_->send(std::move(m));
-    }
-    void decline_checkpoint(const runtime::ExecutionId& id, int64_t cp, const std::string& reason) override {
-      TaskManagerMessage m;
-      auto* d = m.mutable_decline();
-      d->set_job_id(job_id_);
-      *d->mutable_id() = to_proto(id);
-      d->set_checkpoint_id(cp);
-      d->set_reason(reason);
-      tm_->send(std::move(m));
-    }
-    void end_of_data(const runtime::ExecutionId& id) override {
-      TaskManagerMessage m;
-      m.mutable_end_of_data()->set_job_id(job_id_);
-      *m.mutable_end_of_data()->mutable_id() = to_proto(id);
-      tm_->send(std::move(m));
-    }
-    void report_source_positions(const runtime::ExecutionId& id, runtime::SourcePositions r) override {
-      TaskManagerMessage m;
-      auto* p = m.mutable_source_positions();
-      p->set_job_id(job_id_);
-      *p->mutable_id() = to_proto(id);
-      p->set_seq(r.seq);
-      p->set_positions(encode_operator_state(r.positions));
-      p->set_records(r.records);
-      p->set_released_records(r.released_records);
-      tm_->send(std::move(m));
-    }
-    void report_dropped_records(const runtime::ExecutionId& id, int64_t records) override {
-      TaskManagerMessage m;
-      auto* d = m.mutable_dropped_records();
-      d->set_job_id(job_id_);
-      *d->mutable_id() = to_proto(id);
-      d->set_records(records);
-      tm_->send(std::move(m));
-    }
-
-   private:
-    Impl* const tm_;
-    const std::string job_id_;
-  };
-
-  struct Job {
-    std::string name;        // as submitted
-    JobMetrics metrics;      // its tasks' rates, from the heartbeats
-    std::string result_dir;  // its blocking results on this TaskManager
-    std::shared_ptr<checkpoint::RoutingCheckpointStorage> storage;
-    std::unique_ptr<MasterProxy> proxy;
-    std::unique_ptr<runtime::TaskManager> tasks;  // after proxy: destroyed first
-  };
-
   bool stopping() {
     absl::MutexLock lock(&mu_);
     return stopping_;
@@ -382,67 +291,28 @@ class TaskManagerProcess::Impl {
   void handle(const JobManagerMessage& m) {
     switch (m.msg_case()) {
       case JobManagerMessage::kDeploy:
-        deploy(m.deploy());
+        jobs_->deploy(m.deploy());
         break;
-      case JobManagerMessage::kAction: {
-        const auto& a = m.action();
-        runtime::TaskManager* t = find(a.job_id());
-        if (t == nullptr) break;
-        const runtime::ExecutionId id = from_proto(a.id());
-        switch (a.kind()) {
-          case proto::TaskAction::CANCEL: t->cancel_task(id); break;
-          case proto::TaskAction::TRIGGER_CHECKPOINT:
-            t->trigger_checkpoint(id, a.checkpoint_id(), a.timestamp_ms(), a.savepoint());
-            break;
-          case proto::TaskAction::CHECKPOINT_COMPLETE: t->notify_checkpoint_complete(id, a.checkpoint_id()); break;
-          case proto::TaskAction::CHECKPOINT_ABORTED: t->notify_checkpoint_aborted(id, a.checkpoint_id()); break;
-          case proto::TaskAction::FINISH: t->finish_task(id); break;
-          case proto::TaskAction::STOP_SOURCE: t->stop_source(id); break;
-          case proto::TaskAction::CONFIRM_SOURCE_POSITIONS: t->confirm_source_positions(id, a.checkpoint_id()); break;
-          default: break;
-        }
+      case JobManagerMessage::kAction:
+        jobs_->act(m.action());
         break;
-      }
-      case JobManagerMessage::kPrepareSavepoint: {
-        const auto& p = m.prepare_savepoint();
-        absl::MutexLock lock(&mu_);
-        auto it = jobs_.find(p.job_id());
-        if (it != jobs_.end()) it->second->storage->route_savepoint(p.checkpoint_id(), p.directory());
+      case JobManagerMessage::kPrepareSavepoint:
+        jobs_->route_savepoint(m.prepare_savepoint().job_id(), m.prepare_savepoint().checkpoint_id(),
+                               m.prepare_savepoint().directory());
         break;
-      }
       case JobManagerMessage::kRelease:
-        release(m.release().job_id());
+        jobs_->release(m.release().job_id());
         break;
       default:
         break;  // heartbeats only refresh last_heard_
     }
   }
 
-  // The counters of the task `id` of `job_id` (from its thread, as it ends;
-  // the runtime::TaskManager's lock is not held then).
-  void add_final_metrics(const std::string& job_id, const runtime::ExecutionId& id, proto::TaskMetrics* out) {
-    runtime::TaskManager* tasks = find(job_id);
-    if (tasks == nullptr) return;
-    for (const auto& e : tasks->task_metrics()) {
-      if (e.id == id) to_proto(e.job_id, e.id, e.metrics, out);
-    }
-  }
-
-  // Every task's counters, for a heartbeat. Under mu_, so no job is
-  // released meanwhile (a runtime::TaskManager never calls back into this
-  // object under its own lock).
-  // They also feed the rates /metrics shows.
+  // A heartbeat: the process's memory and buffers, every task's counters.
   void add_metrics(proto::Heartbeat* hb) {
-    const int64_t now = SystemClock::instance()->now_ms();
     hb->set_rss_bytes(resident_bytes());
     hb->set_network_buffers_used(pool_.total() - pool_.available());
-    absl::MutexLock lock(&mu_);
-    for (auto& [id, job] : jobs_) {
-      for (const auto& e : job->tasks->task_metrics()) {
-        to_proto(e.job_id, e.id, e.metrics, hb->add_metrics());
-        job->metrics.report(e.id, e.metrics, now);
-      }
-    }
+    jobs_->add_heartbeat_metrics(hb);
   }
 
   // GET /metrics: every task's metrics (with rates from the heartbeats),
@@ -460,22 +330,8 @@ class TaskManagerProcess::Impl {
     out.gauge("weir_taskmanager_Status_ProcessMemoryRSS", "Resident bytes of the TaskManager process.", tm,
               static_cast<double>(resident_bytes()));
     out.gauge("weir_taskmanager_taskSlotsTotal", "Slots this TaskManager offers.", tm, options_.slots);
-    absl::MutexLock lock(&mu_);
-    for (auto& [job_id, job] : jobs_) {
-      for (const auto& e : job->tasks->task_metrics(/*with_operators=*/true)) {
-        const MetricLabels labels =
-            task_labels({host_, options_.id, job_id, job->name, e.task_name, e.id.vertex, e.id.subtask, e.id.attempt});
-        auto rates = job->metrics.rates(e.id.vertex, e.id.subtask, e.id.attempt);
-        add_task_metrics(out, labels, e.metrics, rates ? &*rates : nullptr);
-      }
-    }
+    jobs_->add_exposition(out);
     return out.text();
-  }
-
-  runtime::TaskManager* find(const std::string& job_id) {
-    absl::MutexLock lock(&mu_);
-    auto it = jobs_.find(job_id);
-    return it == jobs_.end() ? nullptr : it->second->tasks.get();
   }
 
   // The job library `digest`, from the local store or else fetched from the
@@ -509,136 +365,6 @@ class TaskManagerProcess::Impl {
     return JobLibrary::load(*stored);
   }
 
-  // Builds the job from its spec on first sight, as the JobManager did.
-  absl::StatusOr<runtime::TaskManager*> job_for(const proto::DeployTask& d) {
-    if (runtime::TaskManager* t = find(d.job_id())) return t;
-    std::vector<std::string> args(d.spec().args().begin(), d.spec().args().end());
-    const JobLibrary* lib = nullptr;
-    if (!d.spec().library().empty()) {
-      auto l = library(d.spec().library());
-      if (!l.ok()) return l.status();
-      lib = *l;
-    }
-    auto built = options_.catalog(d.spec().name(), args, lib);
-    if (!built.ok()) return built.status();
-    JobConfig config = built->env->config();
-    // Working copies of this process apart from other TaskManagers' on the host.
-    std::filesystem::path base = config.state.local_directory.empty()
-                                     ? std::filesystem::temp_directory_path() / "weir-rocksdb"
-                                     : std::filesystem::path(config.state.local_directory);
-    if (!options_.state_dir.empty()) base = options_.state_dir;
-    config.state.local_directory = (base / options_.id).string();
-    std::filesystem::path tmp = !options_.tmp_dir.empty()         ? std::filesystem::path(options_.tmp_dir)
-                                : !config.result_directory.empty() ? std::filesystem::path(config.result_directory)
-                                                                   : std::filesystem::temp_directory_path() /
-                                                                         "weir-results";
-    config.result_directory = (tmp / options_.id).string();
-    auto graph = graph::build_job_graph(built->env->graph(), config);
-    if (!graph.ok()) return graph.status();
-    data_plane_.admit_job(d.job_id());
-    data_plane_.registry(d.job_id())->set_reopen_closed(config.failover == FailoverStrategy::kTask);
-    auto job = std::make_unique<Job>();
-    job->name = d.spec().name();
-    job->result_dir = network::result_directory(config, d.job_id(), ExchangeMode::kBlocking);
-    auto storage = runtime::make_job_storage(config, d.job_id());
-    if (!storage.ok()) return storage.status();
-    job->storage = *std::move(storage);
-    job->proxy = std::make_unique<MasterProxy>(this, d.job_id());
-    job->tasks = std::make_unique<runtime::TaskManager>(&pool_, &data_plane_, /*snapshot_threads=*/2);
-    job->tasks->register_job(d.job_id(),
-                             runtime::TaskManager::JobContext{*graph, job->storage, job->proxy.get(), config, nullptr, nullptr});
-    absl::MutexLock lock(&mu_);
-    auto& slot = jobs_[d.job_id()];
-    slot = std::move(job);
-    return slot->tasks.get();
-  }
-
-  void deploy(const proto::DeployTask& d) {
-    runtime::TaskDeploymentDescriptor tdd;
-    tdd.job_id = d.job_id();
-    tdd.execution = from_proto(d.id());
-    tdd.task_index = d.task_index();
-    tdd.key_groups = KeyGroupRange{d.key_group_start(), d.key_group_end()};
-    tdd.restore_location = d.restore_location();
-    tdd.location = data_plane_.address();
-    tdd.channel_generation = d.channel_generation();
-    auto locations = std::make_shared<std::vector<std::string>>(d.task_locations().begin(),
-                                                                d.task_locations().end());
-    tdd.task_locations = std::move(locations);
-    absl::Status failed;
-    if (d.has_source_positions()) {
-      auto positions = checkpoint::decode_operator_state(d.source_positions());
-      if (positions.ok()) {
-        tdd.source_positions = std::make_shared<const detail::OperatorStateMap>(std::move(*positions));
-      } else {
-        failed = absl::DataLossError("source positions sent by the JobManager: " +
-                                     std::string(positions.status().message()));
-      }
-    }
-    if (d.restore_as_before()) {
-      auto it = restore_points_.find(d.job_id());
-      if (it != restore_points_.end() && it->second.location == d.restore_location()) {
-        tdd.restore = it->second.metadata;
-      } else {
-        failed = absl::InternalError("the JobManager referred to restore point " + d.restore_location() +
-                                     " as sent before, but this TaskManager does not hold it");
-      }
-    } else if (!d.restore_metadata().empty()) {
-      auto meta = checkpoint::decode_metadata(d.restore_metadata(), "restore point of " + d.restore_location());
-      if (meta.ok()) {
-        tdd.restore = std::make_shared<const checkpoint::CheckpointMetadata>(std::move(*meta));
-        restore_points_[d.job_id()] = RestorePoint{d.restore_location(), tdd.restore};
-      } else {
-        restore_points_.erase(d.job_id());
-        failed = meta.status();
-      }
-    }
-    auto tasks = job_for(d);
-    if (failed.ok() && !tasks.ok()) failed = tasks.status();
-    if (!failed.ok()) {
-      TaskManagerMessage m;
-      auto* t = m.mutable_task_state();
-      t->set_job_id(d.job_id());
-      *t->mutable_id() = d.id();
-      t->set_state(static_cast<int>(runtime::ExecutionState::kFailed));
-      t->set_error("deploying on " + options_.id + ": " + std::string(failed.message()));
-      send(std::move(m));
-      return;
-    }
-    spdlog::info("job {}: running {} (task {}){}", d.job_id(), tdd.execution.to_string(), tdd.task_index,
-                 tdd.restore_location.empty() ? "" : ", restoring " + tdd.restore_location);
-    (*tasks)->submit_task(std::move(tdd));
-  }
-
-  void release(const std::string& job_id) {
-    restore_points_.erase(job_id);
-    std::unique_ptr<Job> job;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = jobs_.find(job_id);
-      if (it == jobs_.end()) return;
-      job = std::move(it->second);
-      jobs_.erase(it);
-    }
-    spdlog::info("job {}: released (its tasks here ended)", job_id);
-    job->tasks->unregister_job(job_id);
-    job->tasks->drain_snapshots();
-    data_plane_.release_job(job_id);
-    std::error_code ec;
-    std::filesystem::remove_all(job->result_dir, ec);
-    if (ec) spdlog::warn("cannot remove the results of job {} in {}: {}", job_id, job->result_dir, ec.message());
-  }
-
-  void release_all() {
-    std::vector<std::string> ids;
-    {
-      absl::MutexLock lock(&mu_);
-      for (auto& [id, j] : jobs_) ids.push_back(id);
-    }
-    for (const auto& id : ids) release(id);
-    restore_points_.clear();
-  }
-
   TaskManagerOptions options_;
   std::string host_;  // this machine's name: the host label of the metrics
   network::NetworkBufferPool pool_;
@@ -649,14 +375,7 @@ class TaskManagerProcess::Impl {
   // Query results' way to the JobManager, for this process's result sinks.
   const std::shared_ptr<JobManagerUplink> uplink_ = std::make_shared<JobManagerUplink>(options_.secret);
   std::atomic<int64_t> last_heard_{0};                    // the session's last message from the JobManager
-  // Per job, the restore point of its latest deployment in this session
-  // (DeployTask.restore_as_before). The thread of run() (and the
-  // destructor, after it).
-  struct RestorePoint {
-    std::string location;
-    std::shared_ptr<const checkpoint::CheckpointMetadata> metadata;
-  };
-  std::map<std::string, RestorePoint> restore_points_;
+  std::unique_ptr<TaskDeployments> jobs_;                 // set in the constructor
   std::string jobmanager_;                                // of the current session; run() thread only
   int64_t max_epoch_ = 0;                                 // newest leader epoch seen; run() thread only
   std::shared_ptr<grpc::Channel> channel_;                // run() thread only
@@ -666,7 +385,6 @@ class TaskManagerProcess::Impl {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   QueuedWriter<TaskManagerMessage>* writer_ ABSL_GUARDED_BY(mu_) = nullptr;
-  std::map<std::string, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);
 };
 
 TaskManagerProcess::TaskManagerProcess(TaskManagerOptions options)

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "common/file_util.h"
+#include "s3/s3_client.h"
 
 namespace weir::network {
 namespace {
@@ -42,7 +43,7 @@ int64_t get_i64(const char* p) {
 
 namespace {
 
-bool remote(const JobConfig& config) { return config.checkpoint.directory.rfind("s3://", 0) == 0; }
+bool remote(const JobConfig& config) { return s3::is_s3_url(config.checkpoint.directory); }
 
 }  // namespace
 

@@ -6,21 +6,21 @@
 #include <filesystem>
 #include <system_error>
 
-#include "checkpoint/s3_client.h"
+#include "s3/s3_client.h"
 #include "common/file_util.h"
 
 namespace weir::runtime {
 namespace {
 
-absl::StatusOr<checkpoint::S3Url> object_of(const std::string& remote_dir, const std::string& local_path) {
-  return checkpoint::parse_s3_url(remote_dir + "/" + std::filesystem::path(local_path).filename().string());
+absl::StatusOr<s3::S3Url> object_of(const std::string& remote_dir, const std::string& local_path) {
+  return s3::parse_s3_url(remote_dir + "/" + std::filesystem::path(local_path).filename().string());
 }
 
 }  // namespace
 
 network::ResultFileWriter::Published upload_result_to(const std::string& remote_dir) {
   return [remote_dir](const std::string& path) -> absl::Status {
-    auto client = checkpoint::shared_s3_client();
+    auto client = s3::shared_s3_client();
     if (!client.ok()) return client.status();
     auto url = object_of(remote_dir, path);
     if (!url.ok()) return url.status();
@@ -31,7 +31,7 @@ network::ResultFileWriter::Published upload_result_to(const std::string& remote_
 absl::Status fetch_result(const std::string& remote_dir, const std::string& local_path) {
   std::error_code ec;
   if (std::filesystem::exists(local_path, ec)) return absl::OkStatus();
-  auto client = checkpoint::shared_s3_client();
+  auto client = s3::shared_s3_client();
   if (!client.ok()) return client.status();
   auto url = object_of(remote_dir, local_path);
   if (!url.ok()) return url.status();
@@ -46,7 +46,7 @@ absl::Status fetch_result(const std::string& remote_dir, const std::string& loca
 }
 
 bool remote_result_exists(const std::string& remote_dir, const std::string& local_path) {
-  auto client = checkpoint::shared_s3_client();
+  auto client = s3::shared_s3_client();
   if (!client.ok()) return false;
   auto url = object_of(remote_dir, local_path);
   if (!url.ok()) return false;
@@ -58,11 +58,11 @@ bool remote_result_exists(const std::string& remote_dir, const std::string& loca
 }
 
 void remove_remote_results(const std::string& remote_dir) {
-  auto client = checkpoint::shared_s3_client();
-  auto url = checkpoint::parse_s3_url(remote_dir);
+  auto client = s3::shared_s3_client();
+  auto url = s3::parse_s3_url(remote_dir);
   absl::Status s = !client.ok() ? client.status()
                    : !url.ok()  ? url.status()
-                                : (*client)->remove_all(checkpoint::S3Url{url->bucket, url->key + "/"});
+                                : (*client)->remove_all(s3::S3Url{url->bucket, url->key + "/"});
   if (!s.ok()) spdlog::warn("could not remove the results in {}: {}", remote_dir, std::string(s.message()));
 }
 

@@ -9,8 +9,8 @@
 // most one part is held in memory per object being written.
 //
 // Thread-safe: any thread may issue requests; connections are pooled.
-#ifndef WEIR_CHECKPOINT_S3_CLIENT_H_
-#define WEIR_CHECKPOINT_S3_CLIENT_H_
+#ifndef WEIR_S3_S3_CLIENT_H_
+#define WEIR_S3_S3_CLIENT_H_
 
 #include <chrono>
 #include <cstdint>
@@ -23,7 +23,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace weir::checkpoint {
+namespace weir::s3 {
 
 struct S3Settings {
   // Where requests go: http(s)://HOST[:PORT] (default: AWS's regional
@@ -163,6 +163,6 @@ class S3Client {
   std::vector<void*> idle_;  // CURL* handles, keeping their connections
 };
 
-}  // namespace weir::checkpoint
+}  // namespace weir::s3
 
-#endif  // WEIR_CHECKPOINT_S3_CLIENT_H_
+#endif  // WEIR_S3_S3_CLIENT_H_

@@ -1,4 +1,4 @@
-#include "checkpoint/s3_client.h"
+#include "s3/s3_client.h"
 
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 
 #include "common/file_util.h"
 
-namespace weir::checkpoint {
+namespace weir::s3 {
 namespace {
 
 std::string env(const char* name) {
@@ -228,7 +228,9 @@ absl::StatusOr<S3Url> parse_s3_url(std::string_view s) {
 }
 
 struct S3Client::Request {
-  const char* method = "GET";
+  Request(const char* method, S3Url url, std::string query = {}, std::string_view body = {})
+      : method(method), url(std::move(url)), query(std::move(query)), body(body) {}
+  const char* method;
   S3Url url;
   std::string query;      // canonical (see query())
   std::string_view body;  // PUT and POST
@@ -369,11 +371,11 @@ absl::Status check(const absl::StatusOr<S3Client::Response>& r, const char* meth
 }  // namespace
 
 absl::Status S3Client::put(const S3Url& url, std::string_view bytes) {
-  return check(send({.method = "PUT", .url = url, .body = bytes}), "PUT", url);
+  return check(send(Request("PUT", url, "", bytes)), "PUT", url);
 }
 
 absl::StatusOr<std::string> S3Client::get(const S3Url& url) {
-  auto r = send({.method = "GET", .url = url});
+  auto r = send(Request("GET", url));
   absl::Status s = check(r, "GET", url);
   if (!s.ok()) return s;
   return std::move(r->body);
@@ -381,7 +383,7 @@ absl::StatusOr<std::string> S3Client::get(const S3Url& url) {
 
 absl::StatusOr<std::string> S3Client::get_range(const S3Url& url, uint64_t offset, uint64_t length) {
   if (length == 0) return std::string();
-  Request request{.method = "GET", .url = url};
+  Request request("GET", url);
   request.range = "bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1);
   auto r = send(request);
   absl::Status s = check(r, "GET", url);
@@ -402,7 +404,7 @@ absl::StatusOr<int64_t> S3Client::size(const S3Url& url) {
 }
 
 absl::Status S3Client::remove(const S3Url& url) {
-  auto r = send({.method = "DELETE", .url = url});
+  auto r = send(Request("DELETE", url));
   if (r.ok() && r->code == 404) return absl::OkStatus();
   return check(r, "DELETE", url);
 }
@@ -414,7 +416,7 @@ absl::StatusOr<std::vector<S3Client::Object>> S3Client::list(const S3Url& prefix
   while (true) {
     std::vector<std::pair<std::string, std::string>> params = {{"list-type", "2"}, {"prefix", prefix.key}};
     if (!token.empty()) params.emplace_back("continuation-token", token);
-    auto r = send({.method = "GET", .url = bucket, .query = query(params)});
+    auto r = send(Request("GET", bucket, query(params)));
     absl::Status s = check(r, "LIST", prefix);
     if (!s.ok()) return s;
     pugi::xml_document doc;
@@ -466,7 +468,7 @@ absl::Status S3Client::put_file(const S3Url& url, const std::string& path) {
 absl::StatusOr<int64_t> S3Client::get_file(const S3Url& url, const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno_status("open", path, errno);
-  Request request{.method = "GET", .url = url};
+  Request request("GET", url);
   request.body_fd = fd;
   auto r = send(request);
   absl::Status s = check(r, "GET", url);
@@ -487,7 +489,7 @@ std::unique_ptr<S3Client::Writer> S3Client::writer(const S3Url& url) {
 S3Client::Writer::~Writer() {
   if (done_ || upload_id_.empty()) return;
   // Abandoned: the parts are deleted, nothing appears.
-  auto r = client_->send({.method = "DELETE", .url = url_, .query = query({{"uploadId", upload_id_}})});
+  auto r = client_->send(Request("DELETE", url_, query({{"uploadId", upload_id_}})));
   absl::Status s = check(r, "DELETE (abort upload)", url_);
   // Its parts stay until the bucket's lifecycle rules remove them; they
   // never appear as the object.
@@ -510,7 +512,7 @@ absl::Status S3Client::Writer::append(std::string_view bytes) {
 
 absl::Status S3Client::Writer::flush_part() {
   if (upload_id_.empty()) {
-    auto r = client_->send({.method = "POST", .url = url_, .query = query({{"uploads", ""}})});
+    auto r = client_->send(Request("POST", url_, query({{"uploads", ""}})));
     absl::Status s = check(r, "POST (start upload)", url_);
     if (!s.ok()) return s;
     pugi::xml_document doc;
@@ -520,7 +522,7 @@ absl::Status S3Client::Writer::flush_part() {
   }
   const std::string part = std::to_string(etags_.size() + 1);
   const std::string q = query({{"partNumber", part}, {"uploadId", upload_id_}});
-  auto r = client_->send({.method = "PUT", .url = url_, .query = q, .body = buffer_});
+  auto r = client_->send(Request("PUT", url_, q, buffer_));
   absl::Status s = check(r, "PUT (part)", url_);
   if (!s.ok()) return s;
   if (r->etag.empty()) return absl::DataLossError("PUT " + url_.str() + " part " + part + ": no ETag in the answer");
@@ -544,7 +546,7 @@ absl::Status S3Client::Writer::finish() {
     xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etags_[i] + "</ETag></Part>";
   }
   xml += "</CompleteMultipartUpload>";
-  auto r = client_->send({.method = "POST", .url = url_, .query = query({{"uploadId", upload_id_}}), .body = xml});
+  auto r = client_->send(Request("POST", url_, query({{"uploadId", upload_id_}}), xml));
   absl::Status s = check(r, "POST (complete upload)", url_);
   // S3 may answer 200 with an error document when completing fails late.
   if (s.ok() && r->body.find("<Error>") != std::string::npos) {
@@ -554,4 +556,4 @@ absl::Status S3Client::Writer::finish() {
   return s;
 }
 
-}  // namespace weir::checkpoint
+}  // namespace weir::s3
