@@ -61,7 +61,9 @@ class SqlTest : public ::testing::Test {
       argv.insert(argv.end(), args.begin(), args.end());
       auto r = run_weir(argv, path(name));
       ASSERT_EQ(r.code, 0) << r.err;
-      if (name == "heap") EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure injected\n" << r.out;
+      if (name == "heap") {
+        EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure injected\n" << r.out;
+      }
       for (const auto& [output, lines] : want) {
         auto got = read_published_lines(path(name + "-" + output), "part");
         ASSERT_TRUE(got.ok()) << got.status();
@@ -139,7 +141,9 @@ TEST_P(SqlNexmarkTest, QueryFromSqlGivesTheRowsOfItsDataStreamVersion) {
           if (failures) args.insert(args.end(), {"--fail-every", "9000", "--seed", "3"});
           auto r = run_weir(args, path(name));
           ASSERT_EQ(r.code, 0) << r.err;
-          if (failures) EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure injected\n" << r.out;
+          if (failures) {
+            EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure injected\n" << r.out;
+          }
           EXPECT_EQ(table_of(path(name + ".csv")), want);
         }
       }
