@@ -2,7 +2,9 @@ cmake_minimum_required(VERSION 3.25)
 # Fails when a file of one layer of src/ includes a header of a layer it
 # does not use. LAYERS: "name:use,use|name:use|..." (from weir_layer in
 # CMakeLists.txt); SRC: the src/ directory. Tests (*_test.cc) may include
-# any layer; src/testing/ is for tests only.
+# any layer; src/testing/ is for tests only. OUTSIDE: "glob:use,use|..."
+# for files outside src/ (globs relative to ROOT, recursive; a file is
+# judged by the first glob it matches).
 string(REPLACE "|" ";" layers "${LAYERS}")
 # Every directory of src/ is a layer (or testing/).
 file(GLOB dirs LIST_DIRECTORIES true RELATIVE ${SRC} ${SRC}/*)
@@ -55,6 +57,39 @@ foreach(entry ${layers})
     endforeach()
   endforeach()
 endforeach()
+# Files outside src/: each may include the layers its glob names.
+if(DEFINED OUTSIDE)
+  string(REPLACE "|" ";" outside "${OUTSIDE}")
+  set(judged "")
+  foreach(entry ${outside})
+    string(REPLACE ":" ";" parts "${entry}")
+    list(GET parts 0 pattern)
+    list(GET parts 1 uses)
+    string(REPLACE "," ";" allowed "${uses}")
+    file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/${pattern})
+    foreach(rel ${files})
+      if(NOT rel MATCHES "\\.(h|cc)$" OR rel MATCHES "_test\\.cc$")
+        continue()
+      endif()
+      list(FIND judged ${rel} seen)
+      if(NOT seen EQUAL -1)
+        continue()
+      endif()
+      list(APPEND judged ${rel})
+      file(STRINGS ${ROOT}/${rel} includes REGEX "^#include \"[a-z_]+/")
+      foreach(line ${includes})
+        string(REGEX REPLACE "^#include \"([a-z_]+)/.*" "\\1" target "${line}")
+        list(FIND known ${target} is_layer)
+        list(FIND allowed ${target} is_allowed)
+        if(NOT is_layer EQUAL -1 AND is_allowed EQUAL -1)
+          message(SEND_ERROR "layering: ${rel} includes ${target}/, which ${pattern} does not use "
+                             "(it uses: ${allowed}; see check_layers in CMakeLists.txt)")
+          math(EXPR errors "${errors} + 1")
+        endif()
+      endforeach()
+    endforeach()
+  endforeach()
+endif()
 if(errors GREATER 0)
   message(FATAL_ERROR "${errors} include(s) against the layering")
 endif()

@@ -29,6 +29,7 @@
 #include "cluster/jobmanager.h"
 #include "cluster/taskmanager.h"
 #include "cli/jobs.h"
+#include "examples/commands.h"
 #include "cluster/leader_election.h"
 #include "examples/running_sum/running_sum.h"
 #include "tests/cluster.h"
@@ -586,6 +587,7 @@ TEST(HaClusterTest, TaskManagerRefusesAJobManagerOfAnOlderEpoch) {
   const std::string latch = "/weir/default/latch";
   ASSERT_EQ(cluster::ensure_zk_path((*session)->handle(), latch), 0);
   const std::string secret = "older-epoch-secret-0123456789";
+  examples::register_examples();  // the catalog's built-in jobs
   // Names `jm` as the leader in ZooKeeper, as its latch node would.
   auto lead = [&](const cluster::JobManager& jm) {
     String_vector names{};

@@ -20,7 +20,7 @@
 #include "testing/seed.h"
 
 namespace weir {
-namespace {
+namespace nexmark_test {
 
 struct BidRow {
   int64_t auction, bidder, price;
@@ -434,5 +434,5 @@ INSTANTIATE_TEST_SUITE_P(Queries, NexmarkTest, ::testing::ValuesIn(cases()), [](
          (info.param.batch ? "_batch" : "");
 });
 
-}  // namespace
+}  // namespace nexmark_test
 }  // namespace weir

@@ -156,7 +156,7 @@ TEST(PackageTest, TheDebianPackageUnpackedIntoAScratchRootRunsAJobLibraryOnItsSe
   ASSERT_FALSE(jm.args.empty() || tm.args.empty());
   ASSERT_EQ(jm.args[0], weir);
   EXPECT_EQ(jm.env, std::vector<std::string>{"WEIR_CONFIG=" + (root / "etc/weir/weir.toml").string()});
-  for (const std::string& a : {"--bind", "127.0.0.1:0", "--rest-port", "0", "--library-dir"}) jm.args.push_back(a);
+  for (const char* a : {"--bind", "127.0.0.1:0", "--rest-port", "0", "--library-dir"}) jm.args.push_back(a);
   jm.args.push_back(dir.path("jm-libraries"));
   Child jobmanager(jm.args, dir.path("jm"), /*pipe_stderr=*/false, jm.env);
   ASSERT_TRUE(eventually([&] { return jobmanager.out().find("listening on") != std::string::npos; }, 20s))

@@ -45,7 +45,7 @@
 #include "weir/weir.h"
 
 namespace weir {
-namespace {
+namespace sql_logic_test {
 
 
 struct Record {
@@ -250,5 +250,5 @@ TEST(SqlLimitsTest, LongChainsOfViewsAndLongInListsRunInBoundedTime) {
   EXPECT_EQ(got, (std::vector<std::string>{"19998", "2"}));
 }
 
-}  // namespace
+}  // namespace sql_logic_test
 }  // namespace weir

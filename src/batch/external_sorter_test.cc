@@ -13,7 +13,7 @@
 #include "testing/seed.h"
 
 namespace weir::batch {
-namespace {
+namespace external_sorter_test {
 
 namespace fs = std::filesystem;
 
@@ -195,5 +195,5 @@ TEST_F(ExternalSorterTest, FullDiskFailsWithPathAndCause) {
   EXPECT_NE(failed.message().find((mnt / "spill").string()), std::string::npos) << failed;
 }
 
-}  // namespace
+}  // namespace external_sorter_test
 }  // namespace weir::batch

@@ -18,8 +18,6 @@ namespace fs = std::filesystem;
 namespace weir::checkpoint {
 namespace {
 
-std::string chk_dir_name(int64_t id) { return "chk-" + std::to_string(id); }
-
 // Buffered writes to a file; finish() flushes, fsyncs and closes.
 class FileOutput final : public StateFileOutput {
  public:
@@ -135,7 +133,7 @@ std::unique_ptr<FileCheckpointStorage> FileCheckpointStorage::at_directory(std::
 
 std::string FileCheckpointStorage::location(int64_t id) const {
   if (fixed_) return job_dir_;
-  return (fs::path(job_dir_) / chk_dir_name(id)).string();
+  return (fs::path(job_dir_) / checkpoint_dir_name(id)).string();
 }
 
 absl::StatusOr<std::vector<int64_t>> FileCheckpointStorage::stored_checkpoints() {

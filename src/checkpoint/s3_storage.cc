@@ -27,8 +27,6 @@ class S3Output final : public StateFileOutput {
   std::unique_ptr<s3::S3Client::Writer> writer_;
 };
 
-std::string chk_dir_name(int64_t id) { return "chk-" + std::to_string(id); }
-
 s3::S3Url child(const s3::S3Url& dir, const std::string& name) {
   return {dir.bucket, dir.key.empty() ? name : dir.key + "/" + name};
 }
@@ -60,7 +58,7 @@ absl::StatusOr<bool> S3CheckpointStorage::empty(int64_t id) const {
   return objects->empty();
 }
 
-s3::S3Url S3CheckpointStorage::dir(int64_t id) const { return fixed_ ? job_ : child(job_, chk_dir_name(id)); }
+s3::S3Url S3CheckpointStorage::dir(int64_t id) const { return fixed_ ? job_ : child(job_, checkpoint_dir_name(id)); }
 
 std::string S3CheckpointStorage::location(int64_t id) const { return dir(id).str(); }
 

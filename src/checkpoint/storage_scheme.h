@@ -21,6 +21,10 @@
 
 namespace weir::checkpoint {
 
+// A retained checkpoint's directory (or key prefix) under its job's, as
+// Flink names it: chk-<id>.
+inline std::string checkpoint_dir_name(int64_t id) { return "chk-" + std::to_string(id); }
+
 class StorageScheme {
  public:
   virtual ~StorageScheme() = default;

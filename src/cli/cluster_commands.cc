@@ -17,160 +17,179 @@
 
 namespace weir::cli {
 
-ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<ClusterFlags>()) {
-  ClusterFlags& f = *f_;
-  auto common = [&f](CLI::App* c, bool client) {
-    c->add_option("--secret-file", f.secret_file, "File holding the cluster secret (else $WEIR_SECRET)");
-    c->add_option("--config", f.config,
-                  "Config file with defaults for these options (else $WEIR_CONFIG); see docs/cli.md");
-    if (client) {
-      c->add_option("--jobmanager", f.address,
-                    "HOST:PORT of the JobManager's REST API, or several (HOST:PORT,HOST:PORT: tried in turn, for "
-                    "JobManagers under --ha) (else $WEIR_JOBMANAGER, else 127.0.0.1:8081)");
-    }
-    if (!client) {
-      c->add_option("--tls-cert", f.tls.cert,
-                    "PEM certificate of this process: TLS on every port (with --tls-key, --tls-ca; else "
-                    "$WEIR_TLS_CERT)");
-      c->add_option("--tls-key", f.tls.key, "PEM private key of --tls-cert (else $WEIR_TLS_KEY)");
-    }
-    c->add_option("--tls-ca", f.tls.ca,
-                  client ? "PEM CA certificate: reach the JobManager over HTTPS and check it (else $WEIR_TLS_CA)"
-                         : "PEM CA certificate that signed every cluster process's certificate (else $WEIR_TLS_CA)");
-    c->add_flag("--verbose,-v", f.log.verbose, "Log what happens (--log-level info)");
-    c->add_option("--log-level", f.log.level,
-                  "trace, debug, info, warn, error or off (else $WEIR_LOG_LEVEL, else " +
-                      std::string(client ? "warn" : "info") + ")");
-    c->add_option("--log-file", f.log.file, "Log to this file instead of stderr, rotating it by size");
-    c->add_option("--log-max-size", f.log.max_size, "Size at which the log file rotates")->capture_default_str();
-    c->add_option("--log-max-files", f.log.max_files, "Rotated log files kept (FILE.1 .. FILE.N)")
-        ->capture_default_str();
-  };
-  f.jobmanager = app.add_subcommand("jobmanager", "Run a JobManager: schedules jobs, coordinates checkpoints");
-  common(f.jobmanager, false);
-  add_s3_options(f.jobmanager, &f.s3);
-  f.jobmanager->add_option("--bind", f.bind, "HOST:PORT for TaskManager sessions (port 0: any)")
+namespace {
+
+// The options of every cluster command: the secret, the config file, TLS,
+// logging; a client's also where the JobManager is.
+void add_common_options(CLI::App* c, ClusterFlags& f, bool client) {
+  c->add_option("--secret-file", f.secret_file, "File holding the cluster secret (else $WEIR_SECRET)");
+  c->add_option("--config", f.config,
+                "Config file with defaults for these options (else $WEIR_CONFIG); see docs/cli.md");
+  if (client) {
+    c->add_option("--jobmanager", f.address,
+                  "HOST:PORT of the JobManager's REST API, or several (HOST:PORT,HOST:PORT: tried in turn, for "
+                  "JobManagers under --ha) (else $WEIR_JOBMANAGER, else 127.0.0.1:8081)");
+  } else {
+    c->add_option("--tls-cert", f.tls.cert,
+                  "PEM certificate of this process: TLS on every port (with --tls-key, --tls-ca; else "
+                  "$WEIR_TLS_CERT)");
+    c->add_option("--tls-key", f.tls.key, "PEM private key of --tls-cert (else $WEIR_TLS_KEY)");
+  }
+  c->add_option("--tls-ca", f.tls.ca,
+                client ? "PEM CA certificate: reach the JobManager over HTTPS and check it (else $WEIR_TLS_CA)"
+                       : "PEM CA certificate that signed every cluster process's certificate (else $WEIR_TLS_CA)");
+  c->add_flag("--verbose,-v", f.log.verbose, "Log what happens (--log-level info)");
+  c->add_option("--log-level", f.log.level,
+                "trace, debug, info, warn, error or off (else $WEIR_LOG_LEVEL, else " +
+                    std::string(client ? "warn" : "info") + ")");
+  c->add_option("--log-file", f.log.file, "Log to this file instead of stderr, rotating it by size");
+  c->add_option("--log-max-size", f.log.max_size, "Size at which the log file rotates")->capture_default_str();
+  c->add_option("--log-max-files", f.log.max_files, "Rotated log files kept (FILE.1 .. FILE.N)")
       ->capture_default_str();
-  f.jobmanager->add_option("--rest-port", f.rest_port, "REST API port on the same host (0: any)")
+}
+
+// High availability: how a process finds the leading JobManager, and how a
+// JobManager competes to lead.
+void add_ha_options(CLI::App* c, ClusterFlags& f, bool jobmanager) {
+  c->add_option("--ha", f.ha, "High availability: none, or zookeeper (several JobManagers, one leads)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "zookeeper"}));
+  c->add_option("--ha-quorum", f.ha_options.quorum, "ZooKeeper HOST:PORT,... (with --ha zookeeper)");
+  c->add_option("--ha-cluster-id", f.ha_options.cluster_id, "The cluster's name in ZooKeeper (its nodes under /weir/ID)")
+      ->capture_default_str();
+  if (!jobmanager) return;
+  c->add_option("--ha-storage", f.ha_options.storage,
+                "DIR or s3://BUCKET/PREFIX every JobManager reaches: submitted jobs and their libraries");
+  c->add_option("--ha-session-timeout", f.ha_session_timeout,
+                "ZooKeeper session timeout: a leader silent this long is replaced")
+      ->capture_default_str();
+}
+
+void add_jobmanager(CLI::App& app, ClusterFlags& f) {
+  CLI::App* c = f.jobmanager = app.add_subcommand("jobmanager", "Run a JobManager: schedules jobs, coordinates checkpoints");
+  add_common_options(c, f, /*client=*/false);
+  add_s3_options(c, &f.s3);
+  c->add_option("--bind", f.bind, "HOST:PORT for TaskManager sessions (port 0: any)")->capture_default_str();
+  c->add_option("--rest-port", f.rest_port, "REST API port on the same host (0: any)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  f.jobmanager->add_flag("--metrics-public", f.metrics_public,
-                         "GET /metrics on the REST port answers without the secret (the rest still needs it)");
-  f.jobmanager->add_option("--heartbeat-interval", f.heartbeat_interval, "e.g. 500ms")->capture_default_str();
-  f.jobmanager->add_option("--keep-ended-jobs", f.keep_ended_jobs, "Ended jobs still listed (older ones are forgotten)")
+  c->add_flag("--metrics-public", f.metrics_public,
+              "GET /metrics on the REST port answers without the secret (the rest still needs it)");
+  c->add_option("--heartbeat-interval", f.heartbeat_interval, "e.g. 500ms")->capture_default_str();
+  c->add_option("--keep-ended-jobs", f.keep_ended_jobs, "Ended jobs still listed (older ones are forgotten)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
-  f.jobmanager
-      ->add_option("--jobstore-expiration-time", f.job_expiration,
-                   "How long an ended job stays listed, with its result (under --ha zookeeper across leader changes; "
-                   "0s: until --keep-ended-jobs forgets it)")
+  c->add_option("--jobstore-expiration-time", f.job_expiration,
+                "How long an ended job stays listed, with its result (under --ha zookeeper across leader changes; "
+                "0s: until --keep-ended-jobs forgets it)")
       ->capture_default_str();
-  f.jobmanager->add_option("--library-dir", f.library_dir,
-                           "Uploaded job libraries (default: <temp>/weir-libraries-<uid>)");
-  f.jobmanager->add_option("--heartbeat-timeout", f.heartbeat_timeout, "A TaskManager silent this long is lost")
+  c->add_option("--library-dir", f.library_dir, "Uploaded job libraries (default: <temp>/weir-libraries-<uid>)");
+  c->add_option("--heartbeat-timeout", f.heartbeat_timeout, "A TaskManager silent this long is lost")
       ->capture_default_str();
-  auto ha_flags = [&f](CLI::App* c, bool jobmanager) {
-    c->add_option("--ha", f.ha, "High availability: none, or zookeeper (several JobManagers, one leads)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"none", "zookeeper"}));
-    c->add_option("--ha-quorum", f.ha_options.quorum, "ZooKeeper HOST:PORT,... (with --ha zookeeper)");
-    c->add_option("--ha-cluster-id", f.ha_options.cluster_id,
-                  "The cluster's name in ZooKeeper (its nodes under /weir/ID)")
-        ->capture_default_str();
-    if (!jobmanager) return;
-    c->add_option("--ha-storage", f.ha_options.storage,
-                  "DIR or s3://BUCKET/PREFIX every JobManager reaches: submitted jobs and their libraries");
-    c->add_option("--ha-session-timeout", f.ha_session_timeout,
-                  "ZooKeeper session timeout: a leader silent this long is replaced")
-        ->capture_default_str();
-  };
-  ha_flags(f.jobmanager, true);
+  add_ha_options(c, f, /*jobmanager=*/true);
+}
 
-  f.taskmanager = app.add_subcommand("taskmanager", "Run a TaskManager: offers slots, runs tasks");
-  common(f.taskmanager, false);
-  add_s3_options(f.taskmanager, &f.s3);
-  f.taskmanager->add_option("--jobmanager", f.session_address,
-                            "HOST:PORT of the JobManager's session port (else $WEIR_JOBMANAGER_RPC, "
-                            "else " + cluster::TaskManagerOptions{}.jobmanager + ")");
-  f.taskmanager->add_option("--slots", f.tm.slots, "Slots offered")->capture_default_str()->check(CLI::Range(1, 1024));
-  f.taskmanager->add_option("--bind", f.tm.bind_host, "IPv4 address of the data port")->capture_default_str();
-  f.taskmanager->add_option("--data-port", f.tm.data_port, "Data port (0: any free one)")->check(CLI::Range(0, 65535));
-  f.taskmanager
-      ->add_option_function<std::string>(
-          "--metrics-port",
-          [&f](const std::string& v) {
-            auto range = cluster::parse_port_range(v);
-            if (!range.ok()) throw CLI::ValidationError("--metrics-port", std::string(range.status().message()));
-            f.tm.metrics_port = range->first;
-            f.tm.metrics_port_last = range->second;
-          },
-          "Port of GET /metrics (Prometheus) on the --bind address, or the first free one of a range as Flink's "
-          "reporter takes it (9250-9260); 0: any free one, -1: none (default: 0)")
+void add_taskmanager(CLI::App& app, ClusterFlags& f) {
+  CLI::App* c = f.taskmanager = app.add_subcommand("taskmanager", "Run a TaskManager: offers slots, runs tasks");
+  add_common_options(c, f, /*client=*/false);
+  add_s3_options(c, &f.s3);
+  c->add_option("--jobmanager", f.session_address,
+                "HOST:PORT of the JobManager's session port (else $WEIR_JOBMANAGER_RPC, else " +
+                    cluster::TaskManagerOptions{}.jobmanager + ")");
+  c->add_option("--slots", f.tm.slots, "Slots offered")->capture_default_str()->check(CLI::Range(1, 1024));
+  c->add_option("--bind", f.tm.bind_host, "IPv4 address of the data port")->capture_default_str();
+  c->add_option("--data-port", f.tm.data_port, "Data port (0: any free one)")->check(CLI::Range(0, 65535));
+  c->add_option_function<std::string>(
+       "--metrics-port",
+       [&f](const std::string& v) {
+         auto range = cluster::parse_port_range(v);
+         if (!range.ok()) throw CLI::ValidationError("--metrics-port", std::string(range.status().message()));
+         f.tm.metrics_port = range->first;
+         f.tm.metrics_port_last = range->second;
+       },
+       "Port of GET /metrics (Prometheus) on the --bind address, or the first free one of a range as Flink's "
+       "reporter takes it (9250-9260); 0: any free one, -1: none (default: 0)")
       ->type_name("PORT|FROM-TO");
-  f.taskmanager->add_flag("--metrics-public", f.tm.metrics_public, "GET /metrics answers without the secret");
-  f.taskmanager->add_option("--id", f.tm.id, "Name (default tm-<host>-<pid>)");
-  f.taskmanager->add_option("--network-buffers", f.tm.network_buffers, "32 KiB network buffers in the pool")
+  c->add_flag("--metrics-public", f.tm.metrics_public, "GET /metrics answers without the secret");
+  c->add_option("--id", f.tm.id, "Name (default tm-<host>-<pid>)");
+  c->add_option("--network-buffers", f.tm.network_buffers, "32 KiB network buffers in the pool")
       ->capture_default_str()
       ->check(CLI::Range(16, 1 << 20));
-  f.taskmanager->add_option("--state-dir", f.tm.state_dir, "RocksDB working copies (default: system temp)");
-  f.taskmanager->add_option("--tmp-dir", f.tm.tmp_dir,
-                            "Blocking results and sort spills, kept here and served to other TaskManagers "
-                            "(default: the job's --result-dir, else system temp)");
-  f.taskmanager->add_option("--library-dir", f.tm.library_dir,
-                            "Job libraries fetched from the JobManager (default: <temp>/weir-libraries-<uid>)");
-  ha_flags(f.taskmanager, false);
+  c->add_option("--state-dir", f.tm.state_dir, "RocksDB working copies (default: system temp)");
+  c->add_option("--tmp-dir", f.tm.tmp_dir,
+                "Blocking results and sort spills, kept here and served to other TaskManagers "
+                "(default: the job's --result-dir, else system temp)");
+  c->add_option("--library-dir", f.tm.library_dir,
+                "Job libraries fetched from the JobManager (default: <temp>/weir-libraries-<uid>)");
+  add_ha_options(c, f, /*jobmanager=*/false);
+}
 
-  f.run = app.add_subcommand("run",
-                              "Submit a job to the cluster: weir run [options] JOB|LIBRARY.so JOB-ARGS...\n"
-                              "Built-in JOBs: " + std::string(kBuiltinJobs) + ". weir run JOB --help lists a job's "
-                              "options.");
-  common(f.run, true);
-  f.run->add_flag("--detached", f.detached, "Return once submitted; do not wait for the end");
-  f.run->add_flag("--quiet,-q", f.quiet,
-                  "No progress line while attached or embedded (there is none unless stdout is a terminal)");
-  f.run->add_flag("--cancel-on-exit", f.cancel_on_exit,
-                  "Cancel the job when this client is interrupted while attached (else the job keeps running)");
-  f.run->add_flag("--embedded", f.embedded, "Run the job in this process instead (no cluster)");
-  f.run->add_flag("--dry-run", f.dry_run, "Build the job's graph in this process and stop there");
-  f.run->add_option("-D", f.settings,
-                    "KEY=VALUE: a job setting by Flink's key (parallelism.default, execution.checkpointing.interval, "
-                    "state.backend.type, restart-strategy.type, ...; docs/cli.md); repeatable")
+void add_run(CLI::App& app, ClusterFlags& f) {
+  CLI::App* c = f.run = app.add_subcommand(
+      "run", "Submit a job to the cluster: weir run [options] JOB|LIBRARY.so JOB-ARGS...\n"
+             "Built-in JOBs: " + builtin_job_names() + ". weir run JOB --help lists a job's options.");
+  add_common_options(c, f, /*client=*/true);
+  c->add_flag("--detached", f.detached, "Return once submitted; do not wait for the end");
+  c->add_flag("--quiet,-q", f.quiet,
+              "No progress line while attached or embedded (there is none unless stdout is a terminal)");
+  c->add_flag("--cancel-on-exit", f.cancel_on_exit,
+              "Cancel the job when this client is interrupted while attached (else the job keeps running)");
+  c->add_flag("--embedded", f.embedded, "Run the job in this process instead (no cluster)");
+  c->add_flag("--dry-run", f.dry_run, "Build the job's graph in this process and stop there");
+  c->add_option("-D", f.settings,
+                "KEY=VALUE: a job setting by Flink's key (parallelism.default, execution.checkpointing.interval, "
+                "state.backend.type, restart-strategy.type, ...; docs/cli.md); repeatable")
       ->allow_extra_args(false);
-  add_s3_options(f.run, &f.s3);
-  f.run->prefix_command();
+  add_s3_options(c, &f.s3);
+  c->prefix_command();
+}
 
-  f.list = app.add_subcommand("list", "List the cluster's jobs");
-  common(f.list, true);
+void add_savepoint_options(CLI::App* c, ClusterFlags& f) {
+  c->add_option("--dir", f.directory,
+                "Directory to write the savepoint under (default: the job's --savepoint-dir, else "
+                "<checkpoint-dir>/savepoints)");
+}
 
-  f.cancel = app.add_subcommand("cancel", "Cancel a job");
-  common(f.cancel, true);
-  f.cancel->add_option("job", f.job_id, "Job id")->required();
+void add_stop_options(CLI::App* c, ClusterFlags& f) {
+  c->add_option("--savepoint", f.directory,
+                "Directory to write the savepoint under (default: the job's --savepoint-dir, else "
+                "<checkpoint-dir>/savepoints)");
+  c->add_flag("--drain", f.drain, "End the input first: all event time passes, all timers fire");
+}
 
-  f.savepoint = app.add_subcommand("savepoint", "Take a savepoint of a running job");
-  common(f.savepoint, true);
-  f.savepoint->add_option("job", f.job_id, "Job id")->required();
-  f.savepoint->add_option("--dir", f.directory,
-                          "Directory to write the savepoint under (default: the job's --savepoint-dir, else "
-                          "<checkpoint-dir>/savepoints)");
+// The client commands but run: each asks the JobManager about the cluster
+// or about one job (its id, or a prefix of it, as the argument).
+struct ClientCommand {
+  const char* name;
+  const char* description;
+  CLI::App* ClusterFlags::*slot;
+  bool takes_job;
+  void (*add_options)(CLI::App*, ClusterFlags&);
+};
 
-  f.stop = app.add_subcommand("stop", "Stop a job with a savepoint");
-  common(f.stop, true);
-  f.stop->add_option("job", f.job_id, "Job id")->required();
-  f.stop->add_option("--savepoint", f.directory,
-                     "Directory to write the savepoint under (default: the job's --savepoint-dir, else "
-                     "<checkpoint-dir>/savepoints)");
-  f.stop->add_flag("--drain", f.drain, "End the input first: all event time passes, all timers fire");
+constexpr ClientCommand kClientCommands[] = {
+    {"list", "List the cluster's jobs", &ClusterFlags::list, false, nullptr},
+    {"cancel", "Cancel a job", &ClusterFlags::cancel, true, nullptr},
+    {"savepoint", "Take a savepoint of a running job", &ClusterFlags::savepoint, true, add_savepoint_options},
+    {"stop", "Stop a job with a savepoint", &ClusterFlags::stop, true, add_stop_options},
+    {"checkpoints", "A job's completed checkpoints", &ClusterFlags::checkpoints, true, nullptr},
+    {"overview", "The cluster's TaskManagers and slots", &ClusterFlags::overview, false, nullptr},
+    {"job", "A job's vertices: state, records, backpressure", &ClusterFlags::job, true, nullptr},
+};
 
-  f.checkpoints = app.add_subcommand("checkpoints", "A job's completed checkpoints");
-  common(f.checkpoints, true);
-  f.checkpoints->add_option("job", f.job_id, "Job id")->required();
+}  // namespace
 
-  f.overview = app.add_subcommand("overview", "The cluster's TaskManagers and slots");
-  common(f.overview, true);
-
-  f.job = app.add_subcommand("job", "A job's vertices: state, records, backpressure");
-  common(f.job, true);
-  f.job->add_option("job", f.job_id, "Job id")->required();
+ClusterCommands::ClusterCommands(CLI::App& app) : f_(std::make_unique<ClusterFlags>()) {
+  ClusterFlags& f = *f_;
+  add_jobmanager(app, f);
+  add_taskmanager(app, f);
+  add_run(app, f);
+  for (const ClientCommand& command : kClientCommands) {
+    CLI::App* c = f.*command.slot = app.add_subcommand(command.name, command.description);
+    add_common_options(c, f, /*client=*/true);
+    if (command.takes_job) c->add_option("job", f.job_id, "Job id")->required();
+    if (command.add_options != nullptr) command.add_options(c, f);
+  }
 }
 
 ClusterCommands::~ClusterCommands() = default;

@@ -8,17 +8,18 @@
 #include <optional>
 
 #include "cli/exit_codes.h"
+#include "cli/extensions.h"
 
 namespace weir::cli {
 
 struct ClusterFlags;
 
-class ClusterCommands {
+class ClusterCommands final : public CommandGroup {
  public:
   explicit ClusterCommands(CLI::App& app);
-  ~ClusterCommands();
+  ~ClusterCommands() override;
   // The exit code when one of these commands was parsed, else nothing.
-  std::optional<int> run();
+  std::optional<int> run() override;
 
  private:
   std::unique_ptr<ClusterFlags> f_;

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <charconv>
 
+#include "cli/extensions.h"
 #include "cli/help.h"
 #include "cli/job_settings.h"
-#include "examples/nexmark/queries.h"
-#include "examples/nexmark/sql_tables.h"
 #include "cli/sql_collect.h"
 #include "cli/suggest.h"
 #include "sql/job_builder.h"
@@ -28,140 +27,6 @@ CLI::Validator whole_number(int64_t lo, int64_t hi) {
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
-void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o) {
-  app->add_option("--input", o.inputs, "Input file of key,value lines (repeat for a union)");
-  app->add_option("--kafka-brokers", o.kafka_brokers, "Kafka bootstrap servers, for the topics below");
-  app->add_option("--input-topic", o.input_topic, "Read the lines from this Kafka topic (instead of or beside --input)");
-  app->add_flag("--kafka-bounded", o.kafka_bounded, "Stop at the end the input topic had when the job first started");
-  app->add_option("--output-topic", o.output_topic, "Write the sums to this Kafka topic instead of --output");
-  app->add_option("--kafka-delivery", o.kafka_delivery, "exactly-once | at-least-once | none")->capture_default_str();
-  app->add_option("--postgres", o.postgres, "PostgreSQL connection string (libpq), for --output-table");
-  app->add_option("--output-table", o.output_table,
-                  "Write the sums as rows (key, sum, count) into this PostgreSQL table, exactly-once");
-  app->add_flag("--postgres-upsert", o.postgres_upsert,
-                "Upsert the latest sum and count of each key into --output-table (primary key: key)");
-  app->add_option("--output", o.output_dir, "Output directory")->required();
-  app->add_option("--fail-every", o.fail_every, "Inject a task failure every ~N records")
-      ->check(whole_number(0));
-  app->add_option("--seed", o.seed, "Seed for failure positions");
-  app->add_option("--rate", o.rate, "Read at most this many lines (or records) per second per source subtask (0: unlimited)")
-      ->check(whole_number(0));
-  app->add_option("--sink-parallelism", o.sink_parallelism,
-                  "Give the output sink this parallelism behind a rebalance (0: chained to the sums)")
-      ->check(whole_number(0));
-  app->add_option("--fail-sink-subtask", o.fail_sink_subtask,
-                  "This output sink subtask fails once, in its first attempt (-1: none)")
-      ->capture_default_str();
-  app->add_option("--fail-sink-after", o.fail_sink_after, "...after writing this many lines")
-      ->capture_default_str()
-      ->check(whole_number(1));
-}
-
-absl::Status validate_running_sum_options(const examples::RunningSumOptions& o) {
-  if (o.inputs.empty() && o.input_topic.empty()) {
-    return absl::InvalidArgumentError("running-sum: give --input FILE or --input-topic TOPIC");
-  }
-  if ((!o.input_topic.empty() || !o.output_topic.empty()) && o.kafka_brokers.empty()) {
-    return absl::InvalidArgumentError("running-sum: --input-topic and --output-topic need --kafka-brokers");
-  }
-  if (!o.output_table.empty() && o.postgres.empty()) {
-    return absl::InvalidArgumentError("running-sum: --output-table needs --postgres CONNINFO");
-  }
-  if (o.postgres_upsert && o.output_table.empty()) {
-    return absl::InvalidArgumentError("running-sum: --postgres-upsert needs --output-table");
-  }
-  if (!o.output_table.empty() && !o.output_topic.empty()) {
-    return absl::InvalidArgumentError("running-sum: give --output-topic or --output-table, not both");
-  }
-  if ((o.sink_parallelism > 0 || o.fail_sink_subtask >= 0) && (!o.output_table.empty() || !o.output_topic.empty())) {
-    return absl::InvalidArgumentError(
-        "running-sum: --sink-parallelism and --fail-sink-subtask apply to the file sink (--output), not to "
-        "--output-topic or --output-table");
-  }
-  return absl::OkStatus();
-}
-
-void add_orders_options(CLI::App* app, examples::OrdersOptions& o) {
-  app->add_option("--kafka-brokers", o.kafka_brokers, "Kafka bootstrap servers")->required();
-  app->add_option("--input-topic", o.input_topic, "Topic of the JSON orders")->capture_default_str();
-  app->add_option("--output-topic", o.output_topic, "Topic of the totals (exactly-once)")->capture_default_str();
-  app->add_option("--rejects-topic", o.rejects_topic, "Topic of the records that are not orders (default: INPUT-rejects)");
-  app->add_flag("--kafka-bounded", o.bounded, "Stop at the end the input topic had when the job first started");
-  app->add_option("--window-ms", o.window_ms, "Tumbling event-time window, in ms")
-      ->capture_default_str()
-      ->check(whole_number(1));
-  app->add_option("--max-out-of-orderness-ms", o.max_out_of_orderness_ms, "How late an order may be, in ms")
-      ->capture_default_str()
-      ->check(whole_number(0));
-  app->add_option("--postgres", o.postgres, "PostgreSQL connection string (libpq): also upsert the totals there");
-  app->add_option("--output-table", o.output_table, "PostgreSQL table of the totals")->capture_default_str();
-  app->add_option("--rate", o.rate, "Read at most this many records per second per source subtask (0: unlimited)")
-      ->check(whole_number(0));
-}
-
-void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump) {
-  app->add_option("--query", f.query, "q0 .. q22 (required unless --produce-to)");
-  app->add_option("--api", f.api,
-                  "datastream (the query in C++) | sql (from its SQL text, examples/nexmark/sql/QUERY.sql)")
-      ->capture_default_str();
-  app->add_option("--events", f.events, "Events to generate")->check(whole_number(1));
-  app->add_option("--rate", f.rate, "Emit at most this many events/s (0: unlimited)")
-      ->check(whole_number(0));
-  app->add_option("--event-rate", f.event_rate, "Events per second of event time in the generator's clock")
-      ->check(whole_number(1));
-  app->add_option("--output", f.output, dump ? "FILE for the result rows, or blackhole"
-                                             : "DIRECTORY for the result part files, or blackhole");
-  if (dump) app->add_option("--dump-events", f.dump_dir, "Also write the events as CSV into DIR");
-  app->add_option("--fail-every", f.fail_every, "Inject a source failure every ~N events")
-      ->check(whole_number(0));
-  app->add_option("--seed", f.seed, "Seed for failure positions");
-  app->add_option("--side-input", f.side_input, "q13: lines <key>,<value>");
-  app->add_option("--source", f.source, "generator | kafka (events from --topic)")->capture_default_str();
-  app->add_option("--kafka-brokers", f.kafka_brokers, "Kafka bootstrap servers, for --source kafka and --produce-to");
-  app->add_option("--topic", f.topic, "--source kafka: the topic of the events");
-  app->add_flag("--kafka-unbounded", f.kafka_unbounded,
-                "--source kafka: keep reading after the end the topic had at the start");
-  if (dump) {
-    app->add_option("--produce-to", f.produce_to, "Write the --events generated events to this Kafka topic and exit");
-  }
-}
-
-absl::Status NexmarkFlags::validate() const {
-  if (source != "generator" && source != "kafka") {
-    return absl::InvalidArgumentError("nexmark: --source must be generator or kafka, not '" + source + "'");
-  }
-  if (!produce_to.empty()) {
-    if (kafka_brokers.empty()) return absl::InvalidArgumentError("nexmark: --produce-to needs --kafka-brokers");
-    if (source == "kafka") return absl::InvalidArgumentError("nexmark: --produce-to writes generated events, not --source kafka");
-    return absl::OkStatus();
-  }
-  if (query.empty()) return absl::InvalidArgumentError("nexmark: --query is required");
-  if (api != "datastream" && api != "sql") {
-    return absl::InvalidArgumentError("nexmark: --api must be datastream or sql, not '" + api + "'");
-  }
-  if (api == "sql" && source == "kafka") return absl::InvalidArgumentError("nexmark: --api sql reads the generator, not --source kafka");
-  if (source == "kafka" && (topic.empty() || kafka_brokers.empty())) {
-    return absl::InvalidArgumentError("nexmark: --source kafka needs --topic and --kafka-brokers");
-  }
-  if (source != "kafka" && !topic.empty()) return absl::InvalidArgumentError("nexmark: --topic needs --source kafka");
-  return absl::OkStatus();
-}
-
-nexmark::QueryOptions NexmarkFlags::to_query_options() const {
-  nexmark::QueryOptions o;
-  o.query = query;
-  o.source.events = events;
-  o.source.rate_limit = rate;
-  o.source.fail_every = fail_every;
-  o.source.seed = seed;
-  o.generator.event_rate = event_rate;
-  o.side_input = side_input;
-  o.kafka_brokers = kafka_brokers;
-  if (source == "kafka") o.kafka_topic = topic;
-  o.kafka_bounded = !kafka_unbounded;
-  return o;
-}
-
 namespace {
 
 // A job's command line: the job flags and the options of the job `name`
@@ -169,10 +34,7 @@ namespace {
 struct JobCommandLine {
   CLI::App app;
   JobFlags flags;
-  examples::RunningSumOptions rs;
-  examples::OrdersOptions orders;
-  examples::LineCopyOptions lc;
-  NexmarkFlags nx;
+  std::unique_ptr<JobDefinition> job;  // a built-in job's but sql's
   std::string sql_script;
   std::string sql_collect;
 
@@ -184,18 +46,6 @@ struct JobCommandLine {
     flags.add_to(&app);
     if (library != nullptr) {
       app.allow_extras();  // the library's own arguments
-    } else if (name == "running-sum") {
-      add_running_sum_options(&app, rs);
-    } else if (name == "orders") {
-      add_orders_options(&app, orders);
-    } else if (name == "line-copy") {
-      app.add_option("--input", lc.input, "Input file")->required();
-      app.add_option("--output", lc.output_dir, "Output directory")->required();
-      app.add_option("--rate", lc.rate, "Lines/s per subtask (0: unlimited)")->check(whole_number(0));
-      app.add_option("--fail-subtask", lc.fail_subtask, "This subtask fails once, in its first attempt (-1: none)");
-      app.add_option("--fail-after", lc.fail_after, "...after this many lines")->check(whole_number(1));
-    } else if (name == "nexmark") {
-      add_nexmark_options(&app, nx, /*dump=*/false);
     } else if (name == "sql") {
       app.add_option("--script", sql_script,
                      "The SQL script itself, not a file (e.g. --script \"$(cat job.sql)\"): CREATE TABLE "
@@ -206,8 +56,10 @@ struct JobCommandLine {
                      "The script ends with a bare SELECT whose rows go to the JobManager's query result ID, for "
                      "the client that opened it (what the SQL shell on a cluster submits; docs/rest-api.md)")
           ->type_name("ID");
+    } else if ((job = builtin_job(name)) != nullptr) {
+      job->add_options(&app);
     } else {
-      return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: " + std::string(kBuiltinJobs) +
+      return absl::InvalidArgumentError("unknown job '" + name + "' (built-in jobs: " + builtin_job_names() +
                                         "; or the path of a job library)");
     }
     return absl::OkStatus();
@@ -245,26 +97,14 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   if (!added.ok()) return added;
   CLI::App& app = cl.app;
   JobFlags& flags = cl.flags;
-  examples::RunningSumOptions& rs = cl.rs;
-  examples::OrdersOptions& orders = cl.orders;
-  examples::LineCopyOptions& lc = cl.lc;
-  NexmarkFlags& nx = cl.nx;
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     return absl::InvalidArgumentError(name + ": " + parse_error_message(e, app));
   }
-  if (library == nullptr && name == "running-sum") {
-    absl::Status s = validate_running_sum_options(rs);
-    if (!s.ok()) return s;
-  }
-  if (library == nullptr && name == "nexmark") {
-    absl::Status s = nx.validate();
-    if (!s.ok()) return s;
-  }
-  if (library == nullptr && name == "orders") {
-    absl::Status s = examples::validate_orders_options(orders);
+  if (cl.job != nullptr) {
+    absl::Status s = cl.job->validate();
     if (!s.ok()) return s;
   }
   if (library == nullptr && name == "sql") {  // the script's SET 'parallelism.default' = ..., unless given
@@ -282,29 +122,18 @@ absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& 
   if (!cl.sql_collect.empty()) config->restart.kind = RestartStrategyKind::kNone;
   auto env = std::make_unique<StreamEnvironment>(*config);
   if (flags_out != nullptr) *flags_out = flags;
-  if (library != nullptr) {
-    auto s = library->build(*env, app.remaining());
-    if (!s.ok()) return s;
-  } else if (name == "running-sum") {
-    rs.parallelism = flags.parallelism;
-    examples::build_running_sum(*env, rs);
-  } else if (name == "orders") {
-    orders.parallelism = flags.parallelism;
-    examples::build_orders(*env, orders);
-  } else if (name == "line-copy") {
-    lc.parallelism = flags.parallelism;
-    examples::build_line_copy(*env, lc);
-  } else if (name == "sql") {
-    absl::Status s = build_sql_job("sql --script", cl.sql_script, *env, cl.sql_collect);
-    if (!s.ok()) return s;
-  } else {
-    nexmark::QueryOptions o = nx.to_query_options();
-    if (nx.output != "blackhole") o.output_dir = nx.output;
-    auto s = nx.api == "sql" ? nexmark::build_query_sql(*env, o) : nexmark::build_query(*env, o);
-    if (!s.ok()) return absl::InvalidArgumentError(std::string(s.message()));
-  }
+  absl::Status built = library != nullptr ? library->build(*env, app.remaining())
+                       : cl.job != nullptr ? cl.job->build(*env, flags)
+                                           : build_sql_job("sql --script", cl.sql_script, *env, cl.sql_collect);
+  if (!built.ok()) return built;
   if (!env->build_error().ok()) return env->build_error();
   return env;
+}
+
+std::string builtin_job_names() {
+  std::string names;
+  for (const BuiltinJob& job : extensions().jobs) names += job.name + ", ";
+  return names + "sql";
 }
 
 absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvironment& env,
@@ -377,8 +206,20 @@ absl::Status apply_job_settings(const std::vector<std::pair<std::string, std::st
 
 sql::TableConnectors cli_table_connectors() {
   sql::TableConnectors connectors = sql::TableConnectors::built_in();
-  connectors.sources["nexmark"] = nexmark::nexmark_table_source(nexmark::QueryOptions{});
+  for (const auto& [name, source] : extensions().table_sources) connectors.sources[name] = source;
   return connectors;
+}
+
+Extensions& extensions() {
+  static Extensions* const kExtensions = new Extensions();
+  return *kExtensions;
+}
+
+std::unique_ptr<JobDefinition> builtin_job(const std::string& name) {
+  for (const BuiltinJob& job : extensions().jobs) {
+    if (job.name == name) return job.make();
+  }
+  return nullptr;
 }
 
 cluster::JobCatalog builtin_job_catalog() {

@@ -1,6 +1,7 @@
-// Built-in jobs and their command-line flags, shared by the embedded
-// commands (`weir example`, `weir nexmark`) and the cluster, where every
-// process builds the same job graph from the same arguments.
+// The job flags every job takes, and the jobs weir builds by name: shared
+// by the embedded commands (`weir run --embedded`, `weir example`) and the
+// cluster, where every process builds the same job graph from the same
+// arguments.
 #ifndef WEIR_CLI_JOBS_H_
 #define WEIR_CLI_JOBS_H_
 
@@ -14,9 +15,6 @@
 #include "absl/status/statusor.h"
 #include "cluster/job_catalog.h"
 #include "cluster/job_library.h"
-#include "examples/nexmark/queries.h"
-#include "examples/orders/orders.h"
-#include "examples/running_sum/running_sum.h"
 #include "sql/job_builder.h"
 #include "sql/planner.h"
 #include "weir/weir.h"
@@ -215,53 +213,19 @@ struct JobFlags {
 // 1e400 is not a whole number from 1 to 9223372036854775807".
 CLI::Validator whole_number(int64_t lo, int64_t hi = INT64_MAX);
 
-// Options of `running-sum`, and what CLI11 cannot check of them (an input
-// is a file or a topic; topics need brokers).
-void add_running_sum_options(CLI::App* app, examples::RunningSumOptions& o);
-absl::Status validate_running_sum_options(const examples::RunningSumOptions& o);
-// Flags of the orders job; the window and lateness in milliseconds.
-void add_orders_options(CLI::App* app, examples::OrdersOptions& o);
-
-struct NexmarkFlags {
-  std::string query;
-  std::string api = "datastream";  // or "sql": the query from its SQL text
-  int64_t events = 10'000'000;
-  int64_t rate = 0;
-  int64_t event_rate = 10'000'000;
-  std::string output = "blackhole";
-  std::string dump_dir;
-  int64_t fail_every = 0;
-  uint64_t seed = 0;
-  std::string side_input;
-  std::string source = "generator";  // or "kafka"
-  std::string kafka_brokers;
-  std::string topic;       // --source kafka: read the events from it
-  bool kafka_unbounded = false;
-  std::string produce_to;  // write the generated events to this topic instead of running a query
-
-  // The query and its source; output and side input handling are the
-  // caller's.
-  nexmark::QueryOptions to_query_options() const;
-  // Contradictory or missing flags, named.
-  absl::Status validate() const;
-};
-// Options of `nexmark` (`dump` adds --dump-events, which only the embedded
-// command has).
-void add_nexmark_options(CLI::App* app, NexmarkFlags& f, bool dump);
-
-// The job `name` defined by `args`: running-sum and nexmark as `weir example
-// running-sum ARGS` / `weir nexmark ARGS` would run them; line-copy, the
-// forward-only job of examples/running_sum (independent pipelines, one
-// region per subtask); or, given `library`, the library's job, which gets
-// the arguments that are not job flags. InvalidArgument for an unknown job
+// The job `name` defined by `args`: a built-in job (cli/extensions.h: the
+// example jobs; sql, whose --script is the text of a SQL script) or, given
+// `library`, the library's job, which gets the arguments that are not job
+// flags. InvalidArgument for an unknown job
 // or bad arguments. `flags`, when given, receives the parsed job flags.
 absl::StatusOr<std::unique_ptr<StreamEnvironment>> build_job(const std::string& name,
                                                              const std::vector<std::string>& args,
                                                              const cluster::JobLibrary* library = nullptr,
                                                              JobFlags* flags = nullptr);
 
-// The names of the built-in jobs, for help and errors.
-inline constexpr const char* kBuiltinJobs = "running-sum, orders, line-copy, nexmark, sql";
+// The names of the built-in jobs, for help and errors: "running-sum, ...,
+// sql".
+std::string builtin_job_names();
 
 // The job of a SQL script's text (`weir sql`, and the built-in job sql,
 // whose --script is the text: every process of a cluster plans the same
@@ -279,7 +243,7 @@ absl::Status build_sql_job(const std::string& name, std::string text, StreamEnvi
 absl::StatusOr<std::string> explain_sql(const std::string& text);
 
 // The tables `weir sql` reads and writes: the built-in connectors and the
-// Nexmark generator.
+// sources of cli/extensions.h (the Nexmark generator's).
 sql::TableConnectors cli_table_connectors();
 
 // How weir plans a SQL script it runs: a SET of a job setting's key

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/extensions.h"
+
 namespace weir::cli {
 
 // For `weir sql FILE ... --jobmanager HOST:PORT` (not --explain): `args`
@@ -27,12 +29,12 @@ namespace weir::cli {
 // left alone.
 std::optional<int> sql_script_for_cluster(std::vector<std::string>* args);
 
-class SqlCommand {
+class SqlCommand final : public CommandGroup {
  public:
   explicit SqlCommand(CLI::App& app);
-  ~SqlCommand();
+  ~SqlCommand() override;
   // The exit code when `weir sql` was the command, else nothing.
-  std::optional<int> run();
+  std::optional<int> run() override;
 
  private:
   struct Flags;

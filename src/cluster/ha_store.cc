@@ -16,10 +16,6 @@
 namespace weir::cluster {
 namespace {
 
-std::string zk_error(const std::string& what, const std::string& path, int rc) {
-  return what + " " + path + " in ZooKeeper: " + zerror(rc);
-}
-
 bool outcome_unknown(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED; }
 
 // A node's data, or a ZooKeeper error code.

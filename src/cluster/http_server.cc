@@ -22,7 +22,7 @@
 namespace weir::cluster {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // A connected socket (or a TLS session over it) as httplib's Stream, with
 // a read buffer (httplib reads request lines a byte at a time), first
@@ -368,7 +368,7 @@ void HttpServer::linger(int fd) {
     ::close(fd);
     return;
   }
-  lingering_.emplace_back(fd, Clock::now() + std::chrono::seconds(1));
+  lingering_.emplace_back(fd, SteadyClock::now() + std::chrono::seconds(1));
   linger_cv_.Signal();
 }
 
@@ -393,7 +393,7 @@ void HttpServer::linger_loop() {
     }
     // Closed once the peer is done, or its second is over.
     absl::MutexLock lock(&mu_);
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     auto it = std::remove_if(lingering_.begin(), lingering_.end(), [&](const auto& l) {
       const bool over = l.second <= now || std::find(done.begin(), done.end(), l.first) != done.end();
       if (over) ::close(l.first);

@@ -10,10 +10,6 @@
 namespace weir::cluster {
 namespace {
 
-std::string zk_error(const char* what, const std::string& path, int rc) {
-  return std::string(what) + " " + path + ": " + zerror(rc);
-}
-
 // The latch's children, lowest sequence first (names end in 10 digits).
 int children(zhandle_t* zh, const std::string& latch, std::vector<std::string>* out) {
   String_vector names{};
@@ -38,6 +34,10 @@ void quiet_client_log() {
 void client_log(const char* message) { spdlog::debug("zookeeper client: {}", message); }
 
 }  // namespace
+
+std::string zk_error(const std::string& what, const std::string& path, int rc) {
+  return what + " " + path + " in ZooKeeper: " + zerror(rc);
+}
 
 int ensure_zk_path(zhandle_t* zh, const std::string& path) {
   for (size_t at = 1; at <= path.size(); ++at) {

@@ -35,6 +35,9 @@ typedef struct _zhandle zhandle_t;
 
 namespace weir::cluster {
 
+// "WHAT PATH in ZooKeeper: CAUSE" for the ZooKeeper return code `rc`.
+std::string zk_error(const std::string& what, const std::string& path, int rc);
+
 // A ZooKeeper session for plain reads and writes (no election): connected
 // when made, closed when destroyed.
 class ZooKeeperSession {

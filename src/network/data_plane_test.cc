@@ -25,7 +25,7 @@
 #include "tests/tls_certs.h"
 
 namespace weir::network {
-namespace {
+namespace data_plane_test {
 
 constexpr size_t kHeaderBytesForTest = 9;  // u32 length | u8 type | u32 channel (data_plane.h)
 
@@ -507,5 +507,5 @@ TEST(DataPlaneDecodeTest, EventFramesOfUnknownOrBufferKindAreMalformed) {
   EXPECT_EQ(check_hello(std::string("\0\0\x01\0\x0e\0\0\xe0\0clusr-secret", 21), "s"), HelloState::kMalformed);
 }
 
-}  // namespace
+}  // namespace data_plane_test
 }  // namespace weir::network

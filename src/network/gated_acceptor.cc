@@ -20,7 +20,7 @@
 namespace weir::network {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // How long accepting pauses after an error that is not the peer's.
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(200);
@@ -81,7 +81,7 @@ void GatedAcceptor::shutdown() {
 void GatedAcceptor::loop() {
   std::deque<Connection> waiting;
   RateLimitedLog refusals;
-  Clock::time_point resume_accepting{};
+  SteadyClock::time_point resume_accepting{};
   bool accept_failing = false;
   auto drop = [&](Connection& c, const std::string& why) {
     refusals.log([&] { return "refused a connection to the " + options_.name + " from " + c.peer() + ": " + why; });
@@ -90,12 +90,12 @@ void GatedAcceptor::loop() {
   };
   const std::string too_slow = "not ready within " + std::to_string(options_.deadline.count()) + " ms";
   while (!stopping_) {
-    const Clock::time_point now = Clock::now();
+    const SteadyClock::time_point now = SteadyClock::now();
     const bool accepting = now >= resume_accepting;
     std::vector<pollfd> fds;
     fds.push_back({wake_fd_, POLLIN, 0});
     fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
-    Clock::time_point next = accepting ? now + std::chrono::seconds(1) : resume_accepting;
+    SteadyClock::time_point next = accepting ? now + std::chrono::seconds(1) : resume_accepting;
     for (const Connection& c : waiting) {
       fds.push_back({c.fd, POLLIN, 0});
       next = std::min(next, c.deadline);
@@ -104,7 +104,7 @@ void GatedAcceptor::loop() {
         std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       spdlog::error("{}: poll failed: {}", options_.name, std::strerror(errno));
-      resume_accepting = Clock::now() + kAcceptBackoff;
+      resume_accepting = SteadyClock::now() + kAcceptBackoff;
       continue;
     }
     if (stopping_) break;
@@ -131,7 +131,7 @@ void GatedAcceptor::loop() {
             continue;
         }
       }
-      if (Clock::now() >= c.deadline) drop(c, too_slow);
+      if (SteadyClock::now() >= c.deadline) drop(c, too_slow);
     }
     std::erase_if(waiting, [](const Connection& c) { return c.fd < 0; });
     if (!accepting || !(fds[1].revents & POLLIN)) continue;
@@ -153,7 +153,7 @@ void GatedAcceptor::loop() {
           spdlog::error("{}: cannot accept connections: {}; retrying", options_.name, std::strerror(errno));
         }
         accept_failing = true;
-        resume_accepting = Clock::now() + kAcceptBackoff;
+        resume_accepting = SteadyClock::now() + kAcceptBackoff;
         break;
       }
       if (accept_failing) spdlog::info("{}: accepting connections again", options_.name);
@@ -164,7 +164,7 @@ void GatedAcceptor::loop() {
       c.fd = fd;
       c.ip = ip;
       c.port = ntohs(peer.sin_port);
-      c.deadline = Clock::now() + options_.deadline;
+      c.deadline = SteadyClock::now() + options_.deadline;
       auto same = [&](const Connection& x) { return x.ip == c.ip; };
       if (static_cast<size_t>(std::count_if(waiting.begin(), waiting.end(), same)) >=
           options_.max_waiting_per_address) {

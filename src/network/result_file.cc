@@ -15,15 +15,15 @@
 namespace weir::network {
 namespace {
 
-constexpr size_t kHeaderBytes = 1 + 1 + 8 + 8 + 4;
-constexpr size_t kLengthOffset = kHeaderBytes - 4;
+constexpr size_t kFrameHeaderBytes = 1 + 1 + 8 + 8 + 4;
+constexpr size_t kLengthOffset = kFrameHeaderBytes - 4;
 // Staged frames are written once they reach this size.
 constexpr size_t kWriteBytes = 256 * 1024;
 
 void put_u32(char* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
 }
-void put_i64(std::string& s, int64_t v) {
+void append_i64(std::string& s, int64_t v) {
   for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>(static_cast<uint64_t>(v) >> (8 * i)));
 }
 uint32_t get_u32(const char* p) {
@@ -98,8 +98,8 @@ ResultFileWriter::~ResultFileWriter() { close(); }
 void ResultFileWriter::append_header(const ChannelEvent& ev, uint32_t length) {
   staged_.push_back(static_cast<char>(ev.kind));
   staged_.push_back(static_cast<char>(ev.idle || ev.savepoint ? 1 : 0));
-  put_i64(staged_, ev.checkpoint_id);
-  put_i64(staged_, ev.timestamp_ms);
+  append_i64(staged_, ev.checkpoint_id);
+  append_i64(staged_, ev.timestamp_ms);
   staged_.append(4, '\0');
   put_u32(staged_.data() + staged_.size() - 4, length);
 }
@@ -200,8 +200,8 @@ bool ResultFileReader::read_exactly(char* p, size_t n) {
 
 std::optional<ChannelEvent> ResultFileReader::poll() {
   if (ended_ || fd_ < 0) return std::nullopt;
-  char header[kHeaderBytes];
-  if (!read_exactly(header, kHeaderBytes)) {
+  char header[kFrameHeaderBytes];
+  if (!read_exactly(header, kFrameHeaderBytes)) {
     throw std::runtime_error("result file " + path_ + " ends without end-of-data");
   }
   const uint8_t kind = static_cast<uint8_t>(header[0]);

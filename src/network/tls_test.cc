@@ -10,7 +10,7 @@
 #include "tests/tls_certs.h"
 
 namespace weir::network {
-namespace {
+namespace tls_test {
 
 constexpr int kCapacity = 4;
 
@@ -86,5 +86,5 @@ TEST(TlsContextTest, ErrorsNameTheFlagAndTheFile) {
   EXPECT_EQ(partial.message(), "TLS needs --tls-cert, --tls-key and --tls-ca together; missing: --tls-key");
 }
 
-}  // namespace
+}  // namespace tls_test
 }  // namespace weir::network

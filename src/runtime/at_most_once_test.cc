@@ -23,7 +23,7 @@
 #include "weir/weir.h"
 
 namespace weir {
-namespace {
+namespace at_most_once_test {
 
 // What a sink subtask received: the value and the attempt that wrote it.
 struct Written {
@@ -310,5 +310,5 @@ TEST_P(AtMostOnceStateTest, RestartedOperatorsStartWithEmptyState) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, AtMostOnceStateTest, testing::kBothBackends, testing::backend_name);
 
-}  // namespace
+}  // namespace at_most_once_test
 }  // namespace weir

@@ -23,7 +23,7 @@
 #include "weir/weir.h"
 
 namespace weir {
-namespace {
+namespace batch_test {
 
 namespace fs = std::filesystem;
 
@@ -261,5 +261,5 @@ TEST(BatchConfigTest, RefusesARestoreAndBadSortMemory) {
   EXPECT_FALSE(parse_memory_size("99999999999gb").ok());
 }
 
-}  // namespace
+}  // namespace batch_test
 }  // namespace weir

@@ -13,7 +13,7 @@
 #include "testing/seed.h"
 
 namespace weir {
-namespace {
+namespace event_time_test {
 
 struct Ev {
   int64_t key = 0;
@@ -202,11 +202,11 @@ TEST(EventTimeTest, NegativeOutOfOrdernessIsRejectedWhenTheJobIsBuilt) {
   EXPECT_NE(r.status().message().find("numbers"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace event_time_test
 }  // namespace weir
 
 namespace weir {
-namespace {
+namespace event_time_test {
 
 // Shared by the idleness test's functions (one job at a time).
 std::atomic<bool> g_timer_fired{false};
@@ -290,11 +290,11 @@ TEST(IdlenessTest, WithoutIdlenessASilentSourceHoldsTheWatermarkUntilTheEnd) {
   EXPECT_FALSE(fired_before_end(false));
 }
 
-}  // namespace
+}  // namespace event_time_test
 }  // namespace weir
 
 namespace weir {
-namespace {
+namespace event_time_test {
 
 // Timestamps: -5 at record 3, 10^16 (past year 9999) at record 7; the rest valid.
 int64_t odd_timestamp(int64_t i) { return i == 3 ? -5 : i == 7 ? 10'000'000'000'000'000 : i; }
@@ -331,11 +331,11 @@ TEST(InvalidTimestampTest, WithoutASideOutputTheJobFailsNamingTheTimestamp) {
   EXPECT_NE(r->failure.find("out-of-range timestamp -5"), std::string::npos) << r->failure;
 }
 
-}  // namespace
+}  // namespace event_time_test
 }  // namespace weir
 
 namespace weir {
-namespace {
+namespace event_time_test {
 
 // Two splits, both used from the first poll; split 0 delivers times
 // 0..4900 first, split 1 then delivers times 0..4900 too.
@@ -388,5 +388,5 @@ TEST(IdlenessTest, ASplitWithoutRecordsYetHoldsTheWatermarkUntilItsTimeout) {
   }
 }
 
-}  // namespace
+}  // namespace event_time_test
 }  // namespace weir

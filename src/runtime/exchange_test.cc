@@ -21,7 +21,7 @@
 #include "weir/weir.h"
 
 namespace weir {
-namespace {
+namespace exchange_test {
 
 namespace fs = std::filesystem;
 
@@ -377,5 +377,5 @@ TEST(ExchangeConfigTest, StagedJobsRefuseAtMostOnceAndPersistedNeedsACheckpointD
   EXPECT_EQ(*parse_exchange_mode("persisted"), ExchangeMode::kPersisted);
 }
 
-}  // namespace
+}  // namespace exchange_test
 }  // namespace weir

@@ -18,7 +18,7 @@
 #include "testing/seed.h"
 
 namespace weir {
-namespace {
+namespace incremental_test {
 
 namespace fs = std::filesystem;
 
@@ -273,5 +273,5 @@ INSTANTIATE_TEST_SUITE_P(Snapshots, ChangedStateTypeTest,
                                   std::string(to_string(std::get<1>(info.param)));
                          });
 
-}  // namespace
+}  // namespace incremental_test
 }  // namespace weir

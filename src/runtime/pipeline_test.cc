@@ -17,7 +17,7 @@
 #include "testing/seed.h"
 
 namespace weir {
-namespace {
+namespace pipeline_test {
 
 struct Event {
   int64_t key = 0;
@@ -283,11 +283,11 @@ TEST(PipelineTest, TooFewNetworkBuffersIsAClearError) {
   EXPECT_NE(r.status().message().find("network buffers"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace pipeline_test
 }  // namespace weir
 
 namespace weir {
-namespace {
+namespace pipeline_test {
 
 
 TEST(PartitioningTest, BroadcastReachesEverySubtaskAndRebalanceSpreads) {
@@ -399,5 +399,5 @@ TEST(RestoreTest, ChangedMaxParallelismIsRefused) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace pipeline_test
 }  // namespace weir

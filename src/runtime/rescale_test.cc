@@ -22,7 +22,7 @@
 #include "testing/seed.h"
 
 namespace weir {
-namespace {
+namespace rescale_test {
 
 using Clock = std::chrono::steady_clock;
 
@@ -283,5 +283,5 @@ INSTANTIATE_TEST_SUITE_P(
              std::get<2>(info.param);
     });
 
-}  // namespace
+}  // namespace rescale_test
 }  // namespace weir

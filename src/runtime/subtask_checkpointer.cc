@@ -21,7 +21,7 @@
 namespace weir::runtime {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // Incremental checkpoint of a native snapshot: SST files already uploaded by
 // the last confirmed checkpoint are referenced again; new ones are uploaded
@@ -172,7 +172,7 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
       }
     }
     WEIR_SYNC_POINT("SubtaskCheckpointer::async_part");
-    const auto start = Clock::now();
+    const auto start = SteadyClock::now();
     checkpoint::CheckpointStorage* storage = services.storage;
     checkpoint::TaskAck ack;
     ack.sync_ms = sync_ms;

@@ -14,7 +14,7 @@
 namespace weir::runtime {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // Records a source emits between two looks at the mailbox.
 constexpr int kSourceBatch = 512;
@@ -44,11 +44,11 @@ int64_t Task::TimeService::run_due() {
   return next();
 }
 
-void Task::wait(Clock::time_point deadline) {
+void Task::wait(SteadyClock::time_point deadline) {
   int64_t next_timer = time_.next();
   if (next_timer != INT64_MAX) {
     auto until_timer = std::chrono::milliseconds(std::max<int64_t>(0, next_timer - time_.now_ms()));
-    deadline = std::min(deadline, Clock::now() + until_timer);
+    deadline = std::min(deadline, SteadyClock::now() + until_timer);
   }
   WaitTimer idle(&metrics_.idle_ns);
   wakeup_.wait_until(deadline);
@@ -112,7 +112,7 @@ void Task::notify_checkpoint_complete(int64_t id) {
 void Task::notify_checkpoint_aborted(int64_t id) {
   checkpointer_.aborted(id);  // before the mail: a queued asynchronous part is dropped at once
   post([this, id] {
-    if (barriers_) barriers_->on_abort(id);
+    gate_.on_abort(id);
     for (auto& op : chain_.operators) op->notify_checkpoint_aborted(id);
   });
 }
@@ -264,7 +264,7 @@ absl::Status Task::initialize() {
   // Restore, then open downstream operators first so they are ready before
   // upstream ones emit.
   std::vector<std::shared_ptr<const checkpoint::StateFileBytes>> files;
-  const auto restore_began = Clock::now();
+  const auto restore_began = SteadyClock::now();
   ahead_.on = chain_.source != nullptr && services_.config->checkpoint.mode == CheckpointingMode::kAtMostOnce;
   for (int i = static_cast<int>(vertex_.nodes.size()) - 1; i >= 0; --i) {
     int node = vertex_.nodes[i];
@@ -285,7 +285,7 @@ absl::Status Task::initialize() {
       return absl::Status(s.code(), "open " + graph_->uids[node] + ": " + std::string(s.message()));
     }
   }
-  last_flush_ = Clock::now();
+  last_flush_ = SteadyClock::now();
   if (tdd_.restore) {
     size_t bytes = 0;
     for (const auto& f : files) bytes += f->bytes().size();
@@ -344,11 +344,11 @@ void Task::loop() {
         // buffer timeout passes, not at every idle poll (each flush wakes
         // the consumers).
         constexpr auto kSourceIdlePoll = std::chrono::milliseconds(1);
-        const auto now = Clock::now();
+        const auto now = SteadyClock::now();
         maybe_flush(now);
         wait(std::min(now + kSourceIdlePoll, last_flush_ + services_.config->network.buffer_timeout));
       } else {
-        maybe_flush(Clock::now());
+        maybe_flush(SteadyClock::now());
       }
       continue;
     }
@@ -356,18 +356,18 @@ void Task::loop() {
       replay_sorted();
       continue;
     }
-    if (!inputs_.empty() && poll_inputs()) {
-      maybe_flush(Clock::now());
+    if (!gate_.empty() && poll_inputs()) {
+      maybe_flush(SteadyClock::now());
       continue;
     }
     flush_outputs();
-    wait(Clock::now() + idle_wait);
+    wait(SteadyClock::now() + idle_wait);
   }
 }
 
 void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms,
                               bool savepoint) {
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   std::vector<SubtaskCheckpointer::ChainedOperator> chain;
   for (size_t i = 0; i < chain_.operators.size(); ++i) chain.push_back({graph_->uids[vertex_.nodes[i]], chain_.operators[i].get()});
   auto captured = checkpointer_.snapshot(chain, checkpoint_id, savepoint);
@@ -376,7 +376,7 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
   for (auto& p : chain_.partitions) {
     p->broadcast_event(network::EventKind::kBarrier, checkpoint_id, timestamp_ms, savepoint);
   }
-  last_flush_ = Clock::now();
+  last_flush_ = SteadyClock::now();
   if (!captured.ok()) {
     services_.job_master->decline_checkpoint(id(), checkpoint_id, std::string(captured.status().message()));
     return;
@@ -386,7 +386,7 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
 
 void Task::read_ahead() {
   const int64_t sealed = ahead_.next_seq - 1 - ahead_.released;
-  const auto now = Clock::now();
+  const auto now = SteadyClock::now();
   if (ahead_.end_seq >= 0 || sealed >= kReadAheadBatches) {
     // Waiting for a confirmation (mail wakes the task).
     maybe_flush(now);
@@ -476,7 +476,7 @@ void Task::replay_sorted() {
     }
     sorted_->next();
   }
-  maybe_flush(Clock::now());
+  maybe_flush(SteadyClock::now());
   if (sorted_->valid()) return;
   absl::Status s = sorted_->status();
   if (!s.ok()) throw std::runtime_error("reading the sorted input: " + std::string(s.message()));
@@ -484,7 +484,6 @@ void Task::replay_sorted() {
   replaying_ = false;
   release_sorted_input();
   // Every key ended; the watermark that ends all input goes downstream.
-  input_watermark_ = kMaxWatermark;
   detail::current_timestamp() = kNoTimestamp;
   head->process_watermark(kMaxWatermark);
   end_of_input();
@@ -518,30 +517,22 @@ void Task::commit_at_end() {
 
 void Task::flush_outputs() {
   for (auto& p : chain_.partitions) p->flush_all();
-  last_flush_ = Clock::now();
+  last_flush_ = SteadyClock::now();
 }
 
-void Task::maybe_flush(Clock::time_point now) {
+void Task::maybe_flush(SteadyClock::time_point now) {
   if (now - last_flush_ >= services_.config->network.buffer_timeout) flush_outputs();
 }
 
 int64_t Task::leave_channels() {
   int64_t dropped = dropped_on_failure_;
   for (auto& p : chain_.partitions) dropped += p->unsent_records();
-  for (auto& in : inputs_) {
-    if (in.deserializer.has_partial()) ++dropped;
-    dropped += in.channel->detach();
-    in.channel->set_consumer(nullptr);
-  }
-  return dropped;
+  return dropped + gate_.leave();
 }
 
 void Task::close_channels() {
   for (auto& p : chain_.partitions) p->close_channels();
-  for (auto& in : inputs_) {
-    in.channel->close();
-    in.channel->set_consumer(nullptr);
-  }
+  gate_.close();
   // Channels taken before building the chain failed belong to no partition
   // or input yet; their other ends must see them close too.
   absl::MutexLock lock(&channels_mu_);

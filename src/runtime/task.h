@@ -60,9 +60,11 @@
 #include "network/partition_writer.h"
 #include "runtime/executor.h"
 #include "runtime/gateways.h"
+#include "runtime/input_gate.h"
 #include "runtime/operator_chain.h"
 #include "runtime/operator_context.h"
 #include "runtime/subtask_checkpointer.h"
+#include "runtime/watermark_valve.h"
 #include "common/task_metrics.h"
 #include "common/wakeup.h"
 #include "state/local_state.h"
@@ -130,22 +132,6 @@ class Task {
   TaskMetricsSnapshot metrics(bool with_operators = false) const;
 
  private:
-  struct InputChannel {
-    std::shared_ptr<network::ChannelReader> channel;
-    detail::InputAdapter* adapter = nullptr;
-    const detail::StreamEdge* edge = nullptr;  // the stream edge it carries
-    network::RecordDeserializer deserializer;
-    bool end_of_data = false;
-    int64_t watermark = kMinWatermark;
-    bool idle = false;
-    // --failover task on a cluster: the channel, when another process feeds
-    // it. It closes only when that connection broke, and then this task
-    // fails instead of waiting for input that cannot come.
-    std::shared_ptr<network::LocalChannel> remote;
-    int producer_vertex = 0;
-    int producer = 0;
-  };
-
   // Processing-time callbacks, run by the task loop. Task thread only.
   class TimeService final : public detail::ProcessingTimeService {
    public:
@@ -189,6 +175,7 @@ class Task {
   absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> read_state(
       const std::string& uid, const checkpoint::OperatorSubtaskState& s, bool whole);
   void loop();
+  // Takes the next event of the input gate, if one came.
   bool poll_inputs();
   void process_event(int channel, network::ChannelEvent ev);
   void perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms, bool savepoint);
@@ -209,9 +196,8 @@ class Task {
   // for a checkpoint (sinks publish), as a final checkpoint would, but
   // nothing is written.
   void commit_at_end();
-  // Recomputes the input watermark and idleness over the channels and hands
-  // changes to the head operator.
-  void update_input_watermark();
+  // Hands a change of the input's event time to the head operator.
+  void apply(const WatermarkValve::Change& change);
   // Waits for input, mail or the next processing-time timer.
   void wait(std::chrono::steady_clock::time_point deadline);
   void flush_outputs();
@@ -256,13 +242,9 @@ class Task {
   // failed while building its chain may have none.
   std::vector<bool> opened_;
   std::vector<std::unique_ptr<detail::InputAdapter>> adapters_;
-  std::vector<InputChannel> inputs_;
-  std::unique_ptr<checkpoint::BarrierHandler> barriers_;
+  InputGate gate_;
+  WatermarkValve valve_{0};  // over the gate's channels, once it has them
   TimeService time_;
-  int64_t input_watermark_ = kMinWatermark;
-  bool input_idle_ = false;
-  size_t next_input_ = 0;
-  int inputs_ended_ = 0;
   TaskPhase phase_ = TaskPhase::kCreated;
   bool stop_requested_ = false;  // stop with drain: the source ends its input at the next poll
   // At-most-once source: batches it read ahead, each reported with the
@@ -283,8 +265,6 @@ class Task {
   int block_key_group_ = -1;  // of the key block being replayed
   int64_t dropped_on_failure_ = 0;  // --failover task: the records a failing input buffer took along
   size_t local_bytes_read_ = 0;      // of the restore's state files, from local copies
-  int64_t align_id_ = -1;
-  std::chrono::steady_clock::time_point align_start_;
   std::chrono::steady_clock::time_point last_flush_;
 };
 

@@ -22,7 +22,7 @@
 #include "weir/weir.h"
 
 namespace weir {
-namespace {
+namespace task_failover_test {
 
 constexpr int64_t kRecords = 300'000;
 constexpr int64_t kKeys = 64;
@@ -268,5 +268,5 @@ TEST(TaskFailoverConfigTest, ExactlyOnceAndBlockingExchangesAreRefused) {
   EXPECT_NE(staged.status().message().find("--failover region"), std::string::npos) << staged.status();
 }
 
-}  // namespace
+}  // namespace task_failover_test
 }  // namespace weir

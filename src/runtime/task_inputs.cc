@@ -1,17 +1,17 @@
-// Task: its inputs. The input channels a task reads (local or network
-// channels of pipelined edges, result files of blocking ones, fetched first
-// from a remote result directory when they are not here), what arrives on
-// them (records, barriers, watermarks, end of partition, resets), the
-// input watermark, and how full the task's channels are (Task::metrics).
-// The rest of the task is in task.cc.
+// Task: its inputs. The input gate's channels (local or network channels
+// of pipelined edges, result files of blocking ones, fetched first from a
+// remote result directory when they are not here), what arrives on them
+// (records, barriers, watermarks, end of partition, resets) and what it
+// means to the head operator, and how full the task's channels are
+// (Task::metrics). The rest of the task is in task.cc; reading the
+// channels in turn is input_gate.h's, the input's event time
+// watermark_valve.h's.
 #include "runtime/task.h"
 
 #include "common/clock.h"
 #include "runtime/remote_results.h"
 
 namespace weir::runtime {
-
-using Clock = std::chrono::steady_clock;
 
 absl::Status Task::build_inputs() {
   detail::OperatorBase* head = chain_.operators[0].get();
@@ -25,11 +25,11 @@ absl::Status Task::build_inputs() {
     int producers = graph_->vertices[je.source_vertex].parallelism;
     for (int p = 0; p < producers; ++p) {
       if (je.pointwise && p != tdd_.execution.subtask) continue;
-      InputChannel in;
+      InputGate::Channel in;
       if (je.blocking()) {
         auto reader = open_result(je, e, p);
         if (!reader.ok()) return reader.status();
-        in.channel = std::move(*reader);
+        in.reader = std::move(*reader);
       } else {
         std::shared_ptr<network::LocalChannel> local =
             services_.channels->get(
@@ -38,26 +38,23 @@ absl::Status Task::build_inputs() {
         if (task_failover() && tdd_.task_locations != nullptr &&
             tdd_.task_locations->at(graph_->task_index(je.source_vertex, p)) != tdd_.location) {
           in.remote = local;
+          in.producer = "vertex " + std::to_string(je.source_vertex) + " subtask " + std::to_string(p);
+          in.producer_location = tdd_.task_locations->at(graph_->task_index(je.source_vertex, p));
         }
-        in.channel = std::move(local);
+        in.reader = std::move(local);
       }
       in.adapter = adapters_.back().get();
       in.edge = &se;
-      in.producer_vertex = je.source_vertex;
-      in.producer = p;
-      inputs_.push_back(std::move(in));
+      gate_.add(std::move(in));
     }
   }
-  for (auto& in : inputs_) in.channel->set_consumer(&wakeup_);
+  gate_.open(services_.config->checkpoint.mode, &wakeup_);
+  valve_ = WatermarkValve(gate_.size());
   if (chain_.sorted_input) {
     batch::ExternalSorter::Options o;
     o.spill_directory = sort_directory();
     o.memory_bytes = services_.config->sort_memory_bytes;
     sorted_ = std::make_unique<batch::SortedInput>(std::move(o), graph_->max_parallelism);
-  }
-  if (!inputs_.empty()) {
-    barriers_ = checkpoint::make_barrier_handler(services_.config->checkpoint.mode,
-                                                 static_cast<int>(inputs_.size()));
   }
   return absl::OkStatus();
 }
@@ -102,30 +99,15 @@ void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c, boo
 }
 
 bool Task::poll_inputs() {
-  const size_t n = inputs_.size();
-  for (size_t i = 0; i < n; ++i) {
-    size_t idx = (next_input_ + i) % n;
-    if (barriers_->is_blocked(static_cast<int>(idx))) continue;
-    auto ev = inputs_[idx].channel->poll();
-    if (!ev) {
-      const InputChannel& in = inputs_[idx];
-      if (in.remote != nullptr && !in.end_of_data && in.remote->closed()) {
-        throw std::runtime_error(
-            "the channel from vertex " + std::to_string(in.producer_vertex) + " subtask " +
-            std::to_string(in.producer) + " closed: the connection to its TaskManager (" +
-            tdd_.task_locations->at(graph_->task_index(in.producer_vertex, in.producer)) + ") broke");
-      }
-      continue;
-    }
-    next_input_ = idx + 1;
-    process_event(static_cast<int>(idx), std::move(*ev));
-    return true;
-  }
-  return false;
+  int ch = 0;
+  std::optional<network::ChannelEvent> ev = gate_.poll(&ch);
+  if (!ev) return false;
+  process_event(ch, std::move(*ev));
+  return true;
 }
 
 void Task::process_event(int ch, network::ChannelEvent ev) {
-  InputChannel& in = inputs_[ch];
+  InputGate::Channel& in = gate_.channel(ch);
   switch (ev.kind) {
     case network::EventKind::kBuffer: {
       int64_t records = 0;
@@ -162,95 +144,54 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
       break;
     }
     case network::EventKind::kBarrier: {
-      if (ev.checkpoint_id != align_id_) {
-        align_id_ = ev.checkpoint_id;
-        align_start_ = Clock::now();
-      }
-      checkpoint::BarrierDecision d = barriers_->on_barrier(ch, ev.checkpoint_id);
-      if (d.abandoned) {
-        services_.job_master->decline_checkpoint(id(), d.abandoned_id,
+      const InputGate::Barrier b = gate_.on_barrier(ch, ev.checkpoint_id);
+      if (b.decision.abandoned) {
+        services_.job_master->decline_checkpoint(id(), b.decision.abandoned_id,
                                                  "subsumed by a newer barrier during alignment");
       }
-      if (d.trigger) perform_checkpoint(d.checkpoint_id, ev.timestamp_ms, ms_since(align_start_), ev.savepoint);
+      if (b.decision.trigger) perform_checkpoint(b.decision.checkpoint_id, ev.timestamp_ms, b.alignment_ms, ev.savepoint);
       break;
     }
     case network::EventKind::kWatermark:
       // Sorted input: event time starts over at every key; the watermark
       // that ends the input comes after the last key.
-      if (sorted_ != nullptr) break;
-      if (ev.timestamp_ms > in.watermark) {
-        in.watermark = ev.timestamp_ms;
-        update_input_watermark();
-      }
+      if (sorted_ == nullptr) apply(valve_.on_watermark(ch, ev.timestamp_ms));
       break;
     case network::EventKind::kIdle:
-      if (sorted_ != nullptr) break;
-      if (in.idle != ev.idle) {
-        in.idle = ev.idle;
-        update_input_watermark();
-      }
+      if (sorted_ == nullptr) apply(valve_.on_idle(ch, ev.idle));
       break;
     case network::EventKind::kReset:
       // The producer restarted (--failover task).
       if (in.deserializer.has_partial()) services_.job_master->report_dropped_records(id(), 1);
       in.deserializer.clear();
-      if (in.end_of_data) {
-        if (phase_ != TaskPhase::kRunning) {
-          throw std::runtime_error("input channel " + std::to_string(ch) +
-                                   " started again after this task's input had ended");
-        }
-        in.end_of_data = false;
-        --inputs_ended_;
+      if (in.ended && phase_ != TaskPhase::kRunning) {
+        throw std::runtime_error("input channel " + std::to_string(ch) +
+                                 " started again after this task's input had ended");
       }
-      in.idle = false;
-      update_input_watermark();
+      gate_.reopen(ch);
+      apply(valve_.on_reset(ch));
       break;
     case network::EventKind::kEndOfData:
-      if (!in.end_of_data) {
-        in.end_of_data = true;
-        ++inputs_ended_;
-        if (sorted_ == nullptr) update_input_watermark();
-        if (inputs_ended_ == static_cast<int>(inputs_.size())) {
-          if (sorted_ != nullptr) {
-            sort_input();
-          } else {
-            end_of_input();
-          }
+      if (in.ended) break;
+      if (sorted_ == nullptr) apply(valve_.on_end(ch));
+      if (gate_.end(ch)) {
+        if (sorted_ != nullptr) {
+          sort_input();
+        } else {
+          end_of_input();
         }
       }
       break;
   }
 }
 
-void Task::update_input_watermark() {
-  // Ended channels no longer hold event time back; idle ones neither, unless
-  // every live channel is idle, which makes the task idle.
-  int64_t min = kMaxWatermark;
-  bool any_active = false, any_live = false;
-  for (const InputChannel& in : inputs_) {
-    if (in.end_of_data) continue;
-    any_live = true;
-    if (in.idle) continue;
-    any_active = true;
-    min = std::min(min, in.watermark);
-  }
+void Task::apply(const WatermarkValve::Change& change) {
   detail::OperatorBase* head = chain_.operators[0].get();
-  if (any_live && !any_active) {
-    if (!input_idle_) {
-      input_idle_ = true;
-      head->process_idle(true);
-    }
-    return;
-  }
-  if (input_idle_) {
-    input_idle_ = false;
-    head->process_idle(false);
-  }
-  if (min > input_watermark_) {
-    input_watermark_ = min;
-    metrics_.input_watermark.store(min, std::memory_order_relaxed);
+  if (change.idle) head->process_idle(*change.idle);
+  if (change.watermark) {
+    metrics_.input_watermark.store(*change.watermark, std::memory_order_relaxed);
     detail::current_timestamp() = kNoTimestamp;
-    head->process_watermark(min);
+    head->process_watermark(*change.watermark);
   }
 }
 

@@ -15,7 +15,7 @@
 #include "testing/seed.h"
 
 namespace weir {
-namespace {
+namespace window_test {
 
 struct Ev {
   int64_t key = 0;
@@ -406,11 +406,11 @@ TEST(CountWindowTest, FiresEveryNRecordsPerKey) {
   EXPECT_EQ(fired, want);
 }
 
-}  // namespace
+}  // namespace window_test
 }  // namespace weir
 
 namespace weir {
-namespace {
+namespace window_test {
 
 // Processing-time windows depend on the clock, but every record is counted
 // once per window it falls into, and every window fires exactly once (on
@@ -442,5 +442,5 @@ TEST(ProcessingTimeWindowTest, SessionWindowsCountEachRecordOnce) {
   EXPECT_EQ(total_counted(ProcessingTimeSessionWindows::with_gap(Duration(5)), 300000), 300000);
 }
 
-}  // namespace
+}  // namespace window_test
 }  // namespace weir

@@ -4,13 +4,9 @@
 #include <string>
 
 #include "sql/decimal.h"
+#include "sql/values.h"
 
 namespace weir::sql {
-namespace {
-
-bool is_null(const Value& v) { return std::holds_alternative<std::monostate>(v); }
-
-}  // namespace
 
 Aggregates::Aggregates(std::vector<AggregateCall> calls) : calls_(std::move(calls)) {
   for (size_t i = 0; i < calls_.size(); ++i) {

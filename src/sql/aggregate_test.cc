@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace weir::sql {
-namespace {
+namespace aggregate_test {
 
 Row row(Value a, Value b) { return Row{RowKind::kInsert, {std::move(a), std::move(b)}}; }
 
@@ -71,5 +71,5 @@ TEST(SqlAggregateTest, ABigintSumThatOverflowsIsAnError) {
   EXPECT_FALSE(a.merge(t, t).ok());
 }
 
-}  // namespace
+}  // namespace aggregate_test
 }  // namespace weir::sql

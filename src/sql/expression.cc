@@ -17,8 +17,6 @@
 namespace weir::sql {
 namespace {
 
-bool is_null(const Value& v) { return std::holds_alternative<std::monostate>(v); }
-
 double as_double(const Value& v) {
   return std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<int64_t>(v));
 }

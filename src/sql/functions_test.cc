@@ -9,7 +9,7 @@
 #include "sql/planner.h"
 
 namespace weir::sql {
-namespace {
+namespace functions_test {
 
 absl::StatusOr<Value> call_status(Op op, const std::vector<Value>& args) {
   std::vector<const Value*> operands;
@@ -126,5 +126,5 @@ TEST(SqlFunctionsTest, JsonPathsFindScalarsOrStructuresElseNull) {
   EXPECT_EQ(call(Op::kJsonValue, {std::string("{"), std::string("$")}), Value{});
 }
 
-}  // namespace
+}  // namespace functions_test
 }  // namespace weir::sql

@@ -5,7 +5,7 @@
 #include "sql/planner.h"
 
 namespace weir::sql {
-namespace {
+namespace parser_test {
 
 std::string error_of(const std::string& text) {
   auto s = parse_script(text);
@@ -272,5 +272,5 @@ TEST(SqlParserTest, AFromItemsColumnsTakeTheirAliasNames) {
             "line 3, column 32: p names 3 columns, it has 2");
 }
 
-}  // namespace
+}  // namespace parser_test
 }  // namespace weir::sql

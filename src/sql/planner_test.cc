@@ -9,7 +9,7 @@
 #include "testing/hostile_sql.h"
 
 namespace weir::sql {
-namespace {
+namespace planner_test {
 
 constexpr const char* kBids =
     "CREATE TABLE bid (auction BIGINT NOT NULL, bidder BIGINT, price BIGINT, channel VARCHAR,\n"
@@ -442,5 +442,5 @@ TEST(SqlPlannerTest, HostileScriptsAreRefusedWithTheirPositionOrPlannedLinearly)
   EXPECT_LE(expression_depth(n->exprs[0]), 3);
 }
 
-}  // namespace
+}  // namespace planner_test
 }  // namespace weir::sql

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace weir::sql {
-namespace {
+namespace result_table_test {
 
 Row row(RowKind kind, Value k, Value v) { return Row{kind, {std::move(k), std::move(v)}}; }
 
@@ -71,5 +71,5 @@ TEST(SqlResultTableTest, ALimitWithoutOrderEndsAnAppendOnlyResultAndTooManyRowsO
   EXPECT_TRUE(small.overflowed());
 }
 
-}  // namespace
+}  // namespace result_table_test
 }  // namespace weir::sql

@@ -22,7 +22,6 @@ std::string shown(std::string_view s) {
   return "'" + std::string(s.substr(0, kMax)) + (s.size() > kMax ? "...'" : "'");
 }
 
-bool is_null(const Value& v) { return std::holds_alternative<std::monostate>(v); }
 
 // An element's text inside a collection's text, as value_text has it.
 std::string element_text(const Value& v, TypeKind kind) { return value_text(v, Type{kind, true}); }

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,6 +30,9 @@
 #include "weir/formats.h"
 
 namespace weir::sql {
+
+// SQL's NULL, held as std::monostate (sql/types.h).
+inline bool is_null(const Value& v) { return std::holds_alternative<std::monostate>(v); }
 
 // A TIMESTAMP's text, UTC: "2020-01-01 00:00:01.000".
 std::string timestamp_text(int64_t ms);

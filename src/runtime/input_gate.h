@@ -1,0 +1,93 @@
+// A task's input channels (Flink's InputGate): one per producer subtask of
+// each input edge, read in turn, skipping those the checkpoint barriers
+// block while they align; which channels ended; and how long an alignment
+// has taken. What the events mean to the task's operators is Task's.
+// Task thread only.
+#ifndef WEIR_RUNTIME_INPUT_GATE_H_
+#define WEIR_RUNTIME_INPUT_GATE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/barrier_handler.h"
+#include "common/wakeup.h"
+#include "network/channel.h"
+#include "network/partition_writer.h"
+#include "weir/config.h"
+#include "weir/detail/graph.h"
+#include "weir/detail/operator.h"
+
+namespace weir::runtime {
+
+class InputGate {
+ public:
+  struct Channel {
+    std::shared_ptr<network::ChannelReader> reader;
+    detail::InputAdapter* adapter = nullptr;
+    const detail::StreamEdge* edge = nullptr;  // the stream edge it carries
+    network::RecordDeserializer deserializer;
+    bool ended = false;
+    // --failover task on a cluster: the channel, when another process feeds
+    // it. It closes only when that connection broke, and then the task
+    // fails instead of waiting for input that cannot come, naming the
+    // producer ("vertex 1 subtask 0") and its TaskManager's location.
+    std::shared_ptr<network::LocalChannel> remote;
+    std::string producer;
+    std::string producer_location;
+  };
+
+  // A barrier's outcome: the barrier handler's decision, and for a
+  // checkpoint to take, how long its alignment took.
+  struct Barrier {
+    checkpoint::BarrierDecision decision;
+    int64_t alignment_ms = 0;
+  };
+
+  void add(Channel channel) { channels_.push_back(std::move(channel)); }
+  // Every channel added: barriers are handled as `mode` asks, and a channel
+  // with news wakes `consumer`.
+  void open(CheckpointingMode mode, Wakeup* consumer);
+
+  bool empty() const { return channels_.empty(); }
+  int size() const { return static_cast<int>(channels_.size()); }
+  Channel& channel(int ch) { return channels_[ch]; }
+
+  // The next event of a channel that alignment does not block, trying the
+  // channels in turn from the one after the last that had one; nothing when
+  // none has. `*ch` is the channel's. Throws when a remote channel's
+  // connection broke before its end.
+  std::optional<network::ChannelEvent> poll(int* ch);
+
+  Barrier on_barrier(int ch, int64_t checkpoint_id);
+  // The coordinator aborted `checkpoint_id`.
+  void on_abort(int64_t checkpoint_id);
+
+  // Channel `ch` ended: true when it was the last.
+  bool end(int ch);
+  // Channel `ch` started again (its producer restarted): false when it had
+  // ended.
+  bool reopen(int ch);
+  bool all_ended() const { return ended_ == size(); }
+
+  // --failover task: the channels stay open for the next attempt; leaves
+  // them and returns the records lost with them (partial records and
+  // those queued).
+  int64_t leave();
+  void close();
+
+ private:
+  std::vector<Channel> channels_;
+  std::unique_ptr<checkpoint::BarrierHandler> barriers_;
+  size_t next_ = 0;
+  int ended_ = 0;
+  int64_t align_id_ = -1;
+  std::chrono::steady_clock::time_point align_start_;
+};
+
+}  // namespace weir::runtime
+
+#endif  // WEIR_RUNTIME_INPUT_GATE_H_
