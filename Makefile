@@ -68,7 +68,7 @@ check-locks: deps
 # UndefinedBehaviorSanitizer (any report fails the run). The same build
 # holds the fuzz targets.
 asan-configure: deps
-	@CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	@CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEIR_OPTIMIZE=-O1 \
 	  -DWEIR_SANITIZE=address,undefined -DWEIR_FUZZ=ON >/dev/null
 
 asan: asan-configure

@@ -73,7 +73,7 @@ struct PendingPartFile {
 class RateLimiter {
  public:
   explicit RateLimiter(int64_t per_second) : per_second_(per_second) {}
-  void start(detail::ProcessingTimeService* clock) {
+  void start(ProcessingTimeService* clock) {
     clock_ = clock;
     start_ms_ = clock->now_ms();
   }
@@ -88,7 +88,7 @@ class RateLimiter {
 
  private:
   const int64_t per_second_;
-  detail::ProcessingTimeService* clock_ = nullptr;
+  ProcessingTimeService* clock_ = nullptr;
   int64_t start_ms_ = 0, emitted_ = 0;
 };
 

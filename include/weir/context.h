@@ -14,10 +14,14 @@
 #include "weir/detail/operator.h"
 #include "weir/key_group.h"
 #include "weir/metrics.h"
+#include "weir/operator_state.h"
+#include "weir/processing_time.h"
 #include "weir/serializer.h"
 
 namespace weir {
 class OperatorContext;
+template <Serializable T>
+class OperatorListState;
 namespace detail {
 class KvStore;
 struct NativeRestore;
@@ -54,7 +58,7 @@ class OperatorContext {
   // True when state was restored from a checkpoint.
   virtual bool is_restored() const = 0;
   // The task's processing-time clock and timer callbacks.
-  virtual detail::ProcessingTimeService& processing_time() = 0;
+  virtual ProcessingTimeService& processing_time() = 0;
   // The operator subtask's own counters, gauges and histograms
   // (weir/metrics.h), exported with the task's metrics.
   virtual MetricGroup& metrics() = 0;
@@ -63,11 +67,12 @@ class OperatorContext {
   // its subtasks' values of a name). It looks the name up: for values that
   // change now and then (a lag, a queue length); keep the Gauge& for more.
   void set_gauge(std::string_view name, int64_t value) { metrics().gauge(name).set(static_cast<double>(value)); }
-  // Raw operator state; prefer OperatorListState<T>.
-  virtual detail::OperatorListStateData& raw_list_state(std::string_view name,
-                                                        detail::Redistribution mode) = 0;
 
  private:
+  template <Serializable T>
+  friend class OperatorListState;
+  // The entries of operator list state `name`, serialized: OperatorListState's.
+  virtual detail::OperatorListStateData& raw_list_state(std::string_view name, Redistribution mode) = 0;
   friend detail::KeyedStoreFactory& detail::keyed_stores(OperatorContext& ctx);
   virtual detail::KeyedStoreFactory& keyed_store_factory() = 0;
 };
@@ -81,7 +86,7 @@ template <Serializable T>
 class OperatorListState {
  public:
   OperatorListState(OperatorContext& ctx, std::string_view name,
-                    detail::Redistribution mode = detail::Redistribution::kEvenSplit)
+                    Redistribution mode = Redistribution::kEvenSplit)
       : data_(&ctx.raw_list_state(name, mode)) {}
 
   // Entries, or an error message naming the state when one does not decode.

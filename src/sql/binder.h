@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -32,6 +33,10 @@ absl::StatusOr<Type> sql_type(const ast::DataType& d, std::string_view text);
 
 // What a column reference may name: the columns of one input.
 struct Scope {
+  Scope() = default;
+  Scope(std::string qualifier, std::vector<Column> columns)
+      : qualifier(std::move(qualifier)), columns(std::move(columns)) {}
+
   std::string qualifier;  // the table's name or alias
   std::vector<Column> columns;
   // Columns only a qualified reference names (the right side's of JOIN ...

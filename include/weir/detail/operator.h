@@ -23,6 +23,8 @@
 #include "absl/status/statusor.h"
 #include "weir/key_group.h"
 #include "weir/metrics.h"
+#include "weir/operator_state.h"
+#include "weir/processing_time.h"
 #include "weir/serializer.h"
 
 namespace weir {
@@ -90,16 +92,9 @@ class Input {
   virtual void process(const T& record) = 0;
 };
 
-// Processing time for one task: the wall clock, and callbacks run on the
-// task thread once it has passed a given time. Confined to the task thread.
-class ProcessingTimeService {
- public:
-  virtual ~ProcessingTimeService() = default;
-  // Milliseconds since the epoch.
-  virtual int64_t now_ms() const = 0;
-  // Runs `fn` on the task thread at or after `at_ms` (at once when past).
-  virtual void schedule(int64_t at_ms, std::function<void()> fn) = 0;
-};
+// The public types under their engine spellings.
+using ::weir::ProcessingTimeService;
+using ::weir::Redistribution;
 
 // Sends serialized records of one output edge to its channels. Implemented by
 // the runtime (src/network/partition_writer.h).
@@ -121,14 +116,6 @@ class InputAdapter {
   virtual ~InputAdapter() = default;
   // Returns false when `record` cannot be decoded (a corrupt frame).
   virtual bool process_serialized(std::string_view record) = 0;
-};
-
-// How operator (non-keyed) list state is handed out on restore when the
-// parallelism changed. DO NOT CHANGE values: stored in checkpoints.
-enum class Redistribution : uint8_t {
-  kEvenSplit = 0,  // entries are divided among subtasks
-  kUnion = 1,      // every subtask gets every entry
-  kBroadcast = 2,  // every subtask gets subtask 0's entries (identical copies)
 };
 
 struct OperatorListStateData {
