@@ -247,6 +247,9 @@ class NexmarkJob final : public cli::JobDefinition {
   NexmarkFlags flags_;
 };
 
+// The commands that run the example jobs in this process, print what they
+// did, and end with an exit code (cli/exit_codes.h).
+
 int exit_code_for(const absl::Status& s) {
   if (absl::IsInvalidArgument(s)) return kBadArguments;
   return kBadInput;
