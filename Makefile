@@ -2,6 +2,9 @@
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
+# Tests at a time: twice the cores, since a test spends part of its time
+# waiting on the processes, sockets and servers it starts.
+TEST_JOBS ?= $(shell echo $$(( 2 * $$(nproc) )))
 
 FUZZ_SECONDS ?= 10
 FUZZ_TARGETS := metadata state_file records data_plane json_body config running_sum_line formats result_file sql sql_dialect sql_io cluster_messages sql_values
@@ -43,10 +46,10 @@ package: build-deps
 # over TLS, high availability on ZooKeeper, the short chaos soak);
 # make test-long: those. CI runs both.
 test: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600 -LE long
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(TEST_JOBS) --timeout 600 -LE long
 
 test-long: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600 -L long
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(TEST_JOBS) --timeout 600 -L long
 
 bench: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target weir_bench weir_micro_bench

@@ -28,6 +28,7 @@
 #include "weir/functions.h"
 #include "weir/job_control.h"
 #include "weir/job_result.h"
+#include "weir/stream_operator.h"
 #include "weir/watermark.h"
 #include "weir/window.h"
 
@@ -126,9 +127,9 @@ std::shared_ptr<const void> erase_key_hash(std::function<uint64_t(const T&)> key
   return std::make_shared<const std::function<uint64_t(const T&)>>(std::move(key_hash));
 }
 
-// The graph-building side of the API, for the API's own templates (and
-// operators written outside weir that need a node of their own): nodes,
-// edges, keyed inputs. Jobs use DataStream and its friends instead.
+// The graph-building side of the API, for the API's own templates and the
+// SQL planner: nodes, edges, keyed inputs. Jobs use DataStream and its
+// friends instead, and write their own operators with transform().
 class GraphBuilder {
  public:
   static StreamNode& add_node(StreamEnvironment& env, std::string name) { return env.add_node(std::move(name)); }
@@ -161,6 +162,11 @@ class GraphBuilder {
       const KeyedStream<K, T>& stream, std::string name,
       std::type_identity_t<std::function<std::unique_ptr<OperatorBase>(std::function<K(const T&)>)>> make) {
     return stream.template transform<Out>(std::move(name), std::move(make));
+  }
+  // Feeds `stream`, partitioned as it says, into input `input` of `node`.
+  template <typename T>
+  static void connect(const DataStream<T>& stream, int node, int input) {
+    stream.ref_.connect(node, input);
   }
   // The stream of records node `id` emits.
   template <typename T>
@@ -229,6 +235,16 @@ class DataStream {
   DataStream<Out> flat_map(F f, std::string name = "flat_map") const {
     return add<Out>(std::move(name), [f]() {
       return std::make_unique<detail::FlatMapOperator<T, Out, F>>(f);
+    });
+  }
+
+  // A custom operator (weir/stream_operator.h): one instance per subtask,
+  // built by `make`.
+  template <Serializable Out>
+  DataStream<Out> transform(std::string name,
+                            std::function<std::unique_ptr<OneInputStreamOperator<T, Out>>()> make) const {
+    return add<Out>(std::move(name), [make]() {
+      return std::make_unique<detail::OneInputCustomOperator<T, Out>>(make());
     });
   }
 
@@ -413,6 +429,20 @@ class ConnectedStreams {
   KeyedConnectedStreams<K, A, B> key_by(FA key_a, FB key_b) const {
     return KeyedConnectedStreams<K, A, B>(a_, b_, std::function<K(const A&)>(key_a),
                                           std::function<K(const B&)>(key_b));
+  }
+
+  // A custom two-input operator (weir/stream_operator.h), one instance per
+  // subtask built by `make`; each input partitioned as its stream says.
+  template <Serializable Out>
+  DataStream<Out> transform(std::string name,
+                            std::function<std::unique_ptr<TwoInputStreamOperator<A, B, Out>>()> make) const {
+    StreamEnvironment* env = a_.environment();
+    detail::StreamNode& n = detail::GraphBuilder::add_node(*env, std::move(name));
+    n.make_operator = [make]() { return std::make_unique<detail::TwoInputCustomOperator<A, B, Out>>(make()); };
+    int id = n.id;
+    detail::GraphBuilder::connect(a_, id, 0);
+    detail::GraphBuilder::connect(b_, id, 1);
+    return detail::GraphBuilder::stream_of<Out>(env, id);
   }
 
  private:

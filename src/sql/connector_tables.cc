@@ -320,7 +320,7 @@ absl::StatusOr<DataStream<Row>> kafka_rows(StreamEnvironment& env, const TableDe
       if (!absl::ParseDuration(absl::StrReplaceAll(idle, {{" ", ""}}), &d) || d <= absl::ZeroDuration()) {
         return table_error(t, "\"scan.watermark.idle-timeout\" '" + idle + "' is no duration ('10s', '500ms')");
       }
-      watermarks = watermarks->with_idleness(Duration(absl::ToInt64Milliseconds(d)));
+      watermarks->with_idleness(Duration(absl::ToInt64Milliseconds(d)));
     }
   }
   SourceFactory<KafkaRecord> records = b.build();
