@@ -2,8 +2,9 @@
 // orders, line-copy and nexmark (`weir run NAME`, and on every process of
 // a cluster), the commands that run them in this process (`weir example
 // running-sum`, `weir example orders`, `weir nexmark`), write their input
-// (`weir generate`) and check their output (`weir verify running-sum`),
-// and the Nexmark generator as the SQL connector 'nexmark'. The engine's
+// (`weir generate`) and check their output (`weir verify running-sum`)
+// (examples/example_runs.h runs those), and the Nexmark generator as the SQL
+// connector 'nexmark'. The engine's
 // command line (src/cli) knows none of them: register_examples() hands
 // them to it (cli/extensions.h).
 #ifndef WEIR_EXAMPLES_COMMANDS_H_

@@ -41,8 +41,15 @@ CheckpointStorage* RoutingCheckpointStorage::target(int64_t id) const {
   return it == savepoints_.end() ? checkpoints_.get() : it->second.get();
 }
 
+absl::Status RoutingCheckpointStorage::unroutable(int64_t id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = unroutable_.find(id);
+  return it == unroutable_.end() ? absl::OkStatus() : it->second;
+}
+
 absl::StatusOr<std::unique_ptr<StateFileOutput>> RoutingCheckpointStorage::create_state_file(
     int64_t id, const std::string& name) {
+  if (absl::Status s = unroutable(id); !s.ok()) return s;
   return target(id)->create_state_file(id, name);
 }
 
@@ -84,12 +91,17 @@ void RoutingCheckpointStorage::discard_subsumed(int64_t id, const std::vector<st
 
 absl::StatusOr<std::string> RoutingCheckpointStorage::upload_file(int64_t id, const std::string& local,
                                                                   const std::string& name, bool shared) {
+  if (absl::Status s = unroutable(id); !s.ok()) return s;
   return target(id)->upload_file(id, local, name, shared);
 }
 
 void RoutingCheckpointStorage::discard(int64_t id) {
   // A savepoint is discarded only while incomplete (aborted); once complete
   // it belongs to the user and is never passed here.
+  {
+    absl::MutexLock lock(&mu_);
+    unroutable_.erase(id);
+  }
   target(id)->discard(id);
 }
 
@@ -110,11 +122,16 @@ absl::Status RoutingCheckpointStorage::add_savepoint(int64_t id, const std::stri
 void RoutingCheckpointStorage::route_savepoint(int64_t id, const std::string& dir) {
   // The JobManager that chose `dir` opened it the same way.
   auto storage = scheme_for(dir).at(dir);
+  absl::MutexLock lock(&mu_);
   if (!storage.ok()) {
+    // Its files must not land among the checkpoints' (the savepoint would
+    // point at files a later checkpoint deletes): the snapshots of this id
+    // fail, and the savepoint with them, naming the cause.
     spdlog::error("savepoint {} at {}: {}", id, dir, std::string(storage.status().message()));
+    unroutable_[id] = absl::Status(storage.status().code(), "savepoint " + std::to_string(id) + " at " + dir +
+                                                                ": " + std::string(storage.status().message()));
     return;
   }
-  absl::MutexLock lock(&mu_);
   savepoints_[id] = *std::move(storage);
 }
 

@@ -144,6 +144,8 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
   absl::Status add_savepoint(int64_t checkpoint_id, const std::string& dir) override;
   // Routes checkpoint `checkpoint_id` to the savepoint directory `dir` that
   // another process created (a TaskManager writing a savepoint's files).
+  // When this process cannot open `dir`, every file of that id fails with
+  // the reason instead (the subtasks decline, the savepoint fails).
   void route_savepoint(int64_t checkpoint_id, const std::string& dir);
   absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
                                           const std::string& name, bool shared) override;
@@ -152,10 +154,13 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
 
  private:
   CheckpointStorage* target(int64_t checkpoint_id) const;
+  // Why the savepoint `checkpoint_id` cannot be written here; OK if it can.
+  absl::Status unroutable(int64_t checkpoint_id) const;
 
   const std::shared_ptr<CheckpointStorage> checkpoints_;
   mutable absl::Mutex mu_;
   std::map<int64_t, std::unique_ptr<CheckpointStorage>> savepoints_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, absl::Status> unroutable_ ABSL_GUARDED_BY(mu_);
 };
 
 // Removes the checkpoint directory `location` (a claimed checkpoint of an

@@ -234,5 +234,25 @@ TEST_F(StorageTest, ASavepointDirectoryIsCreatedOnceAndNeverReused) {
   EXPECT_EQ(routing.location(3), "memory://job/3");
 }
 
+// A TaskManager that cannot open the savepoint directory the JobManager
+// chose writes none of that savepoint's files, rather than among its
+// checkpoints' (where the savepoint would point at files later deleted).
+TEST_F(StorageTest, ASavepointThisProcessCannotOpenFailsItsFilesNamingTheDirectory) {
+  RoutingCheckpointStorage routing(std::make_shared<MemoryCheckpointStorage>("job"));
+  routing.route_savepoint(4, "memory://elsewhere/sp-4");
+  auto file = routing.create_state_file(4, "op-0");
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.status().message().find("savepoint 4 at memory://elsewhere/sp-4"), std::string::npos)
+      << file.status();
+  auto upload = routing.upload_file(4, (root_ / "local.sst").string(), "local.sst", true);
+  ASSERT_FALSE(upload.ok());
+  EXPECT_NE(upload.status().message().find("savepoint 4"), std::string::npos) << upload.status();
+  // Checkpoints go on as before.
+  EXPECT_TRUE(routing.create_state_file(5, "op-0").ok());
+  // Once the aborted savepoint is discarded, its id carries nothing over.
+  routing.discard(4);
+  EXPECT_TRUE(routing.create_state_file(4, "op-0").ok());
+}
+
 }  // namespace
 }  // namespace weir::checkpoint

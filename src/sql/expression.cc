@@ -1,3 +1,10 @@
+// Expressions (sql/expression.h), in this order: the strict operators
+// (arithmetic, comparison, casts and rounding, each checked for overflow and
+// range as the SQL type says; apply_strict), building and printing trees
+// (what EXPLAIN and operator names show), the helpers the planner combines
+// them with (conjunction, comparison, compose), and evaluation, where the
+// operators that see NULLs themselves (AND, OR, CASE, COALESCE, IS NULL)
+// take their operands lazily (evaluate_call).
 #include "sql/expression.h"
 
 #include <algorithm>
