@@ -13,9 +13,9 @@ case "${1:-}" in
 esac
 
 # Compilers, tools and libraries: everything CMake's configure step finds,
-# and what make package uses (file, help2man).
+# the linker (lld), and what make package uses (file, help2man).
 BUILD_PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config file help2man
+  build-essential cmake ninja-build ccache lld pkg-config file help2man
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libxxhash-dev libzstd-dev librocksdb-dev

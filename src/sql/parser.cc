@@ -251,7 +251,7 @@ class Translator {
     ++at;
     const bool list = at < args_end && tokens_[at].is_symbol("(");
     size_t last = at;
-    for (size_t n = list ? at + 1 : at; n < args_end; ++n) {
+    for (size_t n = list ? at + 1 : at; n < args_end; n += 2) {  // a name, then a comma
       if (!tokens_[n].is(Token::Kind::kWord) && !tokens_[n].is(Token::Kind::kIdentifier)) {
         return error(tokens_[n], "PARTITION BY takes column names");
       }
@@ -263,7 +263,6 @@ class Translator {
         break;
       }
       if (n + 1 >= args_end || !tokens_[n + 1].is_symbol(",")) return error(tokens_[std::min(n + 1, args_end - 1)], "PARTITION BY (a, b, ...)");
-      ++n;
     }
     if (mark.keys.empty()) return error(tokens_[k], "PARTITION BY takes column names");
     for (size_t n = k; n <= last; ++n) blank(n);
