@@ -277,7 +277,12 @@ class ExampleCommands final : public cli::CommandGroup {
     verify_ = verify->add_subcommand("running-sum", "Check running-sum output");
     verify_->add_option("--input", verify_inputs_, "Input file(s), as given to the job")->required();
     verify_->add_option("--output", verify_output_, "The job's output directory")->required();
-    verify_->add_flag("--at-least-once", verify_at_least_once_, "Only require that nothing was lost");
+    auto* at_least_once =
+        verify_->add_flag("--at-least-once", verify_at_least_once_, "Only require that nothing was lost");
+    verify_->add_flag("--at-most-once", verify_at_most_once_,
+                      "Only require that nothing was committed twice and that the sums follow from the records "
+                      "committed; print how many were lost")
+        ->excludes(at_least_once);
 
     // The S3 connection of the jobs run here (the cluster's processes have
     // their own).
@@ -313,7 +318,12 @@ class ExampleCommands final : public cli::CommandGroup {
       return run_input_generator(input_path_, input_lines_, input_keys_, input_bad_every_, input_seed_,
                                  generate_quiet_);
     }
-    if (verify_->parsed()) return run_verify(verify_inputs_, verify_output_, verify_at_least_once_, verify_quiet_);
+    if (verify_->parsed()) {
+      const Guarantee g = verify_at_least_once_ ? Guarantee::kAtLeastOnce
+                          : verify_at_most_once_ ? Guarantee::kAtMostOnce
+                                                 : Guarantee::kExactlyOnce;
+      return run_verify(verify_inputs_, verify_output_, g, verify_quiet_);
+    }
     return std::nullopt;
   }
 
@@ -343,6 +353,7 @@ class ExampleCommands final : public cli::CommandGroup {
   std::vector<std::string> verify_inputs_;
   std::string verify_output_;
   bool verify_at_least_once_ = false;
+  bool verify_at_most_once_ = false;
 };
 
 }  // namespace

@@ -252,7 +252,7 @@ int run_input_generator(const std::string& path, int64_t lines, int64_t keys, in
   return kOk;
 }
 
-int run_verify(const std::vector<std::string>& inputs, const std::string& output, bool at_least_once, bool quiet) {
+int run_verify(const std::vector<std::string>& inputs, const std::string& output, Guarantee guarantee, bool quiet) {
   std::atomic<int64_t> looked_at{0};
   cli::ProgressLine line(quiet);
   line.tick([&](cli::ProgressLine::Clock::duration elapsed) {
@@ -267,8 +267,19 @@ int run_verify(const std::vector<std::string>& inputs, const std::string& output
   std::printf("committed output lines: %lld, rejects: %lld\n", static_cast<long long>(c->output_lines),
               static_cast<long long>(c->reject_lines));
   for (const auto& p : c->problems) std::printf("  %s\n", p.c_str());
-  bool ok = at_least_once ? c->nothing_lost : c->exactly_once;
-  std::printf("%s: %s\n", at_least_once ? "nothing lost" : "exactly-once", ok ? "yes" : "NO");
+  bool ok = c->exactly_once;
+  const char* what = "exactly-once";
+  if (guarantee == Guarantee::kAtLeastOnce) {
+    ok = c->nothing_lost;
+    what = "nothing lost";
+  } else if (guarantee == Guarantee::kAtMostOnce) {
+    ok = c->at_most_once;
+    what = "at most once";
+    std::printf("records lost: %lld (valid %lld, malformed %lld)\n",
+                static_cast<long long>(c->lost_records + c->lost_rejects), static_cast<long long>(c->lost_records),
+                static_cast<long long>(c->lost_rejects));
+  }
+  std::printf("%s: %s\n", what, ok ? "yes" : "NO");
   return ok ? kOk : kMismatch;
 }
 

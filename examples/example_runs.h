@@ -26,8 +26,10 @@ int run_order_producer(const std::string& brokers, const std::string& topic, con
 // `weir generate running-sum-input`: key,value lines into a file.
 int run_input_generator(const std::string& path, int64_t lines, int64_t keys, int64_t bad_every, uint64_t seed,
                         bool quiet);
-// `weir verify running-sum`: the committed output against the input.
-int run_verify(const std::vector<std::string>& inputs, const std::string& output, bool at_least_once, bool quiet);
+// `weir verify running-sum`: the committed output against the input, for
+// the guarantee the job ran with.
+enum class Guarantee { kExactlyOnce, kAtLeastOnce, kAtMostOnce };
+int run_verify(const std::vector<std::string>& inputs, const std::string& output, Guarantee guarantee, bool quiet);
 
 }  // namespace weir::examples
 

@@ -17,6 +17,7 @@
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "weir/version.h"
+#include "tests/at_most_once_checks.h"
 #include "tests/process.h"
 #include "testing/sanitizers.h"
 #include "testing/seed.h"
@@ -132,6 +133,18 @@ TEST_F(RunningSumTest, TheCheckerCountsLostDuplicatedAndOutOfOrderSums) {
   auto swapped = check({"a,1,1", "b,5,1", "a,6,3", "b,12,2", "a,3,2"});
   EXPECT_EQ(swapped.out_of_order_records, 1);
   EXPECT_EQ(swapped.lost_records + swapped.duplicated_records, 0);
+
+  // At most once: a's 2 and b's 7 lost from state and output alike.
+  auto at_most_once = check({"a,1,1", "b,5,1", "a,4,2"});
+  EXPECT_TRUE(at_most_once.at_most_once);
+  EXPECT_FALSE(at_most_once.nothing_lost);
+  EXPECT_EQ(at_most_once.lost_records, 2);
+  EXPECT_TRUE(good.at_most_once);
+  // Not at most once: a sum twice; a count skipped (a record's effect on
+  // state kept while its output was lost); a sum no record explains.
+  EXPECT_FALSE(twice.at_most_once);
+  EXPECT_FALSE(lost.at_most_once);
+  EXPECT_FALSE(check({"a,1,1", "a,5,2"}).at_most_once);
 }
 
 // With region failover, and with task failover (the failed sum subtask and
@@ -155,6 +168,32 @@ TEST_F(RunningSumTest, AtLeastOnceLosesNothingUnderFailures) {
     ASSERT_TRUE(check.ok()) << check.status();
     EXPECT_TRUE(check->nothing_lost);
   }
+}
+
+// At-most-once under injected failures: restarts restore the latest
+// checkpoint and the sources continue after what they had read, so nothing
+// is committed twice, every key's sums follow from the records committed
+// (state and output lost the same records), and the job counts exactly the
+// records lost, which `weir verify running-sum --at-most-once` finds too.
+TEST_F(RunningSumTest, AtMostOnceLosesExactlyWhatItCountsUnderFailures) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  generate("a.txt", 300000, 501, seed_);
+  const std::string out = path("out");
+  auto r = run_weir({"example", "running-sum", "--input", path("a.txt"), "--output", out, "--parallelism", "4",
+                     "--mode", "at-most-once", "--checkpoint-interval", "100ms", "--rate", "20000",
+                     "--fail-every", "40000", "--seed", std::to_string(seed_)},
+                    path("run"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const int64_t lost = testing::lost_records_in(r.out);
+  EXPECT_GT(lost, 0) << r.out;
+  auto check = examples::check_running_sum({path("a.txt")}, out);
+  ASSERT_TRUE(check.ok()) << check.status();
+  testing::expect_at_most_once(*check, lost);
+  auto verified = run_weir({"verify", "running-sum", "--input", path("a.txt"), "--output", out, "--at-most-once"},
+                           path("verify"));
+  EXPECT_EQ(verified.code, 0) << verified.out << verified.err;
+  EXPECT_NE(verified.out.find("records lost: " + std::to_string(lost) + " "), std::string::npos) << verified.out;
+  EXPECT_NE(verified.out.find("at most once: yes"), std::string::npos) << verified.out;
 }
 
 // Memory is bounded by configuration, not by the input: the sources release

@@ -117,12 +117,28 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
     }
   }
   bool complete = true;
+  bool at_most_once = c.duplicated_records == 0 && exact;  // exact so far: every line well-formed
   for (const auto& [key, vals] : values) {
     const int64_t n = static_cast<int64_t>(vals.size());
     const auto& by_count = sums[key];
     int64_t present = 0;  // of the counts 1..n
     for (auto it = by_count.lower_bound(1); it != by_count.end() && it->first <= n; ++it) ++present;
     c.lost_records += n - present;
+    if (at_most_once && !by_count.empty()) {
+      const int64_t m = static_cast<int64_t>(by_count.size());
+      std::multiset<int64_t> left = vals;
+      uint64_t prev = 0;
+      bool consistent = by_count.begin()->first == 1 && by_count.rbegin()->first == m && m <= n;
+      for (auto it = by_count.begin(); consistent && it != by_count.end(); ++it) {
+        auto v = left.find(static_cast<int64_t>(static_cast<uint64_t>(it->second) - prev));
+        if (v == left.end()) consistent = false; else left.erase(v);
+        prev = static_cast<uint64_t>(it->second);
+      }
+      if (!consistent) {
+        note(c, "key " + key + ": its counts and sums do not follow from " + std::to_string(m) + " of its records");
+        at_most_once = false;
+      }
+    }
     if (lines_per_key[key] < n || by_count.empty() || by_count.rbegin()->first < n) {
       note(c, "key " + key + ": " + std::to_string(lines_per_key[key]) + " lines for " +
                   std::to_string(n) + " records");
@@ -156,8 +172,17 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
   for (const std::string& l : *rejects) got.insert(std::strtoll(l.c_str(), nullptr, 10));
   bool rejects_exact = got == reject_lines;
   bool rejects_complete = true;
-  for (int64_t ln : reject_lines) {
-    if (got.count(ln) < reject_lines.count(ln)) rejects_complete = false;
+  for (auto it = reject_lines.begin(); it != reject_lines.end(); it = reject_lines.upper_bound(*it)) {
+    const int64_t want = static_cast<int64_t>(reject_lines.count(*it));
+    const int64_t have = static_cast<int64_t>(got.count(*it));
+    if (have < want) {
+      rejects_complete = false;
+      c.lost_rejects += want - have;
+    }
+    if (have > want) at_most_once = false;
+  }
+  for (int64_t ln : got) {
+    if (reject_lines.count(ln) == 0) at_most_once = false;
   }
   if (!rejects_exact) {
     note(c, "rejects: " + std::to_string(got.size()) + " lines, expected " +
@@ -165,6 +190,7 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
   }
   c.exactly_once = exact && complete && rejects_exact;
   c.nothing_lost = complete && rejects_complete;
+  c.at_most_once = at_most_once;
   return c;
 }
 

@@ -103,7 +103,12 @@ struct RunningSumCheck {
   int64_t reject_lines = 0;
   bool exactly_once = false;
   bool nothing_lost = false;
+  // Nothing twice, and state agrees with the output: each key's committed
+  // counts are exactly 1..m and its sums' differences are m of its values
+  // (the records lost affected neither).
+  bool at_most_once = false;
   int64_t lost_records = 0;        // valid records with no committed sum
+  int64_t lost_rejects = 0;        // malformed lines with no committed reject
   int64_t duplicated_records = 0;  // committed sums of a record seen before
   // Committed sums of a key that come (in commit order) after a sum of a
   // later record of the key: each key's sums are promised in order.

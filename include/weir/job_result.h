@@ -89,13 +89,14 @@ struct JobResult {
   // The cause of the last failure the job restarted after (or failed with),
   // even when it then finished; empty when nothing failed.
   std::string last_failure;
-  // At-most-once: records sources read and the JobManager confirmed, but
-  // that failures kept them from emitting (skipped, never processed). Exact
-  // when the failed source task reported its end; when its TaskManager was
-  // lost, what it emitted after its last report counts too. Records in
-  // flight inside a restarted region, and what they had changed in its
-  // state, are lost as well and not counted here (docs/cli.md). Under
-  // --failover task, dropped_records unless the mode is at-least-once.
+  // At-most-once: records whose effects failures undid. A restarted region
+  // restores its latest checkpoint and its sources continue after what
+  // they had read, so every record they read after that checkpoint's
+  // snapshot (emitted or still read ahead) affects neither state nor the
+  // output of transactional sinks: each is counted once, exactly, also
+  // when a TaskManager was killed (docs/cli.md, "Delivery guarantees").
+  // Under --failover task: the records a failed source task read ahead and
+  // never emitted, and dropped_records unless the mode is at-least-once.
   int64_t lost_records = 0;
   // --failover task: records in flight to or from a restarted subtask that
   // were dropped (in its input channels, half-received by a neighbour, or

@@ -41,6 +41,9 @@ struct TaskAck {
   int64_t sync_ms = 0;
   int64_t async_ms = 0;
   int64_t alignment_ms = 0;
+  // At-most-once sources: the records this execution had emitted when it
+  // took the snapshot (what a restore to this checkpoint keeps).
+  int64_t source_records = 0;
 };
 
 // Why a pending checkpoint was aborted (after Flink's CheckpointFailureReason).
@@ -193,9 +196,9 @@ class CheckpointCoordinator {
     std::vector<SubtaskCheckpointStats> timings;  // per acknowledgement
   };
 
-  bool periodic() const {
-    return config_.mode != CheckpointingMode::kNone && config_.mode != CheckpointingMode::kAtMostOnce;
-  }
+  // At-most-once checkpoints too: its restarts restore the latest (the
+  // sources do not rewind), and its sinks commit at each.
+  bool periodic() const { return config_.mode != CheckpointingMode::kNone; }
   // Returns the id, or an error when a savepoint directory cannot be made.
   absl::StatusOr<int64_t> trigger(bool is_final, const std::string& savepoint_dir = "");
   void complete(Pending p);

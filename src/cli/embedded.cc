@@ -71,7 +71,7 @@ void print_result(const JobResult& r, std::FILE* out) {
                  static_cast<long long>(r.dropped_records));
   }
   if (r.lost_records > 0) {
-    std::fprintf(out, "records lost (at-most-once: read but never emitted, or dropped in flight): %lld\n",
+    std::fprintf(out, "records lost (at-most-once: read after the checkpoint a restart restored, or dropped in flight): %lld\n",
                  static_cast<long long>(r.lost_records));
   }
   if (!r.stopped_with_savepoint.empty()) {

@@ -242,7 +242,7 @@ absl::StatusOr<std::string> JobRegistry::start(const std::string& name, const st
   // Batch execution takes no checkpoints (its stages' results are its
   // recovery).
   if (config.runtime_mode != RuntimeMode::kBatch && config.checkpoint.mode != CheckpointingMode::kNone &&
-      config.checkpoint.mode != CheckpointingMode::kAtMostOnce && config.checkpoint.directory.empty()) {
+      config.checkpoint.directory.empty()) {
     return absl::InvalidArgumentError(
         "a cluster job needs --checkpoint-dir, on storage every TaskManager and the JobManager reach");
   }
@@ -479,6 +479,7 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
       ack.sync_ms = a.sync_ms();
       ack.async_ms = a.async_ms();
       ack.alignment_ms = a.alignment_ms();
+      ack.source_records = a.source_records();
       j->master->acknowledge_checkpoint(from_proto(a.id()), a.checkpoint_id(), std::move(ack));
       break;
     }

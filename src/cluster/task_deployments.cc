@@ -53,6 +53,7 @@ class TaskDeployments::MasterProxy final : public runtime::JobMasterGateway {
     a->set_sync_ms(ack.sync_ms);
     a->set_async_ms(ack.async_ms);
     a->set_alignment_ms(ack.alignment_ms);
+    a->set_source_records(ack.source_records);
     jobs_->send_(std::move(m));
   }
   void decline_checkpoint(const runtime::ExecutionId& id, int64_t cp, const std::string& reason) override {

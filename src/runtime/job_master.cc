@@ -233,8 +233,10 @@ void JobMaster::deploy(const std::set<int>& regions) {
         tdd.restore = latest->metadata;
       }
       SourceProgress& progress = source_progress_[index];
+      if (v.is_source) count_rolled_back(index, latest);
       tdd.source_positions = progress.positions;
       progress.confirmed_records = progress.released_records = 0;
+      progress.base = progress.total_confirmed;
       Execution e;
       e.id = tdd.execution;
       e.is_source = v.is_source;
@@ -373,7 +375,9 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
   }
   e.state = state;
   e.terminal = is_terminal(state);
-  if (e.terminal && state != ExecutionState::kFinished) count_lost_records(idx);
+  if (e.terminal && state != ExecutionState::kFinished && config_.failover == FailoverStrategy::kTask) {
+    count_lost_records(idx);
+  }
   if (stopping_) {
     // Stopped after its savepoint: tasks end where they are, and one that
     // finds a neighbour already gone is no failure.
@@ -449,6 +453,9 @@ void JobMaster::acknowledge_checkpoint(const ExecutionId& id, int64_t cp, checkp
       coordinator_.on_stale_report(cp);
       return;
     }
+    if (executions_[idx].is_source && config_.checkpoint.mode == CheckpointingMode::kAtMostOnce) {
+      source_marks_[cp][idx] = source_progress_[idx].base + ack.source_records;
+    }
     coordinator_.on_ack(idx, cp, std::move(ack));
   });
 }
@@ -501,6 +508,7 @@ void JobMaster::report_source_positions(const ExecutionId& id, SourcePositions r
     if (status_ != JobStatus::kRunning || restarting_.count(region_of_[idx]) != 0) return;
     p.positions = std::make_shared<const detail::OperatorStateMap>(std::move(report.positions));
     p.confirmed_records += report.records;
+    p.total_confirmed += report.records;
     tm_->confirm_source_positions(id, report.seq);
   });
 }
@@ -516,6 +524,29 @@ void JobMaster::report_dropped_records(const ExecutionId& id, int64_t records) {
                  id.to_string(), records, records == 1 ? "" : "s",
                  lost ? ": lost" : "; the sources send them again");
   });
+}
+
+void JobMaster::count_rolled_back(int idx, const checkpoint::CompletedCheckpointStore::Entry* latest) {
+  if (config_.failover == FailoverStrategy::kTask) return;  // count_lost_records
+  SourceProgress& p = source_progress_[idx];
+  // A checkpoint from before this JobManager (the one the job started
+  // from): none of the records it confirmed.
+  int64_t kept = 0;
+  if (latest != nullptr) {
+    auto marks = source_marks_.find(latest->id);
+    if (marks != source_marks_.end()) {
+      auto mark = marks->second.find(idx);
+      if (mark != marks->second.end()) kept = mark->second;
+    }
+  }
+  const int64_t lost = p.total_confirmed - std::max(kept, p.counted);
+  p.counted = p.total_confirmed;
+  if (lost <= 0) return;
+  lost_records_ += lost;
+  spdlog::warn("job {}: {} restarts from {}: the {} record{} it read after that are lost (at-most-once)", job_id_,
+               describe(executions_[idx].id),
+               latest != nullptr ? "checkpoint " + std::to_string(latest->id) : std::string("the start"), lost,
+               lost == 1 ? "" : "s");
 }
 
 void JobMaster::count_lost_records(int idx) {
@@ -555,12 +586,29 @@ void JobMaster::notify_complete(int64_t cp) {
   }
   WEIR_CRASH_POINT(CrashPoint::kCompletedBeforeNotify);
   failures_without_progress_ = 0;
+  if (config_.checkpoint.mode == CheckpointingMode::kAtMostOnce) {
+    // A source that had finished took no snapshot: every record it was
+    // confirmed is in this checkpoint.
+    std::map<int, int64_t>& marks = source_marks_[cp];
+    for (size_t i = 0; i < executions_.size(); ++i) {
+      if (executions_[i].is_source && executions_[i].state == ExecutionState::kFinished) {
+        marks.try_emplace(static_cast<int>(i), source_progress_[i].total_confirmed);
+      }
+    }
+    // Only the retained checkpoints can be restored (and pending ones, newer).
+    std::set<int64_t> retained;
+    for (const auto& e : store_.entries()) retained.insert(e.id);
+    for (auto it = source_marks_.begin(); it != source_marks_.end() && it->first < cp;) {
+      it = retained.count(it->first) != 0 ? std::next(it) : source_marks_.erase(it);
+    }
+  }
   for (auto& e : executions_) {
     if (!e.terminal) tm_->notify_checkpoint_complete(e.id, cp);
   }
 }
 
 void JobMaster::notify_aborted(int64_t cp) {
+  source_marks_.erase(cp);
   for (auto& e : executions_) {
     if (!e.terminal) tm_->notify_checkpoint_aborted(e.id, cp);
   }

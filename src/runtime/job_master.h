@@ -17,6 +17,7 @@
 #define WEIR_RUNTIME_JOB_MASTER_H_
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -182,9 +183,13 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   // Logs the failure before a restart; the same again within 10 s counts.
   void log_restart();
   void finish_job(JobStatus status, const std::string& failure);
-  // At-most-once: a source execution ended without finishing; what it was
-  // confirmed but never emitted is lost.
+  // At-most-once, --failover task: a source execution ended without
+  // finishing; what it was confirmed but never emitted is lost.
   void count_lost_records(int index);
+  // At-most-once, --failover region or full: source `index` restarts and its
+  // region restores `latest` (or starts afresh): every record the source was
+  // confirmed after that checkpoint's snapshot is lost, counted once.
+  void count_rolled_back(int index, const checkpoint::CompletedCheckpointStore::Entry* latest);
   int task_index(const ExecutionId& id) const;  // -1 when not of the current attempt
 
   // Constant after construction.
@@ -215,13 +220,23 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   // At-most-once, by task index (sources only): the positions a source
   // subtask last reported (kept across attempts: its next one continues
   // there), and the records of the batches confirmed to its current
-  // execution and of those that execution emitted.
+  // execution and of those that execution emitted. Across executions, a
+  // source's records are numbered in the order they were confirmed:
+  // `total_confirmed` so far, `base` when the current execution began (its
+  // first record is base + 1), `counted` up to where a restart counted the
+  // records after the restored checkpoint as lost.
   struct SourceProgress {
     std::shared_ptr<const detail::OperatorStateMap> positions;
     int64_t confirmed_records = 0;
     int64_t released_records = 0;
+    int64_t total_confirmed = 0;
+    int64_t base = 0;
+    int64_t counted = 0;
   };
   std::vector<SourceProgress> source_progress_;
+  // At-most-once: by checkpoint id (pending, and completed while retained),
+  // where each source task index was in that numbering at its snapshot.
+  std::map<int64_t, std::map<int, int64_t>> source_marks_;
   int64_t lost_records_ = 0;
   int64_t dropped_records_ = 0;  // --failover task
   std::set<int> restarting_;           // regions waiting for their tasks to end, then redeployed

@@ -239,7 +239,7 @@ void JobMaster::log_restart() {
   std::string from = latest != nullptr ? "checkpoint " + std::to_string(latest->id) : "the start";
   if (config_.checkpoint.mode == CheckpointingMode::kAtMostOnce) {
     from = (latest != nullptr ? "the state of " + from : "empty state") +
-           ", sources continuing after what they emitted";
+           ", sources continuing after what they read";
   }
   spdlog::warn("job {}: {} failed: {}; restart {} in {} ms from {}", job_id_, failed_what_, last_failure_, restarts_,
                restart_->backoff_ms(), from);

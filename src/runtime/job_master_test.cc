@@ -285,5 +285,75 @@ TEST_F(JobMasterTest, ATaskFailingBeyondTheRestartStrategyFailsTheJobNamingTheCa
   EXPECT_TRUE(tm_.await("submit", 0, of_attempt(2)).empty()) << "no third attempt";
 }
 
+// At-most-once: each restart counts as lost the records the source was
+// confirmed after the restored checkpoint's snapshot (what the source had
+// emitted when it took it, in its acknowledgement), each record once even
+// when two restarts restore the same checkpoint.
+TEST_F(JobMasterTest, AtMostOnceCountsTheRecordsReadAfterTheRestoredCheckpointOnceEach) {
+  config_.checkpoint.mode = CheckpointingMode::kAtMostOnce;
+  config_.restart.max_attempts = 5;
+  jm_ = std::make_unique<JobMaster>("job", graph_, config_, &tm_, storage_, SystemClock::instance());
+  jm_->start(std::nullopt);
+  auto source_of = [](const std::vector<ExecutionId>& ids) {
+    for (const auto& id : ids) {
+      if (id.vertex == 0) return id;
+    }
+    ADD_FAILURE() << "no source among the tasks";
+    return ExecutionId{};
+  };
+  // A batch of `records` confirmed to `source`.
+  auto confirm = [&](const ExecutionId& source, int64_t seq, int64_t records) {
+    SourcePositions p;
+    p.seq = seq;
+    p.records = records;
+    jm_->report_source_positions(source, std::move(p));
+    EXPECT_EQ(tm_.await("confirm", 1, [&](const FakeTaskExecutor::Call& c) {
+                  return c.id == source && c.checkpoint_id == seq;
+                }).size(), 1u);
+  };
+  // Every task acknowledges `cp`, the source having emitted `emitted`.
+  auto complete = [&](const std::vector<ExecutionId>& ids, int64_t cp, int64_t emitted) {
+    for (const auto& id : ids) {
+      checkpoint::TaskAck ack;
+      if (id.vertex == 0) ack.source_records = emitted;
+      jm_->acknowledge_checkpoint(id, cp, std::move(ack));
+    }
+    EXPECT_EQ(tm_.await("complete", 3, of_checkpoint(cp)).size(), 3u);
+  };
+  // A map subtask fails; the region restarts as attempt `attempt` + 1.
+  auto fail = [&](const std::vector<ExecutionId>& ids, int attempt) {
+    jm_->update_task_state(ids[0].vertex == 0 ? ids[1] : ids[0], ExecutionState::kFailed, "injected", false);
+    for (const auto& c : tm_.await("cancel", 2, of_attempt(attempt))) {
+      jm_->update_task_state(c.id, ExecutionState::kCanceled, "", false);
+    }
+    return run_attempt(attempt + 1);
+  };
+
+  auto ids = run_attempt(0);
+  confirm(source_of(ids), 1, 100);
+  confirm(source_of(ids), 2, 50);
+  const int64_t cp = next_trigger(0, 0);
+  ASSERT_GT(cp, 0);
+  complete(ids, cp, 100);  // the second batch still read ahead
+  confirm(source_of(ids), 3, 70);
+  ids = fail(ids, 0);
+  EXPECT_EQ(jm_->status().lost_records, 50 + 70);
+  // Again from the same checkpoint: only what came since counts.
+  confirm(source_of(ids), 1, 30);
+  ids = fail(ids, 1);
+  EXPECT_EQ(jm_->status().lost_records, 120 + 30);
+  // A newer checkpoint, taken when this attempt had emitted 40.
+  confirm(source_of(ids), 1, 40);
+  const int64_t next = next_trigger(2, cp);
+  ASSERT_GT(next, cp);
+  complete(ids, next, 40);
+  confirm(source_of(ids), 2, 60);
+  fail(ids, 2);
+  const JobMaster::Status s = jm_->status();
+  EXPECT_EQ(s.lost_records, 150 + 60);
+  EXPECT_EQ(s.restarts, 3);
+  EXPECT_EQ(s.last_restored_id, next);
+}
+
 }  // namespace
 }  // namespace weir::runtime

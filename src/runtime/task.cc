@@ -381,7 +381,8 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
     services_.job_master->decline_checkpoint(id(), checkpoint_id, std::string(captured.status().message()));
     return;
   }
-  checkpointer_.finish_async(std::move(*captured), checkpoint_id, ms_since(start), alignment_ms);
+  checkpointer_.finish_async(std::move(*captured), checkpoint_id, ms_since(start), alignment_ms,
+                             ahead_.on ? chain_.source->released_records() : 0);
 }
 
 void Task::read_ahead() {
