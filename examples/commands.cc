@@ -49,6 +49,10 @@ void add_running_sum_options(CLI::App* app, RunningSumOptions& o) {
   app->add_option("--fail-sink-after", o.fail_sink_after, "...after writing this many lines")
       ->capture_default_str()
       ->check(whole_number(1));
+  app->add_option("--sink-rate", o.sink_rate,
+                  "The output sink writes at most this many lines per second per subtask (0: unlimited): "
+                  "a slow sink, to see backpressure")
+      ->check(whole_number(0));
 }
 
 absl::Status validate_running_sum_options(const RunningSumOptions& o) {
@@ -67,10 +71,11 @@ absl::Status validate_running_sum_options(const RunningSumOptions& o) {
   if (!o.output_table.empty() && !o.output_topic.empty()) {
     return absl::InvalidArgumentError("running-sum: give --output-topic or --output-table, not both");
   }
-  if ((o.sink_parallelism > 0 || o.fail_sink_subtask >= 0) && (!o.output_table.empty() || !o.output_topic.empty())) {
+  if ((o.sink_parallelism > 0 || o.fail_sink_subtask >= 0 || o.sink_rate > 0) &&
+      (!o.output_table.empty() || !o.output_topic.empty())) {
     return absl::InvalidArgumentError(
-        "running-sum: --sink-parallelism and --fail-sink-subtask apply to the file sink (--output), not to "
-        "--output-topic or --output-table");
+        "running-sum: --sink-parallelism, --fail-sink-subtask and --sink-rate apply to the file sink (--output), not "
+        "to --output-topic or --output-table");
   }
   return absl::OkStatus();
 }

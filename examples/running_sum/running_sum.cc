@@ -2,10 +2,12 @@
 #include "running_sum.h"
 
 #include <charconv>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <random>
 #include <stdexcept>
+#include <thread>
 
 #include "weir/connectors.h"
 
@@ -137,10 +139,15 @@ class RunningSum final : public KeyedProcessFunction<std::string, KeyValue, std:
 // The file sink, failing once in one subtask's first attempt.
 class FailingOnceSink final : public Sink<std::string> {
  public:
-  FailingOnceSink(std::string dir, int fail_subtask, int64_t fail_after)
-      : sink_(std::move(dir), kOutputPrefix), fail_subtask_(fail_subtask), fail_after_(fail_after) {}
+  FailingOnceSink(std::string dir, int fail_subtask, int64_t fail_after, int64_t lines_per_second)
+      : sink_(std::move(dir), kOutputPrefix),
+        fail_subtask_(fail_subtask),
+        fail_after_(fail_after),
+        rate_(lines_per_second),
+        slow_(lines_per_second > 0) {}
   absl::Status open(OperatorContext& ctx) override {
     armed_ = ctx.subtask_index() == fail_subtask_ && ctx.attempt() == 0;
+    rate_.start(&ctx.processing_time());
     return sink_.open(ctx);
   }
   absl::Status write(const std::string& line) override {
@@ -148,6 +155,9 @@ class FailingOnceSink final : public Sink<std::string> {
       armed_ = false;
       throw std::runtime_error("injected failure after " + std::to_string(written_) + " lines");
     }
+    // A slow system behind the sink: the write takes until the rate allows
+    // it, holding up the task as a blocking client call would.
+    while (slow_ && rate_.allow(1) == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
     return sink_.write(line);
   }
   absl::Status finish() override { return sink_.finish(); }
@@ -159,6 +169,8 @@ class FailingOnceSink final : public Sink<std::string> {
   ExactlyOnceFileSink sink_;
   const int fail_subtask_;
   const int64_t fail_after_;
+  RateLimiter rate_;
+  const bool slow_;
   bool armed_ = false;
   int64_t written_ = 0;
 };
@@ -205,9 +217,9 @@ void build_running_sum(StreamEnvironment& env, const RunningSumOptions& o) {
   if (!o.output_topic.empty()) return sink_to_kafka(sums, o);
   if (!o.output_table.empty()) return sink_to_postgres(sums, o);
   const int fail_subtask = o.fail_sink_subtask;
-  const int64_t fail_after = o.fail_sink_after;
-  auto sink = [out_dir, fail_subtask, fail_after] {
-    return std::make_unique<FailingOnceSink>(out_dir, fail_subtask, fail_after);
+  const int64_t fail_after = o.fail_sink_after, sink_rate = o.sink_rate;
+  auto sink = [out_dir, fail_subtask, fail_after, sink_rate] {
+    return std::make_unique<FailingOnceSink>(out_dir, fail_subtask, fail_after, sink_rate);
   };
   if (o.sink_parallelism > 0) {
     // A vertex of its own, behind a rebalance.
@@ -230,7 +242,7 @@ void build_line_copy(StreamEnvironment& env, const LineCopyOptions& o) {
       .uid("number")
       .parallelism(o.parallelism)
       .sink_to([out_dir, fail_subtask, fail_after] {
-        return std::make_unique<FailingOnceSink>(out_dir, fail_subtask, fail_after);
+        return std::make_unique<FailingOnceSink>(out_dir, fail_subtask, fail_after, 0);
       }, "sink")
       .uid("sink")
       .parallelism(o.parallelism);

@@ -36,6 +36,9 @@ struct RunningSumOptions {
   int sink_parallelism = 0;
   int fail_sink_subtask = -1;
   int64_t fail_sink_after = 1;
+  // Lines per second each output sink subtask writes at most (0: as fast
+  // as it goes): a slow sink that backpressures the job, for benchmarks.
+  int64_t sink_rate = 0;
   // Kafka instead of files (examples/running_sum/kafka_io.cc): the input
   // lines are the values of `input_topic` (a record's key, if a number, is
   // its line number, else its offset + 1), and the sums go to
