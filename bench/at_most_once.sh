@@ -7,7 +7,8 @@
 # running-sum --at-most-once` finds missing from the committed output
 # (they must be equal), lost per restart, and the bound per restart: the
 # records P sources read in an interval plus the longest checkpoint, and
-# two read-ahead batches (4096 records) each. Peak RSS of the job. Medians
+# two read-ahead batches (at most 1,535 records: kReadAheadRecords 1,024
+# and one poll of 512 more) each. Peak RSS of the job. Medians
 # of REPEAT runs by lost per restart.
 #
 #   bash bench/at_most_once.sh
@@ -43,7 +44,7 @@ for i in $(seq "$REPEAT"); do
   missing=$(echo "$verify" | awk '/^records lost:/ {print $3}')
   lost=${lost:-0}
   per=$(( restarts > 0 ? lost / restarts : 0 ))
-  bound=$(( (INTERVAL_MS + max_cp) * RATE * P / 1000 + 2 * 4096 * P ))
+  bound=$(( (INTERVAL_MS + max_cp) * RATE * P / 1000 + 2 * 1535 * P ))
   printf "%-4s %8s %10s %10s %12s %12s %10s %10s\n" "$i" "$restarts" "$lost" "$missing" "$per" "$bound" "$max_cp" "$rss" |
     tee -a "$runs"
   [ "$lost" = "$missing" ] || { echo "run $i: the job counted $lost lost, the output lacks $missing" >&2; exit 1; }
