@@ -1,3 +1,8 @@
+// JobMaster: scheduling (deploying regions or stages, slots), what tasks
+// report (their states, checkpoint acknowledgements and declines, the end of
+// their data), the checkpoint coordinator's actions, savepoints and the end
+// of the job. What a failure does (restarts, and the records it loses or
+// drops) is in job_master_failover.cc.
 #include "runtime/job_master.h"
 
 #include <spdlog/spdlog.h>
@@ -494,69 +499,6 @@ void JobMaster::end_of_data(const ExecutionId& id) {
     });
     if (sources_done) coordinator_.request_final_checkpoint();
   });
-}
-
-void JobMaster::report_source_positions(const ExecutionId& id, SourcePositions report) {
-  loop_.post([this, id, report = std::move(report)]() mutable {
-    const int idx = task_index(id);
-    if (idx < 0 || executions_[idx].terminal) return;
-    SourceProgress& p = source_progress_[idx];
-    p.released_records = std::max(p.released_records, report.released_records);
-    if (report.seq == 0) return;  // the task ends: only what it emitted
-    // A region about to restart emits nothing more: its sources' positions
-    // stay where its last confirmed batch ended.
-    if (status_ != JobStatus::kRunning || restarting_.count(region_of_[idx]) != 0) return;
-    p.positions = std::make_shared<const detail::OperatorStateMap>(std::move(report.positions));
-    p.confirmed_records += report.records;
-    p.total_confirmed += report.records;
-    tm_->confirm_source_positions(id, report.seq);
-  });
-}
-
-void JobMaster::report_dropped_records(const ExecutionId& id, int64_t records) {
-  loop_.post([this, id, records] {
-    if (task_index(id) < 0 || records <= 0) return;
-    dropped_records_ += records;
-    // Without a rewind of the sources nothing sends them again.
-    const bool lost = config_.checkpoint.mode != CheckpointingMode::kAtLeastOnce;
-    if (lost) lost_records_ += records;
-    spdlog::warn("job {}: {} dropped {} record{} in flight to or from a restarted subtask{}", job_id_,
-                 id.to_string(), records, records == 1 ? "" : "s",
-                 lost ? ": lost" : "; the sources send them again");
-  });
-}
-
-void JobMaster::count_rolled_back(int idx, const checkpoint::CompletedCheckpointStore::Entry* latest) {
-  if (config_.failover == FailoverStrategy::kTask) return;  // count_lost_records
-  SourceProgress& p = source_progress_[idx];
-  // A checkpoint from before this JobManager (the one the job started
-  // from): none of the records it confirmed.
-  int64_t kept = 0;
-  if (latest != nullptr) {
-    auto marks = source_marks_.find(latest->id);
-    if (marks != source_marks_.end()) {
-      auto mark = marks->second.find(idx);
-      if (mark != marks->second.end()) kept = mark->second;
-    }
-  }
-  const int64_t lost = p.total_confirmed - std::max(kept, p.counted);
-  p.counted = p.total_confirmed;
-  if (lost <= 0) return;
-  lost_records_ += lost;
-  spdlog::warn("job {}: {} restarts from {}: the {} record{} it read after that are lost (at-most-once)", job_id_,
-               describe(executions_[idx].id),
-               latest != nullptr ? "checkpoint " + std::to_string(latest->id) : std::string("the start"), lost,
-               lost == 1 ? "" : "s");
-}
-
-void JobMaster::count_lost_records(int idx) {
-  SourceProgress& p = source_progress_[idx];
-  const int64_t lost = p.confirmed_records - p.released_records;
-  p.confirmed_records = p.released_records = 0;
-  if (lost <= 0) return;
-  lost_records_ += lost;
-  spdlog::warn("job {}: {} ended with {} record{} read ahead and never emitted: lost (at-most-once)", job_id_,
-               executions_[idx].id.to_string(), lost, lost == 1 ? "" : "s");
 }
 
 void JobMaster::trigger_sources(int64_t cp, int64_t ts, bool savepoint) {

@@ -9,8 +9,8 @@
 // whose files are gone. It also keeps the at-most-once source positions and
 // the counts of records lost and dropped.
 //
-// Failure handling and restarts are in job_master_failover.cc, the rest in
-// job_master.cc. All state is confined to the JobMaster's event loop thread; the
+// Failure handling, restarts and the records failures lose or drop are in
+// job_master_failover.cc, the rest in job_master.cc. All state is confined to the JobMaster's event loop thread; the
 // JobMasterGateway methods only post to it, so TaskManagers may call them
 // from any thread.
 #ifndef WEIR_RUNTIME_JOB_MASTER_H_

@@ -1,3 +1,8 @@
+// The parser of sql/parser.h, in this order: positions for error messages
+// and the tree's nesting limit, the Translator (Flink's syntax rewritten in
+// place into PostgreSQL's, every byte kept where it was), offsets mapped back
+// to the script as written, the statements refused by name, parse_script
+// (splitting, DDL, libpg_query, the transformer) and parse_expression.
 #include "sql/parser.h"
 
 #include <pg_query.h>
