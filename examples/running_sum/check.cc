@@ -131,7 +131,11 @@ absl::StatusOr<RunningSumCheck> check_running_sum(const std::vector<std::string>
       bool consistent = by_count.begin()->first == 1 && by_count.rbegin()->first == m && m <= n;
       for (auto it = by_count.begin(); consistent && it != by_count.end(); ++it) {
         auto v = left.find(static_cast<int64_t>(static_cast<uint64_t>(it->second) - prev));
-        if (v == left.end()) consistent = false; else left.erase(v);
+        if (v == left.end()) {
+          consistent = false;
+        } else {
+          left.erase(v);
+        }
         prev = static_cast<uint64_t>(it->second);
       }
       if (!consistent) {

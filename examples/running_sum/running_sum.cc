@@ -144,7 +144,8 @@ class FailingOnceSink final : public Sink<std::string> {
         fail_subtask_(fail_subtask),
         fail_after_(fail_after),
         rate_(lines_per_second),
-        slow_(lines_per_second > 0) {}
+        slow_(lines_per_second > 0),
+        line_interval_(slow_ ? std::chrono::microseconds(1'000'000 / lines_per_second) : std::chrono::microseconds(0)) {}
   absl::Status open(OperatorContext& ctx) override {
     armed_ = ctx.subtask_index() == fail_subtask_ && ctx.attempt() == 0;
     rate_.start(&ctx.processing_time());
@@ -157,7 +158,7 @@ class FailingOnceSink final : public Sink<std::string> {
     }
     // A slow system behind the sink: the write takes until the rate allows
     // it, holding up the task as a blocking client call would.
-    while (slow_ && rate_.allow(1) == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    while (slow_ && rate_.allow(1) == 0) std::this_thread::sleep_for(line_interval_);
     return sink_.write(line);
   }
   absl::Status finish() override { return sink_.finish(); }
@@ -171,6 +172,7 @@ class FailingOnceSink final : public Sink<std::string> {
   const int64_t fail_after_;
   RateLimiter rate_;
   const bool slow_;
+  const std::chrono::microseconds line_interval_;  // one line's share of a second
   bool armed_ = false;
   int64_t written_ = 0;
 };
