@@ -48,6 +48,11 @@ std::string_view to_string(CheckpointingMode mode);
 
 struct CheckpointConfig {
   CheckpointingMode mode = CheckpointingMode::kExactlyOnce;
+  // Exactly-once with unaligned checkpoints (Flink's FLIP-76): a barrier
+  // overtakes the data in flight, which is stored with the checkpoint as
+  // channel state and replayed on restore, so a checkpoint does not wait for
+  // backpressured data. Savepoints stay aligned. Default: false (aligned).
+  bool unaligned = false;
   // Time between the start of two periodic checkpoints. Default: 1 s.
   Duration interval{1000};
   // A checkpoint not complete after this long is aborted. Default: 10 min.

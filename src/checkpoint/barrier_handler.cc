@@ -17,7 +17,7 @@ void BarrierAligner::reset() {
   blocked_.assign(num_channels_, false);
 }
 
-BarrierDecision BarrierAligner::on_barrier(int channel, int64_t id) {
+BarrierDecision BarrierAligner::on_barrier(int channel, int64_t id, bool /*savepoint*/) {
   BarrierDecision d;
   if (id < current_id_ || (id == current_id_ && state_ == State::kIdle)) {
     return d;  // a barrier of a checkpoint already taken or given up
@@ -49,7 +49,7 @@ void BarrierAligner::on_abort(int64_t id) {
   current_id_ = id;
 }
 
-BarrierDecision BarrierTracker::on_barrier(int /*channel*/, int64_t id) {
+BarrierDecision BarrierTracker::on_barrier(int /*channel*/, int64_t id, bool /*savepoint*/) {
   BarrierDecision d;
   if (id <= latest_triggered_) return d;
   int& seen = pending_[id];
@@ -67,10 +67,71 @@ void BarrierTracker::on_abort(int64_t id) {
   pending_[id] = -1;
 }
 
-std::unique_ptr<BarrierHandler> make_barrier_handler(CheckpointingMode mode, int num_channels) {
+BarrierUnaligner::BarrierUnaligner(int num_channels)
+    : num_channels_(num_channels),
+      savepoints_(num_channels),
+      seen_(num_channels, false),
+      ended_(num_channels, false) {}
+
+BarrierDecision BarrierUnaligner::on_barrier(int channel, int64_t id, bool savepoint) {
+  BarrierDecision d;
+  if (id < current_id_) return d;  // of a checkpoint already taken or given up
+  if (id > current_id_) {
+    // A newer barrier gives up the checkpoint still under way, or the
+    // savepoint still aligning.
+    if (active_) {
+      d.abandoned = true;
+      d.abandoned_id = current_id_;
+    } else if (savepoints_.is_aligning() && !savepoint) {
+      d.abandoned = true;
+      d.abandoned_id = savepoints_.current_checkpoint();
+      savepoints_.on_abort(savepoints_.current_checkpoint());
+    }
+    current_id_ = id;
+    active_ = !savepoint;
+    triggered_ = false;
+    received_ = 0;
+    seen_.assign(num_channels_, false);
+  }
+  if (savepoint) {
+    BarrierDecision a = savepoints_.on_barrier(channel, id);
+    if (d.abandoned) {
+      a.abandoned = true;
+      a.abandoned_id = d.abandoned_id;
+    }
+    return a;
+  }
+  if (!active_ || seen_[channel]) return d;  // a second barrier n on one channel: protocol bug upstream
+  seen_[channel] = true;
+  ++received_;
+  if (!triggered_ && (!ended_[channel] || received_ == num_channels_)) {
+    triggered_ = true;
+    d.trigger = true;
+    d.checkpoint_id = id;
+    d.records_channels = true;
+  }
+  if (received_ == num_channels_) {
+    active_ = false;
+    d.completed = true;
+    d.completed_id = id;
+  }
+  return d;
+}
+
+void BarrierUnaligner::on_abort(int64_t id) {
+  savepoints_.on_abort(id);
+  if (id < current_id_) return;
+  // The checkpoint under way, or one whose barriers are yet to come: they
+  // start nothing.
+  active_ = false;
+  current_id_ = id;
+}
+
+std::unique_ptr<BarrierHandler> make_barrier_handler(CheckpointingMode mode, int num_channels, bool unaligned) {
   if (mode == CheckpointingMode::kAtLeastOnce) {
     return std::make_unique<BarrierTracker>(num_channels);
   }
+  if (unaligned && mode == CheckpointingMode::kExactlyOnce) return std::make_unique<BarrierUnaligner>(num_channels);
   return std::make_unique<BarrierAligner>(num_channels);
 }
 

@@ -11,6 +11,18 @@
 // BarrierTracker (at-least-once): never blocks; counts barriers per
 // checkpoint and snapshots when the last one arrives.
 //
+// BarrierUnaligner (exactly-once with unaligned checkpoints, FLIP-76):
+// never blocks; snapshots at the first barrier of checkpoint n from a
+// channel whose data has not ended. The channels whose barrier n is yet to
+// come are recorded from then on (what the task reads from them before it
+// belongs to n's channel state), and when n arrived on all of them the
+// channel state is complete. A barrier behind the end of its channel's data
+// waits for the others (nothing more comes on that channel), so the last
+// checkpoint of a finite input, whose barriers all follow the end of data,
+// is taken after the task's input ended, as an aligned one would be. A
+// newer barrier, or an abort of n, gives n up. A savepoint's barriers
+// align, as BarrierAligner's do (savepoints hold no channel state).
+//
 // Confined to the task thread.
 #ifndef WEIR_CHECKPOINT_BARRIER_HANDLER_H_
 #define WEIR_CHECKPOINT_BARRIER_HANDLER_H_
@@ -31,17 +43,28 @@ struct BarrierDecision {
   // An alignment for `abandoned_id` was given up (a newer barrier came).
   bool abandoned = false;
   int64_t abandoned_id = 0;
+  // Unaligned: the checkpoint triggered now records channel state until
+  // its barrier came on every channel.
+  bool records_channels = false;
+  // Unaligned: the channel state of `completed_id` is complete.
+  bool completed = false;
+  int64_t completed_id = 0;
 };
 
 class BarrierHandler {
  public:
   virtual ~BarrierHandler() = default;
-  virtual BarrierDecision on_barrier(int channel, int64_t checkpoint_id) = 0;
+  // `savepoint`: the barrier is a savepoint's (aligned in every mode).
+  virtual BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint) = 0;
   // The coordinator aborted `checkpoint_id`.
   virtual void on_abort(int64_t checkpoint_id) = 0;
   // Whether the task must not read `channel` now.
   virtual bool is_blocked(int channel) const = 0;
   virtual bool is_aligning() const = 0;
+  // Whether what the task reads from `channel` now is channel state.
+  virtual bool is_recording(int /*channel*/) const { return false; }
+  // The end of `channel`'s data came.
+  virtual void on_end_of_data(int /*channel*/) {}
 };
 
 class BarrierAligner final : public BarrierHandler {
@@ -50,7 +73,7 @@ class BarrierAligner final : public BarrierHandler {
 
   explicit BarrierAligner(int num_channels);
 
-  BarrierDecision on_barrier(int channel, int64_t checkpoint_id) override;
+  BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint = false) override;
   void on_abort(int64_t checkpoint_id) override;
   bool is_blocked(int channel) const override { return blocked_[channel]; }
   bool is_aligning() const override { return state_ == State::kAligning; }
@@ -72,7 +95,7 @@ class BarrierTracker final : public BarrierHandler {
  public:
   explicit BarrierTracker(int num_channels) : num_channels_(num_channels) {}
 
-  BarrierDecision on_barrier(int channel, int64_t checkpoint_id) override;
+  BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint = false) override;
   void on_abort(int64_t checkpoint_id) override;
   bool is_blocked(int) const override { return false; }
   bool is_aligning() const override { return false; }
@@ -83,7 +106,31 @@ class BarrierTracker final : public BarrierHandler {
   std::map<int64_t, int> pending_;  // checkpoint id -> barriers seen; -1 = aborted
 };
 
-std::unique_ptr<BarrierHandler> make_barrier_handler(CheckpointingMode mode, int num_channels);
+class BarrierUnaligner final : public BarrierHandler {
+ public:
+  explicit BarrierUnaligner(int num_channels);
+
+  BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint = false) override;
+  void on_abort(int64_t checkpoint_id) override;
+  bool is_blocked(int channel) const override { return savepoints_.is_blocked(channel); }
+  bool is_aligning() const override { return savepoints_.is_aligning(); }
+  bool is_recording(int channel) const override { return active_ && triggered_ && !seen_[channel]; }
+  void on_end_of_data(int channel) override { ended_[channel] = true; }
+
+ private:
+  const int num_channels_;
+  BarrierAligner savepoints_;
+  int64_t current_id_ = -1;  // newest checkpoint seen
+  bool active_ = false;      // current_id_'s barriers are coming
+  bool triggered_ = false;   // ... and its snapshot was taken
+  int received_ = 0;
+  std::vector<bool> seen_;
+  std::vector<bool> ended_;
+};
+
+// `unaligned` (exactly-once only): BarrierUnaligner instead of BarrierAligner.
+std::unique_ptr<BarrierHandler> make_barrier_handler(CheckpointingMode mode, int num_channels,
+                                                     bool unaligned = false);
 
 }  // namespace weir::checkpoint
 

@@ -201,6 +201,31 @@ void encode_operator_state(const detail::OperatorStateMap& state, ByteWriter& w)
   }
 }
 
+std::string encode_channel_state(const ChannelState& state) {
+  std::string out;
+  ByteWriter w(&out);
+  w.put_varint(static_cast<uint64_t>(state.job_edge));
+  w.put_varint(static_cast<uint64_t>(state.producer));
+  w.put_varint(static_cast<uint64_t>(state.consumer));
+  out.append(state.records);
+  return out;
+}
+
+absl::StatusOr<ChannelState> decode_channel_state(std::string_view entry) {
+  ByteReader r(entry);
+  ChannelState s;
+  const uint64_t edge = r.get_varint(), producer = r.get_varint(), consumer = r.get_varint();
+  constexpr uint64_t kMax = 1 << 20;
+  if (!r.ok() || edge > kMax || producer > kMax || consumer > kMax) {
+    return absl::DataLossError("channel state entry is malformed");
+  }
+  s.job_edge = static_cast<int>(edge);
+  s.producer = static_cast<int>(producer);
+  s.consumer = static_cast<int>(consumer);
+  s.records.assign(entry.substr(entry.size() - r.remaining()));
+  return s;
+}
+
 absl::StatusOr<detail::OperatorStateMap> decode_operator_state(std::string_view bytes) {
   detail::OperatorStateMap state;
   ByteReader r(bytes);
@@ -288,10 +313,11 @@ absl::StatusOr<uint64_t> checksum_file(const std::string& path) {
 absl::Status verify_state_file(std::string_view bytes, std::string_view what,
                                const std::function<void(std::string_view)>& hashed) {
   // Version 1 differs only inside key-group blobs (no type signatures),
-  // which their reader tells apart by a flag in the kind byte.
+  // which their reader tells apart by a flag in the kind byte; version 2
+  // only in holding no channel state.
   uint32_t version = kStateFileVersion;
   if (bytes.size() >= kHeaderSize) std::memcpy(&version, bytes.data() + kStateMagic.size(), sizeof(version));
-  if (version != 1) version = kStateFileVersion;
+  if (version < 1 || version > kStateFileVersion) version = kStateFileVersion;
   return open_envelope(bytes, kStateMagic, version, what, hashed).status();
 }
 

@@ -9,6 +9,13 @@
 //   keyed state:     one blob per key group of the subtask's range, in order
 //                    (layout in include/weir/detail/state_table.h)
 //   [8]  u64 xxh64 of all preceding bytes
+// Channel state (version >= 3; unaligned checkpoints): the records in
+// flight to a task when its snapshot was taken are a list of the operator
+// state of its head operator, named kChannelStateList, redistributed as a
+// union (each restoring subtask takes the records it would have been sent),
+// one entry per input channel that held any:
+//   varint job edge | varint producer subtask | varint consumer subtask |
+//   the channel's records, framed as on the wire (varint length | bytes)
 // The metadata holds the offsets of the sections, so a reader can take any
 // subset of key groups.
 //
@@ -47,8 +54,8 @@
 
 namespace weir::checkpoint {
 
-// 2 added type signatures to keyed state (state_table.h).
-inline constexpr uint32_t kStateFileVersion = 2;
+// 2 added type signatures to keyed state (state_table.h), 3 channel state.
+inline constexpr uint32_t kStateFileVersion = 3;
 // 2 added native (incremental) keyed state, 3 type signatures of native
 // states, 4 checksums of native files, 5 checksums of operator-state
 // sections (a restore may read the section alone).
@@ -136,6 +143,21 @@ struct CheckpointMetadata {
     return n;
   }
 };
+
+// The operator-state list of a task's head operator that holds the task's
+// channel state (see the layout above); no operator may name a list so.
+inline constexpr std::string_view kChannelStateList = "$channel-state";
+
+// The records in flight on one input channel of a task at its snapshot.
+struct ChannelState {
+  int job_edge = 0;
+  int producer = 0;
+  int consumer = 0;
+  std::string records;  // framed: varint length | bytes, each
+};
+std::string encode_channel_state(const ChannelState& state);
+// An error says what is malformed.
+absl::StatusOr<ChannelState> decode_channel_state(std::string_view entry);
 
 std::string encode_metadata(const CheckpointMetadata& m);
 // Checks an operator-state section read alone against its checksum.

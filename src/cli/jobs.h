@@ -31,6 +31,7 @@ struct JobFlags {
   std::string checkpoint_dir = kDefaults.checkpoint.directory;
   std::string checkpoint_interval = format_duration(kDefaults.checkpoint.interval);
   std::string mode = std::string(to_string(kDefaults.checkpoint.mode));
+  std::string checkpointing = kDefaults.checkpoint.unaligned ? "unaligned" : "aligned";
   std::string restore = kDefaults.restore;
   bool allow_non_restored = kDefaults.allow_non_restored_state;
   std::string restart_strategy = std::string(to_string(kDefaults.restart.kind));
@@ -68,6 +69,10 @@ struct JobFlags {
                     "Directory for retained checkpoints (default: in memory)");
     app->add_option("--checkpoint-interval", checkpoint_interval, "e.g. 500ms, 1s, 1min")->capture_default_str();
     app->add_option("--mode", mode, "exactly-once | at-least-once | at-most-once | none")->capture_default_str();
+    app->add_option("--checkpointing", checkpointing,
+                    "exactly-once: aligned (barriers wait for each other) | unaligned (barriers overtake the data "
+                    "in flight, which the checkpoint stores; fast under backpressure; savepoints stay aligned)")
+        ->capture_default_str();
     app->add_option("--restore", restore, "latest | PATH of a chk-<n> directory");
     app->add_flag("--allow-non-restored-state", allow_non_restored,
                   "Skip state of operators the job lacks");
@@ -158,6 +163,10 @@ struct JobFlags {
     auto m = parse_checkpointing_mode(mode);
     if (!m.ok()) return m.status();
     c.checkpoint.mode = *m;
+    if (checkpointing != "aligned" && checkpointing != "unaligned") {
+      return absl::InvalidArgumentError("--checkpointing " + checkpointing + ": expected aligned or unaligned");
+    }
+    c.checkpoint.unaligned = checkpointing == "unaligned";
     auto backend = parse_state_backend(state);
     if (!backend.ok()) return backend.status();
     c.state.kind = *backend;

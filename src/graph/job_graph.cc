@@ -164,6 +164,11 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
     g->vertices[to_v].inputs.push_back(idx);
     g->edges.push_back(je);
   }
+  if (config.checkpoint.unaligned && config.checkpoint.mode != CheckpointingMode::kExactlyOnce) {
+    return absl::InvalidArgumentError("unaligned checkpoints are exactly-once checkpoints: --checkpointing unaligned "
+                                      "needs --mode exactly-once, not " +
+                                      std::string(to_string(config.checkpoint.mode)));
+  }
   if (config.failover == FailoverStrategy::kTask) {
     if (config.checkpoint.mode == CheckpointingMode::kExactlyOnce) {
       return absl::InvalidArgumentError(

@@ -1,6 +1,7 @@
 #include "network/channel.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/task_metrics.h"
 
@@ -22,8 +23,49 @@ int64_t count_record_starts(const char* data, size_t n, size_t pos) {
   return records;
 }
 
+void append_overtaken(ChannelEvent* ev, std::string_view more) {
+  if (more.empty()) return;
+  auto bytes = std::make_shared<std::string>();
+  if (ev->overtaken != nullptr) bytes->reserve(ev->overtaken->size() + more.size());
+  if (ev->overtaken != nullptr) bytes->append(*ev->overtaken);
+  bytes->append(more);
+  ev->overtaken = std::move(bytes);
+}
+
+void prepend_overtaken(ChannelEvent* ev, std::string_view earlier) {
+  if (earlier.empty()) return;
+  auto bytes = std::make_shared<std::string>(earlier);
+  if (ev->overtaken != nullptr) bytes->append(*ev->overtaken);
+  ev->overtaken = std::move(bytes);
+}
+
+namespace {
+
+// What a priority event may not overtake: its order against them matters
+// to the consumer (an earlier barrier, the end of the data, a restart).
+bool holds_its_place(const ChannelEvent& ev) {
+  return ev.kind == EventKind::kBarrier || ev.kind == EventKind::kEndOfData || ev.kind == EventKind::kReset;
+}
+
+}  // namespace
+
 bool LocalChannel::push(ChannelEvent ev, std::atomic<int64_t>* waited_ns, const std::atomic<bool>* abort) {
   absl::MutexLock lock(&mu_);
+  if (ev.priority) {
+    if (closed_) return false;
+    auto at = queue_.end();
+    while (at != queue_.begin() && !holds_its_place(*std::prev(at))) --at;
+    std::string earlier;
+    for (auto it = at; it != queue_.end(); ++it) {
+      if (it->kind == EventKind::kBuffer) earlier.append(it->buffer.data(), it->buffer.size());
+    }
+    prepend_overtaken(&ev, earlier);
+    queue_.insert(at, std::move(ev));
+    ++queued_priority_;
+    if (priority_counter_ != nullptr) priority_counter_->fetch_add(1, std::memory_order_relaxed);
+    if (consumer_ != nullptr) consumer_->notify();
+    return true;
+  }
   auto aborted = [abort] { return abort != nullptr && abort->load(std::memory_order_relaxed); };
   if (ev.kind == EventKind::kBuffer) {
     if (!closed_ && queued_buffers_ >= capacity_) {
@@ -55,15 +97,39 @@ std::optional<ChannelEvent> LocalChannel::poll_if(bool take_buffer) {
       --queued_buffers_;
       not_full_.Signal();
       taken = on_buffer_taken_;
+      if (producer_ != nullptr) producer_->notify();
+    } else if (ev->priority) {
+      --queued_priority_;
+      if (priority_counter_ != nullptr) priority_counter_->fetch_sub(1, std::memory_order_relaxed);
     }
   }
   if (taken) (*taken)();
   return ev;
 }
 
+std::optional<ChannelEvent> LocalChannel::poll_priority() {
+  absl::MutexLock lock(&mu_);
+  if (queued_priority_ == 0 || queue_.empty() || !queue_.front().priority) return std::nullopt;
+  std::optional<ChannelEvent> ev(std::move(queue_.front()));
+  queue_.pop_front();
+  --queued_priority_;
+  if (priority_counter_ != nullptr) priority_counter_->fetch_sub(1, std::memory_order_relaxed);
+  return ev;
+}
+
 int LocalChannel::queued_buffers() const {
   absl::MutexLock lock(&mu_);
   return queued_buffers_;
+}
+
+bool LocalChannel::has_space() const {
+  absl::MutexLock lock(&mu_);
+  return closed_ || queued_buffers_ < capacity_;
+}
+
+void LocalChannel::drop_priority_count() {
+  if (priority_counter_ != nullptr) priority_counter_->fetch_sub(queued_priority_, std::memory_order_relaxed);
+  queued_priority_ = 0;
 }
 
 bool LocalChannel::has_event() const {
@@ -80,7 +146,9 @@ void LocalChannel::close() {
     closed_ = true;
     dropped.swap(queue_);
     queued_buffers_ = 0;
+    drop_priority_count();
     if (consumer_ != nullptr) consumer_->notify();
+    if (producer_ != nullptr) producer_->notify();
     not_full_.SignalAll();
   }
   if (closed) closed();
@@ -98,7 +166,9 @@ int64_t LocalChannel::detach() {
     absl::MutexLock lock(&mu_);
     dropped.swap(queue_);
     queued_buffers_ = 0;
+    drop_priority_count();
     consumer_ = nullptr;
+    if (producer_ != nullptr) producer_->notify();
     not_full_.SignalAll();
     taken = on_buffer_taken_;
   }
@@ -119,6 +189,18 @@ bool LocalChannel::closed() const {
 void LocalChannel::set_consumer(Wakeup* wakeup) {
   absl::MutexLock lock(&mu_);
   consumer_ = wakeup;
+}
+
+void LocalChannel::set_producer(Wakeup* wakeup) {
+  absl::MutexLock lock(&mu_);
+  producer_ = wakeup;
+}
+
+void LocalChannel::set_priority_counter(std::atomic<int>* counter) {
+  absl::MutexLock lock(&mu_);
+  if (priority_counter_ != nullptr) priority_counter_->fetch_sub(queued_priority_, std::memory_order_relaxed);
+  priority_counter_ = counter;
+  if (priority_counter_ != nullptr) priority_counter_->fetch_add(queued_priority_, std::memory_order_relaxed);
 }
 
 void LocalChannel::set_listener(std::function<void()> on_buffer_taken, std::function<void()> on_closed) {

@@ -4,15 +4,25 @@
 // (barriers are in-band). A producer blocks while `capacity` data buffers
 // are queued: that is backpressure.
 //
+// A priority event (the barrier of an unaligned checkpoint) does not wait
+// its turn: it is queued ahead of the data buffers, watermarks and idle
+// markers sent before it (never ahead of another barrier, an end of data or
+// a reset), and takes along a copy of the data it overtook
+// (ChannelEvent::overtaken): the in-flight records that become channel
+// state.
+//
 // Thread-safe for one producer thread and one consumer thread.
 #ifndef WEIR_NETWORK_CHANNEL_H_
 #define WEIR_NETWORK_CHANNEL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "absl/synchronization/mutex.h"
 
@@ -63,7 +73,19 @@ struct ChannelEvent {
   int64_t timestamp_ms = 0;    // kBarrier: trigger time; kWatermark: the watermark
   bool idle = false;           // kIdle
   bool savepoint = false;      // kBarrier: of a savepoint (canonical snapshots only)
+  // kBarrier of an unaligned checkpoint: overtakes queued data.
+  bool priority = false;
+  // A priority barrier: the bytes of the data it overtook on its way, in
+  // stream order (whole buffers, so the first may continue a record the
+  // consumer holds the head of); the data itself is still delivered after
+  // the barrier. Null when it overtook nothing.
+  std::shared_ptr<const std::string> overtaken;
 };
+
+// Appends `more` after the bytes `ev` carries as overtaken data.
+void append_overtaken(ChannelEvent* ev, std::string_view more);
+// Puts `earlier` before the bytes `ev` carries as overtaken data.
+void prepend_overtaken(ChannelEvent* ev, std::string_view earlier);
 
 // What a producer writes one subpartition into: a channel to a running
 // consumer, or a result file (network/result_file.h).
@@ -77,6 +99,9 @@ class ChannelWriter {
   virtual bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr,
                     const std::atomic<bool>* abort = nullptr) = 0;
   virtual void close() = 0;
+  // Whether a priority event overtakes what is queued here (a result file
+  // keeps the order it was written in).
+  virtual bool supports_priority() const { return false; }
 };
 
 // What a consumer reads one input channel from: a channel from a running
@@ -90,6 +115,11 @@ class ChannelReader {
   // The consumer's wakeup, signalled when events arrive; reset to null
   // before the wakeup is destroyed.
   virtual void set_consumer(Wakeup* wakeup) = 0;
+  // Where the channel counts the priority events it holds (LocalChannel);
+  // other readers never hold one.
+  virtual void set_priority_counter(std::atomic<int>*) {}
+  // The event at the head when it is a priority event (non-blocking).
+  virtual std::optional<ChannelEvent> poll_priority() { return std::nullopt; }
   // The consumer's attempt ends but the channel stays for its next one
   // (--failover task): returns the records dropped with it. What a file
   // holds stays in the file, so a result file's reader just closes.
@@ -104,14 +134,19 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
   explicit LocalChannel(int capacity) : capacity_(capacity) {}
 
   // Blocks while full of data buffers. Returns false once closed, or when
-  // `abort` is set (see wake_producer()).
+  // `abort` is set (see wake_producer()). A priority event never blocks; it
+  // overtakes what it may (see above).
   bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr,
             const std::atomic<bool>* abort = nullptr) override;
+  bool supports_priority() const override { return true; }
+  // Whether a data buffer pushed now would not wait (any thread).
+  bool has_space() const;
   // Non-blocking. Empty when nothing is queued.
   std::optional<ChannelEvent> poll() override;
   // As poll(), but leaves a data buffer at the head queued unless
   // `take_buffer` (a network sender without credit still sends events).
   std::optional<ChannelEvent> poll_if(bool take_buffer);
+  std::optional<ChannelEvent> poll_priority() override;
   bool has_event() const;
   // Data buffers queued, of at most capacity() (any thread).
   int queued_buffers() const;
@@ -129,12 +164,22 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
   // The consumer's wakeup, signalled on every push. May be set after pushes;
   // the consumer resets it to null before the wakeup is destroyed.
   void set_consumer(Wakeup* wakeup) override;
+  // The producer's wakeup, signalled each time the consumer takes a data
+  // buffer (a producer that waits for space without blocking in push, as a
+  // task taking unaligned checkpoints does). Reset to null before the
+  // wakeup is destroyed.
+  void set_producer(Wakeup* wakeup);
+  // A counter the channel keeps adding its queued priority events to (one
+  // per consumer, over all its channels: whether any waits is one load).
+  void set_priority_counter(std::atomic<int>* counter) override;
   // Called (outside the channel's lock) each time the consumer takes a data
   // buffer, and once when the channel closes. A remote channel's receiving
   // end returns credit and passes closes on through them. Set before use.
   void set_listener(std::function<void()> on_buffer_taken, std::function<void()> on_closed);
 
  private:
+  void drop_priority_count() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const int capacity_;
   mutable absl::Mutex mu_;
   absl::CondVar not_full_;
@@ -142,6 +187,9 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
   int queued_buffers_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   Wakeup* consumer_ ABSL_GUARDED_BY(mu_) = nullptr;
+  Wakeup* producer_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int queued_priority_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int>* priority_counter_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Shared, so taking a buffer copies a pointer, not the function.
   std::shared_ptr<const std::function<void()>> on_buffer_taken_ ABSL_GUARDED_BY(mu_);
   std::function<void()> on_closed_ ABSL_GUARDED_BY(mu_);

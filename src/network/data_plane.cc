@@ -188,7 +188,12 @@ class DataPlane::Outbound {
             p.push_back(static_cast<char>(ev->kind));
             put_i64(p, ev->checkpoint_id);
             put_i64(p, ev->timestamp_ms);
-            p.push_back(static_cast<char>((ev->idle ? 1 : 0) | (ev->savepoint ? 2 : 0)));
+            p.push_back(static_cast<char>((ev->idle ? 1 : 0) | (ev->savepoint ? 2 : 0) | (ev->priority ? 4 : 0)));
+            if (ev->priority) {
+              const std::string_view overtaken = ev->overtaken ? std::string_view(*ev->overtaken) : "";
+              put_u32(p, static_cast<uint32_t>(overtaken.size()));
+              p.append(overtaken);
+            }
             out += frame(FrameType::kEvent, s->id, p);
           }
         }
@@ -332,7 +337,13 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
         it->second->push(std::move(ev));  // never blocks: the sender spends credit
         continue;
       }
-      if (h.length > kMaxControlPayload) return;
+      // An unaligned barrier carries the data it overtook at the sender: at
+      // most a channel's capacity of buffers and the one being filled.
+      const uint64_t limit =
+          h.type == FrameType::kEvent
+              ? kMaxControlPayload + static_cast<uint64_t>(plane_->capacity_ + 1) * plane_->pool_->buffer_size()
+              : kMaxControlPayload;
+      if (h.length > limit) return;
       std::string payload(h.length, '\0');
       if (!sock_->read_all(payload.data(), payload.size())) return;
       if (h.type == FrameType::kOpen) {

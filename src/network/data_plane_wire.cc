@@ -175,6 +175,13 @@ std::optional<ChannelEvent> decode_event(std::string_view payload) {
   ev.kind = static_cast<EventKind>(kind);
   ev.idle = flags & 1;
   ev.savepoint = flags & 2;
+  ev.priority = flags & 4;
+  if (ev.priority) {
+    if (ev.kind != EventKind::kBarrier) return std::nullopt;
+    std::string overtaken;
+    if (!r.get_string(&overtaken)) return std::nullopt;
+    if (!overtaken.empty()) ev.overtaken = std::make_shared<const std::string>(std::move(overtaken));
+  }
   return ev;
 }
 

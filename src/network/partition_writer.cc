@@ -67,12 +67,21 @@ int64_t ResultPartition::unsent_records() const {
 }
 
 void ResultPartition::flush_all() {
-  for (int c = 0; c < num_channels(); ++c) flush(c);
+  for (int c = 0; c < num_channels(); ++c) {
+    // A task that must not block (track_space) leaves a buffer for a full
+    // channel until it has space.
+    if (track_space_) {
+      const auto* local = dynamic_cast<const LocalChannel*>(channels_[c].get());
+      if (local != nullptr && !local->has_space()) continue;
+    }
+    flush(c);
+  }
 }
 
 void ResultPartition::broadcast_event(EventKind kind, int64_t checkpoint_id, int64_t timestamp_ms,
                                       bool flag) {
-  flush_all();
+  // Every buffer, full channel or not: the event follows the data before it.
+  for (int c = 0; c < num_channels(); ++c) flush(c);
   for (int c = 0; c < num_channels(); ++c) {
     ChannelEvent ev;
     ev.kind = kind;
@@ -84,6 +93,32 @@ void ResultPartition::broadcast_event(EventKind kind, int64_t checkpoint_id, int
   }
 }
 
+void ResultPartition::broadcast_priority_barrier(int64_t checkpoint_id, int64_t timestamp_ms) {
+  for (int c = 0; c < num_channels(); ++c) {
+    ChannelEvent ev;
+    ev.kind = EventKind::kBarrier;
+    ev.checkpoint_id = checkpoint_id;
+    ev.timestamp_ms = timestamp_ms;
+    if (channels_[c]->supports_priority()) {
+      ev.priority = true;
+      if (const Buffer& b = current_[c]; b && b.size() > 0) append_overtaken(&ev, std::string_view(b.data(), b.size()));
+    } else {
+      flush(c);
+    }
+    push(c, std::move(ev));
+  }
+}
+
+bool ResultPartition::available() {
+  if (!maybe_full_) return true;
+  for (const auto& c : channels_) {
+    const auto* local = dynamic_cast<const LocalChannel*>(c.get());
+    if (local != nullptr && !local->has_space()) return false;
+  }
+  maybe_full_ = false;
+  return true;
+}
+
 void ResultPartition::broadcast_watermark(int64_t watermark) {
   if (metrics_ != nullptr) metrics_->output_watermark.store(watermark, std::memory_order_relaxed);
   broadcast_event(EventKind::kWatermark, 0, watermark);
@@ -93,6 +128,7 @@ void ResultPartition::broadcast_idle(bool idle) { broadcast_event(EventKind::kId
 
 void ResultPartition::push(int channel, ChannelEvent ev) {
   const bool end = ev.kind == EventKind::kEndOfData;
+  const bool buffer = ev.kind == EventKind::kBuffer;
   if (!channels_[channel]->push(std::move(ev), metrics_ != nullptr ? &metrics_->backpressured_ns : nullptr,
                                 cancelled_)) {
     // After end-of-data a consumer may finish (the final checkpoint is
@@ -103,6 +139,10 @@ void ResultPartition::push(int channel, ChannelEvent ev) {
     throw TaskCancelled();
   }
   if (end) ended_ = true;
+  if (track_space_ && !maybe_full_ && buffer) {
+    const auto* local = dynamic_cast<const LocalChannel*>(channels_[channel].get());
+    maybe_full_ = local != nullptr && !local->has_space();
+  }
 }
 
 void ResultPartition::close_channels() {

@@ -35,7 +35,8 @@ class ResultPartition final : public detail::PartitionWriter {
   int num_channels() const override { return static_cast<int>(channels_.size()); }
   void emit(int channel, std::string_view record) override;
 
-  // Sends partly filled buffers now.
+  // Sends partly filled buffers now (once track_space() was called, those
+  // whose channel has space).
   void flush_all();
   // The records begun in buffers not sent yet: lost when the task ends
   // without sending them.
@@ -46,6 +47,19 @@ class ResultPartition final : public detail::PartitionWriter {
   void broadcast_event(EventKind kind, int64_t checkpoint_id = 0, int64_t timestamp_ms = 0,
                        bool flag = false);
   void close_channels();
+
+  // The barrier of an unaligned checkpoint: to every channel at once, ahead
+  // of the data queued there (LocalChannel's priority events), carrying a
+  // copy of that data and of the buffer being filled, which stays to be
+  // sent after it. A channel that keeps its order (a result file) gets the
+  // buffer and then the barrier, as broadcast_event sends them.
+  void broadcast_priority_barrier(int64_t checkpoint_id, int64_t timestamp_ms);
+  // Whether every channel takes a data buffer without waiting: a task that
+  // must stay responsive to priority barriers processes a record only then,
+  // so emitting it never blocks (unless one record fills several buffers).
+  // Tracked once track_space() was called; true before.
+  bool available();
+  void track_space() { track_space_ = true; }
 
  private:
   void write(int channel, const char* p, size_t n);
@@ -62,6 +76,9 @@ class ResultPartition final : public detail::PartitionWriter {
   uint64_t record_size_ = 0;
   uint64_t record_left_ = 0;
   bool ended_ = false;  // end-of-data went out
+  // A channel filled up since available() last found all with space.
+  bool maybe_full_ = false;
+  bool track_space_ = false;
 };
 
 // Reassembles framed records from a channel's buffers. One per input channel.
@@ -82,6 +99,12 @@ class RecordDeserializer {
   bool feed(const char* data, size_t n, F&& fn, uint64_t continued = 0);
 
   bool has_partial() const { return !partial_.empty(); }
+  // The head of the record it holds (empty when none).
+  std::string_view partial() const { return partial_; }
+  // Called from `fn`: feed returns after this record, yielded() says so,
+  // and next_record() is where to go on from (a record's start).
+  void yield() { yield_ = true; }
+  bool yielded() const { return yielded_; }
   // Where in the bytes last fed the record after the one being handed to
   // `fn` begins: what a failure in `fn` leaves unread.
   size_t next_record() const { return next_; }
@@ -95,11 +118,20 @@ class RecordDeserializer {
   std::string partial_;
   uint64_t skipping_ = 0;  // bytes of an unseen record still to skip
   size_t next_ = 0;
+  bool yield_ = false;
+  bool yielded_ = false;
 };
 
 template <typename F>
 bool RecordDeserializer::feed(const char* data, size_t n, F&& fn, uint64_t continued) {
   size_t pos = 0;
+  yielded_ = false;
+  auto yielding = [this] {
+    if (!yield_) return false;
+    yield_ = false;
+    yielded_ = true;
+    return true;
+  };
   if (partial_.empty() && skipping_ == 0) skipping_ = continued;
   if (skipping_ > 0) {
     const size_t skip = static_cast<size_t>(std::min<uint64_t>(skipping_, n));
@@ -123,6 +155,7 @@ bool RecordDeserializer::feed(const char* data, size_t n, F&& fn, uint64_t conti
     bool ok = fn(std::string_view(partial_).substr(header));
     partial_.clear();
     if (!ok) return false;
+    if (yielding()) return true;
   }
   while (pos < n) {
     if (!parse_record_header(data + pos, n - pos, &len, &header) || n - pos - header < len) {
@@ -132,6 +165,7 @@ bool RecordDeserializer::feed(const char* data, size_t n, F&& fn, uint64_t conti
     next_ = pos + header + len;
     if (!fn(std::string_view(data + pos + header, len))) return false;
     pos += header + len;
+    if (yielding()) return true;
   }
   return true;
 }

@@ -6,9 +6,31 @@
 
 namespace weir::runtime {
 
-void InputGate::open(CheckpointingMode mode, Wakeup* consumer) {
-  for (Channel& c : channels_) c.reader->set_consumer(consumer);
-  if (!channels_.empty()) barriers_ = checkpoint::make_barrier_handler(mode, size());
+void InputGate::open(CheckpointingMode mode, Wakeup* consumer, bool unaligned) {
+  unaligned_ = unaligned && mode == CheckpointingMode::kExactlyOnce;
+  for (Channel& c : channels_) {
+    c.reader->set_consumer(consumer);
+    if (unaligned_) c.reader->set_priority_counter(&priority_);
+  }
+  if (!channels_.empty()) barriers_ = checkpoint::make_barrier_handler(mode, size(), unaligned_);
+  channel_state_.assign(channels_.size(), std::string());
+}
+
+std::optional<network::ChannelEvent> InputGate::poll_priority(int* ch) {
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    std::optional<network::ChannelEvent> ev = channels_[i].reader->poll_priority();
+    if (ev) {
+      *ch = static_cast<int>(i);
+      return ev;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> InputGate::take_channel_state() {
+  std::vector<std::string> out(channels_.size());
+  out.swap(channel_state_);
+  return out;
 }
 
 std::optional<network::ChannelEvent> InputGate::poll(int* ch) {
@@ -32,19 +54,40 @@ std::optional<network::ChannelEvent> InputGate::poll(int* ch) {
   return std::nullopt;
 }
 
-InputGate::Barrier InputGate::on_barrier(int ch, int64_t checkpoint_id) {
+InputGate::Barrier InputGate::on_barrier(int ch, const network::ChannelEvent& barrier, const Held& held) {
+  const int64_t checkpoint_id = barrier.checkpoint_id;
   if (checkpoint_id != align_id_) {
     align_id_ = checkpoint_id;
     align_start_ = std::chrono::steady_clock::now();
   }
+  // The data a barrier overtook is channel state when its channel was
+  // being recorded for its checkpoint, or when it starts one.
+  const bool was_recording = recording_id_ == checkpoint_id && barriers_->is_recording(ch);
   Barrier b;
-  b.decision = barriers_->on_barrier(ch, checkpoint_id);
+  b.decision = barriers_->on_barrier(ch, checkpoint_id, barrier.savepoint);
   if (b.decision.trigger) b.alignment_ms = ms_since(align_start_);
+  if (b.decision.abandoned && b.decision.abandoned_id == recording_id_) recording_id_ = -1;
+  if (b.decision.records_channels) {
+    // The snapshot is taken now: each channel's state begins with the head
+    // of the record its deserializer holds, and, for the channel of the
+    // held buffer, with the rest of that buffer.
+    recording_id_ = checkpoint_id;
+    for (size_t c = 0; c < channels_.size(); ++c) channel_state_[c].assign(channels_[c].deserializer.partial());
+    if (held.ch >= 0) channel_state_[held.ch].append(held.rest());
+  }
+  if ((b.decision.records_channels || was_recording) && barrier.overtaken != nullptr) {
+    channel_state_[ch].append(*barrier.overtaken);
+  }
+  if (b.decision.completed) recording_id_ = -1;
   return b;
 }
 
 void InputGate::on_abort(int64_t checkpoint_id) {
   if (barriers_ != nullptr) barriers_->on_abort(checkpoint_id);
+  if (checkpoint_id >= recording_id_ && recording_id_ >= 0) {
+    recording_id_ = -1;
+    channel_state_.assign(channels_.size(), std::string());
+  }
 }
 
 bool InputGate::end(int ch) {
@@ -52,6 +95,7 @@ bool InputGate::end(int ch) {
   if (c.ended) return false;
   c.ended = true;
   ++ended_;
+  barriers_->on_end_of_data(ch);
   return all_ended();
 }
 

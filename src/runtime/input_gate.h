@@ -1,16 +1,20 @@
 // A task's input channels (Flink's InputGate): one per producer subtask of
 // each input edge, read in turn, skipping those the checkpoint barriers
 // block while they align; which channels ended; and how long an alignment
-// has taken. What the events mean to the task's operators is Task's.
-// Task thread only.
+// has taken. Under unaligned checkpoints, the channel state of the
+// checkpoint being taken: from the task's snapshot until a channel's
+// barrier, what the task reads from it, and the data the barrier overtook.
+// What the events mean to the task's operators is Task's. Task thread only.
 #ifndef WEIR_RUNTIME_INPUT_GATE_H_
 #define WEIR_RUNTIME_INPUT_GATE_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "checkpoint/barrier_handler.h"
@@ -38,6 +42,21 @@ class InputGate {
     std::shared_ptr<network::LocalChannel> remote;
     std::string producer;
     std::string producer_location;
+    // Which channel it is: the job edge and the producer's subtask.
+    int job_edge = 0;
+    int producer_subtask = 0;
+  };
+
+  // The task's buffer it stopped reading to take a priority barrier (or
+  // until its outputs have space): `ch`'s data from `offset` on, a record's
+  // start. `ch` is -1 when there is none.
+  struct Held {
+    int ch = -1;
+    network::Buffer buffer;
+    size_t offset = 0;
+    std::string_view rest() const {
+      return std::string_view(buffer.data(), buffer.size()).substr(offset);
+    }
   };
 
   // A barrier's outcome: the barrier handler's decision, and for a
@@ -48,9 +67,11 @@ class InputGate {
   };
 
   void add(Channel channel) { channels_.push_back(std::move(channel)); }
-  // Every channel added: barriers are handled as `mode` asks, and a channel
-  // with news wakes `consumer`.
-  void open(CheckpointingMode mode, Wakeup* consumer);
+  // Every channel added: barriers are handled as `mode` asks (`unaligned`:
+  // exactly-once with unaligned checkpoints), and a channel with news wakes
+  // `consumer`.
+  void open(CheckpointingMode mode, Wakeup* consumer, bool unaligned = false);
+  bool unaligned() const { return unaligned_; }
 
   bool empty() const { return channels_.empty(); }
   int size() const { return static_cast<int>(channels_.size()); }
@@ -62,7 +83,28 @@ class InputGate {
   // connection broke before its end.
   std::optional<network::ChannelEvent> poll(int* ch);
 
-  Barrier on_barrier(int ch, int64_t checkpoint_id);
+  // A barrier from channel `ch`. When it starts an unaligned checkpoint,
+  // `held` is the buffer the task stopped reading, if any.
+  Barrier on_barrier(int ch, const network::ChannelEvent& barrier, const Held& held);
+  Barrier on_barrier(int ch, int64_t checkpoint_id) {
+    network::ChannelEvent ev;
+    ev.kind = network::EventKind::kBarrier;
+    ev.checkpoint_id = checkpoint_id;
+    return on_barrier(ch, ev, Held{});
+  }
+  // Whether a priority barrier waits on some channel (one load).
+  bool priority_waiting() const { return priority_.load(std::memory_order_relaxed) > 0; }
+  // A priority barrier at the head of some channel, if one is.
+  std::optional<network::ChannelEvent> poll_priority(int* ch);
+  // The task reads `bytes` of channel `ch` (before feeding them): channel
+  // state while the channel is recorded.
+  void record(int ch, std::string_view bytes) {
+    if (recording_id_ >= 0 && barriers_->is_recording(ch)) channel_state_[ch].append(bytes);
+  }
+  // The channel state of the checkpoint that completed it (a barrier's
+  // decision.completed), by channel; empty strings for channels that held
+  // nothing.
+  std::vector<std::string> take_channel_state();
   // The coordinator aborted `checkpoint_id`.
   void on_abort(int64_t checkpoint_id);
 
@@ -86,6 +128,10 @@ class InputGate {
   int ended_ = 0;
   int64_t align_id_ = -1;
   std::chrono::steady_clock::time_point align_start_;
+  bool unaligned_ = false;
+  std::atomic<int> priority_{0};  // priority events queued on the channels
+  int64_t recording_id_ = -1;    // the checkpoint whose channel state is recorded
+  std::vector<std::string> channel_state_;
 };
 
 }  // namespace weir::runtime

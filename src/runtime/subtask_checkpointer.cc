@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -126,6 +127,16 @@ absl::StatusOr<std::shared_ptr<SubtaskCheckpointer::Captured>> SubtaskCheckpoint
     captured->operators.push_back({c.uid, std::move(*snap)});
   }
   return captured;
+}
+
+void SubtaskCheckpointer::add_operator_list(Captured* captured, const std::string& uid, std::string name,
+                                            detail::OperatorListStateData list) {
+  auto it = std::find_if(captured->operators.begin(), captured->operators.end(),
+                         [&](const Captured::Operator& o) { return o.uid == uid; });
+  // A stateless head operator gets a snapshot of its own, first as in
+  // chain order.
+  if (it == captured->operators.end()) it = captured->operators.insert(captured->operators.begin(), {uid, {}});
+  it->snapshot.operator_state[std::move(name)] = std::move(list);
 }
 
 void SubtaskCheckpointer::aborted(int64_t checkpoint_id) {

@@ -52,6 +52,10 @@ class SubtaskCheckpointer {
   // error names the operator that failed.
   absl::StatusOr<std::shared_ptr<Captured>> snapshot(const std::vector<ChainedOperator>& chain,
                                                      int64_t checkpoint_id, bool savepoint);
+  // Adds list `name` to the operator state of `uid` in `captured` (the
+  // channel state of an unaligned checkpoint joins its head operator's).
+  static void add_operator_list(Captured* captured, const std::string& uid, std::string name,
+                                detail::OperatorListStateData list);
   // The asynchronous part, on the executor; it acknowledges with these
   // timings or declines with the cause.
   // `source_records`: TaskAck::source_records.

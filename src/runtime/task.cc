@@ -113,6 +113,7 @@ void Task::notify_checkpoint_aborted(int64_t id) {
   checkpointer_.aborted(id);  // before the mail: a queued asynchronous part is dropped at once
   post([this, id] {
     gate_.on_abort(id);
+    if (unaligned_pending_.id >= 0 && unaligned_pending_.id <= id) unaligned_pending_ = PendingCheckpoint{};
     for (auto& op : chain_.operators) op->notify_checkpoint_aborted(id);
   });
 }
@@ -195,6 +196,7 @@ void Task::run() {
     if (!s.ok()) throw std::runtime_error(std::string(s.message()));
     enter(TaskPhase::kRunning);
     services_.job_master->update_task_state(id(), ExecutionState::kRunning, "", false);
+    replay_channel_state();
     loop();
     if (cancelled_) final_state = ExecutionState::kCanceled;
   } catch (const network::TaskCancelled&) {
@@ -274,6 +276,16 @@ absl::Status Task::initialize() {
       if (!r.ok()) return r.status();
       restore = std::move(*r);
     }
+    if (i == 0 && restore) {
+      // Channel state of an unaligned checkpoint: replayed once running.
+      auto it = restore->operator_state.find(std::string(checkpoint::kChannelStateList));
+      if (it != restore->operator_state.end()) {
+        const checkpoint::OperatorStateHandles* h = tdd_.restore->find(graph_->uids[node]);
+        s = assign_channel_state(it->second, h != nullptr ? h->parallelism : vertex_.parallelism);
+        if (!s.ok()) return s;
+        restore->operator_state.erase(it);
+      }
+    }
     if (i == 0 && ahead_.on && tdd_.source_positions != nullptr) {
       // At-most-once: the source continues after what it emitted before.
       if (!restore) restore.emplace();
@@ -334,6 +346,13 @@ void Task::loop() {
         end_of_input();
         continue;
       }
+      if (unaligned() && !outputs_available()) {
+        // Its next batch would wait in a push, deaf to checkpoint triggers:
+        // it waits here until a consumer takes a buffer.
+        flush_outputs();
+        wait(SteadyClock::now() + idle_wait);
+        continue;
+      }
       detail::PollStatus st = chain_.source->poll(kSourceBatch);
       if (st == detail::PollStatus::kEndOfInput) {
         end_of_input();
@@ -366,23 +385,55 @@ void Task::loop() {
 }
 
 void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms,
-                              bool savepoint) {
+                              bool savepoint, bool records_channels) {
   const auto start = SteadyClock::now();
   std::vector<SubtaskCheckpointer::ChainedOperator> chain;
   for (size_t i = 0; i < chain_.operators.size(); ++i) chain.push_back({graph_->uids[vertex_.nodes[i]], chain_.operators[i].get()});
   auto captured = checkpointer_.snapshot(chain, checkpoint_id, savepoint);
   // The barrier goes downstream whatever happened here: records after it
-  // belong to the next checkpoint.
+  // belong to the next checkpoint. An unaligned one overtakes the data
+  // queued in front of it.
   for (auto& p : chain_.partitions) {
-    p->broadcast_event(network::EventKind::kBarrier, checkpoint_id, timestamp_ms, savepoint);
+    if (unaligned() && !savepoint) {
+      p->broadcast_priority_barrier(checkpoint_id, timestamp_ms);
+    } else {
+      p->broadcast_event(network::EventKind::kBarrier, checkpoint_id, timestamp_ms, savepoint);
+    }
   }
   last_flush_ = SteadyClock::now();
   if (!captured.ok()) {
     services_.job_master->decline_checkpoint(id(), checkpoint_id, std::string(captured.status().message()));
     return;
   }
+  if (records_channels) {
+    unaligned_pending_ = PendingCheckpoint{checkpoint_id, std::move(*captured), ms_since(start), alignment_ms, start};
+    return;
+  }
   checkpointer_.finish_async(std::move(*captured), checkpoint_id, ms_since(start), alignment_ms,
                              ahead_.on ? chain_.source->released_records() : 0);
+}
+
+void Task::complete_channel_state(int64_t checkpoint_id) {
+  std::vector<std::string> state = gate_.take_channel_state();
+  if (unaligned_pending_.id != checkpoint_id) return;  // declined when its snapshot failed
+  PendingCheckpoint pending = std::move(unaligned_pending_);
+  unaligned_pending_ = PendingCheckpoint{};
+  detail::OperatorListStateData list;
+  list.mode = detail::Redistribution::kUnion;
+  for (size_t c = 0; c < state.size(); ++c) {
+    if (state[c].empty()) continue;
+    const InputGate::Channel& in = gate_.channel(static_cast<int>(c));
+    list.entries.push_back(checkpoint::encode_channel_state(
+        {in.job_edge, in.producer_subtask, tdd_.execution.subtask, std::move(state[c])}));
+  }
+  if (!list.entries.empty()) {
+    SubtaskCheckpointer::add_operator_list(pending.captured.get(), graph_->uids[vertex_.nodes[0]],
+                                           std::string(checkpoint::kChannelStateList), std::move(list));
+  }
+  // The alignment of an unaligned checkpoint: from its snapshot until the
+  // last barrier came (the time its channels were recorded).
+  checkpointer_.finish_async(std::move(pending.captured), checkpoint_id, pending.sync_ms,
+                             pending.alignment_ms + ms_since(pending.started));
 }
 
 void Task::read_ahead() {
@@ -525,13 +576,20 @@ void Task::maybe_flush(SteadyClock::time_point now) {
   if (now - last_flush_ >= services_.config->network.buffer_timeout) flush_outputs();
 }
 
+void Task::forget_producer_wakeups() {
+  absl::MutexLock lock(&channels_mu_);
+  for (auto& c : all_channels_) c->set_producer(nullptr);
+}
+
 int64_t Task::leave_channels() {
+  forget_producer_wakeups();
   int64_t dropped = dropped_on_failure_;
   for (auto& p : chain_.partitions) dropped += p->unsent_records();
   return dropped + gate_.leave();
 }
 
 void Task::close_channels() {
+  forget_producer_wakeups();
   for (auto& p : chain_.partitions) p->close_channels();
   gate_.close();
   // Channels taken before building the chain failed belong to no partition

@@ -178,7 +178,26 @@ class Task {
   // Takes the next event of the input gate, if one came.
   bool poll_inputs();
   void process_event(int channel, network::ChannelEvent ev);
-  void perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms, bool savepoint);
+  // `records_channels`: an unaligned checkpoint whose channel state the
+  // input gate records from now on; its asynchronous part waits for it.
+  void perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms, bool savepoint,
+                          bool records_channels = false);
+  // Unaligned: the channel state of `checkpoint_id` is complete; it joins
+  // the head operator's state and the asynchronous part starts.
+  void complete_channel_state(int64_t checkpoint_id);
+  bool unaligned() const {
+    return services_.config->checkpoint.unaligned && services_.config->checkpoint.mode == CheckpointingMode::kExactlyOnce;
+  }
+  // Feeds the buffer held in gate_ to the head operator, until it ends or
+  // a priority barrier waits or an output is full.
+  void feed_held();
+  // Whether every output takes a buffer without waiting (unaligned only).
+  bool outputs_available();
+  // The restored channel state this subtask takes (runtime/task_restore.cc).
+  absl::Status assign_channel_state(const detail::OperatorListStateData& list, int old_parallelism);
+  // Feeds the restored channel state to the head operator, before any
+  // input is read.
+  void replay_channel_state();
   // At-most-once: one step of a source reading ahead (see ReadAhead).
   void read_ahead();
   void seal_batch(bool ends_input);
@@ -203,6 +222,8 @@ class Task {
   void flush_outputs();
   void maybe_flush(std::chrono::steady_clock::time_point now);
   void close_channels();
+  // The channels stop waking this task when their consumer takes a buffer.
+  void forget_producer_wakeups();
   // --failover task: the channels stay open for the next attempts of this
   // task and its neighbours; leaves the inputs and returns the records lost
   // with them and with the outputs not sent.
@@ -266,6 +287,27 @@ class Task {
   int64_t dropped_on_failure_ = 0;  // --failover task: the records a failing input buffer took along
   size_t local_bytes_read_ = 0;      // of the restore's state files, from local copies
   std::chrono::steady_clock::time_point last_flush_;
+  // Unaligned: the buffer the task stopped reading, and the checkpoint
+  // whose snapshot waits for its channel state.
+  InputGate::Held held_;
+  struct PendingCheckpoint {
+    int64_t id = -1;
+    std::shared_ptr<SubtaskCheckpointer::Captured> captured;
+    int64_t sync_ms = 0;
+    int64_t alignment_ms = 0;
+    std::chrono::steady_clock::time_point started;
+  };
+  PendingCheckpoint unaligned_pending_;
+  // Restored channel state to replay: the input (index into adapters_),
+  // its edge, and the records.
+  struct Replay {
+    size_t adapter = 0;
+    const detail::StreamEdge* edge = nullptr;
+    std::string records;
+    bool by_key_group = false;  // keep only the records of this subtask's key groups
+    std::string what;           // "edge 2 from subtask 1", for errors
+  };
+  std::vector<Replay> replay_;
 };
 
 }  // namespace weir::runtime

@@ -45,10 +45,15 @@ absl::Status Task::build_inputs() {
       }
       in.adapter = adapters_.back().get();
       in.edge = &se;
+      in.job_edge = e;
+      in.producer_subtask = p;
       gate_.add(std::move(in));
     }
   }
-  gate_.open(services_.config->checkpoint.mode, &wakeup_);
+  gate_.open(services_.config->checkpoint.mode, &wakeup_, unaligned());
+  if (unaligned()) {
+    for (auto& p : chain_.partitions) p->track_space();
+  }
   valve_ = WatermarkValve(gate_.size());
   if (chain_.sorted_input) {
     batch::ExternalSorter::Options o;
@@ -95,11 +100,36 @@ void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c, boo
   absl::MutexLock lock(&channels_mu_);
   all_channels_.push_back(c);
   (input ? input_channels_ : output_channels_).push_back(c.get());
+  // Unaligned: the task waits for space in its outputs in its loop, not in
+  // a push, so it hears of priority barriers meanwhile.
+  if (!input && unaligned()) c->set_producer(&wakeup_);
   if (cancelled_ && !task_failover()) c->close();
+}
+
+bool Task::outputs_available() {
+  for (auto& p : chain_.partitions) {
+    if (!p->available()) return false;
+  }
+  return true;
 }
 
 bool Task::poll_inputs() {
   int ch = 0;
+  if (gate_.unaligned()) {
+    // A priority barrier first, even while a buffer is half read or the
+    // outputs are full: that is what makes the checkpoint unaligned.
+    if (gate_.priority_waiting()) {
+      if (std::optional<network::ChannelEvent> ev = gate_.poll_priority(&ch)) {
+        process_event(ch, std::move(*ev));
+        return true;
+      }
+    }
+    if (!outputs_available()) return false;
+    if (held_.ch >= 0) {
+      feed_held();
+      return true;
+    }
+  }
   std::optional<network::ChannelEvent> ev = gate_.poll(&ch);
   if (!ev) return false;
   process_event(ch, std::move(*ev));
@@ -110,6 +140,15 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
   InputGate::Channel& in = gate_.channel(ch);
   switch (ev.kind) {
     case network::EventKind::kBuffer: {
+      if (gate_.unaligned() && sorted_ == nullptr) {
+        TaskMetrics::add(metrics_.bytes_in, static_cast<int64_t>(ev.buffer.size()));
+        gate_.record(ch, std::string_view(ev.buffer.data(), ev.buffer.size()));
+        held_.ch = ch;
+        held_.buffer = std::move(ev.buffer);
+        held_.offset = 0;
+        feed_held();
+        break;
+      }
       int64_t records = 0;
       bool ok;
       try {
@@ -144,12 +183,17 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
       break;
     }
     case network::EventKind::kBarrier: {
-      const InputGate::Barrier b = gate_.on_barrier(ch, ev.checkpoint_id);
+      const InputGate::Barrier b = gate_.on_barrier(ch, ev, held_);
       if (b.decision.abandoned) {
+        if (unaligned_pending_.id == b.decision.abandoned_id) unaligned_pending_ = PendingCheckpoint{};
         services_.job_master->decline_checkpoint(id(), b.decision.abandoned_id,
                                                  "subsumed by a newer barrier during alignment");
       }
-      if (b.decision.trigger) perform_checkpoint(b.decision.checkpoint_id, ev.timestamp_ms, b.alignment_ms, ev.savepoint);
+      if (b.decision.trigger) {
+        perform_checkpoint(b.decision.checkpoint_id, ev.timestamp_ms, b.alignment_ms, ev.savepoint,
+                           b.decision.records_channels);
+      }
+      if (b.decision.completed) complete_channel_state(b.decision.completed_id);
       break;
     }
     case network::EventKind::kWatermark:
@@ -183,6 +227,28 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
       }
       break;
   }
+}
+
+void Task::feed_held() {
+  InputGate::Channel& in = gate_.channel(held_.ch);
+  const std::string_view rest = held_.rest();
+  int64_t records = 0;
+  const bool ok = in.deserializer.feed(
+      rest.data(), rest.size(),
+      [&](std::string_view rec) {
+        ++records;
+        const bool processed = in.adapter->process_serialized(rec);
+        if (gate_.priority_waiting() || !outputs_available()) in.deserializer.yield();
+        return processed;
+      },
+      held_.offset == 0 ? held_.buffer.continued_bytes() : 0);
+  TaskMetrics::add(metrics_.records_in, records);
+  if (!ok) throw std::runtime_error("corrupt record on input channel " + std::to_string(held_.ch));
+  if (in.deserializer.yielded()) {
+    held_.offset += in.deserializer.next_record();
+    if (held_.offset < held_.buffer.size()) return;
+  }
+  held_ = InputGate::Held{};  // the buffer returns to the pool
 }
 
 void Task::apply(const WatermarkValve::Change& change) {

@@ -2,7 +2,10 @@
 // state files it needs (from this process's local copies when local
 // recovery kept intact ones, else from the checkpoint), the operator state
 // redistributed over the new parallelism, and the key groups of its range
-// or the native snapshots holding them. Part of Task (runtime/task.h).
+// or the native snapshots holding them; the channel state of an unaligned
+// checkpoint, redistributed as the records would have been sent, and its
+// replay. Part of Task (runtime/task.h).
+#include <algorithm>
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
@@ -105,6 +108,72 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
     for (int kg = take.start; kg < take.end; ++kg) r.key_groups.push_back({kg, s->key_group_bytes(bytes, kg)});
   }
   return r;
+}
+
+absl::Status Task::assign_channel_state(const detail::OperatorListStateData& list, int old_parallelism) {
+  const int me = tdd_.execution.subtask;
+  const int parallelism = vertex_.parallelism;
+  for (const std::string& entry : list.entries) {
+    auto state = checkpoint::decode_channel_state(entry);
+    if (!state.ok()) return state.status();
+    const std::string what = "channel state of edge " + std::to_string(state->job_edge) + " from subtask " +
+                             std::to_string(state->producer) + " to subtask " + std::to_string(state->consumer);
+    auto input = std::find(vertex_.inputs.begin(), vertex_.inputs.end(), state->job_edge);
+    if (input == vertex_.inputs.end() || state->consumer >= old_parallelism) {
+      return absl::DataLossError(what + " does not lead to " + vertex_.name + ": the checkpoint is of another job");
+    }
+    const graph::JobEdge& je = graph_->edges[state->job_edge];
+    Replay r;
+    r.adapter = static_cast<size_t>(input - vertex_.inputs.begin());
+    r.edge = &graph_->stream.edges[je.stream_edge];
+    r.what = what;
+    if (old_parallelism == parallelism) {
+      // Each subtask takes what was in flight to it.
+      if (state->consumer != me) continue;
+    } else if (je.kind == detail::PartitionKind::kHash) {
+      // Each subtask takes the records of its key groups, from every
+      // channel, as the producers would send them now.
+      r.by_key_group = true;
+    } else if (je.kind == detail::PartitionKind::kBroadcast) {
+      return absl::FailedPreconditionError(
+          what + " cannot be rescaled from parallelism " + std::to_string(old_parallelism) + " to " +
+          std::to_string(parallelism) + ": a broadcast input's records in flight differ per subtask; restore at "
+          "parallelism " + std::to_string(old_parallelism) + ", or rescale from a savepoint (savepoints are aligned)");
+    } else {
+      // Round robin: the old subtasks' records in flight, dealt out.
+      if (state->consumer % parallelism != me) continue;
+    }
+    r.records = std::move(state->records);
+    replay_.push_back(std::move(r));
+  }
+  return absl::OkStatus();
+}
+
+void Task::replay_channel_state() {
+  if (replay_.empty()) return;
+  const auto began = SteadyClock::now();
+  int64_t total = 0;
+  for (Replay& r : replay_) {
+    detail::InputAdapter* adapter = adapters_[r.adapter].get();
+    network::RecordDeserializer records;
+    int64_t n = 0;
+    const bool ok = records.feed(r.records.data(), r.records.size(), [&](std::string_view rec) {
+      if (r.by_key_group) {
+        uint64_t hash;
+        if (!r.edge->ops->read_key_hash(r.edge->key_hash.get(), rec, &hash)) return false;
+        if (!tdd_.key_groups.contains(key_group_for_hash(hash, graph_->max_parallelism))) return true;
+      }
+      ++n;
+      return adapter->process_serialized(rec);
+    });
+    if (!ok || records.has_partial()) throw std::runtime_error(r.what + " is malformed");
+    TaskMetrics::add(metrics_.records_in, n);
+    total += n;
+    std::string().swap(r.records);
+  }
+  replay_.clear();
+  spdlog::info("job {}: {} ({}) replayed {} records of channel state in {} ms", tdd_.job_id, vertex_.name,
+               id().to_string(), total, ms_since(began));
 }
 
 }  // namespace weir::runtime
