@@ -143,5 +143,27 @@ TEST_F(UnalignedTest, RescalingTwoThreeOneThroughUnalignedCheckpointsIsExactlyOn
   EXPECT_GT(replayed_records(log_.substr(before_last)), 0) << "3 -> 1 replayed nothing\n" << log_;
 }
 
+// Unaligned checkpoints are exactly-once checkpoints; Flink's key turns
+// them on as the flag does.
+TEST_F(UnalignedTest, OtherModesAndUnknownSpellingsAreRefusedAndFlinksKeyWorks) {
+  auto r = testing::run_weir({"example", "running-sum", "--input", input_, "--output", dir_->path("o1"),
+                              "--checkpointing", "unaligned", "--mode", "at-least-once"},
+                             dir_->path("mode"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--checkpointing unaligned needs --mode exactly-once, not at-least-once"), std::string::npos)
+      << r.err;
+  r = testing::run_weir({"example", "running-sum", "--input", input_, "--output", dir_->path("o2"),
+                         "--checkpointing", "sideways"},
+                        dir_->path("spelling"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--checkpointing sideways: expected aligned or unaligned"), std::string::npos) << r.err;
+  r = testing::run_weir({"example", "running-sum", "--input", input_, "--output", dir_->path("o3"), "-p", "2",
+                         "--verbose", "-D", "execution.checkpointing.unaligned.enabled=true", "-D",
+                         "execution.checkpointing.mode=AT_LEAST_ONCE"},
+                        dir_->path("flink-keys"));
+  EXPECT_EQ(r.code, 2) << "the key set unaligned checkpoints, which at-least-once refuses";
+  EXPECT_NE(r.err.find("needs --mode exactly-once"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace weir

@@ -98,5 +98,89 @@ TEST(BarrierHandlerTest, ModeSelectsTheHandler) {
             nullptr);
 }
 
+TEST(BarrierUnalignerTest, SnapshotsAtTheFirstBarrierAndRecordsTheOthersUntilTheirs) {
+  BarrierUnaligner u(3);
+  auto d = u.on_barrier(1, 5);
+  EXPECT_TRUE(d.trigger);
+  EXPECT_TRUE(d.records_channels);
+  EXPECT_EQ(d.checkpoint_id, 5);
+  EXPECT_FALSE(d.completed);
+  for (int c = 0; c < 3; ++c) EXPECT_FALSE(u.is_blocked(c));
+  EXPECT_FALSE(u.is_recording(1));
+  EXPECT_TRUE(u.is_recording(0));
+  EXPECT_TRUE(u.is_recording(2));
+  d = u.on_barrier(0, 5);
+  EXPECT_FALSE(d.trigger);
+  EXPECT_FALSE(d.completed);
+  EXPECT_FALSE(u.is_recording(0));
+  d = u.on_barrier(2, 5);
+  EXPECT_TRUE(d.completed);
+  EXPECT_EQ(d.completed_id, 5);
+  EXPECT_FALSE(u.is_recording(2));
+  EXPECT_FALSE(u.on_barrier(1, 5).trigger) << "a repeated barrier starts nothing";
+}
+
+TEST(BarrierUnalignerTest, ANewerBarrierAbandonsTheCheckpointStillRecording) {
+  BarrierUnaligner u(2);
+  ASSERT_TRUE(u.on_barrier(0, 5).trigger);
+  auto d = u.on_barrier(0, 6);
+  EXPECT_TRUE(d.abandoned);
+  EXPECT_EQ(d.abandoned_id, 5);
+  EXPECT_TRUE(d.trigger);
+  EXPECT_EQ(d.checkpoint_id, 6);
+  EXPECT_FALSE(u.on_barrier(1, 5).completed) << "the abandoned checkpoint cannot complete";
+  EXPECT_TRUE(u.on_barrier(1, 6).completed);
+}
+
+TEST(BarrierUnalignerTest, AbortStopsTheRecording) {
+  BarrierUnaligner u(2);
+  ASSERT_TRUE(u.on_barrier(0, 5).trigger);
+  u.on_abort(5);
+  EXPECT_FALSE(u.is_recording(1));
+  EXPECT_FALSE(u.on_barrier(1, 5).completed);
+  u.on_abort(8);  // its barriers are yet to come
+  EXPECT_FALSE(u.on_barrier(0, 8).trigger);
+  EXPECT_TRUE(u.on_barrier(0, 9).trigger);
+}
+
+// A barrier behind the end of its channel's data does not snapshot: the
+// last checkpoint of a finite input is taken once the whole input ended.
+TEST(BarrierUnalignerTest, ABarrierBehindTheEndOfItsDataWaitsForALiveChannel) {
+  BarrierUnaligner u(3);
+  u.on_end_of_data(0);
+  u.on_end_of_data(1);
+  EXPECT_FALSE(u.on_barrier(0, 5).trigger);
+  EXPECT_FALSE(u.is_recording(2)) << "nothing is recorded before the snapshot";
+  auto d = u.on_barrier(2, 5);  // a live channel's barrier: snapshot now
+  EXPECT_TRUE(d.trigger);
+  EXPECT_TRUE(u.is_recording(1));
+  EXPECT_TRUE(u.on_barrier(1, 5).completed);
+  u.on_end_of_data(2);
+  EXPECT_FALSE(u.on_barrier(0, 6).trigger);
+  EXPECT_FALSE(u.on_barrier(1, 6).trigger);
+  d = u.on_barrier(2, 6);
+  EXPECT_TRUE(d.trigger);
+  EXPECT_TRUE(d.completed);
+}
+
+TEST(BarrierUnalignerTest, SavepointsAlign) {
+  BarrierUnaligner u(2);
+  auto d = u.on_barrier(0, 4, /*savepoint=*/true);
+  EXPECT_FALSE(d.trigger);
+  EXPECT_TRUE(u.is_blocked(0));
+  EXPECT_FALSE(u.is_recording(1));
+  d = u.on_barrier(1, 4, true);
+  EXPECT_TRUE(d.trigger);
+  EXPECT_FALSE(d.records_channels);
+  EXPECT_FALSE(u.is_blocked(0));
+  // A checkpoint barrier during a savepoint's alignment gives the savepoint up.
+  ASSERT_FALSE(u.on_barrier(0, 7, true).trigger);
+  d = u.on_barrier(1, 8);
+  EXPECT_TRUE(d.abandoned);
+  EXPECT_EQ(d.abandoned_id, 7);
+  EXPECT_TRUE(d.trigger);
+  EXPECT_FALSE(u.is_blocked(0));
+}
+
 }  // namespace
 }  // namespace weir::checkpoint

@@ -27,6 +27,7 @@ TEST(JobSettingsTest, FlinkKeysAndValuesBecomeJobFlags) {
   auto flags = settings_as_flags({{"parallelism.default", "4"},
                                   {"execution.checkpointing.interval", "30 s"},
                                   {"execution.checkpointing.mode", "AT_LEAST_ONCE"},
+                                  {"execution.checkpointing.unaligned.enabled", "true"},
                                   {"state.checkpoints.dir", "file:///var/chk"},
                                   {"state.backend.type", "hashmap"},
                                   {"state.backend.incremental", "true"},
@@ -38,7 +39,7 @@ TEST(JobSettingsTest, FlinkKeysAndValuesBecomeJobFlags) {
                                  {});
   ASSERT_TRUE(flags.ok()) << flags.status();
   EXPECT_EQ(*flags, (Args{"--parallelism", "4", "--checkpoint-interval", "30 s", "--mode", "at-least-once",
-                          "--checkpoint-dir", "/var/chk", "--state", "heap", "--incremental", "--no-local-recovery",
+                          "--checkpointing", "unaligned", "--checkpoint-dir", "/var/chk", "--state", "heap", "--incremental", "--no-local-recovery",
                           "--restart-strategy", "failure-rate", "--restart-delay", "250ms", "--failover", "full",
                           "--runtime-mode", "batch"}));
 }

@@ -174,6 +174,53 @@ TEST_P(DataPlaneTest, BuffersAndEventsArriveInOrder) {
 // Two channels share one connection. The consumer of the first never reads:
 // its producer stops after the receiver's and its own queue are full, while
 // the second channel carries far more than any buffer count.
+// An unaligned checkpoint's barrier across the wire: it leaves the sender
+// ahead of the buffers waiting there for credit, and at the receiver goes
+// ahead of the buffers queued there too, carrying both in stream order.
+TEST_P(DataPlaneTest, APriorityBarrierOvertakesBothEndsAndCarriesTheirData) {
+  auto out = sender_.outbound(receiver_.address(), key(0));
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto in = receiver_.registry("job")->get(key(0));
+  const int n = 2 * kCapacity;
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(push_value(**out, i));
+  // The receiver holds its credit's worth, the sender the rest.
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while ((in->queued_buffers() < kCapacity || (*out)->queued_buffers() > kCapacity) &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(in->queued_buffers(), kCapacity);
+  ASSERT_EQ((*out)->queued_buffers(), kCapacity);
+  ChannelEvent barrier;
+  barrier.kind = EventKind::kBarrier;
+  barrier.checkpoint_id = 7;
+  barrier.priority = true;
+  ASSERT_TRUE((*out)->push(std::move(barrier)));
+  std::optional<ChannelEvent> b;
+  const auto arrive_by = std::chrono::steady_clock::now() + 10s;
+  while (!(b = in->poll_priority()) && std::chrono::steady_clock::now() < arrive_by) std::this_thread::yield();
+  ASSERT_TRUE(b.has_value()) << "no priority barrier arrived";
+  ASSERT_EQ(b->kind, EventKind::kBarrier);
+  EXPECT_EQ(b->checkpoint_id, 7);
+  EXPECT_TRUE(b->priority);
+  ASSERT_NE(b->overtaken, nullptr);
+  ASSERT_EQ(b->overtaken->size(), n * sizeof(int));
+  for (int i = 0; i < n; ++i) {
+    int v;
+    std::memcpy(&v, b->overtaken->data() + i * sizeof(int), sizeof(v));
+    EXPECT_EQ(v, i) << "overtaken buffer " << i;
+  }
+  // The data itself still follows, in order.
+  for (int i = 0; i < n; ++i) {
+    auto ev = next(*in);
+    ASSERT_TRUE(ev.has_value()) << "buffer " << i;
+    ASSERT_EQ(ev->kind, EventKind::kBuffer);
+    int v;
+    std::memcpy(&v, ev->buffer.data(), sizeof(v));
+    EXPECT_EQ(v, i);
+  }
+}
+
 TEST_P(DataPlaneTest, SlowConsumerBackpressuresOnlyItsOwnChannel) {
   auto slow_out = sender_.outbound(receiver_.address(), key(0));
   auto fast_out = sender_.outbound(receiver_.address(), key(1));
@@ -503,6 +550,20 @@ TEST(DataPlaneDecodeTest, EventFramesOfUnknownOrBufferKindAreMalformed) {
     EXPECT_FALSE(decode_event(payload).has_value()) << "kind " << kind;
   }
   EXPECT_FALSE(decode_event(payload.substr(0, 17)).has_value());
+  // A priority barrier carries a string of overtaken data; its length may
+  // not run past the frame, and only a barrier may be a priority event.
+  payload[0] = static_cast<char>(EventKind::kBarrier);
+  payload[17] = 4;
+  EXPECT_FALSE(decode_event(payload).has_value());
+  std::string priority = payload + std::string("\x03\0\0\0abc", 7);
+  auto carried = decode_event(priority);
+  ASSERT_TRUE(carried.has_value());
+  EXPECT_TRUE(carried->priority);
+  ASSERT_NE(carried->overtaken, nullptr);
+  EXPECT_EQ(*carried->overtaken, "abc");
+  EXPECT_FALSE(decode_event(priority.substr(0, priority.size() - 1)).has_value());
+  priority[0] = static_cast<char>(EventKind::kWatermark);
+  EXPECT_FALSE(decode_event(priority).has_value());
   EXPECT_FALSE(decode_open("").has_value());
   EXPECT_EQ(check_hello(std::string("\0\0\x01\0\x0e\0\0\xe0\0clusr-secret", 21), "s"), HelloState::kMalformed);
 }

@@ -204,6 +204,99 @@ TEST(ChannelTest, AbortReleasesABlockedProducerAndTheChannelStaysOpen) {
 // A registry hands out one channel per key; released attempts come back
 // closed; with reopen_closed (task failover on a cluster) a channel closed
 // by a broken connection is replaced by a fresh one, unless released.
+// A priority barrier goes ahead of the data buffers and watermarks queued
+// before it, taking a copy of the data; never ahead of an earlier barrier
+// or the end of data. The consumer's counter knows it waits.
+TEST(ChannelTest, APriorityBarrierOvertakesQueuedDataButNotEarlierBarriersOrTheEnd) {
+  NetworkBufferPool pool(8, 64);
+  std::atomic<bool> cancelled{false};
+  auto buffer = [&](std::string_view text) {
+    ChannelEvent ev{EventKind::kBuffer, pool.request(cancelled)};
+    std::memcpy(ev.buffer.data(), text.data(), text.size());
+    ev.buffer.set_size(text.size());
+    return ev;
+  };
+  auto barrier = [](int64_t id, bool priority) {
+    ChannelEvent ev;
+    ev.kind = EventKind::kBarrier;
+    ev.checkpoint_id = id;
+    ev.priority = priority;
+    return ev;
+  };
+  LocalChannel ch(4);
+  std::atomic<int> waiting{0};
+  ch.set_priority_counter(&waiting);
+  ASSERT_TRUE(ch.push(buffer("ab")));
+  ASSERT_TRUE(ch.push(barrier(1, false)));
+  ASSERT_TRUE(ch.push(buffer("cd")));
+  ChannelEvent wm;
+  wm.kind = EventKind::kWatermark;
+  ASSERT_TRUE(ch.push(std::move(wm)));
+  ASSERT_TRUE(ch.push(buffer("ef")));
+  ASSERT_FALSE(ch.poll_priority().has_value()) << "not at the head yet";
+  ChannelEvent p = barrier(2, true);
+  append_overtaken(&p, "gh");  // what the producer had not sent yet
+  ASSERT_TRUE(ch.push(std::move(p)));
+  EXPECT_EQ(waiting.load(), 1);
+  EXPECT_EQ(ch.queued_buffers(), 3);
+  // ab, barrier 1, then the priority barrier with cd and ef (and gh).
+  auto e = ch.poll();
+  ASSERT_EQ(e->kind, EventKind::kBuffer);
+  EXPECT_EQ(std::string_view(e->buffer.data(), e->buffer.size()), "ab");
+  EXPECT_EQ(ch.poll()->checkpoint_id, 1);
+  auto pb = ch.poll_priority();
+  ASSERT_TRUE(pb.has_value());
+  EXPECT_EQ(pb->checkpoint_id, 2);
+  ASSERT_NE(pb->overtaken, nullptr);
+  EXPECT_EQ(*pb->overtaken, "cdefgh");
+  EXPECT_EQ(waiting.load(), 0);
+  EXPECT_EQ(ch.poll()->buffer.size(), 2u);
+  EXPECT_EQ(ch.poll()->kind, EventKind::kWatermark);
+  EXPECT_EQ(ch.poll()->buffer.size(), 2u);
+  // Behind the end of the data it stays behind, and carries nothing.
+  ASSERT_TRUE(ch.push(buffer("ij")));
+  ChannelEvent end;
+  end.kind = EventKind::kEndOfData;
+  ASSERT_TRUE(ch.push(std::move(end)));
+  ASSERT_TRUE(ch.push(barrier(3, true)));
+  EXPECT_EQ(ch.poll()->kind, EventKind::kBuffer);
+  EXPECT_EQ(ch.poll()->kind, EventKind::kEndOfData);
+  auto last = ch.poll();
+  EXPECT_EQ(last->checkpoint_id, 3);
+  EXPECT_EQ(last->overtaken, nullptr);
+  // Dropped with the channel, it is no longer counted.
+  ASSERT_TRUE(ch.push(barrier(4, true)));
+  EXPECT_EQ(waiting.load(), 1);
+  ch.close();
+  EXPECT_EQ(waiting.load(), 0);
+}
+
+// The deserializer stops after the record whose callback asked it to, and
+// goes on from there.
+TEST(RecordFramingTest, AYieldStopsAfterTheRecordAndTheRestFeedsOn) {
+  std::string bytes;
+  for (std::string_view r : {"one", "two", "three"}) {
+    bytes.push_back(static_cast<char>(r.size()));
+    bytes.append(r);
+  }
+  RecordDeserializer d;
+  std::vector<std::string> seen;
+  auto take = [&](std::string_view r) {
+    seen.emplace_back(r);
+    if (r == "two") d.yield();
+    return true;
+  };
+  ASSERT_TRUE(d.feed(bytes.data(), bytes.size(), take));
+  ASSERT_TRUE(d.yielded());
+  EXPECT_EQ(seen, (std::vector<std::string>{"one", "two"}));
+  const size_t at = d.next_record();
+  EXPECT_EQ(at, 8u);
+  ASSERT_TRUE(d.feed(bytes.data() + at, bytes.size() - at, take));
+  EXPECT_FALSE(d.yielded());
+  EXPECT_EQ(seen.back(), "three");
+  EXPECT_FALSE(d.has_partial());
+}
+
 TEST(ChannelRegistryTest, ClosedChannelsReopenOnlyWhenAskedAndNeverWhenReleased) {
   ChannelRegistry registry(4);
   const ChannelKey k{"job", 0, 1, 0, 0};
