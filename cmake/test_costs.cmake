@@ -14,6 +14,7 @@ set(weir_test_costs
   "KafkaUnreachableTest.ASourceOrSinkWithoutABrokerFailsNamingTheAddress" 31
   "ClusterTest.TaskFailoverRestartsOnlyTheFailedSubtask/tls" 31
   "ClusterTest.KilledTaskManagersAreReplacedAndOutputIsExactlyOnce/tls" 27
+  "UnalignedTest.RescalingTwoThreeOneThroughUnalignedCheckpointsIsExactlyOnce" 23
   "WebUiTest.ShowsTheClusterAndAJobAndStopsItWithASavepoint/tls" 26
   "ClusterTest.PersistedResultsInS3SurviveALostTaskManager/tls" 24
   "HaClusterTest.LeaderLossWithJobRecordsAndCheckpointsInS3" 24

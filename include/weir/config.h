@@ -53,6 +53,12 @@ struct CheckpointConfig {
   // channel state and replayed on restore, so a checkpoint does not wait for
   // backpressured data. Savepoints stay aligned. Default: false (aligned).
   bool unaligned = false;
+  // With `unaligned`: a checkpoint starts aligned and switches to unaligned
+  // at a task whose alignment is still under way this long after the
+  // checkpoint was triggered (Flink's aligned-checkpoint-timeout); barriers
+  // still queued in that task's input channels then overtake the data in
+  // front of them. Zero: unaligned from the start. Default: 0.
+  Duration aligned_timeout{0};
   // Time between the start of two periodic checkpoints. Default: 1 s.
   Duration interval{1000};
   // A checkpoint not complete after this long is aborted. Default: 10 min.

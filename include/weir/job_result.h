@@ -21,6 +21,9 @@ struct SubtaskCheckpointStats {
   int64_t async_ms = 0;       // writing the state files
   int64_t alignment_ms = 0;   // first to last barrier
   uint64_t state_bytes = 0;   // of the state it acknowledged (files and referenced shared files)
+  // Unaligned checkpoints: bytes of the records in flight it stored as
+  // channel state (Flink's persisted_data).
+  uint64_t persisted_data = 0;
 };
 
 struct CompletedCheckpointStats {
@@ -31,6 +34,7 @@ struct CompletedCheckpointStats {
   bool is_final = false;        // the checkpoint taken at end of input
   bool is_savepoint = false;
   uint64_t new_bytes = 0;       // written by this checkpoint (less than state_bytes when incremental)
+  uint64_t persisted_data = 0;  // channel state over all subtasks (unaligned checkpoints)
   std::vector<SubtaskCheckpointStats> subtasks;  // by task
 };
 

@@ -17,7 +17,7 @@ void BarrierAligner::reset() {
   blocked_.assign(num_channels_, false);
 }
 
-BarrierDecision BarrierAligner::on_barrier(int channel, int64_t id, bool /*savepoint*/) {
+BarrierDecision BarrierAligner::on_barrier(int channel, int64_t id, bool /*savepoint*/, bool /*priority*/) {
   BarrierDecision d;
   if (id < current_id_ || (id == current_id_ && state_ == State::kIdle)) {
     return d;  // a barrier of a checkpoint already taken or given up
@@ -49,7 +49,7 @@ void BarrierAligner::on_abort(int64_t id) {
   current_id_ = id;
 }
 
-BarrierDecision BarrierTracker::on_barrier(int /*channel*/, int64_t id, bool /*savepoint*/) {
+BarrierDecision BarrierTracker::on_barrier(int /*channel*/, int64_t id, bool /*savepoint*/, bool /*priority*/) {
   BarrierDecision d;
   if (id <= latest_triggered_) return d;
   int& seen = pending_[id];
@@ -67,13 +67,28 @@ void BarrierTracker::on_abort(int64_t id) {
   pending_[id] = -1;
 }
 
-BarrierUnaligner::BarrierUnaligner(int num_channels)
+BarrierUnaligner::BarrierUnaligner(int num_channels, bool aligned_first)
     : num_channels_(num_channels),
+      aligned_first_(aligned_first),
       savepoints_(num_channels),
       seen_(num_channels, false),
       ended_(num_channels, false) {}
 
-BarrierDecision BarrierUnaligner::on_barrier(int channel, int64_t id, bool savepoint) {
+void BarrierUnaligner::trigger(BarrierDecision* d) {
+  triggered_ = true;
+  d->trigger = true;
+  d->checkpoint_id = current_id_;
+  d->records_channels = true;
+  d->unaligned = true;
+}
+
+BarrierDecision BarrierUnaligner::on_timeout() {
+  BarrierDecision d;
+  if (aligning() >= 0) trigger(&d);
+  return d;
+}
+
+BarrierDecision BarrierUnaligner::on_barrier(int channel, int64_t id, bool savepoint, bool priority) {
   BarrierDecision d;
   if (id < current_id_) return d;  // of a checkpoint already taken or given up
   if (id > current_id_) {
@@ -104,11 +119,17 @@ BarrierDecision BarrierUnaligner::on_barrier(int channel, int64_t id, bool savep
   if (!active_ || seen_[channel]) return d;  // a second barrier n on one channel: protocol bug upstream
   seen_[channel] = true;
   ++received_;
-  if (!triggered_ && (!ended_[channel] || received_ == num_channels_)) {
-    triggered_ = true;
-    d.trigger = true;
-    d.checkpoint_id = id;
-    d.records_channels = true;
+  if (!triggered_) {
+    if (aligned_first_ && !priority) {
+      // Aligning: the checkpoint is taken aligned once every barrier came.
+      if (received_ == num_channels_) {
+        triggered_ = true;
+        d.trigger = true;
+        d.checkpoint_id = id;
+      }
+    } else if (!ended_[channel] || received_ == num_channels_) {
+      trigger(&d);
+    }
   }
   if (received_ == num_channels_) {
     active_ = false;
@@ -127,11 +148,14 @@ void BarrierUnaligner::on_abort(int64_t id) {
   current_id_ = id;
 }
 
-std::unique_ptr<BarrierHandler> make_barrier_handler(CheckpointingMode mode, int num_channels, bool unaligned) {
+std::unique_ptr<BarrierHandler> make_barrier_handler(CheckpointingMode mode, int num_channels, bool unaligned,
+                                                     bool aligned_first) {
   if (mode == CheckpointingMode::kAtLeastOnce) {
     return std::make_unique<BarrierTracker>(num_channels);
   }
-  if (unaligned && mode == CheckpointingMode::kExactlyOnce) return std::make_unique<BarrierUnaligner>(num_channels);
+  if (unaligned && mode == CheckpointingMode::kExactlyOnce) {
+    return std::make_unique<BarrierUnaligner>(num_channels, aligned_first);
+  }
   return std::make_unique<BarrierAligner>(num_channels);
 }
 

@@ -22,6 +22,11 @@
 // is taken after the task's input ended, as an aligned one would be. A
 // newer barrier, or an abort of n, gives n up. A savepoint's barriers
 // align, as BarrierAligner's do (savepoints hold no channel state).
+// With an aligned-checkpoint timeout (`aligned_first`) it first aligns as
+// BarrierAligner does, blocking the channels that delivered barrier n, and
+// switches to unaligned (snapshot now, unblock, record the channels still
+// to deliver n) when the timeout passed (on_timeout) or a priority barrier
+// n came (its producer switched already).
 //
 // Confined to the task thread.
 #ifndef WEIR_CHECKPOINT_BARRIER_HANDLER_H_
@@ -49,13 +54,17 @@ struct BarrierDecision {
   // Unaligned: the channel state of `completed_id` is complete.
   bool completed = false;
   int64_t completed_id = 0;
+  // The checkpoint triggered now is unaligned: the task's barriers
+  // overtake its outputs' queued data (priority events).
+  bool unaligned = false;
 };
 
 class BarrierHandler {
  public:
   virtual ~BarrierHandler() = default;
-  // `savepoint`: the barrier is a savepoint's (aligned in every mode).
-  virtual BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint) = 0;
+  // `savepoint`: the barrier is a savepoint's (aligned in every mode);
+  // `priority`: an unaligned checkpoint's.
+  virtual BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint, bool priority) = 0;
   // The coordinator aborted `checkpoint_id`.
   virtual void on_abort(int64_t checkpoint_id) = 0;
   // Whether the task must not read `channel` now.
@@ -73,7 +82,8 @@ class BarrierAligner final : public BarrierHandler {
 
   explicit BarrierAligner(int num_channels);
 
-  BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint = false) override;
+  BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint = false,
+                             bool priority = false) override;
   void on_abort(int64_t checkpoint_id) override;
   bool is_blocked(int channel) const override { return blocked_[channel]; }
   bool is_aligning() const override { return state_ == State::kAligning; }
@@ -95,7 +105,8 @@ class BarrierTracker final : public BarrierHandler {
  public:
   explicit BarrierTracker(int num_channels) : num_channels_(num_channels) {}
 
-  BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint = false) override;
+  BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint = false,
+                             bool priority = false) override;
   void on_abort(int64_t checkpoint_id) override;
   bool is_blocked(int) const override { return false; }
   bool is_aligning() const override { return false; }
@@ -108,17 +119,31 @@ class BarrierTracker final : public BarrierHandler {
 
 class BarrierUnaligner final : public BarrierHandler {
  public:
-  explicit BarrierUnaligner(int num_channels);
+  explicit BarrierUnaligner(int num_channels, bool aligned_first = false);
 
-  BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint = false) override;
+  BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint = false,
+                             bool priority = false) override;
   void on_abort(int64_t checkpoint_id) override;
-  bool is_blocked(int channel) const override { return savepoints_.is_blocked(channel); }
-  bool is_aligning() const override { return savepoints_.is_aligning(); }
+  bool is_blocked(int channel) const override {
+    return savepoints_.is_blocked(channel) || (active_ && !triggered_ && seen_[channel] && aligned_first_);
+  }
+  bool is_aligning() const override {
+    return savepoints_.is_aligning() || (active_ && !triggered_ && received_ > 0 && aligned_first_);
+  }
+  // The checkpoint aligning now, if one is (else -1).
+  int64_t aligning() const { return is_aligning() && !savepoints_.is_aligning() ? current_id_ : -1; }
+  // Its aligned-checkpoint timeout passed: switches the alignment under
+  // way to unaligned (a trigger that records channels), if there is one.
+  BarrierDecision on_timeout();
   bool is_recording(int channel) const override { return active_ && triggered_ && !seen_[channel]; }
   void on_end_of_data(int channel) override { ended_[channel] = true; }
 
  private:
+  // Takes the snapshot now: unaligned from here on.
+  void trigger(BarrierDecision* d);
+
   const int num_channels_;
+  const bool aligned_first_;
   BarrierAligner savepoints_;
   int64_t current_id_ = -1;  // newest checkpoint seen
   bool active_ = false;      // current_id_'s barriers are coming
@@ -128,9 +153,10 @@ class BarrierUnaligner final : public BarrierHandler {
   std::vector<bool> ended_;
 };
 
-// `unaligned` (exactly-once only): BarrierUnaligner instead of BarrierAligner.
+// `unaligned` (exactly-once only): BarrierUnaligner instead of
+// BarrierAligner, aligning first when `aligned_first` (a timeout is set).
 std::unique_ptr<BarrierHandler> make_barrier_handler(CheckpointingMode mode, int num_channels,
-                                                     bool unaligned = false);
+                                                     bool unaligned = false, bool aligned_first = false);
 
 }  // namespace weir::checkpoint
 

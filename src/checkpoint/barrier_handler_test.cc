@@ -163,6 +163,42 @@ TEST(BarrierUnalignerTest, ABarrierBehindTheEndOfItsDataWaitsForALiveChannel) {
   EXPECT_TRUE(d.completed);
 }
 
+// With an aligned-checkpoint timeout: aligned first, blocking; the timeout
+// (or a priority barrier from a producer that switched) makes it unaligned.
+TEST(BarrierUnalignerTest, AlignedFirstSwitchesOnTimeoutOrAPriorityBarrier) {
+  BarrierUnaligner u(3, /*aligned_first=*/true);
+  auto d = u.on_barrier(0, 5);
+  EXPECT_FALSE(d.trigger);
+  EXPECT_TRUE(u.is_blocked(0));
+  EXPECT_TRUE(u.is_aligning());
+  EXPECT_EQ(u.aligning(), 5);
+  d = u.on_timeout();
+  EXPECT_TRUE(d.trigger);
+  EXPECT_TRUE(d.records_channels);
+  EXPECT_TRUE(d.unaligned);
+  EXPECT_FALSE(u.is_blocked(0));
+  EXPECT_FALSE(u.is_recording(0));
+  EXPECT_TRUE(u.is_recording(1));
+  EXPECT_FALSE(u.on_barrier(1, 5).completed);
+  EXPECT_TRUE(u.on_barrier(2, 5).completed);
+  EXPECT_FALSE(u.on_timeout().trigger) << "nothing is aligning";
+  // All barriers before the timeout: an aligned checkpoint.
+  u.on_barrier(0, 6);
+  u.on_barrier(1, 6);
+  d = u.on_barrier(2, 6);
+  EXPECT_TRUE(d.trigger);
+  EXPECT_FALSE(d.records_channels);
+  EXPECT_FALSE(d.unaligned);
+  EXPECT_TRUE(d.completed);
+  // A priority barrier switches at once.
+  u.on_barrier(0, 7);
+  d = u.on_barrier(2, 7, /*savepoint=*/false, /*priority=*/true);
+  EXPECT_TRUE(d.trigger);
+  EXPECT_TRUE(d.unaligned);
+  EXPECT_TRUE(u.is_recording(1));
+  EXPECT_FALSE(u.is_blocked(0));
+}
+
 TEST(BarrierUnalignerTest, SavepointsAlign) {
   BarrierUnaligner u(2);
   auto d = u.on_barrier(0, 4, /*savepoint=*/true);

@@ -171,7 +171,7 @@ absl::StatusOr<int64_t> CheckpointCoordinator::trigger(bool is_final, const std:
   int64_t wall = p.wall_ms;
   pending_.emplace(id, std::move(p));
   next_trigger_ms_ = clock_->now_ms() + config_.interval.count();
-  actions_->trigger_sources(id, wall, !savepoint_dir.empty());
+  actions_->trigger_sources(id, wall, !savepoint_dir.empty(), is_final);
   return id;
 }
 
@@ -188,7 +188,8 @@ void CheckpointCoordinator::on_ack(int task, int64_t id, TaskAck ack) {
     bytes += s.handle.file_size;
     for (const auto& f : s.handle.native_files) bytes += f.size;
   }
-  p.timings.push_back({task, ack.sync_ms, ack.async_ms, ack.alignment_ms, bytes});
+  p.timings.push_back(
+      {task, ack.sync_ms, ack.async_ms, ack.alignment_ms, bytes, static_cast<uint64_t>(ack.persisted_data)});
   p.acks.push_back(std::move(ack));
   if (!p.awaiting.empty()) return;
   Pending done = std::move(p);
@@ -248,8 +249,11 @@ void CheckpointCoordinator::complete(Pending p) {
   const bool savepoint = !p.savepoint_dir.empty();
   std::sort(p.timings.begin(), p.timings.end(),
             [](const auto& a, const auto& b) { return a.task < b.task; });
+  uint64_t persisted = 0;
+  for (const auto& t : p.timings) persisted += t.persisted_data;
   stats_.push_back(CompletedCheckpointStats{p.id, p.wall_ms, Duration(now - p.trigger_ms), meta->total_bytes(),
-                                            p.is_final, savepoint, meta->new_bytes(), std::move(p.timings)});
+                                            p.is_final, savepoint, meta->new_bytes(), persisted,
+                                            std::move(p.timings)});
   if (stats_.size() > kCheckpointHistory) stats_.erase(stats_.begin());
   ++completed_total_;
   duration_sum_ms_ += now - p.trigger_ms;

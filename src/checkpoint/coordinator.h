@@ -44,6 +44,8 @@ struct TaskAck {
   // At-most-once sources: the records this execution had emitted when it
   // took the snapshot (what a restore to this checkpoint keeps).
   int64_t source_records = 0;
+  // Unaligned checkpoints: bytes of channel state in its state files.
+  int64_t persisted_data = 0;
 };
 
 // Why a pending checkpoint was aborted (after Flink's CheckpointFailureReason).
@@ -61,7 +63,8 @@ bool counts_as_failure(CheckpointFailureReason r);
 class CoordinatorActions {
  public:
   virtual ~CoordinatorActions() = default;
-  virtual void trigger_sources(int64_t checkpoint_id, int64_t timestamp_ms, bool savepoint) = 0;
+  // `final`: the checkpoint taken once every source ended.
+  virtual void trigger_sources(int64_t checkpoint_id, int64_t timestamp_ms, bool savepoint, bool final) = 0;
   virtual void notify_complete(int64_t checkpoint_id) = 0;
   virtual void notify_aborted(int64_t checkpoint_id) = 0;
   // The final checkpoint (after end of input) completed.

@@ -16,7 +16,7 @@ namespace {
 struct RecordingActions : CoordinatorActions {
   std::vector<int64_t> triggered, completed, aborted, finals;
   std::vector<std::string> failures;
-  void trigger_sources(int64_t id, int64_t, bool) override { triggered.push_back(id); }
+  void trigger_sources(int64_t id, int64_t, bool, bool) override { triggered.push_back(id); }
   void notify_complete(int64_t id) override { completed.push_back(id); }
   void notify_aborted(int64_t id) override { aborted.push_back(id); }
   void final_checkpoint_complete(int64_t id) override { finals.push_back(id); }

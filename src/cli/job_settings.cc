@@ -38,6 +38,7 @@ const std::vector<Setting>& settings() {
        {{"true", "unaligned"}, {"false", "aligned"}}},
       {"execution.checkpointing.unaligned", "--checkpointing", Kind::kChoice,
        {{"true", "unaligned"}, {"false", "aligned"}}},
+      {"execution.checkpointing.aligned-checkpoint-timeout", "--aligned-checkpoint-timeout", Kind::kDuration},
       {"execution.checkpointing.dir", "--checkpoint-dir", Kind::kPath},
       {"state.checkpoints.dir", "--checkpoint-dir", Kind::kPath},
       {"execution.checkpointing.savepoint-dir", "--savepoint-dir", Kind::kPath},

@@ -32,6 +32,7 @@ struct JobFlags {
   std::string checkpoint_interval = format_duration(kDefaults.checkpoint.interval);
   std::string mode = std::string(to_string(kDefaults.checkpoint.mode));
   std::string checkpointing = kDefaults.checkpoint.unaligned ? "unaligned" : "aligned";
+  std::string aligned_timeout = format_duration(kDefaults.checkpoint.aligned_timeout);
   std::string restore = kDefaults.restore;
   bool allow_non_restored = kDefaults.allow_non_restored_state;
   std::string restart_strategy = std::string(to_string(kDefaults.restart.kind));
@@ -72,6 +73,10 @@ struct JobFlags {
     app->add_option("--checkpointing", checkpointing,
                     "exactly-once: aligned (barriers wait for each other) | unaligned (barriers overtake the data "
                     "in flight, which the checkpoint stores; fast under backpressure; savepoints stay aligned)")
+        ->capture_default_str();
+    app->add_option("--aligned-checkpoint-timeout", aligned_timeout,
+                    "unaligned: checkpoints start aligned and switch to unaligned at a task still aligning this "
+                    "long after the checkpoint began (0: unaligned from the start)")
         ->capture_default_str();
     app->add_option("--restore", restore, "latest | PATH of a chk-<n> directory");
     app->add_flag("--allow-non-restored-state", allow_non_restored,
@@ -167,6 +172,11 @@ struct JobFlags {
       return absl::InvalidArgumentError("--checkpointing " + checkpointing + ": expected aligned or unaligned");
     }
     c.checkpoint.unaligned = checkpointing == "unaligned";
+    auto timeout = parse_duration(aligned_timeout);
+    if (!timeout.ok()) {
+      return absl::InvalidArgumentError("--aligned-checkpoint-timeout: " + std::string(timeout.status().message()));
+    }
+    c.checkpoint.aligned_timeout = *timeout;
     auto backend = parse_state_backend(state);
     if (!backend.ok()) return backend.status();
     c.state.kind = *backend;

@@ -109,7 +109,7 @@ void JobGateway::submit_task(runtime::TaskDeploymentDescriptor tdd) {
 }
 
 void JobGateway::action(proto::TaskAction::Kind kind, const runtime::ExecutionId& id, int64_t cp, int64_t ts,
-                        bool savepoint) {
+                        bool savepoint, bool final) {
   SessionPtr s = session_of(id);
   if (s == nullptr || s->lost) return;
   proto::JobManagerMessage m;
@@ -120,6 +120,7 @@ void JobGateway::action(proto::TaskAction::Kind kind, const runtime::ExecutionId
   a->set_checkpoint_id(cp);
   a->set_timestamp_ms(ts);
   a->set_savepoint(savepoint);
+  a->set_final(final);
   s->send(std::move(m));
 }
 

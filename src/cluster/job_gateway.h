@@ -34,8 +34,9 @@ class JobGateway final : public runtime::TaskExecutorGateway {
   absl::Status place(std::vector<runtime::TaskDeploymentDescriptor>& tdds) override;
   void submit_task(runtime::TaskDeploymentDescriptor tdd) override;
   void cancel_task(const runtime::ExecutionId& id) override { action(proto::TaskAction::CANCEL, id); }
-  void trigger_checkpoint(const runtime::ExecutionId& id, int64_t cp, int64_t ts, bool savepoint) override {
-    action(proto::TaskAction::TRIGGER_CHECKPOINT, id, cp, ts, savepoint);
+  void trigger_checkpoint(const runtime::ExecutionId& id, int64_t cp, int64_t ts, bool savepoint,
+                          bool final) override {
+    action(proto::TaskAction::TRIGGER_CHECKPOINT, id, cp, ts, savepoint, final);
   }
   void notify_checkpoint_complete(const runtime::ExecutionId& id, int64_t cp) override {
     action(proto::TaskAction::CHECKPOINT_COMPLETE, id, cp);
@@ -64,7 +65,7 @@ class JobGateway final : public runtime::TaskExecutorGateway {
 
  private:
   void action(proto::TaskAction::Kind kind, const runtime::ExecutionId& id, int64_t cp = 0, int64_t ts = 0,
-              bool savepoint = false);
+              bool savepoint = false, bool final = false);
   SessionPtr session_of(const runtime::ExecutionId& id);
 
   SlotPool* const pool_;

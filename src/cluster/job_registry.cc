@@ -480,6 +480,7 @@ void JobRegistry::deliver(const proto::TaskManagerMessage& m) {
       ack.async_ms = a.async_ms();
       ack.alignment_ms = a.alignment_ms();
       ack.source_records = a.source_records();
+      ack.persisted_data = a.persisted_data();
       j->master->acknowledge_checkpoint(from_proto(a.id()), a.checkpoint_id(), std::move(ack));
       break;
     }

@@ -442,7 +442,8 @@ nlohmann::json checkpoints_json(Job& j) {
     nlohmann::json subtasks = nlohmann::json::array();
     for (const auto& t : c.subtasks) {
       subtasks.push_back({{"task", t.task}, {"sync_ms", t.sync_ms}, {"async_ms", t.async_ms},
-                          {"alignment_ms", t.alignment_ms}, {"state_bytes", t.state_bytes}});
+                          {"alignment_ms", t.alignment_ms}, {"state_bytes", t.state_bytes},
+                          {"persisted_data", t.persisted_data}});
     }
     completed.push_back({{"id", c.id},
                          {"trigger_time_ms", c.trigger_time_ms},

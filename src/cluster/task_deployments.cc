@@ -54,6 +54,7 @@ class TaskDeployments::MasterProxy final : public runtime::JobMasterGateway {
     a->set_async_ms(ack.async_ms);
     a->set_alignment_ms(ack.alignment_ms);
     a->set_source_records(ack.source_records);
+    a->set_persisted_data(ack.persisted_data);
     jobs_->send_(std::move(m));
   }
   void decline_checkpoint(const runtime::ExecutionId& id, int64_t cp, const std::string& reason) override {
@@ -233,7 +234,7 @@ void TaskDeployments::act(const proto::TaskAction& a) {
   switch (a.kind()) {
     case proto::TaskAction::CANCEL: t->cancel_task(id); break;
     case proto::TaskAction::TRIGGER_CHECKPOINT:
-      t->trigger_checkpoint(id, a.checkpoint_id(), a.timestamp_ms(), a.savepoint());
+      t->trigger_checkpoint(id, a.checkpoint_id(), a.timestamp_ms(), a.savepoint(), a.final());
       break;
     case proto::TaskAction::CHECKPOINT_COMPLETE: t->notify_checkpoint_complete(id, a.checkpoint_id()); break;
     case proto::TaskAction::CHECKPOINT_ABORTED: t->notify_checkpoint_aborted(id, a.checkpoint_id()); break;

@@ -41,10 +41,12 @@ void prepend_overtaken(ChannelEvent* ev, std::string_view earlier) {
 
 namespace {
 
-// What a priority event may not overtake: its order against them matters
-// to the consumer (an earlier barrier, the end of the data, a restart).
-bool holds_its_place(const ChannelEvent& ev) {
-  return ev.kind == EventKind::kBarrier || ev.kind == EventKind::kEndOfData || ev.kind == EventKind::kReset;
+// What priority event `p` may not overtake: its order against them
+// matters to the consumer (an earlier barrier, a restart; the end of the
+// data for the final checkpoint, taken once the input ended).
+bool holds_its_place(const ChannelEvent& ev, const ChannelEvent& p) {
+  return ev.kind == EventKind::kBarrier || ev.kind == EventKind::kReset ||
+         (ev.kind == EventKind::kEndOfData && p.final);
 }
 
 }  // namespace
@@ -53,17 +55,7 @@ bool LocalChannel::push(ChannelEvent ev, std::atomic<int64_t>* waited_ns, const 
   absl::MutexLock lock(&mu_);
   if (ev.priority) {
     if (closed_) return false;
-    auto at = queue_.end();
-    while (at != queue_.begin() && !holds_its_place(*std::prev(at))) --at;
-    std::string earlier;
-    for (auto it = at; it != queue_.end(); ++it) {
-      if (it->kind == EventKind::kBuffer) earlier.append(it->buffer.data(), it->buffer.size());
-    }
-    prepend_overtaken(&ev, earlier);
-    queue_.insert(at, std::move(ev));
-    ++queued_priority_;
-    if (priority_counter_ != nullptr) priority_counter_->fetch_add(1, std::memory_order_relaxed);
-    if (consumer_ != nullptr) consumer_->notify();
+    insert_priority(std::move(ev), queue_.end());
     return true;
   }
   auto aborted = [abort] { return abort != nullptr && abort->load(std::memory_order_relaxed); };
@@ -78,6 +70,15 @@ bool LocalChannel::push(ChannelEvent ev, std::atomic<int64_t>* waited_ns, const 
   if (closed_) return false;
   queue_.push_back(std::move(ev));
   // Under the lock, so set_consumer(nullptr) waits for it to finish.
+  if (consumer_ != nullptr) consumer_->notify();
+  return true;
+}
+
+bool LocalChannel::push_now(ChannelEvent ev) {
+  absl::MutexLock lock(&mu_);
+  if (closed_) return false;
+  if (ev.kind == EventKind::kBuffer) ++queued_buffers_;
+  queue_.push_back(std::move(ev));
   if (consumer_ != nullptr) consumer_->notify();
   return true;
 }
@@ -105,6 +106,32 @@ std::optional<ChannelEvent> LocalChannel::poll_if(bool take_buffer) {
   }
   if (taken) (*taken)();
   return ev;
+}
+
+void LocalChannel::insert_priority(ChannelEvent ev, std::deque<ChannelEvent>::iterator end) {
+  auto at = end;
+  while (at != queue_.begin() && !holds_its_place(*std::prev(at), ev)) --at;
+  std::string earlier;
+  for (auto it = at; it != end; ++it) {
+    if (it->kind == EventKind::kBuffer) earlier.append(it->buffer.data(), it->buffer.size());
+  }
+  prepend_overtaken(&ev, earlier);
+  ev.priority = true;
+  queue_.insert(at, std::move(ev));
+  ++queued_priority_;
+  if (priority_counter_ != nullptr) priority_counter_->fetch_add(1, std::memory_order_relaxed);
+  if (consumer_ != nullptr) consumer_->notify();
+}
+
+void LocalChannel::promote_barrier(int64_t checkpoint_id) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (it->kind != EventKind::kBarrier || it->checkpoint_id != checkpoint_id || it->priority) continue;
+    ChannelEvent ev = std::move(*it);
+    it = queue_.erase(it);
+    insert_priority(std::move(ev), it);
+    return;
+  }
 }
 
 std::optional<ChannelEvent> LocalChannel::poll_priority() {

@@ -5,11 +5,11 @@
 // are queued: that is backpressure.
 //
 // A priority event (the barrier of an unaligned checkpoint) does not wait
-// its turn: it is queued ahead of the data buffers, watermarks and idle
-// markers sent before it (never ahead of another barrier, an end of data or
-// a reset), and takes along a copy of the data it overtook
-// (ChannelEvent::overtaken): the in-flight records that become channel
-// state.
+// its turn: it is queued ahead of the data buffers, watermarks, idle
+// markers and end of data sent before it (never ahead of another barrier
+// or a reset, nor a final checkpoint's ahead of an end of data), and takes
+// along a copy of the data it overtook (ChannelEvent::overtaken): the
+// in-flight records that become channel state.
 //
 // Thread-safe for one producer thread and one consumer thread.
 #ifndef WEIR_NETWORK_CHANNEL_H_
@@ -75,6 +75,10 @@ struct ChannelEvent {
   bool savepoint = false;      // kBarrier: of a savepoint (canonical snapshots only)
   // kBarrier of an unaligned checkpoint: overtakes queued data.
   bool priority = false;
+  // kBarrier of the checkpoint taken once every source ended: it never
+  // overtakes an end of data (the task's input must have ended when it
+  // takes this snapshot); others may.
+  bool final = false;
   // A priority barrier: the bytes of the data it overtook on its way, in
   // stream order (whole buffers, so the first may continue a record the
   // consumer holds the head of); the data itself is still delivered after
@@ -99,6 +103,14 @@ class ChannelWriter {
   virtual bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr,
                     const std::atomic<bool>* abort = nullptr) = 0;
   virtual void close() = 0;
+  // As push, but a data buffer is queued even when the channel is full (a
+  // producer that must not block sends the buffer it was filling before an
+  // event: one buffer over the capacity at most, as it then emits no record
+  // until the channel has room again).
+  virtual bool push_now(ChannelEvent ev) { return push(std::move(ev)); }
+  // Barrier `checkpoint_id`, if still queued here, becomes a priority event
+  // (the aligned-checkpoint timeout passed while it waited).
+  virtual void promote_barrier(int64_t /*checkpoint_id*/) {}
   // Whether a priority event overtakes what is queued here (a result file
   // keeps the order it was written in).
   virtual bool supports_priority() const { return false; }
@@ -120,6 +132,9 @@ class ChannelReader {
   virtual void set_priority_counter(std::atomic<int>*) {}
   // The event at the head when it is a priority event (non-blocking).
   virtual std::optional<ChannelEvent> poll_priority() { return std::nullopt; }
+  // Barrier `checkpoint_id`, if queued here, becomes a priority event: it
+  // overtakes what it may (as a priority push does), taking a copy along.
+  virtual void promote_barrier(int64_t /*checkpoint_id*/) {}
   // The consumer's attempt ends but the channel stays for its next one
   // (--failover task): returns the records dropped with it. What a file
   // holds stays in the file, so a result file's reader just closes.
@@ -138,6 +153,7 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
   // overtakes what it may (see above).
   bool push(ChannelEvent ev, std::atomic<int64_t>* waited_ns = nullptr,
             const std::atomic<bool>* abort = nullptr) override;
+  bool push_now(ChannelEvent ev) override;
   bool supports_priority() const override { return true; }
   // Whether a data buffer pushed now would not wait (any thread).
   bool has_space() const;
@@ -147,6 +163,7 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
   // `take_buffer` (a network sender without credit still sends events).
   std::optional<ChannelEvent> poll_if(bool take_buffer);
   std::optional<ChannelEvent> poll_priority() override;
+  void promote_barrier(int64_t checkpoint_id) override;
   bool has_event() const;
   // Data buffers queued, of at most capacity() (any thread).
   int queued_buffers() const;
@@ -179,6 +196,9 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
 
  private:
   void drop_priority_count() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues a priority event at the front of the events it may overtake
+  // among queue_[0, end), taking copies of their data.
+  void insert_priority(ChannelEvent ev, std::deque<ChannelEvent>::iterator end) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int capacity_;
   mutable absl::Mutex mu_;

@@ -173,7 +173,7 @@ HelloState check_hello(std::string_view bytes, std::string_view secret);
 std::optional<ChannelKey> decode_open(std::string_view payload);
 // The payload of a kEvent frame: a barrier, watermark, end of data, idle
 // marker or reset: `u8 kind | i64 checkpoint id | i64 timestamp | u8 flags
-// (1 idle, 2 savepoint, 4 priority)`, and for a priority barrier the data
+// (1 idle, 2 savepoint, 4 priority, 8 final)`, and for a priority barrier the data
 // it overtook at the sender as a string (u32 length | bytes).
 std::optional<ChannelEvent> decode_event(std::string_view payload);
 // The payload of a kServe frame: the subpartition (as the channel that

@@ -176,6 +176,7 @@ std::optional<ChannelEvent> decode_event(std::string_view payload) {
   ev.idle = flags & 1;
   ev.savepoint = flags & 2;
   ev.priority = flags & 4;
+  ev.final = flags & 8;
   if (ev.priority) {
     if (ev.kind != EventKind::kBarrier) return std::nullopt;
     std::string overtaken;

@@ -204,10 +204,11 @@ TEST(ChannelTest, AbortReleasesABlockedProducerAndTheChannelStaysOpen) {
 // A registry hands out one channel per key; released attempts come back
 // closed; with reopen_closed (task failover on a cluster) a channel closed
 // by a broken connection is replaced by a fresh one, unless released.
-// A priority barrier goes ahead of the data buffers and watermarks queued
-// before it, taking a copy of the data; never ahead of an earlier barrier
-// or the end of data. The consumer's counter knows it waits.
-TEST(ChannelTest, APriorityBarrierOvertakesQueuedDataButNotEarlierBarriersOrTheEnd) {
+// A priority barrier goes ahead of the data buffers, watermarks and end of
+// data queued before it, taking a copy of the data; never ahead of an
+// earlier barrier, nor the final checkpoint's ahead of the end of data. The
+// consumer's counter knows it waits.
+TEST(ChannelTest, APriorityBarrierOvertakesQueuedDataButNotEarlierBarriersNorFinalOnesTheEnd) {
   NetworkBufferPool pool(8, 64);
   std::atomic<bool> cancelled{false};
   auto buffer = [&](std::string_view text) {
@@ -253,22 +254,69 @@ TEST(ChannelTest, APriorityBarrierOvertakesQueuedDataButNotEarlierBarriersOrTheE
   EXPECT_EQ(ch.poll()->buffer.size(), 2u);
   EXPECT_EQ(ch.poll()->kind, EventKind::kWatermark);
   EXPECT_EQ(ch.poll()->buffer.size(), 2u);
-  // Behind the end of the data it stays behind, and carries nothing.
+  // It overtakes an end of data too; the final checkpoint's stays behind,
+  // carrying nothing.
   ASSERT_TRUE(ch.push(buffer("ij")));
   ChannelEvent end;
   end.kind = EventKind::kEndOfData;
   ASSERT_TRUE(ch.push(std::move(end)));
   ASSERT_TRUE(ch.push(barrier(3, true)));
+  ChannelEvent final_barrier = barrier(4, true);
+  final_barrier.final = true;
+  ASSERT_TRUE(ch.push(std::move(final_barrier)));
+  auto third = ch.poll();
+  EXPECT_EQ(third->checkpoint_id, 3);
+  ASSERT_NE(third->overtaken, nullptr);
+  EXPECT_EQ(*third->overtaken, "ij");
   EXPECT_EQ(ch.poll()->kind, EventKind::kBuffer);
   EXPECT_EQ(ch.poll()->kind, EventKind::kEndOfData);
   auto last = ch.poll();
-  EXPECT_EQ(last->checkpoint_id, 3);
+  EXPECT_EQ(last->checkpoint_id, 4);
   EXPECT_EQ(last->overtaken, nullptr);
   // Dropped with the channel, it is no longer counted.
-  ASSERT_TRUE(ch.push(barrier(4, true)));
+  ASSERT_TRUE(ch.push(barrier(5, true)));
   EXPECT_EQ(waiting.load(), 1);
   ch.close();
   EXPECT_EQ(waiting.load(), 0);
+}
+
+// An aligned barrier whose timeout passed becomes a priority event where it
+// waits, overtaking the data in front of it with a copy; a buffer pushed
+// without waiting may exceed the capacity.
+TEST(ChannelTest, APromotedBarrierOvertakesWhatIsInFrontOfIt) {
+  NetworkBufferPool pool(8, 64);
+  std::atomic<bool> cancelled{false};
+  auto buffer = [&](std::string_view text) {
+    ChannelEvent ev{EventKind::kBuffer, pool.request(cancelled)};
+    std::memcpy(ev.buffer.data(), text.data(), text.size());
+    ev.buffer.set_size(text.size());
+    return ev;
+  };
+  LocalChannel ch(2);
+  ASSERT_TRUE(ch.push(buffer("ab")));
+  ASSERT_TRUE(ch.push_now(buffer("cd")));
+  ASSERT_TRUE(ch.push_now(buffer("ef")));
+  EXPECT_EQ(ch.queued_buffers(), 3) << "push_now does not wait for room";
+  EXPECT_FALSE(ch.has_space());
+  ChannelEvent b;
+  b.kind = EventKind::kBarrier;
+  b.checkpoint_id = 9;
+  ASSERT_TRUE(ch.push_now(std::move(b)));
+  ASSERT_TRUE(ch.push_now(buffer("gh")));
+  ch.promote_barrier(8);  // not queued: nothing happens
+  EXPECT_FALSE(ch.poll_priority().has_value());
+  ch.promote_barrier(9);
+  auto p = ch.poll_priority();
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->checkpoint_id, 9);
+  EXPECT_TRUE(p->priority);
+  ASSERT_NE(p->overtaken, nullptr);
+  EXPECT_EQ(*p->overtaken, "abcdef");
+  for (std::string_view want : {"ab", "cd", "ef", "gh"}) {
+    auto e = ch.poll();
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(std::string_view(e->buffer.data(), e->buffer.size()), want);
+  }
 }
 
 // The deserializer stops after the record whose callback asked it to, and

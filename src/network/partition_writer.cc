@@ -48,14 +48,14 @@ void ResultPartition::write(int channel, const char* p, size_t n) {
   }
 }
 
-void ResultPartition::flush(int channel) {
+void ResultPartition::flush(int channel, bool now) {
   Buffer& b = current_[channel];
   if (!b || b.size() == 0) return;
   if (metrics_ != nullptr) TaskMetrics::add(metrics_->bytes_out, static_cast<int64_t>(b.size()));
   ChannelEvent ev;
   ev.kind = EventKind::kBuffer;
   ev.buffer = std::move(b);
-  push(channel, std::move(ev));
+  push(channel, std::move(ev), now);
 }
 
 int64_t ResultPartition::unsent_records() const {
@@ -79,9 +79,11 @@ void ResultPartition::flush_all() {
 }
 
 void ResultPartition::broadcast_event(EventKind kind, int64_t checkpoint_id, int64_t timestamp_ms,
-                                      bool flag) {
-  // Every buffer, full channel or not: the event follows the data before it.
-  for (int c = 0; c < num_channels(); ++c) flush(c);
+                                      bool flag, bool final) {
+  // Every buffer, full channel or not: the event follows the data before
+  // it. A task that must not block (track_space) queues it over the
+  // channel's capacity.
+  for (int c = 0; c < num_channels(); ++c) flush(c, track_space_);
   for (int c = 0; c < num_channels(); ++c) {
     ChannelEvent ev;
     ev.kind = kind;
@@ -89,16 +91,18 @@ void ResultPartition::broadcast_event(EventKind kind, int64_t checkpoint_id, int
     ev.timestamp_ms = timestamp_ms;
     ev.idle = kind == EventKind::kIdle && flag;
     ev.savepoint = kind == EventKind::kBarrier && flag;
+    ev.final = kind == EventKind::kBarrier && final;
     push(c, std::move(ev));
   }
 }
 
-void ResultPartition::broadcast_priority_barrier(int64_t checkpoint_id, int64_t timestamp_ms) {
+void ResultPartition::broadcast_priority_barrier(int64_t checkpoint_id, int64_t timestamp_ms, bool final) {
   for (int c = 0; c < num_channels(); ++c) {
     ChannelEvent ev;
     ev.kind = EventKind::kBarrier;
     ev.checkpoint_id = checkpoint_id;
     ev.timestamp_ms = timestamp_ms;
+    ev.final = final;
     if (channels_[c]->supports_priority()) {
       ev.priority = true;
       if (const Buffer& b = current_[c]; b && b.size() > 0) append_overtaken(&ev, std::string_view(b.data(), b.size()));
@@ -126,11 +130,14 @@ void ResultPartition::broadcast_watermark(int64_t watermark) {
 
 void ResultPartition::broadcast_idle(bool idle) { broadcast_event(EventKind::kIdle, 0, 0, idle); }
 
-void ResultPartition::push(int channel, ChannelEvent ev) {
+void ResultPartition::push(int channel, ChannelEvent ev, bool now) {
   const bool end = ev.kind == EventKind::kEndOfData;
   const bool buffer = ev.kind == EventKind::kBuffer;
-  if (!channels_[channel]->push(std::move(ev), metrics_ != nullptr ? &metrics_->backpressured_ns : nullptr,
-                                cancelled_)) {
+  const bool pushed = now ? channels_[channel]->push_now(std::move(ev))
+                          : channels_[channel]->push(std::move(ev),
+                                                     metrics_ != nullptr ? &metrics_->backpressured_ns : nullptr,
+                                                     cancelled_);
+  if (!pushed) {
     // After end-of-data a consumer may finish (the final checkpoint is
     // complete) while a barrier of a later checkpoint is still on its way
     // here: it needs nothing more, so that is not a failure. A consumer

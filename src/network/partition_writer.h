@@ -44,8 +44,9 @@ class ResultPartition final : public detail::PartitionWriter {
   void broadcast_watermark(int64_t watermark) override;
   void broadcast_idle(bool idle) override;
   // Flushes, then sends an event (barrier, end-of-data, ...) to every channel.
+  // `flag`: kIdle's idle, kBarrier's savepoint; `final`: kBarrier's.
   void broadcast_event(EventKind kind, int64_t checkpoint_id = 0, int64_t timestamp_ms = 0,
-                       bool flag = false);
+                       bool flag = false, bool final = false);
   void close_channels();
 
   // The barrier of an unaligned checkpoint: to every channel at once, ahead
@@ -53,18 +54,24 @@ class ResultPartition final : public detail::PartitionWriter {
   // copy of that data and of the buffer being filled, which stays to be
   // sent after it. A channel that keeps its order (a result file) gets the
   // buffer and then the barrier, as broadcast_event sends them.
-  void broadcast_priority_barrier(int64_t checkpoint_id, int64_t timestamp_ms);
+  void broadcast_priority_barrier(int64_t checkpoint_id, int64_t timestamp_ms, bool final = false);
   // Whether every channel takes a data buffer without waiting: a task that
   // must stay responsive to priority barriers processes a record only then,
   // so emitting it never blocks (unless one record fills several buffers).
+  // Barrier `checkpoint_id`, where still queued, overtakes the data in
+  // front of it (its aligned-checkpoint timeout passed).
+  void promote_barrier(int64_t checkpoint_id) {
+    for (auto& c : channels_) c->promote_barrier(checkpoint_id);
+  }
   // Tracked once track_space() was called; true before.
   bool available();
   void track_space() { track_space_ = true; }
 
  private:
   void write(int channel, const char* p, size_t n);
-  void flush(int channel);
-  void push(int channel, ChannelEvent ev);
+  // `now`: without waiting for room (ChannelWriter::push_now).
+  void flush(int channel, bool now = false);
+  void push(int channel, ChannelEvent ev, bool now = false);
 
   std::vector<std::shared_ptr<ChannelWriter>> channels_;
   std::vector<Buffer> current_;

@@ -104,8 +104,9 @@ class TaskExecutorGateway {
   virtual void prepare_savepoint(int64_t checkpoint_id, const std::string& directory) {}
   virtual void submit_task(TaskDeploymentDescriptor tdd) = 0;
   virtual void cancel_task(const ExecutionId& id) = 0;
+  // `final`: the checkpoint taken once every source ended.
   virtual void trigger_checkpoint(const ExecutionId& id, int64_t checkpoint_id,
-                                  int64_t timestamp_ms, bool savepoint) = 0;
+                                  int64_t timestamp_ms, bool savepoint, bool final) = 0;
   virtual void notify_checkpoint_complete(const ExecutionId& id, int64_t checkpoint_id) = 0;
   virtual void notify_checkpoint_aborted(const ExecutionId& id, int64_t checkpoint_id) = 0;
   // After the final checkpoint: the task may end.

@@ -6,13 +6,17 @@
 
 namespace weir::runtime {
 
-void InputGate::open(CheckpointingMode mode, Wakeup* consumer, bool unaligned) {
+void InputGate::open(CheckpointingMode mode, Wakeup* consumer, bool unaligned,
+                     std::chrono::milliseconds aligned_timeout) {
   unaligned_ = unaligned && mode == CheckpointingMode::kExactlyOnce;
+  aligned_timeout_ = aligned_timeout;
   for (Channel& c : channels_) {
     c.reader->set_consumer(consumer);
     if (unaligned_) c.reader->set_priority_counter(&priority_);
   }
-  if (!channels_.empty()) barriers_ = checkpoint::make_barrier_handler(mode, size(), unaligned_);
+  if (!channels_.empty()) {
+    barriers_ = checkpoint::make_barrier_handler(mode, size(), unaligned_, aligned_timeout_.count() > 0);
+  }
   channel_state_.assign(channels_.size(), std::string());
 }
 
@@ -64,21 +68,58 @@ InputGate::Barrier InputGate::on_barrier(int ch, const network::ChannelEvent& ba
   // being recorded for its checkpoint, or when it starts one.
   const bool was_recording = recording_id_ == checkpoint_id && barriers_->is_recording(ch);
   Barrier b;
-  b.decision = barriers_->on_barrier(ch, checkpoint_id, barrier.savepoint);
+  b.timestamp_ms = barrier.timestamp_ms;
+  b.savepoint = barrier.savepoint;
+  b.final = barrier.final;
+  b.decision = barriers_->on_barrier(ch, checkpoint_id, barrier.savepoint, barrier.priority);
   if (b.decision.trigger) b.alignment_ms = ms_since(align_start_);
   if (b.decision.abandoned && b.decision.abandoned_id == recording_id_) recording_id_ = -1;
-  if (b.decision.records_channels) {
-    // The snapshot is taken now: each channel's state begins with the head
-    // of the record its deserializer holds, and, for the channel of the
-    // held buffer, with the rest of that buffer.
-    recording_id_ = checkpoint_id;
-    for (size_t c = 0; c < channels_.size(); ++c) channel_state_[c].assign(channels_[c].deserializer.partial());
-    if (held.ch >= 0) channel_state_[held.ch].append(held.rest());
+  if (b.decision.records_channels) begin_recording(checkpoint_id, held);
+  // An alignment that may time out: from the checkpoint's trigger time.
+  align_deadline_ = INT64_MAX;
+  // The final checkpoint stays aligned: it is taken once the input ended.
+  if (aligned_timeout_.count() > 0 && barriers_->is_aligning() && !barrier.savepoint && !barrier.final) {
+    align_deadline_ = barrier.timestamp_ms + aligned_timeout_.count();
+    align_timestamp_ = barrier.timestamp_ms;
+    align_final_ = barrier.final;
   }
   if ((b.decision.records_channels || was_recording) && barrier.overtaken != nullptr) {
     channel_state_[ch].append(*barrier.overtaken);
   }
   if (b.decision.completed) recording_id_ = -1;
+  return b;
+}
+
+void InputGate::begin_recording(int64_t checkpoint_id, const Held& held) {
+  // Each channel's state begins with the head of the record its
+  // deserializer holds, and, for the channel of the held buffer, with the
+  // rest of that buffer.
+  recording_id_ = checkpoint_id;
+  for (size_t c = 0; c < channels_.size(); ++c) channel_state_[c].assign(channels_[c].deserializer.partial());
+  if (held.ch >= 0) channel_state_[held.ch].append(held.rest());
+}
+
+int64_t InputGate::alignment_deadline() const {
+  return barriers_ != nullptr && barriers_->is_aligning() ? align_deadline_ : INT64_MAX;
+}
+
+InputGate::Barrier InputGate::check_alignment_timeout(int64_t now_ms, const Held& held) {
+  Barrier b;
+  auto* unaligner = dynamic_cast<checkpoint::BarrierUnaligner*>(barriers_.get());
+  if (unaligner == nullptr || now_ms < alignment_deadline()) return b;
+  const int64_t id = unaligner->aligning();
+  if (id < 0) return b;
+  b.decision = unaligner->on_timeout();
+  if (!b.decision.trigger) return b;
+  b.alignment_ms = ms_since(align_start_);
+  b.timestamp_ms = align_timestamp_;
+  b.final = align_final_;
+  align_deadline_ = INT64_MAX;
+  begin_recording(id, held);
+  // The barriers still on their way here overtake what is in front of them.
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    if (barriers_->is_recording(static_cast<int>(c))) channels_[c].reader->promote_barrier(id);
+  }
   return b;
 }
 

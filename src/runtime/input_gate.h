@@ -64,13 +64,19 @@ class InputGate {
   struct Barrier {
     checkpoint::BarrierDecision decision;
     int64_t alignment_ms = 0;
+    int64_t timestamp_ms = 0;  // the checkpoint's trigger time
+    bool savepoint = false;
+    bool final = false;
   };
 
   void add(Channel channel) { channels_.push_back(std::move(channel)); }
   // Every channel added: barriers are handled as `mode` asks (`unaligned`:
   // exactly-once with unaligned checkpoints), and a channel with news wakes
   // `consumer`.
-  void open(CheckpointingMode mode, Wakeup* consumer, bool unaligned = false);
+  // `aligned_timeout`: unaligned checkpoints start aligned and switch
+  // after it (zero: unaligned from the start).
+  void open(CheckpointingMode mode, Wakeup* consumer, bool unaligned = false,
+            std::chrono::milliseconds aligned_timeout = std::chrono::milliseconds(0));
   bool unaligned() const { return unaligned_; }
 
   bool empty() const { return channels_.empty(); }
@@ -92,6 +98,13 @@ class InputGate {
     ev.checkpoint_id = checkpoint_id;
     return on_barrier(ch, ev, Held{});
   }
+  // An alignment whose aligned-checkpoint timeout passed by `now_ms`
+  // (wall clock) switches to unaligned: a barrier outcome that triggers the
+  // checkpoint (else nothing happens). The barriers still queued in this
+  // process's input channels overtake the data in front of them.
+  Barrier check_alignment_timeout(int64_t now_ms, const Held& held);
+  // When the alignment under way times out (wall clock ms), or INT64_MAX.
+  int64_t alignment_deadline() const;
   // Whether a priority barrier waits on some channel (one load).
   bool priority_waiting() const { return priority_.load(std::memory_order_relaxed) > 0; }
   // A priority barrier at the head of some channel, if one is.
@@ -128,7 +141,14 @@ class InputGate {
   int ended_ = 0;
   int64_t align_id_ = -1;
   std::chrono::steady_clock::time_point align_start_;
+  // The snapshot of `checkpoint_id` is taken now: channel state begins.
+  void begin_recording(int64_t checkpoint_id, const Held& held);
+
   bool unaligned_ = false;
+  std::chrono::milliseconds aligned_timeout_{0};
+  int64_t align_deadline_ = INT64_MAX;  // of the alignment under way (wall clock ms)
+  int64_t align_timestamp_ = 0;         // its checkpoint's trigger time
+  bool align_final_ = false;            // and whether it is the final one
   std::atomic<int> priority_{0};  // priority events queued on the channels
   int64_t recording_id_ = -1;    // the checkpoint whose channel state is recorded
   std::vector<std::string> channel_state_;

@@ -501,10 +501,10 @@ void JobMaster::end_of_data(const ExecutionId& id) {
   });
 }
 
-void JobMaster::trigger_sources(int64_t cp, int64_t ts, bool savepoint) {
+void JobMaster::trigger_sources(int64_t cp, int64_t ts, bool savepoint, bool final) {
   if (savepoint) tm_->prepare_savepoint(cp, storage_->location(cp));
   for (auto& e : executions_) {
-    if (e.is_source) tm_->trigger_checkpoint(e.id, cp, ts, savepoint);
+    if (e.is_source) tm_->trigger_checkpoint(e.id, cp, ts, savepoint, final);
   }
 }
 
@@ -520,9 +520,11 @@ void JobMaster::notify_complete(int64_t cp) {
     const CompletedCheckpointStats& c = stats.back();
     int64_t alignment_ms = 0;
     for (const auto& s : c.subtasks) alignment_ms = std::max(alignment_ms, s.alignment_ms);
-    spdlog::info("job {}: {} {} completed in {} ms, {} bytes ({} new), alignment {} ms", job_id_,
-                 c.is_savepoint ? "savepoint" : "checkpoint", cp, c.duration.count(), c.state_bytes, c.new_bytes,
-                 alignment_ms);
+    spdlog::info("job {}: {} {} completed in {} ms, {} bytes ({} new), alignment {} ms{}", job_id_,
+                 c.is_savepoint ? "savepoint" : c.is_final ? "final checkpoint" : "checkpoint", cp, c.duration.count(),
+                 c.state_bytes, c.new_bytes,
+                 alignment_ms,
+                 c.persisted_data > 0 ? fmt::format(", channel state {} bytes", c.persisted_data) : std::string());
   } else {
     spdlog::info("job {}: checkpoint {} completed", job_id_, cp);
   }

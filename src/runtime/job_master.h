@@ -143,7 +143,7 @@ class JobMaster final : public JobMasterGateway, private checkpoint::Coordinator
   };
 
   // CoordinatorActions.
-  void trigger_sources(int64_t checkpoint_id, int64_t timestamp_ms, bool savepoint) override;
+  void trigger_sources(int64_t checkpoint_id, int64_t timestamp_ms, bool savepoint, bool final) override;
   void notify_complete(int64_t checkpoint_id) override;
   void notify_aborted(int64_t checkpoint_id) override;
   void final_checkpoint_complete(int64_t checkpoint_id) override;

@@ -40,7 +40,9 @@ class FakeTaskExecutor final : public TaskExecutorGateway {
     record(std::move(c));
   }
   void cancel_task(const ExecutionId& id) override { record("cancel", id); }
-  void trigger_checkpoint(const ExecutionId& id, int64_t cp, int64_t, bool) override { record("trigger", id, cp); }
+  void trigger_checkpoint(const ExecutionId& id, int64_t cp, int64_t, bool, bool) override {
+    record("trigger", id, cp);
+  }
   void notify_checkpoint_complete(const ExecutionId& id, int64_t cp) override { record("complete", id, cp); }
   void notify_checkpoint_aborted(const ExecutionId& id, int64_t cp) override { record("aborted", id, cp); }
   void finish_task(const ExecutionId& id) override { record("finish", id); }

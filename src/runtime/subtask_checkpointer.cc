@@ -158,7 +158,7 @@ void SubtaskCheckpointer::cancel() {
 }
 
 void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64_t checkpoint_id, int64_t sync_ms,
-                                       int64_t alignment_ms, int64_t source_records) {
+                                       int64_t alignment_ms, int64_t source_records, int64_t persisted_data) {
   {
     absl::MutexLock lock(&aborted_->mu);
     ++aborted_->in_flight;
@@ -166,7 +166,7 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
   // Copies only: the task (and this object) may be gone before it runs.
   services_.executor->post([services = services_, id = id_, parallelism = parallelism_,
                             max_parallelism = max_parallelism_, captured = std::move(captured), checkpoint_id,
-                            sync_ms, alignment_ms, source_records, aborted = aborted_]() mutable {
+                            sync_ms, alignment_ms, source_records, persisted_data, aborted = aborted_]() mutable {
     // Ends this part's count however it returns, after its report is sent.
     struct Ended {
       Aborted* a;
@@ -189,6 +189,7 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
     ack.sync_ms = sync_ms;
     ack.alignment_ms = alignment_ms;
     ack.source_records = source_records;
+    ack.persisted_data = persisted_data;
     for (Captured::Operator& c : captured->operators) {
       checkpoint::AckedOperatorState s;
       s.uid = c.uid;

@@ -58,9 +58,9 @@ class SubtaskCheckpointer {
                                 detail::OperatorListStateData list);
   // The asynchronous part, on the executor; it acknowledges with these
   // timings or declines with the cause.
-  // `source_records`: TaskAck::source_records.
+  // `source_records`, `persisted_data`: TaskAck's.
   void finish_async(std::shared_ptr<Captured> captured, int64_t checkpoint_id, int64_t sync_ms,
-                    int64_t alignment_ms, int64_t source_records = 0);
+                    int64_t alignment_ms, int64_t source_records = 0, int64_t persisted_data = 0);
   // The checkpoint was aborted: its asynchronous part, if still queued, is
   // dropped with what it holds instead of run, so a backlog of expired
   // checkpoints cannot pile up on the executor. Any thread.

@@ -50,6 +50,11 @@ void Task::wait(SteadyClock::time_point deadline) {
     auto until_timer = std::chrono::milliseconds(std::max<int64_t>(0, next_timer - time_.now_ms()));
     deadline = std::min(deadline, SteadyClock::now() + until_timer);
   }
+  // An alignment, or a barrier sent aligned, that may time out.
+  if (const int64_t align = std::min(gate_.alignment_deadline(), aligned_barrier_deadline_); align != INT64_MAX) {
+    auto until = std::chrono::milliseconds(std::max<int64_t>(0, align - services_.clock->wall_ms()));
+    deadline = std::min(deadline, SteadyClock::now() + until);
+  }
   WaitTimer idle(&metrics_.idle_ns);
   wakeup_.wait_until(deadline);
 }
@@ -97,9 +102,11 @@ void Task::drain_mailbox() {
   for (auto& m : batch) m();
 }
 
-void Task::trigger_checkpoint(int64_t id, int64_t ts, bool savepoint) {
-  post([this, id, ts, savepoint] {
-    if (chain_.source != nullptr) perform_checkpoint(id, ts, 0, savepoint);
+void Task::trigger_checkpoint(int64_t id, int64_t ts, bool savepoint, bool final) {
+  post([this, id, ts, savepoint, final] {
+    // A source's barriers start unaligned unless checkpoints start aligned
+    // (an aligned-checkpoint timeout).
+    if (chain_.source != nullptr) perform_checkpoint(id, ts, 0, savepoint, false, unaligned_from_start(), final);
   });
 }
 
@@ -336,6 +343,7 @@ void Task::loop() {
     drain_mailbox();
     if (cancelled_ || phase_ == TaskPhase::kFinishing) return;
     time_.run_due();
+    promote_late_barrier();
     if (ahead_.on && phase_ == TaskPhase::kRunning) {
       read_ahead();
       continue;
@@ -385,7 +393,7 @@ void Task::loop() {
 }
 
 void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms,
-                              bool savepoint, bool records_channels) {
+                              bool savepoint, bool records_channels, bool unaligned, bool final) {
   const auto start = SteadyClock::now();
   std::vector<SubtaskCheckpointer::ChainedOperator> chain;
   for (size_t i = 0; i < chain_.operators.size(); ++i) chain.push_back({graph_->uids[vertex_.nodes[i]], chain_.operators[i].get()});
@@ -394,11 +402,22 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
   // belong to the next checkpoint. An unaligned one overtakes the data
   // queued in front of it.
   for (auto& p : chain_.partitions) {
-    if (unaligned() && !savepoint) {
-      p->broadcast_priority_barrier(checkpoint_id, timestamp_ms);
+    if (unaligned && !savepoint) {
+      p->broadcast_priority_barrier(checkpoint_id, timestamp_ms, final);
     } else {
-      p->broadcast_event(network::EventKind::kBarrier, checkpoint_id, timestamp_ms, savepoint);
+      p->broadcast_event(network::EventKind::kBarrier, checkpoint_id, timestamp_ms, savepoint, final);
     }
+  }
+  // Aligned first: a barrier still queued when the timeout passed overtakes
+  // the data in front of it (as Flink's output side does). The final
+  // checkpoint and savepoints stay aligned.
+  aligned_barrier_ = -1;
+  aligned_barrier_deadline_ = INT64_MAX;
+  if (this->unaligned() && !unaligned && !savepoint && !final && !chain_.partitions.empty()) {
+    aligned_barrier_ = checkpoint_id;
+    aligned_barrier_deadline_ =
+        timestamp_ms + std::chrono::duration_cast<std::chrono::milliseconds>(
+                           services_.config->checkpoint.aligned_timeout).count();
   }
   last_flush_ = SteadyClock::now();
   if (!captured.ok()) {
@@ -413,6 +432,13 @@ void Task::perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64
                              ahead_.on ? chain_.source->released_records() : 0);
 }
 
+void Task::promote_late_barrier() {
+  if (aligned_barrier_ < 0 || services_.clock->wall_ms() < aligned_barrier_deadline_) return;
+  for (auto& p : chain_.partitions) p->promote_barrier(aligned_barrier_);
+  aligned_barrier_ = -1;
+  aligned_barrier_deadline_ = INT64_MAX;
+}
+
 void Task::complete_channel_state(int64_t checkpoint_id) {
   std::vector<std::string> state = gate_.take_channel_state();
   if (unaligned_pending_.id != checkpoint_id) return;  // declined when its snapshot failed
@@ -420,8 +446,10 @@ void Task::complete_channel_state(int64_t checkpoint_id) {
   unaligned_pending_ = PendingCheckpoint{};
   detail::OperatorListStateData list;
   list.mode = detail::Redistribution::kUnion;
+  int64_t bytes = 0;
   for (size_t c = 0; c < state.size(); ++c) {
     if (state[c].empty()) continue;
+    bytes += static_cast<int64_t>(state[c].size());
     const InputGate::Channel& in = gate_.channel(static_cast<int>(c));
     list.entries.push_back(checkpoint::encode_channel_state(
         {in.job_edge, in.producer_subtask, tdd_.execution.subtask, std::move(state[c])}));
@@ -433,7 +461,7 @@ void Task::complete_channel_state(int64_t checkpoint_id) {
   // The alignment of an unaligned checkpoint: from its snapshot until the
   // last barrier came (the time its channels were recorded).
   checkpointer_.finish_async(std::move(pending.captured), checkpoint_id, pending.sync_ms,
-                             pending.alignment_ms + ms_since(pending.started));
+                             pending.alignment_ms + ms_since(pending.started), 0, bytes);
 }
 
 void Task::read_ahead() {

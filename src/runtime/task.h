@@ -111,7 +111,8 @@ class Task {
   Task& operator=(const Task&) = delete;
 
   void start();
-  void trigger_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, bool savepoint);
+  // `final`: the checkpoint taken once every source ended.
+  void trigger_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, bool savepoint, bool final = false);
   void notify_checkpoint_complete(int64_t checkpoint_id);
   void notify_checkpoint_aborted(int64_t checkpoint_id);
   void finish();
@@ -180,13 +181,20 @@ class Task {
   void process_event(int channel, network::ChannelEvent ev);
   // `records_channels`: an unaligned checkpoint whose channel state the
   // input gate records from now on; its asynchronous part waits for it.
+  // `unaligned`: its barriers overtake the outputs' queued data.
   void perform_checkpoint(int64_t checkpoint_id, int64_t timestamp_ms, int64_t alignment_ms, bool savepoint,
-                          bool records_channels = false);
+                          bool records_channels = false, bool unaligned = false, bool final = false);
+  // What the input gate decided at a barrier (or an alignment's timeout).
+  void on_barrier_decision(const InputGate::Barrier& b);
   // Unaligned: the channel state of `checkpoint_id` is complete; it joins
   // the head operator's state and the asynchronous part starts.
   void complete_channel_state(int64_t checkpoint_id);
   bool unaligned() const {
     return services_.config->checkpoint.unaligned && services_.config->checkpoint.mode == CheckpointingMode::kExactlyOnce;
+  }
+  // Unaligned checkpoints that start unaligned (no aligned-checkpoint timeout).
+  bool unaligned_from_start() const {
+    return unaligned() && services_.config->checkpoint.aligned_timeout.count() == 0;
   }
   // Feeds the buffer held in gate_ to the head operator, until it ends or
   // a priority barrier waits or an output is full.
@@ -298,6 +306,12 @@ class Task {
     std::chrono::steady_clock::time_point started;
   };
   PendingCheckpoint unaligned_pending_;
+  // An aligned-checkpoint timeout: the barrier this task sent aligned, and
+  // when (wall clock ms) it turns into a priority event where still queued.
+  int64_t aligned_barrier_ = -1;
+  int64_t aligned_barrier_deadline_ = INT64_MAX;
+  // Promotes the aligned barrier sent, once its timeout passed.
+  void promote_late_barrier();
   // Restored channel state to replay: the input (index into adapters_),
   // its edge, and the records.
   struct Replay {

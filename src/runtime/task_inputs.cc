@@ -50,7 +50,8 @@ absl::Status Task::build_inputs() {
       gate_.add(std::move(in));
     }
   }
-  gate_.open(services_.config->checkpoint.mode, &wakeup_, unaligned());
+  gate_.open(services_.config->checkpoint.mode, &wakeup_, unaligned(),
+             std::chrono::duration_cast<std::chrono::milliseconds>(services_.config->checkpoint.aligned_timeout));
   if (unaligned()) {
     for (auto& p : chain_.partitions) p->track_space();
   }
@@ -116,6 +117,14 @@ bool Task::outputs_available() {
 bool Task::poll_inputs() {
   int ch = 0;
   if (gate_.unaligned()) {
+    // An alignment that took too long goes unaligned.
+    if (gate_.alignment_deadline() != INT64_MAX) {
+      const InputGate::Barrier b = gate_.check_alignment_timeout(services_.clock->wall_ms(), held_);
+      if (b.decision.trigger) {
+        on_barrier_decision(b);
+        return true;
+      }
+    }
     // A priority barrier first, even while a buffer is half read or the
     // outputs are full: that is what makes the checkpoint unaligned.
     if (gate_.priority_waiting()) {
@@ -182,20 +191,9 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
       if (!ok) throw std::runtime_error("corrupt record on input channel " + std::to_string(ch));
       break;
     }
-    case network::EventKind::kBarrier: {
-      const InputGate::Barrier b = gate_.on_barrier(ch, ev, held_);
-      if (b.decision.abandoned) {
-        if (unaligned_pending_.id == b.decision.abandoned_id) unaligned_pending_ = PendingCheckpoint{};
-        services_.job_master->decline_checkpoint(id(), b.decision.abandoned_id,
-                                                 "subsumed by a newer barrier during alignment");
-      }
-      if (b.decision.trigger) {
-        perform_checkpoint(b.decision.checkpoint_id, ev.timestamp_ms, b.alignment_ms, ev.savepoint,
-                           b.decision.records_channels);
-      }
-      if (b.decision.completed) complete_channel_state(b.decision.completed_id);
+    case network::EventKind::kBarrier:
+      on_barrier_decision(gate_.on_barrier(ch, ev, held_));
       break;
-    }
     case network::EventKind::kWatermark:
       // Sorted input: event time starts over at every key; the watermark
       // that ends the input comes after the last key.
@@ -227,6 +225,19 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
       }
       break;
   }
+}
+
+void Task::on_barrier_decision(const InputGate::Barrier& b) {
+  if (b.decision.abandoned) {
+    if (unaligned_pending_.id == b.decision.abandoned_id) unaligned_pending_ = PendingCheckpoint{};
+    services_.job_master->decline_checkpoint(id(), b.decision.abandoned_id,
+                                             "subsumed by a newer barrier during alignment");
+  }
+  if (b.decision.trigger) {
+    perform_checkpoint(b.decision.checkpoint_id, b.timestamp_ms, b.alignment_ms, b.savepoint,
+                       b.decision.records_channels, b.decision.unaligned, b.final);
+  }
+  if (b.decision.completed) complete_channel_state(b.decision.completed_id);
 }
 
 void Task::feed_held() {

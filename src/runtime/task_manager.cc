@@ -171,9 +171,9 @@ void TaskManager::cancel_task(const ExecutionId& id) {
   if (Task* t = find(id)) t->cancel();
 }
 
-void TaskManager::trigger_checkpoint(const ExecutionId& id, int64_t cp, int64_t ts, bool savepoint) {
+void TaskManager::trigger_checkpoint(const ExecutionId& id, int64_t cp, int64_t ts, bool savepoint, bool final) {
   absl::MutexLock lock(&mu_);
-  if (Task* t = find(id)) t->trigger_checkpoint(cp, ts, savepoint);
+  if (Task* t = find(id)) t->trigger_checkpoint(cp, ts, savepoint, final);
 }
 
 void TaskManager::notify_checkpoint_complete(const ExecutionId& id, int64_t cp) {

@@ -52,7 +52,8 @@ class TaskManager final : public TaskExecutorGateway {
 
   void submit_task(TaskDeploymentDescriptor tdd) override;
   void cancel_task(const ExecutionId& id) override;
-  void trigger_checkpoint(const ExecutionId& id, int64_t checkpoint_id, int64_t ts, bool savepoint) override;
+  void trigger_checkpoint(const ExecutionId& id, int64_t checkpoint_id, int64_t ts, bool savepoint,
+                          bool final) override;
   void notify_checkpoint_complete(const ExecutionId& id, int64_t checkpoint_id) override;
   void notify_checkpoint_aborted(const ExecutionId& id, int64_t checkpoint_id) override;
   void finish_task(const ExecutionId& id) override;

@@ -300,7 +300,7 @@ TEST(TaskTest, AsynchronousPartOfACheckpointRunsAfterItsTaskWasCancelled) {
   ASSERT_TRUE(job.ok());
   RecordingJobMaster& jm = job.jm;
 
-  job.tm().trigger_checkpoint(job.id, 1, 0, /*savepoint=*/false);
+  job.tm().trigger_checkpoint(job.id, 1, 0, /*savepoint=*/false, /*final=*/false);
   WEIR_SYNC_POINT("TaskTest:cancel");  // once the synchronous part is done
   job.tm().cancel_task(job.id);
   auto report = jm.final_report(absl::Seconds(30));
@@ -337,7 +337,7 @@ TEST(TaskTest, AFinishingTaskWaitsForItsCheckpointsAsynchronousPart) {
   ASSERT_TRUE(job.ok());
   RecordingJobMaster& jm = job.jm;
 
-  job.tm().trigger_checkpoint(job.id, 1, 0, /*savepoint=*/false);
+  job.tm().trigger_checkpoint(job.id, 1, 0, /*savepoint=*/false, /*final=*/false);
   WEIR_SYNC_POINT("TaskTest:end_input");  // the synchronous part is done, the upload held back
   released->store(true);
   ASSERT_TRUE(jm.wait_for_end_of_data(1, absl::Seconds(30)));
