@@ -134,6 +134,13 @@ struct NetworkConfig {
   int buffers_per_channel = 4;
   // A partly filled buffer is sent after at most this long. Default: 5 ms.
   Duration buffer_timeout{5};
+  // Buffer debloating (Flink's FLIP-183): each task measures how fast it
+  // consumes its input and has its producers send buffers only as large as
+  // makes the data in flight to it last about `debloat_target`; buffers
+  // still come from the fixed pool, partly filled. Default: off.
+  bool debloat = false;
+  // Default: 1 s (Flink's taskmanager.network.memory.buffer-debloat.target).
+  Duration debloat_target{1000};
 };
 
 enum class StateBackendKind : uint8_t {

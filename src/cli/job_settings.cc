@@ -39,6 +39,8 @@ const std::vector<Setting>& settings() {
       {"execution.checkpointing.unaligned", "--checkpointing", Kind::kChoice,
        {{"true", "unaligned"}, {"false", "aligned"}}},
       {"execution.checkpointing.aligned-checkpoint-timeout", "--aligned-checkpoint-timeout", Kind::kDuration},
+      {"taskmanager.network.memory.buffer-debloat.enabled", "--buffer-debloat", Kind::kBool},
+      {"taskmanager.network.memory.buffer-debloat.target", "--buffer-debloat-target", Kind::kDuration},
       {"execution.checkpointing.dir", "--checkpoint-dir", Kind::kPath},
       {"state.checkpoints.dir", "--checkpoint-dir", Kind::kPath},
       {"execution.checkpointing.savepoint-dir", "--savepoint-dir", Kind::kPath},

@@ -33,6 +33,8 @@ struct JobFlags {
   std::string mode = std::string(to_string(kDefaults.checkpoint.mode));
   std::string checkpointing = kDefaults.checkpoint.unaligned ? "unaligned" : "aligned";
   std::string aligned_timeout = format_duration(kDefaults.checkpoint.aligned_timeout);
+  bool buffer_debloat = kDefaults.network.debloat;
+  std::string debloat_target = format_duration(kDefaults.network.debloat_target);
   std::string restore = kDefaults.restore;
   bool allow_non_restored = kDefaults.allow_non_restored_state;
   std::string restart_strategy = std::string(to_string(kDefaults.restart.kind));
@@ -77,6 +79,11 @@ struct JobFlags {
     app->add_option("--aligned-checkpoint-timeout", aligned_timeout,
                     "unaligned: checkpoints start aligned and switch to unaligned at a task still aligning this "
                     "long after the checkpoint began (0: unaligned from the start)")
+        ->capture_default_str();
+    app->add_flag("--buffer-debloat", buffer_debloat,
+                  "Each task has its producers send buffers only as large as keeps --buffer-debloat-target of "
+                  "data in flight to it (the network pool stays as it is)");
+    app->add_option("--buffer-debloat-target", debloat_target, "with --buffer-debloat: the time of data in flight")
         ->capture_default_str();
     app->add_option("--restore", restore, "latest | PATH of a chk-<n> directory");
     app->add_flag("--allow-non-restored-state", allow_non_restored,
@@ -177,6 +184,11 @@ struct JobFlags {
       return absl::InvalidArgumentError("--aligned-checkpoint-timeout: " + std::string(timeout.status().message()));
     }
     c.checkpoint.aligned_timeout = *timeout;
+    c.network.debloat = buffer_debloat;
+    auto target = parse_duration(debloat_target);
+    if (!target.ok()) return absl::InvalidArgumentError("--buffer-debloat-target: " + std::string(target.status().message()));
+    if (target->count() < 1) return absl::InvalidArgumentError("--buffer-debloat-target must be > 0");
+    c.network.debloat_target = *target;
     auto backend = parse_state_backend(state);
     if (!backend.ok()) return backend.status();
     c.state.kind = *backend;

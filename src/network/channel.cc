@@ -218,6 +218,21 @@ void LocalChannel::set_consumer(Wakeup* wakeup) {
   consumer_ = wakeup;
 }
 
+void LocalChannel::set_target_buffer_size(int bytes) {
+  if (target_buffer_size_.exchange(bytes, std::memory_order_relaxed) == bytes) return;
+  std::function<void(int)> listener;
+  {
+    absl::MutexLock lock(&mu_);
+    listener = on_target_;
+  }
+  if (listener) listener(bytes);
+}
+
+void LocalChannel::set_target_listener(std::function<void(int)> listener) {
+  absl::MutexLock lock(&mu_);
+  on_target_ = std::move(listener);
+}
+
 void LocalChannel::set_producer(Wakeup* wakeup) {
   absl::MutexLock lock(&mu_);
   producer_ = wakeup;

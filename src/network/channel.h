@@ -111,6 +111,9 @@ class ChannelWriter {
   // Barrier `checkpoint_id`, if still queued here, becomes a priority event
   // (the aligned-checkpoint timeout passed while it waited).
   virtual void promote_barrier(int64_t /*checkpoint_id*/) {}
+  // Buffer debloating: the bytes at which the producer should send a
+  // buffer, as its consumer asked (0: full buffers). Any thread.
+  virtual int target_buffer_size() const { return 0; }
   // Whether a priority event overtakes what is queued here (a result file
   // keeps the order it was written in).
   virtual bool supports_priority() const { return false; }
@@ -155,6 +158,11 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
             const std::atomic<bool>* abort = nullptr) override;
   bool push_now(ChannelEvent ev) override;
   bool supports_priority() const override { return true; }
+  int target_buffer_size() const override { return target_buffer_size_.load(std::memory_order_relaxed); }
+  // The consumer asks for buffers of `bytes` (0: full ones); a remote
+  // channel's receiving end passes it on to the sender (set_target_listener).
+  void set_target_buffer_size(int bytes);
+  void set_target_listener(std::function<void(int)> listener);
   // Whether a data buffer pushed now would not wait (any thread).
   bool has_space() const;
   // Non-blocking. Empty when nothing is queued.
@@ -209,6 +217,8 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
   Wakeup* consumer_ ABSL_GUARDED_BY(mu_) = nullptr;
   Wakeup* producer_ ABSL_GUARDED_BY(mu_) = nullptr;
   int queued_priority_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int> target_buffer_size_{0};
+  std::function<void(int)> on_target_ ABSL_GUARDED_BY(mu_);
   std::atomic<int>* priority_counter_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Shared, so taking a buffer copies a pointer, not the function.
   std::shared_ptr<const std::function<void()>> on_buffer_taken_ ABSL_GUARDED_BY(mu_);

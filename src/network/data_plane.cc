@@ -231,6 +231,10 @@ class DataPlane::Outbound {
         PayloadReader(payload).get(&n);
         s->credit.fetch_add(n);
         wakeup_.notify();
+      } else if (h.type == FrameType::kBufferSize) {
+        uint32_t n = 0;
+        PayloadReader(payload).get(&n);
+        s->queue->set_target_buffer_size(static_cast<int>(std::min<uint32_t>(n, INT32_MAX)));
       } else if (h.type == FrameType::kClose) {
         s->queue->close();  // the consumer is gone: its producer fails on the next push
         wakeup_.notify();
@@ -304,6 +308,7 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
     // The sender is gone: its channels close, so consumers see it at once.
     for (auto& [id, ch] : channels_) {
       ch->set_listener({}, {});
+      ch->set_target_listener({});
       ch->close();
     }
     channels_.clear();
@@ -364,6 +369,14 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
             [weak, id] {
               if (auto self = weak.lock()) self->send(frame(FrameType::kClose, id, {}));
             });
+        // The consumer's debloated buffer size goes to the producer's end.
+        ch->set_target_listener([weak, id](int bytes) {
+          if (auto self = weak.lock()) {
+            std::string p;
+            put_u32(p, static_cast<uint32_t>(bytes));
+            self->send(frame(FrameType::kBufferSize, id, p));
+          }
+        });
         channels_[id] = ch;
         grant(id, static_cast<uint32_t>(plane_->capacity_));
       } else if (h.type == FrameType::kServe) {
@@ -385,6 +398,7 @@ class DataPlane::Inbound : public std::enable_shared_from_this<DataPlane::Inboun
         auto it = channels_.find(h.channel);
         if (it != channels_.end()) {
           it->second->set_listener({}, {});
+          it->second->set_target_listener({});
           it->second->close();
           channels_.erase(it);
         }

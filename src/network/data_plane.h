@@ -71,6 +71,9 @@ enum class FrameType : uint8_t {
   // sender -> receiver: a data buffer that begins inside a record, `u64
   // bytes continuing it | the buffer` (Buffer::continued_bytes)
   kBufferContinued = 10,
+  // receiver -> sender: u32 bytes at which to send a buffer, the consumer's
+  // debloated size (0: full buffers)
+  kBufferSize = 11,
 };
 
 class DataPlane {

@@ -221,6 +221,23 @@ TEST_P(DataPlaneTest, APriorityBarrierOvertakesBothEndsAndCarriesTheirData) {
   }
 }
 
+// Buffer debloating across the wire: the size the consumer asks of its end
+// of a remote channel reaches the producer's end.
+TEST_P(DataPlaneTest, TheDebloatedBufferSizeReachesTheSender) {
+  auto out = sender_.outbound(receiver_.address(), key(0));
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto in = receiver_.registry("job")->get(key(0));
+  ASSERT_TRUE(push_value(**out, 1));
+  ASSERT_TRUE(next(*in).has_value());  // the channel is open at both ends
+  in->set_target_buffer_size(700);
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while ((*out)->target_buffer_size() != 700 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_EQ((*out)->target_buffer_size(), 700);
+  in->set_target_buffer_size(0);
+  while ((*out)->target_buffer_size() != 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_EQ((*out)->target_buffer_size(), 0);
+}
+
 TEST_P(DataPlaneTest, SlowConsumerBackpressuresOnlyItsOwnChannel) {
   auto slow_out = sender_.outbound(receiver_.address(), key(0));
   auto fast_out = sender_.outbound(receiver_.address(), key(1));

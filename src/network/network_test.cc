@@ -319,6 +319,51 @@ TEST(ChannelTest, APromotedBarrierOvertakesWhatIsInFrontOfIt) {
   }
 }
 
+// Buffer debloating: a consumer that asks for small buffers gets buffers of
+// that size, from the same fixed pool (partly filled), with every record
+// whole; asking for 0 brings full buffers back.
+TEST(RecordFramingTest, ADebloatedChannelGetsBuffersOfTheSizeItAskedFor) {
+  NetworkBufferPool pool(16, 1024);
+  std::atomic<bool> cancelled{false};
+  auto ch = std::make_shared<LocalChannel>(1000);
+  ResultPartition out({ch}, &pool, &cancelled);
+  ch->set_target_buffer_size(100);
+  std::vector<size_t> sizes;
+  int records = 0;
+  RecordDeserializer in;
+  auto drain = [&] {
+    while (auto ev = ch->poll()) {
+      sizes.push_back(ev->buffer.size());
+      ASSERT_EQ(ev->buffer.capacity(), 1024u) << "buffers still come from the pool";
+      in.feed(ev->buffer, [&](std::string_view r) {
+        EXPECT_EQ(r, std::string(30, 'x'));
+        ++records;
+        return true;
+      });
+    }
+  };
+  for (int i = 0; i < 40; ++i) {
+    out.emit(0, std::string(30, 'x'));
+    drain();
+  }
+  ASSERT_FALSE(sizes.empty());
+  for (size_t s : sizes) EXPECT_EQ(s, 100u);
+  // Full buffers again.
+  ch->set_target_buffer_size(0);
+  out.flush_all();
+  drain();
+  sizes.clear();
+  for (int i = 0; i < 100; ++i) out.emit(0, std::string(30, 'x'));
+  drain();
+  ASSERT_FALSE(sizes.empty());
+  EXPECT_EQ(sizes.front(), 1024u);
+  out.flush_all();
+  drain();
+  EXPECT_EQ(records, 140);
+  EXPECT_FALSE(in.has_partial());
+  EXPECT_EQ(pool.available(), 16) << "every buffer back in the pool";
+}
+
 // The deserializer stops after the record whose callback asked it to, and
 // goes on from there.
 TEST(RecordFramingTest, AYieldStopsAfterTheRecordAndTheRestFeedsOn) {

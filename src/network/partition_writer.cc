@@ -10,6 +10,7 @@ ResultPartition::ResultPartition(std::vector<std::shared_ptr<ChannelWriter>> cha
                                  TaskMetrics* metrics)
     : channels_(std::move(channels)),
       current_(channels_.size()),
+      limit_(channels_.size(), 0),
       pool_(pool),
       cancelled_(cancelled),
       metrics_(metrics) {}
@@ -37,14 +38,16 @@ void ResultPartition::write(int channel, const char* p, size_t n) {
       if (!b) throw TaskCancelled();
       // The record began in an earlier buffer: this one continues it.
       if (record_left_ < record_size_) b.set_continued_bytes(record_left_);
+      const int target = channels_[channel]->target_buffer_size();
+      limit_[channel] = target > 0 ? std::min<size_t>(static_cast<size_t>(target), b.free_space()) : b.free_space();
     }
-    size_t take = std::min(n, b.free_space());
+    size_t take = std::min(n, limit_[channel] - b.size());
     std::memcpy(b.data() + b.size(), p, take);
     b.set_size(b.size() + take);
     record_left_ -= take;
     p += take;
     n -= take;
-    if (b.free_space() == 0) flush(channel);
+    if (b.size() >= limit_[channel] || b.free_space() == 0) flush(channel);
   }
 }
 

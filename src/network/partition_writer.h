@@ -75,6 +75,10 @@ class ResultPartition final : public detail::PartitionWriter {
 
   std::vector<std::shared_ptr<ChannelWriter>> channels_;
   std::vector<Buffer> current_;
+  // Per channel: the bytes at which its current buffer is sent (the
+  // consumer's debloated size, read when the buffer was taken; else the
+  // buffer's capacity).
+  std::vector<size_t> limit_;
   NetworkBufferPool* pool_;
   const std::atomic<bool>* cancelled_;
   TaskMetrics* const metrics_;

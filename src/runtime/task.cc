@@ -344,6 +344,7 @@ void Task::loop() {
     if (cancelled_ || phase_ == TaskPhase::kFinishing) return;
     time_.run_due();
     promote_late_barrier();
+    debloat(SteadyClock::now());
     if (ahead_.on && phase_ == TaskPhase::kRunning) {
       read_ahead();
       continue;

@@ -312,6 +312,18 @@ class Task {
   int64_t aligned_barrier_deadline_ = INT64_MAX;
   // Promotes the aligned barrier sent, once its timeout passed.
   void promote_late_barrier();
+  // Buffer debloating: every period, from the bytes the task read since,
+  // the buffer size that makes its input channels hold about the target
+  // time of data, asked of the producers when it changed by a quarter.
+  void debloat(std::chrono::steady_clock::time_point now);
+  struct Debloater {
+    std::chrono::steady_clock::time_point last;
+    int64_t bytes = 0;          // bytes_in at `last`
+    double rate = 0;            // bytes/s, smoothed
+    int size = 0;               // the size asked for (0: full buffers)
+  };
+  Debloater debloat_;
+  std::vector<std::shared_ptr<network::LocalChannel>> debloated_inputs_;  // task thread only
   // Restored channel state to replay: the input (index into adapters_),
   // its edge, and the records.
   struct Replay {

@@ -8,6 +8,9 @@
 // watermark_valve.h's.
 #include "runtime/task.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "common/clock.h"
 #include "runtime/remote_results.h"
 
@@ -104,7 +107,36 @@ void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c, boo
   // Unaligned: the task waits for space in its outputs in its loop, not in
   // a push, so it hears of priority barriers meanwhile.
   if (!input && unaligned()) c->set_producer(&wakeup_);
+  if (input && services_.config->network.debloat) debloated_inputs_.push_back(c);
   if (cancelled_ && !task_failover()) c->close();
+}
+
+void Task::debloat(SteadyClock::time_point now) {
+  const NetworkConfig& net = services_.config->network;
+  if (!net.debloat || debloated_inputs_.empty()) return;
+  constexpr auto kPeriod = std::chrono::milliseconds(200);  // Flink's buffer-debloat.period
+  constexpr int kMinBuffer = 512;
+  const int64_t bytes = metrics_.bytes_in.load(std::memory_order_relaxed);
+  if (debloat_.last == SteadyClock::time_point{}) {
+    debloat_.last = now;
+    debloat_.bytes = bytes;
+    return;
+  }
+  const double seconds = std::chrono::duration<double>(now - debloat_.last).count();
+  if (seconds < std::chrono::duration<double>(kPeriod).count()) return;
+  const double rate = static_cast<double>(bytes - debloat_.bytes) / seconds;
+  debloat_.last = now;
+  debloat_.bytes = bytes;
+  debloat_.rate = debloat_.rate == 0 ? rate : 0.7 * debloat_.rate + 0.3 * rate;
+  if (debloat_.rate <= 0) return;  // nothing read yet: no measure
+  const double in_flight = debloat_.rate * std::chrono::duration<double>(net.debloat_target).count();
+  const double per_buffer =
+      in_flight / static_cast<double>(debloated_inputs_.size() * static_cast<size_t>(net.buffers_per_channel));
+  const int size = static_cast<int>(std::clamp(per_buffer, double{kMinBuffer}, double(net.buffer_size)));
+  const int current = debloat_.size == 0 ? net.buffer_size : debloat_.size;
+  if (std::abs(size - current) * 4 < current) return;  // within a quarter: no change
+  debloat_.size = size;
+  for (auto& c : debloated_inputs_) c->set_target_buffer_size(size >= net.buffer_size ? 0 : size);
 }
 
 bool Task::outputs_available() {
