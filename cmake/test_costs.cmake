@@ -15,6 +15,7 @@ set(weir_test_costs
   "ClusterTest.TaskFailoverRestartsOnlyTheFailedSubtask/tls" 31
   "ClusterTest.KilledTaskManagersAreReplacedAndOutputIsExactlyOnce/tls" 27
   "UnalignedTest.RescalingTwoThreeOneThroughUnalignedCheckpointsIsExactlyOnce" 23
+  "ClusterTest.UnalignedCheckpointsSurviveAKilledTaskManagerExactlyOnce/tls" 20
   "WebUiTest.ShowsTheClusterAndAJobAndStopsItWithASavepoint/tls" 26
   "ClusterTest.PersistedResultsInS3SurviveALostTaskManager/tls" 24
   "HaClusterTest.LeaderLossWithJobRecordsAndCheckpointsInS3" 24

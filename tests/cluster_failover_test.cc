@@ -94,7 +94,7 @@ TEST(ClusterTest, KilledTaskManagersAreReplacedAndOutputIsExactlyOnce) {
 // Unaligned checkpoints across TaskManagers: the running sum at parallelism
 // 4 on two TaskManagers of 2 slots, its sink 4x slower than its sources, so
 // priority barriers cross the data plane carrying the data they overtook
-// at the sender. A TaskManager is SIGKILLed once checkpoints completed and a
+// at the sender (and debloated buffer sizes cross it the other way). A TaskManager is SIGKILLed once checkpoints completed and a
 // new one takes its place: the restored tasks replay their channel state
 // and the output is exactly-once.
 TEST(ClusterTest, UnalignedCheckpointsSurviveAKilledTaskManagerExactlyOnce) {
@@ -107,7 +107,7 @@ TEST(ClusterTest, UnalignedCheckpointsSurviveAKilledTaskManagerExactlyOnce) {
   auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "4",
                                                "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
                                                "100ms", "--rate", "5000", "--sink-rate", "1250", "--checkpointing",
-                                               "unaligned"});
+                                               "unaligned", "--buffer-debloat"});
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 3 + static_cast<int64_t>(seed % 4); }, 60s))
       << c.jm_log();

@@ -3,9 +3,11 @@
 // and every checkpoint holds records in flight. Under injected failures,
 // under SIGKILLs of the whole process, and through rescaling 2 -> 3 -> 1,
 // the committed output is exactly-once, and the restores did replay
-// channel state (each restore logs the records it replayed).
+// channel state (each restore logs the records it replayed). Also the
+// aligned-checkpoint timeout, and buffer debloating under failures.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <random>
 #include <regex>
@@ -149,6 +151,27 @@ TEST_F(UnalignedTest, AlignedCheckpointsTimingOutSwitchToUnalignedExactlyOnce) {
   EXPECT_NE(log.find("channel state"), std::string::npos) << log;
   EXPECT_GT(replayed_records(log), 0) << log;
   expect_exactly_once(input_, dir_->path("out"));
+}
+
+// Debloated buffers (partly filled, from the same pool) with aligned and
+// with unaligned checkpoints: exactly-once under injected failures.
+TEST_F(UnalignedTest, DebloatedBuffersKeepInjectedFailuresExactlyOnce) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  for (const char* checkpointing : {"aligned", "unaligned"}) {
+    SCOPED_TRACE(checkpointing);
+    std::vector<std::string> a = args(4, "heap", false);
+    a[std::find(a.begin(), a.end(), "--checkpointing") - a.begin() + 1] = checkpointing;
+    a[std::find(a.begin(), a.end(), "--output") - a.begin() + 1] = dir_->path(std::string("out-") + checkpointing);
+    for (const char* more : {"--buffer-debloat", "--buffer-debloat-target", "200ms", "--fail-every", "8000",
+                             "--seed"}) {
+      a.push_back(more);
+    }
+    a.push_back(std::to_string(seed_));
+    Child job(a, dir_->path(std::string("job-") + checkpointing));
+    ASSERT_EQ(job.wait(), 0) << job.err();
+    EXPECT_NE(job.err().find("attempt 1"), std::string::npos) << "no failure was injected\n" << job.err();
+    expect_exactly_once(input_, dir_->path(std::string("out-") + checkpointing));
+  }
 }
 
 // Killed at parallelism 2, restored at 3 and killed again, finished at 1:

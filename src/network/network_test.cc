@@ -201,9 +201,14 @@ TEST(ChannelTest, AbortReleasesABlockedProducerAndTheChannelStaysOpen) {
   ASSERT_TRUE(ch.push({EventKind::kBuffer, pool.request(cancelled)}));  // the next attempt writes on
 }
 
-// A registry hands out one channel per key; released attempts come back
-// closed; with reopen_closed (task failover on a cluster) a channel closed
-// by a broken connection is replaced by a fresh one, unless released.
+// A data buffer holding `text`.
+ChannelEvent text_buffer(NetworkBufferPool& pool, const std::atomic<bool>& cancelled, std::string_view text) {
+  ChannelEvent ev{EventKind::kBuffer, pool.request(cancelled)};
+  std::memcpy(ev.buffer.data(), text.data(), text.size());
+  ev.buffer.set_size(text.size());
+  return ev;
+}
+
 // A priority barrier goes ahead of the data buffers, watermarks and end of
 // data queued before it, taking a copy of the data; never ahead of an
 // earlier barrier, nor the final checkpoint's ahead of the end of data. The
@@ -211,12 +216,7 @@ TEST(ChannelTest, AbortReleasesABlockedProducerAndTheChannelStaysOpen) {
 TEST(ChannelTest, APriorityBarrierOvertakesQueuedDataButNotEarlierBarriersNorFinalOnesTheEnd) {
   NetworkBufferPool pool(8, 64);
   std::atomic<bool> cancelled{false};
-  auto buffer = [&](std::string_view text) {
-    ChannelEvent ev{EventKind::kBuffer, pool.request(cancelled)};
-    std::memcpy(ev.buffer.data(), text.data(), text.size());
-    ev.buffer.set_size(text.size());
-    return ev;
-  };
+  auto buffer = [&](std::string_view text) { return text_buffer(pool, cancelled, text); };
   auto barrier = [](int64_t id, bool priority) {
     ChannelEvent ev;
     ev.kind = EventKind::kBarrier;
@@ -286,12 +286,7 @@ TEST(ChannelTest, APriorityBarrierOvertakesQueuedDataButNotEarlierBarriersNorFin
 TEST(ChannelTest, APromotedBarrierOvertakesWhatIsInFrontOfIt) {
   NetworkBufferPool pool(8, 64);
   std::atomic<bool> cancelled{false};
-  auto buffer = [&](std::string_view text) {
-    ChannelEvent ev{EventKind::kBuffer, pool.request(cancelled)};
-    std::memcpy(ev.buffer.data(), text.data(), text.size());
-    ev.buffer.set_size(text.size());
-    return ev;
-  };
+  auto buffer = [&](std::string_view text) { return text_buffer(pool, cancelled, text); };
   LocalChannel ch(2);
   ASSERT_TRUE(ch.push(buffer("ab")));
   ASSERT_TRUE(ch.push_now(buffer("cd")));
@@ -390,6 +385,9 @@ TEST(RecordFramingTest, AYieldStopsAfterTheRecordAndTheRestFeedsOn) {
   EXPECT_FALSE(d.has_partial());
 }
 
+// A registry hands out one channel per key; released attempts come back
+// closed; with reopen_closed (task failover on a cluster) a channel closed
+// by a broken connection is replaced by a fresh one, unless released.
 TEST(ChannelRegistryTest, ClosedChannelsReopenOnlyWhenAskedAndNeverWhenReleased) {
   ChannelRegistry registry(4);
   const ChannelKey k{"job", 0, 1, 0, 0};

@@ -26,10 +26,11 @@
 // input closed under it (the connection broke) fails it instead.
 //
 // Its parts: the chain (operators and their outputs, built from the job
-// graph by runtime/operator_chain.h), the mailbox loop (this file), the
+// graph by runtime/operator_chain.h), the mailbox loop (task.cc), its
+// inputs (task_inputs.cc), its part of checkpoints (task_checkpoint.cc), the
 // checkpoint part of a subtask (SubtaskCheckpointer: synchronous snapshot,
 // asynchronous upload) and the restore assignment
-// (checkpoint/state_assignment.h).
+// (checkpoint/state_assignment.h, task_restore.cc).
 //
 // Public methods are thread-safe; everything else is confined to the task
 // thread, except the asynchronous snapshot parts, which run on the snapshot

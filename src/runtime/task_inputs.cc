@@ -111,13 +111,13 @@ void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c, boo
   if (cancelled_ && !task_failover()) c->close();
 }
 
-void Task::debloat(SteadyClock::time_point now) {
+void Task::debloat(std::chrono::steady_clock::time_point now) {
   const NetworkConfig& net = services_.config->network;
   if (!net.debloat || debloated_inputs_.empty()) return;
   constexpr auto kPeriod = std::chrono::milliseconds(200);  // Flink's buffer-debloat.period
   constexpr int kMinBuffer = 512;
   const int64_t bytes = metrics_.bytes_in.load(std::memory_order_relaxed);
-  if (debloat_.last == SteadyClock::time_point{}) {
+  if (debloat_.last == std::chrono::steady_clock::time_point{}) {
     debloat_.last = now;
     debloat_.bytes = bytes;
     return;

@@ -151,7 +151,7 @@ absl::Status Task::assign_channel_state(const detail::OperatorListStateData& lis
 
 void Task::replay_channel_state() {
   if (replay_.empty()) return;
-  const auto began = SteadyClock::now();
+  const auto began = std::chrono::steady_clock::now();
   int64_t total = 0;
   for (Replay& r : replay_) {
     detail::InputAdapter* adapter = adapters_[r.adapter].get();
