@@ -155,6 +155,7 @@ bool LocalChannel::has_space() const {
 }
 
 void LocalChannel::drop_priority_count() {
+  if (queued_priority_ == 0) return;
   if (priority_counter_ != nullptr) priority_counter_->fetch_sub(queued_priority_, std::memory_order_relaxed);
   queued_priority_ = 0;
 }
@@ -240,9 +241,13 @@ void LocalChannel::set_producer(Wakeup* wakeup) {
 
 void LocalChannel::set_priority_counter(std::atomic<int>* counter) {
   absl::MutexLock lock(&mu_);
-  if (priority_counter_ != nullptr) priority_counter_->fetch_sub(queued_priority_, std::memory_order_relaxed);
+  if (priority_counter_ != nullptr && queued_priority_ > 0) {
+    priority_counter_->fetch_sub(queued_priority_, std::memory_order_relaxed);
+  }
   priority_counter_ = counter;
-  if (priority_counter_ != nullptr) priority_counter_->fetch_add(queued_priority_, std::memory_order_relaxed);
+  if (priority_counter_ != nullptr && queued_priority_ > 0) {
+    priority_counter_->fetch_add(queued_priority_, std::memory_order_relaxed);
+  }
 }
 
 void LocalChannel::set_listener(std::function<void()> on_buffer_taken, std::function<void()> on_closed) {

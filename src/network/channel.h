@@ -196,6 +196,7 @@ class LocalChannel final : public ChannelWriter, public ChannelReader {
   void set_producer(Wakeup* wakeup);
   // A counter the channel keeps adding its queued priority events to (one
   // per consumer, over all its channels: whether any waits is one load).
+  // The consumer resets it to null before the counter is destroyed.
   void set_priority_counter(std::atomic<int>* counter) override;
   // Called (outside the channel's lock) each time the consumer takes a data
   // buffer, and once when the channel closes. A remote channel's receiving

@@ -154,6 +154,7 @@ int64_t InputGate::leave() {
     if (c.deserializer.has_partial()) ++dropped;
     dropped += c.reader->detach();
     c.reader->set_consumer(nullptr);
+    c.reader->set_priority_counter(nullptr);  // the counter goes with this task
   }
   return dropped;
 }
@@ -162,6 +163,7 @@ void InputGate::close() {
   for (Channel& c : channels_) {
     c.reader->close();
     c.reader->set_consumer(nullptr);
+    c.reader->set_priority_counter(nullptr);  // the counter goes with this task
   }
 }
 
