@@ -184,6 +184,28 @@ class RunningSumJob final : public cli::JobDefinition {
   RunningSumOptions options_;
 };
 
+void add_components_options(CLI::App* app, ComponentsOptions& o) {
+  app->add_option("--input", o.input, "Input file of `u v` edge lines (weir generate graph)")->required();
+  app->add_option("--output", o.output_dir, "Output directory")->required();
+  app->add_option("--fail-every", o.fail_every, "Inject a task failure every ~N records")->check(whole_number(0));
+  app->add_option("--seed", o.seed, "Seed for failure positions");
+  app->add_option("--rate", o.rate, "Read at most this many lines per second per source subtask (0: unlimited)")
+      ->check(whole_number(0));
+}
+
+class ComponentsJob final : public cli::JobDefinition {
+ public:
+  void add_options(CLI::App* app) override { add_components_options(app, options_); }
+  absl::Status build(StreamEnvironment& env, const JobFlags& flags) override {
+    options_.parallelism = flags.parallelism;
+    build_components(env, options_);
+    return absl::OkStatus();
+  }
+
+ private:
+  ComponentsOptions options_;
+};
+
 class OrdersJob final : public cli::JobDefinition {
  public:
   void add_options(CLI::App* app) override { add_orders_options(app, options_); }
@@ -236,8 +258,8 @@ class NexmarkJob final : public cli::JobDefinition {
   NexmarkFlags flags_;
 };
 
-// weir example running-sum|orders, weir nexmark, weir generate
-// running-sum-input|orders, weir verify running-sum.
+// weir example running-sum|connected-components|orders, weir nexmark, weir generate
+// running-sum-input|graph|orders, weir verify running-sum|connected-components.
 class ExampleCommands final : public cli::CommandGroup {
  public:
   explicit ExampleCommands(CLI::App& app) {
@@ -246,6 +268,10 @@ class ExampleCommands final : public cli::CommandGroup {
     running_sum_ = example->add_subcommand("running-sum", "Per-key running sum and count");
     add_running_sum_options(running_sum_, running_sum_options_);
     running_sum_flags_.add_to(running_sum_);
+    components_ = example->add_subcommand(
+        "connected-components", "Connected components of a graph's edges: an iteration, exactly-once");
+    add_components_options(components_, components_options_);
+    components_flags_.add_to(components_);
     orders_ = example->add_subcommand("orders", "JSON orders from Kafka, windowed totals to Kafka and PostgreSQL");
     add_orders_options(orders_, orders_options_);
     orders_flags_.add_to(orders_);
@@ -263,6 +289,12 @@ class ExampleCommands final : public cli::CommandGroup {
     input_->add_option("--keys", input_keys_, "Number of distinct keys")->check(whole_number(1));
     input_->add_option("--bad-every", input_bad_every_, "Every N-th line malformed (0: none)")->check(whole_number(0));
     input_->add_option("--seed", input_seed_, "Seed");
+    graph_ = generate->add_subcommand("graph", "`u v` edge lines of a random graph");
+    graph_->add_option("--output", graph_path_, "File to write")->required();
+    graph_->add_option("--vertices", graph_vertices_, "Number of vertex ids")->check(whole_number(1));
+    graph_->add_option("--edges", graph_edges_, "Number of lines")->check(whole_number(0));
+    graph_->add_option("--bad-every", graph_bad_every_, "Every N-th line malformed (0: none)")->check(whole_number(0));
+    graph_->add_option("--seed", graph_seed_, "Seed");
     generated_orders_ = generate->add_subcommand("orders", "JSON orders into a Kafka topic");
     generated_orders_->add_option("--kafka-brokers", brokers_, "Kafka bootstrap servers")->required();
     generated_orders_->add_option("--topic", topic_, "Topic")->capture_default_str();
@@ -289,13 +321,18 @@ class ExampleCommands final : public cli::CommandGroup {
                       "committed; print how many were lost")
         ->excludes(at_least_once);
 
+    verify_components_ = verify->add_subcommand("connected-components", "Check connected-components output");
+    verify_components_->add_option("--input", verify_components_input_, "The input file, as given to the job")
+        ->required();
+    verify_components_->add_option("--output", verify_output_, "The job's output directory")->required();
+
     // The S3 connection of the jobs run here (the cluster's processes have
     // their own).
-    for (CLI::App* c : {running_sum_, orders_, nexmark_}) cli::add_s3_options(c, &s3_options_);
+    for (CLI::App* c : {running_sum_, components_, orders_, nexmark_}) cli::add_s3_options(c, &s3_options_);
   }
 
   std::optional<int> run() override {
-    for (CLI::App* c : {running_sum_, orders_, nexmark_}) {
+    for (CLI::App* c : {running_sum_, components_, orders_, nexmark_}) {
       if (!c->parsed()) continue;
       const char* config = std::getenv("WEIR_CONFIG");
       if (config != nullptr && *config != '\0') {
@@ -309,6 +346,15 @@ class ExampleCommands final : public cli::CommandGroup {
       running_sum_options_.parallelism = running_sum_flags_.parallelism;
       return run_running_sum(running_sum_options_, running_sum_flags_);
     }
+    if (components_->parsed()) {
+      if (components_flags_.verbose) spdlog::set_level(spdlog::level::info);
+      components_options_.parallelism = components_flags_.parallelism;
+      return run_components(components_options_, components_flags_);
+    }
+    if (graph_->parsed()) {
+      return run_graph_generator(graph_path_, graph_vertices_, graph_edges_, graph_bad_every_, graph_seed_);
+    }
+    if (verify_components_->parsed()) return run_verify_components(verify_components_input_, verify_output_);
     if (orders_->parsed()) {
       if (orders_flags_.verbose) spdlog::set_level(spdlog::level::info);
       orders_options_.parallelism = orders_flags_.parallelism;
@@ -336,6 +382,15 @@ class ExampleCommands final : public cli::CommandGroup {
   CLI::App* running_sum_ = nullptr;
   RunningSumOptions running_sum_options_;
   JobFlags running_sum_flags_;
+  CLI::App* components_ = nullptr;
+  ComponentsOptions components_options_;
+  JobFlags components_flags_;
+  CLI::App* graph_ = nullptr;
+  std::string graph_path_;
+  int64_t graph_vertices_ = 10000, graph_edges_ = 8000, graph_bad_every_ = 0;
+  uint64_t graph_seed_ = 1;
+  CLI::App* verify_components_ = nullptr;
+  std::string verify_components_input_;
   CLI::App* orders_ = nullptr;
   OrdersOptions orders_options_;
   JobFlags orders_flags_;
@@ -370,10 +425,12 @@ void register_examples() {
   }
   x.jobs.push_back({"running-sum", [] { return std::make_unique<RunningSumJob>(); }});
   x.jobs.push_back({"orders", [] { return std::make_unique<OrdersJob>(); }});
+  x.jobs.push_back({"connected-components", [] { return std::make_unique<ComponentsJob>(); }});
   x.jobs.push_back({"line-copy", [] { return std::make_unique<LineCopyJob>(); }});
   x.jobs.push_back({"nexmark", [] { return std::make_unique<NexmarkJob>(); }});
   x.embedded_job_commands.push_back({{"example", "running-sum"}, "running-sum"});
   x.embedded_job_commands.push_back({{"example", "orders"}, "orders"});
+  x.embedded_job_commands.push_back({{"example", "connected-components"}, "connected-components"});
   x.embedded_job_commands.push_back({{"nexmark"}, "nexmark"});
   x.command_groups.push_back([](CLI::App& app) { return std::make_unique<ExampleCommands>(app); });
   x.table_sources["nexmark"] = nexmark::nexmark_table_source(nexmark::QueryOptions{});

@@ -112,6 +112,51 @@ int run_running_sum(const RunningSumOptions& opts, const JobFlags& flags) {
   return kOk;
 }
 
+int run_components(const ComponentsOptions& opts, const JobFlags& flags) {
+  auto config = flags.to_config();
+  if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));
+  if (::access(opts.input.c_str(), R_OK) != 0) {
+    return fail(kBadInput, "cannot read input " + opts.input + ": " + std::strerror(errno));
+  }
+  if (std::filesystem::is_directory(opts.input)) return fail(kBadInput, "input " + opts.input + " is a directory");
+  std::error_code ec;
+  std::filesystem::create_directories(opts.output_dir, ec);
+  if (ec) return fail(kBadInput, "cannot create output directory " + opts.output_dir + ": " + ec.message());
+  cli::JobConsole console(flags.quiet, flags.default_savepoint_dir(), flags.drain);
+  StreamEnvironment env(*config);
+  build_components(env, opts);
+  auto result = console.run(env, "connected-components");
+  if (!result.ok()) return fail(exit_code_for(result.status()), std::string(result.status().message()));
+  cli::print_result(*result, stdout);
+  if (result->status != JobStatus::kFinished) return fail(kJobFailed, "job failed: " + result->failure);
+  int64_t labels = 0;
+  if (for_each_published_line(opts.output_dir, kComponentsPrefix, [&](std::string_view) { ++labels; }).ok()) {
+    std::printf("label lines: %lld\n", static_cast<long long>(labels));
+  }
+  return kOk;
+}
+
+int run_graph_generator(const std::string& path, int64_t vertices, int64_t edges, int64_t bad_every, uint64_t seed) {
+  absl::Status s = write_graph(path, vertices, edges, bad_every, seed);
+  if (!s.ok()) return fail(kBadInput, std::string(s.message()));
+  std::printf("wrote %lld edges over %lld vertices to %s\n", static_cast<long long>(edges),
+              static_cast<long long>(vertices), path.c_str());
+  return kOk;
+}
+
+int run_verify_components(const std::string& input, const std::string& output) {
+  auto c = check_components(input, output);
+  if (!c.ok()) return fail(kBadInput, std::string(c.status().message()));
+  std::printf("input: %lld edges over %lld vertices in %lld components, %lld malformed lines\n",
+              static_cast<long long>(c->edges), static_cast<long long>(c->vertices),
+              static_cast<long long>(c->components), static_cast<long long>(c->rejects_expected));
+  std::printf("committed label lines: %lld, rejects: %lld\n", static_cast<long long>(c->output_lines),
+              static_cast<long long>(c->reject_lines));
+  for (const auto& p : c->problems) std::printf("  %s\n", p.c_str());
+  std::printf("exactly-once: %s\n", c->exactly_once ? "yes" : "NO");
+  return c->exactly_once ? kOk : kMismatch;
+}
+
 int run_orders(const OrdersOptions& opts, const JobFlags& flags) {
   auto config = flags.to_config();
   if (!config.ok()) return fail(kBadArguments, std::string(config.status().message()));

@@ -12,6 +12,7 @@
 
 #include "cli/jobs.h"
 #include "examples/commands.h"
+#include "examples/components/components.h"
 #include "examples/orders/orders.h"
 #include "examples/running_sum/running_sum.h"
 
@@ -26,6 +27,12 @@ int run_order_producer(const std::string& brokers, const std::string& topic, con
 // `weir generate running-sum-input`: key,value lines into a file.
 int run_input_generator(const std::string& path, int64_t lines, int64_t keys, int64_t bad_every, uint64_t seed,
                         bool quiet);
+int run_components(const ComponentsOptions& opts, const cli::JobFlags& flags);
+// `weir generate graph`: random `u v` edge lines into a file.
+int run_graph_generator(const std::string& path, int64_t vertices, int64_t edges, int64_t bad_every, uint64_t seed);
+// `weir verify connected-components`: the committed labels against the
+// components of the input graph.
+int run_verify_components(const std::string& input, const std::string& output);
 // `weir verify running-sum`: the committed output against the input, for
 // the guarantee the job ran with.
 enum class Guarantee { kExactlyOnce, kAtLeastOnce, kAtMostOnce };

@@ -11,9 +11,9 @@
 #include <functional>
 #include <map>
 #include <random>
-#include <regex>
 #include <set>
 
+#include "examples/components/components.h"
 #include "examples/running_sum/running_sum.h"
 #include "weir/connectors.h"
 #include "tests/cluster.h"
@@ -97,6 +97,34 @@ TEST(ClusterTest, KilledTaskManagersAreReplacedAndOutputIsExactlyOnce) {
 // at the sender (and debloated buffer sizes cross it the other way). A TaskManager is SIGKILLed once checkpoints completed and a
 // new one takes its place: the restored tasks replay their channel state
 // and the output is exactly-once.
+// On a cluster of TaskManagers tm-a and tm-b (two slots each) running
+// `job`: after 3-6 completed checkpoints, kills one of them (by `seed`) and
+// starts tm-c; the job must finish after a restart. The records of channel
+// state the restored tasks replayed; -1 when the job did not finish.
+int64_t kill_a_taskmanager_and_finish(Cluster& c, const std::string& job, uint64_t seed) {
+  if (!eventually([&] { return completed_checkpoints(c, job) >= 3 + static_cast<int64_t>(seed % 4); }, 60s)) {
+    ADD_FAILURE() << "no checkpoints\n" << c.jm_log();
+    return -1;
+  }
+  c.taskmanager(seed % 2 == 0 ? "tm-a" : "tm-b")->kill9();
+  c.start_taskmanager("tm-c", 2);
+  if (!c.ok()) {
+    ADD_FAILURE() << "a TaskManager did not register\n" << c.jm_log();
+    return -1;
+  }
+  auto done = c.client().wait(job, 120000);
+  if (!done.ok() || (*done)["status"] != "FINISHED") {
+    ADD_FAILURE() << (done.ok() ? done->dump() : done.status().ToString()) << "\n" << c.jm_log();
+    return -1;
+  }
+  EXPECT_GE((*done)["restarts"].get<int>(), 1);
+  int64_t replayed = 0;
+  for (const char* tm : {"tm-a", "tm-b", "tm-c"}) {
+    replayed += testing::replayed_records(slurp(c.dir().path(std::string(tm) + ".err")));
+  }
+  return replayed;
+}
+
 TEST(ClusterTest, UnalignedCheckpointsSurviveAKilledTaskManagerExactlyOnce) {
   const uint64_t seed = testing::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -109,25 +137,32 @@ TEST(ClusterTest, UnalignedCheckpointsSurviveAKilledTaskManagerExactlyOnce) {
                                                "100ms", "--rate", "5000", "--sink-rate", "1250", "--checkpointing",
                                                "unaligned", "--buffer-debloat"});
   ASSERT_TRUE(job.ok()) << job.status();
-  ASSERT_TRUE(eventually([&] { return completed_checkpoints(c, *job) >= 3 + static_cast<int64_t>(seed % 4); }, 60s))
-      << c.jm_log();
-  c.taskmanager(seed % 2 == 0 ? "tm-a" : "tm-b")->kill9();
-  c.start_taskmanager("tm-c", 2);
-  ASSERT_TRUE(c.ok()) << "a TaskManager did not register\n" << c.jm_log();
-  auto done = c.client().wait(*job, 120000);
-  ASSERT_TRUE(done.ok()) << done.status();
-  ASSERT_EQ((*done)["status"], "FINISHED") << *done << "\n" << c.jm_log();
-  EXPECT_GE((*done)["restarts"].get<int>(), 1);
-  int64_t replayed = 0;
-  const std::regex kReplayed("replayed ([0-9]+) records of channel state");
-  for (const char* tm : {"tm-a", "tm-b", "tm-c"}) {
-    const std::string log = slurp(c.dir().path(std::string(tm) + ".err"));
-    for (std::sregex_iterator it(log.begin(), log.end(), kReplayed), end; it != end; ++it) {
-      replayed += std::stoll((*it)[1]);
-    }
-  }
+  const int64_t replayed = kill_a_taskmanager_and_finish(c, *job, seed);
   EXPECT_GT(replayed, 0) << "no restored task replayed channel state";
   expect_exactly_once({input}, c.dir().path("out"));
+}
+
+// An iteration across TaskManagers: the connected-components loop (head,
+// components operator, feedback edge) with its subtasks spread over two
+// TaskManagers, one of them killed. The restarted job replays the back
+// edge's channel state and the committed labels are exactly-once.
+TEST(ClusterTest, AnIterationSurvivesAKilledTaskManagerExactlyOnce) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Cluster c("cluster-iteration");
+  const std::string input = c.dir().path("edges.txt");
+  ASSERT_TRUE(examples::write_graph(input, 60000, 45000, 0, seed).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  auto job = c.client().submit("connected-components",
+                               {"--input", input, "--output", c.dir().path("out"), "-p", "4", "--checkpoint-dir",
+                                c.dir().path("chk"), "--checkpoint-interval", "100ms", "--rate", "4000"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  const int64_t replayed = kill_a_taskmanager_and_finish(c, *job, seed);
+  EXPECT_GT(replayed, 0) << "no restored head replayed its feedback";
+  auto check = examples::check_components(input, c.dir().path("out"));
+  ASSERT_TRUE(check.ok()) << check.status();
+  for (const auto& p : check->problems) ADD_FAILURE() << p;
+  EXPECT_TRUE(check->exactly_once);
 }
 
 // A frozen TaskManager (SIGSTOP) keeps its connections open; only missing

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <regex>
 #include <set>
 #include <thread>
 #include <string>
@@ -38,6 +39,15 @@ inline std::string slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The records of channel state that the restores logged in `log` replayed
+// ("replayed N records of channel state").
+inline int64_t replayed_records(const std::string& log) {
+  static const std::regex kReplayed("replayed ([0-9]+) records of channel state");
+  int64_t n = 0;
+  for (std::sregex_iterator it(log.begin(), log.end(), kReplayed), end; it != end; ++it) n += std::stoll((*it)[1]);
+  return n;
 }
 
 // The value of `key` in the CMakeCache.txt of the build directory `build`

@@ -10,11 +10,11 @@
 #include <algorithm>
 #include <csignal>
 #include <random>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "examples/running_sum/running_sum.h"
+#include "tests/kill_runs.h"
 #include "tests/process.h"
 #include "testing/seed.h"
 
@@ -22,6 +22,8 @@ namespace weir {
 namespace {
 
 using testing::Child;
+using testing::KilledRuns;
+using testing::replayed_records;
 using testing::TempDir;
 
 void expect_exactly_once(const std::string& input, const std::string& out) {
@@ -31,14 +33,6 @@ void expect_exactly_once(const std::string& input, const std::string& out) {
   EXPECT_TRUE(check->exactly_once);
 }
 
-// The records of channel state the restores in `log` replayed.
-int64_t replayed_records(const std::string& log) {
-  static const std::regex kReplayed("replayed ([0-9]+) records of channel state");
-  int64_t n = 0;
-  for (std::sregex_iterator it(log.begin(), log.end(), kReplayed), end; it != end; ++it) n += std::stoll((*it)[1]);
-  return n;
-}
-
 class UnalignedTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -46,6 +40,7 @@ class UnalignedTest : public ::testing::Test {
     rng_.seed(seed_);
     dir_ = std::make_unique<TempDir>(std::string("unaligned-") +
                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    runs_ = std::make_unique<KilledRuns>(dir_.get());
     input_ = dir_->path("in.txt");
     ASSERT_TRUE(examples::generate_running_sum_input(input_, 60000, 300, 0, seed_).ok());
   }
@@ -65,32 +60,12 @@ class UnalignedTest : public ::testing::Test {
     return a;
   }
 
-  // Runs until the job logs its `more`-th completed checkpoint, then
-  // SIGKILLs it; adds what it logged to `log_`. False when the job
-  // finished first.
   bool run_and_kill(const std::vector<std::string>& a, int more, const std::string& name) {
-    Child c(a, dir_->path(name), /*pipe_stderr=*/true);
-    int completed = 0;
-    const bool reached = c.wait_for_line(
-        [&](const std::string& line) {
-          return line.find("completed in") != std::string::npos && ++completed >= more;
-        },
-        std::chrono::seconds(60));
-    if (reached) c.kill9();
-    const int code = c.wait();
-    log_ += c.err();
-    if (!reached || code == 0) {
-      EXPECT_EQ(code, 0) << c.err();
-      return false;
-    }
-    EXPECT_EQ(code, 128 + SIGKILL) << c.err();
-    return true;
+    return runs_->run_and_kill(a, more, name);
   }
 
   void finish_and_check(const std::vector<std::string>& a) {
-    Child last(a, dir_->path("final"));
-    ASSERT_EQ(last.wait(), 0) << last.err();
-    log_ += last.err();
+    runs_->finish(a);
     expect_exactly_once(input_, dir_->path("out"));
   }
 
@@ -98,7 +73,7 @@ class UnalignedTest : public ::testing::Test {
   std::mt19937_64 rng_;
   std::unique_ptr<TempDir> dir_;
   std::string input_;
-  std::string log_;  // of every run
+  std::unique_ptr<KilledRuns> runs_;
 };
 
 class UnalignedBackendTest : public UnalignedTest, public ::testing::WithParamInterface<std::string> {};
@@ -125,9 +100,9 @@ TEST_P(UnalignedBackendTest, RepeatedKillsAndRestoreLatestAreExactlyOnce) {
     if (!run_and_kill(args(4, GetParam(), round > 0), more, "round" + std::to_string(round))) break;
     ++kills;
   }
-  ASSERT_GE(kills, 1) << log_;
+  ASSERT_GE(kills, 1) << runs_->log();
   finish_and_check(args(4, GetParam(), true));
-  EXPECT_GT(replayed_records(log_), 0) << log_;
+  EXPECT_GT(replayed_records(runs_->log()), 0) << runs_->log();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, UnalignedBackendTest, ::testing::Values("heap", "rocksdb"));
@@ -179,13 +154,13 @@ TEST_F(UnalignedTest, DebloatedBuffersKeepInjectedFailuresExactlyOnce) {
 // key group, the sink's round-robin input by subtask).
 TEST_F(UnalignedTest, RescalingTwoThreeOneThroughUnalignedCheckpointsIsExactlyOnce) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  ASSERT_TRUE(run_and_kill(args(2, "heap", false), 3, "p2")) << log_;
-  const size_t before = log_.size();
-  ASSERT_TRUE(run_and_kill(args(3, "rocksdb", true), 3, "p3")) << log_;
-  EXPECT_GT(replayed_records(log_.substr(before)), 0) << "2 -> 3 replayed nothing\n" << log_;
-  const size_t before_last = log_.size();
+  ASSERT_TRUE(run_and_kill(args(2, "heap", false), 3, "p2")) << runs_->log();
+  const size_t before = runs_->log().size();
+  ASSERT_TRUE(run_and_kill(args(3, "rocksdb", true), 3, "p3")) << runs_->log();
+  EXPECT_GT(replayed_records(runs_->log().substr(before)), 0) << "2 -> 3 replayed nothing\n" << runs_->log();
+  const size_t before_last = runs_->log().size();
   finish_and_check(args(1, "heap", true));
-  EXPECT_GT(replayed_records(log_.substr(before_last)), 0) << "3 -> 1 replayed nothing\n" << log_;
+  EXPECT_GT(replayed_records(runs_->log().substr(before_last)), 0) << "3 -> 1 replayed nothing\n" << runs_->log();
 }
 
 // Unaligned checkpoints are exactly-once checkpoints; Flink's key turns

@@ -105,6 +105,8 @@ class StreamRef {
   StreamRef exchanged(ExchangeMode mode) const;
   // Records of both.
   StreamRef union_with(const StreamRef& other) const;
+  // Feeds this stream back into input 0 of the iteration head `head`.
+  void connect_feedback(int head) const;
   // The records of the side output `tag` of this stream's operators.
   StreamRef side_output(const RecordOps* ops, std::string tag) const;
 
@@ -201,6 +203,8 @@ class OperatorHandle {
 
 template <typename A, typename B>
 class ConnectedStreams;
+template <typename T>
+class IterativeStream;
 template <typename K, typename A, typename B>
 class IntervalJoin;
 template <typename A, typename B>
@@ -274,6 +278,14 @@ class DataStream {
   // Records of both streams, in no particular order between them.
   DataStream<T> union_with(const DataStream<T>& other) const { return DataStream<T>(ref_.union_with(other.ref_)); }
 
+  // The start of an iteration (a cycle in the dataflow): the returned
+  // stream carries this stream's records and those fed back to it by
+  // IterativeStream::close_with. On bounded input the iteration ends once
+  // its input ended and a whole round passed with no record moving in the
+  // loop; its checkpoints record the records on the back edge as channel
+  // state, so the cycle recovers exactly-once.
+  IterativeStream<T> iterate(std::string name = "iteration-head") const;
+
   // ---- settings of the operator that produced this stream ----
   DataStream<T>& parallelism(int p) {
     ref_.set_parallelism(p);
@@ -310,6 +322,8 @@ class DataStream {
   friend class StreamEnvironment;
   template <typename U>
   friend class DataStream;
+  template <typename U>
+  friend class IterativeStream;
 
   // The records node `node` emits.
   DataStream(StreamEnvironment* env, int node) : ref_(env, node, &detail::kRecordOps<T>) {}
@@ -322,6 +336,42 @@ class DataStream {
 
   detail::StreamRef ref_;
 };
+
+// The head of an iteration: a DataStream of the records entering the loop
+// (DataStream::iterate), to be closed once with the stream fed back.
+template <typename T>
+class IterativeStream : public DataStream<T> {
+ public:
+  // Feeds `feedback` back to the head. Its records go to every head
+  // subtask as `feedback` is partitioned (key_by, rebalance, broadcast;
+  // rebalance when not said; forward is refused, since the end of the
+  // iteration is agreed across all head subtasks). Its operators must be
+  // downstream of this stream: the cycle is head -> ... -> feedback -> head.
+  void close_with(const DataStream<T>& feedback) const { feedback.ref_.connect_feedback(head_); }
+  // Feeds `feedback` back to the head subtask of each record's key.
+  template <typename K>
+  void close_with(const KeyedStream<K, T>& feedback) const {
+    auto key_of = feedback.key_selector();
+    feedback.stream()
+        .ref_.partitioned(detail::PartitionKind::kHash,
+                          detail::erase_key_hash<T>([key_of](const T& r) { return KeyHash<K>{}(key_of(r)); }))
+        .connect_feedback(head_);
+  }
+
+ private:
+  friend class DataStream<T>;
+  IterativeStream(DataStream<T> head, int node) : DataStream<T>(std::move(head)), head_(node) {}
+  int head_;
+};
+
+template <typename T>
+IterativeStream<T> DataStream<T>::iterate(std::string name) const {
+  const int id = ref_.add_operator(std::move(name), false, [] {
+    return std::make_unique<detail::MapOperator<T, T, T (*)(const T&)>>(+[](const T& r) { return r; });
+  });
+  detail::GraphBuilder::node(*ref_.environment(), id).iteration_head = true;
+  return IterativeStream<T>(DataStream<T>(ref_.environment(), id), id);
+}
 
 template <typename K, typename T>
 class WindowedStream;

@@ -1,5 +1,7 @@
 #include "checkpoint/barrier_handler.h"
 
+#include <algorithm>
+
 namespace weir::checkpoint {
 
 BarrierAligner::BarrierAligner(int num_channels)
@@ -71,8 +73,17 @@ BarrierUnaligner::BarrierUnaligner(int num_channels, bool aligned_first)
     : num_channels_(num_channels),
       aligned_first_(aligned_first),
       savepoints_(num_channels),
+      ordinary_(num_channels),
       seen_(num_channels, false),
-      ended_(num_channels, false) {}
+      ended_(num_channels, false),
+      feedback_(num_channels, false) {}
+
+void BarrierUnaligner::set_feedback(std::vector<bool> feedback) {
+  feedback_ = std::move(feedback);
+  feedback_.resize(num_channels_, false);
+  ordinary_ = static_cast<int>(std::count(feedback_.begin(), feedback_.end(), false));
+  has_feedback_ = ordinary_ < num_channels_;
+}
 
 void BarrierUnaligner::trigger(BarrierDecision* d) {
   triggered_ = true;
@@ -103,12 +114,15 @@ BarrierDecision BarrierUnaligner::on_barrier(int channel, int64_t id, bool savep
       savepoints_.on_abort(savepoints_.current_checkpoint());
     }
     current_id_ = id;
-    active_ = !savepoint;
+    // An iteration head records its feedback for savepoints too: aligned,
+    // it would wait for barriers that come back only after it sent them.
+    active_ = !savepoint || has_feedback_;
     triggered_ = false;
     received_ = 0;
+    received_ordinary_ = 0;
     seen_.assign(num_channels_, false);
   }
-  if (savepoint) {
+  if (savepoint && !has_feedback_) {
     BarrierDecision a = savepoints_.on_barrier(channel, id);
     if (d.abandoned) {
       a.abandoned = true;
@@ -119,15 +133,16 @@ BarrierDecision BarrierUnaligner::on_barrier(int channel, int64_t id, bool savep
   if (!active_ || seen_[channel]) return d;  // a second barrier n on one channel: protocol bug upstream
   seen_[channel] = true;
   ++received_;
+  if (!feedback_[channel]) ++received_ordinary_;
   if (!triggered_) {
-    if (aligned_first_ && !priority) {
+    if (aligned_first_ && !priority && !has_feedback_) {
       // Aligning: the checkpoint is taken aligned once every barrier came.
       if (received_ == num_channels_) {
         triggered_ = true;
         d.trigger = true;
         d.checkpoint_id = id;
       }
-    } else if (!ended_[channel] || received_ == num_channels_) {
+    } else if ((!ended_[channel] && !feedback_[channel]) || received_ordinary_ == ordinary_) {
       trigger(&d);
     }
   }

@@ -28,6 +28,14 @@
 // to deliver n) when the timeout passed (on_timeout) or a priority barrier
 // n came (its producer switched already).
 //
+// An iteration's head uses a BarrierUnaligner in every checkpointing mode,
+// told which channels are its feedback (set_feedback): barrier n comes back
+// on them only after the head passed it on, so they never start or hold up
+// the snapshot; they are recorded until their barrier n came, and what
+// they carried meanwhile is the channel state of the cycle (Chandy-Lamport's
+// record of a channel into a process that has recorded its state). Its
+// savepoints are taken the same way, with channel state.
+//
 // Confined to the task thread.
 #ifndef WEIR_CHECKPOINT_BARRIER_HANDLER_H_
 #define WEIR_CHECKPOINT_BARRIER_HANDLER_H_
@@ -137,6 +145,8 @@ class BarrierUnaligner final : public BarrierHandler {
   BarrierDecision on_timeout();
   bool is_recording(int channel) const override { return active_ && triggered_ && !seen_[channel]; }
   void on_end_of_data(int channel) override { ended_[channel] = true; }
+  // An iteration head's: `feedback[c]` when channel c is a feedback channel.
+  void set_feedback(std::vector<bool> feedback);
 
  private:
   // Takes the snapshot now: unaligned from here on.
@@ -149,8 +159,12 @@ class BarrierUnaligner final : public BarrierHandler {
   bool active_ = false;      // current_id_'s barriers are coming
   bool triggered_ = false;   // ... and its snapshot was taken
   int received_ = 0;
+  int received_ordinary_ = 0;  // of the channels that are not feedback
+  int ordinary_;               // channels that are not feedback
   std::vector<bool> seen_;
   std::vector<bool> ended_;
+  std::vector<bool> feedback_;
+  bool has_feedback_ = false;
 };
 
 // `unaligned` (exactly-once only): BarrierUnaligner instead of

@@ -218,5 +218,44 @@ TEST(BarrierUnalignerTest, SavepointsAlign) {
   EXPECT_FALSE(u.is_blocked(0));
 }
 
+// An iteration head: channels 0 and 1 are its input, 2 and 3 its feedback,
+// whose barriers come back only after the head sent its own.
+TEST(BarrierUnalignerTest, AnIterationHeadNeverWaitsForItsFeedback) {
+  BarrierUnaligner u(4);
+  u.set_feedback({false, false, true, true});
+  auto d = u.on_barrier(1, 3);
+  ASSERT_TRUE(d.trigger);
+  EXPECT_TRUE(d.records_channels);
+  for (int c : {0, 2, 3}) EXPECT_TRUE(u.is_recording(c)) << c;
+  for (int c = 0; c < 4; ++c) EXPECT_FALSE(u.is_blocked(c));
+  EXPECT_FALSE(u.on_barrier(0, 3).completed);
+  EXPECT_FALSE(u.on_barrier(3, 3).completed);
+  EXPECT_TRUE(u.is_recording(2));
+  d = u.on_barrier(2, 3);
+  EXPECT_TRUE(d.completed);
+  EXPECT_EQ(d.completed_id, 3);
+
+  // Once its input ended, a barrier behind the end of the input's data
+  // snapshots when it came on every input channel, never waiting for the
+  // feedback's (which is still running).
+  u.on_end_of_data(0);
+  u.on_end_of_data(1);
+  EXPECT_FALSE(u.on_barrier(0, 4).trigger);
+  d = u.on_barrier(1, 4);
+  ASSERT_TRUE(d.trigger);
+  EXPECT_TRUE(u.is_recording(2));
+  EXPECT_TRUE(u.is_recording(3));
+
+  // Savepoints too: aligned, the head would wait for itself.
+  d = u.on_barrier(0, 5, /*savepoint=*/true);
+  EXPECT_TRUE(d.abandoned);
+  EXPECT_EQ(d.abandoned_id, 4);
+  EXPECT_FALSE(d.trigger) << "a barrier behind the end of data waits for the other input";
+  d = u.on_barrier(1, 5, true);
+  EXPECT_TRUE(d.trigger);
+  EXPECT_TRUE(d.records_channels);
+  EXPECT_FALSE(u.is_blocked(0));
+}
+
 }  // namespace
 }  // namespace weir::checkpoint

@@ -17,12 +17,119 @@ int JobGraph::job_edge_of(int stream_edge) const {
   return -1;
 }
 
+bool JobGraph::iterates() const {
+  for (const auto& v : vertices) {
+    if (v.iteration_head) return true;
+  }
+  return false;
+}
+
 bool JobGraph::staged() const {
   for (const auto& e : edges) {
     if (e.blocking()) return true;
   }
   return false;
 }
+
+namespace {
+
+// Marks each iteration's head vertex and the edges of its loop, and refuses
+// what an iteration cannot run: a head never closed, a feedback edge that
+// does not come from the head's body or is forward, two iterations sharing
+// a loop, a blocking exchange in a loop, batch execution and --failover task.
+absl::Status check_iterations(JobGraph& g, const JobConfig& config) {
+  const detail::StreamGraph& sg = g.stream;
+  const int nv = static_cast<int>(g.vertices.size());
+  std::vector<int> loop_of(nv, -1);  // the head vertex whose loop a vertex is in
+  for (size_t h = 0; h < sg.nodes.size(); ++h) {
+    if (!sg.nodes[h].iteration_head) continue;
+    const std::string& name = sg.nodes[h].name;
+    const int hv = g.node_vertex[h];
+    g.vertices[hv].iteration_head = true;
+    if (config.runtime_mode == RuntimeMode::kBatch) {
+      return absl::InvalidArgumentError("iteration '" + name +
+                                        "' cannot run in batch mode: its stages would wait for each other; use "
+                                        "--runtime-mode streaming");
+    }
+    if (config.failover == FailoverStrategy::kTask) {
+      return absl::InvalidArgumentError("iteration '" + name +
+                                        "' restarts as a whole with its region: use --failover region or full");
+    }
+    // Downstream of the head, over every edge but feedback edges.
+    std::vector<bool> down(nv, false);
+    std::vector<int> todo{hv};
+    down[hv] = true;
+    while (!todo.empty()) {
+      const int v = todo.back();
+      todo.pop_back();
+      for (int e : g.vertices[v].outputs) {
+        const JobEdge& je = g.edges[e];
+        if (je.feedback || down[je.target_vertex]) continue;
+        down[je.target_vertex] = true;
+        todo.push_back(je.target_vertex);
+      }
+    }
+    // Upstream of its feedback edges' sources, inside `down`.
+    std::vector<bool> up(nv, false);
+    bool closed = false;
+    for (const int e : g.vertices[hv].inputs) {
+      const JobEdge& je = g.edges[e];
+      if (!je.feedback) continue;
+      closed = true;
+      const detail::StreamEdge& se = sg.edges[je.stream_edge];
+      if (!down[je.source_vertex]) {
+        return absl::InvalidArgumentError("the feedback of iteration '" + name + "' comes from '" +
+                                          sg.nodes[se.from].name +
+                                          "', which is not downstream of the iteration: close_with takes a stream "
+                                          "computed from the iteration's records");
+      }
+      if (je.kind == detail::PartitionKind::kForward) {
+        return absl::InvalidArgumentError("the feedback of iteration '" + name +
+                                          "' is forward: feed it back with key_by, rebalance or broadcast (every "
+                                          "head subtask must hear from every feedback subtask to agree on the "
+                                          "iteration's end)");
+      }
+      if (!up[je.source_vertex]) {
+        up[je.source_vertex] = true;
+        todo.push_back(je.source_vertex);
+      }
+    }
+    if (!closed) {
+      return absl::InvalidArgumentError("iteration '" + name + "' is never closed: call close_with(feedback)");
+    }
+    while (!todo.empty()) {
+      const int v = todo.back();
+      todo.pop_back();
+      for (int e : g.vertices[v].inputs) {
+        const JobEdge& je = g.edges[e];
+        if (je.feedback || !down[je.source_vertex] || up[je.source_vertex]) continue;
+        up[je.source_vertex] = true;
+        todo.push_back(je.source_vertex);
+      }
+    }
+    for (int v = 0; v < nv; ++v) {
+      if (!up[v]) continue;
+      if (loop_of[v] >= 0) {
+        return absl::InvalidArgumentError("iterations '" + g.vertices[loop_of[v]].name + "' and '" + name +
+                                          "' share '" + g.vertices[v].name +
+                                          "': an iteration's loop cannot run inside another's");
+      }
+      loop_of[v] = hv;
+    }
+  }
+  for (JobEdge& e : g.edges) {
+    if (loop_of[e.source_vertex] < 0 || loop_of[e.source_vertex] != loop_of[e.target_vertex]) continue;
+    e.in_loop = true;
+    if (e.blocking()) {
+      return absl::InvalidArgumentError("the loop of iteration '" + g.vertices[loop_of[e.source_vertex]].name +
+                                        "' has a " + std::string(to_string(e.exchange)) +
+                                        " exchange: a cycle runs pipelined (use --exchange pipelined)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::StreamGraph& sg,
                                                                 const JobConfig& config) {
@@ -64,7 +171,9 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
     if (uid.empty()) {
       // Derived from the operator's position and inputs: stable for the same program.
       std::string basis = std::to_string(i) + "|" + node.name;
-      for (int e : in_edges[i]) basis += "|" + g->uids[sg.edges[e].from];
+      for (int e : in_edges[i]) {
+        if (!sg.edges[e].feedback) basis += "|" + g->uids[sg.edges[e].from];
+      }
       char buf[17];
       std::snprintf(buf, sizeof(buf), "%016llx",
                     static_cast<unsigned long long>(hash_bytes(basis.data(), basis.size())));
@@ -118,8 +227,10 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
   for (size_t i = 0; i < n; ++i) {  // node ids are a topological order
     const auto& ins = in_edges[i];
     // An edge asked to be blocking or persisted is a network edge.
+    // Nothing is chained to an iteration head: it takes one record at a
+    // time, never waiting in a push, so it always drains its feedback.
     bool chain = ins.size() == 1 && kinds[ins[0]] == detail::PartitionKind::kForward &&
-                 !sg.nodes[i].is_source &&
+                 !sg.nodes[i].is_source && !sg.nodes[sg.edges[ins[0]].from].iteration_head &&
                  sg.edges[ins[0]].exchange.value_or(ExchangeMode::kPipelined) == ExchangeMode::kPipelined;
     if (chain) {
       int v = g->node_vertex[sg.edges[ins[0]].from];
@@ -151,8 +262,9 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
   for (size_t e = 0; e < sg.edges.size(); ++e) {
     int from_v = g->node_vertex[sg.edges[e].from];
     int to_v = g->node_vertex[sg.edges[e].to];
-    if (from_v == to_v) continue;  // chained
+    if (from_v == to_v && !sg.edges[e].feedback) continue;  // chained
     JobEdge je;
+    je.feedback = sg.edges[e].feedback;
     je.stream_edge = static_cast<int>(e);
     je.source_vertex = from_v;
     je.target_vertex = to_v;
@@ -164,6 +276,7 @@ absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::St
     g->vertices[to_v].inputs.push_back(idx);
     g->edges.push_back(je);
   }
+  if (absl::Status s = check_iterations(*g, config); !s.ok()) return s;
   if (config.checkpoint.unaligned && config.checkpoint.mode != CheckpointingMode::kExactlyOnce) {
     return absl::InvalidArgumentError("unaligned checkpoints are exactly-once checkpoints: --checkpointing unaligned "
                                       "needs --mode exactly-once, not " +

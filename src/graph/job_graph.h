@@ -26,6 +26,11 @@ struct JobEdge {
   detail::PartitionKind kind = detail::PartitionKind::kForward;  // resolved, never kDefault
   bool pointwise = false;  // subtask i feeds only subtask i
   ExchangeMode exchange = ExchangeMode::kPipelined;
+  // The back edge of an iteration, into its head.
+  bool feedback = false;
+  // Both ends in the loop of one iteration: the edge carries that loop's
+  // round markers (network::EventKind::kRound).
+  bool in_loop = false;
   bool blocking() const { return exchange != ExchangeMode::kPipelined; }
 };
 
@@ -34,6 +39,8 @@ struct JobVertex {
   std::string name;
   int parallelism = 1;
   bool is_source = false;
+  // Its head operator is an iteration's head (its feedback edges are inputs).
+  bool iteration_head = false;
   std::vector<int> nodes;    // stream node ids, topological, head first
   std::vector<int> inputs;   // JobEdge indices
   std::vector<int> outputs;  // JobEdge indices
@@ -64,6 +71,8 @@ struct JobGraph {
   int job_edge_of(int stream_edge) const;
   // Whether any edge is blocking or persisted: the job runs in stages.
   bool staged() const;
+  // Whether the job has an iteration (a cycle).
+  bool iterates() const;
 };
 
 // The pipelined regions of the execution graph: for each task index, the
@@ -78,7 +87,9 @@ std::vector<int> pipelined_regions(const JobGraph& g);
 std::vector<std::set<int>> region_inputs(const JobGraph& g, const std::vector<int>& region_of);
 
 // Validates the graph (parallelism bounds, unique uids, forward edges
-// between equal parallelism) and chains it.
+// between equal parallelism, iterations that form a cycle of their own) and
+// chains it. A feedback edge is never chained, so its head's vertex has it
+// as an input (from itself, when the whole loop is chained into it).
 absl::StatusOr<std::shared_ptr<const JobGraph>> build_job_graph(const detail::StreamGraph& graph,
                                                                 const JobConfig& config);
 

@@ -115,5 +115,74 @@ TEST(JobGraphTest, RejectsInvalidGraphs) {
   }
 }
 
+// An iteration: the head is a vertex of its own, the feedback a network
+// edge (round robin unless said), and the loop's edges carry its rounds.
+TEST(JobGraphTest, AnIterationIsACycleOfNetworkEdges) {
+  StreamEnvironment env;
+  env.config().default_parallelism = 2;
+  auto it = numbers(env).iterate();
+  auto body = it.map([](const int64_t& x) { return x - 1; }).parallelism(2);
+  auto back = body.filter([](const int64_t& x) { return x > 0; }).parallelism(2);
+  it.close_with(back);
+  body.filter([](const int64_t& x) { return x == 0; }).sink_to(nullptr, "out").parallelism(2);
+  auto g = build_job_graph(env.graph(), env.config());
+  ASSERT_TRUE(g.ok()) << g.status();
+  // source | head | map -> filter -> (filter -> sink)
+  ASSERT_EQ((*g)->vertices.size(), 3u);
+  EXPECT_TRUE((*g)->vertices[1].iteration_head);
+  EXPECT_EQ((*g)->vertices[1].nodes.size(), 1u) << "nothing is chained to a head";
+  EXPECT_TRUE((*g)->iterates());
+  int feedback = 0, in_loop = 0;
+  for (const JobEdge& e : (*g)->edges) {
+    feedback += e.feedback;
+    in_loop += e.in_loop;
+    if (e.feedback) {
+      EXPECT_EQ(e.source_vertex, 2);
+      EXPECT_EQ(e.target_vertex, 1);
+      EXPECT_EQ(e.kind, detail::PartitionKind::kRebalance);
+    }
+  }
+  EXPECT_EQ(feedback, 1);
+  EXPECT_EQ(in_loop, 2);  // head -> body, body -> head; not source -> head
+  // One region: the cycle joins everything it touches.
+  auto regions = pipelined_regions(**g);
+  EXPECT_TRUE(std::all_of(regions.begin(), regions.end(), [](int r) { return r == 0; }));
+}
+
+TEST(JobGraphTest, IterationsThatCannotRunAreRefusedByName) {
+  auto refused = [](auto build, JobConfig config = {}) {
+    StreamEnvironment env(config);
+    build(env);
+    auto g = build_job_graph(env.graph(), env.config());
+    return g.ok() ? std::string("accepted") : std::string(g.status().message());
+  };
+  EXPECT_NE(refused([](StreamEnvironment& env) { numbers(env).iterate("loop"); }).find("'loop' is never closed"),
+            std::string::npos);
+  EXPECT_NE(refused([](StreamEnvironment& env) {
+              auto it = numbers(env).iterate("loop");
+              it.parallelism(2);
+              it.close_with(it.map([](const int64_t& x) { return x; }).parallelism(2).forward());
+            }).find("is forward"),
+            std::string::npos);
+  EXPECT_NE(refused([](StreamEnvironment& env) {
+              auto other = numbers(env, 2).map([](const int64_t& x) { return x; }, "elsewhere");
+              auto it = numbers(env).iterate("loop");
+              it.map([](const int64_t& x) { return x; }).sink_to(nullptr);
+              it.close_with(other);
+            }).find("comes from 'elsewhere', which is not downstream"),
+            std::string::npos);
+  JobConfig batch;
+  batch.runtime_mode = RuntimeMode::kBatch;
+  auto loop = [](StreamEnvironment& env) {
+    auto it = numbers(env).iterate("loop");
+    it.close_with(it.map([](const int64_t& x) { return x; }).parallelism(2));
+  };
+  EXPECT_NE(refused(loop, batch).find("cannot run in batch mode"), std::string::npos);
+  JobConfig blocking;
+  blocking.exchange = ExchangeMode::kBlocking;
+  EXPECT_NE(refused(loop, blocking).find("has a blocking exchange"), std::string::npos);
+  EXPECT_EQ(refused(loop), "accepted");
+}
+
 }  // namespace
 }  // namespace weir::graph

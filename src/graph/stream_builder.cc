@@ -61,6 +61,25 @@ void StreamRef::connect(int node, int input) const {
   }
 }
 
+void StreamRef::connect_feedback(int head) const {
+  const StreamSpec& s = spec();
+  for (int from : s.nodes) {
+    StreamEdge e;
+    e.from = from;
+    e.to = head;
+    e.input = 0;
+    // Unsaid: round robin over the heads (forward is refused when the job
+    // graph is built).
+    e.kind = s.kind == PartitionKind::kDefault ? PartitionKind::kRebalance : s.kind;
+    e.ops = s.ops;
+    e.key_hash = s.key_hash;
+    e.tag = s.tag;
+    e.exchange = s.exchange;
+    e.feedback = true;
+    env_->add_edge(std::move(e));
+  }
+}
+
 StreamRef StreamRef::partitioned(PartitionKind kind, std::shared_ptr<const void> key_hash) const {
   StreamSpec s = spec();
   s.kind = kind;

@@ -41,6 +41,10 @@ enum class EventKind : uint8_t {
   // A new attempt of the producer starts (--failover task): what the
   // consumer holds of a record from the earlier attempt is dropped.
   kReset = 5,
+  // An iteration's round marker (checkpoint_id: the round): every task in
+  // the loop passes round n on once it came on all its loop inputs, `dirty`
+  // when a record moved in the loop since round n - 1 (runtime/task.h).
+  kRound = 6,
 };
 
 // Records are framed as `varint length | bytes` (network/partition_writer.h).
@@ -79,6 +83,8 @@ struct ChannelEvent {
   // overtakes an end of data (the task's input must have ended when it
   // takes this snapshot); others may.
   bool final = false;
+  // kRound: records moved in the loop during the round.
+  bool dirty = false;
   // A priority barrier: the bytes of the data it overtook on its way, in
   // stream order (whole buffers, so the first may continue a record the
   // consumer holds the head of); the data itself is still delivered after

@@ -184,18 +184,7 @@ class DataPlane::Outbound {
             }
             out.clear();
           } else {
-            std::string p;
-            p.push_back(static_cast<char>(ev->kind));
-            put_i64(p, ev->checkpoint_id);
-            put_i64(p, ev->timestamp_ms);
-            p.push_back(static_cast<char>((ev->idle ? 1 : 0) | (ev->savepoint ? 2 : 0) | (ev->priority ? 4 : 0) |
-                                          (ev->final ? 8 : 0)));
-            if (ev->priority) {
-              const std::string_view overtaken = ev->overtaken ? std::string_view(*ev->overtaken) : "";
-              put_u32(p, static_cast<uint32_t>(overtaken.size()));
-              p.append(overtaken);
-            }
-            out += frame(FrameType::kEvent, s->id, p);
+            out += frame(FrameType::kEvent, s->id, encode_event(*ev));
           }
         }
         if (s->queue->closed()) {

@@ -175,9 +175,11 @@ HelloState check_hello(std::string_view bytes, std::string_view secret);
 // The payload of a kOpen frame: the channel it opens.
 std::optional<ChannelKey> decode_open(std::string_view payload);
 // The payload of a kEvent frame: a barrier, watermark, end of data, idle
-// marker or reset: `u8 kind | i64 checkpoint id | i64 timestamp | u8 flags
-// (1 idle, 2 savepoint, 4 priority, 8 final)`, and for a priority barrier the data
-// it overtook at the sender as a string (u32 length | bytes).
+// marker, reset or round marker: `u8 kind | i64 checkpoint id (a round's
+// number) | i64 timestamp | u8 flags (1 idle, 2 savepoint, 4 priority,
+// 8 final, 16 dirty)`, and for a priority barrier the data it overtook at
+// the sender as a string (u32 length | bytes).
+std::string encode_event(const ChannelEvent& ev);
 std::optional<ChannelEvent> decode_event(std::string_view payload);
 // The payload of a kServe frame: the subpartition (as the channel that
 // carries it back) and the address to send it to.

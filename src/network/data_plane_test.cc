@@ -562,7 +562,14 @@ TEST(DataPlaneDecodeTest, EventFramesOfUnknownOrBufferKindAreMalformed) {
   EXPECT_EQ(barrier->kind, EventKind::kBarrier);
   payload[0] = static_cast<char>(EventKind::kReset);
   ASSERT_TRUE(decode_event(payload).has_value());
-  for (int kind : {0, 6, 200}) {
+  payload[0] = static_cast<char>(EventKind::kRound);
+  payload[17] = 16;
+  auto round = decode_event(payload);
+  ASSERT_TRUE(round.has_value());
+  EXPECT_TRUE(round->dirty);
+  EXPECT_EQ(decode_event(encode_event(*round))->dirty, true);
+  payload[17] = 0;
+  for (int kind : {0, 7, 200}) {
     payload[0] = static_cast<char>(kind);
     EXPECT_FALSE(decode_event(payload).has_value()) << "kind " << kind;
   }

@@ -163,13 +163,28 @@ std::optional<std::pair<ChannelKey, std::string>> decode_serve(std::string_view 
   return out;
 }
 
+std::string encode_event(const ChannelEvent& ev) {
+  std::string p;
+  p.push_back(static_cast<char>(ev.kind));
+  wire::put_i64(p, ev.checkpoint_id);
+  wire::put_i64(p, ev.timestamp_ms);
+  p.push_back(static_cast<char>((ev.idle ? 1 : 0) | (ev.savepoint ? 2 : 0) | (ev.priority ? 4 : 0) |
+                                (ev.final ? 8 : 0) | (ev.dirty ? 16 : 0)));
+  if (ev.priority) {
+    const std::string_view overtaken = ev.overtaken ? std::string_view(*ev.overtaken) : "";
+    wire::put_u32(p, static_cast<uint32_t>(overtaken.size()));
+    p.append(overtaken);
+  }
+  return p;
+}
+
 std::optional<ChannelEvent> decode_event(std::string_view payload) {
   PayloadReader r(payload);
   ChannelEvent ev;
   uint8_t kind = 0, flags = 0;
   if (!r.get(&kind) || !r.get(&ev.checkpoint_id) || !r.get(&ev.timestamp_ms) || !r.get(&flags)) return std::nullopt;
   // A buffer travels in its own frame type, never as an event.
-  if (kind < static_cast<uint8_t>(EventKind::kBarrier) || kind > static_cast<uint8_t>(EventKind::kReset)) {
+  if (kind < static_cast<uint8_t>(EventKind::kBarrier) || kind > static_cast<uint8_t>(EventKind::kRound)) {
     return std::nullopt;
   }
   ev.kind = static_cast<EventKind>(kind);
@@ -177,6 +192,7 @@ std::optional<ChannelEvent> decode_event(std::string_view payload) {
   ev.savepoint = flags & 2;
   ev.priority = flags & 4;
   ev.final = flags & 8;
+  ev.dirty = flags & 16;
   if (ev.priority) {
     if (ev.kind != EventKind::kBarrier) return std::nullopt;
     std::string overtaken;

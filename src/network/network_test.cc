@@ -29,13 +29,21 @@ TEST(BufferPoolTest, HandsOutAtMostTotalAndRecycles) {
   EXPECT_EQ(pool.available(), 3);
 }
 
+// An event of `kind`, carrying `buffer` when it is a data buffer.
+ChannelEvent event(EventKind kind, Buffer buffer = Buffer()) {
+  ChannelEvent ev;
+  ev.kind = kind;
+  ev.buffer = std::move(buffer);
+  return ev;
+}
+
 TEST(ChannelTest, ProducerBlocksWhenFullUntilConsumerTakes) {
   NetworkBufferPool pool(8, 64);
   std::atomic<bool> cancelled{false};
   LocalChannel ch(2);
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE(ch.push({EventKind::kBuffer, pool.request(cancelled)}));
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(ch.push(event(EventKind::kBuffer, pool.request(cancelled))));
   auto blocked = std::async(std::launch::async, [&] {
-    return ch.push({EventKind::kBuffer, pool.request(cancelled)});
+    return ch.push(event(EventKind::kBuffer, pool.request(cancelled)));
   });
   // The third push cannot complete while two buffers are queued.
   EXPECT_EQ(blocked.wait_for(50ms), std::future_status::timeout);
@@ -48,9 +56,9 @@ TEST(ChannelTest, CloseReleasesABlockedProducer) {
   NetworkBufferPool pool(8, 64);
   std::atomic<bool> cancelled{false};
   LocalChannel ch(1);
-  ASSERT_TRUE(ch.push({EventKind::kBuffer, pool.request(cancelled)}));
+  ASSERT_TRUE(ch.push(event(EventKind::kBuffer, pool.request(cancelled))));
   auto blocked = std::async(std::launch::async, [&] {
-    return ch.push({EventKind::kBuffer, pool.request(cancelled)});
+    return ch.push(event(EventKind::kBuffer, pool.request(cancelled)));
   });
   ch.close();
   ASSERT_EQ(blocked.wait_for(10s), std::future_status::ready);
@@ -62,12 +70,12 @@ TEST(ChannelTest, EventsKeepTheirOrderAndBarriersDoNotCountAgainstCapacity) {
   NetworkBufferPool pool(8, 64);
   std::atomic<bool> cancelled{false};
   LocalChannel ch(1);
-  ASSERT_TRUE(ch.push({EventKind::kBuffer, pool.request(cancelled)}));
+  ASSERT_TRUE(ch.push(event(EventKind::kBuffer, pool.request(cancelled))));
   ChannelEvent barrier;
   barrier.kind = EventKind::kBarrier;
   barrier.checkpoint_id = 4;
   ASSERT_TRUE(ch.push(std::move(barrier)));
-  ASSERT_TRUE(ch.push({EventKind::kEndOfData, Buffer()}));
+  ASSERT_TRUE(ch.push(event(EventKind::kEndOfData)));
   EXPECT_EQ(ch.poll()->kind, EventKind::kBuffer);
   auto b = ch.poll();
   EXPECT_EQ(b->kind, EventKind::kBarrier);
@@ -187,9 +195,9 @@ TEST(ChannelTest, AbortReleasesABlockedProducerAndTheChannelStaysOpen) {
   const char framed[] = {3, 'a', 'b', 'c'};
   std::memcpy(one.data(), framed, sizeof(framed));
   one.set_size(4);
-  ASSERT_TRUE(ch.push({EventKind::kBuffer, std::move(one)}));
+  ASSERT_TRUE(ch.push(event(EventKind::kBuffer, std::move(one))));
   auto blocked = std::async(std::launch::async, [&] {
-    return ch.push({EventKind::kBuffer, pool.request(cancelled)}, nullptr, &abort);
+    return ch.push(event(EventKind::kBuffer, pool.request(cancelled)), nullptr, &abort);
   });
   EXPECT_EQ(blocked.wait_for(50ms), std::future_status::timeout);
   abort = true;
@@ -198,7 +206,7 @@ TEST(ChannelTest, AbortReleasesABlockedProducerAndTheChannelStaysOpen) {
   EXPECT_FALSE(blocked.get());
   EXPECT_FALSE(ch.closed());
   EXPECT_EQ(ch.detach(), 1);  // the queued record
-  ASSERT_TRUE(ch.push({EventKind::kBuffer, pool.request(cancelled)}));  // the next attempt writes on
+  ASSERT_TRUE(ch.push(event(EventKind::kBuffer, pool.request(cancelled))));  // the next attempt writes on
 }
 
 // A data buffer holding `text`.

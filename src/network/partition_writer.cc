@@ -93,6 +93,7 @@ void ResultPartition::broadcast_event(EventKind kind, int64_t checkpoint_id, int
     ev.checkpoint_id = checkpoint_id;
     ev.timestamp_ms = timestamp_ms;
     ev.idle = kind == EventKind::kIdle && flag;
+    ev.dirty = kind == EventKind::kRound && flag;
     ev.savepoint = kind == EventKind::kBarrier && flag;
     ev.final = kind == EventKind::kBarrier && final;
     push(c, std::move(ev));

@@ -44,7 +44,7 @@ class ResultPartition final : public detail::PartitionWriter {
   void broadcast_watermark(int64_t watermark) override;
   void broadcast_idle(bool idle) override;
   // Flushes, then sends an event (barrier, end-of-data, ...) to every channel.
-  // `flag`: kIdle's idle, kBarrier's savepoint; `final`: kBarrier's.
+  // `flag`: kIdle's idle, kBarrier's savepoint, kRound's dirty; `final`: kBarrier's.
   void broadcast_event(EventKind kind, int64_t checkpoint_id = 0, int64_t timestamp_ms = 0,
                        bool flag = false, bool final = false);
   void close_channels();

@@ -1,5 +1,6 @@
 #include "runtime/input_gate.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "common/clock.h"
@@ -8,13 +9,22 @@ namespace weir::runtime {
 
 void InputGate::open(CheckpointingMode mode, Wakeup* consumer, bool unaligned,
                      std::chrono::milliseconds aligned_timeout) {
-  unaligned_ = unaligned && mode == CheckpointingMode::kExactlyOnce;
-  aligned_timeout_ = aligned_timeout;
+  std::vector<bool> feedback(channels_.size());
+  for (size_t c = 0; c < channels_.size(); ++c) feedback[c] = channels_[c].feedback;
+  const bool head = std::find(feedback.begin(), feedback.end(), true) != feedback.end();
+  // An iteration head reads as unaligned checkpoints do in every mode: it
+  // never waits in a push, and records its feedback.
+  unaligned_ = (unaligned && mode == CheckpointingMode::kExactlyOnce) || head;
+  aligned_timeout_ = head ? std::chrono::milliseconds(0) : aligned_timeout;
   for (Channel& c : channels_) {
     c.reader->set_consumer(consumer);
     if (unaligned_) c.reader->set_priority_counter(&priority_);
   }
-  if (!channels_.empty()) {
+  if (head) {
+    auto unaligner = std::make_unique<checkpoint::BarrierUnaligner>(size());
+    unaligner->set_feedback(std::move(feedback));
+    barriers_ = std::move(unaligner);
+  } else if (!channels_.empty()) {
     barriers_ = checkpoint::make_barrier_handler(mode, size(), unaligned_, aligned_timeout_.count() > 0);
   }
   channel_state_.assign(channels_.size(), std::string());
@@ -37,12 +47,13 @@ std::vector<std::string> InputGate::take_channel_state() {
   return out;
 }
 
-std::optional<network::ChannelEvent> InputGate::poll(int* ch) {
+std::optional<network::ChannelEvent> InputGate::poll(int* ch, bool feedback_only) {
   const size_t n = channels_.size();
   for (size_t i = 0; i < n; ++i) {
     const size_t idx = (next_ + i) % n;
     if (barriers_->is_blocked(static_cast<int>(idx))) continue;
     Channel& c = channels_[idx];
+    if (feedback_only && !c.feedback) continue;
     std::optional<network::ChannelEvent> ev = c.reader->poll();
     if (!ev) {
       if (c.remote != nullptr && !c.ended && c.remote->closed()) {

@@ -45,6 +45,10 @@ class InputGate {
     // Which channel it is: the job edge and the producer's subtask.
     int job_edge = 0;
     int producer_subtask = 0;
+    // An iteration's feedback into its head; `in_loop`: an edge of the
+    // loop (its round markers count).
+    bool feedback = false;
+    bool in_loop = false;
   };
 
   // The task's buffer it stopped reading to take a priority barrier (or
@@ -74,7 +78,9 @@ class InputGate {
   // exactly-once with unaligned checkpoints), and a channel with news wakes
   // `consumer`.
   // `aligned_timeout`: unaligned checkpoints start aligned and switch
-  // after it (zero: unaligned from the start).
+  // after it (zero: unaligned from the start). A gate with feedback
+  // channels (an iteration head's) records them as channel state in every
+  // checkpointing mode (checkpoint/barrier_handler.h).
   void open(CheckpointingMode mode, Wakeup* consumer, bool unaligned = false,
             std::chrono::milliseconds aligned_timeout = std::chrono::milliseconds(0));
   bool unaligned() const { return unaligned_; }
@@ -87,7 +93,8 @@ class InputGate {
   // channels in turn from the one after the last that had one; nothing when
   // none has. `*ch` is the channel's. Throws when a remote channel's
   // connection broke before its end.
-  std::optional<network::ChannelEvent> poll(int* ch);
+  // `feedback_only`: of the feedback channels alone.
+  std::optional<network::ChannelEvent> poll(int* ch, bool feedback_only = false);
 
   // A barrier from channel `ch`. When it starts an unaligned checkpoint,
   // `held` is the buffer the task stopped reading, if any.
@@ -113,6 +120,12 @@ class InputGate {
   // state while the channel is recorded.
   void record(int ch, std::string_view bytes) {
     if (recording_id_ >= 0 && barriers_->is_recording(ch)) channel_state_[ch].append(bytes);
+  }
+  // Adds `records` (framed records the task had read from channel `ch` and
+  // not yet processed when it took its snapshot) to the channel state being
+  // recorded, ahead of what the channel's deserializer held.
+  void add_unprocessed(int ch, std::string_view records) {
+    if (recording_id_ >= 0) channel_state_[ch].insert(0, records);
   }
   // The channel state of the checkpoint that completed it (a barrier's
   // decision.completed), by channel; empty strings for channels that held

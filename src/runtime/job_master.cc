@@ -494,8 +494,10 @@ void JobMaster::end_of_data(const ExecutionId& id) {
       }
       return;
     }
-    bool sources_done = std::all_of(executions_.begin(), executions_.end(), [](const Execution& x) {
-      return !x.is_source || x.end_of_data;
+    // An iteration ends after its input did, once its loop is quiet: the
+    // final checkpoint waits for its heads too.
+    bool sources_done = std::all_of(executions_.begin(), executions_.end(), [this](const Execution& x) {
+      return !(x.is_source || graph_->vertices[x.id.vertex].iteration_head) || x.end_of_data;
     });
     if (sources_done) coordinator_.request_final_checkpoint();
   });

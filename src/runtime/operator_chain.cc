@@ -116,7 +116,7 @@ absl::Status build_operator_chain(const ChainSetting& s, OperatorChain* chain) {
     for (size_t e = 0; e < sg.edges.size(); ++e) {
       const detail::StreamEdge& se = sg.edges[e];
       if (se.from != node) continue;
-      int target = index_in_chain(se.to);
+      int target = se.feedback ? -1 : index_in_chain(se.to);  // a feedback edge is a network edge
       chained_target[i] = target;  // meaningful when it is the only output
       if (target >= 0) {
         outs[se.tag].push_back(se.ops->make_chained(

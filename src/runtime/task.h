@@ -20,6 +20,21 @@
 // when another TaskManager wrote it, served by that one over the data plane
 // (open_result; a server that goes away fails the read).
 //
+// In an iteration's loop (DataStream::iterate), every task passes round
+// markers on (task_iteration.cc): once the head's input other than its
+// feedback ended, it sends round 1 into the loop; a task passes round n on
+// once it came on each of its loop inputs, marked dirty when any came dirty
+// or a record moved through the task since it passed round n - 1. A head
+// that has round n from every feedback channel (each feedback subtask
+// reaches every head) ends the iteration when none was dirty and its own
+// backlog is empty: by then no record is in flight anywhere in the loop
+// (every record sent before round n - 1 passed was received before round n
+// passed, and none moved since), so all heads agree on the same round. Else
+// it sends round n + 1. The head drains its feedback channels into a
+// spilling backlog (runtime/feedback_queue.h) even while its outputs are
+// full, and nothing is chained to it, so it never waits in a push and the
+// cycle of bounded channels cannot deadlock.
+//
 // Its channels close when it ends, except under --failover task: then they
 // outlive the attempt (its inputs are detached, its next attempt announces
 // itself with kReset), and it counts the records dropped with it. A remote
@@ -60,6 +75,7 @@
 #include "network/data_plane.h"
 #include "network/partition_writer.h"
 #include "runtime/executor.h"
+#include "runtime/feedback_queue.h"
 #include "runtime/gateways.h"
 #include "runtime/input_gate.h"
 #include "runtime/operator_chain.h"
@@ -193,6 +209,9 @@ class Task {
   bool unaligned() const {
     return services_.config->checkpoint.unaligned && services_.config->checkpoint.mode == CheckpointingMode::kExactlyOnce;
   }
+  // Whether the task waits for space in its outputs in its loop rather than
+  // in a push: unaligned checkpoints, and an iteration's head.
+  bool never_blocks() const { return unaligned() || vertex_.iteration_head; }
   // Unaligned checkpoints that start unaligned (no aligned-checkpoint timeout).
   bool unaligned_from_start() const {
     return unaligned() && services_.config->checkpoint.aligned_timeout.count() == 0;
@@ -325,6 +344,42 @@ class Task {
   };
   Debloater debloat_;
   std::vector<std::shared_ptr<network::LocalChannel>> debloated_inputs_;  // task thread only
+  // Iterations (task_iteration.cc).
+  // Counts the loop inputs; a head's feedback channels start idle to the
+  // watermark valve and its backlog is made.
+  void setup_iteration();
+  // A round marker from loop input `ch`.
+  void on_round(int ch, const network::ChannelEvent& ev);
+  // Sends round `round` on the loop outputs.
+  void pass_round(int64_t round, bool dirty);
+  // Records read or written so far: a round is dirty when they changed.
+  int64_t record_activity() const;
+  // Head: its input other than the feedback ended.
+  void start_rounds();
+  // Head: a feedback buffer's records go to the backlog.
+  void queue_feedback(int ch, const network::Buffer& buffer);
+  // Head: feeds backlog records to the head operator while the outputs take
+  // them; false when there was none.
+  bool process_backlog();
+  // Head: the feedback read but not processed joins the channel state of
+  // the checkpoint whose snapshot was just taken.
+  void record_backlog();
+  struct Iteration {
+    int loop_inputs = 0;      // input channels on loop edges (a head's: its feedback)
+    int ordinary_open = 0;    // head: other input channels not ended
+    int first_feedback = -1;  // head: the gate channel its backlog's channel state goes with
+    detail::InputAdapter* feedback_adapter = nullptr;
+    bool rounds = false;      // head: its input ended, rounds run
+    bool ended = false;       // head: the loop went quiet, its end of data sent
+    int64_t round = 0;        // the last round passed on (a head: sent)
+    int seen = 0;             // markers of round + 1 received
+    bool dirty = false;       // ... one of them dirty
+    int64_t activity = 0;     // record_activity() when `round` was passed on
+    std::string chunk;        // head: backlog records taken out, from `chunk_at`
+    size_t chunk_at = 0;
+  };
+  Iteration iter_;
+  std::unique_ptr<FeedbackQueue> backlog_;  // an iteration head's
   // Restored channel state to replay: the input (index into adapters_),
   // its edge, and the records.
   struct Replay {

@@ -50,15 +50,18 @@ absl::Status Task::build_inputs() {
       in.edge = &se;
       in.job_edge = e;
       in.producer_subtask = p;
+      in.feedback = je.feedback;
+      in.in_loop = je.in_loop;
       gate_.add(std::move(in));
     }
   }
   gate_.open(services_.config->checkpoint.mode, &wakeup_, unaligned(),
              std::chrono::duration_cast<std::chrono::milliseconds>(services_.config->checkpoint.aligned_timeout));
-  if (unaligned()) {
+  if (never_blocks()) {
     for (auto& p : chain_.partitions) p->track_space();
   }
   valve_ = WatermarkValve(gate_.size());
+  if (graph_->iterates()) setup_iteration();
   if (chain_.sorted_input) {
     batch::ExternalSorter::Options o;
     o.spill_directory = sort_directory();
@@ -106,7 +109,7 @@ void Task::register_channel(const std::shared_ptr<network::LocalChannel>& c, boo
   (input ? input_channels_ : output_channels_).push_back(c.get());
   // Unaligned: the task waits for space in its outputs in its loop, not in
   // a push, so it hears of priority barriers meanwhile.
-  if (!input && unaligned()) c->set_producer(&wakeup_);
+  if (!input && never_blocks()) c->set_producer(&wakeup_);
   if (input && services_.config->network.debloat) debloated_inputs_.push_back(c);
   if (cancelled_ && !task_failover()) c->close();
 }
@@ -165,11 +168,19 @@ bool Task::poll_inputs() {
         return true;
       }
     }
+    if (backlog_ != nullptr) {
+      // An iteration head drains its feedback whatever its outputs do.
+      if (std::optional<network::ChannelEvent> ev = gate_.poll(&ch, /*feedback_only=*/true)) {
+        process_event(ch, std::move(*ev));
+        return true;
+      }
+    }
     if (!outputs_available()) return false;
     if (held_.ch >= 0) {
       feed_held();
       return true;
     }
+    if (process_backlog()) return true;
   }
   std::optional<network::ChannelEvent> ev = gate_.poll(&ch);
   if (!ev) return false;
@@ -181,6 +192,12 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
   InputGate::Channel& in = gate_.channel(ch);
   switch (ev.kind) {
     case network::EventKind::kBuffer: {
+      if (in.feedback) {
+        TaskMetrics::add(metrics_.bytes_in, static_cast<int64_t>(ev.buffer.size()));
+        gate_.record(ch, std::string_view(ev.buffer.data(), ev.buffer.size()));
+        queue_feedback(ch, ev.buffer);
+        break;
+      }
       if (gate_.unaligned() && sorted_ == nullptr) {
         TaskMetrics::add(metrics_.bytes_in, static_cast<int64_t>(ev.buffer.size()));
         gate_.record(ch, std::string_view(ev.buffer.data(), ev.buffer.size()));
@@ -229,10 +246,14 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
     case network::EventKind::kWatermark:
       // Sorted input: event time starts over at every key; the watermark
       // that ends the input comes after the last key.
-      if (sorted_ == nullptr) apply(valve_.on_watermark(ch, ev.timestamp_ms));
+      // (An iteration's feedback carries no event time.)
+      if (sorted_ == nullptr && !in.feedback) apply(valve_.on_watermark(ch, ev.timestamp_ms));
       break;
     case network::EventKind::kIdle:
-      if (sorted_ == nullptr) apply(valve_.on_idle(ch, ev.idle));
+      if (sorted_ == nullptr && !in.feedback) apply(valve_.on_idle(ch, ev.idle));
+      break;
+    case network::EventKind::kRound:
+      on_round(ch, ev);
       break;
     case network::EventKind::kReset:
       // The producer restarted (--failover task).
@@ -248,6 +269,16 @@ void Task::process_event(int ch, network::ChannelEvent ev) {
     case network::EventKind::kEndOfData:
       if (in.ended) break;
       if (sorted_ == nullptr) apply(valve_.on_end(ch));
+      if (backlog_ != nullptr) {
+        // An iteration head: its input ended, the rounds start; its
+        // feedback ends only after the iteration did.
+        if (in.feedback && !iter_.ended) {
+          throw std::runtime_error("the feedback of " + vertex_.name + " ended before its iteration did");
+        }
+        gate_.end(ch);
+        if (!in.feedback && --iter_.ordinary_open == 0 && phase_ == TaskPhase::kRunning) start_rounds();
+        break;
+      }
       if (gate_.end(ch)) {
         if (sorted_ != nullptr) {
           sort_input();
@@ -266,8 +297,11 @@ void Task::on_barrier_decision(const InputGate::Barrier& b) {
                                              "subsumed by a newer barrier during alignment");
   }
   if (b.decision.trigger) {
+    // An iteration head records its feedback in any mode, but its barriers
+    // overtake nothing unless checkpoints are unaligned.
     perform_checkpoint(b.decision.checkpoint_id, b.timestamp_ms, b.alignment_ms, b.savepoint,
-                       b.decision.records_channels, b.decision.unaligned, b.final);
+                       b.decision.records_channels, b.decision.unaligned && unaligned(), b.final);
+    if (backlog_ != nullptr && b.decision.records_channels) record_backlog();
   }
   if (b.decision.completed) complete_channel_state(b.decision.completed_id);
 }

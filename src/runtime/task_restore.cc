@@ -164,6 +164,13 @@ void Task::replay_channel_state() {
         if (!tdd_.key_groups.contains(key_group_for_hash(hash, graph_->max_parallelism))) return true;
       }
       ++n;
+      if (backlog_ != nullptr) {
+        // An iteration head takes it in as feedback: replayed straight
+        // into a loop, it could wait in a push for itself.
+        absl::Status s = backlog_->push(rec);
+        if (!s.ok()) throw std::runtime_error(std::string(s.message()));
+        return true;
+      }
       return adapter->process_serialized(rec);
     });
     if (!ok || records.has_partial()) throw std::runtime_error(r.what + " is malformed");

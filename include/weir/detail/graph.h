@@ -36,6 +36,9 @@ struct StreamNode {
   int parallelism = 0;       // 0: the job's default
   bool is_source = false;
   bool is_keyed = false;     // owns keyed state, needs a key-group range
+  // The head of an iteration (DataStream::iterate): its input 0 also takes
+  // the iteration's feedback edges.
+  bool iteration_head = false;
   std::function<std::unique_ptr<OperatorBase>()> make_operator;
   // Sources: builds one (never opened) to ask whether it is bounded.
   std::function<bool()> bounded;
@@ -78,6 +81,9 @@ struct StreamEdge {
   std::string tag;
   // Set by DataStream::exchange(); else the job's (JobConfig::effective_exchange).
   std::optional<ExchangeMode> exchange;
+  // A back edge of an iteration (IterativeStream::close_with): from the
+  // iteration's body to its head, against the order of the node ids.
+  bool feedback = false;
 };
 
 // What a DataStream stands for: the nodes whose records it carries, and how
