@@ -10,6 +10,7 @@
 // that the iteration ended by itself.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <random>
 #include <string>
 #include <vector>
@@ -131,6 +132,32 @@ TEST_F(IterationTest, RescalingTwoThreeOneIsExactlyOnce) {
   const size_t before_last = runs_->log().size();
   finish_and_check(args(1, "heap", "aligned", true));
   EXPECT_GT(replayed_records(runs_->log().substr(before_last)), 0) << "3 -> 1 replayed nothing\n" << runs_->log();
+}
+
+// Stopped with a savepoint (SIGUSR2) at parallelism 2 on RocksDB, resumed
+// from it at 3 on the heap: the iteration's savepoint is taken like its
+// checkpoints (an aligned one would wait for the feedback forever).
+TEST_F(IterationTest, StopWithASavepointAndResumeRescaled) {
+  std::vector<std::string> a = args(2, "rocksdb", "aligned", false);
+  a.push_back("--savepoint-dir");
+  a.push_back(dir_->path("savepoints"));
+  Child job(a, dir_->path("first"), /*pipe_stderr=*/true);
+  ASSERT_TRUE(job.wait_for_line(
+      [](const std::string& l) { return l.find("checkpoint 2 completed") != std::string::npos; },
+      std::chrono::seconds(60)))
+      << job.err();
+  job.signal(SIGUSR2);
+  ASSERT_EQ(job.wait(), 0) << job.err();
+  const std::string out = job.out();
+  const size_t at = out.find("stopped with savepoint ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const size_t from = at + std::string("stopped with savepoint ").size();
+  const std::string savepoint = out.substr(from, out.find('\n', from) - from);
+  std::vector<std::string> resumed = args(3, "heap", "aligned", false);
+  resumed.push_back("--restore");
+  resumed.push_back(savepoint);
+  finish_and_check(resumed);
+  EXPECT_NE(runs_->log().find("restored checkpoint"), std::string::npos) << runs_->log();
 }
 
 // Without checkpoints the iteration still ends by itself, and right.

@@ -213,7 +213,11 @@ void CheckpointCoordinator::on_decline(int task, int64_t id, const std::string& 
     on_stale_report(id);
     return;
   }
-  abort(id, CheckpointFailureReason::kDeclined, "by task " + std::to_string(task) + ": " + reason);
+  // A task declines an older checkpoint only for a newer one it already
+  // has a barrier of: that one is pending here.
+  const bool subsumed = pending_.upper_bound(id) != pending_.end();
+  abort(id, subsumed ? CheckpointFailureReason::kSubsumed : CheckpointFailureReason::kDeclined,
+        "by task " + std::to_string(task) + ": " + reason);
 }
 
 void CheckpointCoordinator::complete(Pending p) {
@@ -301,11 +305,14 @@ std::string_view to_string(CheckpointFailureReason r) {
     case CheckpointFailureReason::kExpired: return "expired";
     case CheckpointFailureReason::kDeclined: return "declined";
     case CheckpointFailureReason::kFinalizeFailed: return "writing metadata failed";
+    case CheckpointFailureReason::kSubsumed: return "subsumed";
   }
   return "?";
 }
 
-bool counts_as_failure(CheckpointFailureReason r) { return r != CheckpointFailureReason::kAttemptEnded; }
+bool counts_as_failure(CheckpointFailureReason r) {
+  return r != CheckpointFailureReason::kAttemptEnded && r != CheckpointFailureReason::kSubsumed;
+}
 
 namespace {
 

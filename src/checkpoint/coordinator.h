@@ -54,10 +54,16 @@ enum class CheckpointFailureReason {
   kExpired,         // not acknowledged by every task within the timeout
   kDeclined,        // a task could not take its snapshot
   kFinalizeFailed,  // its metadata could not be written
+  // A task gave it up for a newer checkpoint or savepoint whose barrier
+  // overtook it (an iteration head still recording its feedback, a
+  // savepoint triggered during a checkpoint): the newer one goes on.
+  kSubsumed,
 };
 std::string_view to_string(CheckpointFailureReason r);
 // Whether an abort for `r` counts against tolerable_failed_checkpoints (an
-// attempt that ended is the job's failure, not the checkpoint's).
+// attempt that ended is the job's failure, not the checkpoint's; a
+// subsumed one is replaced by a newer one, as Flink ignores its
+// CHECKPOINT_DECLINED_SUBSUMED).
 bool counts_as_failure(CheckpointFailureReason r);
 
 class CoordinatorActions {

@@ -185,7 +185,25 @@ TEST_F(CoordinatorTest, DeclineAbortsAndFailsTheJobWhenNoFailureIsTolerated) {
   EXPECT_EQ(storage_.num_checkpoints(), 0u);
 }
 
-TEST(CheckpointFailureReasonTest, OnlyAnEndedAttemptIsNotTheCheckpointsFailure) {
+// Checkpoint 2 triggered while 1 is pending (a savepoint's barrier, or
+// concurrent checkpoints): a task that gives 1 up for 2's barrier does not
+// fail the job. Without a newer one pending, a decline is the checkpoint's
+// failure.
+TEST_F(CoordinatorTest, ADeclineForANewerPendingCheckpointIsSubsumedNotAFailure) {
+  CheckpointConfig c = config();
+  c.max_concurrent = 2;
+  make(c);
+  advance(100);
+  advance(100);
+  ASSERT_EQ(actions_.triggered, (std::vector<int64_t>{1, 2}));
+  coord_->on_decline(0, 1, "subsumed by a newer barrier during alignment");
+  EXPECT_EQ(actions_.aborted, std::vector<int64_t>{1});
+  EXPECT_TRUE(actions_.failures.empty());
+  coord_->on_decline(0, 2, "disk full");
+  ASSERT_EQ(actions_.failures.size(), 1u);
+}
+
+TEST(CheckpointFailureReasonTest, AnEndedAttemptOrASubsumedCheckpointIsNotTheCheckpointsFailure) {
   struct Row {
     CheckpointFailureReason reason;
     std::string_view name;
@@ -194,7 +212,8 @@ TEST(CheckpointFailureReasonTest, OnlyAnEndedAttemptIsNotTheCheckpointsFailure) 
   for (const Row& row : {Row{CheckpointFailureReason::kAttemptEnded, "job attempt ended", false},
                          Row{CheckpointFailureReason::kExpired, "expired", true},
                          Row{CheckpointFailureReason::kDeclined, "declined", true},
-                         Row{CheckpointFailureReason::kFinalizeFailed, "writing metadata failed", true}}) {
+                         Row{CheckpointFailureReason::kFinalizeFailed, "writing metadata failed", true},
+                         Row{CheckpointFailureReason::kSubsumed, "subsumed", false}}) {
     EXPECT_EQ(to_string(row.reason), row.name);
     EXPECT_EQ(counts_as_failure(row.reason), row.counts) << row.name;
   }

@@ -9,7 +9,8 @@
 //   keyed state:     one blob per key group of the subtask's range, in order
 //                    (layout in include/weir/detail/state_table.h)
 //   [8]  u64 xxh64 of all preceding bytes
-// Channel state (version >= 3; unaligned checkpoints): the records in
+// Channel state (version >= 3; unaligned checkpoints, and an iteration head's feedback in
+// every checkpoint and savepoint): the records in
 // flight to a task when its snapshot was taken are a list of the operator
 // state of its head operator, named kChannelStateList, redistributed as a
 // union (each restoring subtask takes the records it would have been sent),

@@ -42,7 +42,8 @@
 //
 // Its parts: the chain (operators and their outputs, built from the job
 // graph by runtime/operator_chain.h), the mailbox loop (task.cc), its
-// inputs (task_inputs.cc), its part of checkpoints (task_checkpoint.cc), the
+// inputs (task_inputs.cc), its part of checkpoints (task_checkpoint.cc),
+// its part in an iteration (task_iteration.cc), the
 // checkpoint part of a subtask (SubtaskCheckpointer: synchronous snapshot,
 // asynchronous upload) and the restore assignment
 // (checkpoint/state_assignment.h, task_restore.cc).

@@ -36,8 +36,9 @@ void Task::setup_iteration() {
       iter_.feedback_adapter = in.adapter;
     }
     // Event time comes from the iteration's input; the feedback carries
-    // none (a record that goes round keeps its timestamp).
-    apply(valve_.on_idle(c, true));
+    // none (a record that goes round keeps its timestamp). Nothing was
+    // emitted yet, so there is no change to pass on.
+    (void)valve_.on_idle(c, true);
   }
   if (vertex_.iteration_head) {
     const std::string dir =
