@@ -157,6 +157,18 @@ TEST(ClusterTest, AnIterationSurvivesAKilledTaskManagerExactlyOnce) {
                                {"--input", input, "--output", c.dir().path("out"), "-p", "4", "--checkpoint-dir",
                                 c.dir().path("chk"), "--checkpoint-interval", "100ms", "--rate", "4000"});
   ASSERT_TRUE(job.ok()) << job.status();
+  // The REST API marks the back edge: components (vertex 2) -> head (vertex 1).
+  auto detail = c.client().job(*job);
+  ASSERT_TRUE(detail.ok()) << detail.status();
+  int feedback = 0;
+  for (const auto& e : (*detail)["edges"]) {
+    if (!e.value("feedback", false)) continue;
+    ++feedback;
+    EXPECT_EQ(e["source"], 2) << e;
+    EXPECT_EQ(e["target"], 1) << e;
+    EXPECT_EQ(e["partitioning"], "REBALANCE") << e;
+  }
+  EXPECT_EQ(feedback, 1) << *detail;
   const int64_t replayed = kill_a_taskmanager_and_finish(c, *job, seed);
   EXPECT_GT(replayed, 0) << "no restored head replayed its feedback";
   auto check = examples::check_components(input, c.dir().path("out"));

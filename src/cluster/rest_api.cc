@@ -399,7 +399,8 @@ nlohmann::json job_json(Job& j, bool detail) {
     edges.push_back({{"source", e.source_vertex},
                      {"target", e.target_vertex},
                      {"partitioning", partitioning_name(e.kind)},
-                     {"exchange", std::string(to_string(e.exchange))}});
+                     {"exchange", std::string(to_string(e.exchange))},
+                     {"feedback", e.feedback}});
   }
   out["edges"] = edges;
   nlohmann::json failures = nlohmann::json::array();

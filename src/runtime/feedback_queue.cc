@@ -48,6 +48,8 @@ void FeedbackQueue::clear() {
     file_ = nullptr;
     std::error_code ec;
     std::filesystem::remove(spill_path_, ec);
+    // Its directory too, when nothing else is in it.
+    std::filesystem::remove(std::filesystem::path(spill_path_).parent_path(), ec);
   }
   file_end_ = read_at_ = 0;
 }

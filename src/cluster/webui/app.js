@@ -253,7 +253,8 @@ function fillJobHead(job) {
 }
 
 // The job graph: vertices in columns by their distance from the sources,
-// edges labelled with their partitioning.
+// edges labelled with their partitioning; an iteration's feedback edge
+// (which leads back to an earlier column) arcs below the graph.
 function graph(job) {
   if (job.vertices.length === 0) return '<p class="muted">No job graph: this JobManager could not build the job (see its failure below).</p>';
   const W = 270, GAP_X = 100, GAP_Y = 26, PAD = 16, LINE = 16;
@@ -266,16 +267,19 @@ function graph(job) {
   const H = new Map(job.vertices.map(v => [v.id, 92 + LINE * (nameLines(v).length - 1)]));
   const depth = new Map(job.vertices.map(v => [v.id, 0]));
   for (let round = 0; round < job.vertices.length; ++round) {
-    for (const e of job.edges) depth.set(e.target, Math.max(depth.get(e.target), depth.get(e.source) + 1));
+    for (const e of job.edges) {
+      if (!e.feedback) depth.set(e.target, Math.max(depth.get(e.target), depth.get(e.source) + 1));
+    }
   }
   const columns = [];
   for (const v of job.vertices) (columns[depth.get(v.id)] = columns[depth.get(v.id)] || []).push(v);
   const columnHeight = col => col.reduce((sum, v) => sum + H.get(v.id), 0) + (col.length - 1) * GAP_Y;
-  const height = PAD * 2 + Math.max(...columns.map(columnHeight));
+  const ARC = job.edges.some(e => e.feedback) ? 48 : 0;  // room for feedback arcs
+  const height = PAD * 2 + ARC + Math.max(...columns.map(columnHeight));
   const width = PAD * 2 + columns.length * W + (columns.length - 1) * GAP_X;
   const pos = new Map();
   columns.forEach((col, i) => {
-    let y = (height - columnHeight(col)) / 2;
+    let y = (height - ARC - columnHeight(col)) / 2;
     for (const v of col) {
       pos.set(v.id, { x: PAD + i * (W + GAP_X), y });
       y += H.get(v.id) + GAP_Y;
@@ -286,6 +290,15 @@ function graph(job) {
     <path d="M0,0 L10,5 L0,10 z" fill="#8a96a3"/></marker></defs>`;
   for (const e of job.edges) {
     const a = pos.get(e.source), b = pos.get(e.target);
+    if (e.feedback) {
+      // From the bottom of the source round under the graph to the bottom of the head.
+      const x1 = a.x + W / 2, y1 = a.y + H.get(e.source), x2 = b.x + W / 2 + 24, y2 = b.y + H.get(e.target);
+      const low = height - PAD / 2;
+      svg += `<g class="edge feedback" data-source="${e.source}" data-target="${e.target}">
+        <path d="M${x1},${y1} C${x1},${low} ${x2},${low} ${x2},${y2}" marker-end="url(#arrow)"/>
+        <text x="${(x1 + x2) / 2}" y="${low - 4}" text-anchor="middle">${esc('feedback · ' + e.partitioning)}</text></g>`;
+      continue;
+    }
     const x1 = a.x + W, y1 = a.y + H.get(e.source) / 2, x2 = b.x, y2 = b.y + H.get(e.target) / 2, mx = (x1 + x2) / 2;
     const label = e.partitioning + (e.exchange !== 'pipelined' ? ' · ' + e.exchange : '');
     svg += `<g class="edge" data-source="${e.source}" data-target="${e.target}">
