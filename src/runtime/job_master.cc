@@ -375,7 +375,11 @@ void JobMaster::on_task_state(const ExecutionId& id, ExecutionState state,
   if (idx < 0) return;  // an earlier attempt
   Execution& e = executions_[idx];
   if (e.terminal) return;
-  if (is_terminal(state)) {
+  if (is_terminal(state) && stopping_ && state == ExecutionState::kFailed) {
+    // Stopped after the savepoint while a neighbour that had stopped first
+    // was gone: no failure, so not logged as one.
+    spdlog::info("job {}: {} stopped after the savepoint ({})", job_id_, describe(id), error);
+  } else if (is_terminal(state)) {
     spdlog::info("job {}: {} {}{}", job_id_, describe(id), to_string(state), error.empty() ? "" : ": " + error);
   }
   e.state = state;
