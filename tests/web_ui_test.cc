@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -452,6 +453,52 @@ TEST(WebUiTest, SqlPageExplainsAndSubmitsAScriptWhoseOutputTheTaskManagerShows) 
   ASSERT_FALSE(too_long.ok());
   EXPECT_NE(too_long.status().message().find("not between 1 and 1048576"), std::string::npos) << too_long.status();
   EXPECT_EQ(errors_in(b.log()), "");
+}
+
+// An iteration's job page: the back edge (components -> head) is drawn as
+// a feedback arc, and the head keeps its column right after the source
+// rather than being pushed past the operator that feeds it back.
+TEST(WebUiTest, AnIterationsBackEdgeIsDrawnAsAFeedbackArc) {
+  Cluster c("web-ui-iteration");
+  ASSERT_TRUE(c.start({{"tm-a", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  const std::string base = (tls_mode() ? "https://" : "http://") + c.rest();
+  const std::string edges = c.dir().path("edges.txt");
+  {
+    std::ofstream out(edges);
+    for (int i = 0; i < 200000; ++i) out << i << ' ' << (i * 7919) % 200000 << '\n';
+  }
+  auto job = c.client().submit("connected-components", {"--input", edges, "--output", c.dir().path("out"), "-p", "2",
+                                                        "--rate", "100", "--checkpoint-dir", c.dir().path("chk")});
+  ASSERT_TRUE(job.ok()) << job.status();
+  WebDriver b(c.dir().path("chromedriver"));
+  ASSERT_TRUE(b.error().empty()) << b.error();
+  b.go(base + "/ui/login");
+  b.type("#secret", c.secret());
+  ASSERT_TRUE(b.click("#sign-in"));
+  ASSERT_TRUE(eventually([&] { return b.url().rfind(base + "/ui/", 0) == 0 && b.url() != base + "/ui/login"; }, 20s));
+  ASSERT_TRUE(eventually([&] { return b.click("tr[data-job='" + *job + "'] a"); }, 20s));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return b.run("return document.querySelectorAll('#s-graph g.vertex').length;") == 3 &&
+               b.run("return document.querySelectorAll('#s-graph g.edge.feedback').length;") == 1;
+      },
+      20s))
+      << b.text("#s-graph");
+  EXPECT_EQ(b.run("return document.querySelector('#s-graph g.edge.feedback').dataset.source;"), "2");
+  EXPECT_EQ(b.run("return document.querySelector('#s-graph g.edge.feedback').dataset.target;"), "1");
+  EXPECT_NE(b.text("#s-graph").find("feedback \u00b7 REBALANCE"), std::string::npos) << b.text("#s-graph");
+  // Columns: source, head, components.
+  auto x_of = [&](int vertex) {
+    return b.run("return Number(document.querySelector(\"#s-graph g.vertex[data-vertex='" + std::to_string(vertex) +
+                 "'] rect.box\").getAttribute('x'));")
+        .get<double>();
+  };
+  EXPECT_LT(x_of(0), x_of(1));
+  EXPECT_LT(x_of(1), x_of(2));
+  const char* shots = std::getenv("WEIR_SCREENSHOT_DIR");
+  ASSERT_TRUE(b.screenshot((shots != nullptr ? std::string(shots) : c.dir().path("")) + "/iteration.png", 1400));
+  EXPECT_EQ(errors_in(b.log()), "");
+  EXPECT_TRUE(c.client().cancel(*job).ok());
 }
 
 }  // namespace
