@@ -334,11 +334,11 @@ TEST_F(RunningSumTest, HelpShowsEveryJobsOptionsAndDefaultsInPlainWords) {
   auto unknown = run_weir({"run", "no-such-job", "--help"}, path("help-unknown"));
   EXPECT_EQ(unknown.code, 2);
   EXPECT_EQ(unknown.err,
-            "weir: run: unknown job 'no-such-job' (built-in jobs: running-sum, orders, line-copy, nexmark, sql; or "
+            "weir: run: unknown job 'no-such-job' (built-in jobs: running-sum, orders, connected-components, line-copy, nexmark, sql; or "
             "the path of a job library)\n");
   // Every command's help, and the built-in jobs named where jobs are run.
   auto top = run_weir({"run", "--help"}, path("help-run"));
-  EXPECT_NE(top.out.find("Built-in JOBs: running-sum, orders, line-copy, nexmark, sql."), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("Built-in JOBs: running-sum, orders, connected-components, line-copy, nexmark, sql."), std::string::npos) << top.out;
   for (const std::vector<std::string>& command :
        std::vector<std::vector<std::string>>{{"--help"}, {"run", "--help"}, {"jobmanager", "--help"},
                                              {"taskmanager", "--help"}, {"example", "running-sum", "--help"},

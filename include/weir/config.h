@@ -237,6 +237,10 @@ struct JobConfig {
   // key at a time (false: they keep every key's state in the configured
   // backend, as in streaming). Default: true.
   bool sorted_inputs = true;
+  // Iterations: the memory of each head subtask's backlog of feedback read
+  // but not yet processed; past it the backlog spills to the result
+  // directory. Default: 64 MiB.
+  int64_t iteration_memory_bytes = int64_t{64} << 20;
   NetworkConfig network;
   // Parallelism of operators that do not set one. Default: 1.
   int default_parallelism = 1;

@@ -75,7 +75,9 @@ struct VertexStats {
   int64_t idle_ms = 0;
   // Operator gauges, summed over the subtasks (OperatorContext::set_gauge);
   // batch execution's sorts report "sort.records", "sort.spilled_bytes" and
-  // "sort.spilled_runs".
+  // "sort.spilled_runs"; an iteration's head, once the iteration ended,
+  // "iteration.rounds" (summed over its subtasks, which all took the same
+  // number) and "iteration.spilled_bytes" (feedback its backlog spilled).
   std::map<std::string, int64_t> gauges;
   // Over every attempt of every subtask (what failed attempts did before
   // their restart included, so replayed records count again): the most

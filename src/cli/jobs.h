@@ -44,6 +44,7 @@ struct JobFlags {
   std::string result_dir = kDefaults.result_directory;
   std::string sort_memory = std::to_string(kDefaults.sort_memory_bytes >> 20) + "mb";
   bool no_sorted_inputs = !kDefaults.sorted_inputs;
+  std::string iteration_memory = std::to_string(kDefaults.iteration_memory_bytes >> 20) + "mb";
   std::string slot_timeout = format_duration(kDefaults.slot_timeout);
   int restart_attempts = kDefaults.restart.max_attempts;
   std::string restart_delay = format_duration(kDefaults.restart.delay);
@@ -106,6 +107,10 @@ struct JobFlags {
     app->add_option("--sort-memory", sort_memory,
                     "Batch: memory of each keyed subtask's sort of its input; the rest spills to --result-dir "
                     "(e.g. 64mb, 1gb)")
+        ->capture_default_str();
+    app->add_option("--iteration-memory", iteration_memory,
+                    "Iterations: memory of each head subtask's backlog of feedback not yet processed; the rest "
+                    "spills to --result-dir (e.g. 64mb, 1gb)")
         ->capture_default_str();
     app->add_flag("--no-sorted-inputs", no_sorted_inputs,
                   "Batch: keyed operators keep every key's state in the --state backend instead of reading "
@@ -218,6 +223,12 @@ struct JobFlags {
     if (*sort_bytes < (int64_t{1} << 20)) return absl::InvalidArgumentError("--sort-memory must be at least 1mb");
     c.sort_memory_bytes = *sort_bytes;
     c.sorted_inputs = !no_sorted_inputs;
+    auto iteration_bytes = parse_memory_size(iteration_memory);
+    if (!iteration_bytes.ok()) {
+      return absl::InvalidArgumentError("--iteration-memory: " + std::string(iteration_bytes.status().message()));
+    }
+    if (*iteration_bytes < (int64_t{1} << 20)) return absl::InvalidArgumentError("--iteration-memory must be at least 1mb");
+    c.iteration_memory_bytes = *iteration_bytes;
     auto slots = parse_duration(slot_timeout);
     if (!slots.ok()) return slots.status();
     c.slot_timeout = *slots;

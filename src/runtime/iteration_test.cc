@@ -132,5 +132,66 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(to_string(info.param.backend)) + "_" + f;
     });
 
+// A loop that multiplies its records: each goes round six times, four
+// copies of it each time, so every start ends as exactly 4^6 leaves, and
+// the heads take in four times what they send. With a 1 MiB backlog they
+// spill, and no leaf is lost or doubled through sink failures.
+struct Copy {
+  int64_t start = 0;
+  int32_t depth = 0;
+  auto weir_fields() { return std::tie(start, depth); }
+};
+
+constexpr int64_t kRoots = 200;
+constexpr int kDepth = 6;
+constexpr int kFanOut = 4;
+
+TEST(IterationSpillTest, AMultiplyingLoopSpillsItsBacklogAndLosesNothing) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  testing::CommitLog<int64_t> log;
+  JobConfig config = testing::failure_test_config(2);
+  config.iteration_memory_bytes = int64_t{1} << 20;
+  StreamEnvironment env(config);
+  auto roots = env.from_source<Copy>(
+      [] { return std::make_unique<GeneratorSource<Copy>>([](int64_t i) { return Copy{i, 0}; }, kRoots); }, "roots");
+  IterativeStream<Copy> loop = roots.iterate();
+  const OutputTag<int64_t> leaves{"leaves"};
+  auto copies = loop.transform<Copy>("fan-out", [leaves] {
+    class FanOut final : public OneInputStreamOperator<Copy, Copy> {
+     public:
+      explicit FanOut(OutputTag<int64_t> leaves) : leaves_(std::move(leaves)) {}
+      void process_element(const Copy& c, int64_t) override {
+        if (c.depth == kDepth) {
+          output().collect(leaves_, c.start);
+          return;
+        }
+        for (int i = 0; i < kFanOut; ++i) output().collect(Copy{c.start, c.depth + 1});
+      }
+
+     private:
+      OutputTag<int64_t> leaves_;
+    };
+    return std::make_unique<FanOut>(leaves);
+  });
+  loop.close_with(copies);
+  copies.get_side_output(leaves)
+      .sink_to([&log, seed] { return std::make_unique<testing::CommittingSink<int64_t>>(&log, 200000, seed); })
+      .uid("sink");
+  auto r = env.execute("fan-out");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->status, JobStatus::kFinished) << r->failure;
+  EXPECT_GE(r->restarts, 1);
+  std::map<int64_t, int64_t> per_root;
+  for (int64_t root : log.all()) ++per_root[root];
+  ASSERT_EQ(static_cast<int64_t>(per_root.size()), kRoots);
+  for (const auto& [root, n] : per_root) ASSERT_EQ(n, 4096) << "root " << root;
+  int64_t spilled = -1;
+  for (const VertexStats& v : r->vertices) {
+    if (auto it = v.gauges.find("iteration.spilled_bytes"); it != v.gauges.end()) spilled = it->second;
+  }
+  EXPECT_GT(spilled, 0) << "a backlog of 1 MiB did not spill";
+}
+
 }  // namespace iteration_test
 }  // namespace weir

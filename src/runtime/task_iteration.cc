@@ -12,13 +12,6 @@
 #include "runtime/task.h"
 
 namespace weir::runtime {
-namespace {
-
-// An iteration head's backlog in memory before it spills.
-constexpr size_t kFeedbackMemory = 64 << 20;
-
-}  // namespace
-
 void Task::setup_iteration() {
   for (int c = 0; c < gate_.size(); ++c) {
     const InputGate::Channel& in = gate_.channel(c);
@@ -48,7 +41,7 @@ void Task::setup_iteration() {
                                        std::to_string(tdd_.execution.subtask) + "-a" +
                                        std::to_string(tdd_.execution.attempt)))
             .string(),
-        kFeedbackMemory);
+        static_cast<size_t>(services_.config->iteration_memory_bytes));
   }
 }
 
@@ -93,9 +86,11 @@ void Task::on_round(int ch, const network::ChannelEvent& ev) {
   }
   // Round n came back from every feedback subtask.
   if (!iter_.dirty && backlog_->empty() && iter_.chunk_at >= iter_.chunk.size()) {
-    spdlog::info("job {}: {} ({}) ends its iteration after {} rounds", tdd_.job_id, vertex_.name, id().to_string(),
-                 ev.checkpoint_id);
+    spdlog::info("job {}: {} ({}) ends its iteration after {} rounds ({} bytes of feedback spilled)", tdd_.job_id,
+                 vertex_.name, id().to_string(), ev.checkpoint_id, backlog_->spilled_bytes());
     iter_.ended = true;
+    chain_.contexts[0]->set_gauge("iteration.rounds", ev.checkpoint_id);
+    chain_.contexts[0]->set_gauge("iteration.spilled_bytes", backlog_->spilled_bytes());
     end_of_input();
     return;
   }
