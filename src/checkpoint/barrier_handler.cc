@@ -64,6 +64,11 @@ BarrierDecision BarrierTracker::on_barrier(int /*channel*/, int64_t id, bool /*s
   return d;
 }
 
+void BarrierTracker::start_at(int64_t first) {
+  latest_triggered_ = std::max(latest_triggered_, first - 1);
+  pending_.erase(pending_.begin(), pending_.upper_bound(latest_triggered_));
+}
+
 void BarrierTracker::on_abort(int64_t id) {
   if (id <= latest_triggered_) return;
   pending_[id] = -1;

@@ -75,6 +75,11 @@ class BarrierHandler {
   virtual BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint, bool priority) = 0;
   // The coordinator aborted `checkpoint_id`.
   virtual void on_abort(int64_t checkpoint_id) = 0;
+  // The task's checkpoints start at `first`: every earlier one had ended
+  // before the task was deployed. Their barriers (left under --failover
+  // task in channels that outlive the attempts at either end) start
+  // nothing and block no channel.
+  virtual void start_at(int64_t first) { on_abort(first - 1); }
   // Whether the task must not read `channel` now.
   virtual bool is_blocked(int channel) const = 0;
   virtual bool is_aligning() const = 0;
@@ -116,6 +121,7 @@ class BarrierTracker final : public BarrierHandler {
   BarrierDecision on_barrier(int channel, int64_t checkpoint_id, bool savepoint = false,
                              bool priority = false) override;
   void on_abort(int64_t checkpoint_id) override;
+  void start_at(int64_t first) override;
   bool is_blocked(int) const override { return false; }
   bool is_aligning() const override { return false; }
 

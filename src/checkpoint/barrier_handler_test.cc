@@ -89,6 +89,36 @@ TEST(BarrierTrackerTest, AbortedCheckpointNeverTriggers) {
   EXPECT_TRUE(t.on_barrier(1, 2).trigger);
 }
 
+// A task attempt deployed when checkpoint 4 was next (--failover task:
+// its channels outlived the attempt before it) meets barrier 3 of a
+// checkpoint aborted before it started on one channel only: in no handler
+// does that barrier block the channel or start anything, and checkpoint 4
+// is taken as usual.
+TEST(BarrierHandlerTest, BarriersOfCheckpointsEndedBeforeTheTaskStartedAreStale) {
+  for (auto mode : {CheckpointingMode::kExactlyOnce, CheckpointingMode::kAtLeastOnce, CheckpointingMode::kAtMostOnce}) {
+    for (bool unaligned : {false, true}) {
+      SCOPED_TRACE(std::string(mode == CheckpointingMode::kAtLeastOnce ? "at-least-once" : "aligning") +
+                   (unaligned ? ", unaligned" : ""));
+      auto h = make_barrier_handler(mode, 2, unaligned, false);
+      h->start_at(4);
+      BarrierDecision d = h->on_barrier(0, 3, false, false);
+      EXPECT_FALSE(d.trigger);
+      EXPECT_FALSE(d.abandoned);
+      EXPECT_FALSE(h->is_blocked(0));
+      EXPECT_FALSE(h->is_aligning());
+      EXPECT_FALSE(h->is_recording(1));
+      d = h->on_barrier(0, 4, false, false);
+      EXPECT_EQ(d.trigger, unaligned && mode == CheckpointingMode::kExactlyOnce);
+      d = h->on_barrier(1, 4, false, false);
+      EXPECT_EQ(d.trigger, !(unaligned && mode == CheckpointingMode::kExactlyOnce));
+      if (d.trigger) {
+        EXPECT_EQ(d.checkpoint_id, 4);
+      }
+      for (int c = 0; c < 2; ++c) EXPECT_FALSE(h->is_blocked(c));
+    }
+  }
+}
+
 TEST(BarrierHandlerTest, ModeSelectsTheHandler) {
   EXPECT_NE(dynamic_cast<BarrierAligner*>(
                 make_barrier_handler(CheckpointingMode::kExactlyOnce, 2).get()),

@@ -75,6 +75,7 @@ void JobGateway::submit_task(runtime::TaskDeploymentDescriptor tdd) {
   d->set_key_group_end(tdd.key_groups.end);
   d->set_restore_location(tdd.restore_location);
   d->set_channel_generation(tdd.channel_generation);
+  d->set_first_checkpoint_id(tdd.first_checkpoint_id);
   if (tdd.restore != nullptr) {
     bool as_before;
     {

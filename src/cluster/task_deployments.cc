@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -181,6 +182,7 @@ void TaskDeployments::deploy(const proto::DeployTask& d) {
   tdd.restore_location = d.restore_location();
   tdd.location = data_plane_->address();
   tdd.channel_generation = d.channel_generation();
+  tdd.first_checkpoint_id = std::max<int64_t>(d.first_checkpoint_id(), 1);  // 0: none sent
   tdd.task_locations = std::make_shared<std::vector<std::string>>(d.task_locations().begin(), d.task_locations().end());
   absl::Status failed;
   if (d.has_source_positions()) {

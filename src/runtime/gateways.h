@@ -76,6 +76,11 @@ struct TaskDeploymentDescriptor {
   // it grows when the whole job restarts (a lost TaskManager takes its
   // channels with it), so no attempt meets a channel of an earlier one.
   int channel_generation = 0;
+  // The coordinator's next checkpoint id when the attempt was deployed:
+  // every earlier checkpoint had ended by then, so a barrier of one that
+  // reaches this attempt (left in a channel that outlived the attempt
+  // before it) is stale and ignored.
+  int64_t first_checkpoint_id = 1;
 };
 
 // At-most-once: a source subtask read a batch ahead. The JobManager keeps

@@ -84,6 +84,11 @@ class InputGate {
   void open(CheckpointingMode mode, Wakeup* consumer, bool unaligned = false,
             std::chrono::milliseconds aligned_timeout = std::chrono::milliseconds(0));
   bool unaligned() const { return unaligned_; }
+  // After open(): the task takes part in checkpoints from `first` on
+  // (BarrierHandler::start_at).
+  void start_at(int64_t first) {
+    if (barriers_ != nullptr) barriers_->start_at(first);
+  }
 
   bool empty() const { return channels_.empty(); }
   int size() const { return static_cast<int>(channels_.size()); }

@@ -232,6 +232,7 @@ void JobMaster::deploy(const std::set<int>& regions) {
       tdd.execution = ExecutionId{v.id, s, region_attempt_[region] + 1};
       tdd.task_index = index;
       tdd.channel_generation = channel_generation_;
+      tdd.first_checkpoint_id = coordinator_.next_checkpoint_id();  // the ones before have ended
       tdd.key_groups = key_group_range_for_operator(graph_->max_parallelism, v.parallelism, s);
       if (latest != nullptr) {
         tdd.restore_location = latest->location;

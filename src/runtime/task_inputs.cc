@@ -57,6 +57,7 @@ absl::Status Task::build_inputs() {
   }
   gate_.open(services_.config->checkpoint.mode, &wakeup_, unaligned(),
              std::chrono::duration_cast<std::chrono::milliseconds>(services_.config->checkpoint.aligned_timeout));
+  gate_.start_at(tdd_.first_checkpoint_id);
   if (never_blocks()) {
     for (auto& p : chain_.partitions) p->track_space();
   }
