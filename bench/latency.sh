@@ -29,8 +29,8 @@ keyed exactly-once rocksdb 1"}
 
 field() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
 
-echo "| job | checkpoints | state | p | max rec/s | load | rec/s | p50 ms | p99 ms | p99.9 ms | max ms | mean checkpoint ms | mean alignment ms | peak RSS MB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| job | checkpoints | state | p | max rec/s | load | rec/s | p50 ms | p99 ms | p99.9 ms | max ms | mean checkpoint ms | mean alignment ms | mean sync ms | peak RSS MB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 while read -r job mode state p; do
   [ -z "$job" ] && continue
   common=(--job "$job" --mode "$mode" --state "$state" --parallelism "$p")
@@ -42,6 +42,6 @@ while read -r job mode state p; do
     rate=$((max * load / 100))
     line=$("$BIN" "${common[@]}" --rate "$rate" --seconds "$SECONDS_PER_RUN" --warmup-seconds "$WARMUP" 2>/dev/null)
     f() { echo "$line" | field "$1"; }
-    echo "| $job | $mode | $state | $p | $max | ${load} % | $(f rec_per_s) | $(f p50_ms) | $(f p99_ms) | $(f p999_ms) | $(f max_ms) | $(f mean_checkpoint_ms) | $(f mean_max_alignment_ms) | $(f peak_rss_mb) |"
+    echo "| $job | $mode | $state | $p | $max | ${load} % | $(f rec_per_s) | $(f p50_ms) | $(f p99_ms) | $(f p999_ms) | $(f max_ms) | $(f mean_checkpoint_ms) | $(f mean_max_alignment_ms) | $(f mean_max_sync_ms) | $(f peak_rss_mb) |"
   done
 done <<< "$CONFIGS"

@@ -13,7 +13,8 @@
 // clock again; latency = sink time - intended time. Records due in the
 // first W seconds are left out of the figures. One line out: the rate
 // achieved, latency p50 / p99 / p99.9 / max in ms, checkpoints, their mean
-// duration and alignment, peak RSS.
+// duration, alignment and synchronous part (the slowest subtask's: the time
+// its task thread spent on the snapshot instead of records), peak RSS.
 //
 // With --rate 0 the sources emit --records N as fast as they can and the
 // line gives records/s (wall clock), the maximum sustainable rate that
@@ -276,27 +277,31 @@ int main(int argc, char** argv) {
                  static_cast<long long>(g_sunk.load()), static_cast<long long>(expected));
     return 4;
   }
-  double mean_cp = 0, mean_align = 0;
+  double mean_cp = 0, mean_align = 0, mean_sync = 0;
   int periodic = 0;
   for (const auto& c : result->checkpoints) {
     if (c.is_final) continue;
     ++periodic;
     mean_cp += static_cast<double>(c.duration.count());
-    int64_t align = 0;
-    for (const auto& s : c.subtasks) align = std::max(align, s.alignment_ms);
+    int64_t align = 0, sync = 0;
+    for (const auto& s : c.subtasks) {
+      align = std::max(align, s.alignment_ms);
+      sync = std::max(sync, s.sync_ms);
+    }
     mean_align += static_cast<double>(align);
+    mean_sync += static_cast<double>(sync);
   }
-  if (periodic > 0) mean_cp /= periodic, mean_align /= periodic;
+  if (periodic > 0) mean_cp /= periodic, mean_align /= periodic, mean_sync /= periodic;
   absl::MutexLock lock(&g_mu);
   auto ms = [](int64_t ns) { return static_cast<double>(ns) / 1e6; };
   std::printf(
       "job=%s mode=%s state=%s p=%d target_rate=%lld records=%lld wall_s=%.3f rec_per_s=%.0f measured=%lld "
       "p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f checkpoints=%d mean_checkpoint_ms=%.1f "
-      "mean_max_alignment_ms=%.1f peak_rss_mb=%.1f\n",
+      "mean_max_alignment_ms=%.1f mean_max_sync_ms=%.1f peak_rss_mb=%.1f\n",
       job.c_str(), mode.c_str(), state.c_str(), parallelism, static_cast<long long>(rate),
       static_cast<long long>(expected), wall, static_cast<double>(expected) / wall,
       static_cast<long long>(g_latency.count()), ms(g_latency.quantile(0.5)), ms(g_latency.quantile(0.99)),
       ms(g_latency.quantile(0.999)), ms(g_latency.quantile(1.0)), periodic, mean_cp, mean_align,
-      peak_rss_kb() / 1024.0);
+      mean_sync, peak_rss_kb() / 1024.0);
   return 0;
 }

@@ -88,6 +88,15 @@ bool KvColumn::restore_entries(int kg, ByteReader& in, Skip skip_key, Skip skip_
   return true;
 }
 
+void KvColumn::write_all(const std::string& bytes, std::vector<Span>& spans) {
+  auto key = [&bytes](const Span& s) { return std::string_view(bytes.data() + s.key, s.value - s.key); };
+  std::sort(spans.begin(), spans.end(), [&](const Span& a, const Span& b) { return key(a) < key(b); });
+  std::vector<std::pair<std::string_view, std::string_view>> entries;
+  entries.reserve(spans.size());
+  for (const Span& s : spans) entries.emplace_back(key(s), std::string_view(bytes.data() + s.value, s.end - s.value));
+  store_->put_all(cf_, entries);
+}
+
 [[noreturn]] void KvColumn::undecodable(const std::string& name, const char* what) {
   throw std::runtime_error("state '" + name + "': a stored " + std::string(what) +
                            " does not decode as its declared type");

@@ -19,6 +19,7 @@
 #include "rocksdb/options.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/table.h"
+#include "rocksdb/write_batch.h"
 #include "rocksdb/write_buffer_manager.h"
 
 namespace weir::state {
@@ -246,6 +247,13 @@ class RocksStore final : public detail::KvStore, public std::enable_shared_from_
     check(db_->Put(write_, handles_[cf], rocksdb::Slice(key.data(), key.size()),
                    rocksdb::Slice(value.data(), value.size())),
           "write");
+  }
+  void put_all(int cf, const std::vector<std::pair<std::string_view, std::string_view>>& entries) override {
+    rocksdb::WriteBatch batch;
+    for (const auto& [k, v] : entries) {
+      check(batch.Put(handles_[cf], rocksdb::Slice(k.data(), k.size()), rocksdb::Slice(v.data(), v.size())), "write");
+    }
+    check(db_->Write(write_, &batch), "write");
   }
   void bulk_begin(int cf) override {
     Bulk& b = bulk_[cf];

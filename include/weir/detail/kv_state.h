@@ -72,6 +72,9 @@ class KvStore {
   // False when absent.
   virtual bool get(int cf, std::string_view key, std::string* value) = 0;
   virtual void put(int cf, std::string_view key, std::string_view value) = 0;
+  // Puts `entries` (keys ascending and unique) in one write, each landing
+  // next to the one before in the memtable.
+  virtual void put_all(int cf, const std::vector<std::pair<std::string_view, std::string_view>>& entries) = 0;
   virtual void erase(int cf, std::string_view key) = 0;
   // Removes every entry whose key starts with `prefix`.
   virtual void erase_prefix(int cf, std::string_view prefix) = 0;
@@ -132,6 +135,15 @@ class KvColumn {
   // Throws the error of a stored `what` ("key", "value") of state `name`
   // that does not decode as its declared type.
   [[noreturn]] static void undecodable(const std::string& name, const char* what);
+
+  // One entry of a write-back: `key` to `value` is its key's bytes, `value`
+  // to `end` its value's, in a shared buffer.
+  struct Span {
+    size_t key, value, end;
+  };
+  // Writes the entries of `spans` over `bytes` (keys unique) to the column
+  // in key order, in one write (KvStore::put_all); reorders `spans`.
+  void write_all(const std::string& bytes, std::vector<Span>& spans);
 
  private:
   const std::shared_ptr<KvStore> store_;
@@ -274,19 +286,31 @@ class KvTable final : public StateTable<K, V> {
     cached_bytes_ += kEntryOverhead + e.bytes;
     return cache_.emplace(key, std::move(e)).first->second;
   }
-  // Writes the dirty entries to the store.
+  // Writes the dirty entries to the store, in key order and in one write:
+  // each lands next to the one before in the memtable. (Written one by one
+  // in the cache's hash order, each insert searched the whole memtable:
+  // most of a checkpoint's synchronous part on a large state.) The buffer
+  // keeps its size, at most about what the cache holds.
   void write_back() {
+    batch_.clear();
+    spans_.clear();
     for (auto& [key, e] : cache_) {
       if (!e.dirty) continue;
-      encode_key(e.kg, key);
-      scratch_.clear();
-      ByteWriter w(&scratch_);
+      KvColumn::Span span;
+      span.key = batch_.size();
+      put_key_group_prefix(&batch_, e.kg);
+      ByteWriter w(&batch_);
+      Serializer<K>::write(w, key);
+      span.value = batch_.size();
       Serializer<V>::write(w, e.value);
-      column_.store().put(column_.cf(), key_bytes_, scratch_);
-      cached_bytes_ = cached_bytes_ - std::min<size_t>(cached_bytes_, e.bytes) + scratch_.size();
-      e.bytes = static_cast<uint32_t>(std::min<size_t>(scratch_.size(), UINT32_MAX));
+      span.end = batch_.size();
+      const size_t bytes = span.end - span.value;
+      cached_bytes_ = cached_bytes_ - std::min<size_t>(cached_bytes_, e.bytes) + bytes;
+      e.bytes = static_cast<uint32_t>(std::min<size_t>(bytes, UINT32_MAX));
       e.dirty = false;
+      spans_.push_back(span);
     }
+    if (!spans_.empty()) column_.write_all(batch_, spans_);
   }
 
   // Frees half the budget: entries not touched since the last eviction
@@ -327,6 +351,8 @@ class KvTable final : public StateTable<K, V> {
   size_t cached_bytes_ = 0;  // estimated
   std::string key_bytes_;
   std::string scratch_;
+  std::string batch_;                   // write_back's entries
+  std::vector<KvColumn::Span> spans_;  // and where each is in batch_
 };
 
 }  // namespace weir::detail
