@@ -91,10 +91,20 @@ bool KvColumn::restore_entries(int kg, ByteReader& in, Skip skip_key, Skip skip_
 void KvColumn::write_all(const std::string& bytes, std::vector<Span>& spans) {
   auto key = [&bytes](const Span& s) { return std::string_view(bytes.data() + s.key, s.value - s.key); };
   std::sort(spans.begin(), spans.end(), [&](const Span& a, const Span& b) { return key(a) < key(b); });
+  // In writes of a bounded number of entries: a write's batch is a copy of
+  // its entries, and the memory a write-back takes stays small beside the
+  // cache whatever the number of dirty entries.
+  constexpr size_t kEntriesPerWrite = 8192;
   std::vector<std::pair<std::string_view, std::string_view>> entries;
-  entries.reserve(spans.size());
-  for (const Span& s : spans) entries.emplace_back(key(s), std::string_view(bytes.data() + s.value, s.end - s.value));
-  store_->put_all(cf_, entries);
+  entries.reserve(std::min(spans.size(), kEntriesPerWrite));
+  for (size_t i = 0; i < spans.size(); i += kEntriesPerWrite) {
+    entries.clear();
+    for (size_t j = i; j < std::min(spans.size(), i + kEntriesPerWrite); ++j) {
+      const Span& s = spans[j];
+      entries.emplace_back(key(s), std::string_view(bytes.data() + s.value, s.end - s.value));
+    }
+    store_->put_all(cf_, entries);
+  }
 }
 
 [[noreturn]] void KvColumn::undecodable(const std::string& name, const char* what) {
