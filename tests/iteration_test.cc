@@ -66,10 +66,7 @@ class IterationTest : public ::testing::Test {
   // The job at parallelism `p` restoring the checkpoint the last
   // run_and_kill killed it at.
   std::vector<std::string> restoring_the_kill(int p, const std::string& state) {
-    std::vector<std::string> a = args(p, state, "aligned", false);
-    a.push_back("--restore");
-    a.push_back(runs_->killed_at(dir_->path("chk")));
-    return a;
+    return runs_->restoring_the_kill(args(p, state, "aligned", false), dir_->path("chk"));
   }
 
   bool run_and_kill(const std::vector<std::string>& a, int more, const std::string& name) {

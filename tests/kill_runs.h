@@ -63,6 +63,13 @@ class KilledRuns {
   // completed ..."): restoring it rather than the latest, the next run
   // restores that one even when a newer one completed before the kill
   // landed. Empty when none.
+  // `args` restoring killed_at(checkpoint_dir).
+  std::vector<std::string> restoring_the_kill(std::vector<std::string> args,
+                                              const std::string& checkpoint_dir) const {
+    args.push_back("--restore");
+    args.push_back(killed_at(checkpoint_dir));
+    return args;
+  }
   std::string killed_at(const std::string& checkpoint_dir) const {
     const size_t job = killed_at_.find("job ");
     const size_t colon = killed_at_.find(": checkpoint ", job);

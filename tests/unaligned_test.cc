@@ -63,6 +63,11 @@ class UnalignedTest : public ::testing::Test {
   bool run_and_kill(const std::vector<std::string>& a, int more, const std::string& name) {
     return runs_->run_and_kill(a, more, name);
   }
+  // The job at parallelism `p` restoring the checkpoint the last
+  // run_and_kill killed it at.
+  std::vector<std::string> restoring_the_kill(int p, const std::string& state) {
+    return runs_->restoring_the_kill(args(p, state, false), dir_->path("chk"));
+  }
 
   void finish_and_check(const std::vector<std::string>& a) {
     runs_->finish(a);
@@ -151,15 +156,17 @@ TEST_F(UnalignedTest, DebloatedBuffersKeepInjectedFailuresExactlyOnce) {
 
 // Killed at parallelism 2, restored at 3 and killed again, finished at 1:
 // each restore redistributes the channel state (the keyed edge's records by
-// key group, the sink's round-robin input by subtask).
+// key group, the sink's round-robin input by subtask). Each kill comes at
+// a checkpoint that holds channel state, and the next run restores exactly
+// that one.
 TEST_F(UnalignedTest, RescalingTwoThreeOneThroughUnalignedCheckpointsIsExactlyOnce) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  ASSERT_TRUE(run_and_kill(args(2, "heap", false), 3, "p2")) << runs_->log();
+  ASSERT_TRUE(runs_->run_and_kill(args(2, "heap", false), 3, "p2", "channel state")) << runs_->log();
   const size_t before = runs_->log().size();
-  ASSERT_TRUE(run_and_kill(args(3, "rocksdb", true), 3, "p3")) << runs_->log();
+  ASSERT_TRUE(runs_->run_and_kill(restoring_the_kill(3, "rocksdb"), 3, "p3", "channel state")) << runs_->log();
   EXPECT_GT(replayed_records(runs_->log().substr(before)), 0) << "2 -> 3 replayed nothing\n" << runs_->log();
   const size_t before_last = runs_->log().size();
-  finish_and_check(args(1, "heap", true));
+  finish_and_check(restoring_the_kill(1, "heap"));
   EXPECT_GT(replayed_records(runs_->log().substr(before_last)), 0) << "3 -> 1 replayed nothing\n" << runs_->log();
 }
 
