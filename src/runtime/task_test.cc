@@ -1,6 +1,9 @@
-// A task in a TaskManager process whose chain cannot be built (an output
-// channel to another process cannot connect) fails cleanly and reports why,
-// like any other task failure.
+// Tasks on their own in a TaskManager, reporting to a recording JobMaster:
+// a chain that cannot be built (an output channel to another process cannot
+// connect) fails cleanly and says why; phases follow one another in order;
+// processing time is the injected clock; a checkpoint's asynchronous part
+// outlives a cancelled task and holds a finishing one back; and a barrier
+// of a checkpoint that ended before the attempt started blocks nothing.
 #include "runtime/task.h"
 
 #include <gtest/gtest.h>
