@@ -211,7 +211,9 @@ TEST(ChannelTest, AbortReleasesABlockedProducerAndTheChannelStaysOpen) {
 
 // A data buffer holding `text`.
 ChannelEvent text_buffer(NetworkBufferPool& pool, const std::atomic<bool>& cancelled, std::string_view text) {
-  ChannelEvent ev{EventKind::kBuffer, pool.request(cancelled)};
+  ChannelEvent ev;
+  ev.kind = EventKind::kBuffer;
+  ev.buffer = pool.request(cancelled);
   std::memcpy(ev.buffer.data(), text.data(), text.size());
   ev.buffer.set_size(text.size());
   return ev;
