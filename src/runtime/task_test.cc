@@ -366,14 +366,42 @@ TEST(TaskTest, AFinishingTaskWaitsForItsCheckpointsAsynchronousPart) {
 // attempt left). Aligning on it would block that channel for a barrier 3
 // that never comes on the other, and the backpressure would stall the job:
 // the attempt ignores it, and the records behind it reach the sink.
+// Keeps the records it is given, for a test to wait for.
+class AwaitedSink final : public Sink<int64_t> {
+ public:
+  struct Received {
+    absl::Mutex mu;
+    std::vector<int64_t> rows ABSL_GUARDED_BY(mu);
+    // The rows, sorted, once there are `n` of them or `deadline` passed.
+    std::vector<int64_t> wait_for(size_t n, absl::Duration deadline) {
+      absl::MutexLock lock(&mu);
+      auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return rows.size() >= n; };
+      mu.AwaitWithTimeout(absl::Condition(&enough), deadline);
+      std::vector<int64_t> got = rows;
+      std::sort(got.begin(), got.end());
+      return got;
+    }
+  };
+  explicit AwaitedSink(Received* out) : out_(out) {}
+  absl::Status open(OperatorContext&) override { return absl::OkStatus(); }
+  absl::Status write(const int64_t& v) override {
+    absl::MutexLock lock(&out_->mu);
+    out_->rows.push_back(v);
+    return absl::OkStatus();
+  }
+
+ private:
+  Received* out_;
+};
+
 TEST(TaskTest, ABarrierOfACheckpointThatEndedBeforeTheAttemptBlocksNothing) {
-  testing::CollectingSink<int64_t>::Rows rows;
+  AwaitedSink::Received rows;
   StreamEnvironment env;
   env.config().checkpoint.mode = CheckpointingMode::kExactlyOnce;  // barriers align
   env.from_source<int64_t>([] { return std::make_unique<GeneratorSource<int64_t>>([](int64_t i) { return i; }, 100); })
       .parallelism(2)
       .rebalance()
-      .sink_to([&rows] { return std::make_unique<testing::CollectingSink<int64_t>>(&rows); })
+      .sink_to([&rows] { return std::make_unique<AwaitedSink>(&rows); })
       .parallelism(1);
   auto graph = graph::build_job_graph(env.graph(), env.config());
   ASSERT_TRUE(graph.ok()) << graph.status();
@@ -403,17 +431,7 @@ TEST(TaskTest, ABarrierOfACheckpointThatEndedBeforeTheAttemptBlocksNothing) {
   deploy(0, 0);  // its records follow the stale barrier; source subtask 1 stays away
   std::vector<int64_t> expected;
   for (int64_t i = 0; i < 100; i += 2) expected.push_back(i);
-  auto received = [&] {
-    std::lock_guard lock(rows.mu);
-    std::vector<int64_t> got = rows.rows;
-    std::sort(got.begin(), got.end());
-    return got;
-  };
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (received().size() < expected.size() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_EQ(received(), expected) << "the sink aligned on the stale barrier";
+  EXPECT_EQ(rows.wait_for(expected.size(), absl::Seconds(30)), expected) << "the sink aligned on the stale barrier";
   for (const auto& v : (*graph)->vertices) tm.cancel_task(ExecutionId{v.id, 0, 0});
   tm.unregister_job("job");
 }
