@@ -2,6 +2,7 @@
 // repeated: the committed output must still be exactly-once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -59,8 +60,11 @@ class KillRestoreTest : public ::testing::Test {
                                   "--input", dir_->path("a.txt"), "--input", dir_->path("b.txt"),
                                   "--output", dir_->path("out"), "--parallelism", "4",
                                   "--checkpoint-dir", dir_->path("chk"),
-                                  "--checkpoint-interval", "20ms", "--state", state_,
-                                  "--state-dir", dir_->path("state")};
+                                  "--checkpoint-interval", "20ms", "--state-dir", dir_->path("state")};
+    // "heap-changelog": heap state, checkpoints as a changelog.
+    const bool changelog = state_ == "heap-changelog";
+    a.insert(a.end(), {"--state", changelog ? "heap" : state_});
+    if (changelog) a.push_back("--changelog");
     if (incremental_) a.push_back("--incremental");
     if (restore) {
       a.push_back("--restore");
@@ -125,7 +129,12 @@ TEST_P(KillRestoreBackendTest, RepeatedKillsAndRestoreLatestGiveExactlyOnceOutpu
   finish_and_check(kills);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, KillRestoreBackendTest, ::testing::Values("heap", "rocksdb"));
+INSTANTIATE_TEST_SUITE_P(Backends, KillRestoreBackendTest, ::testing::Values("heap", "rocksdb", "heap-changelog"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 // Parameter: a crash point. The job dies at a visit of the point late
 // enough that a checkpoint or two are complete (points passed once per
@@ -173,13 +182,15 @@ TEST_P(CrashPointTest, KilledAtTheCrashPointRestoresLatestExactlyOnce) {
 
 INSTANTIATE_TEST_SUITE_P(EveryPoint, CrashPointTest,
                          ::testing::Combine(::testing::ValuesIn(kAllCrashPoints),
-                                            ::testing::Values("heap", "rocksdb")),
+                                            ::testing::Values("heap", "rocksdb", "heap-changelog")),
                          [](const ::testing::TestParamInfo<std::tuple<CrashPoint, std::string>>& info) {
                            std::string name;
                            for (char ch : to_string(std::get<0>(info.param))) {
                              if (ch != '-') name.push_back(ch);
                            }
-                           return name + "_" + std::get<1>(info.param);
+                           std::string state = std::get<1>(info.param);
+                           std::replace(state.begin(), state.end(), '-', '_');
+                           return name + "_" + state;
                          });
 
 // Whether the killed run had already published a part file that checkpoint

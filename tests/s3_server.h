@@ -67,11 +67,14 @@ class S3Server {
                         << "secret-key-file = \"" << path << ".secret\"\n";
   }
   // The same in this process (for the shared client, and children).
+  // Points this process's S3 client at this server (a client made for an
+  // earlier server in the same process is let go).
   void set_env() const {
     for (const std::string& kv : env()) {
       const size_t eq = kv.find('=');
       ::setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
     }
+    s3::set_s3_options({});
   }
 
  private:

@@ -53,6 +53,9 @@ class S3Test : public ::testing::Test {
     EXPECT_TRUE(check->exactly_once) << out;
   }
 
+  // See its definition below.
+  std::string restores_and_rescales(const std::string& name, const std::vector<std::string>& state);
+
   std::unique_ptr<TempDir> dir_;
   std::unique_ptr<S3Server> server_;
 };
@@ -494,31 +497,12 @@ TEST_F(S3Test, HeapStateRestoresFromLocalCopiesAndFallsBackToS3WhenOneIsBroken) 
   EXPECT_NE(broken.find("checksum"), std::string::npos) << broken;
 }
 
-// Incremental RocksDB checkpoints in S3: new SST files go up once, under
-// <job>/shared/, and later checkpoints refer to them; the job fails now and
-// then and restores (from its local copies, or S3) exactly-once; a
-// subsumed checkpoint's SST files go once no retained checkpoint refers to
-// them; and a new process restores at another parallelism, downloading the
-// files it needs.
-TEST_F(S3Test, IncrementalRocksDbCheckpointsRestoreAndRescale) {
-  const uint64_t seed = testing::test_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  ASSERT_TRUE(examples::generate_running_sum_input(path("in.txt"), 150000, 20000, 0, seed).ok());
-  const std::string chk = server_->url("inc");
-  auto r = run_running_sum(*server_,
-                           {"--input", path("in.txt"), "--output", path("out"), "-p", "2", "--checkpoint-dir", chk,
-                            "--checkpoint-interval", "100ms", "--state", "rocksdb", "--incremental",
-                            "--fail-every", "30000", "--seed", std::to_string(seed), "--retained-checkpoints", "2",
-                            "--rate", "50000"},
-                           path("run"));
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected: " << r.out;
-  expect_exactly_once(path("out"));
-
-  // The retained checkpoints refer to shared SST files; every shared object
-  // is referred to by one of them (subsumed ones' files are gone).
-  S3Client s3(server_->settings());
-  auto objects = s3.list({"weir", "inc/"});
+// Every object under `prefix`/.../shared/ is referred to by a retained
+// checkpoint (native files and changelog chains), and every file a retained
+// checkpoint refers to is there: subsumed checkpoints' files are gone.
+void expect_shared_objects_referenced(S3Server& server, const std::string& prefix) {
+  S3Client s3(server.settings());
+  auto objects = s3.list({"weir", prefix});
   ASSERT_TRUE(objects.ok()) << objects.status();
   std::set<std::string> shared, referenced;
   std::vector<std::string> retained;
@@ -529,7 +513,7 @@ TEST_F(S3Test, IncrementalRocksDbCheckpointsRestoreAndRescale) {
   }
   ASSERT_GE(retained.size(), 1u);
   EXPECT_LE(retained.size(), 2u);
-  server_->set_env();
+  server.set_env();
   for (const std::string& m : retained) {
     auto cp = checkpoint::load_checkpoint(m);
     ASSERT_TRUE(cp.ok()) << cp.status();
@@ -538,38 +522,82 @@ TEST_F(S3Test, IncrementalRocksDbCheckpointsRestoreAndRescale) {
         for (const auto& f : st.native_files) {
           if (f.shared) referenced.insert(checkpoint::native_file_location(cp->location, f.path));
         }
+        for (const auto& f : st.changelog) referenced.insert(checkpoint::native_file_location(cp->location, f.path));
       }
     }
   }
   std::printf("retained checkpoints: %zu, shared files: %zu\n", retained.size(), shared.size());
-  EXPECT_FALSE(referenced.empty()) << "no checkpoint was incremental";
+  EXPECT_FALSE(referenced.empty()) << "no checkpoint refers to a shared file";
   for (const auto& f : referenced) EXPECT_EQ(shared.count(f), 1u) << f << " is referred to but missing";
   for (const auto& f : shared) EXPECT_EQ(referenced.count(f), 1u) << f << " is left behind";
+}
+
+// A running sum with state kept by `state` (flags) checkpointing to S3
+// under `name`: it fails now and then and restores (from its local copies,
+// or S3) exactly-once; the shared objects are exactly those the retained
+// checkpoints refer to; and a run that fails for good is resumed by another
+// process at three subtasks, which reads what it needs from S3. Returns
+// the resuming run's stderr.
+std::string S3Test::restores_and_rescales(const std::string& name, const std::vector<std::string>& state) {
+  S3Server& server = *server_;
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  EXPECT_TRUE(examples::generate_running_sum_input(path("in.txt"), 150000, 20000, 0, seed).ok());
+  auto with_state = [&state](std::vector<std::string> args) {
+    args.insert(args.end(), state.begin(), state.end());
+    return args;
+  };
+  auto r = run_running_sum(server,
+                           with_state({"--input", path("in.txt"), "--output", path("out"), "-p", "2",
+                                       "--checkpoint-dir", server.url(name), "--checkpoint-interval", "100ms",
+                                       "--fail-every", "30000", "--seed", std::to_string(seed),
+                                       "--retained-checkpoints", "2", "--rate", "50000"}),
+                           path("run"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("restarts: 0"), std::string::npos) << "no failure was injected: " << r.out;
+  expect_exactly_once(path("out"));
+  expect_shared_objects_referenced(server, name + "/");
 
   // A job that fails for good (no restarts) after a checkpoint, resumed by
-  // another process at three subtasks: the files come down from S3. Its
-  // first attempt fails after 15,000-45,000 records per subtask, at 20,000
-  // records/s at least 0.75 s in: checkpoints every 100 ms have completed
-  // by then even on a loaded machine (at 50,000/s, 0.3 s was sometimes too
-  // soon, and there was nothing to resume from).
-  const std::string chk2 = server_->url("inc2");
-  auto failed = run_running_sum(*server_,
-                                {"--input", path("in.txt"), "--output", path("out2"), "-p", "2",
-                                 "--checkpoint-dir", chk2, "--checkpoint-interval", "100ms", "--state", "rocksdb",
-                                 "--incremental", "--fail-every", "30000", "--seed", std::to_string(seed),
-                                 "--restart-strategy", "none", "--rate", "20000"},
+  // another process at three subtasks. Its first attempt fails after
+  // 15,000-45,000 records per subtask, at 20,000 records/s at least 0.75 s
+  // in: checkpoints every 100 ms have completed by then even on a loaded
+  // machine (at 50,000/s, 0.3 s was sometimes too soon, and there was
+  // nothing to resume from).
+  const std::string chk2 = server.url(name + "2");
+  auto failed = run_running_sum(server,
+                                with_state({"--input", path("in.txt"), "--output", path("out2"), "-p", "2",
+                                            "--checkpoint-dir", chk2, "--checkpoint-interval", "100ms",
+                                            "--fail-every", "30000", "--seed", std::to_string(seed),
+                                            "--restart-strategy", "none", "--rate", "20000"}),
                                 path("fail"));
-  ASSERT_EQ(failed.code, 4) << failed.out << failed.err;
-  auto resumed = run_running_sum(*server_,
-                                 {"--input", path("in.txt"), "--output", path("out2"), "-p", "3",
-                                  "--checkpoint-dir", chk2, "--restore", "latest", "--state", "rocksdb",
-                                  "--incremental", "--verbose"},
+  EXPECT_EQ(failed.code, 4) << failed.out << failed.err;
+  auto resumed = run_running_sum(server,
+                                 with_state({"--input", path("in.txt"), "--output", path("out2"), "-p", "3",
+                                             "--checkpoint-dir", chk2, "--restore", "latest", "--verbose"}),
                                  path("resume"));
-  ASSERT_EQ(resumed.code, 0) << resumed.err;
-  // Each of the three subtasks opened RocksDB on downloaded files.
-  EXPECT_NE(resumed.err.find("restored checkpoint"), std::string::npos) << resumed.err;
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_NE(resumed.out.find("restored from checkpoint"), std::string::npos) << resumed.out;
   expect_exactly_once(path("out2"));
+  return resumed.err;
+}
+
+// Incremental RocksDB checkpoints in S3: new SST files go up once, under
+// <job>/shared/, and later checkpoints refer to them; a subsumed
+// checkpoint's SST files go once no retained checkpoint refers to them; a
+// restore at another parallelism downloads the files it needs.
+TEST_F(S3Test, IncrementalRocksDbCheckpointsRestoreAndRescale) {
+  const std::string err = restores_and_rescales("inc", {"--state", "rocksdb", "--incremental"});
+  // Each of the three subtasks opened RocksDB on downloaded files.
+  EXPECT_NE(err.find("restored checkpoint"), std::string::npos) << err;
+}
+
+// Changelog checkpoints of heap state in S3: each checkpoint uploads a
+// delta (now and then a base) under <job>/shared/, the retained ones'
+// chains refer to them, subsumed chains' files go; a restore at another
+// parallelism reads each chain's files.
+TEST_F(S3Test, ChangelogHeapCheckpointsRestoreAndRescale) {
+  restores_and_rescales("log", {"--state", "heap", "--changelog"});
 }
 
 }  // namespace

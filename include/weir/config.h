@@ -84,6 +84,16 @@ struct CheckpointConfig {
   // and deleted with the last checkpoint that refers to them). Savepoints
   // stay full and canonical. Default: false (full checkpoints).
   bool incremental = false;
+  // Heap backend: each checkpoint writes the entries changed since the last
+  // completed one (a changelog of key groups, shared between checkpoints),
+  // and now and then a full snapshot of the state (a new base) that bounds
+  // the chain a restore reads: when the base is older than
+  // changelog_materialize_interval, or the changes since it outweigh it.
+  // Savepoints stay full and canonical. RocksDB state is unaffected (it has
+  // incremental checkpoints). Default: false.
+  bool changelog = false;
+  // Default: 10 min.
+  Duration changelog_materialize_interval{10 * 60 * 1000};
 };
 
 enum class RestartStrategyKind : uint8_t {

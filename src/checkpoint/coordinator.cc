@@ -12,16 +12,19 @@ std::vector<std::string> CompletedCheckpointStore::reference(const Entry& e, int
   if (e.metadata == nullptr) return released;
   for (const auto& op : e.metadata->operators) {
     for (const auto& s : op.subtasks) {
-      for (const auto& f : s.native_files) {
-        if (!f.shared) continue;
-        std::string path = native_file_location(e.location, f.path);
+      auto count = [&](const std::string& relative) {
+        std::string path = native_file_location(e.location, relative);
         int& n = shared_refs_[path];
         n += delta;
         if (n <= 0) {
           shared_refs_.erase(path);
-          released.push_back(path);
+          released.push_back(std::move(path));
         }
+      };
+      for (const auto& f : s.native_files) {
+        if (f.shared) count(f.path);
       }
+      for (const auto& f : s.changelog) count(f.path);  // every changelog file is shared
     }
   }
   return released;
@@ -187,6 +190,7 @@ void CheckpointCoordinator::on_ack(int task, int64_t id, TaskAck ack) {
   for (const AckedOperatorState& s : ack.states) {
     bytes += s.handle.file_size;
     for (const auto& f : s.handle.native_files) bytes += f.size;
+    for (const auto& f : s.handle.changelog) bytes += f.size;
   }
   p.timings.push_back(
       {task, ack.sync_ms, ack.async_ms, ack.alignment_ms, bytes, static_cast<uint64_t>(ack.persisted_data)});

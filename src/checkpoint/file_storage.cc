@@ -68,6 +68,10 @@ absl::Status verify_files(const RestoredCheckpoint& cp, CheckpointStorage& stora
     for (const auto& s : op.subtasks) {
       auto bytes = storage.read_state_file(cp.location, s);
       if (!bytes.ok()) return bytes.status();
+      for (const auto& f : s.changelog) {
+        auto chain = storage.read_changelog_file(cp.location, f);
+        if (!chain.ok()) return chain.status();
+      }
       for (const auto& f : s.native_files) {
         fs::path p = native_file_location(cp.location, f.path);
         std::error_code ec;
@@ -254,6 +258,21 @@ absl::StatusOr<std::string> FileCheckpointStorage::upload_file(int64_t id, const
   s = copy_file_synced(local, to.string());
   if (!s.ok()) return s;
   return shared ? (fs::path("..") / "shared" / ("c" + std::to_string(id)) / name).string() : name;
+}
+
+absl::StatusOr<std::unique_ptr<StateFileOutput>> FileCheckpointStorage::create_shared_file(int64_t id,
+                                                                                          const std::string& name) {
+  if (fixed_) return absl::UnimplementedError("a savepoint keeps no shared files");
+  absl::Status s = ensure_dir(id);
+  if (!s.ok()) return s;
+  const fs::path dir = shared_dir(id);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return errno_status("mkdir", dir.string(), ec.value());
+  const std::string path = (dir / name).string();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("open", path, errno);
+  return std::unique_ptr<StateFileOutput>(new FileOutput(fd, path));
 }
 
 // ---- the file scheme ----------------------------------------------------------

@@ -37,6 +37,9 @@ class FileCheckpointStorage final : public CheckpointStorage {
   absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
                                           const std::string& name, bool shared) override;
   bool supports_native() const override { return !fixed_; }
+  absl::StatusOr<std::unique_ptr<StateFileOutput>> create_shared_file(int64_t checkpoint_id,
+                                                                      const std::string& name) override;
+  bool supports_shared_files() const override { return !fixed_; }
 
  private:
   struct AtDirectory {};

@@ -103,6 +103,14 @@ std::string encode_metadata(const CheckpointMetadata& m) {
         w.put_fixed<uint8_t>(st.kind);
         w.put_string(st.type);
       }
+      w.put_varint(s.changelog.size());
+      for (const detail::ChangelogFile& f : s.changelog) {
+        w.put_string(f.path);
+        w.put_fixed<uint64_t>(f.size);
+        w.put_fixed<uint8_t>(f.delta ? 1 : 0);
+        w.put_varint(f.kg_offsets.size());
+        for (uint64_t o : f.kg_offsets) w.put_fixed<uint64_t>(o);
+      }
     }
   }
   put_trailer(&out);
@@ -178,7 +186,27 @@ absl::StatusOr<CheckpointMetadata> decode_metadata(std::string_view bytes, std::
           s.native_states.push_back(std::move(st));
         }
       }
-      if (r.ok() && !s.is_native() && s.kg_offsets.size() != static_cast<size_t>(s.key_groups.size()) + 1 &&
+      if (version >= 6) {
+        const uint64_t files = r.get_length();
+        for (uint64_t k = 0; k < files && r.ok(); ++k) {
+          detail::ChangelogFile f;
+          f.path = r.get_string();
+          f.size = r.get_fixed<uint64_t>();
+          f.delta = r.get_fixed<uint8_t>() != 0;
+          const uint64_t offsets = r.get_length();
+          for (uint64_t o = 0; o < offsets && r.ok(); ++o) f.kg_offsets.push_back(r.get_fixed<uint64_t>());
+          if (r.ok() && f.kg_offsets.size() != static_cast<size_t>(s.key_groups.size()) + 1) {
+            return absl::DataLossError(std::string(what) + ": key-group index of changelog file " + f.path +
+                                       " of operator " + op.uid + " is inconsistent");
+          }
+          s.changelog.push_back(std::move(f));
+        }
+        if (r.ok() && s.is_changelog() && s.changelog.front().delta) {
+          return absl::DataLossError(std::string(what) + ": the changelog of operator " + op.uid +
+                                     " does not begin with a base");
+        }
+      }
+      if (r.ok() && !s.keyed_elsewhere() && s.kg_offsets.size() != static_cast<size_t>(s.key_groups.size()) + 1 &&
           !(s.key_groups.empty() && s.kg_offsets.empty())) {
         return absl::DataLossError(std::string(what) + ": key-group index of operator " + op.uid +
                                    " is inconsistent");
@@ -242,8 +270,12 @@ absl::StatusOr<detail::OperatorStateMap> decode_operator_state(std::string_view 
   return state;
 }
 
-absl::Status write_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle,
-                              ByteSink* sink) {
+namespace {
+
+// A state file: header, `operator_state`, then the key groups of `keyed`
+// when given (offsets into `kg_offsets`), then the checksum.
+absl::Status write_file(const detail::OperatorStateMap& operator_state, const detail::KeyedStateSnapshot* keyed,
+                        OperatorSubtaskState* handle, ByteSink* sink) {
   // Bytes go through `buf` (one section or key group at a time) into the
   // sink and the running checksum.
   XXH64_state_t* hash = XXH64_createState();
@@ -261,25 +293,21 @@ absl::Status write_state_file(const detail::OperatorSnapshot& snap, OperatorSubt
   absl::Status s;
   put_header(w, kStateMagic, kStateFileVersion);
   handle->operator_state_offset = buf.size();
-  encode_operator_state(snap.operator_state, w);
+  encode_operator_state(operator_state, w);
   handle->operator_state_length = buf.size() - handle->operator_state_offset;
   handle->operator_state_checksum =
       XXH64(buf.data() + handle->operator_state_offset, handle->operator_state_length, 0);
   handle->has_operator_state_checksum = true;
   handle->kg_offsets.clear();
   s = flush();
-  if (s.ok() && snap.keyed && snap.keyed->native() != nullptr) {
-    handle->key_groups = snap.keyed->range();  // the files are listed in the metadata
-  } else if (s.ok() && snap.keyed) {
-    handle->key_groups = snap.keyed->range();
+  if (s.ok() && keyed != nullptr) {
+    handle->key_groups = keyed->range();
     for (int kg = handle->key_groups.start; kg < handle->key_groups.end && s.ok(); ++kg) {
       handle->kg_offsets.push_back(written);
-      snap.keyed->write_key_group(kg, w);
+      keyed->write_key_group(kg, w);
       s = flush();
     }
     handle->kg_offsets.push_back(written);
-  } else {
-    handle->key_groups = KeyGroupRange{};
   }
   if (s.ok()) {
     w.put_fixed<uint64_t>(XXH64_digest(hash));
@@ -288,6 +316,29 @@ absl::Status write_state_file(const detail::OperatorSnapshot& snap, OperatorSubt
   }
   XXH64_freeState(hash);
   handle->file_size = written;
+  return s;
+}
+
+}  // namespace
+
+absl::Status write_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle,
+                              ByteSink* sink) {
+  const detail::KeyedStateSnapshot* keyed = snap.keyed.get();
+  // Native and changelog key groups live in files the metadata lists.
+  const bool elsewhere = keyed != nullptr && (keyed->native() != nullptr || keyed->changelog() != nullptr);
+  absl::Status s = write_file(snap.operator_state, elsewhere ? nullptr : keyed, handle, sink);
+  handle->key_groups = keyed != nullptr ? keyed->range() : KeyGroupRange{};
+  if (keyed == nullptr || elsewhere) handle->kg_offsets.clear();
+  return s;
+}
+
+absl::Status write_changelog_file(const detail::KeyedStateSnapshot& keyed, detail::ChangelogFile* file,
+                                  ByteSink* sink) {
+  OperatorSubtaskState handle;
+  absl::Status s = write_file({}, &keyed, &handle, sink);
+  file->size = handle.file_size;
+  file->kg_offsets = std::move(handle.kg_offsets);
+  file->delta = keyed.changelog() != nullptr && keyed.changelog()->delta();
   return s;
 }
 

@@ -19,6 +19,11 @@
 //   the channel's records, framed as on the wire (varint length | bytes)
 // The metadata holds the offsets of the sections, so a reader can take any
 // subset of key groups.
+// Changelog file (incremental heap checkpoints, see detail::ChangelogFile):
+// a state file with empty operator state whose key-group blobs hold either
+// every entry (the chain's base) or each state's changes (a delta; layout at
+// detail::StateTableBase). A subtask's own state file then holds its
+// operator state only, and the metadata lists its chain.
 //
 // Metadata file `_metadata` (one per checkpoint; its presence completes it):
 //   [8]  magic "WEIRMETA"
@@ -37,6 +42,8 @@
 //                      after its kind
 //       (version >= 4) each native file also has a u64 xxh64 of its bytes
 //                      after its shared flag
+//       (version >= 6) varint changelog files | per file, oldest first:
+//                      string path | u64 size | u8 delta | varint n | u64 offset * n
 //   [8]  u64 xxh64 of all preceding bytes
 //
 // DO NOT CHANGE these layouts without bumping the version numbers.
@@ -55,12 +62,13 @@
 
 namespace weir::checkpoint {
 
-// 2 added type signatures to keyed state (state_table.h), 3 channel state.
-inline constexpr uint32_t kStateFileVersion = 3;
+// 2 added type signatures to keyed state (state_table.h), 3 channel state,
+// 4 changes after a state's entries (kKindHasChanges).
+inline constexpr uint32_t kStateFileVersion = 4;
 // 2 added native (incremental) keyed state, 3 type signatures of native
 // states, 4 checksums of native files, 5 checksums of operator-state
-// sections (a restore may read the section alone).
-inline constexpr uint32_t kMetadataVersion = 5;
+// sections (a restore may read the section alone), 6 changelog chains.
+inline constexpr uint32_t kMetadataVersion = 6;
 inline constexpr std::string_view kMetadataFileName = "_metadata";
 
 // A file of a native (RocksDB) snapshot: `path` relative to the
@@ -90,6 +98,11 @@ struct OperatorSubtaskState {
   std::vector<NativeFile> native_files;
   std::vector<detail::StateMeta> native_states;
   bool is_native() const { return !native_files.empty(); }
+  // Changelog keyed state: its chain, base first (metadata version 6 on).
+  std::vector<detail::ChangelogFile> changelog;
+  bool is_changelog() const { return !changelog.empty(); }
+  // Whether the keyed state lives outside the state file.
+  bool keyed_elsewhere() const { return is_native() || is_changelog(); }
 
   std::string_view key_group_bytes(std::string_view file_bytes, int kg) const {
     size_t i = static_cast<size_t>(kg - key_groups.start);
@@ -124,6 +137,7 @@ struct CheckpointMetadata {
       for (const auto& s : op.subtasks) {
         n += s.file_size;
         for (const auto& f : s.native_files) n += f.size;
+        for (const auto& f : s.changelog) n += f.size;
       }
     }
     return n;
@@ -138,6 +152,9 @@ struct CheckpointMetadata {
         n += s.file_size;
         for (const auto& f : s.native_files) {
           if (!f.shared || f.path.rfind(mine, 0) == 0) n += f.size;
+        }
+        for (const auto& f : s.changelog) {
+          if (f.path.rfind(mine, 0) == 0) n += f.size;
         }
       }
     }
@@ -181,6 +198,11 @@ class ByteSink {
 // `handle` (not its file name).
 absl::Status write_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle,
                               ByteSink* sink);
+// Streams the key groups of `keyed` (a changelog snapshot's base or delta)
+// into `sink` as a changelog file; fills the size and offsets of `file`
+// (not its path).
+absl::Status write_changelog_file(const detail::KeyedStateSnapshot& keyed, detail::ChangelogFile* file,
+                                  ByteSink* sink);
 // The same, into a string.
 std::string encode_state_file(const detail::OperatorSnapshot& snap, OperatorSubtaskState* handle);
 // Verifies magic, version and checksum; `hashed`, when given, is called with

@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <new>
+
 
 #include "checkpoint/storage_scheme.h"
 
@@ -46,30 +48,56 @@ class MemoryCheckpointStorage::File final : public StateFileBytes {
   size_t capacity_ = 0;
 };
 
+// A file being written; `done` stores it.
+class MemoryOutput final : public StateFileOutput {
+ public:
+  using Done = std::function<void(std::shared_ptr<const MemoryCheckpointStorage::File>)>;
+  explicit MemoryOutput(Done done) : done_(std::move(done)) {}
+  absl::Status append(std::string_view bytes) override {
+    file_->append(bytes);
+    return absl::OkStatus();
+  }
+  absl::Status finish() override {
+    file_->shrink_to_fit();
+    done_(std::move(file_));
+    return absl::OkStatus();
+  }
+
+ private:
+  const Done done_;
+  std::shared_ptr<MemoryCheckpointStorage::File> file_ = std::make_shared<MemoryCheckpointStorage::File>();
+};
+
 absl::StatusOr<std::unique_ptr<StateFileOutput>> MemoryCheckpointStorage::create_state_file(
     int64_t id, const std::string& name) {
-  class Output final : public StateFileOutput {
-   public:
-    Output(MemoryCheckpointStorage* storage, int64_t id, std::string name)
-        : storage_(storage), id_(id), name_(std::move(name)) {}
-    absl::Status append(std::string_view bytes) override {
-      file_->append(bytes);
-      return absl::OkStatus();
-    }
-    absl::Status finish() override {
-      file_->shrink_to_fit();
-      absl::MutexLock lock(&storage_->mu_);
-      storage_->files_[id_][name_] = std::move(file_);
-      return absl::OkStatus();
-    }
+  return std::unique_ptr<StateFileOutput>(new MemoryOutput([this, id, name](std::shared_ptr<const File> file) {
+    absl::MutexLock lock(&mu_);
+    files_[id][name] = std::move(file);
+  }));
+}
 
-   private:
-    MemoryCheckpointStorage* storage_;
-    const int64_t id_;
-    const std::string name_;
-    std::shared_ptr<File> file_ = std::make_shared<File>();
-  };
-  return std::unique_ptr<StateFileOutput>(new Output(this, id, name));
+absl::StatusOr<std::unique_ptr<StateFileOutput>> MemoryCheckpointStorage::create_shared_file(
+    int64_t id, const std::string& name) {
+  const std::string at = native_file_location(location(id), shared_file_path(id, name));
+  return std::unique_ptr<StateFileOutput>(new MemoryOutput([this, id, at](std::shared_ptr<const File> file) {
+    absl::MutexLock lock(&mu_);
+    shared_[at] = Shared{id, std::move(file)};
+  }));
+}
+
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> MemoryCheckpointStorage::read_changelog_file(
+    const std::string& location, const detail::ChangelogFile& file) {
+  const std::string at = native_file_location(location, file.path);
+  absl::MutexLock lock(&mu_);
+  auto it = shared_.find(at);
+  if (it == shared_.end()) return absl::NotFoundError(at + ": no such changelog file");
+  if (it->second.file->bytes().size() != file.size) {
+    return absl::DataLossError(at + ": size " + std::to_string(it->second.file->bytes().size()) + ", expected " +
+                               std::to_string(file.size));
+  }
+  absl::Status s = verify_state_file(it->second.file->bytes(), at);
+  if (!s.ok()) return s;
+  return std::shared_ptr<const StateFileBytes>(it->second.file);
 }
 
 absl::StatusOr<std::string> MemoryCheckpointStorage::finalize(const CheckpointMetadata& m) {
@@ -99,6 +127,13 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> MemoryCheckpointStorage::r
 void MemoryCheckpointStorage::discard(int64_t id) {
   absl::MutexLock lock(&mu_);
   files_.erase(id);
+  std::erase_if(shared_, [id](const auto& entry) { return entry.second.checkpoint_id == id; });
+}
+
+void MemoryCheckpointStorage::discard_subsumed(int64_t id, const std::vector<std::string>& unreferenced) {
+  absl::MutexLock lock(&mu_);
+  files_.erase(id);
+  for (const std::string& at : unreferenced) shared_.erase(at);
 }
 
 size_t MemoryCheckpointStorage::num_checkpoints() const {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "checkpoint/storage.h"
@@ -24,17 +25,31 @@ class MemoryCheckpointStorage final : public CheckpointStorage {
   absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_state_file(
       const std::string& location, const OperatorSubtaskState& handle) override;
   void discard(int64_t checkpoint_id) override;
+  void discard_subsumed(int64_t checkpoint_id, const std::vector<std::string>& unreferenced) override;
   std::string location(int64_t checkpoint_id) const override;
   bool durable() const override { return false; }
+  absl::StatusOr<std::unique_ptr<StateFileOutput>> create_shared_file(int64_t checkpoint_id,
+                                                                      const std::string& name) override;
+  bool supports_shared_files() const override { return true; }
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_changelog_file(
+      const std::string& location, const detail::ChangelogFile& file) override;
 
   // For tests: how many checkpoints hold files.
   size_t num_checkpoints() const;
 
+  class File;  // a file's bytes
+
  private:
-  class File;
   const std::string job_id_;
   mutable absl::Mutex mu_;
   std::map<int64_t, std::map<std::string, std::shared_ptr<const File>>> files_ ABSL_GUARDED_BY(mu_);
+  // Shared files by where they resolve to (native_file_location), and the
+  // checkpoint that wrote each.
+  struct Shared {
+    int64_t checkpoint_id;
+    std::shared_ptr<const File> file;
+  };
+  std::map<std::string, Shared> shared_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weir::checkpoint

@@ -75,19 +75,36 @@ absl::StatusOr<std::string> S3CheckpointStorage::finalize(const CheckpointMetada
   return location(m.checkpoint_id);
 }
 
+absl::StatusOr<std::unique_ptr<StateFileOutput>> S3CheckpointStorage::create_shared_file(int64_t id,
+                                                                                        const std::string& name) {
+  if (fixed_) return absl::UnimplementedError("a savepoint keeps no shared files");
+  return std::unique_ptr<StateFileOutput>(new S3Output(client_->writer(child(shared_dir(id), name))));
+}
+
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_changelog_file(
+    const std::string& location, const detail::ChangelogFile& file) {
+  auto url = s3::parse_s3_url(native_file_location(location, file.path));
+  if (!url.ok()) return url.status();
+  return read_object(*url, file.size);
+}
+
 absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_state_file(
     const std::string& location, const OperatorSubtaskState& handle) {
   auto at = s3::parse_s3_url(location);
   if (!at.ok()) return at.status();
-  const s3::S3Url url = child(*at, handle.file);
+  return read_object(child(*at, handle.file), handle.file_size);
+}
+
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> S3CheckpointStorage::read_object(const s3::S3Url& url,
+                                                                                     uint64_t size) {
   auto bytes = client_->get(url);
   if (!bytes.ok()) {
     if (absl::IsNotFound(bytes.status())) return absl::DataLossError(url.str() + ": missing");
     return bytes.status();
   }
-  if (bytes->size() != handle.file_size) {
+  if (bytes->size() != size) {
     return absl::DataLossError(url.str() + ": size " + std::to_string(bytes->size()) + ", expected " +
-                               std::to_string(handle.file_size));
+                               std::to_string(size));
   }
   absl::Status s = verify_state_file(*bytes, url.str());
   if (!s.ok()) return s;
@@ -216,6 +233,10 @@ absl::StatusOr<RestoredCheckpoint> load_s3_checkpoint(const std::string& url) {
     for (const auto& s : op.subtasks) {
       auto state = (*reader)->read_state_file(cp.location, s);
       if (!state.ok()) return state.status();
+      for (const auto& f : s.changelog) {
+        auto chain = (*reader)->read_changelog_file(cp.location, f);
+        if (!chain.ok()) return chain.status();
+      }
       for (const auto& f : s.native_files) {
         if (!listed) {
           const size_t cut = dir->key.rfind('/');

@@ -55,12 +55,19 @@ class S3CheckpointStorage final : public CheckpointStorage {
   absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local, const std::string& name,
                                           bool shared) override;
   bool supports_native() const override { return !fixed_; }
+  absl::StatusOr<std::unique_ptr<StateFileOutput>> create_shared_file(int64_t checkpoint_id,
+                                                                      const std::string& name) override;
+  bool supports_shared_files() const override { return !fixed_; }
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_changelog_file(
+      const std::string& location, const detail::ChangelogFile& file) override;
 
  private:
   struct Fixed {};
   S3CheckpointStorage(Fixed, std::shared_ptr<s3::S3Client> client, s3::S3Url dir);
   s3::S3Url dir(int64_t checkpoint_id) const;
   s3::S3Url shared_dir(int64_t checkpoint_id) const;
+  // The state file at `url`, checked against `size` and its checksum.
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_object(const s3::S3Url& url, uint64_t size);
 
   const std::shared_ptr<s3::S3Client> client_;
   const s3::S3Url job_;   // PREFIX/<job-id>, or the savepoint's own prefix

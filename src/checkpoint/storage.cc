@@ -33,6 +33,15 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> CheckpointStorage::read_op
   return std::shared_ptr<const StateFileBytes>(std::make_shared<Section>(*std::move(file), section));
 }
 
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> CheckpointStorage::read_changelog_file(
+    const std::string& location, const detail::ChangelogFile& file) {
+  // A state file at a path relative to the checkpoint's directory.
+  OperatorSubtaskState handle;
+  handle.file = file.path;
+  handle.file_size = file.size;
+  return read_state_file(location, handle);
+}
+
 // ---- RoutingCheckpointStorage ----------------------------------------------
 
 CheckpointStorage* RoutingCheckpointStorage::target(int64_t id) const {
@@ -83,6 +92,18 @@ absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::
     const std::string& location, const OperatorSubtaskState& handle) {
   return read_at(checkpoints_.get(), location,
                  [&](CheckpointStorage& s) { return s.read_state_file(location, handle); });
+}
+
+absl::StatusOr<std::shared_ptr<const StateFileBytes>> RoutingCheckpointStorage::read_changelog_file(
+    const std::string& location, const detail::ChangelogFile& file) {
+  return read_at(checkpoints_.get(), location,
+                 [&](CheckpointStorage& s) { return s.read_changelog_file(location, file); });
+}
+
+absl::StatusOr<std::unique_ptr<StateFileOutput>> RoutingCheckpointStorage::create_shared_file(
+    int64_t id, const std::string& name) {
+  if (absl::Status s = unroutable(id); !s.ok()) return s;
+  return target(id)->create_shared_file(id, name);
 }
 
 void RoutingCheckpointStorage::discard_subsumed(int64_t id, const std::vector<std::string>& unreferenced) {
@@ -146,6 +167,10 @@ absl::StatusOr<RestoredCheckpoint> find_latest_checkpoint(const std::string& roo
 
 void discard_files(const std::vector<std::string>& files) {
   for (const auto& f : files) scheme_for(f).remove_file(f);
+}
+
+std::string shared_file_path(int64_t id, const std::string& name) {
+  return "../shared/c" + std::to_string(id) + "/" + name;
 }
 
 std::string native_file_location(const std::string& location, const std::string& relative) {

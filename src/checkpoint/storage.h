@@ -110,6 +110,19 @@ class CheckpointStorage {
   }
   // Whether upload_file works (incremental checkpoints need it).
   virtual bool supports_native() const { return false; }
+  // Creates a file of checkpoint `checkpoint_id` that later checkpoints may
+  // refer to (a changelog file): under <job>/shared/c<id>/, at
+  // shared_file_path(checkpoint_id, name) from the checkpoint's directory.
+  // Reference-counted and removed as upload_file's shared files are.
+  virtual absl::StatusOr<std::unique_ptr<StateFileOutput>> create_shared_file(int64_t checkpoint_id,
+                                                                              const std::string& name) {
+    return absl::UnimplementedError("this checkpoint storage keeps no shared files");
+  }
+  // Whether create_shared_file works (changelog checkpoints need it).
+  virtual bool supports_shared_files() const { return false; }
+  // A changelog file of the checkpoint at `location`, verified.
+  virtual absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_changelog_file(
+      const std::string& location, const detail::ChangelogFile& file);
   // Whether checkpoints outlive the process (only those are worth keeping
   // beyond the newest).
   virtual bool durable() const { return true; }
@@ -150,6 +163,11 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
   absl::StatusOr<std::string> upload_file(int64_t checkpoint_id, const std::string& local,
                                           const std::string& name, bool shared) override;
   bool supports_native() const override { return checkpoints_->supports_native(); }
+  absl::StatusOr<std::unique_ptr<StateFileOutput>> create_shared_file(int64_t checkpoint_id,
+                                                                      const std::string& name) override;
+  bool supports_shared_files() const override { return checkpoints_->supports_shared_files(); }
+  absl::StatusOr<std::shared_ptr<const StateFileBytes>> read_changelog_file(
+      const std::string& location, const detail::ChangelogFile& file) override;
   bool durable() const override { return checkpoints_->durable(); }
 
  private:
@@ -162,6 +180,10 @@ class RoutingCheckpointStorage final : public CheckpointStorage {
   std::map<int64_t, std::unique_ptr<CheckpointStorage>> savepoints_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, absl::Status> unroutable_ ABSL_GUARDED_BY(mu_);
 };
+
+// Where create_shared_file(checkpoint_id, name) puts a file, relative to
+// the checkpoint's directory.
+std::string shared_file_path(int64_t checkpoint_id, const std::string& name);
 
 // Removes the checkpoint directory `location` (a claimed checkpoint of an
 // earlier job). memory:// locations are left alone.

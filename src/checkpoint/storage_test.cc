@@ -254,5 +254,91 @@ TEST_F(StorageTest, ASavepointThisProcessCannotOpenFailsItsFilesNamingTheDirecto
   EXPECT_TRUE(routing.create_state_file(4, "op-0").ok());
 }
 
+// A key-group snapshot of fixed blobs: what a changelog file holds.
+class FixedGroups final : public detail::KeyedStateSnapshot {
+ public:
+  explicit FixedGroups(KeyGroupRange range) : range_(range) {}
+  KeyGroupRange range() const override { return range_; }
+  void write_key_group(int kg, ByteWriter& out) const override { out.put_string("group " + std::to_string(kg)); }
+
+ private:
+  const KeyGroupRange range_;
+};
+
+// Changelog files are shared files of the checkpoint that wrote them: in
+// memory and in a directory they are read back verified, go with an
+// aborted checkpoint, and outlive a subsumed one unless no retained
+// checkpoint refers to them; the metadata lists a subtask's chain.
+TEST_F(StorageTest, ChangelogFilesAreSharedFilesOfTheirCheckpoint) {
+  MemoryCheckpointStorage memory("job");
+  FileCheckpointStorage files(root_.string(), "job");
+  for (CheckpointStorage* s : {static_cast<CheckpointStorage*>(&memory), static_cast<CheckpointStorage*>(&files)}) {
+    SCOPED_TRACE(s->location(1));
+    ASSERT_TRUE(s->supports_shared_files());
+    std::vector<detail::ChangelogFile> chain;
+    for (int64_t id : {1, 2, 3}) {
+      auto out = s->create_shared_file(id, "op-0~base.state");
+      ASSERT_TRUE(out.ok()) << out.status();
+      detail::ChangelogFile f;
+      f.path = shared_file_path(id, "op-0~base.state");
+      ASSERT_TRUE(write_changelog_file(FixedGroups({4, 8}), &f, out->get()).ok());
+      ASSERT_TRUE((*out)->finish().ok());
+      ASSERT_EQ(f.kg_offsets.size(), 5u);
+      chain.push_back(f);
+    }
+    EXPECT_EQ(chain[1].path, "../shared/c2/op-0~base.state");
+    // Read from a later checkpoint's location: the path is relative to it.
+    auto bytes = s->read_changelog_file(s->location(3), chain[0]);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    const std::string_view all = (*bytes)->bytes();
+    EXPECT_NE(all.substr(chain[0].kg_offsets[2], chain[0].kg_offsets[3] - chain[0].kg_offsets[2]).find("group 6"),
+              std::string_view::npos);
+    // A size that does not match is refused, naming the file.
+    detail::ChangelogFile wrong = chain[0];
+    wrong.size += 1;
+    auto refused = s->read_changelog_file(s->location(3), wrong);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("op-0~base.state"), std::string::npos) << refused.status();
+    // An aborted checkpoint takes its shared files along.
+    s->discard(3);
+    EXPECT_FALSE(s->read_changelog_file(s->location(2), chain[2]).ok());
+    // A subsumed one leaves those a retained checkpoint refers to.
+    s->discard_subsumed(1, {native_file_location(s->location(1), chain[1].path)});
+    EXPECT_TRUE(s->read_changelog_file(s->location(2), chain[0]).ok());
+    EXPECT_FALSE(s->read_changelog_file(s->location(2), chain[1]).ok());
+  }
+  // A savepoint directory keeps no shared files (savepoints are canonical).
+  auto savepoint = FileCheckpointStorage::at_directory((root_ / "sp").string());
+  EXPECT_FALSE(savepoint->supports_shared_files());
+
+  CheckpointMetadata m;
+  m.checkpoint_id = 9;
+  m.job_id = "job";
+  OperatorStateHandles op;
+  op.uid = "sum";
+  op.parallelism = 1;
+  op.max_parallelism = 8;
+  OperatorSubtaskState h;
+  h.file = "sum-0.state";
+  h.key_groups = {0, 2};
+  h.changelog = {{"../shared/c7/sum-0~base.state", 100, false, {10, 50, 90}},
+                 {"../shared/c9/sum-0~delta.state", 30, true, {10, 20, 25}}};
+  op.subtasks.push_back(h);
+  m.operators.push_back(op);
+  auto back = decode_metadata(encode_metadata(m), "test");
+  ASSERT_TRUE(back.ok()) << back.status();
+  const auto& chain = back->operators[0].subtasks[0].changelog;
+  ASSERT_EQ(chain.size(), 2u);
+  EXPECT_EQ(chain[1].path, "../shared/c9/sum-0~delta.state");
+  EXPECT_TRUE(chain[1].delta);
+  EXPECT_EQ(chain[0].kg_offsets, (std::vector<uint64_t>{10, 50, 90}));
+  EXPECT_EQ(back->new_bytes(), 30u);  // the delta checkpoint 9 wrote
+  // A chain that does not begin with a base is refused.
+  std::swap(m.operators[0].subtasks[0].changelog[0], m.operators[0].subtasks[0].changelog[1]);
+  auto bad = decode_metadata(encode_metadata(m), "test");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("does not begin with a base"), std::string::npos) << bad.status();
+}
+
 }  // namespace
 }  // namespace weir::checkpoint

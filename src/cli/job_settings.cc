@@ -50,6 +50,8 @@ const std::vector<Setting>& settings() {
       {"execution.checkpointing.tolerable-failed-checkpoints", "--tolerable-checkpoint-failures", Kind::kNumber},
       {"execution.checkpointing.incremental", "--incremental", Kind::kBool},
       {"state.backend.incremental", "--incremental", Kind::kBool},
+      {"state.backend.changelog.enabled", "--changelog", Kind::kBool},
+      {"state.backend.changelog.periodic-materialize.interval", "--changelog-materialize-interval", Kind::kDuration},
       {"state.backend.type", "--state", Kind::kChoice, {{"hashmap", "heap"}, {"heap", "heap"}, {"rocksdb", "rocksdb"}}},
       {"state.backend", "--state", Kind::kChoice, {{"hashmap", "heap"}, {"heap", "heap"}, {"rocksdb", "rocksdb"}}},
       {"state.backend.local-recovery", "--no-local-recovery", Kind::kBool, {}, /*when=*/false},

@@ -31,6 +31,8 @@ TEST(JobSettingsTest, FlinkKeysAndValuesBecomeJobFlags) {
                                   {"state.checkpoints.dir", "file:///var/chk"},
                                   {"state.backend.type", "hashmap"},
                                   {"state.backend.incremental", "true"},
+                                  {"state.backend.changelog.enabled", "true"},
+                                  {"state.backend.changelog.periodic-materialize.interval", "5 min"},
                                   {"state.backend.local-recovery", "false"},
                                   {"restart-strategy.type", "failurerate"},
                                   {"restart-strategy.fixed-delay.delay", "250"},
@@ -39,7 +41,8 @@ TEST(JobSettingsTest, FlinkKeysAndValuesBecomeJobFlags) {
                                  {});
   ASSERT_TRUE(flags.ok()) << flags.status();
   EXPECT_EQ(*flags, (Args{"--parallelism", "4", "--checkpoint-interval", "30 s", "--mode", "at-least-once",
-                          "--checkpointing", "unaligned", "--checkpoint-dir", "/var/chk", "--state", "heap", "--incremental", "--no-local-recovery",
+                          "--checkpointing", "unaligned", "--checkpoint-dir", "/var/chk", "--state", "heap", "--incremental", "--changelog",
+                          "--changelog-materialize-interval", "5 min", "--no-local-recovery",
                           "--restart-strategy", "failure-rate", "--restart-delay", "250ms", "--failover", "full",
                           "--runtime-mode", "batch"}));
 }

@@ -57,6 +57,8 @@ struct JobFlags {
   std::string state_dir = kDefaults.state.local_directory;
   std::string savepoint_dir;
   bool incremental = kDefaults.checkpoint.incremental;
+  bool changelog = kDefaults.checkpoint.changelog;
+  std::string changelog_interval = format_duration(kDefaults.checkpoint.changelog_materialize_interval);
   bool no_local_recovery = !kDefaults.state.local_recovery;
   bool drain = false;
   bool claim = false;
@@ -145,6 +147,11 @@ struct JobFlags {
                     "rocksdb: directory for the working copies (default: system temp)");
     app->add_flag("--incremental", incremental,
                   "rocksdb: checkpoints upload only new SST files (needs --checkpoint-dir)");
+    app->add_flag("--changelog", changelog,
+                  "heap: checkpoints write the entries changed since the last one, and now and then a full base");
+    app->add_option("--changelog-materialize-interval", changelog_interval,
+                    "changelog: the longest time between two full bases, e.g. 10min")
+        ->capture_default_str();
     app->add_flag("--no-local-recovery", no_local_recovery,
                   "incremental: restore from the checkpoint, not from the local copy, after a failure");
     app->add_option("--savepoint-dir", savepoint_dir,
@@ -200,6 +207,14 @@ struct JobFlags {
     c.state.local_directory = state_dir;
     c.checkpoint.directory = checkpoint_dir;
     c.checkpoint.incremental = incremental;
+    c.checkpoint.changelog = changelog;
+    auto materialize = parse_duration(changelog_interval);
+    if (!materialize.ok()) {
+      return absl::InvalidArgumentError("--changelog-materialize-interval: " +
+                                        std::string(materialize.status().message()));
+    }
+    if (materialize->count() < 1) return absl::InvalidArgumentError("--changelog-materialize-interval must be > 0");
+    c.checkpoint.changelog_materialize_interval = *materialize;
     c.state.local_recovery = !no_local_recovery;
     c.checkpoint.retained = retained;
     c.restore = restore;

@@ -23,6 +23,8 @@ TEST(JobFlagsTest, WithoutFlagsAJobGetsJobConfigsDefaults) {
   EXPECT_EQ(got->checkpoint.mode, want.checkpoint.mode);
   EXPECT_EQ(got->checkpoint.directory, want.checkpoint.directory);
   EXPECT_EQ(got->checkpoint.incremental, want.checkpoint.incremental);
+  EXPECT_EQ(got->checkpoint.changelog, want.checkpoint.changelog);
+  EXPECT_EQ(got->checkpoint.changelog_materialize_interval, want.checkpoint.changelog_materialize_interval);
   EXPECT_EQ(got->checkpoint.retained, want.checkpoint.retained);
   EXPECT_EQ(got->checkpoint.tolerable_failed_checkpoints, want.checkpoint.tolerable_failed_checkpoints);
   EXPECT_EQ(got->state.kind, want.state.kind);

@@ -3,8 +3,9 @@
 // 4 -> 2 -> 8 -> 3, through savepoints (stop-with-savepoint) and through
 // retained checkpoints (the job fails for good, the next run restores the
 // latest checkpoint), on the heap backend, on RocksDB, and alternating
-// between them (every snapshot crosses backends). The final committed output
-// must be exact.
+// between them (every snapshot crosses backends); with RocksDB's incremental
+// checkpoints and with the heap's changelog checkpoints. The final committed
+// output must be exact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -91,7 +92,7 @@ class RescaleTest : public ::testing::TestWithParam<std::tuple<JobKind, Via, std
     for (int p : {4, 2, 8, 3}) {
       StateBackendKind b = StateBackendKind::kHeap;
       bool alternating = backends.find("alternating") != std::string::npos;
-      if (!alternating && backends != "heap") b = StateBackendKind::kRocksDb;
+      if (!alternating && backends != "heap" && backends != "changelog") b = StateBackendKind::kRocksDb;
       if (alternating && i % 2 == 1) b = StateBackendKind::kRocksDb;
       out.push_back({p, b});
       ++i;
@@ -113,6 +114,10 @@ class RescaleTest : public ::testing::TestWithParam<std::tuple<JobKind, Via, std
     // "incremental...": RocksDB stages take incremental checkpoints, which
     // later stages restore at another parallelism or into the heap.
     config.checkpoint.incremental = std::get<2>(GetParam()).rfind("incremental", 0) == 0;
+    // "changelog...": heap stages checkpoint as a changelog (a base and
+    // deltas), which later stages restore at another parallelism or into
+    // RocksDB.
+    config.checkpoint.changelog = std::get<2>(GetParam()).rfind("changelog", 0) == 0;
     const bool fail = !last && via == Via::kCheckpoint;
     StreamEnvironment env(config);
     // Rescaled sources interleave their progressions; the bound covers
@@ -276,7 +281,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(JobKind::kRunningSum, JobKind::kWindowed),
                        ::testing::Values(Via::kSavepoint, Via::kCheckpoint),
                        ::testing::Values("heap", "rocksdb", "alternating", "incremental",
-                                         "incremental_alternating")),
+                                         "incremental_alternating", "changelog", "changelog_alternating")),
     [](const auto& info) {
       return std::string(std::get<0>(info.param) == JobKind::kRunningSum ? "RunningSum" : "Windowed") +
              (std::get<1>(info.param) == Via::kSavepoint ? "_Savepoints_" : "_Checkpoints_") +

@@ -53,6 +53,25 @@ absl::Status upload_native(checkpoint::CheckpointStorage* storage, int64_t check
   return absl::OkStatus();
 }
 
+// A changelog snapshot's file (its base, or its delta) as a shared file of
+// the checkpoint; the handle lists the chain it ends.
+absl::Status write_changelog(checkpoint::CheckpointStorage* storage, int64_t checkpoint_id, const std::string& owner,
+                             const detail::KeyedStateSnapshot& keyed, checkpoint::OperatorSubtaskState* handle) {
+  detail::ChangelogSnapshot* changelog = keyed.changelog();
+  const std::string name = owner + (changelog->delta() ? "~delta.state" : "~base.state");
+  auto out = storage->create_shared_file(checkpoint_id, name);
+  if (!out.ok()) return out.status();
+  detail::ChangelogFile file;
+  file.path = checkpoint::shared_file_path(checkpoint_id, name);
+  absl::Status s = checkpoint::write_changelog_file(keyed, &file, out->get());
+  if (s.ok()) s = (*out)->finish();
+  if (!s.ok()) return s;
+  handle->changelog = changelog->preceding();
+  handle->changelog.push_back(file);
+  changelog->written(file);
+  return absl::OkStatus();
+}
+
 // A state file written to the checkpoint storage and, for local recovery,
 // to a local copy at the same time. The copy is best effort: when it cannot
 // be written it is dropped (and said so), never the checkpoint.
@@ -119,6 +138,8 @@ absl::StatusOr<std::shared_ptr<SubtaskCheckpointer::Captured>> SubtaskCheckpoint
   options.checkpoint_id = checkpoint_id;
   // Incremental checkpoints take native snapshots; savepoints are canonical.
   options.native_allowed = !savepoint && services_.incremental && services_.storage->supports_native();
+  options.changelog_allowed = !savepoint && services_.changelog && services_.storage->supports_shared_files();
+  options.materialize_interval_ms = services_.materialize_interval_ms;
   auto captured = std::make_shared<Captured>();
   for (const ChainedOperator& c : chain) {
     auto snap = c.op->snapshot(options);
@@ -202,6 +223,9 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
       const auto& local = services.local_state;
       const KeyGroupRange range = c.snapshot.keyed ? c.snapshot.keyed->range() : KeyGroupRange{};
       detail::NativeSnapshot* native = c.snapshot.keyed ? c.snapshot.keyed->native() : nullptr;
+      if (c.snapshot.keyed && c.snapshot.keyed->changelog() != nullptr) {
+        st = write_changelog(storage, checkpoint_id, owner, *c.snapshot.keyed, &s.handle);
+      }
       if (native != nullptr) {
         st = upload_native(storage, checkpoint_id, owner, native, &s.handle);
         // Local recovery keeps the snapshot's directory once uploaded.

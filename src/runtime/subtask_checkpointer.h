@@ -36,6 +36,8 @@ class SubtaskCheckpointer {
     JobMasterGateway* job_master = nullptr;
     std::shared_ptr<state::LocalStateStore> local_state;  // null without local recovery
     bool incremental = false;                             // the job takes incremental checkpoints
+    bool changelog = false;                               // heap state checkpoints as a changelog
+    int64_t materialize_interval_ms = 10 * 60 * 1000;     // a changelog's longest time between bases
   };
   // One chained operator, by its uid.
   struct ChainedOperator {

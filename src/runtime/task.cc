@@ -68,7 +68,9 @@ Task::Task(TaskDeploymentDescriptor tdd, std::shared_ptr<const graph::JobGraph> 
       checkpointer_(tdd_.execution, vertex_.parallelism, graph_->max_parallelism,
                     SubtaskCheckpointer::Services{services_.storage, services_.snapshot_executor,
                                                   services_.job_master, services_.local_state,
-                                                  services_.config->checkpoint.incremental}),
+                                                  services_.config->checkpoint.incremental,
+                                                  services_.config->checkpoint.changelog,
+                                                  services_.config->checkpoint.changelog_materialize_interval.count()}),
       time_(services_.clock) {}
 
 Task::~Task() {

@@ -83,6 +83,26 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
   for (auto& [s, bytes] : read) {
     const KeyGroupRange take = checkpoint::overlap(s->key_groups, tdd_.key_groups);
     if (take.empty()) continue;
+    if (s->is_changelog()) {
+      // The chain's base, then each delta: the changes of a key group apply
+      // in the order they were written.
+      for (const detail::ChangelogFile& f : s->changelog) {
+        auto chain = services_.storage->read_changelog_file(tdd_.restore_location, f);
+        if (!chain.ok()) return chain.status();
+        files->push_back(std::move(*chain));
+        const std::string_view all = files->back()->bytes();
+        for (int kg = take.start; kg < take.end; ++kg) {
+          const size_t i = static_cast<size_t>(kg - s->key_groups.start);
+          if (f.kg_offsets[i] > f.kg_offsets[i + 1] || f.kg_offsets[i + 1] > all.size()) {
+            return absl::DataLossError(tdd_.restore_location + ": changelog file " + f.path +
+                                       ": key group " + std::to_string(kg) + " lies outside the file");
+          }
+          const std::string_view blob = all.substr(f.kg_offsets[i], f.kg_offsets[i + 1] - f.kg_offsets[i]);
+          (f.delta ? r.key_group_changes : r.key_groups).push_back({kg, blob});
+        }
+      }
+      continue;
+    }
     if (s->is_native()) {
       detail::NativeRestore n;
       n.range = s->key_groups;

@@ -1,18 +1,24 @@
 // The untyped half of the keyed state backend (see
 // include/weir/detail/state_table.h for the layout it reads and writes).
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
+
+#include "absl/synchronization/mutex.h"
 
 #include "weir/detail/keyed_backend.h"
 
 namespace weir::detail {
 namespace {
 
-// One state of a canonical key-group blob (layout in state_table.h).
+// One state of a canonical key-group blob (layout in state_table.h), with
+// the changes that follow its entries when it has any.
 void put_canonical_state(ByteWriter& out, const std::string& name, uint8_t kind, const std::string& type,
-                         std::string_view entries) {
+                         std::string_view entries, const std::vector<std::string>* changes = nullptr) {
+  const bool has_changes = changes != nullptr && !changes->empty();
+  if (has_changes) kind |= kKindHasChanges;
   out.put_string(name);
   if (type.empty()) {
     out.put_fixed<uint8_t>(kind);
@@ -21,7 +27,52 @@ void put_canonical_state(ByteWriter& out, const std::string& name, uint8_t kind,
     out.put_string(type);
   }
   out.put_string(entries);
+  if (!has_changes) return;
+  out.put_varint(changes->size());
+  for (const std::string& c : *changes) out.put_string(c);
 }
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The chains of the changelog snapshots written and not yet confirmed, by
+// checkpoint: filled by snapshot threads, read by the task thread.
+struct WrittenChains {
+  struct Chain {
+    std::vector<ChangelogFile> files;
+    int64_t base_ms = 0;  // when the chain's base was taken
+  };
+  absl::Mutex mu;
+  std::map<int64_t, Chain> chains ABSL_GUARDED_BY(mu);
+};
+
+class Changelog final : public ChangelogSnapshot {
+ public:
+  Changelog(std::shared_ptr<WrittenChains> chains, int64_t checkpoint_id, bool delta,
+            std::vector<ChangelogFile> preceding, int64_t base_ms)
+      : chains_(std::move(chains)),
+        checkpoint_id_(checkpoint_id),
+        delta_(delta),
+        preceding_(std::move(preceding)),
+        base_ms_(base_ms) {}
+  bool delta() const override { return delta_; }
+  const std::vector<ChangelogFile>& preceding() const override { return preceding_; }
+  void written(const ChangelogFile& file) override {
+    WrittenChains::Chain chain{preceding_, base_ms_};
+    chain.files.push_back(file);
+    absl::MutexLock lock(&chains_->mu);
+    chains_->chains[checkpoint_id_] = std::move(chain);
+  }
+
+ private:
+  const std::shared_ptr<WrittenChains> chains_;
+  const int64_t checkpoint_id_;
+  const bool delta_;
+  const std::vector<ChangelogFile> preceding_;
+  const int64_t base_ms_;
+};
 
 class KeyedSnapshot final : public KeyedStateSnapshot {
  public:
@@ -35,13 +86,19 @@ class KeyedSnapshot final : public KeyedStateSnapshot {
     std::string name;
     StateKind kind;
     std::string type;
-    std::map<int, std::string> groups;
+    struct Group {
+      std::string entries;
+      std::vector<std::string> changes;
+    };
+    std::map<int, Group> groups;
   };
 
-  KeyedSnapshot(KeyGroupRange range, std::vector<Table> tables, std::vector<Raw> raw)
-      : range_(range), tables_(std::move(tables)), raw_(std::move(raw)) {}
+  KeyedSnapshot(KeyGroupRange range, std::vector<Table> tables, std::vector<Raw> raw,
+                std::unique_ptr<ChangelogSnapshot> changelog = nullptr)
+      : range_(range), tables_(std::move(tables)), raw_(std::move(raw)), changelog_(std::move(changelog)) {}
 
   KeyGroupRange range() const override { return range_; }
+  ChangelogSnapshot* changelog() const override { return changelog_.get(); }
 
   void write_key_group(int kg, ByteWriter& out) const override {
     size_t raw_here = 0;
@@ -56,15 +113,17 @@ class KeyedSnapshot final : public KeyedStateSnapshot {
     }
     for (const Raw& r : raw_) {
       auto it = r.groups.find(kg);
-      if (it != r.groups.end()) put_canonical_state(out, r.name, static_cast<uint8_t>(r.kind), r.type, it->second);
+      if (it == r.groups.end()) continue;
+      put_canonical_state(out, r.name, static_cast<uint8_t>(r.kind), r.type, it->second.entries,
+                          &it->second.changes);
     }
   }
 
  private:
-
   const KeyGroupRange range_;
   const std::vector<Table> tables_;
-  const std::vector<Raw> raw_;
+  const std::vector<Raw> raw_;  // none in a delta: unregistered states do not change
+  const std::unique_ptr<ChangelogSnapshot> changelog_;
 };
 
 // A native snapshot: the files of a RocksDB checkpoint; the keyed section of
@@ -90,8 +149,11 @@ class KeyedBackendCore::Impl {
   Impl(KeyGroupRange range, std::shared_ptr<KvStore> store) : range_(range), store_(std::move(store)) {}
 
   absl::Status restore_key_group(int kg, std::string_view bytes, bool borrow);
+  absl::Status restore_key_group_changes(int kg, std::string_view bytes);
   void end_restore();
-  absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> snapshot(bool native_allowed);
+  absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> snapshot(const SnapshotOptions& options);
+  std::unique_ptr<ChangelogSnapshot> begin_changelog(const SnapshotOptions& options);
+  void checkpoint_complete(int64_t checkpoint_id);
   absl::Status restore_from_store(KvStore* source, const NativeRestore& from);
   absl::StatusOr<StateTableBase*> find_or_add(const std::string& name, StateKind kind, const std::string& type,
                                               TableTtl ttl, TableFactory make);
@@ -99,15 +161,18 @@ class KeyedBackendCore::Impl {
   struct Pending {
     StateKind kind;
     std::string type;
+    bool has_entries = false;  // false: only changes were restored for the key group
     std::string owned;
     std::string_view borrowed;  // when `owned` is unused
     bool is_borrowed = false;
+    std::vector<std::string> changes;  // applied after the entries, in order
     std::string_view bytes() const { return is_borrowed ? borrowed : std::string_view(owned); }
   };
   // An error naming the state when it was checkpointed as another kind or
   // with another type signature than it is declared with now.
   absl::Status check_compatible(const std::string& name, StateKind kind, const std::string& type) const;
   absl::Status apply_pending(StateTableBase& table);
+  absl::Status apply_pending_to_registered();
 
   const KeyGroupRange range_;
   const std::shared_ptr<KvStore> store_;
@@ -124,6 +189,15 @@ class KeyedBackendCore::Impl {
   };
   std::map<int, BorrowedGroup> borrowed_;
   std::function<void(std::string_view)> release_;
+
+  // Changelog snapshots (heap tables): whether the tables record their
+  // changes; the chain of the last confirmed changelog checkpoint, which
+  // the next delta follows; the chains written and not yet confirmed.
+  bool changelog_ = false;
+  int64_t last_snapshot_id_ = 0;
+  int64_t confirmed_id_ = 0;
+  WrittenChains::Chain confirmed_;
+  std::shared_ptr<WrittenChains> written_ = std::make_shared<WrittenChains>();
 };
 
 KeyedBackendCore::KeyedBackendCore(KeyGroupRange range, std::shared_ptr<KvStore> store)
@@ -139,19 +213,20 @@ void KeyedBackendCore::set_release(std::function<void(std::string_view)> release
   impl_->release_ = std::move(release);
 }
 void KeyedBackendCore::end_restore() { impl_->end_restore(); }
-absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot(bool native_allowed) {
-  return impl_->snapshot(native_allowed);
+absl::Status KeyedBackendCore::restore_key_group_changes(int kg, std::string_view bytes) {
+  return impl_->restore_key_group_changes(kg, bytes);
 }
-absl::StatusOr<OperatorSnapshot> KeyedBackendCore::operator_snapshot(bool native_allowed) {
-  auto keyed = snapshot(native_allowed);
+absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::snapshot(const SnapshotOptions& options) {
+  return impl_->snapshot(options);
+}
+absl::StatusOr<OperatorSnapshot> KeyedBackendCore::operator_snapshot(const SnapshotOptions& options) {
+  auto keyed = snapshot(options);
   if (!keyed.ok()) return keyed.status();
   OperatorSnapshot snap;
   snap.keyed = std::move(*keyed);
   return snap;
 }
-void KeyedBackendCore::checkpoint_complete(int64_t checkpoint_id) {
-  if (impl_->store_ != nullptr) impl_->store_->checkpoint_complete(checkpoint_id);
-}
+void KeyedBackendCore::checkpoint_complete(int64_t checkpoint_id) { impl_->checkpoint_complete(checkpoint_id); }
 absl::Status KeyedBackendCore::restore_from_store(KvStore* source, const NativeRestore& from) {
   return impl_->restore_from_store(source, from);
 }
@@ -183,8 +258,14 @@ absl::Status KeyedBackendCore::Impl::restore_key_group(int kg, std::string_view 
     std::string name = in.get_string();
     uint8_t kind_byte = in.get_fixed<uint8_t>();
     std::string type = (kind_byte & kKindHasType) != 0 ? in.get_string() : std::string();
-    kind_byte &= static_cast<uint8_t>(~kKindHasType);
+    const bool has_changes = (kind_byte & kKindHasChanges) != 0;
+    kind_byte &= static_cast<uint8_t>(~(kKindHasType | kKindHasChanges));
     std::string_view entries = in.get_string_view();
+    std::vector<std::string> changes;
+    if (has_changes) {
+      const uint64_t n = in.get_length();
+      for (uint64_t c = 0; c < n && in.ok(); ++c) changes.emplace_back(in.get_string_view());
+    }
     if (!in.ok()) break;
     if (kind_byte > static_cast<uint8_t>(StateKind::kReducing)) {
       return corrupt("unknown state kind in state '" + name + "'");
@@ -192,6 +273,8 @@ absl::Status KeyedBackendCore::Impl::restore_key_group(int kg, std::string_view 
     Pending& p = pending_[name][kg];
     p.kind = static_cast<StateKind>(kind_byte);
     p.type = std::move(type);
+    p.has_entries = true;
+    p.changes = std::move(changes);
     p.is_borrowed = borrow;
     if (borrow) {
       p.borrowed = entries;
@@ -204,6 +287,41 @@ absl::Status KeyedBackendCore::Impl::restore_key_group(int kg, std::string_view 
   }
   if (!in.ok() || !in.at_end()) return corrupt("truncated");
   // States registered before the restore (not the usual order) take it now.
+  return apply_pending_to_registered();
+}
+
+absl::Status KeyedBackendCore::Impl::restore_key_group_changes(int kg, std::string_view bytes) {
+  auto corrupt = [&](const std::string& what) {
+    return absl::DataLossError("changes of key group " + std::to_string(kg) + " are corrupt: " + what);
+  };
+  if (!range_.contains(kg)) return corrupt("outside the subtask's range");
+  ByteReader in(bytes);
+  const uint64_t num_states = in.get_length();
+  for (uint64_t i = 0; i < num_states && in.ok(); ++i) {
+    std::string name = in.get_string();
+    uint8_t kind_byte = in.get_fixed<uint8_t>();
+    std::string type = (kind_byte & kKindHasType) != 0 ? in.get_string() : std::string();
+    kind_byte &= static_cast<uint8_t>(~kKindHasType);
+    std::string_view changes = in.get_string_view();
+    if (!in.ok()) break;
+    if (kind_byte > static_cast<uint8_t>(StateKind::kReducing)) {
+      return corrupt("unknown state kind in state '" + name + "'");
+    }
+    auto [it, added] = pending_[name].try_emplace(kg);
+    Pending& p = it->second;
+    if (added) {
+      p.kind = static_cast<StateKind>(kind_byte);
+      p.type = std::move(type);
+    } else if (p.kind != static_cast<StateKind>(kind_byte)) {
+      return corrupt("state '" + name + "' changes kind within the changelog");
+    }
+    p.changes.emplace_back(changes);
+  }
+  if (!in.ok() || !in.at_end()) return corrupt("truncated");
+  return apply_pending_to_registered();
+}
+
+absl::Status KeyedBackendCore::Impl::apply_pending_to_registered() {
   for (auto& [name, table] : tables_) {
     absl::Status s = apply_pending(*table);
     if (!s.ok()) return s;
@@ -239,6 +357,9 @@ absl::StatusOr<StateTableBase*> KeyedBackendCore::Impl::find_or_add(const std::s
   std::unique_ptr<StateTableBase> owned = make(name, kind, range_, store_, ttl);
   StateTableBase* t = owned.get();
   tables_.emplace(name, std::move(owned));
+  // Taken by the changelog from now on (its restored entries are in the
+  // chain's base as unregistered state already).
+  if (changelog_) t->seal_changes(0);
   absl::Status s = apply_pending(*t);
   if (!s.ok()) return s;
   return t;
@@ -300,6 +421,7 @@ absl::Status KeyedBackendCore::Impl::apply_pending(StateTableBase& table) {
   table.begin_restore();
   int bad_kg = -1;
   for (auto& [kg, p] : it->second) {  // ascending key groups
+    if (!p.has_entries) continue;
     ByteReader in(p.bytes());
     if (!table.restore_entries(kg, in) || !in.at_end()) {
       bad_kg = kg;
@@ -314,6 +436,18 @@ absl::Status KeyedBackendCore::Impl::apply_pending(StateTableBase& table) {
     }
   }
   table.end_restore();
+  // The changelog's changes, once every key group's entries are in (a
+  // store's bulk restore may land its entries only at end_restore).
+  for (auto& [kg, p] : it->second) {
+    if (bad_kg >= 0) break;
+    for (const std::string& c : p.changes) {
+      ByteReader in(c);
+      if (!table.apply_changes(kg, in) || !in.at_end()) {
+        bad_kg = kg;
+        break;
+      }
+    }
+  }
   if (bad_kg >= 0) {
     return absl::DataLossError("state '" + table.name() + "' in key group " + std::to_string(bad_kg) +
                                " does not decode as its declared type");
@@ -322,7 +456,56 @@ absl::Status KeyedBackendCore::Impl::apply_pending(StateTableBase& table) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::Impl::snapshot(bool native_allowed) {
+std::unique_ptr<ChangelogSnapshot> KeyedBackendCore::Impl::begin_changelog(const SnapshotOptions& options) {
+  // A new base when there is no chain to follow (the first changelog
+  // snapshot, or the first after a restore), when the base is older than
+  // the interval, or when the deltas since it outweigh it (so a restore
+  // reads at most about twice the state).
+  const int64_t now = steady_ms();
+  bool base = confirmed_.files.empty() || now - confirmed_.base_ms >= options.materialize_interval_ms;
+  if (!base) {
+    uint64_t deltas = 0;
+    for (size_t i = 1; i < confirmed_.files.size(); ++i) deltas += confirmed_.files[i].size;
+    // Deltas written since and not confirmed weigh too: the next one holds
+    // their changes again.
+    uint64_t unconfirmed = 0;
+    {
+      absl::MutexLock lock(&written_->mu);
+      for (const auto& [id, chain] : written_->chains) {
+        if (chain.files.back().delta) unconfirmed = std::max(unconfirmed, chain.files.back().size);
+      }
+    }
+    base = deltas + unconfirmed >= confirmed_.files.front().size;
+  }
+  changelog_ = true;
+  last_snapshot_id_ = options.checkpoint_id;
+  for (const auto& [name, t] : tables_) t->seal_changes(options.checkpoint_id);
+  if (base) return std::make_unique<Changelog>(written_, options.checkpoint_id, false, std::vector<ChangelogFile>{}, now);
+  return std::make_unique<Changelog>(written_, options.checkpoint_id, true, confirmed_.files, confirmed_.base_ms);
+}
+
+void KeyedBackendCore::Impl::checkpoint_complete(int64_t checkpoint_id) {
+  if (store_ != nullptr) store_->checkpoint_complete(checkpoint_id);
+  if (!changelog_) return;
+  {
+    absl::MutexLock lock(&written_->mu);
+    auto& chains = written_->chains;
+    // Followed only when it is the newest snapshot taken: one taken after
+    // it (on an older chain, before this notification came) may complete
+    // and subsume it, and its files would go while a delta follows them.
+    auto it = chains.find(checkpoint_id);
+    if (it != chains.end() && checkpoint_id > confirmed_id_ && checkpoint_id == last_snapshot_id_) {
+      confirmed_ = std::move(it->second);
+      confirmed_id_ = checkpoint_id;
+    }
+    chains.erase(chains.begin(), chains.upper_bound(checkpoint_id));
+  }
+  if (confirmed_id_ != checkpoint_id) return;  // a savepoint, or a checkpoint whose file was not written here
+  for (const auto& [name, t] : tables_) t->changes_confirmed(checkpoint_id);
+}
+
+absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::Impl::snapshot(const SnapshotOptions& options) {
+  const bool native_allowed = options.native_allowed;
   if (store_ != nullptr && native_allowed && pending_.empty()) {
     std::vector<StateMeta> states;
     for (const auto& [name, t] : tables_) {
@@ -337,21 +520,29 @@ absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> KeyedBackendCore::Impl::snap
     if (!native.ok()) return native.status();
     return std::unique_ptr<KeyedStateSnapshot>(std::make_unique<NativeKeyedSnapshot>(range_, std::move(*native)));
   }
+  std::unique_ptr<ChangelogSnapshot> changelog;
+  if (store_ == nullptr && options.changelog_allowed) changelog = begin_changelog(options);
+  const bool delta = changelog != nullptr && changelog->delta();
   std::vector<KeyedSnapshot::Table> tables;
   tables.reserve(tables_.size());
-  for (const auto& [name, t] : tables_) tables.push_back({name, t->kind(), t->type(), t->snapshot()});
+  for (const auto& [name, t] : tables_) {
+    tables.push_back({name, t->kind(), t->type(), delta ? t->snapshot_changes() : t->snapshot()});
+  }
   std::vector<KeyedSnapshot::Raw> raw;
   for (const auto& [name, groups] : pending_) {
+    if (delta) break;  // unregistered states do not change: the base holds them
     KeyedSnapshot::Raw r{name, StateKind::kValue, "", {}};
     for (const auto& [kg, p] : groups) {
       r.kind = p.kind;
       r.type = p.type;
-      r.groups.emplace(kg, std::string(p.bytes()));
+      // Changes restored without entries follow empty entries.
+      std::string entries = p.has_entries ? std::string(p.bytes()) : std::string(1, '\0');
+      r.groups.emplace(kg, KeyedSnapshot::Raw::Group{std::move(entries), p.changes});
     }
     raw.push_back(std::move(r));
   }
   return std::unique_ptr<KeyedStateSnapshot>(
-      std::make_unique<KeyedSnapshot>(range_, std::move(tables), std::move(raw)));
+      std::make_unique<KeyedSnapshot>(range_, std::move(tables), std::move(raw), std::move(changelog)));
 }
 
 absl::Status KeyedBackendCore::Impl::restore_from_store(KvStore* source, const NativeRestore& from) {

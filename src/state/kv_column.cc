@@ -56,6 +56,26 @@ std::shared_ptr<const TableSnapshot> KvColumn::snapshot(int64_t min_stamp) const
   return std::make_shared<ColumnSnapshot>(store_->pin(), cf_, min_stamp);
 }
 
+namespace {
+
+// Steps over `n` entries (key, value) in Serializer format, which the skip
+// functions decode to find their ends, calling `fn` with each one's key and
+// value bytes. False when they do not decode.
+template <typename Fn>
+bool for_each_entry(ByteReader& in, uint64_t n, KvColumn::Skip skip_key, KvColumn::Skip skip_value, Fn fn) {
+  for (uint64_t i = 0; i < n && in.ok(); ++i) {
+    const char* k0 = in.position();
+    skip_key(in);
+    const char* v0 = in.position();
+    skip_value(in);
+    if (!in.ok()) return false;
+    fn(std::string_view(k0, static_cast<size_t>(v0 - k0)), std::string_view(v0, static_cast<size_t>(in.position() - v0)));
+  }
+  return in.ok();
+}
+
+}  // namespace
+
 bool KvColumn::restore_entries(int kg, ByteReader& in, Skip skip_key, Skip skip_value) {
   std::string prefix;
   put_key_group_prefix(&prefix, kg);
@@ -63,18 +83,12 @@ bool KvColumn::restore_entries(int kg, ByteReader& in, Skip skip_key, Skip skip_
   uint64_t n = in.get_length();
   std::vector<std::pair<std::string, std::string_view>> entries;
   entries.reserve(n);
-  for (uint64_t i = 0; i < n && in.ok(); ++i) {
-    // Entries are (key, value) in Serializer format: decode to find their ends.
-    const char* k0 = in.position();
-    skip_key(in);
-    const char* v0 = in.position();
-    skip_value(in);
-    if (!in.ok()) return false;
+  const bool decoded = for_each_entry(in, n, skip_key, skip_value, [&](std::string_view k, std::string_view v) {
     std::string key = prefix;
-    key.append(k0, static_cast<size_t>(v0 - k0));
-    entries.emplace_back(std::move(key), std::string_view(v0, static_cast<size_t>(in.position() - v0)));
-  }
-  if (!in.ok()) return false;
+    key.append(k);
+    entries.emplace_back(std::move(key), v);
+  });
+  if (!decoded) return false;
   // In key order, the last of equal keys winning (as puts in order would).
   std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   size_t out = 0;
@@ -85,6 +99,40 @@ bool KvColumn::restore_entries(int kg, ByteReader& in, Skip skip_key, Skip skip_
   }
   entries.resize(out);
   store_->bulk_put(cf_, entries);
+  return true;
+}
+
+bool KvColumn::apply_changes(int kg, ByteReader& in, Skip skip_key, Skip skip_value) {
+  std::string prefix;
+  put_key_group_prefix(&prefix, kg);
+  const uint8_t flags = in.get_fixed<uint8_t>();
+  if (!in.ok()) return false;
+  if ((flags & kChangesCleared) != 0) store_->erase_prefix(cf_, prefix);
+  std::string key;
+  const uint64_t removed = in.get_length();
+  for (uint64_t i = 0; i < removed && in.ok(); ++i) {
+    const char* k0 = in.position();
+    skip_key(in);
+    if (!in.ok()) return false;
+    key = prefix;
+    key.append(k0, static_cast<size_t>(in.position() - k0));
+    store_->erase(cf_, key);
+  }
+  std::string bytes;
+  std::vector<Span> spans;
+  const bool decoded =
+      for_each_entry(in, in.get_length(), skip_key, skip_value, [&](std::string_view k, std::string_view v) {
+        Span s;
+        s.key = bytes.size();
+        bytes.append(prefix);
+        bytes.append(k);
+        s.value = bytes.size();
+        bytes.append(v);
+        s.end = bytes.size();
+        spans.push_back(s);
+      });
+  if (!decoded) return false;
+  write_all(bytes, spans);  // keys are unique within a changes blob
   return true;
 }
 

@@ -11,6 +11,12 @@
 // is written once), so the old copy is freed then, and a group the task
 // touches only after that is not copied at all.
 //
+// Changelog checkpoints: once sealed the first time, the table records per
+// key group which keys were written (a set of keys, not values). A delta
+// snapshot holds the sealed sets since the last confirmed checkpoint and
+// views of the key groups they touch, and writes each touched key's value
+// as it was at the snapshot (or its removal): what changed, not the state.
+//
 // Confined to the task thread, except snapshots, which are immutable.
 #ifndef WEIR_DETAIL_HEAP_STATE_H_
 #define WEIR_DETAIL_HEAP_STATE_H_
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "weir/detail/state_table.h"
 #include "weir/key_group.h"
 
@@ -70,15 +77,27 @@ class HeapTable final : public StateTable<K, V> {
     auto it = m.find(key);
     return it == m.end() ? nullptr : &it->second;
   }
-  V& get_or_create(int kg, const K& key) override { return writable(kg)[key]; }
-  void put(int kg, const K& key, V value) override { writable(kg).insert_or_assign(key, std::move(value)); }
+  V& get_or_create(int kg, const K& key) override {
+    if (tracking_) changed(kg, key);
+    return writable(kg)[key];
+  }
+  void put(int kg, const K& key, V value) override {
+    if (tracking_) changed(kg, key);
+    writable(kg).insert_or_assign(key, std::move(value));
+  }
   void erase(int kg, const K& key) override {
     const Map& m = *groups_[kg - range_.start];
     if (m.find(key) == m.end()) return;  // avoid a copy-on-write for nothing
+    if (tracking_) changed(kg, key);
     writable(kg).erase(key);
   }
   void clear_key_group(int kg) override {
     std::shared_ptr<Map>& g = groups_[kg - range_.start];
+    if (tracking_ && !g->empty()) {
+      Changes& c = *open_;
+      c.keys[kg - range_.start].clear();
+      c.cleared[kg - range_.start] = 1;
+    }
     if (g->empty()) return;
     if (g.use_count() > 1) {
       g = std::make_shared<Map>();  // a snapshot keeps the old one
@@ -113,7 +132,133 @@ class HeapTable final : public StateTable<K, V> {
     return true;
   }
 
+  bool tracks_changes() const override { return tracking_; }
+  void seal_changes(int64_t checkpoint_id) override {
+    if (tracking_) {
+      open_->id = checkpoint_id;
+      sealed_.push_back(std::move(open_));
+    }
+    tracking_ = true;
+    open_ = std::make_shared<Changes>(range_.size());
+  }
+  std::shared_ptr<const TableSnapshot> snapshot_changes() override {
+    auto snap = std::make_shared<DeltaSnapshot>(range_, min_live_stamp<V>(ttl_));
+    snap->changes.assign(sealed_.begin(), sealed_.end());
+    for (int i = 0; i < range_.size(); ++i) {
+      for (const auto& c : sealed_) {
+        if (c->cleared[i] || !c->keys[i].empty()) {
+          snap->groups[i] = groups_[i];
+          break;
+        }
+      }
+    }
+    return snap;
+  }
+  void changes_confirmed(int64_t checkpoint_id) override {
+    while (!sealed_.empty() && sealed_.front()->id <= checkpoint_id) sealed_.erase(sealed_.begin());
+  }
+  bool apply_changes(int kg, ByteReader& in) override {
+    const uint8_t flags = in.get_fixed<uint8_t>();
+    if ((flags & kChangesCleared) != 0) groups_[kg - range_.start] = std::make_shared<Map>();
+    Map& m = writable(kg);
+    const uint64_t removed = in.get_length();
+    for (uint64_t i = 0; i < removed && in.ok(); ++i) m.erase(Serializer<K>::read(in));
+    const uint64_t n = in.get_length();
+    for (uint64_t i = 0; i < n && in.ok(); ++i) {
+      K k = Serializer<K>::read(in);
+      V v = Serializer<V>::read(in);
+      m.insert_or_assign(std::move(k), std::move(v));
+    }
+    return in.ok();
+  }
+
  private:
+  // The keys written in one checkpoint interval, per key group.
+  struct Changes {
+    explicit Changes(int groups) : keys(groups), cleared(groups, 0) {}
+    int64_t id = 0;  // the checkpoint that sealed them
+    std::vector<absl::flat_hash_set<K>> keys;
+    std::vector<uint8_t> cleared;  // the group was emptied first
+  };
+
+  // The changes since the last confirmed checkpoint: each touched key's
+  // value in the views of the groups, or its removal. Groups are let go of
+  // once written, as in Snapshot.
+  class DeltaSnapshot final : public TableSnapshot {
+   public:
+    DeltaSnapshot(KeyGroupRange range, int64_t min_stamp)
+        : groups(range.size()), range_(range), min_stamp_(min_stamp) {}
+    void write_entries(int kg, ByteWriter& out) const override {
+      const size_t i = static_cast<size_t>(kg - range_.start);
+      std::shared_ptr<Map> g = std::move(groups[i]);
+      uint8_t flags = 0;
+      for (const auto& c : changes) flags |= c->cleared[i] ? kChangesCleared : 0;
+      out.put_fixed<uint8_t>(flags);
+      if (g == nullptr) {  // untouched
+        out.put_varint(0);
+        out.put_varint(0);
+        return;
+      }
+      // Keys touched in several intervals are written once.
+      absl::flat_hash_set<const K*, PtrHash, PtrEq> seen;
+      std::vector<const K*> removed;
+      std::vector<typename Map::const_iterator> live;
+      for (const auto& c : changes) {
+        for (const K& k : c->keys[i]) {
+          if (changes.size() > 1 && !seen.insert(&k).second) continue;
+          auto it = g->find(k);
+          if (it == g->end() || !is_live(it->second)) {
+            removed.push_back(&k);
+          } else {
+            live.push_back(it);
+          }
+        }
+      }
+      out.put_varint(removed.size());
+      for (const K* k : removed) Serializer<K>::write(out, *k);
+      out.put_varint(live.size());
+      for (const auto& it : live) {
+        Serializer<K>::write(out, it->first);
+        if (min_stamp_ == INT64_MIN) {
+          Serializer<V>::write(out, it->second);
+        } else {
+          write_live(out, it->second, min_stamp_);
+        }
+      }
+      heap_group_released(g.get());
+    }
+    ~DeltaSnapshot() override {
+      for (const auto& g : groups) {
+        if (g != nullptr) heap_group_released(g.get());
+      }
+    }
+
+    std::vector<std::shared_ptr<const Changes>> changes;  // oldest first
+    mutable std::vector<std::shared_ptr<Map>> groups;     // touched groups only
+
+   private:
+    struct PtrHash {
+      size_t operator()(const K* k) const { return absl::Hash<K>{}(*k); }
+    };
+    struct PtrEq {
+      bool operator()(const K* a, const K* b) const { return *a == *b; }
+    };
+    bool is_live(const V& v) const {
+      if constexpr (IsTtlValue<V>::value) {
+        return v.stamp >= min_stamp_;
+      } else {
+        return true;
+      }
+    }
+
+    const KeyGroupRange range_;
+    const int64_t min_stamp_;
+  };
+
+  void changed(int kg, const K& key) {
+    open_->keys[kg - range_.start].insert(key);
+  }
+
   class Snapshot final : public TableSnapshot {
    public:
     Snapshot(KeyGroupRange range, std::vector<std::shared_ptr<Map>> groups, int64_t min_stamp)
@@ -158,6 +303,11 @@ class HeapTable final : public StateTable<K, V> {
   const KeyGroupRange range_;
   std::vector<std::shared_ptr<Map>> groups_;
   const TableTtl ttl_;
+  // Changelog: whether writes are recorded, into `open_`; the sealed
+  // changes not yet confirmed, oldest first.
+  bool tracking_ = false;
+  std::shared_ptr<Changes> open_;
+  std::vector<std::shared_ptr<const Changes>> sealed_;
 };
 
 }  // namespace weir::detail

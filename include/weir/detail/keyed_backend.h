@@ -49,6 +49,9 @@ class KeyedBackendCore {
   // With `borrow`, keeps views of `bytes` instead of copies: the caller
   // keeps them valid until end_restore().
   absl::Status restore_key_group(int kg, std::string_view bytes, bool borrow = false);
+  // Keeps changes of key group `kg` (a changelog delta's blob, copied) to
+  // apply after its entries when each state is registered.
+  absl::Status restore_key_group_changes(int kg, std::string_view bytes);
   // Called with a borrowed key group's bytes once every state in it is
   // restored (or copied by end_restore).
   void set_release(std::function<void(std::string_view)> release);
@@ -56,11 +59,13 @@ class KeyedBackendCore {
   // state took yet (a state registered later still gets it).
   void end_restore();
 
-  // Canonical, or native when `native_allowed` and the tables live in a
-  // store (RocksDB) and no restored state is still unregistered.
-  absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> snapshot(bool native_allowed = false);
+  // Canonical; native when `native_allowed` and the tables live in a
+  // store (RocksDB) and no restored state is still unregistered; a
+  // changelog (base or delta) when `changelog_allowed` and they live on the
+  // heap.
+  absl::StatusOr<std::unique_ptr<KeyedStateSnapshot>> snapshot(const SnapshotOptions& options = {});
   // The snapshot of a keyed operator: this keyed state, no operator state.
-  absl::StatusOr<OperatorSnapshot> operator_snapshot(bool native_allowed);
+  absl::StatusOr<OperatorSnapshot> operator_snapshot(const SnapshotOptions& options);
   void checkpoint_complete(int64_t checkpoint_id);
   // Restores the key groups of this range from a native snapshot opened as
   // `source` (another store), converting them to the canonical layout.
@@ -150,6 +155,11 @@ absl::StatusOr<std::unique_ptr<KeyedBackend<K>>> open_keyed_backend(OperatorCont
   for (const RestoredKeyGroup& kg : restore->key_groups) {
     if (!range.contains(kg.key_group)) continue;
     absl::Status s = backend->core().restore_key_group(kg.key_group, kg.bytes, /*borrow=*/true);
+    if (!s.ok()) return s;
+  }
+  for (const RestoredKeyGroup& kg : restore->key_group_changes) {
+    if (!range.contains(kg.key_group)) continue;
+    absl::Status s = backend->core().restore_key_group_changes(kg.key_group, kg.bytes);
     if (!s.ok()) return s;
   }
   if (adopt) return backend;

@@ -122,7 +122,7 @@ void KeyedOperatorCore<K>::end_keys(int key_group) {
 
 template <typename K>
 absl::StatusOr<OperatorSnapshot> KeyedOperatorCore<K>::snapshot_keyed(const SnapshotOptions& options) {
-  return backend_->core().operator_snapshot(options.native_allowed);
+  return backend_->core().operator_snapshot(options);
 }
 
 template <typename K>

@@ -132,6 +132,8 @@ class KvColumn {
   // Replaces key group `kg` with the canonical entries in `in`, whose keys
   // and values `skip_key` and `skip_value` step over.
   bool restore_entries(int kg, ByteReader& in, Skip skip_key, Skip skip_value);
+  // Applies the changes in `in` (layout at StateTableBase) to key group `kg`.
+  bool apply_changes(int kg, ByteReader& in, Skip skip_key, Skip skip_value);
   // Throws the error of a stored `what` ("key", "value") of state `name`
   // that does not decode as its declared type.
   [[noreturn]] static void undecodable(const std::string& name, const char* what);
@@ -227,6 +229,10 @@ class KvTable final : public StateTable<K, V> {
   bool restore_entries(int kg, ByteReader& in) override {
     forget();
     return column_.restore_entries(kg, in, &skip<K>, &skip<V>);
+  }
+  bool apply_changes(int kg, ByteReader& in) override {
+    forget();
+    return column_.apply_changes(kg, in, &skip<K>, &skip<V>);
   }
 
   // For tests: entries and estimated bytes in the cache.

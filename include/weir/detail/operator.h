@@ -164,6 +164,29 @@ class NativeSnapshot {
   virtual bool keep_local_copy(const std::string& target) = 0;
 };
 
+// One file of a changelog chain (incremental heap checkpoints): a full
+// snapshot of a subtask's key groups (the chain's base) or the changes of one
+// checkpoint (a delta), as a state file with no operator state, shared by
+// the checkpoints whose chains hold it.
+struct ChangelogFile {
+  std::string path;  // relative to the checkpoint's directory (../shared/c<n>/...)
+  uint64_t size = 0;
+  bool delta = false;
+  std::vector<uint64_t> kg_offsets;  // as OperatorSubtaskState's, for the subtask's key groups
+};
+
+// The changelog side of a keyed snapshot: whether it is a base or a delta,
+// and the chain a delta follows (that of the last confirmed checkpoint).
+class ChangelogSnapshot {
+ public:
+  virtual ~ChangelogSnapshot() = default;
+  virtual bool delta() const = 0;
+  virtual const std::vector<ChangelogFile>& preceding() const = 0;
+  // This checkpoint's file is written (called off the task thread); the
+  // chain becomes the one to follow once the checkpoint is confirmed.
+  virtual void written(const ChangelogFile& file) = 0;
+};
+
 // The keyed part of a snapshot, captured synchronously (copy-on-write views),
 // written asynchronously. Implementations must tolerate being written from a
 // thread other than the task thread while the task keeps running.
@@ -176,6 +199,9 @@ class KeyedStateSnapshot {
   virtual void write_key_group(int kg, ByteWriter& out) const = 0;
   // A native snapshot instead of canonical key groups; null for canonical.
   virtual NativeSnapshot* native() const { return nullptr; }
+  // A changelog snapshot: write_key_group writes a base or a delta into a
+  // shared file of the chain; null for canonical.
+  virtual ChangelogSnapshot* changelog() const { return nullptr; }
 };
 
 // What kind of snapshot a checkpoint takes.
@@ -185,6 +211,12 @@ struct SnapshotOptions {
   // (incremental: its files, shared with earlier checkpoints). False for
   // savepoints, which are canonical, and without incremental checkpoints.
   bool native_allowed = false;
+  // Heap keyed state may be snapshotted as a changelog (a delta of what
+  // changed since the last confirmed checkpoint, or now and then a full
+  // base). False for savepoints, which are canonical.
+  bool changelog_allowed = false;
+  // A changelog takes a new base when its base is older than this.
+  int64_t materialize_interval_ms = 10 * 60 * 1000;
 };
 
 // A file of a restored native snapshot.
@@ -213,6 +245,9 @@ struct RestoredKeyGroup {
 struct OperatorRestore {
   OperatorStateMap operator_state;
   std::vector<RestoredKeyGroup> key_groups;
+  // Changes of key groups (a changelog's deltas, oldest first), applied
+  // after `key_groups`. Their bytes are valid during restore() only.
+  std::vector<RestoredKeyGroup> key_group_changes;
   // Called with a key group's bytes once they are restored: the memory
   // behind them may go (pages of a mapped state file). May be empty.
   std::function<void(std::string_view)> release;

@@ -19,6 +19,10 @@
 // The type (weir::type_signature of key and value, "K->V") is present when
 // the kind byte has bit kKindHasType set; state files of version 1 lack it.
 // A restore compares it with the registered state's and refuses a change.
+// With bit kKindHasChanges, `varint n | string changes * n` follows the
+// entries (state files of version 4 on).
+// A changelog checkpoint's delta files hold, in the same framing, each
+// state's changes (layout at StateTableBase) instead of its entries.
 //
 // Confined to the task thread, except snapshots, which are immutable.
 #ifndef WEIR_DETAIL_STATE_TABLE_H_
@@ -65,6 +69,12 @@ namespace detail {
 // DO NOT CHANGE values: stored in checkpoints.
 enum class StateKind : uint8_t { kValue = 0, kList = 1, kMap = 2, kReducing = 3 };
 inline constexpr uint8_t kKindHasType = 0x80;
+// In a key-group blob: the state's entries are followed by `varint n |
+// string changes * n` (a state restored from a changelog and not yet
+// registered, written back as it was read).
+inline constexpr uint8_t kKindHasChanges = 0x40;
+// The flags byte of a changes blob (layout at StateTableBase).
+inline constexpr uint8_t kChangesCleared = 0x01;
 
 // A value with the processing time of its last access, for states with a
 // time-to-live. The stamp is serialized first (8 bytes, little-endian),
@@ -174,6 +184,22 @@ class StateTableBase {
   // Removes every entry of key group `kg`: batch execution forgets a key's
   // state once its sorted input was processed.
   virtual void clear_key_group(int kg) = 0;
+
+  // Changelog checkpoints (heap tables). From the first seal_changes() on,
+  // the table records the keys each write touches. seal_changes(id) closes
+  // the changes since the last seal as those of checkpoint `id`;
+  // snapshot_changes() (right after a seal) is a view that writes, per key
+  // group, every change sealed after the last confirmed checkpoint in the
+  // changes layout below; changes_confirmed(id) forgets the changes of `id`
+  // and before (a checkpoint that holds them completed). apply_changes()
+  // applies one such blob on restore, after the key group's entries.
+  //   changes: u8 flags (kChangesCleared: the key group was emptied first) |
+  //            varint removed | key * removed | varint count | (key, value) * count
+  virtual bool tracks_changes() const { return false; }
+  virtual void seal_changes(int64_t /*checkpoint_id*/) {}
+  virtual std::shared_ptr<const TableSnapshot> snapshot_changes() { return nullptr; }
+  virtual void changes_confirmed(int64_t /*checkpoint_id*/) {}
+  virtual bool apply_changes(int kg, ByteReader& in) = 0;
 
  private:
   const std::string name_;

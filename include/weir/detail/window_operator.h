@@ -154,7 +154,7 @@ class WindowOperator final : public OperatorBase, public Input<In> {
   }
 
   absl::StatusOr<OperatorSnapshot> snapshot(const SnapshotOptions& options) override {
-    return backend_->core().operator_snapshot(options.native_allowed);
+    return backend_->core().operator_snapshot(options);
   }
   void notify_checkpoint_complete(int64_t id) override { backend_->core().checkpoint_complete(id); }
 
