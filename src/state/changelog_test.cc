@@ -236,6 +236,45 @@ TEST_F(ChangelogTest, AClearedKeyGroupIsClearedOnRestore) {
   }
 }
 
+// Checkpoints that never complete: their sets of keys are merged (the
+// oldest two, past eight) and the next delta still holds every change
+// since the last completed one, a cleared key group included.
+TEST_F(ChangelogTest, ChangesOfCheckpointsThatNeverCompleteAreMergedAndKept) {
+  Harness h(kAll);
+  auto& value = h.ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
+  std::map<std::string, int64_t> model;
+  for (int i = 0; i < 300; ++i) {
+    h.set_key("k" + std::to_string(i));
+    value.update(i);
+    model["k" + std::to_string(i)] = i;
+  }
+  take(h, 1);
+  h.backend().core().checkpoint_complete(1);
+  const int cleared = key_group_of("k0", kMaxP);
+  Taken last{};
+  for (int64_t id = 2; id <= 25; ++id) {
+    const std::string k = "k" + std::to_string(id * 7 % 300);
+    h.set_key(k);
+    value.update(1000 + id);
+    model[k] = 1000 + id;
+    if (id == 6) {
+      h.backend().core().clear_key_group(cleared);
+      std::erase_if(model, [&](const auto& e) { return key_group_of(e.first, kMaxP) == cleared; });
+    }
+    last = take(h, id);  // never completes
+  }
+  ASSERT_TRUE(last.delta);
+  ASSERT_EQ(last.chain.size(), 2u) << "a delta on checkpoint 1's base";
+  auto restored = restore(last.chain, StateBackendKind::kHeap);
+  auto& rv = restored->ctx().get_state(ValueStateDescriptor<int64_t>{"v"});
+  for (int i = 0; i < 300; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    restored->set_key(k);
+    auto it = model.find(k);
+    EXPECT_EQ(rv.value(), it == model.end() ? std::nullopt : std::optional<int64_t>(it->second)) << k;
+  }
+}
+
 // A chain is followed only once its checkpoint completed, and only when no
 // later snapshot was taken meanwhile (that one, on the older chain, could
 // complete and subsume it while a delta followed its files).

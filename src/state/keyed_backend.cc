@@ -64,6 +64,8 @@ class Changelog final : public ChangelogSnapshot {
     chain.files.push_back(file);
     absl::MutexLock lock(&chains_->mu);
     chains_->chains[checkpoint_id_] = std::move(chain);
+    // Checkpoints that never complete are never confirmed: keep the newest.
+    while (chains_->chains.size() > 16) chains_->chains.erase(chains_->chains.begin());
   }
 
  private:

@@ -137,6 +137,10 @@ class HeapTable final : public StateTable<K, V> {
     if (tracking_) {
       open_->id = checkpoint_id;
       sealed_.push_back(std::move(open_));
+      // Checkpoints that never complete would keep a set each: the oldest
+      // two become one (a confirmation then forgets them later, and a delta
+      // may write a key once more than needed).
+      if (sealed_.size() > kMaxSealed) merge_oldest();
     }
     tracking_ = true;
     open_ = std::make_shared<Changes>(range_.size());
@@ -254,6 +258,21 @@ class HeapTable final : public StateTable<K, V> {
     const KeyGroupRange range_;
     const int64_t min_stamp_;
   };
+
+  static constexpr size_t kMaxSealed = 8;
+
+  void merge_oldest() {
+    auto merged = std::make_shared<Changes>(*sealed_[1]);
+    const Changes& older = *sealed_[0];
+    for (size_t i = 0; i < merged->keys.size(); ++i) {
+      // A clear in the newer set removed the older set's keys: they are
+      // written as removals, after the clear, which changes nothing.
+      merged->keys[i].insert(older.keys[i].begin(), older.keys[i].end());
+      merged->cleared[i] |= older.cleared[i];
+    }
+    sealed_.erase(sealed_.begin(), sealed_.begin() + 2);
+    sealed_.insert(sealed_.begin(), std::move(merged));
+  }
 
   void changed(int kg, const K& key) {
     open_->keys[kg - range_.start].insert(key);
