@@ -293,5 +293,21 @@ TEST_F(CorruptCheckpointTest, CorruptSstOfTheNewestIncrementalCheckpointIsReport
   });
 }
 
+// Changelog checkpoints: a flipped byte in the file the newest checkpoint
+// added to its chain (a delta, or a new base) is found by that file's
+// checksum when the checkpoint is loaded.
+TEST_F(CorruptCheckpointTest, CorruptChangelogFileOfTheNewestCheckpointIsReportedAndSkipped) {
+  state_ = "heap-changelog";
+  corrupt_newest_and_restore([](const fs::path& newest) {
+    const std::string id = newest.filename().string().substr(4);
+    fs::path victim;
+    std::error_code ec;
+    for (const auto& f : fs::directory_iterator(newest.parent_path() / "shared" / ("c" + id), ec)) {
+      if (f.path().extension() == ".state") victim = f.path();
+    }
+    return victim;
+  });
+}
+
 }  // namespace
 }  // namespace weir
