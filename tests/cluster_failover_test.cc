@@ -142,6 +142,31 @@ TEST(ClusterTest, UnalignedCheckpointsSurviveAKilledTaskManagerExactlyOnce) {
   expect_exactly_once({input}, c.dir().path("out"));
 }
 
+// Changelog checkpoints across TaskManagers: each TaskManager writes its
+// subtasks' deltas (and bases) to the shared checkpoint directory; one is
+// killed, and the restored subtasks read the chains back exactly-once.
+TEST(ClusterTest, ChangelogCheckpointsSurviveAKilledTaskManagerExactlyOnce) {
+  const uint64_t seed = testing::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Cluster c("cluster-changelog");
+  const std::string input = c.dir().path("in.txt");
+  ASSERT_TRUE(examples::generate_running_sum_input(input, 80000, 5000, 0, seed).ok());
+  ASSERT_TRUE(c.start({{"tm-a", 2}, {"tm-b", 2}})) << "the cluster did not come up\n" << c.jm_log();
+  auto job = c.client().submit("running-sum", {"--input", input, "--output", c.dir().path("out"), "-p", "4",
+                                               "--checkpoint-dir", c.dir().path("chk"), "--checkpoint-interval",
+                                               "100ms", "--rate", "5000", "--changelog"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_GE(kill_a_taskmanager_and_finish(c, *job, seed), 0);
+  expect_exactly_once({input}, c.dir().path("out"));
+  int deltas = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(c.dir().path("chk"), ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    deltas += it->path().filename().string().find("~delta.state") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_GT(deltas, 0) << "no checkpoint wrote a delta";
+}
+
 // An iteration across TaskManagers: the connected-components loop (head,
 // components operator, feedback edge) with its subtasks spread over two
 // TaskManagers, one of them killed. The restarted job replays the back
