@@ -29,7 +29,7 @@ run() {
   "$WEIR" nexmark --query "$q" --events "$events" --parallelism 1 --checkpoint-interval 1s --mode "$mode" \
     ${flags[@]+"${flags[@]}"} ${EXTRA[@]+"${EXTRA[@]}"} 2>&1 |
     awk '/events\/s per core/ {pc = $4} /^peak rss/ {rss = $3}
-         /^checkpoint [0-9]+:/ {n++; ms += $3; b = $7; gsub(/\(/, "", b); nb += b; if (b > big) big = b}
+         /^checkpoint [0-9]+:/ {n++; ms += $3; b = $7; gsub(/\(/, "", b); b += 0; nb += b; if (b > big) big = b}
          END {printf "%s %s %d %.0f %.1f %.1f\n", pc, rss, n, n ? ms / n : 0, n ? nb / n / 1048576 : 0, big / 1048576}'
 }
 

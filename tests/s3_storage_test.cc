@@ -439,6 +439,17 @@ int64_t bytes_from_local_copies(const std::string& log) {
   return sum;
 }
 
+// The bytes of state files all restores read, by their log lines.
+int64_t bytes_restored(const std::string& log) {
+  static const std::string kRead = " bytes of state files read, ";
+  int64_t sum = 0;
+  for (size_t at = log.find(kRead); at != std::string::npos; at = log.find(kRead, at + 1)) {
+    const size_t start = log.rfind('(', at);
+    sum += std::atoll(log.c_str() + start + 1);
+  }
+  return sum;
+}
+
 // Heap state with checkpoints in S3: after a failure, subtasks restore from
 // the copies of their state files their process kept (none without local
 // recovery); a copy that went bad on the local disk (one byte flipped in
@@ -467,6 +478,14 @@ TEST_F(S3Test, HeapStateRestoresFromLocalCopiesAndFallsBackToS3WhenOneIsBroken) 
 
   const std::string remote = run("remote", {"--no-local-recovery"});
   EXPECT_EQ(bytes_from_local_copies(remote), 0) << remote;
+
+  // Changelog checkpoints: a copy holds the subtask's whole chain (links to
+  // the files of the copy before it, and the new file), so every byte of a
+  // restore comes from local disk.
+  const std::string changelog = run("changelog", {"--changelog"});
+  EXPECT_GT(bytes_from_local_copies(changelog), 0) << changelog;
+  EXPECT_EQ(bytes_from_local_copies(changelog), bytes_restored(changelog)) << changelog;
+  EXPECT_EQ(changelog.find("local copy not used"), std::string::npos) << changelog;
 
   // The last byte written so far of every copy is flipped: bytes before a
   // file's end are never written again.

@@ -53,25 +53,6 @@ absl::Status upload_native(checkpoint::CheckpointStorage* storage, int64_t check
   return absl::OkStatus();
 }
 
-// A changelog snapshot's file (its base, or its delta) as a shared file of
-// the checkpoint; the handle lists the chain it ends.
-absl::Status write_changelog(checkpoint::CheckpointStorage* storage, int64_t checkpoint_id, const std::string& owner,
-                             const detail::KeyedStateSnapshot& keyed, checkpoint::OperatorSubtaskState* handle) {
-  detail::ChangelogSnapshot* changelog = keyed.changelog();
-  const std::string name = owner + (changelog->delta() ? "~delta.state" : "~base.state");
-  auto out = storage->create_shared_file(checkpoint_id, name);
-  if (!out.ok()) return out.status();
-  detail::ChangelogFile file;
-  file.path = checkpoint::shared_file_path(checkpoint_id, name);
-  absl::Status s = checkpoint::write_changelog_file(keyed, &file, out->get());
-  if (s.ok()) s = (*out)->finish();
-  if (!s.ok()) return s;
-  handle->changelog = changelog->preceding();
-  handle->changelog.push_back(file);
-  changelog->written(file);
-  return absl::OkStatus();
-}
-
 // A state file written to the checkpoint storage and, for local recovery,
 // to a local copy at the same time. The copy is best effort: when it cannot
 // be written it is dropped (and said so), never the checkpoint.
@@ -118,6 +99,51 @@ class TeeOutput final : public checkpoint::StateFileOutput {
   int fd_ = -1;
   bool dropped_ = false;
 };
+
+// A changelog snapshot's file (its base, or its delta) as a shared file of
+// the checkpoint; the handle lists the chain it ends. With `copy_dir`
+// (local recovery of state files), the copy there gets the whole chain:
+// links to the files of the copy of the checkpoint it follows, and a copy
+// of the new file as it is written; `*copied` says whether it has them all.
+absl::Status write_changelog(checkpoint::CheckpointStorage* storage, int64_t checkpoint_id, const std::string& owner,
+                             const detail::KeyedStateSnapshot& keyed, checkpoint::OperatorSubtaskState* handle,
+                             const std::filesystem::path* copy_dir, const std::filesystem::path* preceding_dir,
+                             bool* copied) {
+  namespace fs = std::filesystem;
+  detail::ChangelogSnapshot* changelog = keyed.changelog();
+  const std::string name = owner + (changelog->delta() ? "~delta.state" : "~base.state");
+  auto out = storage->create_shared_file(checkpoint_id, name);
+  if (!out.ok()) return out.status();
+  detail::ChangelogFile file;
+  file.path = checkpoint::shared_file_path(checkpoint_id, name);
+  *copied = copy_dir != nullptr;
+  TeeOutput* tee = nullptr;
+  if (copy_dir != nullptr) {
+    std::error_code ec;
+    fs::create_directories(*copy_dir, ec);
+    for (const detail::ChangelogFile& f : changelog->preceding()) {
+      const std::string local = state::LocalStateStore::changelog_copy_name(f.path);
+      if (!ec) fs::create_hard_link(*preceding_dir / local, *copy_dir / local, ec);
+    }
+    if (ec) {
+      spdlog::warn("no local copy of the changelog of {} for checkpoint {}: {}", owner, checkpoint_id, ec.message());
+      *copied = false;
+    } else {
+      auto t = std::make_unique<TeeOutput>(std::move(*out),
+                                           *copy_dir / state::LocalStateStore::changelog_copy_name(file.path));
+      tee = t.get();
+      *out = std::move(t);
+    }
+  }
+  absl::Status s = checkpoint::write_changelog_file(keyed, &file, out->get());
+  if (s.ok()) s = (*out)->finish();
+  if (!s.ok()) return s;
+  if (tee != nullptr && !tee->copied()) *copied = false;
+  handle->changelog = changelog->preceding();
+  handle->changelog.push_back(file);
+  changelog->written(file);
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -223,8 +249,15 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
       const auto& local = services.local_state;
       const KeyGroupRange range = c.snapshot.keyed ? c.snapshot.keyed->range() : KeyGroupRange{};
       detail::NativeSnapshot* native = c.snapshot.keyed ? c.snapshot.keyed->native() : nullptr;
-      if (c.snapshot.keyed && c.snapshot.keyed->changelog() != nullptr) {
-        st = write_changelog(storage, checkpoint_id, owner, *c.snapshot.keyed, &s.handle);
+      const detail::ChangelogSnapshot* changelog = c.snapshot.keyed ? c.snapshot.keyed->changelog() : nullptr;
+      // Whether the local copy (of state files) has the whole changelog chain.
+      bool chain_copied = true;
+      if (changelog != nullptr) {
+        const bool copy = local != nullptr && local->copies_state_files();
+        const auto dir = copy ? local->directory_for(owner, checkpoint_id) : std::filesystem::path();
+        const auto preceding = copy ? local->directory_for(owner, changelog->preceding_id()) : std::filesystem::path();
+        st = write_changelog(storage, checkpoint_id, owner, *c.snapshot.keyed, &s.handle, copy ? &dir : nullptr,
+                             &preceding, &chain_copied);
       }
       if (native != nullptr) {
         st = upload_native(storage, checkpoint_id, owner, native, &s.handle);
@@ -250,7 +283,7 @@ void SubtaskCheckpointer::finish_async(std::shared_ptr<Captured> captured, int64
         st = checkpoint::write_state_file(c.snapshot, &s.handle, out->get());
         if (st.ok()) st = (*out)->finish();
         if (tee != nullptr) {
-          if (st.ok() && tee->copied()) {
+          if (st.ok() && tee->copied() && chain_copied) {
             local->put(owner, checkpoint_id, range);
           } else {
             std::error_code ec;  // a copy of a state file that did not make it

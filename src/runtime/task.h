@@ -58,6 +58,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <queue>
 #include <string>
@@ -193,6 +194,18 @@ class Task {
   // alone) from this process's intact local copy, else from the checkpoint.
   absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> read_state(
       const std::string& uid, const checkpoint::OperatorSubtaskState& s, bool whole);
+  // File `f` of the changelog chain of state file `s`, likewise.
+  absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> read_changelog(
+      const std::string& uid, const checkpoint::OperatorSubtaskState& s, const detail::ChangelogFile& f);
+  // The directory of this process's intact local copy of state file `s`
+  // (and its chain), if there is one.
+  std::optional<std::string> local_copy_of(const std::string& uid, const checkpoint::OperatorSubtaskState& s);
+  // `read` from the local copy of `s`, when intact and readable, else from
+  // the checkpoint.
+  absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> read_local_or_checkpoint(
+      const std::string& uid, const checkpoint::OperatorSubtaskState& s,
+      const std::function<absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>>(
+          checkpoint::CheckpointStorage& storage, const std::string& location)>& read);
   void loop();
   // Takes the next event of the input gate, if one came.
   bool poll_inputs();

@@ -20,28 +20,55 @@
 
 namespace weir::runtime {
 
+std::optional<std::string> Task::local_copy_of(const std::string& uid, const checkpoint::OperatorSubtaskState& s) {
+  if (services_.local_state == nullptr || s.is_native()) return std::nullopt;
+  // The state file, and the files of its changelog chain under their copy
+  // names (state::LocalStateStore::changelog_copy_name).
+  std::vector<uint64_t> sizes = {s.file_size};
+  for (const detail::ChangelogFile& f : s.changelog) sizes.push_back(f.size);
+  auto copy = services_.local_state->find(snapshot_owner(uid, s.subtask), tdd_.restore->checkpoint_id, s.key_groups,
+                                          std::move(sizes));
+  if (!copy || copy->empty()) return std::nullopt;
+  return std::filesystem::path(copy->front()).parent_path().string();
+}
+
+absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> Task::read_local_or_checkpoint(
+    const std::string& uid, const checkpoint::OperatorSubtaskState& s,
+    const std::function<absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>>(
+        checkpoint::CheckpointStorage& storage, const std::string& location)>& read) {
+  if (auto dir = local_copy_of(uid, s)) {
+    // A copy is checked as the original would be (size and checksum).
+    auto bytes = read(*checkpoint::FileCheckpointStorage::at_directory(*dir), *dir);
+    if (bytes.ok()) {
+      local_bytes_read_ += (*bytes)->bytes().size();
+      return bytes;
+    }
+    spdlog::warn("job {}: {}: local copy not used: {}", tdd_.job_id, id().to_string(),
+                 std::string(bytes.status().message()));
+  }
+  return read(*services_.storage, tdd_.restore_location);
+}
+
 absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> Task::read_state(
     const std::string& uid, const checkpoint::OperatorSubtaskState& s, bool whole) {
-  if (services_.local_state != nullptr && !s.is_native()) {
-    auto copy = services_.local_state->find(snapshot_owner(uid, s.subtask), tdd_.restore->checkpoint_id,
-                                            s.key_groups, {s.file_size});
-    if (copy && copy->size() == 1) {
-      // The copy has the state file's name in a directory of its own, and
-      // is checked as the original would be (size and checksum).
-      const std::string dir = std::filesystem::path(copy->front()).parent_path().string();
-      auto storage = checkpoint::FileCheckpointStorage::at_directory(dir);
-      auto bytes = whole ? storage->read_state_file(dir, s) : storage->read_operator_state(dir, s);
-      if (bytes.ok()) {
-        state::LocalStateStore::count_restore();
-        local_bytes_read_ += (*bytes)->bytes().size();
-        return bytes;
-      }
-      spdlog::warn("job {}: {}: local copy not used: {}", tdd_.job_id, id().to_string(),
-                   std::string(bytes.status().message()));
-    }
-  }
-  return whole ? services_.storage->read_state_file(tdd_.restore_location, s)
-               : services_.storage->read_operator_state(tdd_.restore_location, s);
+  bool local = true;
+  auto bytes = read_local_or_checkpoint(
+      uid, s, [&](checkpoint::CheckpointStorage& storage, const std::string& location) {
+        local = location != tdd_.restore_location;
+        return whole ? storage.read_state_file(location, s) : storage.read_operator_state(location, s);
+      });
+  if (bytes.ok() && local) state::LocalStateStore::count_restore();
+  return bytes;
+}
+
+absl::StatusOr<std::shared_ptr<const checkpoint::StateFileBytes>> Task::read_changelog(
+    const std::string& uid, const checkpoint::OperatorSubtaskState& s, const detail::ChangelogFile& f) {
+  return read_local_or_checkpoint(uid, s, [&](checkpoint::CheckpointStorage& storage, const std::string& location) {
+    if (location == tdd_.restore_location) return storage.read_changelog_file(location, f);
+    detail::ChangelogFile copy = f;
+    copy.path = state::LocalStateStore::changelog_copy_name(f.path);
+    return storage.read_changelog_file(location, copy);
+  });
 }
 
 absl::StatusOr<detail::OperatorRestore> Task::restore_for(
@@ -87,7 +114,7 @@ absl::StatusOr<detail::OperatorRestore> Task::restore_for(
       // The chain's base, then each delta: the changes of a key group apply
       // in the order they were written.
       for (const detail::ChangelogFile& f : s->changelog) {
-        auto chain = services_.storage->read_changelog_file(tdd_.restore_location, f);
+        auto chain = read_changelog(uid, *s, f);
         if (!chain.ok()) return chain.status();
         files->push_back(std::move(*chain));
         const std::string_view all = files->back()->bytes();

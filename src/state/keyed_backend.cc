@@ -50,15 +50,16 @@ struct WrittenChains {
 
 class Changelog final : public ChangelogSnapshot {
  public:
-  Changelog(std::shared_ptr<WrittenChains> chains, int64_t checkpoint_id, bool delta,
+  Changelog(std::shared_ptr<WrittenChains> chains, int64_t checkpoint_id, int64_t preceding_id,
             std::vector<ChangelogFile> preceding, int64_t base_ms)
       : chains_(std::move(chains)),
         checkpoint_id_(checkpoint_id),
-        delta_(delta),
+        preceding_id_(preceding_id),
         preceding_(std::move(preceding)),
         base_ms_(base_ms) {}
-  bool delta() const override { return delta_; }
+  bool delta() const override { return !preceding_.empty(); }
   const std::vector<ChangelogFile>& preceding() const override { return preceding_; }
+  int64_t preceding_id() const override { return preceding_id_; }
   void written(const ChangelogFile& file) override {
     WrittenChains::Chain chain{preceding_, base_ms_};
     chain.files.push_back(file);
@@ -71,7 +72,7 @@ class Changelog final : public ChangelogSnapshot {
  private:
   const std::shared_ptr<WrittenChains> chains_;
   const int64_t checkpoint_id_;
-  const bool delta_;
+  const int64_t preceding_id_;
   const std::vector<ChangelogFile> preceding_;
   const int64_t base_ms_;
 };
@@ -482,8 +483,9 @@ std::unique_ptr<ChangelogSnapshot> KeyedBackendCore::Impl::begin_changelog(const
   changelog_ = true;
   last_snapshot_id_ = options.checkpoint_id;
   for (const auto& [name, t] : tables_) t->seal_changes(options.checkpoint_id);
-  if (base) return std::make_unique<Changelog>(written_, options.checkpoint_id, false, std::vector<ChangelogFile>{}, now);
-  return std::make_unique<Changelog>(written_, options.checkpoint_id, true, confirmed_.files, confirmed_.base_ms);
+  if (base) return std::make_unique<Changelog>(written_, options.checkpoint_id, 0, std::vector<ChangelogFile>{}, now);
+  return std::make_unique<Changelog>(written_, options.checkpoint_id, confirmed_id_, confirmed_.files,
+                                     confirmed_.base_ms);
 }
 
 void KeyedBackendCore::Impl::checkpoint_complete(int64_t checkpoint_id) {

@@ -14,6 +14,11 @@ LocalStateStore::~LocalStateStore() {
   fs::remove(root_.parent_path(), ec);  // the job's directory, once empty
 }
 
+std::string LocalStateStore::changelog_copy_name(const std::string& path) {
+  const fs::path p(path);
+  return p.parent_path().filename().string() + "~" + p.filename().string();
+}
+
 fs::path LocalStateStore::directory_for(const std::string& owner, int64_t checkpoint_id) const {
   return root_ / owner / ("chk-" + std::to_string(checkpoint_id));
 }

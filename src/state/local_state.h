@@ -7,9 +7,10 @@
 // directory of a native snapshot (hard links to the working copy's files),
 // moved there once its upload has finished; or, when the store copies state
 // files (checkpoints on remote storage), the state file as it was written
-// to the checkpoint, under its own name. When a checkpoint is confirmed
-// complete, older copies are deleted; the newest confirmed one (and newer,
-// pending ones) stay. The whole root goes with the store (when the job ends
+// to the checkpoint, under its own name (with changelog checkpoints, the
+// chain's files too: links to the previous copy's, and the new one). When
+// a checkpoint is confirmed complete, older copies are deleted; the newest
+// confirmed one (and newer, pending ones) stay. The whole root goes with the store (when the job ends
 // in this process).
 //
 // A copy is used only when it is known to be intact: registered for the
@@ -57,6 +58,11 @@ class LocalStateStore {
   // any order); nullopt when there is none.
   std::optional<std::vector<std::string>> find(const std::string& owner, int64_t checkpoint_id, KeyGroupRange range,
                                                 std::vector<uint64_t> expected_sizes) const;
+
+  // The name in a copy of the changelog file at `path` (relative to its
+  // checkpoint, ../shared/c<id>/<name>): c<id>~<name>. A copy holds, beside
+  // the subtask's state file, every file of its chain.
+  static std::string changelog_copy_name(const std::string& path);
 
   // Restores served from local copies by every store of the process.
   static int64_t restores_total() { return restores_.load(); }

@@ -182,6 +182,8 @@ class ChangelogSnapshot {
   virtual ~ChangelogSnapshot() = default;
   virtual bool delta() const = 0;
   virtual const std::vector<ChangelogFile>& preceding() const = 0;
+  // The checkpoint whose chain `preceding()` is (0 for a base).
+  virtual int64_t preceding_id() const = 0;
   // This checkpoint's file is written (called off the task thread); the
   // chain becomes the one to follow once the checkpoint is confirmed.
   virtual void written(const ChangelogFile& file) = 0;
