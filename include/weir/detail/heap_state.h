@@ -13,9 +13,10 @@
 //
 // Changelog checkpoints: once sealed the first time, the table records per
 // key group which keys were written (a set of keys, not values). A delta
-// snapshot holds the sealed sets since the last confirmed checkpoint and
-// views of the key groups they touch, and writes each touched key's value
-// as it was at the snapshot (or its removal): what changed, not the state.
+// snapshot serializes, on the task thread, each key touched since the last
+// confirmed checkpoint with its value (or its removal): what changed, not
+// the state, and no views of key groups, so the task's writes while the
+// delta is written out copy nothing.
 //
 // Confined to the task thread, except snapshots, which are immutable.
 #ifndef WEIR_DETAIL_HEAP_STATE_H_
@@ -145,16 +146,15 @@ class HeapTable final : public StateTable<K, V> {
     tracking_ = true;
     open_ = std::make_shared<Changes>(range_.size());
   }
+  // Serialized here, on the task thread: the delta holds bytes, not views
+  // of key groups, so the task's writes while it is written copy nothing
+  // (views of whole groups would be cloned by the first write to each).
   std::shared_ptr<const TableSnapshot> snapshot_changes() override {
-    auto snap = std::make_shared<DeltaSnapshot>(range_, min_live_stamp<V>(ttl_));
-    snap->changes.assign(sealed_.begin(), sealed_.end());
+    auto snap = std::make_shared<DeltaSnapshot>(range_);
+    const int64_t min_stamp = min_live_stamp<V>(ttl_);
     for (int i = 0; i < range_.size(); ++i) {
-      for (const auto& c : sealed_) {
-        if (c->cleared[i] || !c->keys[i].empty()) {
-          snap->groups[i] = groups_[i];
-          break;
-        }
-      }
+      ByteWriter out(&snap->groups[i]);
+      write_changes(i, min_stamp, out);
     }
     return snap;
   }
@@ -185,79 +185,75 @@ class HeapTable final : public StateTable<K, V> {
     std::vector<uint8_t> cleared;  // the group was emptied first
   };
 
-  // The changes since the last confirmed checkpoint: each touched key's
-  // value in the views of the groups, or its removal. Groups are let go of
-  // once written, as in Snapshot.
+  // The changes of every key group, serialized by snapshot_changes().
   class DeltaSnapshot final : public TableSnapshot {
    public:
-    DeltaSnapshot(KeyGroupRange range, int64_t min_stamp)
-        : groups(range.size()), range_(range), min_stamp_(min_stamp) {}
+    explicit DeltaSnapshot(KeyGroupRange range) : groups(range.size()), range_(range) {}
     void write_entries(int kg, ByteWriter& out) const override {
-      const size_t i = static_cast<size_t>(kg - range_.start);
-      std::shared_ptr<Map> g = std::move(groups[i]);
-      uint8_t flags = 0;
-      for (const auto& c : changes) flags |= c->cleared[i] ? kChangesCleared : 0;
-      out.put_fixed<uint8_t>(flags);
-      if (g == nullptr) {  // untouched
-        out.put_varint(0);
-        out.put_varint(0);
-        return;
-      }
-      // Keys touched in several intervals are written once.
-      absl::flat_hash_set<const K*, PtrHash, PtrEq> seen;
-      std::vector<const K*> removed;
-      std::vector<typename Map::const_iterator> live;
-      for (const auto& c : changes) {
-        for (const K& k : c->keys[i]) {
-          if (changes.size() > 1 && !seen.insert(&k).second) continue;
-          auto it = g->find(k);
-          if (it == g->end() || !is_live(it->second)) {
-            removed.push_back(&k);
-          } else {
-            live.push_back(it);
-          }
-        }
-      }
-      out.put_varint(removed.size());
-      for (const K* k : removed) Serializer<K>::write(out, *k);
-      out.put_varint(live.size());
-      for (const auto& it : live) {
-        Serializer<K>::write(out, it->first);
-        if (min_stamp_ == INT64_MIN) {
-          Serializer<V>::write(out, it->second);
-        } else {
-          write_live(out, it->second, min_stamp_);
-        }
-      }
-      heap_group_released(g.get());
-    }
-    ~DeltaSnapshot() override {
-      for (const auto& g : groups) {
-        if (g != nullptr) heap_group_released(g.get());
-      }
+      std::string& g = groups[static_cast<size_t>(kg - range_.start)];
+      out.put_bytes(g.data(), g.size());
+      std::string().swap(g);  // written once
     }
 
-    std::vector<std::shared_ptr<const Changes>> changes;  // oldest first
-    mutable std::vector<std::shared_ptr<Map>> groups;     // touched groups only
+    mutable std::vector<std::string> groups;
 
    private:
-    struct PtrHash {
-      size_t operator()(const K* k) const { return absl::Hash<K>{}(*k); }
-    };
-    struct PtrEq {
-      bool operator()(const K* a, const K* b) const { return *a == *b; }
-    };
-    bool is_live(const V& v) const {
-      if constexpr (IsTtlValue<V>::value) {
-        return v.stamp >= min_stamp_;
-      } else {
-        return true;
+    const KeyGroupRange range_;
+  };
+
+  struct PtrHash {
+    size_t operator()(const K* k) const { return absl::Hash<K>{}(*k); }
+  };
+  struct PtrEq {
+    bool operator()(const K* a, const K* b) const { return *a == *b; }
+  };
+
+  // The changes of key group index `i` since the last confirmed checkpoint
+  // (every sealed set): each touched key's value now, or its removal.
+  void write_changes(int i, int64_t min_stamp, ByteWriter& out) const {
+    uint8_t flags = 0;
+    size_t touched = 0;
+    for (const auto& c : sealed_) {
+      flags |= c->cleared[i] ? kChangesCleared : 0;
+      touched += c->keys[i].size();
+    }
+    out.put_fixed<uint8_t>(flags);
+    if (touched == 0) {
+      out.put_varint(0);
+      out.put_varint(0);
+      return;
+    }
+    const Map& g = *groups_[i];
+    // Keys touched in several intervals are written once.
+    absl::flat_hash_set<const K*, PtrHash, PtrEq> seen;
+    std::vector<const K*> removed;
+    std::vector<typename Map::const_iterator> live;
+    live.reserve(touched);
+    for (const auto& c : sealed_) {
+      for (const K& k : c->keys[i]) {
+        if (sealed_.size() > 1 && !seen.insert(&k).second) continue;
+        auto it = g.find(k);
+        bool is_live = it != g.end();
+        if constexpr (IsTtlValue<V>::value) is_live = is_live && it->second.stamp >= min_stamp;
+        if (is_live) {
+          live.push_back(it);
+        } else {
+          removed.push_back(&k);
+        }
       }
     }
-
-    const KeyGroupRange range_;
-    const int64_t min_stamp_;
-  };
+    out.put_varint(removed.size());
+    for (const K* k : removed) Serializer<K>::write(out, *k);
+    out.put_varint(live.size());
+    for (const auto& it : live) {
+      Serializer<K>::write(out, it->first);
+      if (min_stamp == INT64_MIN) {
+        Serializer<V>::write(out, it->second);
+      } else {
+        write_live(out, it->second, min_stamp);
+      }
+    }
+  }
 
   static constexpr size_t kMaxSealed = 8;
 
