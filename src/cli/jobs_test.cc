@@ -45,6 +45,23 @@ TEST(JobFlagsTest, WithoutFlagsAJobGetsJobConfigsDefaults) {
   EXPECT_EQ(got->allow_non_restored_state, want.allow_non_restored_state);
 }
 
+TEST(JobFlagsTest, AChangelogMaterializeIntervalMustBeAPositiveDuration) {
+  for (const char* bad : {"0ms", "5parsecs", ""}) {
+    JobFlags f;
+    f.changelog_interval = bad;
+    auto got = f.to_config();
+    ASSERT_FALSE(got.ok()) << bad;
+    EXPECT_NE(got.status().message().find("--changelog-materialize-interval"), std::string::npos) << got.status();
+  }
+  JobFlags f;
+  f.changelog = true;
+  f.changelog_interval = "90s";
+  auto got = f.to_config();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->checkpoint.changelog);
+  EXPECT_EQ(got->checkpoint.changelog_materialize_interval, Duration(90000));
+}
+
 TEST(JobFlagsTest, DurationsFormatInTheirLargestWholeUnitAndParseBack) {
   for (int64_t ms : {0, 1, 5, 100, 999, 1000, 1500, 60000, 90000, 600000, 3600000}) {
     const Duration d(ms);
