@@ -95,7 +95,7 @@ class HeapTable final : public StateTable<K, V> {
   void clear_key_group(int kg) override {
     std::shared_ptr<Map>& g = groups_[kg - range_.start];
     if (tracking_ && !g->empty()) {
-      Changes& c = *open_;
+      Changes& c = open_;
       c.keys[kg - range_.start].clear();
       c.cleared[kg - range_.start] = 1;
     }
@@ -136,7 +136,7 @@ class HeapTable final : public StateTable<K, V> {
   bool tracks_changes() const override { return tracking_; }
   void seal_changes(int64_t checkpoint_id) override {
     if (tracking_) {
-      open_->id = checkpoint_id;
+      open_.id = checkpoint_id;
       sealed_.push_back(std::move(open_));
       // Checkpoints that never complete would keep a set each: the oldest
       // two become one (a confirmation then forgets them later, and a delta
@@ -144,7 +144,7 @@ class HeapTable final : public StateTable<K, V> {
       if (sealed_.size() > kMaxSealed) merge_oldest();
     }
     tracking_ = true;
-    open_ = std::make_shared<Changes>(range_.size());
+    open_ = Changes(range_.size());
   }
   // Serialized here, on the task thread: the delta holds bytes, not views
   // of key groups, so the task's writes while it is written copy nothing
@@ -159,7 +159,7 @@ class HeapTable final : public StateTable<K, V> {
     return snap;
   }
   void changes_confirmed(int64_t checkpoint_id) override {
-    while (!sealed_.empty() && sealed_.front()->id <= checkpoint_id) sealed_.erase(sealed_.begin());
+    while (!sealed_.empty() && sealed_.front().id <= checkpoint_id) sealed_.erase(sealed_.begin());
   }
   bool apply_changes(int kg, ByteReader& in) override {
     const uint8_t flags = in.get_fixed<uint8_t>();
@@ -214,8 +214,8 @@ class HeapTable final : public StateTable<K, V> {
     uint8_t flags = 0;
     size_t touched = 0;
     for (const auto& c : sealed_) {
-      flags |= c->cleared[i] ? kChangesCleared : 0;
-      touched += c->keys[i].size();
+      flags |= c.cleared[i] ? kChangesCleared : 0;
+      touched += c.keys[i].size();
     }
     out.put_fixed<uint8_t>(flags);
     if (touched == 0) {
@@ -230,7 +230,7 @@ class HeapTable final : public StateTable<K, V> {
     std::vector<typename Map::const_iterator> live;
     live.reserve(touched);
     for (const auto& c : sealed_) {
-      for (const K& k : c->keys[i]) {
+      for (const K& k : c.keys[i]) {
         if (sealed_.size() > 1 && !seen.insert(&k).second) continue;
         auto it = g.find(k);
         bool is_live = it != g.end();
@@ -258,20 +258,19 @@ class HeapTable final : public StateTable<K, V> {
   static constexpr size_t kMaxSealed = 8;
 
   void merge_oldest() {
-    auto merged = std::make_shared<Changes>(*sealed_[1]);
-    const Changes& older = *sealed_[0];
-    for (size_t i = 0; i < merged->keys.size(); ++i) {
+    Changes& newer = sealed_[1];
+    const Changes& older = sealed_[0];
+    for (size_t i = 0; i < newer.keys.size(); ++i) {
       // A clear in the newer set removed the older set's keys: they are
       // written as removals, after the clear, which changes nothing.
-      merged->keys[i].insert(older.keys[i].begin(), older.keys[i].end());
-      merged->cleared[i] |= older.cleared[i];
+      newer.keys[i].insert(older.keys[i].begin(), older.keys[i].end());
+      newer.cleared[i] |= older.cleared[i];
     }
-    sealed_.erase(sealed_.begin(), sealed_.begin() + 2);
-    sealed_.insert(sealed_.begin(), std::move(merged));
+    sealed_.erase(sealed_.begin());
   }
 
   void changed(int kg, const K& key) {
-    open_->keys[kg - range_.start].insert(key);
+    open_.keys[kg - range_.start].insert(key);
   }
 
   class Snapshot final : public TableSnapshot {
@@ -321,8 +320,8 @@ class HeapTable final : public StateTable<K, V> {
   // Changelog: whether writes are recorded, into `open_`; the sealed
   // changes not yet confirmed, oldest first.
   bool tracking_ = false;
-  std::shared_ptr<Changes> open_;
-  std::vector<std::shared_ptr<const Changes>> sealed_;
+  Changes open_{0};
+  std::vector<Changes> sealed_;
 };
 
 }  // namespace weir::detail
