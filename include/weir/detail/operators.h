@@ -219,7 +219,11 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     void collect(const T& r) override { op->emit(r, *this); }
     SourceOperator* op;
     int64_t max_ts = kMinWatermark;
+    // When a watermark check last found records since the one before (as
+    // Flink's idleness counts records between periodic checks): a record
+    // only sets `recent`, so no record reads the clock.
     int64_t last_record_ms = 0;
+    bool recent = false;
     bool seen = false;
   };
 
@@ -289,7 +293,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
       current_timestamp() = ts;
       if (ts > split.max_ts) split.max_ts = ts;
       split.seen = true;
-      split.last_record_ms = clock_->now_ms();
+      split.recent = true;
       if (idle_) {
         idle_ = false;
         out_->emit_idle(false);
@@ -318,7 +322,11 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     const int64_t bound = strategy_->max_out_of_orderness.count();
     int64_t wm = kMaxWatermark;
     bool any_active = false;
-    auto consider = [&](const SplitState& s) {
+    auto consider = [&](SplitState& s) {
+      if (s.recent) {
+        s.recent = false;
+        s.last_record_ms = now;
+      }
       bool idle = strategy_->idleness && now - s.last_record_ms >= strategy_->idleness->count();
       if (idle) return;
       any_active = true;
@@ -327,7 +335,7 @@ class SourceOperator final : public SourceOperatorBase, public SourceOutput<T> {
     };
     // The implicit split counts once it was used, or when there is no other.
     if (main_.seen || splits_.empty()) consider(main_);
-    for (const auto& [id, s] : splits_) consider(s);
+    for (auto& [id, s] : splits_) consider(s);
     if (!any_active) {
       if (!idle_ && strategy_->idleness) {
         idle_ = true;

@@ -66,6 +66,18 @@ class InternalTimerService {
     if (d == TimeDomain::kProcessingTime) schedule_processing();
   }
 
+  // Makes sure the current key has a timer in `d` at or before `ts`:
+  // registers one at `ts` unless an earlier (or that) one is pending. For
+  // an operator that keeps one timer per key at the next time it is due
+  // and registers the one after when it fires (the window operator's
+  // sessions and slices): one lookup, and no timer for every later time.
+  void register_timer_by(TimeDomain d, int64_t ts) {
+    Domain& dom = domains_[static_cast<int>(d)];
+    const std::vector<int64_t>* have = dom.table->find(backend_->current_key_group(), backend_->current_key());
+    if (have && !have->empty() && have->front() <= ts) return;
+    register_timer(d, ts);
+  }
+
   void delete_timer(TimeDomain d, int64_t ts) {
     Domain& dom = domains_[static_cast<int>(d)];
     const K& key = backend_->current_key();

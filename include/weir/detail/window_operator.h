@@ -1,14 +1,24 @@
-// The window operator: per key, a map from window to accumulator (keyed
-// state, so per key group and checkpointed), timers at each window's end and
-// at its cleanup time, merging for session windows, and counting for count
-// windows. The semantics are documented in include/weir/window.h.
+// The window operator: per key, its windows with their accumulators (keyed
+// state, so per key group and checkpointed; WindowSlots below), timers at
+// each window's end and at its cleanup time, merging for session windows,
+// and counting for count windows. The semantics are documented in
+// include/weir/window.h.
+//
+// Session windows keep their timers lazily: a record that extends a session
+// (the common case: a key's next event inside its gap) adds to the
+// session's accumulator where it lies and leaves the session's timer where
+// it is, at or before the session's new end. When a timer fires, each of the
+// key's sessions not due then gets a timer at its next due time again (see
+// on_timer), so a session still fires exactly at its end.
 //
 // Sliced sliding windows (event time, an aggregate with merge, size a
-// multiple of the slide) keep a map from slice to accumulator instead, in
-// a state of its own ("_window/slices"): a record costs one accumulator
-// update, and a slice registers the end timers of its size / slide windows
-// once, when it is created. A window fires by merging its slices; a slice
-// leaves when its last window is past its lateness.
+// multiple of the slide) keep slices and their accumulators instead, in a
+// state of its own ("_window/slices"): a record costs one accumulator
+// update. A key has one timer, at the next time one of its windows ends or
+// one of its slices expires; when it fires, the window ending then fires by
+// merging its slices, the slices whose last window is past its lateness
+// leave, and the timer moves to the key's next due time (as Flink SQL's
+// slicing window operator does).
 //
 // Confined to the task thread.
 #ifndef WEIR_DETAIL_WINDOW_OPERATOR_H_
@@ -27,6 +37,104 @@
 #include "weir/detail/operators.h"
 #include "weir/detail/timers.h"
 #include "weir/window.h"
+
+namespace weir::detail {
+
+// The windows of one key with their accumulators, in window order. A
+// sorted vector: a key has a handful (its sessions, the slices of a sliding
+// window, its open tumbling windows), and a record mostly touches the
+// newest, so a short scan from the back beats a hash map per key, which
+// costs a probe and a heap block more. Encoded as a map from window to
+// accumulator, the bytes and type signature of the
+// absl::flat_hash_map<TimeWindow, Acc> that held them before, so
+// checkpoints of either restore into the other.
+template <typename Acc>
+class WindowSlots {
+ public:
+  using Slot = std::pair<TimeWindow, Acc>;
+  using iterator = typename std::vector<Slot>::iterator;
+  using const_iterator = typename std::vector<Slot>::const_iterator;
+
+  bool empty() const { return slots_.empty(); }
+  size_t size() const { return slots_.size(); }
+  iterator begin() { return slots_.begin(); }
+  iterator end() { return slots_.end(); }
+  const_iterator begin() const { return slots_.begin(); }
+  const_iterator end() const { return slots_.end(); }
+  Slot& operator[](size_t i) { return slots_[i]; }
+  const Slot& operator[](size_t i) const { return slots_[i]; }
+
+  // The first slot whose window is not before `w`.
+  iterator lower_bound(const TimeWindow& w) {
+    if (slots_.empty() || slots_.back().first < w) return slots_.end();
+    return std::lower_bound(slots_.begin(), slots_.end(), w,
+                            [](const Slot& s, const TimeWindow& x) { return s.first < x; });
+  }
+  iterator find(const TimeWindow& w) {
+    auto it = lower_bound(w);
+    return it != slots_.end() && it->first == w ? it : slots_.end();
+  }
+  const_iterator find(const TimeWindow& w) const { return const_cast<WindowSlots*>(this)->find(w); }
+  // The slot of `w`, holding `make()` when it was missing (then true).
+  template <typename Make>
+  std::pair<iterator, bool> try_emplace(const TimeWindow& w, const Make& make) {
+    auto it = lower_bound(w);
+    if (it != slots_.end() && it->first == w) return {it, false};
+    return {slots_.emplace(it, w, make()), true};
+  }
+  // Inserts `w` before `pos` (the caller keeps the order).
+  iterator insert(const_iterator pos, const TimeWindow& w, Acc acc) { return slots_.emplace(pos, w, std::move(acc)); }
+  iterator erase(const_iterator first, const_iterator last) { return slots_.erase(first, last); }
+  iterator erase(const_iterator it) { return slots_.erase(it); }
+  template <typename Pred>
+  void erase_if(Pred p) {
+    std::erase_if(slots_, p);
+  }
+
+ private:
+  friend struct weir::Serializer<WindowSlots>;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace weir::detail
+
+namespace weir {
+
+template <typename Acc>
+struct Serializer<detail::WindowSlots<Acc>> {
+  using Slots = detail::WindowSlots<Acc>;
+  static void write(ByteWriter& out, const Slots& m) {
+    out.put_varint(m.size());
+    for (const auto& [w, acc] : m) {
+      Serializer<TimeWindow>::write(out, w);
+      Serializer<Acc>::write(out, acc);
+    }
+  }
+  static std::string signature() { return type_signature<absl::flat_hash_map<TimeWindow, Acc>>(); }
+  // A map's entries come in any order; a window given twice keeps the last.
+  static Slots read(ByteReader& in) {
+    Slots m;
+    uint64_t n = in.get_length();
+    m.slots_.reserve(n);
+    for (uint64_t i = 0; i < n && in.ok(); ++i) {
+      TimeWindow w = Serializer<TimeWindow>::read(in);
+      Acc acc = Serializer<Acc>::read(in);
+      m.slots_.emplace_back(w, std::move(acc));
+    }
+    auto& v = m.slots_;
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    size_t out = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i + 1 < v.size() && v[i + 1].first == v[i].first) continue;
+      if (out != i) v[out] = std::move(v[i]);
+      ++out;
+    }
+    v.erase(v.begin() + static_cast<std::ptrdiff_t>(out), v.end());
+    return m;
+  }
+};
+
+}  // namespace weir
 
 namespace weir::detail {
 
@@ -93,21 +201,24 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     }
     if (a.is_merging()) return add_to_session(key, kg, r, TimeWindow{ts, ts + a.gap});
     if (sliced_) return add_to_slice(key, kg, r, ts);
-    bool placed = false;
+    Windows* m = nullptr;
     for (const TimeWindow& w : a.assign(ts)) {
       if (is_late(w)) continue;
-      placed = true;
-      Windows& m = contents_->get_or_create(kg, key);
-      auto [it, inserted] = m.try_emplace(w);
-      if (inserted) it->second = spec_.create();
+      if (m == nullptr) m = &contents_->get_or_create(kg, key);
+      auto [it, inserted] = m->try_emplace(w, spec_.create);
       spec_.add(it->second, r);
-      register_timers(w);
+      // A window's timers are registered with it and stay until they fire.
+      if (inserted) register_timers(w);
       if (a.event_time && w.max_timestamp() <= timers_->current_watermark()) fire(key, w, it->second);
     }
-    if (!placed) late(r);
+    if (m == nullptr) late(r);
   }
 
   void process_watermark(int64_t wm) override {
+    // The windows a watermark fires see one processing time: the clock is
+    // read once, not once per window.
+    firing_now_ = clock_->now_ms();
+    absl::Cleanup done = [this] { firing_now_ = kUnread; };
     timers_->advance_watermark(wm);
     current_timestamp() = kNoTimestamp;
     out_->emit_watermark(wm);
@@ -141,13 +252,16 @@ class WindowOperator final : public OperatorBase, public Input<In> {
       int kg = key_group_of(key, max_parallelism_);
       backend_->set_current_key(&key, kg);
       const Windows* m = contents_->find(kg, key);
-      if (m == nullptr || !m->contains(w)) continue;
-      fire(key, w, m->at(w));
+      if (m == nullptr) continue;
+      auto it = m->find(w);
+      if (it == m->end()) continue;
+      fire(key, w, it->second);
       // Fired for good: its timer, due while the job waits for its final
-      // checkpoint, must not fire it again.
+      // checkpoint, must not fire it again (a session's earlier, lazy timer
+      // may: it finds the window gone).
       delete_timers(w);
       Windows& wm = contents_->get_or_create(kg, key);
-      wm.erase(w);
+      wm.erase(wm.find(w));
       if (wm.empty()) contents_->erase(kg, key);
     }
     return absl::OkStatus();
@@ -163,7 +277,7 @@ class WindowOperator final : public OperatorBase, public Input<In> {
   int64_t late_records() const { return late_records_; }
 
  private:
-  using Windows = absl::flat_hash_map<TimeWindow, Acc>;
+  using Windows = WindowSlots<Acc>;
 
   void late(const In& r) {
     ++late_records_;
@@ -196,64 +310,77 @@ class WindowOperator final : public OperatorBase, public Input<In> {
 
   void fire(const K& key, const TimeWindow& w, const Acc& acc) {
     current_timestamp() = w.max_timestamp();
-    emit_(key, w, acc, timers_->current_watermark(), clock_->now_ms(), *out_);
+    const int64_t now = firing_now_ != kUnread ? firing_now_ : clock_->now_ms();
+    emit_(key, w, acc, timers_->current_watermark(), now, *out_);
   }
 
-  void on_timer(TimeDomain, int64_t ts, const K& key) {
+  void on_timer(TimeDomain d, int64_t ts, const K& key) {
     if (sliced_) return on_slice_timer(ts, key);
     int kg = backend_->current_key_group();
     const Windows* m = contents_->find(kg, key);
     if (m == nullptr) return;
-    std::vector<TimeWindow> fire_now, drop;
+    bool drop = false;
     for (const auto& [w, acc] : *m) {
-      if (w.max_timestamp() == ts) fire_now.push_back(w);
-      if (cleanup_time(w) == ts) drop.push_back(w);
+      if (w.max_timestamp() == ts) fire(key, w, acc);
+      drop = drop || cleanup_time(w) <= ts;
     }
-    std::sort(fire_now.begin(), fire_now.end());
-    for (const TimeWindow& w : fire_now) fire(key, w, m->at(w));
-    if (drop.empty()) return;
-    Windows& wm = contents_->get_or_create(kg, key);
-    for (const TimeWindow& w : drop) wm.erase(w);
-    if (wm.empty()) contents_->erase(kg, key);
-  }
-
-  void add_to_session(const K& key, int kg, const In& r, TimeWindow w) {
-    const Windows* existing = contents_->find(kg, key);
-    std::vector<TimeWindow> absorbed;
-    if (existing != nullptr) {
-      for (bool grew = true; grew;) {
-        grew = false;
-        for (const auto& [old, acc] : *existing) {
-          if (std::find(absorbed.begin(), absorbed.end(), old) == absorbed.end() &&
-              old.intersects(w)) {
-            w = w.cover(old);
-            absorbed.push_back(old);
-            grew = true;
-          }
+    if (spec_.assigner.is_merging()) {
+      // This may have been the lazy timer of a session that grew since
+      // (see the top of the file): each session left gets a timer at its
+      // next due time (a no-op where it has one).
+      for (const auto& [w, acc] : *m) {
+        if (w.max_timestamp() > ts) {
+          timers_->register_timer(d, w.max_timestamp());
+        } else if (cleanup_time(w) > ts) {
+          timers_->register_timer(d, cleanup_time(w));
         }
       }
     }
-    if (is_late(w)) {
+    if (!drop) return;
+    Windows& wm = contents_->get_or_create(kg, key);
+    wm.erase_if([&](const auto& slot) { return cleanup_time(slot.first) <= ts; });
+    if (wm.empty()) contents_->erase(kg, key);
+  }
+
+  // Session windows: the new session `w` of record `r` merges with the
+  // sessions it touches. A key's sessions are disjoint (touching ones were
+  // merged) and sorted, so those are one run of them. Timers are lazy (see
+  // the top of the file): the merged session keeps the timers of its first
+  // part, which are at or before its end.
+  void add_to_session(const K& key, int kg, const In& r, TimeWindow w) {
+    Windows& m = contents_->get_or_create(kg, key);
+    size_t first = m.size();
+    while (first > 0 && m[first - 1].first.end >= w.start) --first;
+    size_t last = first;
+    while (last < m.size() && m[last].first.start <= w.end) ++last;
+    TimeWindow merged = w;
+    if (first < last) merged = merged.cover(m[first].first).cover(m[last - 1].first);
+    if (is_late(merged)) {
+      if (m.empty()) contents_->erase(kg, key);
       late(r);
       return;
     }
-    Acc acc = spec_.create();
-    spec_.add(acc, r);
-    if (!absorbed.empty()) {
-      Windows& m = contents_->get_or_create(kg, key);
-      for (const TimeWindow& old : absorbed) {
-        acc = spec_.merge(m.at(old), acc);
-        m.erase(old);
-        delete_timers(old);
+    const int64_t wm = timers_->current_watermark();
+    auto& [window, acc] = [&]() -> typename Windows::Slot& {
+      if (first == last) {
+        auto it = m.insert(m.begin() + static_cast<std::ptrdiff_t>(first), w, spec_.create());
+        register_timers(w);
+        return *it;
       }
-    }
-    Windows& m = contents_->get_or_create(kg, key);
-    auto& slot = m[w];
-    slot = std::move(acc);
-    register_timers(w);
-    if (spec_.assigner.event_time && w.max_timestamp() <= timers_->current_watermark()) {
-      fire(key, w, slot);
-    }
+      typename Windows::Slot& kept = m[first];
+      // A part that already fired at its end (late, within the lateness)
+      // waits only for its cleanup timer; the merged session, still open,
+      // needs its end timer.
+      if (spec_.assigner.event_time && kept.first.max_timestamp() <= wm && merged.max_timestamp() > wm) {
+        register_timers(merged);
+      }
+      kept.first = merged;
+      for (size_t i = first + 1; i < last; ++i) kept.second = spec_.merge(kept.second, m[i].second);
+      m.erase(m.begin() + static_cast<std::ptrdiff_t>(first + 1), m.begin() + static_cast<std::ptrdiff_t>(last));
+      return m[first];
+    }();
+    spec_.add(acc, r);
+    if (spec_.assigner.event_time && window.max_timestamp() <= wm) fire(key, window, acc);
   }
 
   // Sliced windows (see the top of the file). The windows over `slice`
@@ -267,21 +394,28 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     for (int64_t end = slice.end; end <= slice.start + a.size; end += a.slide) f(TimeWindow{end - a.size, end});
   }
 
+  // The key's next due time after `t` for `slice`: the end of the next of
+  // its windows to fire, or its cleanup; INT64_MAX when neither is left.
+  int64_t slice_due_after(const TimeWindow& slice, int64_t t) const {
+    const int64_t slide = spec_.assigner.slide;
+    int64_t end = slice.end;
+    // The first window end e over the slice with e - 1 > t.
+    if (end - 1 <= t) end += (t + 2 - end + slide - 1) / slide * slide;
+    const TimeWindow last = last_window_over(slice);
+    if (end <= last.end) return end - 1;
+    const int64_t cleanup = cleanup_time(last);
+    return cleanup > t ? cleanup : INT64_MAX;
+  }
+
   void add_to_slice(const K& key, int kg, const In& r, int64_t ts) {
     const TimeWindow slice = spec_.assigner.slice_of(ts);
     const TimeWindow last = last_window_over(slice);
     if (is_late(last)) return late(r);  // so is every window over it
     Windows& m = contents_->get_or_create(kg, key);
-    auto [it, inserted] = m.try_emplace(slice);
+    auto [it, inserted] = m.try_emplace(slice, spec_.create);
     const int64_t wm = timers_->current_watermark();
-    if (inserted) {
-      it->second = spec_.create();
-      // Windows whose end the watermark passed fire on their records below.
-      for_windows_over(slice, [&](const TimeWindow& w) {
-        if (w.max_timestamp() > wm) timers_->register_timer(TimeDomain::kEventTime, w.max_timestamp());
-      });
-      if (cleanup_time(last) != last.max_timestamp()) timers_->register_timer(TimeDomain::kEventTime, cleanup_time(last));
-    }
+    // Windows whose end the watermark passed fire on their records below.
+    if (inserted) timers_->register_timer_by(TimeDomain::kEventTime, slice_due_after(slice, wm));
     spec_.add(it->second, r);
     if (slice.max_timestamp() <= wm) {
       for_windows_over(slice, [&](const TimeWindow& w) {
@@ -293,20 +427,18 @@ class WindowOperator final : public OperatorBase, public Input<In> {
   // Fires `w` with its slices in `m` merged in time order; nothing when it
   // has none.
   void fire_slices(const K& key, const Windows& m, const TimeWindow& w) {
-    std::vector<const typename Windows::value_type*> in;
-    for (const auto& slot : m) {
-      if (slot.first.start >= w.start && slot.first.end <= w.end) in.push_back(&slot);
-    }
-    if (in.empty()) return;
-    std::sort(in.begin(), in.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
-    Acc acc = in[0]->second;
-    for (size_t i = 1; i < in.size(); ++i) acc = spec_.merge(acc, in[i]->second);
+    auto it = std::find_if(m.begin(), m.end(), [&](const auto& slot) { return slot.first.start >= w.start; });
+    if (it == m.end() || it->first.end > w.end) return;
+    Acc acc = it->second;
+    for (++it; it != m.end() && it->first.end <= w.end; ++it) acc = spec_.merge(acc, it->second);
     fire(key, w, acc);
   }
 
-  // A timer at `ts`: the window ending at ts + 1 fires if `ts` is a
-  // window's last millisecond, then the slices whose last window is past
-  // its lateness leave.
+  // The key's timer at `ts`: the window ending at ts + 1 fires if `ts` is a
+  // window's last millisecond, the slices whose last window is past its
+  // lateness leave, and the timer moves to the key's next due time. (A
+  // restore of a checkpoint that kept a timer per window fires each; the
+  // ones without a window end of the key fire nothing.)
   void on_slice_timer(int64_t ts, const K& key) {
     int kg = backend_->current_key_group();
     const Windows* m = contents_->find(kg, key);
@@ -314,18 +446,25 @@ class WindowOperator final : public OperatorBase, public Input<In> {
     const WindowAssigner& a = spec_.assigner;
     if (a.slice_of(ts).max_timestamp() == ts) fire_slices(key, *m, TimeWindow{ts + 1 - a.size, ts + 1});
     bool expired = false;
-    for (const auto& [slice, acc] : *m) expired = expired || cleanup_time(last_window_over(slice)) <= ts;
+    int64_t next = INT64_MAX;
+    for (const auto& [slice, acc] : *m) {
+      if (cleanup_time(last_window_over(slice)) <= ts) {
+        expired = true;
+      } else {
+        next = std::min(next, slice_due_after(slice, ts));
+      }
+    }
+    if (next != INT64_MAX) timers_->register_timer_by(TimeDomain::kEventTime, next);
     if (!expired) return;
     Windows& wm = contents_->get_or_create(kg, key);
-    absl::erase_if(wm, [&](const auto& slot) { return cleanup_time(last_window_over(slot.first)) <= ts; });
+    wm.erase_if([&](const auto& slot) { return cleanup_time(last_window_over(slot.first)) <= ts; });
     if (wm.empty()) contents_->erase(kg, key);
   }
 
   void add_to_count_window(const K& key, int kg, const In& r) {
     const TimeWindow global{INT64_MIN, INT64_MAX};
     Windows& m = contents_->get_or_create(kg, key);
-    auto [it, inserted] = m.try_emplace(global);
-    if (inserted) it->second = spec_.create();
+    auto it = m.try_emplace(global, spec_.create).first;
     spec_.add(it->second, r);
     int64_t& n = counts_->get_or_create(kg, key);
     if (++n < spec_.assigner.count) return;
@@ -347,6 +486,9 @@ class WindowOperator final : public OperatorBase, public Input<In> {
   StateTable<K, int64_t>* counts_ = nullptr;
   std::unique_ptr<InternalTimerService<K>> timers_;
   bool sliced_ = false;
+  // The processing time of the firings of one watermark; kUnread outside.
+  static constexpr int64_t kUnread = INT64_MIN;
+  int64_t firing_now_ = kUnread;
   int64_t late_records_ = 0;
   std::unique_ptr<OutputBase> owned_out_;
   Output<Out>* out_ = &discard_;
