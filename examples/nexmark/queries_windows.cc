@@ -182,8 +182,37 @@ class WindowMax final : public KeyedProcessFunction<int64_t, WindowedBid, std::s
   ValueState<MaxBids>* max_ = nullptr;
 };
 
+// Before the exchange: a bid priced below the highest this subtask already
+// passed on in the bid's window cannot be among that window's highest, so it
+// stays here (a local pre-aggregation, as Flink SQL's local-global
+// aggregation, that keeps no state: the maxima are a hint in memory, and
+// after a restart, empty, they only filter less). Ties pass: every bid at
+// the highest price is output.
+class BelowLocalMax {
+ public:
+  bool operator()(const Bid& b) {
+    const int64_t w = b.date_time - b.date_time % kQ7Window;
+    auto it = std::find_if(max_.begin(), max_.end(), [w](const auto& e) { return e.first == w; });
+    if (it == max_.end()) {
+      // A few windows are open at a time (bids come nearly in time order):
+      // the oldest gives way.
+      if (max_.size() == kWindows) max_.erase(std::min_element(max_.begin(), max_.end()));
+      max_.emplace_back(w, b.price);
+      return true;
+    }
+    if (b.price < it->second) return false;
+    it->second = b.price;
+    return true;
+  }
+
+ private:
+  static constexpr size_t kWindows = 4;
+  std::vector<std::pair<int64_t, int64_t>> max_;  // window start, highest price passed
+};
+
 void q7(StreamEnvironment& env, const QueryOptions& o) {
   auto candidates = bids(env, o)
+                        .filter(BelowLocalMax{}, "below-local-max")
                         .map([](const Bid& b) { return OutBid{b.auction, b.bidder, b.price, b.date_time, b.extra}; },
                              "bid-columns")
                         .key_by([](const OutBid& b) { return b.auction % kQ7Fanout; })

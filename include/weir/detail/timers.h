@@ -56,14 +56,9 @@ class InternalTimerService {
 
   void register_timer(TimeDomain d, int64_t ts) {
     Domain& dom = domains_[static_cast<int>(d)];
-    const K& key = backend_->current_key();
-    int kg = backend_->current_key_group();
-    const std::vector<int64_t>* have = dom.table->find(kg, key);
+    const std::vector<int64_t>* have = dom.table->find(backend_->current_key_group(), backend_->current_key());
     if (have && std::binary_search(have->begin(), have->end(), ts)) return;
-    std::vector<int64_t>& v = dom.table->get_or_create(kg, key);
-    v.insert(std::upper_bound(v.begin(), v.end(), ts), ts);
-    dom.index[ts].insert(key);
-    if (d == TimeDomain::kProcessingTime) schedule_processing();
+    add(d, have != nullptr, ts);
   }
 
   // Makes sure the current key has a timer in `d` at or before `ts`:
@@ -75,7 +70,7 @@ class InternalTimerService {
     Domain& dom = domains_[static_cast<int>(d)];
     const std::vector<int64_t>* have = dom.table->find(backend_->current_key_group(), backend_->current_key());
     if (have && !have->empty() && have->front() <= ts) return;
-    register_timer(d, ts);
+    add(d, have != nullptr, ts);
   }
 
   void delete_timer(TimeDomain d, int64_t ts) {
@@ -114,10 +109,29 @@ class InternalTimerService {
     std::map<int64_t, absl::flat_hash_set<K>> index;
   };
 
-  bool remove_from_table(Domain& dom, int kg, const K& key, int64_t ts) {
+  // Adds timer `ts`, which the current key does not have; `listed`: the
+  // key has an entry in the table (else one is made).
+  void add(TimeDomain d, bool listed, int64_t ts) {
+    Domain& dom = domains_[static_cast<int>(d)];
+    const K& key = backend_->current_key();
+    const int kg = backend_->current_key_group();
+    if (listed) {
+      std::vector<int64_t>& v = dom.table->get_or_create(kg, key);
+      v.insert(std::upper_bound(v.begin(), v.end(), ts), ts);
+    } else {
+      dom.table->get_or_create(kg, key).assign(1, ts);
+    }
+    dom.index[ts].insert(key);
+    if (d == TimeDomain::kProcessingTime) schedule_processing();
+  }
+
+  // `keep_empty`: a key's last timer leaves an empty list behind, for the
+  // caller to erase (fire_due: a handler that registers the key's next
+  // timer then fills it, instead of the entry leaving and coming back).
+  bool remove_from_table(Domain& dom, int kg, const K& key, int64_t ts, bool keep_empty = false) {
     const std::vector<int64_t>* have = dom.table->find(kg, key);
     if (!have || !std::binary_search(have->begin(), have->end(), ts)) return false;
-    if (have->size() == 1) {
+    if (have->size() == 1 && !keep_empty) {
       dom.table->erase(kg, key);
     } else {
       std::vector<int64_t>& v = dom.table->get_or_create(kg, key);
@@ -133,10 +147,13 @@ class InternalTimerService {
       for (const K& key : due.mapped()) {
         int kg = key_group_of(key, max_parallelism_);
         // Deleted while its timestamp fired (by an earlier key's timer).
-        if (!remove_from_table(dom, kg, key, ts)) continue;
+        if (!remove_from_table(dom, kg, key, ts, /*keep_empty=*/true)) continue;
         backend_->set_current_key(&key, kg);
         current_timestamp() = d == TimeDomain::kEventTime ? ts : kNoTimestamp;
         fire_(d, ts, key);
+        if (const std::vector<int64_t>* left = dom.table->find(kg, key); left && left->empty()) {
+          dom.table->erase(kg, key);
+        }
       }
     }
   }
