@@ -1,8 +1,11 @@
 // Nexmark queries without state: q0, q1, q2, q10, q13, q14, q21, q22.
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include "examples/nexmark/query_util.h"
 #include "weir/connectors.h"
@@ -55,56 +58,58 @@ void q14(StreamEnvironment& env, const QueryOptions& o) {
 }
 
 // The text after "channel_id=" that starts the URL or follows '&', up to
-// the next '&'; false when there is none.
-bool channel_id(const std::string& url, std::string* out) {
-  static const std::string kKey = "channel_id=";
-  for (size_t pos = url.find(kKey); pos != std::string::npos; pos = url.find(kKey, pos + 1)) {
+// the next '&'; empty when there is none.
+std::optional<std::string_view> channel_id(std::string_view url) {
+  constexpr std::string_view kKey = "channel_id=";
+  for (size_t pos = url.find(kKey); pos != std::string_view::npos; pos = url.find(kKey, pos + 1)) {
     if (pos == 0 || url[pos - 1] == '&') {
-      size_t b = pos + kKey.size();
-      size_t e = url.find('&', b);
-      *out = url.substr(b, e == std::string::npos ? std::string::npos : e - b);
-      return true;
+      const size_t b = pos + kKey.size();
+      const size_t e = url.find('&', b);
+      return url.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
     }
   }
-  return false;
+  return std::nullopt;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+// The id of a hot channel, named in any case; empty for the others.
+std::optional<std::string_view> hot_channel(std::string_view channel) {
+  static constexpr std::pair<std::string_view, std::string_view> kHot[] = {
+      {"apple", "0"}, {"google", "1"}, {"facebook", "2"}, {"baidu", "3"}};
+  for (const auto& [name, id] : kHot) {
+    if (channel.size() == name.size() &&
+        std::equal(name.begin(), name.end(), channel.begin(),
+                   [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
+      return id;
+    }
+  }
+  return std::nullopt;
 }
 
 void q21(StreamEnvironment& env, const QueryOptions& o) {
   sink(bids(env, o).flat_map<std::string>([](const Bid& b, Collector<std::string>& out) {
-    static const std::map<std::string, std::string> kHot = {
-        {"apple", "0"}, {"google", "1"}, {"facebook", "2"}, {"baidu", "3"}};
-    std::string id;
-    auto hot = kHot.find(lower(b.channel));
-    if (hot != kHot.end()) {
-      id = hot->second;
-    } else if (!channel_id(b.url, &id)) {
-      return;
-    }
+    std::optional<std::string_view> id = hot_channel(b.channel);
+    if (!id) id = channel_id(b.url);
+    if (!id) return;
     std::string s;
-    add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.channel), add(s, id);
+    add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.channel), add(s, *id);
     out.collect(finish(std::move(s)));
   }), o);
 }
 
+// The URL's pieces 3, 4 and 5 between '/' (empty where it has fewer).
 void q22(StreamEnvironment& env, const QueryOptions& o) {
   sink(bids(env, o).map([](const Bid& b) {
-    std::vector<std::string> parts;
-    size_t start = 0;
-    for (size_t i = 0; i <= b.url.size(); ++i) {
-      if (i == b.url.size() || b.url[i] == '/') {
-        parts.push_back(b.url.substr(start, i - start));
-        start = i + 1;
-      }
+    std::string_view piece[3];
+    std::string_view url = b.url;
+    for (size_t i = 0, start = 0; i < 6 && start <= url.size(); ++i) {
+      size_t end = url.find('/', start);
+      if (end == std::string_view::npos) end = url.size();
+      if (i >= 3) piece[i - 3] = url.substr(start, end - start);
+      start = end + 1;
     }
-    auto piece = [&](size_t i) { return i < parts.size() ? parts[i] : std::string(); };
     std::string s;
-    add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.channel), add(s, piece(3)),
-        add(s, piece(4)), add(s, piece(5));
+    add(s, b.auction), add(s, b.bidder), add(s, b.price), add(s, b.channel), add(s, piece[0]),
+        add(s, piece[1]), add(s, piece[2]);
     return finish(std::move(s));
   }), o);
 }

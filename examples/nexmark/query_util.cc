@@ -72,7 +72,7 @@ void add(std::string& s, int64_t v) {
   s.append(buf, static_cast<size_t>(r.ptr - buf));
   s += ',';
 }
-void add(std::string& s, const std::string& v) {
+void add(std::string& s, std::string_view v) {
   if (s.empty()) s.reserve(kRowReserve);
   s += v;
   s += ',';

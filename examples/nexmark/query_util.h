@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "examples/nexmark/queries.h"
 #include "weir/stream.h"
@@ -28,7 +29,7 @@ void sink(const DataStream<std::string>& rows, const QueryOptions& o, const std:
 
 // CSV rows: add() appends a column and a comma, finish() drops the last comma.
 void add(std::string& s, int64_t v);
-void add(std::string& s, const std::string& v);
+void add(std::string& s, std::string_view v);
 std::string finish(std::string s);
 // A value with 3 implied decimals, as DECIMAL(23,3).
 std::string decimal3(int64_t milli);
