@@ -3,6 +3,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "examples/nexmark/query_util.h"
 
@@ -29,22 +30,28 @@ class AuctionDayStats final : public KeyedProcessFunction<AuctionDay, PricedBid,
     stats_ = &ctx.get_state(ValueStateDescriptor<AuctionStats>{"stats"});
     return absl::OkStatus();
   }
+  // The changelog rows of changed(), each formatted once straight into the
+  // string emitted, and the statistics changed in place: every bid changes
+  // its row (the count grows), so it emits -U and +U, or +I for the first.
   void process_element(const PricedBid& b, Context& ctx, Collector<std::string>& out) override {
-    auto old = stats_->value();
-    AuctionStats s = old.value_or(AuctionStats{});
+    const AuctionDay& key = ctx.current_key();
+    const AuctionStats* old = stats_->peek();
+    const bool first = old == nullptr;
+    if (!first) out.collect(row("-U,", key, *old));
+    AuctionStats& s = stats_->modify();
     s.bids++;
     s.rank[rank_of(b.price)]++;
     s.min = std::min(s.min, b.price);
     s.max = std::max(s.max, b.price);
     s.sum += b.price;
-    stats_->update(s);
-    const AuctionDay& key = ctx.current_key();
-    changed(old ? std::optional<std::string>(row(key, *old)) : std::nullopt, row(key, s), out);
+    out.collect(row(first ? "+I," : "+U,", key, s));
   }
 
  private:
-  static std::string row(const AuctionDay& k, const AuctionStats& s) {
+  static std::string row(std::string_view kind, const AuctionDay& k, const AuctionStats& s) {
     std::string r;
+    r.reserve(128);
+    r.append(kind);
     add(r, k.first), add(r, k.second), add(r, s.bids), add(r, s.rank[1]), add(r, s.rank[2]),
         add(r, s.rank[3]), add(r, s.min), add(r, s.max), add(r, s.sum / s.bids), add(r, s.sum);
     return finish(std::move(r));
