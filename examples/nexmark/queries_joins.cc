@@ -93,10 +93,11 @@ class ExpandBid final : public KeyedCoProcessFunction<int64_t, Bid, Auction, std
     waiting_ = &ctx.get_list_state(ListStateDescriptor<Bid>{"waiting-bids"});
     return absl::OkStatus();
   }
+  // The auction read in place (peek): a copy would copy its strings per bid.
   void process_element1(const Bid& b, Context&, Collector<std::string>& out) override {
-    if (auto a = auction_->value()) {
+    if (const Auction* a = auction_->peek()) {
       emit(b, *a, out);
-    } else if (!other_->value_or(false)) {
+    } else if (const bool* other = other_->peek(); other == nullptr || !*other) {
       waiting_->add(b);
     }
   }
@@ -151,7 +152,7 @@ class AuctionBids : public KeyedCoProcessFunction<int64_t, Auction, Bid, Out> {
     waiting_->clear();
   }
   void process_element2(const Bid& b, Ctx&, Collector<Out>& out) override {
-    if (auto a = auction_->value()) {
+    if (const Auction* a = auction_->peek()) {  // in place: no copy of its strings per bid
       offer(*a, b, out);
     } else {
       waiting_->add(b);
@@ -347,7 +348,7 @@ class AuctionWinner final : public KeyedCoProcessFunction<int64_t, Auction, Bid,
     ctx.timer_service().register_event_time_timer(a.expires);
   }
   void process_element2(const Bid& b, Context&, Collector<Win>&) override {
-    if (auto a = auction_->value()) {
+    if (const Auction* a = auction_->peek()) {  // in place: no copy of its strings per bid
       offer(*a, b);
     } else {
       waiting_->add(b);
