@@ -90,14 +90,7 @@ bool KvColumn::restore_entries(int kg, ByteReader& in, Skip skip_key, Skip skip_
   });
   if (!decoded) return false;
   // In key order, the last of equal keys winning (as puts in order would).
-  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  size_t out = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (i + 1 < entries.size() && entries[i + 1].first == entries[i].first) continue;
-    if (out != i) entries[out] = std::move(entries[i]);
-    ++out;
-  }
-  entries.resize(out);
+  sort_keeping_last(entries);
   store_->bulk_put(cf_, entries);
   return true;
 }

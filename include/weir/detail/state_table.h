@@ -28,7 +28,9 @@
 #ifndef WEIR_DETAIL_STATE_TABLE_H_
 #define WEIR_DETAIL_STATE_TABLE_H_
 
+#include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,6 +67,20 @@ struct Serializer<absl::flat_hash_map<A, B>> {
 };
 
 namespace detail {
+
+// Sorts pairs by their first element and keeps, of equal ones, the last:
+// the entries a map would hold after inserting them in order.
+template <typename Pair>
+void sort_keeping_last(std::vector<Pair>& v) {
+  std::stable_sort(v.begin(), v.end(), [](const Pair& a, const Pair& b) { return a.first < b.first; });
+  size_t out = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i + 1 < v.size() && v[i + 1].first == v[i].first) continue;
+    if (out != i) v[out] = std::move(v[i]);
+    ++out;
+  }
+  v.erase(v.begin() + static_cast<std::ptrdiff_t>(out), v.end());
+}
 
 // DO NOT CHANGE values: stored in checkpoints.
 enum class StateKind : uint8_t { kValue = 0, kList = 1, kMap = 2, kReducing = 3 };

@@ -35,6 +35,7 @@
 #include "weir/detail/keyed_backend.h"
 #include "weir/detail/operator.h"
 #include "weir/detail/operators.h"
+#include "weir/detail/state_table.h"
 #include "weir/detail/timers.h"
 #include "weir/window.h"
 
@@ -121,15 +122,7 @@ struct Serializer<detail::WindowSlots<Acc>> {
       Acc acc = Serializer<Acc>::read(in);
       m.slots_.emplace_back(w, std::move(acc));
     }
-    auto& v = m.slots_;
-    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    size_t out = 0;
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (i + 1 < v.size() && v[i + 1].first == v[i].first) continue;
-      if (out != i) v[out] = std::move(v[i]);
-      ++out;
-    }
-    v.erase(v.begin() + static_cast<std::ptrdiff_t>(out), v.end());
+    detail::sort_keeping_last(m.slots_);
     return m;
   }
 };
