@@ -58,7 +58,7 @@ class InternalTimerService {
     Domain& dom = domains_[static_cast<int>(d)];
     const std::vector<int64_t>* have = dom.table->find(backend_->current_key_group(), backend_->current_key());
     if (have && std::binary_search(have->begin(), have->end(), ts)) return;
-    add(d, have != nullptr, ts);
+    add(d, ts);
   }
 
   // Makes sure the current key has a timer in `d` at or before `ts`:
@@ -70,7 +70,7 @@ class InternalTimerService {
     Domain& dom = domains_[static_cast<int>(d)];
     const std::vector<int64_t>* have = dom.table->find(backend_->current_key_group(), backend_->current_key());
     if (have && !have->empty() && have->front() <= ts) return;
-    add(d, have != nullptr, ts);
+    add(d, ts);
   }
 
   void delete_timer(TimeDomain d, int64_t ts) {
@@ -109,18 +109,12 @@ class InternalTimerService {
     std::map<int64_t, absl::flat_hash_set<K>> index;
   };
 
-  // Adds timer `ts`, which the current key does not have; `listed`: the
-  // key has an entry in the table (else one is made).
-  void add(TimeDomain d, bool listed, int64_t ts) {
+  // Adds timer `ts`, which the current key does not have.
+  void add(TimeDomain d, int64_t ts) {
     Domain& dom = domains_[static_cast<int>(d)];
     const K& key = backend_->current_key();
-    const int kg = backend_->current_key_group();
-    if (listed) {
-      std::vector<int64_t>& v = dom.table->get_or_create(kg, key);
-      v.insert(std::upper_bound(v.begin(), v.end(), ts), ts);
-    } else {
-      dom.table->get_or_create(kg, key).assign(1, ts);
-    }
+    std::vector<int64_t>& v = dom.table->get_or_create(backend_->current_key_group(), key);
+    v.insert(std::upper_bound(v.begin(), v.end(), ts), ts);
     dom.index[ts].insert(key);
     if (d == TimeDomain::kProcessingTime) schedule_processing();
   }
